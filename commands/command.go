@@ -1,0 +1,268 @@
+// Package commands holds redamo's command table and one handler per Redis
+// command, grouped by family (strings.go, keys.go, connection.go, server.go,
+// ...). Handlers speak to storage only through dynastore.Store and answer only
+// through the Writer interface, so the same handler serves every backend and
+// both execution paths (a direct request, or a transaction buffer).
+//
+// The package knows no RESP bytes: resp/ implements Writer and owns the
+// listener and dispatch loop.
+package commands
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Writer is how a handler replies. resp/ implements it for RESP2 and RESP3; a
+// handler calls exactly one top-level reply per command (an aggregate header
+// followed by its elements counts as one).
+type Writer interface {
+	// Proto is 2 or 3.
+	Proto() int
+	Simple(s string)
+	// Error writes an error reply; msg starts with its code ("ERR ...", "WRONGTYPE ...").
+	Error(msg string)
+	Int(n int64)
+	Bulk(b []byte)
+	BulkString(s string)
+	// Nil is a null bulk string ($-1 in RESP2, _ in RESP3).
+	Nil()
+	// NilArray is a null array (*-1 in RESP2, _ in RESP3).
+	NilArray()
+	// Array starts an array of n elements.
+	Array(n int)
+	// Map starts a map of n key/value pairs (a flat array of 2n in RESP2).
+	Map(n int)
+	// Set starts a set of n elements (an array in RESP2).
+	Set(n int)
+	// Double writes a double (a bulk string in RESP2), formatted as Redis does.
+	Double(f float64)
+	// Bool writes a boolean (:1/:0 in RESP2).
+	Bool(b bool)
+	// Verbatim writes a verbatim string of the given 3-letter format (a bulk
+	// string in RESP2).
+	Verbatim(format, s string)
+}
+
+// Handler runs one command. The handler has parsed and validated its
+// arguments before any I/O, so a syntax error touches no data.
+type Handler func(c *Ctx)
+
+// Command flags, as COMMAND reports them.
+const (
+	FlagWrite      = "write"
+	FlagReadonly   = "readonly"
+	FlagDenyOOM    = "denyoom"
+	FlagAdmin      = "admin"
+	FlagNoScript   = "noscript"
+	FlagBlocking   = "blocking"
+	FlagLoading    = "loading"
+	FlagStale      = "stale"
+	FlagFast       = "fast"
+	FlagNoAuth     = "no_auth"
+	FlagAllowBusy  = "allow_busy"
+	FlagNoMulti    = "no_multi"
+	FlagMovable    = "movablekeys"
+	FlagSkipSlowlg = "skip_slowlog"
+)
+
+// Command is one entry of the command table: its metadata (what COMMAND
+// reports) and its handler.
+type Command struct {
+	// Name is lower case; a subcommand is "parent|sub".
+	Name string
+	// Arity follows Redis: n means exactly n arguments including the name,
+	// -n means at least n.
+	Arity int
+	Flags []string
+	// ACL categories without the '@', e.g. "string", "fast".
+	Categories []string
+	// Key positions (1-based; 0 when the command takes no key; LastKey -1 means
+	// the last argument).
+	FirstKey, LastKey, Step int
+	// Docs for COMMAND DOCS.
+	Summary, Since, Group, Complexity string
+	// Subcommands, for container commands such as CLIENT and CONFIG.
+	Subcommands []*Command
+	Run         Handler
+}
+
+// HasFlag reports whether the command has flag f.
+func (c *Command) HasFlag(f string) bool {
+	for _, x := range c.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// ArityOK reports whether n arguments (including the name) satisfy the arity.
+func (c *Command) ArityOK(n int) bool {
+	if c.Arity >= 0 {
+		return n == c.Arity
+	}
+	return n >= -c.Arity
+}
+
+// Table is the command table. It is built once at start-up and read-only after.
+type Table struct {
+	cmds map[string]*Command
+}
+
+// families lists every family's registration function, one per file.
+var families = []func(*Table){
+	registerConnection,
+	registerServer,
+	registerStrings,
+	registerKeys,
+}
+
+// NewTable returns the table with every supported command registered.
+func NewTable() *Table {
+	t := &Table{cmds: map[string]*Command{}}
+	for _, reg := range families {
+		reg(t)
+	}
+	return t
+}
+
+// Register adds commands; a duplicate name is a programming error and panics.
+func (t *Table) Register(cmds ...*Command) {
+	for _, c := range cmds {
+		name := strings.ToLower(c.Name)
+		if _, dup := t.cmds[name]; dup {
+			panic(fmt.Sprintf("commands: %q registered twice", name))
+		}
+		c.Name = name
+		t.cmds[name] = c
+	}
+}
+
+// Lookup finds a command by name, case-insensitively.
+func (t *Table) Lookup(name string) *Command {
+	if c, ok := t.cmds[name]; ok {
+		return c
+	}
+	return t.cmds[strings.ToLower(name)]
+}
+
+// All returns every command sorted by name.
+func (t *Table) All() []*Command {
+	out := make([]*Command, 0, len(t.cmds))
+	for _, c := range t.cmds {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Ctx is everything one command invocation sees.
+type Ctx struct {
+	context.Context
+	// Args holds the command name (as sent) and its arguments.
+	Args [][]byte
+	W    Writer
+	// Store is where the command reads and writes: the server's store, or a
+	// transaction buffer over it.
+	Store dynastore.Store
+	Conn  *Conn
+	Srv   *Server
+	// now is fixed per command, so all expiry checks in one command agree.
+	now time.Time
+}
+
+// Now returns the command's clock reading (fixed for the whole command).
+func (c *Ctx) Now() time.Time {
+	if c.now.IsZero() {
+		c.now = c.Srv.Clock()
+	}
+	return c.now
+}
+
+// NowMS returns Now in Unix milliseconds.
+func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }
+
+// DB is the connection's selected database.
+func (c *Ctx) DB() int { return c.Conn.DB }
+
+// Conn is the per-connection state. Fields other connections may read (CLIENT
+// LIST) are guarded by mu; the owning connection's goroutine is the only writer.
+type Conn struct {
+	mu sync.Mutex
+
+	ID        int64
+	Addr      string
+	LocalAddr string
+	Created   time.Time
+
+	// DB is the selected database, 0..NumDBs-1.
+	DB int
+	// Proto is the RESP version, 2 or 3.
+	Proto int
+	// Authed is true once AUTH succeeded (or when no password is set).
+	Authed bool
+	// CloseAfterReply makes the server close the connection once the
+	// current reply is flushed (QUIT).
+	CloseAfterReply bool
+
+	name, libName, libVer string
+	lastCmd               string
+	lastActive            time.Time
+}
+
+// SetName sets the client name (CLIENT SETNAME, HELLO SETNAME).
+func (cn *Conn) SetName(s string) {
+	cn.mu.Lock()
+	cn.name = s
+	cn.mu.Unlock()
+}
+
+// Name returns the client name.
+func (cn *Conn) Name() string {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.name
+}
+
+// SetLib records CLIENT SETINFO LIB-NAME / LIB-VER (empty leaves a field as is).
+func (cn *Conn) SetLib(name, ver string) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if name != "" {
+		cn.libName = name
+	}
+	if ver != "" {
+		cn.libVer = ver
+	}
+}
+
+// Lib returns the library name and version.
+func (cn *Conn) Lib() (name, ver string) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.libName, cn.libVer
+}
+
+// Touch records the command being run and when.
+func (cn *Conn) Touch(cmd string, at time.Time) {
+	cn.mu.Lock()
+	cn.lastCmd, cn.lastActive = cmd, at
+	cn.mu.Unlock()
+}
+
+// Last returns the last command and when it ran.
+func (cn *Conn) Last() (string, time.Time) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.lastCmd, cn.lastActive
+}
+
+// NumDBs is the number of databases SELECT accepts (Redis's default).
+const NumDBs = 16

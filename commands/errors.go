@@ -1,0 +1,92 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Reply strings, exactly as Redis 7 sends them. Every error reply a handler
+// writes comes from here (or from the err* builders below).
+const (
+	MsgSyntax          = "ERR syntax error"
+	MsgWrongType       = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	MsgNotInt          = "ERR value is not an integer or out of range"
+	MsgNotFloat        = "ERR value is not a valid float"
+	MsgOverflow        = "ERR increment or decrement would overflow"
+	MsgIncrFloatNaN    = "ERR increment would produce NaN or Infinity"
+	MsgNoSuchKey       = "ERR no such key"
+	MsgOutOfRange      = "ERR index out of range"
+	MsgInvalidExpire   = "ERR invalid expire time in '%s' command"
+	MsgInvalidDB       = "ERR DB index is out of range"
+	MsgNoAuth          = "NOAUTH Authentication required."
+	MsgWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
+	MsgAuthNotSet      = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	MsgStringTooLong   = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	MsgValueTooLarge   = "ERR value exceeds the DynamoDB item size limit (400 KB)"
+	MsgKeyTooLong      = "ERR key exceeds the DynamoDB partition key limit (2046 bytes)"
+	MsgTxTooLarge      = "ERR operation exceeds the DynamoDB transaction limit (100 items, 4 MB)"
+	MsgTryAgain        = "TRYAGAIN DynamoDB is throttling requests, try again later"
+	MsgUnavailable     = "ERR DynamoDB is unavailable, try again later"
+	MsgConflict        = "TRYAGAIN concurrent update conflict, try again"
+	MsgOffsetRange     = "ERR offset is out of range"
+	MsgBitOffset       = "ERR bit offset is not an integer or out of range"
+	MsgNegativeTimeout = "ERR timeout is negative"
+	MsgTimeoutNotFloat = "ERR timeout is not a float or out of range"
+	MsgCountPositive   = "ERR value is out of range, must be positive"
+	MsgSameObject      = "ERR source and destination objects are the same"
+	MsgNXXXGTLT        = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	MsgGTLTNX          = "ERR GT, LT, and/or NX options at the same time are not compatible"
+)
+
+// ErrWrongArgs is Redis's arity error for a command (name as Redis prints it,
+// lower case, "parent|sub" for a subcommand).
+func ErrWrongArgs(cmd string) string {
+	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(cmd))
+}
+
+// ErrUnknownCommand is Redis's reply to an unknown command: the name and the
+// first arguments, each quoted and cut as Redis does.
+func ErrUnknownCommand(name string, args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args {
+		if b.Len() >= 128 {
+			break
+		}
+		fmt.Fprintf(&b, "'%.*s' ", 128-b.Len(), a)
+	}
+	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", name, b.String())
+}
+
+// ErrUnknownSubcommand is Redis's reply to an unknown subcommand.
+func ErrUnknownSubcommand(cmd, sub string) string {
+	return fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(cmd))
+}
+
+// StoreErrorMsg maps a storage error to the Redis error reply a client gets.
+// It is the one place where dynastore errors become wire errors.
+func StoreErrorMsg(err error) string {
+	switch {
+	case errors.Is(err, dynastore.ErrItemTooLarge):
+		return MsgValueTooLarge
+	case errors.Is(err, dynastore.ErrKeyTooLarge):
+		return MsgKeyTooLong
+	case errors.Is(err, dynastore.ErrTxTooLarge):
+		return MsgTxTooLarge
+	case errors.Is(err, dynastore.ErrThrottled):
+		return MsgTryAgain
+	case errors.Is(err, dynastore.ErrTxConflict):
+		return MsgConflict
+	case errors.Is(err, dynastore.ErrUnavailable):
+		return MsgUnavailable
+	default:
+		return "ERR " + err.Error()
+	}
+}
+
+// Fail replies with the Redis error for a storage error.
+func (c *Ctx) Fail(err error) {
+	c.W.Error(StoreErrorMsg(err))
+}

@@ -1,0 +1,478 @@
+// Package dynastore is redamo's storage layer: a small, DynamoDB-shaped, typed
+// interface (items with a binary partition and sort key, typed conditions and
+// updates, transactions, partition queries, table scans) and the backends that
+// implement it (dynastore/dynamo on aws-sdk-go-v2, dynastore/memory embedded).
+//
+// The interface speaks DynamoDB, not Redis: it knows nothing about RESP or Redis
+// types. Every backend has the same semantics and the same limits, proven by the
+// conformance suite in dynastore/storetest.
+package dynastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Names of the key attributes. Every item has both, as non-empty binaries.
+const (
+	AttrPK = "pk"
+	AttrSK = "sk"
+	// AttrTTL is the table's native TTL attribute (epoch seconds). DynamoDB only
+	// garbage-collects with it, possibly days late: correctness never relies on it.
+	AttrTTL = "ttl"
+)
+
+// DynamoDB's limits, enforced identically by every backend.
+const (
+	MaxItemSize      = 400 * 1024      // bytes, attribute names + values
+	MaxTxActions     = 100             // actions in one TransactWriteItems
+	MaxTxSize        = 4 * 1024 * 1024 // bytes in one transaction
+	MaxPKSize        = 2048            // bytes of a partition key value
+	MaxSKSize        = 1024            // bytes of a sort key value
+	MaxBatchGet      = 100             // keys in one BatchGetItem
+	MaxPageSize      = 1024 * 1024     // bytes returned by one Query/Scan page
+	MaxBatchWrite    = 25              // requests in one BatchWriteItem
+	MaxNumberDigits  = 38              // significant digits of a Number
+	MaxExprAttrNames = 255             // not a DynamoDB limit, a sanity bound
+)
+
+// Key identifies one item.
+type Key struct {
+	PK, SK []byte
+}
+
+// Item is one item's attributes by name, including pk and sk.
+type Item map[string]Value
+
+// Key returns the item's key, nil slices if absent.
+func (it Item) Key() Key {
+	k := Key{}
+	if b, ok := it[AttrPK].(B); ok {
+		k.PK = b
+	}
+	if b, ok := it[AttrSK].(B); ok {
+		k.SK = b
+	}
+	return k
+}
+
+// Kind is a DynamoDB attribute type.
+type Kind uint8
+
+// The attribute types redamo uses.
+const (
+	KindB    Kind = iota + 1 // binary
+	KindN                    // number
+	KindS                    // string
+	KindBS                   // binary set
+	KindL                    // list
+	KindM                    // map
+	KindBOOL                 // boolean
+	KindNULL                 // null
+)
+
+// Value is one attribute value: B, N, S, BS, L, M, BOOL or NULL.
+type Value interface {
+	Kind() Kind
+}
+
+type (
+	// B is a binary value.
+	B []byte
+	// N is a number in DynamoDB's decimal text form (up to 38 significant digits).
+	N string
+	// S is a UTF-8 string value.
+	S string
+	// BS is a binary set; it is never empty (DynamoDB removes empty sets).
+	BS [][]byte
+	// L is a list of values.
+	L []Value
+	// M is a map of values with string keys.
+	M map[string]Value
+	// BOOL is a boolean value.
+	BOOL bool
+	// NULL is the null value.
+	NULL struct{}
+)
+
+func (B) Kind() Kind    { return KindB }
+func (N) Kind() Kind    { return KindN }
+func (S) Kind() Kind    { return KindS }
+func (BS) Kind() Kind   { return KindBS }
+func (L) Kind() Kind    { return KindL }
+func (M) Kind() Kind    { return KindM }
+func (BOOL) Kind() Kind { return KindBOOL }
+func (NULL) Kind() Kind { return KindNULL }
+
+// ---- conditions ----------------------------------------------------------
+
+// Cond is a typed condition on one item, rendered to a ConditionExpression by
+// the dynamo backend and evaluated directly by the memory backend (Eval).
+// A nil Cond is always true.
+type Cond interface {
+	isCond()
+}
+
+// CmpOp is a comparison operator.
+type CmpOp uint8
+
+// Comparison operators, as in DynamoDB condition expressions.
+const (
+	OpEQ CmpOp = iota + 1
+	OpNE
+	OpLT
+	OpLE
+	OpGT
+	OpGE
+)
+
+type (
+	// Exists is attribute_exists(Attr).
+	Exists struct{ Attr string }
+	// NotExists is attribute_not_exists(Attr).
+	NotExists struct{ Attr string }
+	// Compare is Attr <op> Val. As in DynamoDB, comparing values of different
+	// types is false (and so is any comparison with a missing attribute, OpNE
+	// included).
+	Compare struct {
+		Attr string
+		Op   CmpOp
+		Val  Value
+	}
+	// IsType is attribute_type(Attr, Type).
+	IsType struct {
+		Attr string
+		Type Kind
+	}
+	// SizeCompare is size(Attr) <op> Size: bytes of a B or S, elements of a set, list or map.
+	SizeCompare struct {
+		Attr string
+		Op   CmpOp
+		Size int64
+	}
+	// BeginsWith is begins_with(Attr, Prefix) on a B attribute.
+	BeginsWith struct {
+		Attr   string
+		Prefix []byte
+	}
+	// Contains is contains(Attr, Val): a member of a set, an element of a list.
+	Contains struct {
+		Attr string
+		Val  Value
+	}
+	// And is true when every condition is (an empty And is true).
+	And []Cond
+	// Or is true when any condition is (an empty Or is false).
+	Or []Cond
+	// Not negates a condition.
+	Not struct{ C Cond }
+)
+
+func (Exists) isCond()      {}
+func (NotExists) isCond()   {}
+func (Compare) isCond()     {}
+func (IsType) isCond()      {}
+func (SizeCompare) isCond() {}
+func (BeginsWith) isCond()  {}
+func (Contains) isCond()    {}
+func (And) isCond()         {}
+func (Or) isCond()          {}
+func (Not) isCond()         {}
+
+// ---- updates -------------------------------------------------------------
+
+// Update is a typed UpdateExpression on top-level attributes. Actions apply as
+// DynamoDB applies them: all operands are evaluated against the item as it was
+// before the update; no attribute may appear in two actions.
+type Update struct {
+	Set    []SetAction
+	Remove []string
+	// Add adds a number to an N attribute (missing counts as 0) or members to a BS.
+	Add []AttrValue
+	// Delete removes members from a BS; a set left empty is removed.
+	Delete []AttrValue
+}
+
+// SetAction is SET Attr = Val.
+type SetAction struct {
+	Attr string
+	Val  Operand
+}
+
+// AttrValue pairs an attribute with a value (ADD and DELETE actions).
+type AttrValue struct {
+	Attr string
+	Val  Value
+}
+
+// Operand is the right-hand side of a SET action.
+type Operand interface {
+	isOperand()
+}
+
+type (
+	// Lit is a literal value.
+	Lit struct{ V Value }
+	// Ref is the current value of another attribute (an error if missing).
+	Ref struct{ Attr string }
+	// IfNotExists is if_not_exists(Attr, Default).
+	IfNotExists struct {
+		Attr    string
+		Default Value
+	}
+	// Plus is A + B on numbers.
+	Plus struct{ A, B Operand }
+	// Minus is A - B on numbers.
+	Minus struct{ A, B Operand }
+	// ListAppend is list_append(A, B) on lists.
+	ListAppend struct{ A, B Operand }
+)
+
+func (Lit) isOperand()         {}
+func (Ref) isOperand()         {}
+func (IfNotExists) isOperand() {}
+func (Plus) isOperand()        {}
+func (Minus) isOperand()       {}
+func (ListAppend) isOperand()  {}
+
+// ---- requests ------------------------------------------------------------
+
+// ReturnValues selects what a write returns, as in DynamoDB.
+type ReturnValues uint8
+
+// ReturnValues options. UpdatedOld/UpdatedNew are for updates only.
+const (
+	ReturnNone ReturnValues = iota
+	ReturnAllOld
+	ReturnAllNew
+	ReturnUpdatedOld
+	ReturnUpdatedNew
+)
+
+// WriteOptions apply to one single-item write.
+type WriteOptions struct {
+	// Cond must hold on the current item (nil: always).
+	Cond Cond
+	// Return selects the item returned on success.
+	Return ReturnValues
+	// OldOnFailure asks for the current item when Cond fails
+	// (ReturnValuesOnConditionCheckFailure = ALL_OLD); it comes in the
+	// *ConditionFailedError.
+	OldOnFailure bool
+}
+
+// TxOp is the kind of one transaction action.
+type TxOp uint8
+
+// Transaction action kinds.
+const (
+	TxPut TxOp = iota + 1
+	TxUpdate
+	TxDelete
+	TxCheck
+)
+
+// TxAction is one action of a transaction. Key is used by Update, Delete and
+// Check; Put takes its key from Item.
+type TxAction struct {
+	Op     TxOp
+	Key    Key
+	Item   Item    // TxPut
+	Update *Update // TxUpdate
+	Cond   Cond    // required for TxCheck
+	// OldOnFailure returns the current item in the cancellation reason when
+	// this action's condition fails.
+	OldOnFailure bool
+}
+
+// SKOp selects a sort-key range in a Query.
+type SKOp uint8
+
+// Sort-key conditions, as in DynamoDB key condition expressions.
+const (
+	SKAll SKOp = iota // the whole partition
+	SKEq
+	SKLT
+	SKLE
+	SKGT
+	SKGE
+	SKBetween    // A <= sk <= B
+	SKBeginsWith // sk starts with A
+)
+
+// Query reads one partition in sort-key order.
+type Query struct {
+	PK      []byte
+	Op      SKOp
+	A, B    []byte
+	Reverse bool
+	// Limit caps the items evaluated in this page (0: none; a page also ends at 1 MB).
+	Limit int
+	// Filter drops items after they are read (they still count towards Limit,
+	// as in DynamoDB).
+	Filter Cond
+	// After is the sort key to resume after (the previous page's Next).
+	After []byte
+}
+
+// QueryPage is one page of a Query.
+type QueryPage struct {
+	Items []Item
+	// Next is the sort key to pass as After for the next page; nil at the end.
+	Next []byte
+}
+
+// Scan reads the whole table in an order that is stable while nothing is written.
+type Scan struct {
+	Limit  int
+	Filter Cond
+	// After is the key to resume after (the previous page's Next).
+	After *Key
+	// Segment and Segments split the table for parallel scans (Segments 0: one).
+	Segment, Segments int
+}
+
+// ScanPage is one page of a Scan.
+type ScanPage struct {
+	Items []Item
+	Next  *Key
+}
+
+// Store is the storage interface. Implementations are safe for concurrent use.
+// A missing item is not an error: Get returns a nil Item. Every read is
+// strongly consistent.
+//
+// Failures are reported with the sentinel errors below (wrapped), so callers
+// test them with errors.Is / errors.As.
+type Store interface {
+	Get(ctx context.Context, k Key) (Item, error)
+	// BatchGet returns the items in the order of keys, nil where missing.
+	// It accepts any number of keys and splits them into requests of MaxBatchGet.
+	BatchGet(ctx context.Context, keys []Key) ([]Item, error)
+	// Put replaces a whole item.
+	Put(ctx context.Context, it Item, o WriteOptions) (Item, error)
+	// Update changes an item, creating it if missing (as UpdateItem does).
+	Update(ctx context.Context, k Key, u Update, o WriteOptions) (Item, error)
+	Delete(ctx context.Context, k Key, o WriteOptions) (Item, error)
+	// Transact applies all actions or none (TransactWriteItems).
+	Transact(ctx context.Context, actions []TxAction) error
+	Query(ctx context.Context, q Query) (QueryPage, error)
+	Scan(ctx context.Context, s Scan) (ScanPage, error)
+}
+
+// ---- errors ----------------------------------------------------------------
+
+// Sentinel errors. Backends wrap them; use errors.Is.
+var (
+	// ErrConditionFailed: a write's condition did not hold; nothing was written.
+	ErrConditionFailed = errors.New("dynastore: condition failed")
+	// ErrTxCanceled: a transaction was canceled; see *TxCanceledError for why.
+	ErrTxCanceled = errors.New("dynastore: transaction canceled")
+	// ErrTxConflict: a transaction conflicted with another one (retryable).
+	ErrTxConflict = errors.New("dynastore: transaction conflict")
+	// ErrItemTooLarge: an item would exceed MaxItemSize; nothing was written.
+	ErrItemTooLarge = errors.New("dynastore: item too large")
+	// ErrTxTooLarge: a transaction has more than MaxTxActions actions or MaxTxSize bytes.
+	ErrTxTooLarge = errors.New("dynastore: transaction too large")
+	// ErrKeyTooLarge: a partition or sort key exceeds its limit, or is empty.
+	ErrKeyTooLarge = errors.New("dynastore: key too large")
+	// ErrThrottled: the backend kept throttling after bounded retries.
+	ErrThrottled = errors.New("dynastore: throttled")
+	// ErrUnavailable: the backend kept failing (5xx, timeouts) after bounded retries.
+	ErrUnavailable = errors.New("dynastore: unavailable")
+	// ErrInvalid: the request is malformed (a bug in the caller, e.g. an update
+	// naming one attribute twice, ADD to a non-number); DynamoDB's ValidationException.
+	ErrInvalid = errors.New("dynastore: invalid request")
+)
+
+// ConditionFailedError is returned by a single-item write whose condition
+// failed. Old is the current item when WriteOptions.OldOnFailure was set
+// (nil if the item does not exist).
+type ConditionFailedError struct {
+	Old Item
+}
+
+func (e *ConditionFailedError) Error() string { return ErrConditionFailed.Error() }
+
+// Unwrap makes errors.Is(err, ErrConditionFailed) true.
+func (e *ConditionFailedError) Unwrap() error { return ErrConditionFailed }
+
+// Cancellation reason codes, as DynamoDB reports them.
+const (
+	ReasonNone              = "None"
+	ReasonConditionalFailed = "ConditionalCheckFailed"
+	ReasonConflict          = "TransactionConflict"
+	ReasonItemTooLarge      = "ItemCollectionSizeLimitExceeded"
+	ReasonValidation        = "ValidationError"
+	ReasonThrottled         = "ThrottlingError"
+)
+
+// TxReason is why one action of a canceled transaction failed.
+type TxReason struct {
+	Code string
+	// Old is the current item, for a ConditionalCheckFailed action that asked
+	// for it (nil if the item does not exist).
+	Old Item
+}
+
+// TxCanceledError carries one reason per action, in action order.
+type TxCanceledError struct {
+	Reasons []TxReason
+}
+
+func (e *TxCanceledError) Error() string {
+	return fmt.Sprintf("%s: %v", ErrTxCanceled.Error(), e.codes())
+}
+
+func (e *TxCanceledError) codes() []string {
+	out := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		out[i] = r.Code
+	}
+	return out
+}
+
+// Is makes errors.Is match ErrTxCanceled always, and ErrTxConflict when any
+// reason is a conflict.
+func (e *TxCanceledError) Is(target error) bool {
+	if target == ErrTxCanceled {
+		return true
+	}
+	if target == ErrTxConflict {
+		for _, r := range e.Reasons {
+			if r.Code == ReasonConflict {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ---- request accounting ----------------------------------------------------
+
+// Operation names used in request accounting, as DynamoDB names its APIs.
+const (
+	OpGetItem            = "GetItem"
+	OpBatchGetItem       = "BatchGetItem"
+	OpPutItem            = "PutItem"
+	OpUpdateItem         = "UpdateItem"
+	OpDeleteItem         = "DeleteItem"
+	OpTransactWriteItems = "TransactWriteItems"
+	OpQuery              = "Query"
+	OpScan               = "Scan"
+)
+
+type labelKey struct{}
+
+// WithLabel tags a context with the name of what is running (a command name),
+// so backends attribute their requests to it.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label returns the context's label, "" if none.
+func Label(ctx context.Context) string {
+	s, _ := ctx.Value(labelKey{}).(string)
+	return s
+}
