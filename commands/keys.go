@@ -1,0 +1,3 @@
+package commands
+
+func registerKeys(t *Table) {}

@@ -1,0 +1,3 @@
+package commands
+
+func registerStrings(t *Table) {}
