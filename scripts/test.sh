@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# What `make test` runs: installs the prerequisites that are missing, starts a
+# private DynamoDB Local, runs every Go test against it, stops it (also when
+# the tests fail or the run is interrupted) and exits with go test's status.
+#
+# Environment:
+#   REDAMO_TEST_RACE     package patterns tested with the race detector
+#                        (default: the storage and protocol layers, where it is
+#                        cheap); "" turns it off.
+#   REDAMO_TEST_TIMEOUT  go test -timeout (default 20m).
+#   GOTESTFLAGS          extra go test flags, e.g. "-run TestFoo -v".
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+step() { echo "==> $*"; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -n "$@"
+	else
+		echo "test.sh: need root to run: $*" >&2
+		exit 1
+	fi
+}
+
+apt_updated=0
+apt_install() {
+	if [ "$apt_updated" -eq 0 ]; then
+		step "apt-get update"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		apt_updated=1
+	fi
+	step "apt-get install $*"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# ---- prerequisites ------------------------------------------------------------
+# The compat suite diffs against a real redis-server and drives redis-py.
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import redis' >/dev/null 2>&1; then
+	missing+=(python3-redis)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+	apt_install "${missing[@]}"
+else
+	step "prerequisites present (redis-server, python3-redis)"
+fi
+
+step "go mod download"
+go mod download
+
+# ---- DynamoDB Local -------------------------------------------------------------
+# A private state directory: this run starts and stops its own instance and
+# never touches one a developer started with scripts/dynamodb-local.sh.
+mkdir -p .cache/ddblocal
+export REDAMO_DDBLOCAL_STATE
+REDAMO_DDBLOCAL_STATE="$(mktemp -d "$root/.cache/ddblocal/test.XXXXXX")"
+
+cleanup() {
+	local rc=$?
+	step "stopping DynamoDB Local"
+	scripts/dynamodb-local.sh stop || true
+	rm -rf "$REDAMO_DDBLOCAL_STATE"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "starting DynamoDB Local"
+endpoint="$(scripts/dynamodb-local.sh start)"
+export REDAMO_TEST_DYNAMODB_ENDPOINT="$endpoint"
+export REDAMO_TEST_REQUIRE_DYNAMODB=1
+step "REDAMO_TEST_DYNAMODB_ENDPOINT=$REDAMO_TEST_DYNAMODB_ENDPOINT REDAMO_TEST_REQUIRE_DYNAMODB=1"
+
+# ---- go test --------------------------------------------------------------------
+timeout="${REDAMO_TEST_TIMEOUT:-20m}"
+race_patterns="${REDAMO_TEST_RACE-./dynastore/... ./resp/...}"
+read -r -a extra <<<"${GOTESTFLAGS:-}"
+
+# The race detector needs cgo and a C compiler; without them those packages
+# run without it rather than failing the run.
+race_ok=1
+if [ "$(go env CGO_ENABLED)" != 1 ] || ! command -v "$(go env CC)" >/dev/null 2>&1; then
+	race_ok=0
+fi
+
+all_pkgs=$(go list ./...)
+race_pkgs=""
+if [ -n "$race_patterns" ] && [ "$race_ok" -eq 1 ]; then
+	# shellcheck disable=SC2086 # patterns are words on purpose
+	race_pkgs=$(go list $race_patterns 2>/dev/null || true)
+elif [ -n "$race_patterns" ]; then
+	step "no cgo/C compiler: running without the race detector"
+fi
+plain_pkgs=$(comm -23 <(sort <<<"$all_pkgs") <(sort <<<"$race_pkgs" | sed '/^$/d'))
+
+status=0
+start=$SECONDS
+if [ -n "$race_pkgs" ]; then
+	step "go test -race -count=1 -timeout $timeout ${extra[*]} ($(wc -w <<<"$race_pkgs") packages)"
+	# shellcheck disable=SC2086
+	go test -race -count=1 -timeout "$timeout" "${extra[@]}" $race_pkgs || status=$?
+fi
+if [ -n "$plain_pkgs" ]; then
+	step "go test -count=1 -timeout $timeout ${extra[*]} ($(wc -w <<<"$plain_pkgs") packages)"
+	# shellcheck disable=SC2086
+	go test -count=1 -timeout "$timeout" "${extra[@]}" $plain_pkgs || status=$?
+fi
+if [ "$status" -eq 0 ]; then
+	step "all tests passed in $((SECONDS - start))s"
+else
+	step "tests FAILED (exit $status) after $((SECONDS - start))s"
+fi
+exit "$status"
