@@ -132,9 +132,11 @@ type (
 	Exists struct{ Attr string }
 	// NotExists is attribute_not_exists(Attr).
 	NotExists struct{ Attr string }
-	// Compare is Attr <op> Val. As in DynamoDB, comparing values of different
-	// types is false (and so is any comparison with a missing attribute, OpNE
-	// included).
+	// Compare is Attr <op> Val. As in DynamoDB, a comparison with a missing
+	// attribute or with a value of a different type is false, except OpNE,
+	// which is NOT(OpEQ) and so true (checked against DynamoDB Local: `a <> :v`
+	// holds when a is missing or of another type). OpLT..OpGE accept only N,
+	// S and B values (anything else is ErrInvalid, as DynamoDB rejects it).
 	Compare struct {
 		Attr string
 		Op   CmpOp
@@ -146,6 +148,8 @@ type (
 		Type Kind
 	}
 	// SizeCompare is size(Attr) <op> Size: bytes of a B or S, elements of a set, list or map.
+	// On a missing attribute or a type without a size (N, BOOL, NULL) it is
+	// false, except OpNE which is true (as Compare).
 	SizeCompare struct {
 		Attr string
 		Op   CmpOp
