@@ -1,0 +1,514 @@
+package commands
+
+// The keyspace layer: how a Redis key of one database maps to a DynamoDB
+// item (the "key item"), how that item is decoded, and the conditions every
+// command uses so that an expired key is absent to reads and can be taken
+// over by a write in the same single request.
+//
+// A key item holds:
+//
+//	pk   'k', db, key bytes
+//	sk   0x00
+//	t    S  the Redis type ("string", "hash", "list", "set", "zset")
+//	v    the string value: N when it is a canonical int64 (INCR is then one
+//	     UpdateItem ADD), B otherwise, or L of B chunks once APPEND has
+//	     extended it (each APPEND is then one list_append)
+//	e    S  the encoding OBJECT ENCODING reports, when the value alone does not
+//	     imply it (Redis keeps SETRANGE/APPEND results "raw" and INCRBYFLOAT
+//	     results "embstr" even when they look like integers)
+//	x    N  expiry, Unix ms; absent: persistent
+//	ttl  N  expiry in epoch seconds for DynamoDB's TTL garbage collection only
+//	ver  N  a fresh random token written by every write, so optimistic
+//	     read-then-write code can condition on "ver = what I read"
+//
+// Collections keep their own attributes next to t/x/ttl/ver; the helpers here
+// that do not touch v work for every type.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Key-item attribute names.
+const (
+	attrType   = "t"
+	attrValue  = "v"
+	attrEnc    = "e"
+	attrExpiry = "x"
+	attrVer    = "ver"
+)
+
+// Redis type names, as TYPE reports them and as the key item's "t" holds them.
+const (
+	TypeString = "string"
+	TypeHash   = "hash"
+	TypeList   = "list"
+	TypeSet    = "set"
+	TypeZSet   = "zset"
+)
+
+// First bytes of pk. Every other first byte is reserved for internal
+// namespaces added later (locks, leaders, queues, collection members).
+const (
+	nsKey    = 'k' // user keys: 'k', db, key
+	nsCursor = 'c' // SCAN cursors: 'c', 8-byte id
+)
+
+// MaxKeyLen is the longest Redis key redamo can store: the partition key
+// also holds the namespace byte and the db number.
+const MaxKeyLen = dynastore.MaxPKSize - 2
+
+// keyItemSK is the sort key of every key item.
+var keyItemSK = []byte{0}
+
+// maxWriteAttempts bounds the optimistic loops (read, then write conditioned
+// on what was read): past it a command gives up with MsgConflict rather than
+// spinning under heavy contention.
+const maxWriteAttempts = 16
+
+// errConflict ends an optimistic loop that kept losing races.
+var errConflict = fmt.Errorf("commands: gave up after %d conflicting attempts: %w", maxWriteAttempts, dynastore.ErrTxConflict)
+
+// errKeyTooLong is returned by writes to a key that cannot be stored.
+var errKeyTooLong = fmt.Errorf("commands: key longer than %d bytes: %w", MaxKeyLen, dynastore.ErrKeyTooLarge)
+
+// keyPK is the partition key of a Redis key in database db.
+func keyPK(db int, key []byte) []byte {
+	pk := make([]byte, 0, 2+len(key))
+	pk = append(pk, nsKey, byte(db))
+	return append(pk, key...)
+}
+
+// dbPrefix is the pk prefix shared by every key of database db.
+func dbPrefix(db int) []byte { return []byte{nsKey, byte(db)} }
+
+// itemKey is the key of the key item of a Redis key.
+func itemKey(db int, key []byte) dynastore.Key {
+	return dynastore.Key{PK: keyPK(db, key), SK: keyItemSK}
+}
+
+// keyFits reports whether key can be stored at all. A key that cannot fit
+// can never exist, so reads answer "absent" and writes fail with MsgKeyTooLong.
+func keyFits(key []byte) bool { return len(key) <= MaxKeyLen }
+
+// redisKeyOf returns the db and Redis key of a key item's pk.
+func redisKeyOf(pk []byte) (db int, key []byte, ok bool) {
+	if len(pk) < 2 || pk[0] != nsKey {
+		return 0, nil, false
+	}
+	return int(pk[1]), pk[2:], true
+}
+
+// newVer returns a fresh version token (a random non-negative 63-bit number).
+func newVer() dynastore.N {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a zero token
+		// would still be a valid (if weaker) version.
+		panic(fmt.Sprintf("commands: crypto/rand: %v", err))
+	}
+	return dynastore.N(strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10))
+}
+
+// nInt formats an int64 as a Number.
+func nInt(n int64) dynastore.N { return dynastore.N(strconv.FormatInt(n, 10)) }
+
+// ttlSeconds is the GC attribute for an expiry in ms: one second late rather
+// than early, since DynamoDB may delete any time after it.
+func ttlSeconds(expiryMS int64) dynastore.N {
+	return nInt(expiryMS/1000 + 1)
+}
+
+// ---- conditions ------------------------------------------------------------
+
+// condLive holds when the key item exists and has not expired at nowMS.
+func condLive(nowMS int64) dynastore.Cond {
+	return dynastore.And{
+		dynastore.Exists{Attr: dynastore.AttrPK},
+		dynastore.Or{
+			dynastore.NotExists{Attr: attrExpiry},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
+		},
+	}
+}
+
+// condNotLive holds when the key is absent or expired at nowMS: a write
+// under it takes over an expired key in the same request.
+func condNotLive(nowMS int64) dynastore.Cond {
+	return dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: nInt(nowMS)},
+	}
+}
+
+// condType holds when the item's type is typ.
+func condType(typ string) dynastore.Cond {
+	return dynastore.Compare{Attr: attrType, Op: dynastore.OpEQ, Val: dynastore.S(typ)}
+}
+
+// condLiveType holds when the key is live and of type typ.
+func condLiveType(nowMS int64, typ string) dynastore.Cond {
+	return dynastore.And{condLive(nowMS), condType(typ)}
+}
+
+// condNotLiveOrType holds when the key is absent, expired, or of type typ:
+// the precondition of a write that must not touch a live key of another type.
+func condNotLiveOrType(nowMS int64, typ string) dynastore.Cond {
+	return dynastore.Or{condNotLive(nowMS), condType(typ)}
+}
+
+// ---- decoded key items -----------------------------------------------------
+
+// keyState is a key item as read: the raw item (kept even when expired, so a
+// following write can be conditioned on it) and what it means at the
+// command's clock.
+type keyState struct {
+	// Raw is the item as stored, nil if there is none.
+	Raw dynastore.Item
+	// Live is false when there is no item or it has expired.
+	Live bool
+	// Type is the Redis type ("" when not live).
+	Type string
+	// Expiry is the deadline in Unix ms; HasExpiry is false for a persistent key.
+	Expiry    int64
+	HasExpiry bool
+}
+
+// decodeKey interprets a key item at nowMS.
+func decodeKey(it dynastore.Item, nowMS int64) (keyState, error) {
+	ks := keyState{Raw: it}
+	if it == nil {
+		return ks, nil
+	}
+	if x, ok := it[attrExpiry]; ok {
+		n, err := numberInt(x)
+		if err != nil {
+			return ks, fmt.Errorf("commands: key item expiry: %w", err)
+		}
+		ks.Expiry, ks.HasExpiry = n, true
+		if n <= nowMS {
+			ks.Expiry, ks.HasExpiry = 0, false
+			return ks, nil
+		}
+	}
+	t, ok := it[attrType].(dynastore.S)
+	if !ok {
+		return ks, fmt.Errorf("commands: key item without a type: %w", dynastore.ErrInvalid)
+	}
+	ks.Live, ks.Type = true, string(t)
+	return ks, nil
+}
+
+// guard is the condition that the key item is still exactly as read: the
+// version token seen, or no item at all. Every read-then-write uses it.
+func (ks keyState) guard() dynastore.Cond {
+	if ks.Raw == nil {
+		return dynastore.NotExists{Attr: dynastore.AttrPK}
+	}
+	if v, ok := ks.Raw[attrVer]; ok {
+		return dynastore.Compare{Attr: attrVer, Op: dynastore.OpEQ, Val: v}
+	}
+	// Every write sets ver, so this only guards items written by hand.
+	return dynastore.NotExists{Attr: attrVer}
+}
+
+// stringValue returns a live string key's value.
+func (ks keyState) stringValue() ([]byte, error) {
+	return decodeValue(ks.Raw[attrValue])
+}
+
+// readKey reads one key item (one GetItem). A key too long to exist reads as absent.
+func readKey(c *Ctx, key []byte) (keyState, error) {
+	if !keyFits(key) {
+		return keyState{}, nil
+	}
+	it, err := c.Store.Get(c, itemKey(c.DB(), key))
+	if err != nil {
+		return keyState{}, err
+	}
+	return decodeKey(it, c.NowMS())
+}
+
+// ---- string values ---------------------------------------------------------
+
+// Encodings OBJECT ENCODING reports for strings.
+const (
+	encInt    = "int"
+	encEmbstr = "embstr"
+	encRaw    = "raw"
+)
+
+// embstrLimit is Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
+const embstrLimit = 44
+
+// How a string value came to be, which decides the encoding Redis gives it.
+type strOrigin uint8
+
+const (
+	// originArg: a value from the client, run through tryObjectEncoding (SET,
+	// MSET, APPEND to a missing key, ...): int, embstr or raw by content.
+	originArg strOrigin = iota
+	// originFloat: created from a number text (INCRBYFLOAT): embstr or raw by length.
+	originFloat
+	// originEdited: modified in place (SETRANGE, APPEND): always raw.
+	originEdited
+)
+
+// encodeValue returns the attributes that hold a string value: v, and e when
+// the value alone does not imply the encoding (nil if it does).
+func encodeValue(val []byte, origin strOrigin) (v dynastore.Value, e dynastore.Value) {
+	_, isInt := parseInt(val)
+	if isInt {
+		v = dynastore.N(val)
+	} else {
+		b := make([]byte, len(val))
+		copy(b, val)
+		v = dynastore.B(b)
+	}
+	switch {
+	case origin == originEdited && (isInt || len(val) <= embstrLimit):
+		e = dynastore.S(encRaw)
+	case origin == originFloat && isInt:
+		e = dynastore.S(encEmbstr)
+	}
+	return v, e
+}
+
+// decodeValue turns a stored v back into the string's bytes.
+func decodeValue(v dynastore.Value) ([]byte, error) {
+	switch v := v.(type) {
+	case dynastore.B:
+		return []byte(v), nil
+	case dynastore.N:
+		return []byte(v), nil
+	case dynastore.L:
+		var n int
+		for _, el := range v {
+			b, ok := el.(dynastore.B)
+			if !ok {
+				return nil, fmt.Errorf("commands: string chunk of kind %d: %w", el.Kind(), dynastore.ErrInvalid)
+			}
+			n += len(b)
+		}
+		out := make([]byte, 0, n)
+		for _, el := range v {
+			out = append(out, el.(dynastore.B)...)
+		}
+		return out, nil
+	case nil:
+		return nil, fmt.Errorf("commands: string key item without a value: %w", dynastore.ErrInvalid)
+	default:
+		return nil, fmt.Errorf("commands: string value of kind %d: %w", v.Kind(), dynastore.ErrInvalid)
+	}
+}
+
+// valueLen is the length of a stored string without concatenating chunks.
+func valueLen(v dynastore.Value) int64 {
+	switch v := v.(type) {
+	case dynastore.B:
+		return int64(len(v))
+	case dynastore.N:
+		return int64(len(v))
+	case dynastore.L:
+		var n int64
+		for _, el := range v {
+			if b, ok := el.(dynastore.B); ok {
+				n += int64(len(b))
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// stringEncoding is the encoding Redis would report for a string key item.
+func stringEncoding(it dynastore.Item) string {
+	if e, ok := it[attrEnc].(dynastore.S); ok {
+		return string(e)
+	}
+	switch v := it[attrValue].(type) {
+	case dynastore.N:
+		return encInt
+	case dynastore.L:
+		// One chunk: APPEND to a missing key, which Redis encodes like SET.
+		if len(v) == 1 {
+			if b, ok := v[0].(dynastore.B); ok {
+				if _, isInt := parseInt(b); isInt {
+					return encInt
+				}
+				if len(b) <= embstrLimit {
+					return encEmbstr
+				}
+			}
+		}
+		return encRaw
+	}
+	if valueLen(it[attrValue]) <= embstrLimit {
+		return encEmbstr
+	}
+	return encRaw
+}
+
+// stringItem builds a whole string key item. expiryMS 0 means persistent.
+func stringItem(db int, key, val []byte, origin strOrigin, expiryMS int64) dynastore.Item {
+	v, e := encodeValue(val, origin)
+	it := dynastore.Item{
+		dynastore.AttrPK: dynastore.B(keyPK(db, key)),
+		dynastore.AttrSK: dynastore.B(keyItemSK),
+		attrType:         dynastore.S(TypeString),
+		attrValue:        v,
+		attrVer:          newVer(),
+	}
+	if e != nil {
+		it[attrEnc] = e
+	}
+	if expiryMS != 0 {
+		it[attrExpiry] = nInt(expiryMS)
+		it[dynastore.AttrTTL] = ttlSeconds(expiryMS)
+	}
+	return it
+}
+
+// retarget returns a copy of a key item under another key with a fresh
+// version (RENAME, COPY); expiry and every other attribute are kept.
+func retarget(it dynastore.Item, db int, key []byte) dynastore.Item {
+	out := make(dynastore.Item, len(it))
+	for k, v := range it {
+		out[k] = v
+	}
+	out[dynastore.AttrPK] = dynastore.B(keyPK(db, key))
+	out[dynastore.AttrSK] = dynastore.B(keyItemSK)
+	out[attrVer] = newVer()
+	return out
+}
+
+// ---- numbers ---------------------------------------------------------------
+
+// parseInt parses s as Redis's string2ll does: an optional '-', no '+', no
+// spaces, no leading zeros, within int64. Exactly the strings that are the
+// canonical decimal form of an int64 pass.
+func parseInt(s []byte) (int64, bool) {
+	if len(s) == 0 || len(s) > 20 {
+		return 0, false
+	}
+	if len(s) == 1 && s[0] == '0' {
+		return 0, true
+	}
+	i := 0
+	neg := s[0] == '-'
+	if neg {
+		i = 1
+		if len(s) == 1 {
+			return 0, false
+		}
+	}
+	if s[i] < '1' || s[i] > '9' {
+		return 0, false
+	}
+	var u uint64
+	for ; i < len(s); i++ {
+		d := s[i]
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		if u > (1<<64-1)/10 {
+			return 0, false
+		}
+		u *= 10
+		if u > 1<<64-1-uint64(d-'0') {
+			return 0, false
+		}
+		u += uint64(d - '0')
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u-1) - 1, true
+	}
+	if u > 1<<63-1 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// numberInt reads an N attribute as an int64.
+func numberInt(v dynastore.Value) (int64, error) {
+	n, ok := v.(dynastore.N)
+	if !ok {
+		return 0, fmt.Errorf("commands: expected a number, got kind %d: %w", kindOf(v), dynastore.ErrInvalid)
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("commands: number %q: %w", string(n), dynastore.ErrInvalid)
+	}
+	return i, nil
+}
+
+func kindOf(v dynastore.Value) dynastore.Kind {
+	if v == nil {
+		return 0
+	}
+	return v.Kind()
+}
+
+// ---- scanning the keyspace -------------------------------------------------
+
+// keyFilter selects the live key items of database db (all databases when db
+// is negative) whose key starts with prefix.
+func keyFilter(db int, prefix []byte, nowMS int64) dynastore.Cond {
+	var pfx []byte
+	if db < 0 {
+		pfx = []byte{nsKey}
+	} else {
+		pfx = append(dbPrefix(db), prefix...)
+	}
+	return dynastore.And{
+		dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: pfx},
+		dynastore.Compare{Attr: dynastore.AttrSK, Op: dynastore.OpEQ, Val: dynastore.B(keyItemSK)},
+		dynastore.Or{
+			dynastore.NotExists{Attr: attrExpiry},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
+		},
+	}
+}
+
+// scanAll runs a table scan with filter to the end, calling fn for every item.
+func scanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn func(dynastore.Item) error) error {
+	var after *dynastore.Key
+	for {
+		page, err := st.Scan(ctx, dynastore.Scan{Filter: filter, After: after})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
+// isCondFailed reports whether err is a failed condition, and the item the
+// store returned with it (nil when not asked for, or when there is none).
+func isCondFailed(err error) (dynastore.Item, bool) {
+	var cf *dynastore.ConditionFailedError
+	if errors.As(err, &cf) {
+		return cf.Old, true
+	}
+	return nil, errors.Is(err, dynastore.ErrConditionFailed)
+}
+
+// sameKey reports whether two keys are the same bytes.
+func sameKey(a, b []byte) bool { return bytes.Equal(a, b) }
