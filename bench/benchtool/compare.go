@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/redis/go-redis/v9"
+)
+
+// rawDB is the Redis db number whose key space the raw side writes into, so
+// its items have the shape of real key items without touching db 0.
+const rawDB = 15
+
+// layout is what the raw side needs to know about redamo's key items. It is
+// discovered from items redamo itself wrote (see discover), so the raw
+// requests write the same attributes redamo does, whatever the backend's
+// attribute names are.
+type layout struct {
+	strItem map[string]types.AttributeValue // a string key item, as a PutItem template
+	intAttr string                          // the Number attribute INCR adds to
+	expAttr string                          // the expiry deadline in ms
+}
+
+type comparer struct {
+	ctx   context.Context
+	rdb   *redis.Client
+	ddb   *dynamodb.Client
+	table string
+	lay   layout
+	value []byte
+}
+
+// op is one measured operation on key index i.
+type op func(i int) error
+
+type pair struct {
+	command, request string
+	redamo, raw      op
+}
+
+func runCompare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:6379", "redamo address (running on --store dynamodb)")
+	endpoint := fs.String("endpoint", "", "DynamoDB endpoint redamo uses (e.g. DynamoDB Local)")
+	region := fs.String("region", "us-east-1", "AWS region redamo uses")
+	table := fs.String("table", "redamo", "table redamo uses")
+	rounds := fs.Int("rounds", 10, "measured rounds; each runs every command on both sides")
+	chunk := fs.Int("chunk", 50, "operations per command, side and round")
+	valueSize := fs.Int("value-size", 16, "value size in bytes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(*region))
+	if err != nil {
+		return fmt.Errorf("aws config: %w", err)
+	}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if *endpoint != "" {
+			o.BaseEndpoint = aws.String(*endpoint)
+			// DynamoDB Local's error replies carry no CRC32 header.
+			o.DisableValidateResponseChecksum = true
+		}
+	})
+	// One connection: the comparison is one client, one request at a time.
+	rdb := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1, MaxRetries: -1})
+	defer rdb.Close()
+
+	c := &comparer{ctx: ctx, rdb: rdb, ddb: ddb, table: *table, value: bytes.Repeat([]byte("v"), *valueSize)}
+	if c.lay, err = c.discover(); err != nil {
+		return err
+	}
+	pairs := c.pairs()
+	lat := make(map[string][2][]time.Duration, len(pairs))
+	// Round 0 warms up both paths (connections, JIT of DynamoDB Local) and
+	// is not recorded. Sides alternate which goes first, so drift in
+	// DynamoDB Local's speed during the run falls on both equally.
+	for r := 0; r <= *rounds; r++ {
+		for _, p := range pairs {
+			first, second := 0, 1
+			if r%2 == 1 {
+				first, second = 1, 0
+			}
+			got := lat[p.command]
+			for _, side := range []int{first, second} {
+				f := p.redamo
+				if side == 1 {
+					f = p.raw
+				}
+				for i := r * *chunk; i < (r+1)**chunk; i++ {
+					start := time.Now()
+					if err := f(i); err != nil {
+						return fmt.Errorf("%s (%s): %w", p.command, [2]string{"redamo", p.request}[side], err)
+					}
+					if r > 0 {
+						got[side] = append(got[side], time.Since(start))
+					}
+				}
+			}
+			lat[p.command] = got
+		}
+	}
+
+	fmt.Printf("One client, %d ops per command per side, %d-byte values, DynamoDB at %s\n",
+		*rounds**chunk, *valueSize, orDefault(*endpoint, "AWS "+*region))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "command\tredamo ops/s\tp50 ms\tp99 ms\t\traw request\tops/s\tp50 ms\tp99 ms\t\tratio\t")
+	for _, p := range pairs {
+		a, b := summarize(lat[p.command][0]), summarize(lat[p.command][1])
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t\t%s\t%.0f\t%.3f\t%.3f\t\t%.2f\t\n",
+			p.command, a.opsPerSec, a.p50, a.p99, p.request, b.opsPerSec, b.p50, b.p99, a.opsPerSec/b.opsPerSec)
+	}
+	return tw.Flush()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+type summary struct {
+	opsPerSec, p50, p99 float64 // p50 and p99 in ms
+}
+
+// summarize turns one client's sequential latencies into a rate and
+// percentiles; with one client the rate is 1 / mean latency.
+func summarize(d []time.Duration) summary {
+	if len(d) == 0 {
+		return summary{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	var total time.Duration
+	for _, x := range s {
+		total += x
+	}
+	pct := func(p int) float64 {
+		i := (len(s)*p + 99) / 100 // nearest rank
+		return float64(s[max(i-1, 0)]) / float64(time.Millisecond)
+	}
+	return summary{
+		opsPerSec: float64(len(s)) / total.Seconds(),
+		p50:       pct(50),
+		p99:       pct(99),
+	}
+}
+
+// ---- the two sides ----------------------------------------------------------
+
+func redisKey(kind string, i int) string { return "bench:" + kind + ":" + strconv.Itoa(i) }
+
+// rawPK is the partition key of raw key i: redamo's key-item layout
+// ('k', db, key) in db rawDB.
+func rawPK(kind string, i int) []byte {
+	return append([]byte{'k', rawDB}, "raw:"+kind+":"+strconv.Itoa(i)...)
+}
+
+func keyOf(pk []byte) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberB{Value: pk},
+		"sk": &types.AttributeValueMemberB{Value: []byte{0}},
+	}
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func (c *comparer) pairs() []pair {
+	ctx, rdb := c.ctx, c.rdb
+	// expect(reply, err)(want) checks a redamo reply.
+	expect := func(got any, err error) func(want any) error {
+		return func(want any) error {
+			if err != nil {
+				return err
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	return []pair{
+		{
+			command: "SET", request: "PutItem",
+			redamo: func(i int) error {
+				return expect(rdb.Set(ctx, redisKey("s", i), c.value, 0).Result())("OK")
+			},
+			raw: func(i int) error {
+				item := c.itemFor(rawPK("s", i))
+				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item})
+				return err
+			},
+		},
+		{
+			command: "GET", request: "GetItem",
+			redamo: func(i int) error {
+				return expect(rdb.Get(ctx, redisKey("s", i)).Result())(string(c.value))
+			},
+			raw: func(i int) error {
+				out, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{
+					TableName: &c.table, Key: keyOf(rawPK("s", i)), ConsistentRead: aws.Bool(true),
+				})
+				if err == nil && out.Item == nil {
+					err = errors.New("item missing")
+				}
+				return err
+			},
+		},
+		{
+			command: "SET NX PX", request: "PutItem (conditional)",
+			redamo: func(i int) error {
+				return expect(rdb.Do(ctx, "SET", redisKey("nx", i), c.value, "NX", "PX", "30000").Result())("OK")
+			},
+			raw: func(i int) error {
+				now := nowMS()
+				item := c.itemFor(rawPK("nx", i))
+				item[c.lay.expAttr] = num(now + 30000)
+				item["ttl"] = num((now+30000)/1000 + 1)
+				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{
+					TableName:                 &c.table,
+					Item:                      item,
+					ConditionExpression:       aws.String("attribute_not_exists(pk) OR #e <= :now"),
+					ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr},
+					ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now)},
+				})
+				return err
+			},
+		},
+		{
+			command: "INCR", request: "UpdateItem ADD",
+			redamo: func(i int) error {
+				return rdb.Incr(ctx, "bench:counter").Err()
+			},
+			raw: func(i int) error {
+				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 &c.table,
+					Key:                       keyOf(rawPK("counter", 0)),
+					UpdateExpression:          aws.String("ADD #v :one"),
+					ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
+					ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+					ReturnValues:              types.ReturnValueUpdatedNew,
+				})
+				return err
+			},
+		},
+		{
+			command: "EXPIRE", request: "UpdateItem",
+			redamo: func(i int) error {
+				return expect(rdb.Expire(ctx, redisKey("s", i), 1000*time.Second).Result())(true)
+			},
+			raw: func(i int) error {
+				exp := nowMS() + 1000*1000
+				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 &c.table,
+					Key:                       keyOf(rawPK("s", i)),
+					UpdateExpression:          aws.String("SET #e = :e, #t = :t"),
+					ConditionExpression:       aws.String("attribute_exists(pk)"),
+					ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr, "#t": "ttl"},
+					ExpressionAttributeValues: map[string]types.AttributeValue{":e": num(exp), ":t": num(exp/1000 + 1)},
+				})
+				return err
+			},
+		},
+		{
+			command: "DEL", request: "DeleteItem",
+			redamo: func(i int) error {
+				return expect(rdb.Del(ctx, redisKey("s", i)).Result())(1)
+			},
+			raw: func(i int) error {
+				out, err := c.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+					TableName: &c.table, Key: keyOf(rawPK("s", i)), ReturnValues: types.ReturnValueAllOld,
+				})
+				if err == nil && out.Attributes == nil {
+					err = errors.New("item missing")
+				}
+				return err
+			},
+		},
+	}
+}
+
+// itemFor returns a copy of redamo's string item template under another key.
+func (c *comparer) itemFor(pk []byte) map[string]types.AttributeValue {
+	item := make(map[string]types.AttributeValue, len(c.lay.strItem))
+	for k, v := range c.lay.strItem {
+		item[k] = v
+	}
+	item["pk"] = &types.AttributeValueMemberB{Value: pk}
+	return item
+}
+
+// discover has redamo write a few keys and reads them back raw, to learn
+// which attributes its key items use.
+func (c *comparer) discover() (layout, error) {
+	ctx, rdb := c.ctx, c.rdb
+	read := func(key string) (map[string]types.AttributeValue, error) {
+		out, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &c.table, Key: keyOf(append([]byte{'k', 0}, key...)), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading redamo's item %q raw (same table, region and credentials as redamo?): %w", key, err)
+		}
+		if out.Item == nil {
+			return nil, fmt.Errorf("redamo's item %q not found in table %s: is redamo on --store dynamodb with this table?", key, c.table)
+		}
+		return out.Item, nil
+	}
+	var lay layout
+	if err := rdb.Set(ctx, "bench:layout:str", c.value, 0).Err(); err != nil {
+		return lay, err
+	}
+	if err := rdb.Set(ctx, "bench:layout:int", "987654321", 0).Err(); err != nil {
+		return lay, err
+	}
+	if err := rdb.Set(ctx, "bench:layout:exp", "x", 100*time.Second).Err(); err != nil {
+		return lay, err
+	}
+	var err error
+	if lay.strItem, err = read("bench:layout:str"); err != nil {
+		return lay, err
+	}
+	intItem, err := read("bench:layout:int")
+	if err != nil {
+		return lay, err
+	}
+	for k, v := range intItem {
+		if n, ok := v.(*types.AttributeValueMemberN); ok && n.Value == "987654321" {
+			lay.intAttr = k
+		}
+	}
+	expItem, err := read("bench:layout:exp")
+	if err != nil {
+		return lay, err
+	}
+	now := nowMS()
+	for k, v := range expItem {
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			if ms, err := strconv.ParseInt(n.Value, 10, 64); err == nil && ms > now && ms <= now+101_000 {
+				lay.expAttr = k
+			}
+		}
+	}
+	if lay.intAttr == "" || lay.expAttr == "" {
+		return lay, fmt.Errorf("could not find the integer value and expiry attributes in %v / %v", intItem, expItem)
+	}
+	return lay, nil
+}

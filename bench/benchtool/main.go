@@ -1,0 +1,40 @@
+// Command benchtool is the load tool behind scripts/bench.sh.
+//
+//	benchtool compare  one client: each hot Redis command through redamo vs
+//	                   the single raw DynamoDB request it maps to, side by
+//	                   side in the same run, on the same table
+//	benchtool conns    opens N idle connections and holds them, so the script
+//	                   can read redamo's RSS with them open
+//
+// The raw side uses the AWS SDK directly (no dynastore code), so the ratio is
+// the true overhead of redamo over the request it makes.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "compare":
+		err = runCompare(os.Args[2:])
+	case "conns":
+		err = runConns(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|conns [flags] (-h for flags)")
+	os.Exit(2)
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# What `make bench` runs, in about five minutes:
+#   1. Go benchmarks of the command path on the memory store (bench/).
+#   2. redis-benchmark GET/SET/INCR over TCP against a real redis-server,
+#      redamo on the memory store and redamo on DynamoDB Local, in the same
+#      run: throughput (-c 50 -P 16) and one-client latency, side by side with
+#      the ratio redamo/redis.
+#   3. On DynamoDB Local, one client: each hot command through redamo vs the
+#      single raw DynamoDB request it maps to (bench/benchtool compare).
+#   4. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
+#   5. DynamoDB requests per command, from INFO (redamo section).
+# Everything it starts is stopped on exit, also on failure or Ctrl-C.
+#
+# Environment (defaults in brackets):
+#   REDAMO_BENCH_N        requests per test, redis and memory store [200000]
+#   REDAMO_BENCH_DDB_N    requests per test, DynamoDB Local [5000]
+#   REDAMO_BENCH_LAT_N    requests per one-client latency test [20000; /10 on DynamoDB]
+#   REDAMO_BENCH_TIME     go test -benchtime [1s]
+#   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare rss
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+N="${REDAMO_BENCH_N:-200000}"
+DDB_N="${REDAMO_BENCH_DDB_N:-5000}"
+LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
+BENCHTIME="${REDAMO_BENCH_TIME:-1s}"
+CONNS="${REDAMO_BENCH_CONNS:-1000}"
+SKIP=" ${REDAMO_BENCH_SKIP:-} "
+
+step() { printf '\n==> %s\n' "$*"; }
+die() {
+	echo "bench: error: $*" >&2
+	exit 1
+}
+skipped() { [[ "$SKIP" == *" $1 "* ]]; }
+
+# ---- prerequisites ----------------------------------------------------------------
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -n "$@"
+	else
+		die "need root to run: $*"
+	fi
+}
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+	step "apt-get install redis-server redis-tools"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server redis-tools
+fi
+
+# ---- process bookkeeping ----------------------------------------------------------
+mkdir -p .cache
+work="$(mktemp -d "$root/.cache/bench.XXXXXX")"
+pids=()
+declare -A pid_of=()
+ddb_started=0
+
+cleanup() {
+	local rc=$? pid
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	if [ "$ddb_started" -eq 1 ]; then
+		REDAMO_DDBLOCAL_STATE="$work/ddblocal" scripts/dynamodb-local.sh stop || true
+	fi
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port_open() { ({ exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null); }
+
+free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 40000))
+		if ! port_open "$p"; then
+			echo "$p"
+			return
+		fi
+	done
+	die "no free port"
+}
+
+# wait_ping PORT PID NAME: waits until the server answers PING.
+wait_ping() {
+	for _ in $(seq 1 200); do
+		kill -0 "$2" 2>/dev/null || die "$3 exited; log: $(tail -n 20 "$work/$3.log")"
+		if [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ]; then
+			return
+		fi
+		sleep 0.1
+	done
+	die "$3 did not answer PING on port $1"
+}
+
+# start NAME PORT CMD...: starts a server in the background, logs to $work/NAME.log.
+start() {
+	local name=$1 port=$2
+	shift 2
+	"$@" >"$work/$name.log" 2>&1 &
+	local pid=$!
+	pids+=("$pid")
+	wait_ping "$port" "$pid" "$name"
+	pid_of[$name]=$pid
+}
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# ---- build ----------------------------------------------------------------------------
+step "build"
+version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+CGO_ENABLED=0 go build -ldflags "-X main.version=$version" -o "$work/redamo" ./cmd/redamo
+go build -o "$work/benchtool" ./bench/benchtool
+echo "redamo $version, $(go version | cut -d' ' -f3), $(nproc) CPUs, $(redis-server --version | cut -d' ' -f1-3)"
+
+# ---- 1. Go benchmarks -----------------------------------------------------------------
+if ! skipped go; then
+	step "Go benchmarks: command path on the memory store (go test -bench . -benchmem ./bench/...)"
+	go test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" ./bench/...
+fi
+
+# ---- servers --------------------------------------------------------------------------
+redis_port="$(free_port)"
+start redis "$redis_port" redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no
+
+mem_port="$(free_port)"
+start redamo-memory "$mem_port" "$work/redamo" --store memory --addr "127.0.0.1:$mem_port"
+
+# DynamoDB Local separates tables by access key and region: the same fixed
+# pair for redamo and benchtool.
+export AWS_ACCESS_KEY_ID=redamobench AWS_SECRET_ACCESS_KEY=redamobench AWS_REGION=us-east-1
+step "DynamoDB Local"
+ddb_started=1
+endpoint="$(REDAMO_DDBLOCAL_STATE="$work/ddblocal" scripts/dynamodb-local.sh start)"
+table="bench_$(date +%s)"
+ddb_port="$(free_port)"
+start redamo-dynamodb "$ddb_port" "$work/redamo" --store dynamodb --endpoint "$endpoint" \
+	--region us-east-1 --table "$table" --create-table --addr "127.0.0.1:$ddb_port"
+echo "DynamoDB Local at $endpoint, table $table"
+
+# ---- 2. redis-benchmark -------------------------------------------------------------
+# bench_csv NAME PORT N ARGS...: one redis-benchmark run, CSV kept in $work/NAME.csv.
+bench_csv() {
+	local name=$1 port=$2 n=$3
+	shift 3
+	redis-benchmark -h 127.0.0.1 -p "$port" -t set,get,incr -r 100000 -n "$n" --csv "$@" >"$work/$name.csv" ||
+		die "redis-benchmark against $name failed: $(tail -n 5 "$work/$name.csv")"
+}
+
+# report TITLE SUFFIX: side-by-side table from $work/{redis,memory,dynamodb}SUFFIX.csv.
+report() {
+	echo
+	echo "$1"
+	awk -F, '
+		function unq(s) { gsub(/"/, "", s); return s }
+		FNR == 1 { target = FILENAME; sub(/.*\//, "", target); sub(/-.*/, "", target); next }
+		{ t = unq($1); rps[target, t] = unq($2); p50[target, t] = unq($5); p99[target, t] = unq($7); tests[t] = 1 }
+		END {
+			printf "%-6s %-16s %12s %9s %9s %13s\n", "test", "server", "ops/s", "p50 ms", "p99 ms", "vs redis"
+			n = split("SET GET INCR", order, " ")
+			for (i = 1; i <= n; i++) {
+				t = order[i]
+				if (!(t in tests)) continue
+				m = split("redis memory dynamodb", srv, " ")
+				for (j = 1; j <= m; j++) {
+					s = srv[j]
+					if (!((s, t) in rps)) continue
+					ratio = (s == "redis" || rps["redis", t] == 0) ? "" : sprintf("%.2fx", rps[s, t] / rps["redis", t])
+					label = (s == "redis") ? "redis" : "redamo/" s
+					printf "%-6s %-16s %12.0f %9.3f %9.3f %13s\n", (j == 1 ? t : ""), label, rps[s, t], p50[s, t], p99[s, t], ratio
+				}
+			}
+		}' "$work/redis-$2.csv" "$work/memory-$2.csv" "$work/dynamodb-$2.csv"
+}
+
+if ! skipped tcp; then
+	step "redis-benchmark: throughput, -c 50 -P 16 (p50/p99 are per pipelined batch of 16)"
+	bench_csv redis-tput "$redis_port" "$N" -c 50 -P 16
+	bench_csv memory-tput "$mem_port" "$N" -c 50 -P 16
+	bench_csv dynamodb-tput "$ddb_port" "$DDB_N" -c 50 -P 16
+	report "Throughput, 50 clients, pipeline 16 (redis and memory: $N requests per test; DynamoDB Local: $DDB_N)" tput
+
+	step "redis-benchmark: latency, one client, no pipelining"
+	bench_csv redis-lat "$redis_port" "$LAT_N" -c 1 -P 1
+	bench_csv memory-lat "$mem_port" "$LAT_N" -c 1 -P 1
+	bench_csv dynamodb-lat "$ddb_port" $((LAT_N / 10)) -c 1 -P 1
+	report "One client (redis and memory: $LAT_N requests per test; DynamoDB Local: $((LAT_N / 10)))" lat
+fi
+
+# ---- 3. redamo vs the raw DynamoDB request ---------------------------------------------
+if ! skipped compare; then
+	step "DynamoDB Local, one client: redamo command vs the raw SDK request it maps to"
+	"$work/benchtool" compare --addr "127.0.0.1:$ddb_port" --endpoint "$endpoint" \
+		--region us-east-1 --table "$table"
+fi
+
+# ---- 4. memory --------------------------------------------------------------------------
+# idle_rss NAME PORT CMD...: RSS of a fresh server listening on PORT, idle and
+# with $CONNS idle connections.
+idle_rss() {
+	local name=$1 port=$2 pid idle held fifo
+	shift 2
+	start "rss-$name" "$port" "$@"
+	pid="${pid_of[rss-$name]}"
+	sleep 0.5
+	idle="$(rss_kb "$pid")"
+	fifo="$work/hold-$name"
+	mkfifo "$fifo"
+	# benchtool holds the connections until its stdin (the fifo) closes.
+	"$work/benchtool" conns --addr "127.0.0.1:$port" --n "$CONNS" <"$fifo" >"$work/conns-$name.out" 2>&1 &
+	local holder=$!
+	pids+=("$holder")
+	exec 4>"$fifo"
+	for _ in $(seq 1 300); do
+		grep -q ready "$work/conns-$name.out" 2>/dev/null && break
+		kill -0 "$holder" 2>/dev/null || die "benchtool conns: $(cat "$work/conns-$name.out")"
+		sleep 0.1
+	done
+	grep -q ready "$work/conns-$name.out" || die "benchtool conns did not get $CONNS connections"
+	sleep 0.5
+	held="$(rss_kb "$pid")"
+	exec 4>&-
+	wait "$holder" || true
+	kill "$pid" 2>/dev/null || true
+	awk -v n="$name" -v i="$idle" -v h="$held" -v c="$CONNS" 'BEGIN {
+		printf "%-14s idle %7d KB   with %d idle connections %7d KB   (%.1f KB per connection)\n", n, i, c, h, (h - i) / c }'
+}
+
+if ! skipped rss; then
+	step "memory: VmRSS of a fresh process, idle and with $CONNS idle connections"
+	if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((CONNS + 100)) ]; then
+		ulimit -n $((CONNS + 100)) 2>/dev/null || die "ulimit -n $(ulimit -n) is too low for $CONNS connections"
+	fi
+	p="$(free_port)"
+	idle_rss redamo "$p" "$work/redamo" --store memory --addr "127.0.0.1:$p"
+	p="$(free_port)"
+	idle_rss redis-server "$p" redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no
+fi
+
+# ---- 5. DynamoDB requests per command -----------------------------------------------
+step "DynamoDB requests per command (INFO redamo on the DynamoDB-backed instance, after all runs above)"
+redis-cli -p "$ddb_port" info redamo | tr -d '\r'
