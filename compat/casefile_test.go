@@ -1,0 +1,120 @@
+package compat
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseCases(t *testing.T) {
+	src := `
+# a comment
+case plain
+SET k "a b\x00\xff" 'lit\x'   # trailing comment
+GET k | oneof x nil
+sleep 15
+
+case opts
+with o [] [EX 10] ["PX" 5]
+with v 1 "two"
+skip dynamodb too big for an item
+nomulti uses a sleep-free path
+SET k $v $o
+TTL k | approx 1 | sort 0
+`
+	cases, err := ParseCases("f", []byte(src))
+	require.NoError(t, err)
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.ID())
+	}
+	require.Equal(t, []string{
+		"f/plain",
+		`f/opts[o=,v=1]`, `f/opts[o=,v="two"]`,
+		`f/opts[o=EX 10,v=1]`, `f/opts[o=EX 10,v="two"]`,
+		`f/opts[o="PX" 5,v=1]`, `f/opts[o="PX" 5,v="two"]`,
+	}, names)
+
+	plain := cases[0]
+	require.Len(t, plain.Steps, 3)
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("a b\x00\xff"), []byte(`lit\x`)}, plain.Steps[0].Render(time.Now()))
+	require.Equal(t, []Norm{{Op: "oneof", Args: [][]byte{[]byte("x"), []byte("nil")}}}, plain.Steps[1].Norms)
+	require.Equal(t, 15*time.Millisecond, plain.Steps[2].Sleep)
+
+	ex := cases[3]
+	require.Equal(t, "too big for an item", ex.Skip["dynamodb"])
+	require.Equal(t, "uses a sleep-free path", ex.NoMulti)
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1"), []byte("EX"), []byte("10")}, ex.Steps[0].Render(time.Now()))
+	require.Len(t, ex.Steps[1].Norms, 2)
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1")}, cases[1].Steps[0].Render(time.Now()))
+}
+
+func TestParseArgExpressions(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_123)
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{"$now", "1700000000"},
+		{"$now+100", "1700000100"},
+		{"$now-5", "1699999995"},
+		{"$nowms+1000", "1700000001123"},
+		{"$rep:5:ab", "ababa"},
+		{"$rep:0:x", ""},
+		{`"$now"`, "$now"},
+		{"plain$", "plain$"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			cases, err := ParseCases("f", []byte("case c\nECHO "+tc.in+"\n"))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(cases[0].Steps[0].Render(now)[1]))
+		})
+	}
+	cases, err := ParseCases("f", []byte("case c\nECHO $bin:512\n"))
+	require.NoError(t, err)
+	seen := map[byte]bool{}
+	for _, b := range cases[0].Steps[0].Render(now)[1] {
+		seen[b] = true
+	}
+	require.Len(t, seen, 256, "$bin must cover every byte value")
+}
+
+func TestParseCasesErrors(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"command before case", "GET k\n"},
+		{"case without name", "case\nGET k\n"},
+		{"empty case", "case a\ncase b\nGET k\n"},
+		{"with after command", "case a\nGET k\nwith v 1\n"},
+		{"unterminated quote", "case a\nGET \"k\n"},
+		{"bad escape", "case a\nGET \"\\q\"\n"},
+		{"bad hex escape", "case a\nGET \"\\xzz\"\n"},
+		{"quote glued to text", "case a\nGET \"k\"x\n"},
+		{"unknown directive", "case a\nGET k | frobnicate\n"},
+		{"directive arity", "case a\nGET k | approx\n"},
+		{"bad approx", "case a\nGET k | approx x\n"},
+		{"bad fields", "case a\nINFO | fields foo\n"},
+		{"empty directive", "case a\nGET k |\n"},
+		{"bad sleep", "case a\nsleep 0\n"},
+		{"huge sleep", "case a\nsleep 60000\n"},
+		{"unknown expression", "case a\nGET $later\n"},
+		{"bad time offset", "case a\nEXPIREAT k $now*2\n"},
+		{"unclosed group", "case a\nwith o [EX 10\nGET k\n"},
+		{"skip without reason", "case a\nskip memory\nGET k\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCases("f", []byte(tc.src))
+			require.Error(t, err)
+		})
+	}
+}
+
+// TestLoadCases parses the real case files: a syntax error in one fails here
+// with its line number, before any server is involved.
+func TestLoadCases(t *testing.T) {
+	cases, err := LoadCases("testdata")
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+}
