@@ -264,7 +264,7 @@ const (
 // encodeValue returns the attributes that hold a string value: v, and e when
 // the value alone does not imply the encoding (nil if it does).
 func encodeValue(val []byte, origin strOrigin) (v dynastore.Value, e dynastore.Value) {
-	_, isInt := parseInt(val)
+	_, isInt := string2ll(val)
 	if isInt {
 		v = dynastore.N(val)
 	} else {
@@ -340,7 +340,7 @@ func stringEncoding(it dynastore.Item) string {
 		// One chunk: APPEND to a missing key, which Redis encodes like SET.
 		if len(v) == 1 {
 			if b, ok := v[0].(dynastore.B); ok {
-				if _, isInt := parseInt(b); isInt {
+				if _, isInt := string2ll(b); isInt {
 					return encInt
 				}
 				if len(b) <= embstrLimit {
@@ -391,10 +391,10 @@ func retarget(it dynastore.Item, db int, key []byte) dynastore.Item {
 
 // ---- numbers ---------------------------------------------------------------
 
-// parseInt parses s as Redis's string2ll does: an optional '-', no '+', no
+// string2ll parses s as Redis's string2ll does: an optional '-', no '+', no
 // spaces, no leading zeros, within int64. Exactly the strings that are the
 // canonical decimal form of an int64 pass.
-func parseInt(s []byte) (int64, bool) {
+func string2ll(s []byte) (int64, bool) {
 	if len(s) == 0 || len(s) > 20 {
 		return 0, false
 	}
