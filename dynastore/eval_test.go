@@ -1,0 +1,388 @@
+package dynastore
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func evalItem() Item {
+	return Item{
+		AttrPK: B("p"), AttrSK: B{0},
+		"n":   N("5"),
+		"s":   S("abc"),
+		"b":   B{0x00, 0xff, 'a', 'b'},
+		"eb":  B{},
+		"bs":  BS{[]byte("x"), []byte("y")},
+		"l":   L{S("x"), N("1")},
+		"m":   M{"a": N("1")},
+		"t":   BOOL(true),
+		"nul": NULL{},
+	}
+}
+
+func TestEvalCond(t *testing.T) {
+	it := evalItem()
+	for _, c := range []struct {
+		name    string
+		cond    Cond
+		want    bool
+		invalid bool
+	}{
+		{"nil", nil, true, false},
+		{"exists", Exists{"n"}, true, false},
+		{"exists missing", Exists{"zz"}, false, false},
+		{"exists NULL attribute", Exists{"nul"}, true, false},
+		{"not exists", NotExists{"zz"}, true, false},
+		{"not exists present", NotExists{"pk"}, false, false},
+		{"N eq", Compare{"n", OpEQ, N("5")}, true, false},
+		{"N eq other form", Compare{"n", OpEQ, N("5.0")}, true, false},
+		{"N ne", Compare{"n", OpNE, N("5")}, false, false},
+		{"N lt numeric not lexical", Compare{"n", OpLT, N("10")}, true, false},
+		{"N le", Compare{"n", OpLE, N("5")}, true, false},
+		{"N gt", Compare{"n", OpGT, N("-7")}, true, false},
+		{"N ge", Compare{"n", OpGE, N("5.0001")}, false, false},
+		{"S lt", Compare{"s", OpLT, S("abd")}, true, false},
+		{"S lt prefix", Compare{"s", OpLT, S("ab")}, false, false},
+		{"B unsigned", Compare{"b", OpLT, B{0x01}}, true, false},
+		{"B gt", Compare{"b", OpGT, B{0x00, 0xfe}}, true, false},
+		{"type mismatch eq", Compare{"n", OpEQ, S("5")}, false, false},
+		{"type mismatch ne", Compare{"n", OpNE, S("5")}, true, false},
+		{"type mismatch lt", Compare{"n", OpLT, S("9")}, false, false},
+		{"type mismatch not lt", Not{Compare{"n", OpLT, S("9")}}, true, false},
+		{"BOOL vs N lt", Compare{"t", OpLT, N("1")}, false, false},
+		{"missing eq", Compare{"zz", OpEQ, N("1")}, false, false},
+		{"missing ne", Compare{"zz", OpNE, N("1")}, true, false},
+		{"missing lt", Compare{"zz", OpLT, N("1")}, false, false},
+		{"missing ge", Compare{"zz", OpGE, N("1")}, false, false},
+		{"BOOL eq", Compare{"t", OpEQ, BOOL(true)}, true, false},
+		{"NULL eq", Compare{"nul", OpEQ, NULL{}}, true, false},
+		{"list eq numeric", Compare{"l", OpEQ, L{S("x"), N("1.0")}}, true, false},
+		{"list eq order", Compare{"l", OpEQ, L{N("1"), S("x")}}, false, false},
+		{"set eq any order", Compare{"bs", OpEQ, BS{[]byte("y"), []byte("x")}}, true, false},
+		{"map eq", Compare{"m", OpEQ, M{"a": N("1")}}, true, false},
+		{"empty B eq", Compare{"eb", OpEQ, B{}}, true, false},
+		{"lt on BOOL literal invalid", Compare{"t", OpLT, BOOL(true)}, false, true},
+		{"lt on list literal invalid", Compare{"l", OpLT, L{}}, false, true},
+		{"bad number literal", Compare{"n", OpEQ, N("x")}, false, true},
+		{"nil literal", Compare{"n", OpEQ, nil}, false, true},
+		{"bad op", Compare{"n", 0, N("1")}, false, true},
+		{"empty name", Exists{""}, false, true},
+		{"is type", IsType{"n", KindN}, true, false},
+		{"is type other", IsType{"n", KindS}, false, false},
+		{"is type missing", IsType{"zz", KindN}, false, false},
+		{"is type NULL", IsType{"nul", KindNULL}, true, false},
+		{"is type bad", IsType{"n", 0}, false, true},
+		{"size B", SizeCompare{"b", OpEQ, 4}, true, false},
+		{"size S", SizeCompare{"s", OpGT, 2}, true, false},
+		{"size set", SizeCompare{"bs", OpEQ, 2}, true, false},
+		{"size list", SizeCompare{"l", OpLE, 2}, true, false},
+		{"size map", SizeCompare{"m", OpLT, 1}, false, false},
+		{"size empty B", SizeCompare{"eb", OpEQ, 0}, true, false},
+		{"size N none", SizeCompare{"n", OpEQ, 1}, false, false},
+		{"size N none ne", SizeCompare{"n", OpNE, 1}, true, false},
+		{"size BOOL none", SizeCompare{"t", OpGE, 0}, false, false},
+		{"size missing", SizeCompare{"zz", OpLT, 10}, false, false},
+		{"size missing ne", SizeCompare{"zz", OpNE, 10}, true, false},
+		{"begins with", BeginsWith{"b", []byte{0x00, 0xff}}, true, false},
+		{"begins with empty prefix", BeginsWith{"b", nil}, true, false},
+		{"begins with no", BeginsWith{"b", []byte{0xff}}, false, false},
+		{"begins with on S", BeginsWith{"s", []byte("ab")}, false, false},
+		{"begins with missing", BeginsWith{"zz", []byte("a")}, false, false},
+		{"contains S", Contains{"s", S("bc")}, true, false},
+		{"contains S with B", Contains{"s", B("bc")}, false, false},
+		{"contains B", Contains{"b", B{0xff, 'a'}}, true, false},
+		{"contains set", Contains{"bs", B("x")}, true, false},
+		{"contains set no", Contains{"bs", B("z")}, false, false},
+		{"contains set with S", Contains{"bs", S("x")}, false, false},
+		{"contains list", Contains{"l", N("1.0")}, true, false},
+		{"contains N", Contains{"n", N("5")}, false, false},
+		{"contains map", Contains{"m", S("a")}, false, false},
+		{"contains missing", Contains{"zz", S("a")}, false, false},
+		{"not contains missing", Not{Contains{"zz", S("a")}}, true, false},
+		{"and", And{Exists{"n"}, Compare{"n", OpGE, N("1")}, Compare{"n", OpLE, N("9")}}, true, false},
+		{"and false", And{Exists{"n"}, Compare{"n", OpGE, N("6")}}, false, false},
+		{"and empty", And{}, true, false},
+		{"or", Or{Exists{"zz"}, Exists{"n"}}, true, false},
+		{"or false", Or{Exists{"zz"}, NotExists{"n"}}, false, false},
+		{"or empty", Or{}, false, false},
+		{"not", Not{Exists{"zz"}}, true, false},
+		{"not nil", Not{}, false, true},
+		{"and nil", And{nil}, false, true},
+		{"invalid behind short circuit", Or{Exists{"n"}, Compare{"n", OpLT, BOOL(true)}}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := EvalCond(it, c.cond)
+			if c.invalid {
+				require.ErrorIs(t, err, ErrInvalid)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestEvalCondAbsentItem(t *testing.T) {
+	for _, c := range []struct {
+		cond Cond
+		want bool
+	}{
+		{Exists{AttrPK}, false},
+		{NotExists{AttrPK}, true},
+		{Compare{"v", OpEQ, N("1")}, false},
+		{Compare{"v", OpNE, N("1")}, true},
+		{SizeCompare{"v", OpGT, -1}, false},
+		{Not{Exists{AttrPK}}, true},
+	} {
+		got, err := EvalCond(nil, c.cond)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, "%#v", c.cond)
+	}
+}
+
+func TestApplyUpdate(t *testing.T) {
+	k := Key{PK: []byte("p"), SK: []byte{0}}
+	base := func() Item {
+		return Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("5"), "s": S("abc"), "bs": BS{[]byte("x"), []byte("y")}, "l": L{S("x")}}
+	}
+	with := func(kv ...any) Item {
+		it := base()
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(it, kv[i].(string))
+				continue
+			}
+			it[kv[i].(string)] = kv[i+1].(Value)
+		}
+		return it
+	}
+	for _, c := range []struct {
+		name    string
+		old     Item
+		u       Update
+		want    Item
+		invalid string // substring of the ErrInvalid message
+	}{
+		{name: "create from key", old: nil, u: Update{}, want: Item{AttrPK: B("p"), AttrSK: B{0}}},
+		{name: "set literal", old: base(), u: Update{Set: []SetAction{{"a", Lit{S("v")}}}}, want: with("a", S("v"))},
+		{name: "set canonical number", old: base(), u: Update{Set: []SetAction{{"a", Lit{N("007.50")}}}}, want: with("a", N("7.5"))},
+		{name: "set ref", old: base(), u: Update{Set: []SetAction{{"a", Ref{"n"}}}}, want: with("a", N("5"))},
+		{name: "operands read the old item", old: base(), u: Update{Set: []SetAction{{"a", Ref{"n"}}, {"n", Lit{N("1")}}}}, want: with("a", N("5"), "n", N("1"))},
+		{name: "swap", old: base(), u: Update{Set: []SetAction{{"n", Ref{"s"}}, {"s", Ref{"n"}}}}, want: with("n", S("abc"), "s", N("5"))},
+		{name: "if_not_exists missing", old: base(), u: Update{Set: []SetAction{{"a", IfNotExists{"zz", N("1")}}}}, want: with("a", N("1"))},
+		{name: "if_not_exists present", old: base(), u: Update{Set: []SetAction{{"a", IfNotExists{"n", N("1")}}}}, want: with("a", N("5"))},
+		{name: "counter from nothing", old: nil, u: Update{Set: []SetAction{{"n", Plus{IfNotExists{"n", N("0")}, Lit{N("1")}}}}}, want: Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("1")}},
+		{name: "plus", old: base(), u: Update{Set: []SetAction{{"n", Plus{Ref{"n"}, Lit{N("0.5")}}}}}, want: with("n", N("5.5"))},
+		{name: "minus", old: base(), u: Update{Set: []SetAction{{"a", Minus{Ref{"n"}, Lit{N("10.25")}}}}}, want: with("a", N("-5.25"))},
+		{name: "list_append", old: base(), u: Update{Set: []SetAction{{"l", ListAppend{Ref{"l"}, Lit{L{N("1")}}}}}}, want: with("l", L{S("x"), N("1")})},
+		{name: "list_append prepend", old: base(), u: Update{Set: []SetAction{{"l", ListAppend{Lit{L{N("1")}}, Ref{"l"}}}}}, want: with("l", L{N("1"), S("x")})},
+		{name: "remove", old: base(), u: Update{Remove: []string{"n", "zz"}}, want: with("n", nil)},
+		{name: "add number", old: base(), u: Update{Add: []AttrValue{{"n", N("-7")}}}, want: with("n", N("-2"))},
+		{name: "add number missing starts at 0", old: base(), u: Update{Add: []AttrValue{{"c", N("-3.50")}}}, want: with("c", N("-3.5"))},
+		{name: "add set", old: base(), u: Update{Add: []AttrValue{{"bs", BS{[]byte("y"), []byte("z")}}}}, want: with("bs", BS{[]byte("x"), []byte("y"), []byte("z")})},
+		{name: "add set missing", old: base(), u: Update{Add: []AttrValue{{"c", BS{[]byte("q")}}}}, want: with("c", BS{[]byte("q")})},
+		{name: "delete from set", old: base(), u: Update{Delete: []AttrValue{{"bs", BS{[]byte("x"), []byte("q")}}}}, want: with("bs", BS{[]byte("y")})},
+		{name: "delete empties set", old: base(), u: Update{Delete: []AttrValue{{"bs", BS{[]byte("x"), []byte("y")}}}}, want: with("bs", nil)},
+		{name: "delete from missing", old: base(), u: Update{Delete: []AttrValue{{"zz", BS{[]byte("x")}}}}, want: base()},
+		{name: "empty binary value", old: base(), u: Update{Set: []SetAction{{"e", Lit{B{}}}}}, want: with("e", B{})},
+
+		{name: "same attribute twice", old: base(), u: Update{Set: []SetAction{{"n", Lit{N("1")}}, {"n", Lit{N("2")}}}}, invalid: "overlap"},
+		{name: "set and remove", old: base(), u: Update{Set: []SetAction{{"n", Lit{N("1")}}}, Remove: []string{"n"}}, invalid: "overlap"},
+		{name: "add and delete", old: base(), u: Update{Add: []AttrValue{{"bs", BS{[]byte("a")}}}, Delete: []AttrValue{{"bs", BS{[]byte("b")}}}}, invalid: "overlap"},
+		{name: "set pk", old: base(), u: Update{Set: []SetAction{{AttrPK, Lit{B("z")}}}}, invalid: "part of the key"},
+		{name: "remove sk", old: base(), u: Update{Remove: []string{AttrSK}}, invalid: "part of the key"},
+		{name: "add to string", old: base(), u: Update{Add: []AttrValue{{"s", N("1")}}}, invalid: "incorrect data type"},
+		{name: "add set to number", old: base(), u: Update{Add: []AttrValue{{"n", BS{[]byte("1")}}}}, invalid: "incorrect data type"},
+		{name: "add number to set", old: base(), u: Update{Add: []AttrValue{{"bs", N("1")}}}, invalid: "incorrect data type"},
+		{name: "add a string", old: base(), u: Update{Add: []AttrValue{{"s", S("x")}}}, invalid: "ADD"},
+		{name: "add a list", old: base(), u: Update{Add: []AttrValue{{"l", L{N("1")}}}}, invalid: "ADD"},
+		{name: "delete a number", old: base(), u: Update{Delete: []AttrValue{{"n", N("1")}}}, invalid: "DELETE"},
+		{name: "delete from a number", old: base(), u: Update{Delete: []AttrValue{{"n", BS{[]byte("1")}}}}, invalid: "incorrect data type"},
+		{name: "ref missing", old: base(), u: Update{Set: []SetAction{{"a", Ref{"zz"}}}}, invalid: "does not exist"},
+		{name: "ref on absent item", old: nil, u: Update{Set: []SetAction{{"a", Ref{"zz"}}}}, invalid: "does not exist"},
+		{name: "plus missing", old: base(), u: Update{Set: []SetAction{{"a", Plus{Ref{"zz"}, Lit{N("1")}}}}}, invalid: "does not exist"},
+		{name: "plus on string attribute", old: base(), u: Update{Set: []SetAction{{"a", Plus{Ref{"s"}, Lit{N("1")}}}}}, invalid: "incorrect data type"},
+		{name: "plus string literal", old: base(), u: Update{Set: []SetAction{{"a", Plus{Ref{"n"}, Lit{S("1")}}}}}, invalid: "operand type: S"},
+		{name: "minus overflow", old: base(), u: Update{Set: []SetAction{{"a", Minus{Lit{N("-9e125")}, Lit{N("9e125")}}}}}, invalid: "Number overflow"},
+		{name: "plus precision", old: base(), u: Update{Set: []SetAction{{"a", Plus{Lit{N("1")}, Lit{N("1e-100")}}}}}, invalid: "38 digits"},
+		{name: "list_append on string", old: base(), u: Update{Set: []SetAction{{"a", ListAppend{Ref{"s"}, Lit{L{}}}}}}, invalid: "incorrect data type"},
+		{name: "list_append missing", old: base(), u: Update{Set: []SetAction{{"a", ListAppend{Ref{"zz"}, Lit{L{}}}}}}, invalid: "does not exist"},
+		{name: "list_append number literal", old: base(), u: Update{Set: []SetAction{{"a", ListAppend{Ref{"l"}, Lit{N("1")}}}}}, invalid: "list_append"},
+		{name: "empty set value", old: base(), u: Update{Set: []SetAction{{"a", Lit{BS{}}}}}, invalid: "should not be empty"},
+		{name: "empty set add", old: base(), u: Update{Add: []AttrValue{{"bs", BS{}}}}, invalid: "should not be empty"},
+		{name: "duplicate set members", old: base(), u: Update{Add: []AttrValue{{"bs", BS{[]byte("a"), []byte("a")}}}}, invalid: "duplicates"},
+		{name: "bad number", old: base(), u: Update{Set: []SetAction{{"a", Lit{N("1x")}}}}, invalid: "converted"},
+		{name: "nil operand", old: base(), u: Update{Set: []SetAction{{"a", nil}}}, invalid: "nil operand"},
+		{name: "empty name", old: base(), u: Update{Remove: []string{""}}, invalid: "Empty attribute name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var snapshot Item
+			if c.old != nil {
+				snapshot = CloneItem(c.old)
+			}
+			got, err := ApplyUpdate(k, c.old, c.u)
+			require.Equal(t, snapshot, c.old, "old item must not change")
+			if c.invalid != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.Contains(t, err.Error(), c.invalid)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, ItemsEqual(c.want, got), "want %v\n got %v", c.want, got)
+		})
+	}
+}
+
+func TestApplyUpdateBadKey(t *testing.T) {
+	_, err := ApplyUpdate(Key{PK: nil, SK: []byte{0}}, nil, Update{})
+	require.ErrorIs(t, err, ErrKeyTooLarge)
+}
+
+func TestItemSize(t *testing.T) {
+	// Value sizes measured on DynamoDB Local by bisecting its 400 KB limit;
+	// each item here is the key (pk "a", sk 0x00: 6 bytes) plus attribute "s".
+	for _, c := range []struct {
+		name string
+		v    Value
+		size int
+	}{
+		{"set of 1", BS{[]byte("a")}, 1},
+		{"set of 4", BS{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}, 4},
+		{"set of 2x10", BS{[]byte(strings.Repeat("a", 10)), []byte(strings.Repeat("b", 10))}, 20},
+		{"38-digit number", N(strings.Repeat("1", 38)), 20},
+		{"number 0", N("0"), 1},
+		{"bool", BOOL(true), 1},
+		{"null", NULL{}, 1},
+		{"empty list", L{}, 3},
+		{"empty map", M{}, 3},
+		{"map of one", M{"ab": B("xyz")}, 9},
+		{"list of two", L{B("xyz"), S("q")}, 9},
+		{"nested list", L{L{B("xyz")}}, 11},
+		{"utf-8 string", S("é"), 2},
+		{"empty binary", B{}, 0},
+	} {
+		it := Item{AttrPK: B("a"), AttrSK: B{0}, "s": c.v}
+		require.Equal(t, 6+1+c.size, ItemSize(it), c.name)
+	}
+}
+
+func TestNormalizeItem(t *testing.T) {
+	big := strings.Repeat("x", MaxItemSize-7)
+	for _, c := range []struct {
+		name string
+		it   Item
+		err  error
+		want Item
+	}{
+		{"canonical", Item{AttrPK: B("a"), AttrSK: B{0}, "n": N("1.50"), "l": L{N("007")}, "m": M{"x": N("-0")}},
+			nil, Item{AttrPK: B("a"), AttrSK: B{0}, "n": N("1.5"), "l": L{N("7")}, "m": M{"x": N("0")}}},
+		{"at the limit", Item{AttrPK: B("a"), AttrSK: B{0}, "v": B(big)}, nil, nil},
+		{"over the limit", Item{AttrPK: B("a"), AttrSK: B{0}, "v": B(big + "x")}, ErrItemTooLarge, nil},
+		{"no sk", Item{AttrPK: B("a")}, ErrInvalid, nil},
+		{"string pk", Item{AttrPK: S("a"), AttrSK: B{0}}, ErrInvalid, nil},
+		{"empty pk", Item{AttrPK: B{}, AttrSK: B{0}}, ErrKeyTooLarge, nil},
+		{"long pk", Item{AttrPK: B(strings.Repeat("k", MaxPKSize+1)), AttrSK: B{0}}, ErrKeyTooLarge, nil},
+		{"long sk", Item{AttrPK: B("a"), AttrSK: B(strings.Repeat("k", MaxSKSize+1))}, ErrKeyTooLarge, nil},
+		{"empty set", Item{AttrPK: B("a"), AttrSK: B{0}, "s": BS{}}, ErrInvalid, nil},
+		{"nested empty set", Item{AttrPK: B("a"), AttrSK: B{0}, "l": L{BS{}}}, ErrInvalid, nil},
+		{"empty map key", Item{AttrPK: B("a"), AttrSK: B{0}, "m": M{"": NULL{}}}, ErrInvalid, nil},
+		{"empty attr name", Item{AttrPK: B("a"), AttrSK: B{0}, "": NULL{}}, ErrInvalid, nil},
+		{"nil value", Item{AttrPK: B("a"), AttrSK: B{0}, "x": nil}, ErrInvalid, nil},
+		{"empty member is fine", Item{AttrPK: B("a"), AttrSK: B{0}, "s": BS{{}, []byte("x")}}, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := NormalizeItem(c.it)
+			if c.err != nil {
+				require.ErrorIs(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			if c.want != nil {
+				require.Equal(t, c.want, got)
+			}
+		})
+	}
+}
+
+func TestNormalizeItemCopies(t *testing.T) {
+	in := Item{AttrPK: B("a"), AttrSK: B{0}, "b": B("xy"), "bs": BS{[]byte("m")}, "l": L{B("q")}}
+	out, err := NormalizeItem(in)
+	require.NoError(t, err)
+	in["b"].(B)[0] = 'Z'
+	in["bs"].(BS)[0][0] = 'Z'
+	in["l"].(L)[0].(B)[0] = 'Z'
+	require.Equal(t, B("xy"), out["b"])
+	require.Equal(t, BS{[]byte("m")}, out["bs"])
+	require.Equal(t, L{B("q")}, out["l"])
+}
+
+func TestValidateKey(t *testing.T) {
+	require.NoError(t, ValidateKey(Key{PK: make([]byte, MaxPKSize), SK: make([]byte, MaxSKSize)}))
+	require.ErrorIs(t, ValidateKey(Key{PK: make([]byte, MaxPKSize+1), SK: []byte{0}}), ErrKeyTooLarge)
+	require.ErrorIs(t, ValidateKey(Key{PK: []byte{0}, SK: make([]byte, MaxSKSize+1)}), ErrKeyTooLarge)
+	require.ErrorIs(t, ValidateKey(Key{PK: nil, SK: []byte{0}}), ErrKeyTooLarge)
+	require.ErrorIs(t, ValidateKey(Key{PK: []byte{0}, SK: []byte{}}), ErrKeyTooLarge)
+}
+
+func TestCapacityUnits(t *testing.T) {
+	for _, c := range []struct {
+		size     int
+		rcu, wcu float64
+	}{
+		{0, 1, 1}, {1, 1, 1}, {1024, 1, 1}, {1025, 1, 2}, {4096, 1, 4}, {4097, 2, 5},
+		{307213, 76, 301}, // a 300 KB item, as DynamoDB Local reports it
+	} {
+		require.Equal(t, c.rcu, ReadUnits(c.size), "read %d", c.size)
+		require.Equal(t, c.wcu, WriteUnits(c.size), "write %d", c.size)
+	}
+}
+
+func TestProjection(t *testing.T) {
+	old := Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("5"), "gone": S("x"), "same": S("y")}
+	u := &Update{Set: []SetAction{{"n", Lit{N("6")}}, {"same", Lit{S("y")}}, {"new", Lit{S("z")}}}, Remove: []string{"gone", "never"}}
+	nw, err := ApplyUpdate(old.Key(), old, *u)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		rv   ReturnValues
+		want Item
+	}{
+		{ReturnNone, nil},
+		{ReturnAllOld, old},
+		{ReturnAllNew, nw},
+		{ReturnUpdatedOld, Item{"n": N("5"), "gone": S("x"), "same": S("y")}},
+		{ReturnUpdatedNew, Item{"n": N("6"), "same": S("y"), "new": S("z")}},
+	} {
+		require.Equal(t, c.want, Projection(c.rv, old, nw, u), "rv %d", c.rv)
+	}
+	require.Nil(t, Projection(ReturnUpdatedOld, nil, nw, &Update{Remove: []string{"x"}}))
+	require.Nil(t, Projection(ReturnAllOld, nil, nw, u))
+
+	p := Projection(ReturnAllOld, old, nw, u)
+	p["n"] = N("99")
+	require.Equal(t, N("5"), old["n"], "projection is a copy")
+}
+
+func TestValidateReturn(t *testing.T) {
+	for rv := ReturnNone; rv <= ReturnUpdatedNew; rv++ {
+		require.NoError(t, ValidateReturn(rv, true))
+		if rv == ReturnNone || rv == ReturnAllOld {
+			require.NoError(t, ValidateReturn(rv, false))
+		} else {
+			require.ErrorIs(t, ValidateReturn(rv, false), ErrInvalid)
+		}
+	}
+	require.ErrorIs(t, ValidateReturn(ReturnUpdatedNew+1, true), ErrInvalid)
+}
+
+func TestValuesEqual(t *testing.T) {
+	require.True(t, ValuesEqual(B(nil), B{}))
+	require.True(t, ValuesEqual(N("1.0"), N("1")))
+	require.False(t, ValuesEqual(N("1"), S("1")))
+	require.False(t, ValuesEqual(BS{[]byte("a")}, BS{[]byte("b")}))
+	require.False(t, ValuesEqual(M{"a": N("1")}, M{"b": N("1")}))
+	require.False(t, ValuesEqual(nil, nil))
+	require.True(t, ItemsEqual(nil, Item{}))
+	require.False(t, ItemsEqual(Item{"a": N("1")}, Item{"a": N("2")}))
+}
