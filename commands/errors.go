@@ -39,6 +39,10 @@ const (
 	MsgSameObject      = "ERR source and destination objects are the same"
 	MsgNXXXGTLT        = "ERR NX and XX, GT or LT options at the same time are not compatible"
 	MsgGTLTNX          = "ERR GT, LT, and/or NX options at the same time are not compatible"
+	MsgGTAndLT         = "ERR GT and LT options at the same time are not compatible"
+	MsgDecrOverflow    = "ERR decrement would overflow"
+	MsgInvalidCursor   = "ERR invalid cursor"
+	MsgIntOutOfRange   = "ERR value is out of range"
 )
 
 // ErrWrongArgs is Redis's arity error for a command (name as Redis prints it,
