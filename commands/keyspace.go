@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -512,3 +513,123 @@ func isCondFailed(err error) (dynastore.Item, bool) {
 
 // sameKey reports whether two keys are the same bytes.
 func sameKey(a, b []byte) bool { return bytes.Equal(a, b) }
+
+// ---- optimistic read-modify-write -------------------------------------------
+
+// keyWrite is the write a command decided on for one key item.
+type keyWrite struct {
+	Put    dynastore.Item // replace the whole item
+	Delete bool           // or delete it
+}
+
+// redisError is a reply a command decided on (WRONGTYPE, not an integer,
+// ...), as opposed to a storage failure.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+
+// failOrReply answers with a decided reply error, or the mapped storage error.
+func failOrReply(c *Ctx, err error) {
+	var re redisError
+	if errors.As(err, &re) {
+		c.W.Error(string(re))
+		return
+	}
+	c.Fail(err)
+}
+
+// mutateKey runs a read-modify-write on one key item without ever writing
+// over a state it has not seen: decide looks at the current state and
+// returns the write to make (nil: none needed), and the write is conditioned
+// on the item being unchanged (its version token). When another writer got
+// there first, the failed write hands back the current item and decide runs
+// again, at most maxWriteAttempts times. start is a state already known
+// (from a failed fast path); nil reads the item first.
+func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyWrite, error)) error {
+	k := itemKey(c.DB(), key)
+	var ks keyState
+	if start != nil {
+		ks = *start
+	} else {
+		var err error
+		if ks, err = readKey(c, key); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		w, err := decide(ks)
+		if err != nil || w == nil {
+			return err
+		}
+		wo := dynastore.WriteOptions{Cond: ks.guard(), OldOnFailure: true}
+		if w.Delete {
+			_, err = c.Store.Delete(c, k, wo)
+		} else {
+			_, err = c.Store.Put(c, w.Put, wo)
+		}
+		if err == nil {
+			return nil
+		}
+		cur, failed := isCondFailed(err)
+		if !failed {
+			return err
+		}
+		if attempt >= maxWriteAttempts {
+			return errConflict
+		}
+		if ks, err = decodeKey(cur, c.NowMS()); err != nil {
+			return err
+		}
+	}
+}
+
+// asTxCanceled is errors.As for a canceled transaction.
+func asTxCanceled(err error, target **dynastore.TxCanceledError) bool {
+	return errors.As(err, target)
+}
+
+// ---- arguments and registration -------------------------------------------------
+
+// argIs reports whether arg is the option opt, compared as Redis compares
+// options (strcasecmp on a C string: ASCII case folding, the argument ending
+// at its first NUL byte).
+func argIs(arg []byte, opt string) bool {
+	if i := bytes.IndexByte(arg, 0); i >= 0 {
+		arg = arg[:i]
+	}
+	if len(arg) != len(opt) {
+		return false
+	}
+	for i := 0; i < len(arg); i++ {
+		a, b := arg[i], opt[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// keyCommand builds a table entry from the data Redis 7.0.15 reports in
+// COMMAND INFO and COMMAND DOCS; flags and categories are space-separated.
+func keyCommand(name string, arity int, flags, cats string, first, last, step int, group, since, summary, complexity string, run Handler) *Command {
+	return &Command{
+		Name:       name,
+		Arity:      arity,
+		Flags:      strings.Fields(flags),
+		Categories: strings.Fields(cats),
+		FirstKey:   first,
+		LastKey:    last,
+		Step:       step,
+		Group:      group,
+		Since:      since,
+		Summary:    summary,
+		Complexity: complexity,
+		Run:        run,
+	}
+}

@@ -1,3 +1,975 @@
 package commands
 
-func registerStrings(t *Table) {}
+import (
+	"fmt"
+	"math"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+func registerStrings(t *Table) {
+	const (
+		grp     = "string"
+		o1      = "O(1)"
+		rangeOc = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."
+	)
+	t.Register(
+		keyCommand("get", 2, "readonly fast", "read string fast", 1, 1, 1, grp, "1.0.0", "Get the value of a key", o1, cmdGet),
+		keyCommand("set", -3, "write denyoom", "write string slow", 1, 1, 1, grp, "1.0.0", "Set the string value of a key", o1, cmdSet),
+		keyCommand("setnx", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Set the value of a key, only if the key does not exist", o1, cmdSetNX),
+		keyCommand("setex", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.0.0", "Set the value and expiration of a key", o1, cmdSetEX),
+		keyCommand("psetex", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.6.0", "Set the value and expiration in milliseconds of a key", o1, cmdPSetEX),
+		keyCommand("getset", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Set the string value of a key and return its old value", o1, cmdGetSet),
+		keyCommand("getdel", 2, "write fast", "write string fast", 1, 1, 1, grp, "6.2.0", "Get the value of a key and delete the key", o1, cmdGetDel),
+		keyCommand("getex", -2, "write fast", "write string fast", 1, 1, 1, grp, "6.2.0", "Get the value of a key and optionally set its expiration", o1, cmdGetEx),
+		keyCommand("mget", -2, "readonly fast", "read string fast", 1, -1, 1, grp, "1.0.0", "Get the values of all the given keys", "O(N) where N is the number of keys to retrieve.", cmdMGet),
+		keyCommand("mset", -3, "write denyoom", "write string slow", 1, -1, 2, grp, "1.0.1", "Set multiple keys to multiple values", "O(N) where N is the number of keys to set.", cmdMSet),
+		keyCommand("msetnx", -3, "write denyoom", "write string slow", 1, -1, 2, grp, "1.0.1", "Set multiple keys to multiple values, only if none of the keys exist", "O(N) where N is the number of keys to set.", cmdMSetNX),
+		keyCommand("append", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "2.0.0", "Append a value to a key", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", cmdAppend),
+		keyCommand("strlen", 2, "readonly fast", "read string fast", 1, 1, 1, grp, "2.2.0", "Get the length of the value stored in a key", o1, cmdStrlen),
+		keyCommand("getrange", 4, "readonly", "read string slow", 1, 1, 1, grp, "2.4.0", "Get a substring of the string stored at a key", rangeOc, cmdGetRange),
+		keyCommand("substr", 4, "readonly", "read string slow", 1, 1, 1, grp, "1.0.0", "Get a substring of the string stored at a key", rangeOc, cmdGetRange),
+		keyCommand("setrange", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.2.0", "Overwrite part of a string at key starting at the specified offset", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", cmdSetRange),
+		keyCommand("incr", 2, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Increment the integer value of a key by one", o1, cmdIncr),
+		keyCommand("decr", 2, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Decrement the integer value of a key by one", o1, cmdDecr),
+		keyCommand("incrby", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Increment the integer value of a key by the given amount", o1, cmdIncrBy),
+		keyCommand("decrby", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Decrement the integer value of a key by the given number", o1, cmdDecrBy),
+		keyCommand("incrbyfloat", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "2.6.0", "Increment the float value of a key by the given amount", o1, cmdIncrByFloat),
+	)
+}
+
+// ---- GET family ------------------------------------------------------------
+
+func cmdGet(c *Ctx) {
+	ks, err := readKey(c, c.Args[1])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	replyStringValue(c, ks)
+}
+
+// replyStringValue replies with a string key's value: nil when absent,
+// WRONGTYPE when it holds another type.
+func replyStringValue(c *Ctx, ks keyState) {
+	switch {
+	case !ks.Live:
+		c.W.Nil()
+	case ks.Type != TypeString:
+		c.W.Error(MsgWrongType)
+	default:
+		v, err := ks.stringValue()
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		c.W.Bulk(v)
+	}
+}
+
+func cmdStrlen(c *Ctx) {
+	ks, err := readKey(c, c.Args[1])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ks.Live:
+		c.W.Int(0)
+	case ks.Type != TypeString:
+		c.W.Error(MsgWrongType)
+	default:
+		c.W.Int(valueLen(ks.Raw[attrValue]))
+	}
+}
+
+func cmdGetRange(c *Ctx) {
+	start, ok1 := string2ll(c.Args[2])
+	end, ok2 := string2ll(c.Args[3])
+	if !ok1 || !ok2 {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	ks, err := readKey(c, c.Args[1])
+	switch {
+	case err != nil:
+		c.Fail(err)
+		return
+	case !ks.Live:
+		c.W.Bulk([]byte{})
+		return
+	case ks.Type != TypeString:
+		c.W.Error(MsgWrongType)
+		return
+	}
+	v, err := ks.stringValue()
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Bulk(substring(v, start, end))
+}
+
+// substring applies GETRANGE's index rules (negative counts from the end,
+// clamped, inclusive end).
+func substring(v []byte, start, end int64) []byte {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		return []byte{}
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	if start < 0 {
+		start = 0
+	}
+	if end < 0 {
+		end = 0
+	}
+	if end >= n {
+		end = n - 1
+	}
+	if start > end || n == 0 {
+		return []byte{}
+	}
+	return v[start : end+1]
+}
+
+func cmdMGet(c *Ctx) {
+	keys := c.Args[1:]
+	states, err := readKeys(c, keys)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	vals := make([][]byte, len(keys))
+	for i, ks := range states {
+		if !ks.Live || ks.Type != TypeString {
+			continue
+		}
+		if vals[i], err = ks.stringValue(); err != nil {
+			c.Fail(err)
+			return
+		}
+	}
+	c.W.Array(len(keys))
+	for _, v := range vals {
+		if v == nil {
+			c.W.Nil()
+		} else {
+			c.W.Bulk(v)
+		}
+	}
+}
+
+// readKeys reads several key items with batched reads (duplicates read once);
+// the result is in the order of keys.
+func readKeys(c *Ctx, keys [][]byte) ([]keyState, error) {
+	idx := make(map[string]int, len(keys))
+	var ks []dynastore.Key
+	for _, k := range keys {
+		if !keyFits(k) {
+			continue
+		}
+		if _, ok := idx[string(k)]; !ok {
+			idx[string(k)] = len(ks)
+			ks = append(ks, itemKey(c.DB(), k))
+		}
+	}
+	var items []dynastore.Item
+	if len(ks) > 0 {
+		var err error
+		if items, err = c.Store.BatchGet(c, ks); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]keyState, len(keys))
+	for i, k := range keys {
+		j, ok := idx[string(k)]
+		if !ok {
+			continue
+		}
+		st, err := decodeKey(items[j], c.NowMS())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// ---- SET family ------------------------------------------------------------
+
+// Option flags of SET and GETEX (Redis's OBJ_* flags).
+const (
+	setNX uint16 = 1 << iota
+	setXX
+	setGet
+	setKeepTTL
+	setPersist
+	setEX
+	setPX
+	setEXAT
+	setPXAT
+)
+
+const setExpireFlags = setEX | setPX | setEXAT | setPXAT
+
+// setOpts is a parsed SET (or SETNX, SETEX, PSETEX, GETSET).
+type setOpts struct {
+	key, val []byte
+	flags    uint16
+	// expireAt is the absolute deadline in Unix ms (0: none).
+	expireAt int64
+}
+
+// parseStringOpts parses SET's and GETEX's options from args (Redis's
+// parseExtendedStringArgumentsOrReply): forSet selects SET's option set.
+// It returns the flags and the argument of the expire option, if any.
+func parseStringOpts(args [][]byte, forSet bool) (flags uint16, expire []byte, errMsg string) {
+	for j := 0; j < len(args); j++ {
+		opt := args[j]
+		hasNext := j+1 < len(args)
+		switch {
+		case argIs(opt, "nx") && flags&setXX == 0 && forSet:
+			flags |= setNX
+		case argIs(opt, "xx") && flags&setNX == 0 && forSet:
+			flags |= setXX
+		case argIs(opt, "get") && forSet:
+			flags |= setGet
+		case argIs(opt, "keepttl") && flags&(setPersist|setExpireFlags) == 0 && forSet:
+			flags |= setKeepTTL
+		case argIs(opt, "persist") && !forSet && flags&(setExpireFlags|setKeepTTL) == 0:
+			flags |= setPersist
+		case argIs(opt, "ex") && flags&(setKeepTTL|setPersist|setEXAT|setPX|setPXAT) == 0 && hasNext:
+			flags |= setEX
+			expire = args[j+1]
+			j++
+		case argIs(opt, "px") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPXAT) == 0 && hasNext:
+			flags |= setPX
+			expire = args[j+1]
+			j++
+		case argIs(opt, "exat") && flags&(setKeepTTL|setPersist|setEX|setPX|setPXAT) == 0 && hasNext:
+			flags |= setEXAT
+			expire = args[j+1]
+			j++
+		case argIs(opt, "pxat") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPX) == 0 && hasNext:
+			flags |= setPXAT
+			expire = args[j+1]
+			j++
+		default:
+			return 0, nil, MsgSyntax
+		}
+	}
+	return flags, expire, ""
+}
+
+// expireDeadline turns an expire argument into an absolute deadline in ms
+// as Redis's getExpireMillisecondsOrReply does; cmd names the command in the
+// error ("set", "getex", ...).
+func expireDeadline(arg []byte, flags uint16, nowMS int64, cmd string) (int64, string) {
+	ms, ok := string2ll(arg)
+	if !ok {
+		return 0, MsgNotInt
+	}
+	seconds := flags&(setEX|setEXAT) != 0
+	if ms <= 0 || (seconds && ms > math.MaxInt64/1000) {
+		return 0, fmt.Sprintf(MsgInvalidExpire, cmd)
+	}
+	if seconds {
+		ms *= 1000
+	}
+	if flags&(setEX|setPX) != 0 {
+		ms += nowMS // wraps on overflow, as in C, and is caught below
+	}
+	if ms <= 0 {
+		return 0, fmt.Sprintf(MsgInvalidExpire, cmd)
+	}
+	return ms, ""
+}
+
+func cmdSet(c *Ctx) {
+	flags, expire, msg := parseStringOpts(c.Args[3:], true)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	o := setOpts{key: c.Args[1], val: c.Args[2], flags: flags}
+	if expire != nil {
+		if o.expireAt, msg = expireDeadline(expire, flags, c.NowMS(), "set"); msg != "" {
+			c.W.Error(msg)
+			return
+		}
+	}
+	o.run(c, setReplyOK)
+}
+
+func cmdSetNX(c *Ctx) {
+	setOpts{key: c.Args[1], val: c.Args[2], flags: setNX}.run(c, setReplyInt)
+}
+
+func cmdSetEX(c *Ctx)  { setWithTTL(c, setEX, "setex") }
+func cmdPSetEX(c *Ctx) { setWithTTL(c, setPX, "psetex") }
+
+// setWithTTL is SETEX and PSETEX: key, relative TTL, value.
+func setWithTTL(c *Ctx, unit uint16, cmd string) {
+	at, msg := expireDeadline(c.Args[2], unit, c.NowMS(), cmd)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	setOpts{key: c.Args[1], val: c.Args[3], flags: unit, expireAt: at}.run(c, setReplyOK)
+}
+
+func cmdGetSet(c *Ctx) {
+	setOpts{key: c.Args[1], val: c.Args[2], flags: setGet}.run(c, setReplyOK)
+}
+
+// How a SET variant answers when it did not use GET.
+type setReply uint8
+
+const (
+	setReplyOK  setReply = iota // +OK, or nil when NX/XX aborted (SET, SETEX)
+	setReplyInt                 // :1, or :0 when aborted (SETNX)
+)
+
+// run executes a parsed SET: one PutItem, or one UpdateItem with KEEPTTL.
+func (o setOpts) run(c *Ctx, rep setReply) {
+	if !keyFits(o.key) {
+		c.W.Error(MsgKeyTooLong)
+		return
+	}
+	if o.flags&setKeepTTL != 0 {
+		o.runKeepTTL(c, rep)
+		return
+	}
+	now := c.NowMS()
+	get := o.flags&setGet != 0
+	var cond dynastore.Cond
+	switch {
+	case o.flags&setNX != 0:
+		cond = condNotLive(now)
+	case o.flags&setXX != 0 && get:
+		cond = condLiveType(now, TypeString)
+	case o.flags&setXX != 0:
+		cond = condLive(now)
+	case get:
+		cond = condNotLiveOrType(now, TypeString)
+	}
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: get}
+	if get {
+		wo.Return = dynastore.ReturnAllOld
+	}
+	old, err := c.Store.Put(c, stringItem(c.DB(), o.key, o.val, originArg, o.expireAt), wo)
+	o.reply(c, rep, old, err)
+}
+
+// reply answers a SET from the write's outcome: the old item on success (with
+// GET), or the item that failed the condition.
+func (o setOpts) reply(c *Ctx, rep setReply, old dynastore.Item, err error) {
+	get := o.flags&setGet != 0
+	if err != nil {
+		cur, failed := isCondFailed(err)
+		if !failed {
+			c.Fail(err)
+			return
+		}
+		if !get {
+			if rep == setReplyInt {
+				c.W.Int(0)
+			} else {
+				c.W.Nil()
+			}
+			return
+		}
+		ks, derr := decodeKey(cur, c.NowMS())
+		if derr != nil {
+			c.Fail(derr)
+			return
+		}
+		replyStringValue(c, ks)
+		return
+	}
+	if get {
+		ks, derr := decodeKey(old, c.NowMS())
+		if derr != nil {
+			c.Fail(derr)
+			return
+		}
+		replyStringValue(c, ks)
+		return
+	}
+	if rep == setReplyInt {
+		c.W.Int(1)
+	} else {
+		c.W.Simple("OK")
+	}
+}
+
+// runKeepTTL is SET ... KEEPTTL. The fast path is one UpdateItem that leaves
+// x/ttl alone, allowed when the key is absent or a live string. An expired
+// key must lose its old expiry and a live key of another type must lose its
+// other attributes, so those cases fall back to a whole-item Put
+// conditioned on the item read back from the failed update.
+func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
+	now := c.NowMS()
+	get := o.flags&setGet != 0
+	nx, xx := o.flags&setNX != 0, o.flags&setXX != 0
+	v, e := encodeValue(o.val, originArg)
+	u := dynastore.Update{Set: []dynastore.SetAction{
+		{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
+		{Attr: attrValue, Val: dynastore.Lit{V: v}},
+		{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+	}}
+	if e != nil {
+		u.Set = append(u.Set, dynastore.SetAction{Attr: attrEnc, Val: dynastore.Lit{V: e}})
+	} else {
+		u.Remove = []string{attrEnc}
+	}
+	var cond dynastore.Cond
+	switch {
+	case nx:
+		cond = dynastore.NotExists{Attr: dynastore.AttrPK}
+	case xx:
+		cond = condLiveType(now, TypeString)
+	default:
+		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, condLiveType(now, TypeString)}
+	}
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
+	if get {
+		wo.Return = dynastore.ReturnAllOld
+	}
+	old, err := c.Store.Update(c, itemKey(c.DB(), o.key), u, wo)
+	cur, failed := isCondFailed(err)
+	if !failed {
+		o.reply(c, rep, old, err)
+		return
+	}
+	start, err := decodeKey(cur, now)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	// What the old state means for the reply, decided on the state the
+	// final write was conditioned on.
+	var aborted bool
+	var before keyState
+	err = mutateKey(c, o.key, &start, func(ks keyState) (*keyWrite, error) {
+		before, aborted = ks, false
+		switch {
+		case ks.Live && ks.Type != TypeString && get:
+			return nil, redisError(MsgWrongType)
+		case (nx && ks.Live) || (xx && !ks.Live):
+			aborted = true
+			return nil, nil
+		}
+		var exp int64
+		if ks.Live && ks.HasExpiry {
+			exp = ks.Expiry
+		}
+		return &keyWrite{Put: stringItem(c.DB(), o.key, o.val, originArg, exp)}, nil
+	})
+	switch {
+	case err != nil:
+		failOrReply(c, err)
+	case get:
+		replyStringValue(c, before)
+	case aborted && rep == setReplyInt:
+		c.W.Int(0)
+	case aborted:
+		c.W.Nil()
+	case rep == setReplyInt:
+		c.W.Int(1)
+	default:
+		c.W.Simple("OK")
+	}
+}
+
+func cmdGetDel(c *Ctx) {
+	key := c.Args[1]
+	if !keyFits(key) {
+		c.W.Nil()
+		return
+	}
+	now := c.NowMS()
+	old, err := c.Store.Delete(c, itemKey(c.DB(), key), dynastore.WriteOptions{
+		Cond:         condNotLiveOrType(now, TypeString),
+		Return:       dynastore.ReturnAllOld,
+		OldOnFailure: true,
+	})
+	if cur, failed := isCondFailed(err); failed {
+		old, err = cur, nil
+	}
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	ks, err := decodeKey(old, now)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	replyStringValue(c, ks)
+}
+
+func cmdGetEx(c *Ctx) {
+	key := c.Args[1]
+	flags, expire, msg := parseStringOpts(c.Args[2:], false)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	now := c.NowMS()
+	var at int64
+	if expire != nil {
+		// Redis validates the deadline only once it found a string there.
+		at, msg = expireDeadline(expire, flags, now, "getex")
+	}
+	if (flags&(setExpireFlags|setPersist) == 0) || msg != "" || !keyFits(key) {
+		ks, err := readKey(c, key)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if msg != "" && ks.Live && ks.Type == TypeString {
+			c.W.Error(msg)
+			return
+		}
+		replyStringValue(c, ks)
+		return
+	}
+	k := itemKey(c.DB(), key)
+	live := condLiveType(now, TypeString)
+	var old dynastore.Item
+	var err error
+	switch {
+	case flags&(setEXAT|setPXAT) != 0 && at <= now:
+		old, err = c.Store.Delete(c, k, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	case flags&setPersist != 0:
+		// Only a key with an expiry is written; for one without, the failed
+		// condition hands back the value.
+		old, err = c.Store.Update(c, k, dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Remove: []string{attrExpiry, dynastore.AttrTTL},
+		}, dynastore.WriteOptions{
+			Cond:         dynastore.And{live, dynastore.Exists{Attr: attrExpiry}},
+			Return:       dynastore.ReturnAllOld,
+			OldOnFailure: true,
+		})
+	default:
+		old, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: attrExpiry, Val: dynastore.Lit{V: nInt(at)}},
+			{Attr: dynastore.AttrTTL, Val: dynastore.Lit{V: ttlSeconds(at)}},
+			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	}
+	if cur, failed := isCondFailed(err); failed {
+		old, err = cur, nil
+	}
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	ks, err := decodeKey(old, now)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	replyStringValue(c, ks)
+}
+
+// ---- multi-key writes --------------------------------------------------------
+
+// kvPairs returns the distinct keys of key/value arguments with the last
+// value given for each, in first-seen order (Redis applies them in order, so
+// the last one wins).
+func kvPairs(args [][]byte) (keys, vals [][]byte) {
+	idx := map[string]int{}
+	for i := 0; i+1 < len(args); i += 2 {
+		k, v := args[i], args[i+1]
+		if j, ok := idx[string(k)]; ok {
+			vals[j] = v
+			continue
+		}
+		idx[string(k)] = len(keys)
+		keys = append(keys, k)
+		vals = append(vals, v)
+	}
+	return keys, vals
+}
+
+func cmdMSet(c *Ctx)   { msetGeneric(c, false) }
+func cmdMSetNX(c *Ctx) { msetGeneric(c, true) }
+
+// msetGeneric is MSET and MSETNX: every key written in one transaction (one
+// PutItem for a single key), so a failure leaves none of them written.
+func msetGeneric(c *Ctx, nx bool) {
+	if len(c.Args)%2 == 0 {
+		c.W.Error(ErrWrongArgs(string(c.Args[0])))
+		return
+	}
+	keys, vals := kvPairs(c.Args[1:])
+	for _, k := range keys {
+		if !keyFits(k) {
+			c.W.Error(MsgKeyTooLong)
+			return
+		}
+	}
+	if len(keys) > dynastore.MaxTxActions {
+		c.W.Error(MsgTxTooLarge)
+		return
+	}
+	now := c.NowMS()
+	var cond dynastore.Cond
+	if nx {
+		cond = condNotLive(now)
+	}
+	var err error
+	if len(keys) == 1 {
+		_, err = c.Store.Put(c, stringItem(c.DB(), keys[0], vals[0], originArg, 0), dynastore.WriteOptions{Cond: cond})
+	} else {
+		acts := make([]dynastore.TxAction, len(keys))
+		for i, k := range keys {
+			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: stringItem(c.DB(), k, vals[i], originArg, 0), Cond: cond}
+		}
+		err = c.Store.Transact(c, acts)
+	}
+	switch {
+	case err == nil && nx:
+		c.W.Int(1)
+	case err == nil:
+		c.W.Simple("OK")
+	case nx && onlyConditionsFailed(err):
+		c.W.Int(0)
+	default:
+		c.Fail(err)
+	}
+}
+
+// onlyConditionsFailed reports whether a write failed for no other reason
+// than its conditions.
+func onlyConditionsFailed(err error) bool {
+	if _, ok := isCondFailed(err); ok {
+		return true
+	}
+	var tc *dynastore.TxCanceledError
+	if !asTxCanceled(err, &tc) {
+		return false
+	}
+	any := false
+	for _, r := range tc.Reasons {
+		switch r.Code {
+		case dynastore.ReasonConditionalFailed:
+			any = true
+		case dynastore.ReasonNone, "":
+		default:
+			return false
+		}
+	}
+	return any
+}
+
+// ---- APPEND, SETRANGE --------------------------------------------------------
+
+// maxStringLen is proto-max-bulk-len, the longest string Redis lets a
+// command build.
+func maxStringLen(c *Ctx) int64 {
+	if c.Srv != nil && c.Srv.Config.ProtoMaxBulkLen > 0 {
+		return c.Srv.Config.ProtoMaxBulkLen
+	}
+	return 512 << 20
+}
+
+// checkStringLength is Redis's check that size+add bytes stay within
+// proto-max-bulk-len (overflow included).
+func checkStringLength(c *Ctx, size, add int64) bool {
+	total := size + add
+	return total <= maxStringLen(c) && total >= size && total >= add
+}
+
+// cmdAppend: one UpdateItem list_append when the value is already chunked
+// (or the key is new); otherwise the current value becomes the first chunk,
+// in a Put conditioned on the item read back from the failed update.
+func cmdAppend(c *Ctx) {
+	key, val := c.Args[1], c.Args[2]
+	if !keyFits(key) {
+		c.W.Error(MsgKeyTooLong)
+		return
+	}
+	now := c.NowMS()
+	chunk := dynastore.L{dynastore.B(append([]byte{}, val...))}
+	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
+			{Attr: attrValue, Val: dynastore.ListAppend{
+				A: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
+				B: dynastore.Lit{V: chunk},
+			}},
+			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		},
+		Remove: []string{attrEnc},
+	}, dynastore.WriteOptions{
+		Cond: dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.And{condLiveType(now, TypeString), dynastore.IsType{Attr: attrValue, Type: dynastore.KindL}},
+		},
+		Return:       dynastore.ReturnUpdatedNew,
+		OldOnFailure: true,
+	})
+	if err == nil {
+		c.W.Int(valueLen(newItem[attrValue]))
+		return
+	}
+	cur, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return
+	}
+	start, err := decodeKey(cur, now)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	var newLen int64
+	err = mutateKey(c, key, &start, func(ks keyState) (*keyWrite, error) {
+		if !ks.Live {
+			newLen = int64(len(val))
+			return &keyWrite{Put: stringItem(c.DB(), key, val, originArg, 0)}, nil
+		}
+		if ks.Type != TypeString {
+			return nil, redisError(MsgWrongType)
+		}
+		oldLen := valueLen(ks.Raw[attrValue])
+		if !checkStringLength(c, oldLen, int64(len(val))) {
+			return nil, redisError(MsgStringTooLong)
+		}
+		var chunks dynastore.L
+		switch v := ks.Raw[attrValue].(type) {
+		case dynastore.L:
+			chunks = append(append(dynastore.L{}, v...), chunk[0])
+		default:
+			old, err := decodeValue(v)
+			if err != nil {
+				return nil, err
+			}
+			chunks = dynastore.L{dynastore.B(old), chunk[0]}
+		}
+		newLen = oldLen + int64(len(val))
+		it := stringItem(c.DB(), key, nil, originArg, ks.Expiry)
+		it[attrValue] = chunks
+		delete(it, attrEnc)
+		return &keyWrite{Put: it}, nil
+	})
+	if err != nil {
+		failOrReply(c, err)
+		return
+	}
+	c.W.Int(newLen)
+}
+
+// cmdSetRange reads the value and writes the result conditioned on the
+// version read.
+func cmdSetRange(c *Ctx) {
+	key, val := c.Args[1], c.Args[3]
+	offset, ok := string2ll(c.Args[2])
+	if !ok {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	if offset < 0 {
+		c.W.Error(MsgOffsetRange)
+		return
+	}
+	if !keyFits(key) {
+		if len(val) == 0 {
+			c.W.Int(0)
+		} else {
+			c.W.Error(MsgKeyTooLong)
+		}
+		return
+	}
+	var reply int64
+	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
+		var old []byte
+		if ks.Live {
+			if ks.Type != TypeString {
+				return nil, redisError(MsgWrongType)
+			}
+			var err error
+			if old, err = ks.stringValue(); err != nil {
+				return nil, err
+			}
+		}
+		if len(val) == 0 {
+			reply = int64(len(old))
+			return nil, nil
+		}
+		if !checkStringLength(c, offset, int64(len(val))) {
+			return nil, redisError(MsgStringTooLong)
+		}
+		end := offset + int64(len(val))
+		if end > dynastore.MaxItemSize {
+			return nil, redisError(MsgValueTooLarge)
+		}
+		nv := old
+		if int64(len(nv)) < end {
+			nv = make([]byte, end)
+			copy(nv, old)
+		} else {
+			nv = append([]byte{}, old...)
+		}
+		copy(nv[offset:], val)
+		reply = int64(len(nv))
+		return &keyWrite{Put: stringItem(c.DB(), key, nv, originEdited, ks.Expiry)}, nil
+	})
+	if err != nil {
+		failOrReply(c, err)
+		return
+	}
+	c.W.Int(reply)
+}
+
+// ---- counters ----------------------------------------------------------------
+
+func cmdIncr(c *Ctx) { incrBy(c, 1) }
+func cmdDecr(c *Ctx) { incrBy(c, -1) }
+
+func cmdIncrBy(c *Ctx) {
+	d, ok := string2ll(c.Args[2])
+	if !ok {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	incrBy(c, d)
+}
+
+func cmdDecrBy(c *Ctx) {
+	d, ok := string2ll(c.Args[2])
+	if !ok {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	if d == math.MinInt64 {
+		c.W.Error(MsgDecrOverflow)
+		return
+	}
+	incrBy(c, -d)
+}
+
+// incrBy adds d to a counter in one UpdateItem ADD, guarded so that it only
+// applies to a missing key or a live integer string that cannot overflow.
+// Anything else (an expired key, a value stored as text, a wrong type, an
+// overflow) is decided from the item the failed update returns.
+func incrBy(c *Ctx, d int64) {
+	key := c.Args[1]
+	if !keyFits(key) {
+		c.W.Error(MsgKeyTooLong)
+		return
+	}
+	now := c.NowMS()
+	guard := dynastore.And{condLiveType(now, TypeString), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
+	switch {
+	case d > 0:
+		guard = append(guard, dynastore.Compare{Attr: attrValue, Op: dynastore.OpLE, Val: nInt(math.MaxInt64 - d)})
+	case d < 0:
+		guard = append(guard, dynastore.Compare{Attr: attrValue, Op: dynastore.OpGE, Val: nInt(math.MinInt64 - d)})
+	}
+	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
+			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		},
+		Add:    []dynastore.AttrValue{{Attr: attrValue, Val: nInt(d)}},
+		Remove: []string{attrEnc},
+	}, dynastore.WriteOptions{
+		Cond:         dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, guard},
+		Return:       dynastore.ReturnUpdatedNew,
+		OldOnFailure: true,
+	})
+	if err == nil {
+		n, err := numberInt(newItem[attrValue])
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		c.W.Int(n)
+		return
+	}
+	cur, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return
+	}
+	start, err := decodeKey(cur, now)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	var result int64
+	err = mutateKey(c, key, &start, func(ks keyState) (*keyWrite, error) {
+		var old int64
+		if ks.Live {
+			if ks.Type != TypeString {
+				return nil, redisError(MsgWrongType)
+			}
+			b, err := ks.stringValue()
+			if err != nil {
+				return nil, err
+			}
+			var ok bool
+			if old, ok = string2ll(b); !ok {
+				return nil, redisError(MsgNotInt)
+			}
+			if (d < 0 && old < 0 && d < math.MinInt64-old) || (d > 0 && old > 0 && d > math.MaxInt64-old) {
+				return nil, redisError(MsgOverflow)
+			}
+		}
+		result = old + d
+		return &keyWrite{Put: stringItem(c.DB(), key, []byte(fmt.Sprint(result)), originArg, ks.Expiry)}, nil
+	})
+	if err != nil {
+		failOrReply(c, err)
+		return
+	}
+	c.W.Int(result)
+}
+
+// cmdIncrByFloat reads the value, adds in long double arithmetic and writes
+// the result conditioned on the version read (keeping the expiry).
+func cmdIncrByFloat(c *Ctx) {
+	key := c.Args[1]
+	incr, incrOK := ldParse(c.Args[2])
+	if !keyFits(key) {
+		c.W.Error(MsgKeyTooLong)
+		return
+	}
+	var out string
+	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
+		old := []byte("0")
+		if ks.Live {
+			if ks.Type != TypeString {
+				return nil, redisError(MsgWrongType)
+			}
+			var err error
+			if old, err = ks.stringValue(); err != nil {
+				return nil, err
+			}
+		}
+		v, ok := ldParse(old)
+		if !ok || !incrOK {
+			return nil, redisError(MsgNotFloat)
+		}
+		sum, ok := ldAdd(v, incr)
+		if !ok {
+			return nil, redisError(MsgIncrFloatNaN)
+		}
+		out = ldFormatHuman(sum)
+		return &keyWrite{Put: stringItem(c.DB(), key, []byte(out), originFloat, ks.Expiry)}, nil
+	})
+	if err != nil {
+		failOrReply(c, err)
+		return
+	}
+	c.W.BulkString(out)
+}
