@@ -43,6 +43,13 @@ const (
 	MsgDecrOverflow    = "ERR decrement would overflow"
 	MsgInvalidCursor   = "ERR invalid cursor"
 	MsgIntOutOfRange   = "ERR value is out of range"
+	MsgNumkeys         = "ERR numkeys should be greater than 0"
+	MsgNumkeysArgs     = "ERR Number of keys can't be greater than number of args"
+	MsgLimitNegative   = "ERR LIMIT can't be negative"
+	MsgRandCountRange  = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+	MsgHashNotInt      = "ERR hash value is not an integer"
+	MsgHashNotFloat    = "ERR hash value is not a float"
+	MsgNaNOrInf        = "ERR value is NaN or Infinity"
 )
 
 // ErrWrongArgs is Redis's arity error for a command (name as Redis prints it,
