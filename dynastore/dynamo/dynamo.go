@@ -1,0 +1,744 @@
+// Package dynamo is the dynastore.Store backend on Amazon DynamoDB, built on
+// aws-sdk-go-v2. It is the only package in redamo that imports the AWS SDK.
+//
+// It renders typed conditions and updates to expression strings, converts
+// values both ways, maps DynamoDB's errors to dynastore's sentinels, retries
+// transient failures itself (fast and bounded, never repeating a write that
+// may already have been applied), reports every request to a
+// dynastore.Observer, and can create its table.
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Defaults of Config's retry and timeout settings.
+const (
+	DefaultMaxAttempts    = 6
+	DefaultRequestTimeout = 2 * time.Second
+	DefaultRetryBudget    = 3 * time.Second
+	DefaultBackoffBase    = 10 * time.Millisecond
+	DefaultBackoffMax     = 200 * time.Millisecond
+	// DefaultLocalRegion is the region used with a custom Endpoint when none
+	// is configured (DynamoDB Local keeps tables per region).
+	DefaultLocalRegion = "us-east-1"
+	// LocalAccessKey is the access key used with a custom Endpoint when the
+	// environment has no credentials. DynamoDB Local keeps tables per access
+	// key, so every redamo process and test on it uses this one.
+	LocalAccessKey = "redamo"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Table is the table name (3-255 of [a-zA-Z0-9_.-]).
+	Table string
+	// Region is the AWS region; empty: the SDK's default chain (AWS_REGION,
+	// shared config), or DefaultLocalRegion when Endpoint is set.
+	Region string
+	// Endpoint is a custom endpoint URL such as DynamoDB Local's
+	// http://127.0.0.1:8000; empty: AWS.
+	Endpoint string
+	// CreateTable creates the table if it does not exist (pk B hash, sk B
+	// range, on-demand billing, TTL on "ttl") and waits until it is active.
+	CreateTable bool
+	// Observer receives every request (nil: none).
+	Observer dynastore.Observer
+	// HTTPClient sends the requests (nil: NewHTTPClient()). Tests wrap it to
+	// inject faults.
+	HTTPClient aws.HTTPClient
+	// MaxAttempts bounds the attempts of one request (0: DefaultMaxAttempts).
+	MaxAttempts int
+	// RequestTimeout bounds one attempt (0: DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// RetryBudget bounds one request across all its attempts and backoff
+	// (0: DefaultRetryBudget).
+	RetryBudget time.Duration
+	// BackoffBase and BackoffMax shape the jittered exponential backoff
+	// between attempts (0: DefaultBackoffBase, DefaultBackoffMax).
+	BackoffBase, BackoffMax time.Duration
+	// Logger receives the few events worth a log line (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is a dynastore.Store on one DynamoDB table. It is safe for concurrent use.
+type Store struct {
+	db     *dynamodb.Client
+	table  string
+	obs    dynastore.Observer
+	policy retryPolicy
+	log    *slog.Logger
+	http   aws.HTTPClient
+}
+
+var _ dynastore.Store = (*Store)(nil)
+
+var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// New returns a Store on cfg.Table, creating the table first when
+// cfg.CreateTable is set. Credentials come from the SDK's default chain;
+// with a custom Endpoint and no credentials in the environment it falls back
+// to static ones (LocalAccessKey), so DynamoDB Local works out of the box.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if !tableNameRE.MatchString(cfg.Table) {
+		return nil, fmt.Errorf("dynamo: invalid table name %q (3-255 characters of a-z, A-Z, 0-9, _ . -)", cfg.Table)
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if cfg.HTTPClient == nil {
+		// Handed to the loader so that it can apply AWS_CA_BUNDLE.
+		opts = append(opts, config.WithHTTPClient(NewHTTPClient()))
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: loading AWS configuration: %w", err)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = awsCfg.HTTPClient
+		if b, ok := hc.(*awshttp.BuildableClient); ok {
+			hc = b.Freeze()
+		}
+		awsCfg.HTTPClient = hc
+	}
+	if awsCfg.Region == "" {
+		if cfg.Endpoint == "" {
+			return nil, errors.New("dynamo: no AWS region configured (set the region or AWS_REGION)")
+		}
+		awsCfg.Region = DefaultLocalRegion
+	}
+	if cfg.Endpoint != "" && !haveCredentials(ctx, awsCfg) {
+		awsCfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKey, LocalAccessKey, "")
+	}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			// DynamoDB Local's error responses carry no CRC32 header.
+			o.DisableValidateResponseChecksum = true
+		}
+		o.Retryer = aws.NopRetryer{}
+		o.RetryMaxAttempts = 0
+		o.HTTPClient = hc
+	})
+	s := &Store{
+		db:    db,
+		table: cfg.Table,
+		obs:   cfg.Observer,
+		log:   cfg.Logger,
+		http:  hc,
+		policy: retryPolicy{
+			maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+			attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
+			budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
+			base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
+			cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+		},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.obs == nil {
+		s.obs = dynastore.Observers(nil)
+	}
+	if cfg.CreateTable {
+		if err := s.ensureTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// haveCredentials reports whether the environment configures credentials
+// that resolve. Without any hint of them it does not ask the chain at all:
+// its last resort, the EC2 instance metadata service, takes seconds to time
+// out on a laptop or CI machine.
+func haveCredentials(ctx context.Context, cfg aws.Config) bool {
+	hint := false
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
+		if os.Getenv(v) != "" {
+			hint = true
+		}
+	}
+	if f := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); f != "" {
+		hint = hint || fileExists(f)
+	} else if home, err := os.UserHomeDir(); err == nil {
+		hint = hint || fileExists(filepath.Join(home, ".aws", "credentials"))
+	}
+	if !hint || cfg.Credentials == nil {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := cfg.Credentials.Retrieve(rctx)
+	return err == nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// NewHTTPClient returns the HTTP client a Store uses by default: keep-alive
+// connections, enough idle ones per host for many concurrent clients, and
+// dial and TLS handshake timeouts (each attempt's context bounds the rest).
+// Tests wrap it to inject faults.
+func NewHTTPClient() aws.HTTPClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 2 * time.Second
+			d.KeepAlive = 30 * time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 0 // no global limit; MaxIdleConnsPerHost bounds it
+			tr.MaxIdleConnsPerHost = 1024
+			// Shorter than servers' idle timeouts, so a request rarely goes
+			// out on a connection the server is closing (such a failure
+			// cannot be told apart from one the server received).
+			tr.IdleConnTimeout = 25 * time.Second
+			tr.TLSHandshakeTimeout = 3 * time.Second
+		})
+}
+
+// Table returns the table name.
+func (s *Store) Table() string { return s.table }
+
+// Close releases idle connections. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	if c, ok := s.http.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
+// ---- request plumbing ----------------------------------------------------------
+
+// call runs one logical request with retries, maps its error and reports it
+// to the Observer exactly once. fn makes one attempt and adds the capacity
+// it consumed to r.
+func (s *Store) call(ctx context.Context, op string, mode retryMode, fn func(ctx context.Context, r *dynastore.Request) error) error {
+	start := time.Now()
+	r := dynastore.Request{Label: dynastore.Label(ctx), Op: op}
+	n, err := s.policy.run(ctx, op, mode, func(actx context.Context) error { return fn(actx, &r) })
+	if err != nil {
+		err = mapErr(op, err)
+	}
+	r.Attempts, r.Duration, r.Err = n, time.Since(start), err
+	s.obs.Observe(ctx, r)
+	return err
+}
+
+var storeErrors = []error{
+	dynastore.ErrConditionFailed, dynastore.ErrTxCanceled, dynastore.ErrTxConflict,
+	dynastore.ErrItemTooLarge, dynastore.ErrTxTooLarge, dynastore.ErrKeyTooLarge,
+	dynastore.ErrThrottled, dynastore.ErrUnavailable, dynastore.ErrInvalid,
+}
+
+func mapErr(op string, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		old, cerr := fromItem(ccf.Item)
+		if cerr != nil {
+			return cerr
+		}
+		return &dynastore.ConditionFailedError{Old: old}
+	}
+	for _, se := range storeErrors {
+		if errors.Is(err, se) {
+			return err
+		}
+	}
+	return mapFinal(op, err)
+}
+
+// addCapacity adds consumed capacity to r; write says how to count a total
+// reported without a read/write split.
+func addCapacity(r *dynastore.Request, cc *types.ConsumedCapacity, write bool) {
+	if cc == nil {
+		return
+	}
+	if cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil {
+		r.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
+		r.WCU += aws.ToFloat64(cc.WriteCapacityUnits)
+		return
+	}
+	if write {
+		r.WCU += aws.ToFloat64(cc.CapacityUnits)
+	} else {
+		r.RCU += aws.ToFloat64(cc.CapacityUnits)
+	}
+}
+
+func returnValue(rv dynastore.ReturnValues) types.ReturnValue {
+	switch rv {
+	case dynastore.ReturnAllOld:
+		return types.ReturnValueAllOld
+	case dynastore.ReturnAllNew:
+		return types.ReturnValueAllNew
+	case dynastore.ReturnUpdatedOld:
+		return types.ReturnValueUpdatedOld
+	case dynastore.ReturnUpdatedNew:
+		return types.ReturnValueUpdatedNew
+	}
+	return types.ReturnValueNone
+}
+
+// onFailure is ReturnValuesOnConditionCheckFailure for a write that has a
+// condition expression.
+func onFailure(want bool, cond string) types.ReturnValuesOnConditionCheckFailure {
+	if want && cond != "" {
+		return types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	return ""
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+// ---- single items ----------------------------------------------------------------
+
+// Get implements dynastore.Store.
+func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
+	if err := dynastore.ValidateKey(k); err != nil {
+		return nil, err
+	}
+	in := &dynamodb.GetItemInput{
+		TableName:              &s.table,
+		Key:                    keyAV(k),
+		ConsistentRead:         aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+	var it dynastore.Item
+	err := s.call(ctx, dynastore.OpGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.GetItem(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, false)
+		it, err = fromItem(out.Item)
+		return err
+	})
+	return it, err
+}
+
+// Put implements dynastore.Store.
+func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateCond(o.Cond); err != nil {
+		return nil, err
+	}
+	norm, err := dynastore.NormalizeItem(it)
+	if err != nil {
+		return nil, err
+	}
+	av, err := toItem(norm)
+	if err != nil {
+		return nil, err
+	}
+	e := newExprs()
+	cond, err := e.Cond(o.Cond)
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.PutItemInput{
+		TableName:                           &s.table,
+		Item:                                av,
+		ConditionExpression:                 optString(cond),
+		ExpressionAttributeNames:            e.Names(),
+		ExpressionAttributeValues:           e.Values(),
+		ReturnValues:                        returnValue(o.Return),
+		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
+	var ret dynastore.Item
+	err = s.call(ctx, dynastore.OpPutItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.PutItem(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, true)
+		ret, err = fromItem(out.Attributes)
+		return err
+	})
+	return ret, err
+}
+
+// Update implements dynastore.Store.
+func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := dynastore.ValidateKey(k); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateReturn(o.Return, true); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateUpdate(u); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateCond(o.Cond); err != nil {
+		return nil, err
+	}
+	e := newExprs()
+	upd, err := e.Update(u)
+	if err != nil {
+		return nil, err
+	}
+	cond, err := e.Cond(o.Cond)
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 keyAV(k),
+		UpdateExpression:                    optString(upd),
+		ConditionExpression:                 optString(cond),
+		ExpressionAttributeNames:            e.Names(),
+		ExpressionAttributeValues:           e.Values(),
+		ReturnValues:                        returnValue(o.Return),
+		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
+	var ret dynastore.Item
+	err = s.call(ctx, dynastore.OpUpdateItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.UpdateItem(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, true)
+		ret, err = fromItem(out.Attributes)
+		return err
+	})
+	return ret, err
+}
+
+// Delete implements dynastore.Store.
+func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := dynastore.ValidateKey(k); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
+		return nil, err
+	}
+	if err := dynastore.ValidateCond(o.Cond); err != nil {
+		return nil, err
+	}
+	e := newExprs()
+	cond, err := e.Cond(o.Cond)
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.DeleteItemInput{
+		TableName:                           &s.table,
+		Key:                                 keyAV(k),
+		ConditionExpression:                 optString(cond),
+		ExpressionAttributeNames:            e.Names(),
+		ExpressionAttributeValues:           e.Values(),
+		ReturnValues:                        returnValue(o.Return),
+		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	}
+	var ret dynastore.Item
+	err = s.call(ctx, dynastore.OpDeleteItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.DeleteItem(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, true)
+		ret, err = fromItem(out.Attributes)
+		return err
+	})
+	return ret, err
+}
+
+// ---- batches ----------------------------------------------------------------------
+
+// batchParallel bounds the BatchGetItem requests one BatchGet has in flight.
+const batchParallel = 4
+
+// BatchGet implements dynastore.Store. Duplicate keys are asked once
+// (DynamoDB rejects duplicates in a request); each request of up to
+// MaxBatchGet distinct keys is one logical request whose unprocessed keys
+// are asked again.
+func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
+	if len(keys) == 0 {
+		return []dynastore.Item{}, nil
+	}
+	var uniq []dynastore.Key
+	index := make(map[string]int, len(keys))
+	for _, k := range keys {
+		if err := dynastore.ValidateKey(k); err != nil {
+			return nil, err
+		}
+		ks := keyString(k)
+		if _, ok := index[ks]; !ok {
+			index[ks] = len(uniq)
+			uniq = append(uniq, k)
+		}
+	}
+	found := make([]dynastore.Item, len(uniq))
+	var chunks [][2]int
+	for lo := 0; lo < len(uniq); lo += dynastore.MaxBatchGet {
+		chunks = append(chunks, [2]int{lo, min(lo+dynastore.MaxBatchGet, len(uniq))})
+	}
+	errs := make([]error, len(chunks))
+	if len(chunks) == 1 {
+		errs[0] = s.batchChunk(ctx, uniq, found, index)
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, batchParallel)
+		for i, c := range chunks {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				errs[i] = s.batchChunk(ctx, uniq[c[0]:c[1]], found, index)
+			}()
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make([]dynastore.Item, len(keys))
+	for i, k := range keys {
+		out[i] = found[index[keyString(k)]]
+	}
+	// Two equal keys must not share one map: callers may modify what they get.
+	seen := make(map[int]bool, len(uniq))
+	for i, k := range keys {
+		j := index[keyString(k)]
+		if seen[j] && out[i] != nil {
+			out[i] = dynastore.CloneItem(out[i])
+		}
+		seen[j] = true
+	}
+	return out, nil
+}
+
+// batchChunk fetches keys (at most MaxBatchGet, distinct) into found at the
+// positions index gives. Chunks write disjoint positions.
+func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dynastore.Item, index map[string]int) error {
+	pending := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		pending[i] = keyAV(k)
+	}
+	return s.call(ctx, dynastore.OpBatchGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: pending, ConsistentRead: aws.Bool(true)},
+			},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if err != nil {
+			return err
+		}
+		for i := range out.ConsumedCapacity {
+			addCapacity(r, &out.ConsumedCapacity[i], false)
+		}
+		got := out.Responses[s.table]
+		for _, m := range got {
+			it, err := fromItem(m)
+			if err != nil {
+				return err
+			}
+			j, ok := index[keyString(it.Key())]
+			if !ok {
+				return fmt.Errorf("dynamo: BatchGetItem returned an item that was not asked for")
+			}
+			found[j] = it
+		}
+		unp := out.UnprocessedKeys[s.table].Keys
+		if len(unp) == 0 {
+			return nil
+		}
+		// DynamoDB returns part of a batch when it throttles or when the
+		// response would pass 16 MB; only the former needs backoff.
+		progress := len(unp) < len(pending)
+		pending = unp
+		return &errRetry{
+			cause:    fmt.Errorf("%d unprocessed keys", len(unp)),
+			kind:     dynastore.ErrThrottled,
+			progress: progress,
+		}
+	})
+}
+
+func keyString(k dynastore.Key) string {
+	return strconv.Itoa(len(k.PK)) + ":" + string(k.PK) + string(k.SK)
+}
+
+// ---- queries ---------------------------------------------------------------------
+
+func limit32(n int) (*int32, error) {
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("%w: negative limit %d", dynastore.ErrInvalid, n)
+	case n == 0:
+		return nil, nil
+	case n > math.MaxInt32:
+		n = math.MaxInt32
+	}
+	return aws.Int32(int32(n)), nil
+}
+
+// Query implements dynastore.Store.
+func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
+	if err := dynastore.ValidateKey(dynastore.Key{PK: q.PK, SK: []byte{0}}); err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	if err := dynastore.ValidateCond(q.Filter); err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	lim, err := limit32(q.Limit)
+	if err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	e := newExprs()
+	kc, err := e.KeyCond(q)
+	if err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	filter, err := e.Cond(q.Filter)
+	if err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    &kc,
+		FilterExpression:          optString(filter),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+		ScanIndexForward:          aws.Bool(!q.Reverse),
+		Limit:                     lim,
+		ConsistentRead:            aws.Bool(true),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+	if q.After != nil {
+		in.ExclusiveStartKey = keyAV(dynastore.Key{PK: q.PK, SK: q.After})
+	}
+	var page dynastore.QueryPage
+	err = s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, false)
+		page = dynastore.QueryPage{Items: make([]dynastore.Item, 0, len(out.Items))}
+		for _, m := range out.Items {
+			it, err := fromItem(m)
+			if err != nil {
+				return err
+			}
+			page.Items = append(page.Items, it)
+		}
+		if out.LastEvaluatedKey != nil {
+			k, err := keyFromAV(out.LastEvaluatedKey)
+			if err != nil {
+				return err
+			}
+			page.Next = k.SK
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Scan implements dynastore.Store.
+func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
+	if err := dynastore.ValidateCond(sc.Filter); err != nil {
+		return dynastore.ScanPage{}, err
+	}
+	lim, err := limit32(sc.Limit)
+	if err != nil {
+		return dynastore.ScanPage{}, err
+	}
+	if sc.Segments < 0 || sc.Segment < 0 || (sc.Segments > 0 && sc.Segment >= sc.Segments) || (sc.Segments == 0 && sc.Segment != 0) {
+		return dynastore.ScanPage{}, fmt.Errorf("%w: segment %d of %d", dynastore.ErrInvalid, sc.Segment, sc.Segments)
+	}
+	e := newExprs()
+	filter, err := e.Cond(sc.Filter)
+	if err != nil {
+		return dynastore.ScanPage{}, err
+	}
+	in := &dynamodb.ScanInput{
+		TableName:                 &s.table,
+		FilterExpression:          optString(filter),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+		Limit:                     lim,
+		ConsistentRead:            aws.Bool(true),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+	if sc.Segments > 0 {
+		in.Segment, in.TotalSegments = aws.Int32(int32(sc.Segment)), aws.Int32(int32(sc.Segments))
+	}
+	if sc.After != nil {
+		if err := dynastore.ValidateKey(*sc.After); err != nil {
+			return dynastore.ScanPage{}, err
+		}
+		in.ExclusiveStartKey = keyAV(*sc.After)
+	}
+	var page dynastore.ScanPage
+	err = s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out, err := s.db.Scan(ctx, in)
+		if err != nil {
+			return err
+		}
+		addCapacity(r, out.ConsumedCapacity, false)
+		page = dynastore.ScanPage{Items: make([]dynastore.Item, 0, len(out.Items))}
+		for _, m := range out.Items {
+			it, err := fromItem(m)
+			if err != nil {
+				return err
+			}
+			page.Items = append(page.Items, it)
+		}
+		if out.LastEvaluatedKey != nil {
+			k, err := keyFromAV(out.LastEvaluatedKey)
+			if err != nil {
+				return err
+			}
+			page.Next = &k
+		}
+		return nil
+	})
+	return page, err
+}

@@ -1,0 +1,138 @@
+package dynamo
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// toAV converts a dynastore value to the SDK's attribute value.
+func toAV(v dynastore.Value) (types.AttributeValue, error) {
+	switch v := v.(type) {
+	case dynastore.B:
+		return &types.AttributeValueMemberB{Value: v}, nil
+	case dynastore.N:
+		return &types.AttributeValueMemberN{Value: string(v)}, nil
+	case dynastore.S:
+		return &types.AttributeValueMemberS{Value: string(v)}, nil
+	case dynastore.BS:
+		return &types.AttributeValueMemberBS{Value: v}, nil
+	case dynastore.L:
+		out := make([]types.AttributeValue, len(v))
+		for i, e := range v {
+			av, err := toAV(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = av
+		}
+		return &types.AttributeValueMemberL{Value: out}, nil
+	case dynastore.M:
+		out := make(map[string]types.AttributeValue, len(v))
+		for k, e := range v {
+			av, err := toAV(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = av
+		}
+		return &types.AttributeValueMemberM{Value: out}, nil
+	case dynastore.BOOL:
+		return &types.AttributeValueMemberBOOL{Value: bool(v)}, nil
+	case dynastore.NULL:
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	case nil:
+		return nil, fmt.Errorf("%w: nil attribute value", dynastore.ErrInvalid)
+	default:
+		return nil, fmt.Errorf("%w: unsupported attribute value %T", dynastore.ErrInvalid, v)
+	}
+}
+
+// fromAV converts an SDK attribute value to a dynastore value. Types redamo
+// never writes (SS, NS) are an error rather than a silent conversion.
+func fromAV(av types.AttributeValue) (dynastore.Value, error) {
+	switch av := av.(type) {
+	case *types.AttributeValueMemberB:
+		return dynastore.B(av.Value), nil
+	case *types.AttributeValueMemberN:
+		return dynastore.N(av.Value), nil
+	case *types.AttributeValueMemberS:
+		return dynastore.S(av.Value), nil
+	case *types.AttributeValueMemberBS:
+		return dynastore.BS(av.Value), nil
+	case *types.AttributeValueMemberL:
+		out := make(dynastore.L, len(av.Value))
+		for i, e := range av.Value {
+			v, err := fromAV(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case *types.AttributeValueMemberM:
+		out := make(dynastore.M, len(av.Value))
+		for k, e := range av.Value {
+			v, err := fromAV(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case *types.AttributeValueMemberBOOL:
+		return dynastore.BOOL(av.Value), nil
+	case *types.AttributeValueMemberNULL:
+		return dynastore.NULL{}, nil
+	default:
+		return nil, fmt.Errorf("dynamo: unsupported attribute type %T in table data", av)
+	}
+}
+
+func toItem(it dynastore.Item) (map[string]types.AttributeValue, error) {
+	out := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		av, err := toAV(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		out[k] = av
+	}
+	return out, nil
+}
+
+// fromItem converts a returned item; an empty or nil map is a nil Item
+// (DynamoDB returns no attributes for a missing item).
+func fromItem(m map[string]types.AttributeValue) (dynastore.Item, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(dynastore.Item, len(m))
+	for k, av := range m {
+		v, err := fromAV(av)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func keyAV(k dynastore.Key) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		dynastore.AttrPK: &types.AttributeValueMemberB{Value: k.PK},
+		dynastore.AttrSK: &types.AttributeValueMemberB{Value: k.SK},
+	}
+}
+
+// keyFromAV reads a LastEvaluatedKey.
+func keyFromAV(m map[string]types.AttributeValue) (dynastore.Key, error) {
+	pk, ok1 := m[dynastore.AttrPK].(*types.AttributeValueMemberB)
+	sk, ok2 := m[dynastore.AttrSK].(*types.AttributeValueMemberB)
+	if !ok1 || !ok2 {
+		return dynastore.Key{}, fmt.Errorf("dynamo: unexpected key shape %v", m)
+	}
+	return dynastore.Key{PK: pk.Value, SK: sk.Value}, nil
+}
