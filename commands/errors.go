@@ -43,6 +43,8 @@ const (
 	MsgDecrOverflow    = "ERR decrement would overflow"
 	MsgInvalidCursor   = "ERR invalid cursor"
 	MsgIntOutOfRange   = "ERR value is out of range"
+	MsgNotInt32        = "ERR value is out of range, value must between -2147483648 and 2147483647"
+	MsgLFUNotSelected  = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 	MsgNumkeys         = "ERR numkeys should be greater than 0"
 	MsgNumkeysArgs     = "ERR Number of keys can't be greater than number of args"
 	MsgLimitNegative   = "ERR LIMIT can't be negative"
