@@ -122,6 +122,8 @@ var families = []func(*Table){
 	registerServer,
 	registerStrings,
 	registerKeys,
+	registerHashes,
+	registerSets,
 }
 
 // NewTable returns the table with every supported command registered.

@@ -1,0 +1,1198 @@
+package commands
+
+// The collection layer: how hashes, sets (and lists, built on the same
+// machinery) are laid out in the table, read, and changed atomically. Command
+// files (hashes.go, sets.go, lists.go) speak to a *collection and never build
+// member items themselves.
+//
+// Layouts. A collection's key item (keyspace.go: pk 'k'+db+key, sk 0x00, t,
+// x, ttl, ver) is the single source of truth for which members exist:
+//
+//   - inline (small): the members live in the key item itself, so every
+//     single-member command is one UpdateItem. A set keeps its members in v
+//     (a binary set). A hash keeps its field names in v (a binary set, so
+//     size(v) is the field count a condition can bound and HLEN is free) and
+//     each value in a top-level attribute "f"+base64url(field): the typed
+//     Update only addresses top-level attributes, and a per-field attribute
+//     lets HSET/HDEL/HINCRBY change one field without rewriting the others.
+//     A value is an N when it is a canonical int64 (HINCRBY is then one ADD),
+//     a B otherwise. Inline is used while the collection has at most
+//     inlineMaxSet / inlineMaxHash entries of at most inlineMaxBytes each
+//     (Redis's listpack thresholds, halved for hashes): the item then stays
+//     under ~16 KB, so a write costs a few WCU.
+//   - large: the key item holds g (a random 16-byte generation id) and n (the
+//     entry count: SCARD/HLEN are one read at any size); each member is an
+//     item under pk 'm'+g, sk = memberSK(member), with the value in v for a
+//     hash. Members are NOT under the user key, so RENAME moves only the key
+//     item and DEL/EXPIRE/overwrite touch only the key item: the old
+//     generation simply stops being referenced.
+//
+// A collection with no entries does not exist: the write that removes the
+// last entry deletes the key item in the same request or transaction.
+//
+// Generations are registered (pk 'G'+shard, sk gen, o = owner key pk) before
+// any member is written, so the sweeper (sweeper.go) can find generations no
+// key item points to any more and delete their members. A generation is
+// built invisibly (members first) and published by one transaction that
+// flips the key item and checks that the sweeper has not condemned the
+// registry entry; a crash at any point leaves only unreferenced garbage.
+//
+// Changes. Every write is "read, compute, commit conditioned on what was
+// read" (the key item's ver), re-run on conflict (maxWriteAttempts), except
+// the single-request fast paths of the hot commands, which fall back to it
+// when their condition fails (the failed condition returns the item, so the
+// fallback does not read it again). A commit is:
+//
+//   - inline result: one Put of the whole key item (or one Delete when empty);
+//   - large, at most maxTxMembers changed members: one TransactWriteItems with
+//     the member puts/deletes and the key item's n/ver update;
+//   - anything bigger (SADD of 5,000, conversion inline -> large, SPOP of
+//     thousands): a new generation holding the complete result is staged and
+//     published by one transaction. Until then readers see the old generation
+//     untouched, so no client ever observes part of the command. The price is
+//     O(size) writes for big changes to big collections, paid only when the
+//     change itself does not fit one transaction.
+//
+// Reading a large collection pages through its partition; when that takes
+// more than one page the key item is read again and the read is re-run if
+// its ver moved, so a reply is always one consistent state.
+//
+// Multi-key commands (SMOVE, *STORE, and LMOVE for lists) open several
+// collections, compute, and commit all of them in one transaction whose
+// actions each carry the "ver as read" guard (collectionsCommit).
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Collection attributes of the key item, member items and registry items.
+const (
+	attrGen    = "g" // B: the generation id of a large collection
+	attrCount  = "n" // N: the entry count of a large collection
+	attrMember = "m" // B: a member item's member when its sk is a digest
+	attrOwner  = "o" // B: a registry item's owner key pk
+	attrDying  = "d" // N: set on a registry item the sweeper has condemned
+	attrDeadAt = "dd"
+	// attrFieldPrefix + base64url(field) holds an inline hash field's value.
+	attrFieldPrefix = "f"
+)
+
+// pk namespaces of the collection layer (keyspace.go lists the others).
+const (
+	nsMembers  = 'm' // 'm', generation id: the members of a large collection
+	nsGens     = 'G' // 'G', shard: the generation registry
+	nsCollScan = 's' // 's', cursor id: SSCAN/HSCAN/ZSCAN positions
+)
+
+// Inline limits. Redis converts a listpack to a hashtable past 128 entries
+// or 64-byte elements; redamo converts at the same points for sets, and at
+// 64 entries for hashes, whose fields cost twice (name in v and attribute).
+const (
+	inlineMaxBytes = 64
+	inlineMaxSet   = 128
+	inlineMaxHash  = 64
+	inlineMaxList  = 128
+)
+
+// genShards spreads the registry over a few partitions.
+const genShards = 16
+
+// genIDLen is the length of a generation id.
+const genIDLen = 16
+
+// maxTxMembers is how many member writes one commit transaction carries, with
+// room for the key item and two more actions (the other side of an SMOVE).
+const maxTxMembers = dynastore.MaxTxActions - 4
+
+// maxTxBytes keeps a transaction safely under DynamoDB's 4 MB.
+const maxTxBytes = 3 << 20
+
+// maxPlainSK is the longest member stored verbatim in a sort key; longer ones
+// are stored under their digest (DynamoDB caps sort keys at 1024 bytes).
+const maxPlainSK = 1000
+
+var (
+	// errCollWrongType is returned when a key holds another type.
+	errCollWrongType = errors.New("commands: wrong type")
+	// errCollRetry restarts a read-compute-commit attempt.
+	errCollRetry = errors.New("commands: collection changed concurrently")
+)
+
+// collFail replies with the error for err.
+func collFail(c *Ctx, err error) {
+	if errors.Is(err, errCollWrongType) {
+		c.W.Error(MsgWrongType)
+		return
+	}
+	var re replyErr
+	if errors.As(err, &re) {
+		c.W.Error(string(re))
+		return
+	}
+	c.Fail(err)
+}
+
+// replyErr is a Redis error reply computed inside an attempt (e.g. "hash
+// value is not an integer"): it ends the command without writing.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+
+// collRetry runs attempt until it succeeds, fails with anything but a
+// conflict, or loses maxWriteAttempts races.
+func collRetry(c *Ctx, attempt func(try int) error) error {
+	for try := 0; try < maxWriteAttempts; try++ {
+		err := attempt(try)
+		if !errors.Is(err, errCollRetry) {
+			return err
+		}
+		if try > 1 {
+			// Short jittered pause so contenders spread out.
+			d := time.Duration(rand.IntN(1<<min(try, 6))) * time.Millisecond
+			select {
+			case <-time.After(d):
+			case <-c.Done():
+				return c.Err()
+			}
+		}
+	}
+	return errConflict
+}
+
+// ---- member encoding ---------------------------------------------------------
+
+// memberSK is the sort key of a member item: 0x00+member, or 0x01+sha256 for
+// members too long for a sort key.
+func memberSK(m []byte) []byte {
+	if len(m) <= maxPlainSK {
+		sk := make([]byte, 0, 1+len(m))
+		return append(append(sk, 0), m...)
+	}
+	h := sha256.Sum256(m)
+	return append([]byte{1}, h[:]...)
+}
+
+// membersPK is the partition of a generation's members.
+func membersPK(gen []byte) []byte {
+	return append([]byte{nsMembers}, gen...)
+}
+
+// memberKey is the key of one member item.
+func memberKey(gen, m []byte) dynastore.Key {
+	return dynastore.Key{PK: membersPK(gen), SK: memberSK(m)}
+}
+
+// memberItem builds a member item; v is nil for sets.
+func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
+	it := dynastore.Item{
+		dynastore.AttrPK: dynastore.B(membersPK(gen)),
+		dynastore.AttrSK: dynastore.B(memberSK(m)),
+	}
+	if len(m) > maxPlainSK {
+		it[attrMember] = dynastore.B(bytes.Clone(m))
+	}
+	if v != nil {
+		it[attrValue] = v
+	}
+	return it
+}
+
+// decodeMember returns a member item's member and value (nil for sets).
+func decodeMember(it dynastore.Item) []byte {
+	if m, ok := it[attrMember].(dynastore.B); ok {
+		return m
+	}
+	sk, _ := it[dynastore.AttrSK].(dynastore.B)
+	if len(sk) == 0 {
+		return nil
+	}
+	return sk[1:]
+}
+
+// fieldAttr is the attribute of an inline hash field.
+func fieldAttr(f []byte) string {
+	return attrFieldPrefix + base64.RawURLEncoding.EncodeToString(f)
+}
+
+// hashValue encodes a hash value: N for a canonical int64, B otherwise.
+func hashValue(v []byte) dynastore.Value {
+	if _, ok := string2ll(v); ok {
+		return dynastore.N(v)
+	}
+	return dynastore.B(bytes.Clone(v))
+}
+
+// valueBytes is the Redis string of a stored hash value.
+func valueBytes(v dynastore.Value) []byte {
+	switch v := v.(type) {
+	case dynastore.B:
+		return v
+	case dynastore.N:
+		return []byte(v)
+	}
+	return nil
+}
+
+// valueSize is the byte length of a stored hash value (0 for none).
+func valueSize(v dynastore.Value) int {
+	return len(valueBytes(v))
+}
+
+// ---- the generation registry ---------------------------------------------------
+
+// genRegKey is the registry item of a generation.
+func genRegKey(gen []byte) dynastore.Key {
+	return dynastore.Key{PK: []byte{nsGens, gen[0] % genShards}, SK: gen}
+}
+
+// newGenID returns a fresh random generation id.
+func newGenID() []byte {
+	g := make([]byte, genIDLen)
+	for i := 0; i < genIDLen; i += 8 {
+		v := rand.Uint64()
+		for j := 0; j < 8; j++ {
+			g[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return g
+}
+
+// genAliveCheck is the commit-time check that the sweeper has not condemned
+// a freshly staged generation (it condemns unpublished ones after its grace).
+func genAliveCheck(gen []byte) dynastore.TxAction {
+	return dynastore.TxAction{
+		Op:   dynastore.TxCheck,
+		Key:  genRegKey(gen),
+		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+	}
+}
+
+// CollectionRenameActions returns the transaction actions RENAME must add
+// when it moves key item it to the key item pk newPK: a large collection's
+// registry entry must name its new owner in the same transaction, or the
+// sweeper would take the generation for dead.
+func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxAction {
+	g, ok := it[attrGen].(dynastore.B)
+	if !ok || len(g) == 0 {
+		return nil
+	}
+	return []dynastore.TxAction{{
+		Op:  dynastore.TxUpdate,
+		Key: genRegKey(g),
+		Update: &dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: attrOwner, Val: dynastore.Lit{V: dynastore.B(bytes.Clone(newPK))}},
+		}},
+		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+	}}
+}
+
+// CopyCollectionItem returns the key item COPY should write for the
+// collection key item src under pk dstPK. A large collection's members are
+// copied into a new generation first (O(size) writes, as COPY is O(size) in
+// Redis too); the returned actions must join the transaction that writes the
+// returned item.
+func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.Item, dstPK []byte, nowMS int64) (dynastore.Item, []dynastore.TxAction, error) {
+	out := make(dynastore.Item, len(src))
+	for k, v := range src {
+		out[k] = v
+	}
+	out[dynastore.AttrPK] = dynastore.B(bytes.Clone(dstPK))
+	out[dynastore.AttrSK] = dynastore.B(keyItemSK)
+	out[attrVer] = newVer()
+	g, ok := src[attrGen].(dynastore.B)
+	if !ok {
+		return out, nil, nil
+	}
+	gen, _, err := stageGen(ctx, st, dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
+		return eachMember(ctx, st, g, yield)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out[attrGen] = dynastore.B(gen)
+	return out, []dynastore.TxAction{genAliveCheck(gen)}, nil
+}
+
+// stageGen registers a new generation owned by ownerPK and writes the
+// entries entries yields into it. Nothing references it yet: the caller
+// publishes it with a transaction that includes genAliveCheck(gen).
+func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
+	gen := newGenID()
+	reg := genRegKey(gen)
+	_, err := st.Put(ctx, dynastore.Item{
+		dynastore.AttrPK: dynastore.B(reg.PK),
+		dynastore.AttrSK: dynastore.B(reg.SK),
+		attrOwner:        dynastore.B(bytes.Clone(ownerPK)),
+		"c":              nInt(nowMS),
+	}, dynastore.WriteOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("registering generation: %w", err)
+	}
+	var (
+		n     int64
+		batch []dynastore.TxAction
+		size  int
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := st.Transact(ctx, batch); err != nil {
+			return fmt.Errorf("staging members: %w", err)
+		}
+		batch, size = batch[:0], 0
+		return nil
+	}
+	err = entries(func(m []byte, v dynastore.Value) error {
+		it := memberItem(gen, m, v)
+		sz := len(m) + valueSize(v) + 64
+		if len(batch) == dynastore.MaxTxActions || size+sz > maxTxBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, dynastore.TxAction{Op: dynastore.TxPut, Item: it})
+		size += sz
+		n++
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return gen, n, nil
+}
+
+// eachMember pages through a generation's members.
+func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error) error {
+	var after []byte
+	for {
+		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), After: after})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if err := fn(decodeMember(it), it[attrValue]); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
+// ---- the collection view -------------------------------------------------------
+
+// collection is one collection key as read by one attempt, plus the changes
+// the attempt stages. Reads see the staged changes.
+type collection struct {
+	c   *Ctx
+	typ string
+	key []byte
+	ks  keyState
+	// wrongType: the key is live and holds another type.
+	wrongType bool
+
+	// gen is non-nil for the large layout; n is then the entry count.
+	gen []byte
+	n   int64
+	// inline holds an inline collection's entries (nil values for sets),
+	// keyed by string(member).
+	inline map[string]dynastore.Value
+	// known caches large-layout lookups: present members with their values.
+	known map[string]memberState
+
+	puts map[string]dynastore.Value
+	dels map[string]bool
+	// replace: the commit overwrites the key (whatever it held) with exactly
+	// the staged puts and no expiry (SINTERSTORE and friends).
+	replace bool
+	// pagesRead is set when a read took more than one query page.
+	pagesRead bool
+}
+
+type memberState struct {
+	present bool
+	v       dynastore.Value
+}
+
+// openCollection reads key (one GetItem) as a collection of type typ.
+func openCollection(c *Ctx, key []byte, typ string) (*collection, error) {
+	it, err := c.Store.Get(c, itemKey(c.DB(), key))
+	if err != nil {
+		return nil, err
+	}
+	return collectionFromItem(c, key, typ, it)
+}
+
+// openCollections reads several keys with one BatchGet.
+func openCollections(c *Ctx, keys [][]byte, typ string) ([]*collection, error) {
+	ks := make([]dynastore.Key, len(keys))
+	for i, k := range keys {
+		ks[i] = itemKey(c.DB(), k)
+	}
+	items, err := c.Store.BatchGet(c, ks)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*collection, len(keys))
+	for i, it := range items {
+		if out[i], err = collectionFromItem(c, keys[i], typ, it); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// collectionFromItem decodes a key item read (or returned by a failed
+// condition) as a collection of type typ.
+func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (*collection, error) {
+	cl := &collection{c: c, typ: typ, key: key}
+	if !keyFits(key) {
+		it = nil
+	}
+	ks, err := decodeKey(it, c.NowMS())
+	if err != nil {
+		return nil, err
+	}
+	cl.ks = ks
+	if !ks.Live {
+		return cl, nil
+	}
+	if ks.Type != typ {
+		cl.wrongType = true
+		return cl, nil
+	}
+	if g, ok := it[attrGen].(dynastore.B); ok {
+		cl.gen = g
+		if cl.n, err = numberInt(it[attrCount]); err != nil {
+			return nil, fmt.Errorf("commands: collection count: %w", err)
+		}
+		return cl, nil
+	}
+	cl.inline = map[string]dynastore.Value{}
+	names, _ := it[attrValue].(dynastore.BS)
+	for _, m := range names {
+		var v dynastore.Value
+		if typ == TypeHash {
+			v = it[fieldAttr(m)]
+		}
+		cl.inline[string(m)] = v
+	}
+	return cl, nil
+}
+
+// check returns errCollWrongType when the key holds another type.
+func (cl *collection) check() error {
+	if cl.wrongType {
+		return errCollWrongType
+	}
+	return nil
+}
+
+// exists reports whether the key exists as read (any type).
+func (cl *collection) exists() bool { return cl.ks.Live }
+
+// large reports whether the collection uses the large layout.
+func (cl *collection) large() bool { return cl.gen != nil }
+
+// committedLen is the entry count as read.
+func (cl *collection) committedLen() int64 {
+	if cl.large() {
+		return cl.n
+	}
+	return int64(len(cl.inline))
+}
+
+// lookup returns the current values of members (staged changes included)
+// and whether each is present. A large collection fetches the members it has
+// not seen yet with one BatchGet.
+func (cl *collection) lookup(members [][]byte) ([]dynastore.Value, []bool, error) {
+	if err := cl.fetch(members); err != nil {
+		return nil, nil, err
+	}
+	vals := make([]dynastore.Value, len(members))
+	ok := make([]bool, len(members))
+	for i, m := range members {
+		vals[i], ok[i] = cl.current(m)
+	}
+	return vals, ok, nil
+}
+
+// committed returns a member's value as read (fetch first for large).
+func (cl *collection) committed(m []byte) (dynastore.Value, bool) {
+	if cl.replace || cl.wrongType {
+		return nil, false
+	}
+	if cl.large() {
+		st := cl.known[string(m)]
+		return st.v, st.present
+	}
+	v, ok := cl.inline[string(m)]
+	return v, ok
+}
+
+func (cl *collection) current(m []byte) (dynastore.Value, bool) {
+	if v, ok := cl.puts[string(m)]; ok {
+		return v, true
+	}
+	if cl.dels[string(m)] {
+		return nil, false
+	}
+	return cl.committed(m)
+}
+
+// fetch loads the large-layout members not looked up yet.
+func (cl *collection) fetch(members [][]byte) error {
+	if !cl.large() || cl.replace {
+		return nil
+	}
+	if cl.known == nil {
+		cl.known = map[string]memberState{}
+	}
+	var keys []dynastore.Key
+	var want [][]byte
+	seen := map[string]bool{}
+	for _, m := range members {
+		if _, ok := cl.known[string(m)]; ok || seen[string(m)] {
+			continue
+		}
+		seen[string(m)] = true
+		keys = append(keys, memberKey(cl.gen, m))
+		want = append(want, m)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	items, err := cl.c.Store.BatchGet(cl.c, keys)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		st := memberState{}
+		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
+			st = memberState{present: true, v: it[attrValue]}
+		}
+		cl.known[string(want[i])] = st
+	}
+	return nil
+}
+
+// put stages member m with value v (nil for sets).
+func (cl *collection) put(m []byte, v dynastore.Value) {
+	if cl.puts == nil {
+		cl.puts = map[string]dynastore.Value{}
+	}
+	delete(cl.dels, string(m))
+	cl.puts[string(m)] = v
+}
+
+// del stages the removal of member m.
+func (cl *collection) del(m []byte) {
+	if cl.dels == nil {
+		cl.dels = map[string]bool{}
+	}
+	delete(cl.puts, string(m))
+	cl.dels[string(m)] = true
+}
+
+// each calls fn for every committed entry (staged changes are not seen).
+// Reading a large collection over several pages marks the view so the
+// caller validates it (validateRead) before trusting the result.
+func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
+	if cl.wrongType || !cl.ks.Live {
+		return nil
+	}
+	if !cl.large() {
+		for m, v := range cl.inline {
+			if err := fn([]byte(m), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var after []byte
+	for {
+		page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if err := fn(decodeMember(it), it[attrValue]); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		cl.pagesRead = true
+		after = page.Next
+	}
+}
+
+// validateRead re-reads the key items of views whose reads were not one
+// consistent snapshot (several pages, or several keys) and returns
+// errCollRetry if any changed since it was opened.
+func validateRead(c *Ctx, cls ...*collection) error {
+	need := len(cls) > 1
+	for _, cl := range cls {
+		need = need || cl.pagesRead
+	}
+	if !need {
+		return nil
+	}
+	keys := make([]dynastore.Key, len(cls))
+	for i, cl := range cls {
+		keys[i] = itemKey(c.DB(), cl.key)
+	}
+	items, err := c.Store.BatchGet(c, keys)
+	if err != nil {
+		return err
+	}
+	for i, cl := range cls {
+		if !sameVer(cl.ks.Raw, items[i]) {
+			return errCollRetry
+		}
+	}
+	return nil
+}
+
+// sameVer reports whether two reads of one key item saw the same version.
+func sameVer(a, b dynastore.Item) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	va, _ := a[attrVer].(dynastore.N)
+	vb, _ := b[attrVer].(dynastore.N)
+	return va == vb
+}
+
+// randomMembers returns up to count distinct members (values included)
+// chosen at random: all of an inline collection's members shuffled, or, for
+// a large one, a run starting at a random position in the partition.
+func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, error) {
+	var ms [][]byte
+	var vs []dynastore.Value
+	if !cl.large() {
+		for m, v := range cl.inline {
+			ms = append(ms, []byte(m))
+			vs = append(vs, v)
+		}
+		rand.Shuffle(len(ms), func(i, j int) {
+			ms[i], ms[j] = ms[j], ms[i]
+			vs[i], vs[j] = vs[j], vs[i]
+		})
+		if len(ms) > count {
+			ms, vs = ms[:count], vs[:count]
+		}
+		return ms, vs, nil
+	}
+	start := make([]byte, 9)
+	start[0] = byte(rand.IntN(2)) // plain or digest members
+	for i := 1; i < len(start); i++ {
+		start[i] = byte(rand.IntN(256))
+	}
+	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKGE, A: start}
+	wrapped := false
+	for len(ms) < count {
+		q.Limit = count - len(ms)
+		page, err := cl.c.Store.Query(cl.c, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, it := range page.Items {
+			m := decodeMember(it)
+			if wrapped && bytes.Compare(memberSK(m), start) >= 0 {
+				return ms, vs, nil
+			}
+			ms = append(ms, m)
+			vs = append(vs, it[attrValue])
+		}
+		if page.Next != nil {
+			cl.pagesRead = true
+			q.After = page.Next
+			continue
+		}
+		if wrapped {
+			break
+		}
+		wrapped = true
+		cl.pagesRead = true
+		q = dynastore.Query{PK: membersPK(cl.gen)}
+	}
+	if wrapped {
+		// The run may have come back to where it started.
+		seen := map[string]bool{}
+		k := 0
+		for i, m := range ms {
+			if !seen[string(m)] {
+				seen[string(m)] = true
+				ms[k], vs[k] = m, vs[i]
+				k++
+			}
+		}
+		ms, vs = ms[:k], vs[:k]
+	}
+	if len(ms) > count {
+		ms, vs = ms[:count], vs[:count]
+	}
+	return ms, vs, nil
+}
+
+// ---- commit ----------------------------------------------------------------------
+
+func (cl *collection) changed() bool {
+	return cl.replace || len(cl.puts) > 0 || len(cl.dels) > 0
+}
+
+// inlineLimit is the most entries an inline collection of the type holds.
+func inlineLimit(typ string) int {
+	switch typ {
+	case TypeHash:
+		return inlineMaxHash
+	case TypeList:
+		return inlineMaxList
+	}
+	return inlineMaxSet
+}
+
+// fitsInline reports whether entries can be stored inline.
+func fitsInline(typ string, entries map[string]dynastore.Value) bool {
+	if len(entries) > inlineLimit(typ) {
+		return false
+	}
+	for m, v := range entries {
+		if len(m) > inlineMaxBytes || valueSize(v) > inlineMaxBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// baseKeyItem is the key item's common part for a write: type, fresh ver,
+// and the expiry kept unless the commit replaces the key.
+func (cl *collection) baseKeyItem() dynastore.Item {
+	k := itemKey(cl.c.DB(), cl.key)
+	it := dynastore.Item{
+		dynastore.AttrPK: dynastore.B(k.PK),
+		dynastore.AttrSK: dynastore.B(k.SK),
+		attrType:         dynastore.S(cl.typ),
+		attrVer:          newVer(),
+	}
+	if !cl.replace && cl.ks.Live && cl.ks.HasExpiry {
+		it[attrExpiry] = nInt(cl.ks.Expiry)
+		it[dynastore.AttrTTL] = ttlSeconds(cl.ks.Expiry)
+	}
+	return it
+}
+
+// inlineItem is the key item of an inline collection holding entries.
+func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.Item {
+	it := cl.baseKeyItem()
+	names := make(dynastore.BS, 0, len(entries))
+	for m, v := range entries {
+		names = append(names, []byte(m))
+		if cl.typ == TypeHash {
+			it[fieldAttr([]byte(m))] = v
+		}
+	}
+	it[attrValue] = names
+	return it
+}
+
+// plan stages what must be staged (a new generation) and returns the
+// actions that commit this view's changes, each guarded by the key item's
+// ver as read. No actions means nothing to write.
+func (cl *collection) plan() ([]dynastore.TxAction, error) {
+	if !cl.changed() {
+		return nil, nil
+	}
+	if !keyFits(cl.key) {
+		return nil, errKeyTooLong
+	}
+	key := itemKey(cl.c.DB(), cl.key)
+	guard := cl.ks.guard()
+	if !cl.large() || cl.replace {
+		entries := map[string]dynastore.Value{}
+		if !cl.replace && !cl.wrongType {
+			for m, v := range cl.inline {
+				entries[m] = v
+			}
+		}
+		for m := range cl.dels {
+			delete(entries, m)
+		}
+		for m, v := range cl.puts {
+			entries[m] = v
+		}
+		if len(entries) == 0 {
+			if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
+				return nil, nil
+			}
+			return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil
+		}
+		if fitsInline(cl.typ, entries) {
+			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil
+		}
+		gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+			for m, v := range entries {
+				if err := yield([]byte(m), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		it := cl.baseKeyItem()
+		it[attrGen] = dynastore.B(gen)
+		it[attrCount] = nInt(n)
+		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, nil
+	}
+
+	// Large layout.
+	var changed [][]byte
+	for m := range cl.puts {
+		changed = append(changed, []byte(m))
+	}
+	for m := range cl.dels {
+		changed = append(changed, []byte(m))
+	}
+	if err := cl.fetch(changed); err != nil {
+		return nil, err
+	}
+	n := cl.n
+	var members []dynastore.TxAction
+	size := 0
+	for m, v := range cl.puts {
+		if !cl.known[m].present {
+			n++
+		}
+		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v)})
+		size += len(m) + valueSize(v) + 64
+	}
+	for m := range cl.dels {
+		if cl.known[m].present {
+			n--
+			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m))})
+		}
+	}
+	if n == 0 {
+		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	if len(members) <= maxTxMembers && size <= maxTxBytes {
+		return append(members, dynastore.TxAction{
+			Op:  dynastore.TxUpdate,
+			Key: key,
+			Update: &dynastore.Update{Set: []dynastore.SetAction{
+				{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
+				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			}},
+			Cond: guard,
+		}), nil
+	}
+	// Too big for one transaction: publish a new generation with the result.
+	gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+		err := eachMember(cl.c, cl.c.Store, cl.gen, func(m []byte, v dynastore.Value) error {
+			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
+				return nil
+			}
+			return yield(m, v)
+		})
+		if err != nil {
+			return err
+		}
+		for m, v := range cl.puts {
+			if err := yield([]byte(m), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []dynastore.TxAction{{
+		Op:  dynastore.TxUpdate,
+		Key: key,
+		Update: &dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: attrGen, Val: dynastore.Lit{V: dynastore.B(gen)}},
+			{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
+			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		}},
+		Cond: guard,
+	}, genAliveCheck(gen)}, nil
+}
+
+// checkAction guards a key only read by a multi-key commit.
+func (cl *collection) checkAction() dynastore.TxAction {
+	k := itemKey(cl.c.DB(), cl.key)
+	if !keyFits(cl.key) {
+		// A key that cannot exist never changes.
+		return dynastore.TxAction{}
+	}
+	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.ks.guard()}
+}
+
+// commit writes the staged changes of one collection.
+func (cl *collection) commit() error {
+	return commitCollections(cl.c, []*collection{cl}, nil)
+}
+
+// commitCollections commits the changes of writes in one request or
+// transaction, with checks that the keys of reads are unchanged (reads that
+// are also written need no check).
+func commitCollections(c *Ctx, writes []*collection, reads []*collection) error {
+	var actions []dynastore.TxAction
+	written := map[string]bool{}
+	for _, cl := range writes {
+		a, err := cl.plan()
+		if err != nil {
+			return err
+		}
+		written[string(cl.key)] = true
+		actions = append(actions, a...)
+	}
+	if len(actions) == 0 {
+		// Nothing to write: the reply still rests on every read agreeing.
+		return validateRead(c, reads...)
+	}
+	for _, cl := range reads {
+		if written[string(cl.key)] || !keyFits(cl.key) {
+			continue
+		}
+		written[string(cl.key)] = true
+		actions = append(actions, cl.checkAction())
+	}
+	return commitActions(c, actions)
+}
+
+// commitActions runs actions as one single-item write when there is only
+// one, else as a transaction. A failed condition becomes errCollRetry.
+func commitActions(c *Ctx, actions []dynastore.TxAction) error {
+	if len(actions) > dynastore.MaxTxActions {
+		return fmt.Errorf("commands: %d actions: %w", len(actions), dynastore.ErrTxTooLarge)
+	}
+	var err error
+	if len(actions) == 1 {
+		a := actions[0]
+		o := dynastore.WriteOptions{Cond: a.Cond}
+		switch a.Op {
+		case dynastore.TxPut:
+			_, err = c.Store.Put(c, a.Item, o)
+		case dynastore.TxUpdate:
+			_, err = c.Store.Update(c, a.Key, *a.Update, o)
+		case dynastore.TxDelete:
+			_, err = c.Store.Delete(c, a.Key, o)
+		default:
+			err = c.Store.Transact(c, actions)
+		}
+	} else {
+		err = c.Store.Transact(c, actions)
+	}
+	if err == nil {
+		return nil
+	}
+	var tc *dynastore.TxCanceledError
+	switch {
+	case errors.Is(err, dynastore.ErrConditionFailed), errors.Is(err, dynastore.ErrTxConflict):
+		return errCollRetry
+	case errors.As(err, &tc):
+		for _, r := range tc.Reasons {
+			if r.Code == dynastore.ReasonConditionalFailed {
+				return errCollRetry
+			}
+		}
+	}
+	return err
+}
+
+// ---- small helpers ---------------------------------------------------------------
+
+// dedupe returns args without repeats, first occurrence order.
+func dedupe(args [][]byte) [][]byte {
+	seen := make(map[string]bool, len(args))
+	out := make([][]byte, 0, len(args))
+	for _, a := range args {
+		if !seen[string(a)] {
+			seen[string(a)] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// allSmall reports whether every element fits the inline element limit.
+func allSmall(args [][]byte) bool {
+	for _, a := range args {
+		if len(a) > inlineMaxBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// bsOf builds a binary set of copies of members.
+func bsOf(members [][]byte) dynastore.BS {
+	out := make(dynastore.BS, len(members))
+	for i, m := range members {
+		out[i] = bytes.Clone(m)
+	}
+	return out
+}
+
+// bsContains reports whether set holds m.
+func bsContains(set dynastore.Value, m []byte) bool {
+	bs, _ := set.(dynastore.BS)
+	for _, x := range bs {
+		if bytes.Equal(x, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// inlineFastCond is the condition under which a fast-path update may touch
+// an inline collection of type typ that will hold at most limit entries
+// after adding up to adding new ones: the key is absent (the update creates
+// it), or live, of the type, inline, with room.
+func inlineFastCond(nowMS int64, typ string, adding int, mustExist bool) dynastore.Cond {
+	room := dynastore.And{
+		condLive(nowMS),
+		condType(typ),
+		dynastore.NotExists{Attr: attrGen},
+		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLE, Size: int64(inlineLimit(typ) - adding)},
+	}
+	if mustExist {
+		return room
+	}
+	return dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, room}
+}
+
+// inlineShrinkCond is the condition under which a fast-path update may remove
+// up to removing entries from an inline collection without emptying it (the
+// write that empties a collection must delete its key item instead).
+func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
+	return dynastore.And{
+		condLive(nowMS),
+		condType(typ),
+		dynastore.NotExists{Attr: attrGen},
+		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpGT, Size: int64(removing)},
+	}
+}
+
+// fastUpdate tries a command's single-request form on the key item of key.
+// applied: it happened and old is the item before it (nil if there was
+// none). Otherwise cond failed and cur is the item as it is (nil if none),
+// for the command's general path to start from without reading again.
+func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old dynastore.Item, applied bool, cur dynastore.Item, err error) {
+	if !keyFits(key) {
+		return nil, false, nil, nil
+	}
+	old, err = c.Store.Update(c, itemKey(c.DB(), key), u, dynastore.WriteOptions{
+		Cond:         cond,
+		Return:       dynastore.ReturnAllOld,
+		OldOnFailure: true,
+	})
+	if err == nil {
+		return old, true, nil, nil
+	}
+	if cur, failed := isCondFailed(err); failed {
+		return nil, false, cur, nil
+	}
+	return nil, false, nil, err
+}
+
+// openSeeded opens key from an item already read (use) or by reading it.
+func openSeeded(c *Ctx, key []byte, typ string, seed dynastore.Item, use bool) (*collection, error) {
+	if use {
+		return collectionFromItem(c, key, typ, seed)
+	}
+	return openCollection(c, key, typ)
+}
+
+// scanPage returns one page of an SSCAN/HSCAN-style iteration and the next
+// cursor (0 at the end). An inline collection is returned whole with cursor
+// 0, as Redis does for its small encodings. A large one pages through its
+// partition; the position to resume after is stored in the table under a
+// random cursor id (with a one-hour TTL), so any instance can continue it.
+// An unknown or stale cursor ends the iteration.
+func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.Value, uint64, error) {
+	if !cl.exists() {
+		return nil, nil, 0, nil
+	}
+	if !cl.large() {
+		var ms [][]byte
+		var vs []dynastore.Value
+		err := cl.each(func(m []byte, v dynastore.Value) error {
+			ms = append(ms, m)
+			vs = append(vs, v)
+			return nil
+		})
+		return ms, vs, 0, err
+	}
+	var after []byte
+	if cursor != 0 {
+		it, err := cl.c.Store.Get(cl.c, scanCursorKey(cursor))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		g, _ := it[attrGen].(dynastore.B)
+		a, _ := it["a"].(dynastore.B)
+		if it == nil || !bytes.Equal(g, cl.gen) || len(a) == 0 {
+			return nil, nil, 0, nil
+		}
+		after = a
+	}
+	page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after, Limit: count})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ms := make([][]byte, len(page.Items))
+	vs := make([]dynastore.Value, len(page.Items))
+	for i, it := range page.Items {
+		ms[i], vs[i] = decodeMember(it), it[attrValue]
+	}
+	if page.Next == nil {
+		return ms, vs, 0, nil
+	}
+	next := rand.Uint64()>>1 + 1
+	k := scanCursorKey(next)
+	_, err = cl.c.Store.Put(cl.c, dynastore.Item{
+		dynastore.AttrPK:  dynastore.B(k.PK),
+		dynastore.AttrSK:  dynastore.B(k.SK),
+		attrGen:           dynastore.B(cl.gen),
+		"a":               dynastore.B(page.Next),
+		dynastore.AttrTTL: nInt(cl.c.NowMS()/1000 + 3600),
+	}, dynastore.WriteOptions{})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ms, vs, next, nil
+}
+
+// scanCursorKey is where a collection scan cursor's position is kept.
+func scanCursorKey(id uint64) dynastore.Key {
+	pk := []byte{nsCollScan, 0, 0, 0, 0, 0, 0, 0, 0}
+	for i := 0; i < 8; i++ {
+		pk[1+i] = byte(id >> (56 - 8*i))
+	}
+	return dynastore.Key{PK: pk, SK: keyItemSK}
+}

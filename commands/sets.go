@@ -1,0 +1,793 @@
+package commands
+
+// Set commands, on the collection layer (collection.go). SADD and SREM of
+// small sets are one UpdateItem (ADD/DELETE on the inline binary set, with
+// ALL_OLD to compute the reply); everything else reads, computes, and
+// commits conditioned on the key item's ver.
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+func registerSets(t *Table) {
+	t.Register(
+		&Command{Name: "sadd", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Add one or more members to a set", Since: "1.0.0", Group: "set", Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", Run: cmdSadd},
+		&Command{Name: "srem", Arity: -3, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Remove one or more members from a set", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the number of members to be removed.", Run: cmdSrem},
+		&Command{Name: "sismember", Arity: 3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Determine if a given value is a member of a set", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdSismember},
+		&Command{Name: "smismember", Arity: -3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Returns the membership associated with the given elements for a set", Since: "6.2.0", Group: "set", Complexity: "O(N) where N is the number of elements being checked for membership", Run: cmdSmismember},
+		&Command{Name: "smembers", Arity: 2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get all the members in a set", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the set cardinality.", Run: cmdSmembers},
+		&Command{Name: "scard", Arity: 2, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the number of members in a set", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdScard},
+		&Command{Name: "spop", Arity: -2, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Remove and return one or multiple random members from a set", Since: "1.0.0", Group: "set", Complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", Run: cmdSpop},
+		&Command{Name: "srandmember", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get one or multiple random members from a set", Since: "1.0.0", Group: "set", Complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", Run: cmdSrandmember},
+		&Command{Name: "smove", Arity: 4, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 2, Step: 1, Summary: "Move a member from one set to another", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdSmove},
+		&Command{Name: "sinter", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Intersect multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSinter},
+		&Command{Name: "sintercard", Arity: -3, Flags: []string{FlagReadonly, FlagMovable}, Categories: []string{"read", "set", "slow"}, FirstKey: 0, LastKey: 0, Step: 0, Summary: "Intersect multiple sets and return the cardinality of the result", Since: "7.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSintercard},
+		&Command{Name: "sunion", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Add multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSunion},
+		&Command{Name: "sdiff", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Subtract multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSdiff},
+		&Command{Name: "sinterstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Intersect multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSinterstore},
+		&Command{Name: "sunionstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Add multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSunionstore},
+		&Command{Name: "sdiffstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Subtract multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSdiffstore},
+		&Command{Name: "sscan", Arity: -3, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Incrementally iterate Set elements", Since: "2.8.0", Group: "set", Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", Run: cmdSscan},
+	)
+}
+
+// maxRandomCount bounds the reply of a negative-count SRANDMEMBER or
+// HRANDFIELD (members repeat, so the reply does not depend on the set's
+// size): Redis would build any size; redamo refuses to exhaust its memory.
+const maxRandomCount = 10_000_000
+
+// setMembersOf reads a set whole: the members of every entry.
+func setMembersOf(cl *collection) ([][]byte, error) {
+	var out [][]byte
+	err := cl.each(func(m []byte, _ dynastore.Value) error {
+		out = append(out, bytes.Clone(m))
+		return nil
+	})
+	return out, err
+}
+
+func cmdSadd(c *Ctx) {
+	key, members := c.Args[1], dedupe(c.Args[2:])
+	var seed dynastore.Item
+	seeded := false
+	if allSmall(members) && len(members) <= inlineMaxSet {
+		old, applied, cur, err := fastUpdate(c, key, dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeSet)}},
+				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			},
+			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+		}, inlineFastCond(c.NowMS(), TypeSet, len(members), false))
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if applied {
+			added := 0
+			for _, m := range members {
+				if !bsContains(old[attrValue], m) {
+					added++
+				}
+			}
+			c.W.Int(int64(added))
+			return
+		}
+		seed, seeded = cur, true
+	}
+	var added int64
+	err := collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, TypeSet, seed, seeded && try == 0)
+		if err != nil {
+			return err
+		}
+		if err := cl.check(); err != nil {
+			return err
+		}
+		_, present, err := cl.lookup(members)
+		if err != nil {
+			return err
+		}
+		added = 0
+		for i, m := range members {
+			if !present[i] {
+				cl.put(m, nil)
+				added++
+			}
+		}
+		return cl.commit()
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(added)
+}
+
+func cmdSrem(c *Ctx) {
+	key, members := c.Args[1], dedupe(c.Args[2:])
+	old, applied, cur, err := fastUpdate(c, key, dynastore.Update{
+		Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+		Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+	}, inlineShrinkCond(c.NowMS(), TypeSet, len(members)))
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if applied {
+		removed := 0
+		for _, m := range members {
+			if bsContains(old[attrValue], m) {
+				removed++
+			}
+		}
+		c.W.Int(int64(removed))
+		return
+	}
+	var removed int64
+	err = collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, TypeSet, cur, try == 0)
+		if err != nil {
+			return err
+		}
+		if err := cl.check(); err != nil {
+			return err
+		}
+		_, present, err := cl.lookup(members)
+		if err != nil {
+			return err
+		}
+		removed = 0
+		for i, m := range members {
+			if present[i] {
+				cl.del(m)
+				removed++
+			}
+		}
+		return cl.commit()
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(removed)
+}
+
+func cmdSismember(c *Ctx) {
+	present, err := setContains(c, c.Args[1], [][]byte{c.Args[2]})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(boolInt(present[0]))
+}
+
+func cmdSmismember(c *Ctx) {
+	present, err := setContains(c, c.Args[1], c.Args[2:])
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Array(len(present))
+	for _, p := range present {
+		c.W.Int(boolInt(p))
+	}
+}
+
+// setContains reports membership of members: one read for an inline set,
+// two (key item, then the members) for a large one.
+func setContains(c *Ctx, key []byte, members [][]byte) ([]bool, error) {
+	cl, err := openCollection(c, key, TypeSet)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.check(); err != nil {
+		return nil, err
+	}
+	_, present, err := cl.lookup(members)
+	return present, err
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cmdSmembers(c *Ctx) {
+	var members [][]byte
+	err := collRetry(c, func(int) error {
+		cl, err := openCollection(c, c.Args[1], TypeSet)
+		if err != nil {
+			return err
+		}
+		if err := cl.check(); err != nil {
+			return err
+		}
+		if members, err = setMembersOf(cl); err != nil {
+			return err
+		}
+		return validateRead(c, cl)
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	writeSet(c, members)
+}
+
+// writeSet replies with members as a set (an array in RESP2).
+func writeSet(c *Ctx, members [][]byte) {
+	c.W.Set(len(members))
+	for _, m := range members {
+		c.W.Bulk(m)
+	}
+}
+
+func cmdScard(c *Ctx) {
+	cl, err := openCollection(c, c.Args[1], TypeSet)
+	if err == nil {
+		err = cl.check()
+	}
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(cl.committedLen())
+}
+
+func cmdSpop(c *Ctx) {
+	withCount := len(c.Args) == 3
+	if len(c.Args) > 3 {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	count := int64(1)
+	if withCount {
+		n, ok := string2ll(c.Args[2])
+		if !ok || n < 0 {
+			c.W.Error(MsgCountPositive)
+			return
+		}
+		count = n
+	}
+	var popped [][]byte
+	err := collRetry(c, func(int) error {
+		popped = nil
+		cl, err := openCollection(c, c.Args[1], TypeSet)
+		if err != nil {
+			return err
+		}
+		if err := cl.check(); err != nil {
+			return err
+		}
+		if !cl.exists() || count == 0 {
+			return nil
+		}
+		if count >= cl.committedLen() {
+			// Everything goes: the key is deleted, O(1) whatever its size.
+			if popped, err = setMembersOf(cl); err != nil {
+				return err
+			}
+			if err := validateRead(c, cl); err != nil {
+				return err
+			}
+			for _, m := range popped {
+				cl.del(m)
+			}
+			if cl.large() {
+				return commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: itemKey(c.DB(), cl.key), Cond: cl.ks.guard()}})
+			}
+			return cl.commit()
+		}
+		ms, _, err := cl.randomMembers(int(count))
+		if err != nil {
+			return err
+		}
+		popped = ms
+		for _, m := range ms {
+			cl.del(m)
+		}
+		// randomMembers' pages need no validation: the commit's ver guard
+		// covers everything read.
+		return cl.commit()
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	if !withCount {
+		if len(popped) == 0 {
+			c.W.Nil()
+			return
+		}
+		c.W.Bulk(popped[0])
+		return
+	}
+	writeSet(c, popped)
+}
+
+// randomCount parses SRANDMEMBER's and HRANDFIELD's count.
+func randomCount(c *Ctx, arg []byte) (int64, bool) {
+	n, ok := string2ll(arg)
+	if !ok {
+		c.W.Error(MsgNotInt)
+		return 0, false
+	}
+	if n == math.MinInt64 {
+		c.W.Error(MsgRandCountRange)
+		return 0, false
+	}
+	return n, true
+}
+
+func cmdSrandmember(c *Ctx) {
+	if len(c.Args) > 3 {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	withCount := len(c.Args) == 3
+	count := int64(1)
+	if withCount {
+		n, ok := randomCount(c, c.Args[2])
+		if !ok {
+			return
+		}
+		if n < -maxRandomCount {
+			c.W.Error(MsgIntOutOfRange)
+			return
+		}
+		count = n
+	}
+	var picked [][]byte
+	err := collRetry(c, func(int) error {
+		cl, err := openCollection(c, c.Args[1], TypeSet)
+		if err != nil {
+			return err
+		}
+		if err := cl.check(); err != nil {
+			return err
+		}
+		picked, _, err = randomPick(cl, count)
+		if err != nil {
+			return err
+		}
+		return validateRead(c, cl)
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	if !withCount {
+		if len(picked) == 0 {
+			c.W.Nil()
+			return
+		}
+		c.W.Bulk(picked[0])
+		return
+	}
+	c.W.Array(len(picked))
+	for _, m := range picked {
+		c.W.Bulk(m)
+	}
+}
+
+// randomPick implements SRANDMEMBER/HRANDFIELD counts: a positive count
+// picks distinct members (all of them when count >= size), a negative one
+// -count members with repetition.
+func randomPick(cl *collection, count int64) ([][]byte, []dynastore.Value, error) {
+	size := cl.committedLen()
+	if !cl.exists() || count == 0 || size == 0 {
+		return nil, nil, nil
+	}
+	if count > 0 {
+		if count >= size {
+			var ms [][]byte
+			var vs []dynastore.Value
+			err := cl.each(func(m []byte, v dynastore.Value) error {
+				ms = append(ms, bytes.Clone(m))
+				vs = append(vs, v)
+				return nil
+			})
+			return ms, vs, err
+		}
+		return cl.randomMembers(int(count))
+	}
+	want := -count
+	// Draw from a pool of distinct members, with repetition.
+	pool := min(want, size)
+	ms, vs, err := cl.randomMembers(int(pool))
+	if err != nil || len(ms) == 0 {
+		return nil, nil, err
+	}
+	outM := make([][]byte, want)
+	outV := make([]dynastore.Value, want)
+	for i := range outM {
+		j := rand.IntN(len(ms))
+		outM[i], outV[i] = ms[j], vs[j]
+	}
+	return outM, outV, nil
+}
+
+func cmdSmove(c *Ctx) {
+	src, dst, m := c.Args[1], c.Args[2], c.Args[3]
+	var moved bool
+	err := collRetry(c, func(int) error {
+		moved = false
+		cls, err := openCollections(c, [][]byte{src, dst}, TypeSet)
+		if err != nil {
+			return err
+		}
+		s, d := cls[0], cls[1]
+		if !s.exists() {
+			return nil
+		}
+		if err := s.check(); err != nil {
+			return err
+		}
+		if err := d.check(); err != nil {
+			return err
+		}
+		_, present, err := s.lookup([][]byte{m})
+		if err != nil {
+			return err
+		}
+		if !present[0] {
+			return nil
+		}
+		moved = true
+		if bytes.Equal(src, dst) {
+			return nil
+		}
+		s.del(m)
+		_, inDst, err := d.lookup([][]byte{m})
+		if err != nil {
+			return err
+		}
+		if !inDst[0] {
+			d.put(m, nil)
+		}
+		return commitCollections(c, []*collection{s, d}, nil)
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(boolInt(moved))
+}
+
+// openSets opens the distinct keys of keys (one BatchGet) and fails with
+// WRONGTYPE if any holds another type, as Redis checks every key first.
+func openSets(c *Ctx, keys [][]byte) ([]*collection, error) {
+	distinct := dedupe(keys)
+	cls, err := openCollections(c, distinct, TypeSet)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*collection{}
+	for _, cl := range cls {
+		if err := cl.check(); err != nil {
+			return nil, err
+		}
+		byKey[string(cl.key)] = cl
+	}
+	out := make([]*collection, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[string(k)]
+	}
+	return out, nil
+}
+
+type setOp uint8
+
+const (
+	opInter setOp = iota
+	opUnion
+	opDiff
+)
+
+// setAlgebra computes the intersection, union or difference of sets, in
+// a deterministic order. limit > 0 stops an intersection at limit members.
+func setAlgebra(op setOp, sets []*collection, limit int) ([][]byte, error) {
+	switch op {
+	case opUnion:
+		seen := map[string]bool{}
+		var out [][]byte
+		for _, cl := range dedupeColls(sets) {
+			err := cl.each(func(m []byte, _ dynastore.Value) error {
+				if !seen[string(m)] {
+					seen[string(m)] = true
+					out = append(out, bytes.Clone(m))
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case opInter:
+		for _, cl := range sets {
+			if !cl.exists() {
+				return nil, nil
+			}
+		}
+		ordered := dedupeColls(sets)
+		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].committedLen() < ordered[j].committedLen() })
+		cand, err := setMembersOf(ordered[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, cl := range ordered[1:] {
+			cand, err = filterMembers(cl, cand, true)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if limit > 0 && len(cand) > limit {
+			cand = cand[:limit]
+		}
+		return cand, nil
+	default:
+		cand, err := setMembersOf(sets[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, cl := range sets[1:] {
+			if cl == sets[0] {
+				return nil, nil
+			}
+			if cand, err = filterMembers(cl, cand, false); err != nil {
+				return nil, err
+			}
+		}
+		return cand, nil
+	}
+}
+
+// filterMembers keeps the candidates that are (keep) or are not (!keep)
+// members of cl, looking them up in batches for a large set.
+func filterMembers(cl *collection, cand [][]byte, keep bool) ([][]byte, error) {
+	if !cl.exists() {
+		if keep {
+			return nil, nil
+		}
+		return cand, nil
+	}
+	out := cand[:0]
+	const batch = 1000
+	for i := 0; i < len(cand); i += batch {
+		part := cand[i:min(i+batch, len(cand))]
+		_, present, err := cl.lookup(part)
+		if err != nil {
+			return nil, err
+		}
+		for j, m := range part {
+			if present[j] == keep {
+				out = append(out, m)
+			}
+		}
+		if cl.large() {
+			cl.known = nil // keep memory bounded by the batch
+		}
+	}
+	return out, nil
+}
+
+func dedupeColls(cls []*collection) []*collection {
+	seen := map[*collection]bool{}
+	var out []*collection
+	for _, cl := range cls {
+		if !seen[cl] {
+			seen[cl] = true
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// setRead runs a read-only set algebra command as one consistent snapshot.
+func setRead(c *Ctx, op setOp, keys [][]byte, limit int) ([][]byte, error) {
+	var res [][]byte
+	err := collRetry(c, func(int) error {
+		sets, err := openSets(c, keys)
+		if err != nil {
+			return err
+		}
+		if res, err = setAlgebra(op, sets, limit); err != nil {
+			return err
+		}
+		return validateRead(c, dedupeColls(sets)...)
+	})
+	return res, err
+}
+
+func setReadCmd(c *Ctx, op setOp) {
+	res, err := setRead(c, op, c.Args[1:], 0)
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	writeSet(c, res)
+}
+
+func cmdSinter(c *Ctx) { setReadCmd(c, opInter) }
+func cmdSunion(c *Ctx) { setReadCmd(c, opUnion) }
+func cmdSdiff(c *Ctx)  { setReadCmd(c, opDiff) }
+
+func cmdSintercard(c *Ctx) {
+	numkeys, ok := string2ll(c.Args[1])
+	if !ok || numkeys <= 0 {
+		c.W.Error(MsgNumkeys)
+		return
+	}
+	if numkeys > int64(len(c.Args)-2) {
+		c.W.Error(MsgNumkeysArgs)
+		return
+	}
+	keys := c.Args[2 : 2+numkeys]
+	rest := c.Args[2+numkeys:]
+	limit := int64(0)
+	for len(rest) > 0 {
+		if len(rest) >= 2 && bytes.EqualFold(rest[0], []byte("limit")) {
+			n, ok := string2ll(rest[1])
+			if !ok || n < 0 {
+				c.W.Error(MsgLimitNegative)
+				return
+			}
+			limit = n
+			rest = rest[2:]
+			continue
+		}
+		c.W.Error(MsgSyntax)
+		return
+	}
+	res, err := setRead(c, opInter, keys, int(min(limit, math.MaxInt32)))
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(int64(len(res)))
+}
+
+// setStore runs SINTERSTORE/SUNIONSTORE/SDIFFSTORE: the result replaces dst
+// (whatever it held) in one transaction that also checks every source is
+// unchanged since it was read.
+func setStore(c *Ctx, op setOp) {
+	dst, keys := c.Args[1], c.Args[2:]
+	var n int
+	err := collRetry(c, func(int) error {
+		all, err := openCollections(c, append([][]byte{dst}, dedupe(keys)...), TypeSet)
+		if err != nil {
+			return err
+		}
+		dest := all[0]
+		byKey := map[string]*collection{}
+		for _, cl := range all[1:] {
+			if err := cl.check(); err != nil {
+				return err
+			}
+			byKey[string(cl.key)] = cl
+		}
+		sets := make([]*collection, len(keys))
+		for i, k := range keys {
+			sets[i] = byKey[string(k)]
+		}
+		res, err := setAlgebra(op, sets, 0)
+		if err != nil {
+			return err
+		}
+		n = len(res)
+		dest.replace = true
+		for _, m := range res {
+			dest.put(m, nil)
+		}
+		return commitCollections(c, []*collection{dest}, all[1:])
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+func cmdSinterstore(c *Ctx) { setStore(c, opInter) }
+func cmdSunionstore(c *Ctx) { setStore(c, opUnion) }
+func cmdSdiffstore(c *Ctx)  { setStore(c, opDiff) }
+
+func cmdSscan(c *Ctx) {
+	collScanCmd(c, TypeSet, func(m []byte, _ dynastore.Value) [][]byte { return [][]byte{m} })
+}
+
+// ---- SSCAN / HSCAN ---------------------------------------------------------------
+
+// parseScanCursor parses a cursor as Redis does (strtoul: an optional sign,
+// digits, no overflow; a negative number wraps around).
+func parseScanCursor(b []byte) (uint64, bool) {
+	s := string(b)
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" {
+		return 0, len(b) == 0
+	}
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		u = -u
+	}
+	return u, true
+}
+
+// collScanCmd runs SSCAN/HSCAN: key cursor [MATCH pattern] [COUNT count].
+// emit turns an entry into the reply elements it contributes.
+func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]byte) {
+	cursor, ok := parseScanCursor(c.Args[2])
+	if !ok {
+		c.W.Error(MsgInvalidCursor)
+		return
+	}
+	var pattern []byte
+	count := int64(10)
+	for rest := c.Args[3:]; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 {
+			c.W.Error(MsgSyntax)
+			return
+		}
+		switch {
+		case bytes.EqualFold(rest[0], []byte("match")):
+			pattern = rest[1]
+		case bytes.EqualFold(rest[0], []byte("count")):
+			n, ok := string2ll(rest[1])
+			if !ok {
+				c.W.Error(MsgNotInt)
+				return
+			}
+			if n < 1 {
+				c.W.Error(MsgSyntax)
+				return
+			}
+			count = n
+		default:
+			c.W.Error(MsgSyntax)
+			return
+		}
+	}
+	cl, err := openCollection(c, c.Args[1], typ)
+	if err == nil {
+		err = cl.check()
+	}
+	var ms [][]byte
+	var vs []dynastore.Value
+	var next uint64
+	if err == nil {
+		ms, vs, next, err = cl.scanPage(cursor, int(min(count, 10_000)))
+	}
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	var out [][]byte
+	for i, m := range ms {
+		if pattern != nil && !globMatch(pattern, m) {
+			continue
+		}
+		out = append(out, emit(m, vs[i])...)
+	}
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(len(out))
+	for _, b := range out {
+		c.W.Bulk(b)
+	}
+}
