@@ -1,0 +1,291 @@
+package commands
+
+// The sweeper deletes the members of dead generations (collection.go): a
+// large collection that was deleted, overwritten, expired or converted
+// leaves its members behind, unreferenced, because DEL/EXPIRE/overwrite only
+// touch the key item (O(1)). Every instance may run a sweeper at once:
+//
+//   - A generation is dead when its registry entry's owner key item does not
+//     point to it (missing, another g, or expired). It is first marked with
+//     the time it was seen dead (dd) and only condemned once it has stayed
+//     dead for Grace, so a reader paging through a collection that was just
+//     deleted, and a writer still staging an unpublished generation, are
+//     not pulled from under their feet.
+//   - Condemning is one transaction: set d on the registry entry (if its
+//     owner is still the one checked and it is not condemned yet) and check
+//     that the owner key item still does not point to it. Publishing a
+//     generation checks that d is absent, so a condemned generation can
+//     never come back.
+//   - A condemned generation's members are deleted 100 per transaction, then
+//     its registry entry. Deleting twice is harmless, so several sweepers
+//     racing on one generation only waste a little work.
+//
+// Requests go through the Store with the label "sweeper", so they appear in
+// the request statistics and metrics like any command's; a token bucket
+// caps them at Rate per second.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// SweeperLabel is the request label of the sweeper's store requests.
+const SweeperLabel = "sweeper"
+
+// Sweeper removes the members of dead collection generations.
+type Sweeper struct {
+	Store dynastore.Store
+	// Clock is the time source (time.Now if nil).
+	Clock func() time.Time
+	// Grace is how long a generation must stay dead before its members go
+	// (default 10 minutes).
+	Grace time.Duration
+	// Interval is the pause between passes over the registry (default 1 minute).
+	Interval time.Duration
+	// Rate caps the sweeper's store requests per second (default 50).
+	Rate int
+
+	// Swept counts, for tests and INFO: generations finished, members deleted.
+	Gens, Members int64
+
+	tokens float64
+	last   time.Time
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
+}
+
+func (s *Sweeper) grace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
+	}
+	return 10 * time.Minute
+}
+
+// Run sweeps every Interval until ctx ends. Errors (a throttled table, say)
+// only delay the next pass.
+func (s *Sweeper) Run(ctx context.Context) {
+	interval := s.Interval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_ = s.SweepOnce(ctx)
+		t.Reset(interval)
+	}
+}
+
+// wait blocks until the rate limit allows one more request.
+func (s *Sweeper) wait(ctx context.Context) error {
+	rate := s.Rate
+	if rate <= 0 {
+		rate = 50
+	}
+	now := time.Now()
+	if s.last.IsZero() {
+		s.tokens = float64(rate)
+	} else {
+		s.tokens = min(float64(rate), s.tokens+now.Sub(s.last).Seconds()*float64(rate))
+	}
+	s.last = now
+	if s.tokens >= 1 {
+		s.tokens--
+		return nil
+	}
+	d := time.Duration((1 - s.tokens) / float64(rate) * float64(time.Second))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	s.tokens = 0
+	s.last = time.Now()
+	return nil
+}
+
+// SweepOnce makes one pass over the whole registry.
+func (s *Sweeper) SweepOnce(ctx context.Context) error {
+	ctx = dynastore.WithLabel(ctx, SweeperLabel)
+	var errs []error
+	for shard := 0; shard < genShards; shard++ {
+		pk := []byte{nsGens, byte(shard)}
+		var after []byte
+		for {
+			if err := s.wait(ctx); err != nil {
+				return err
+			}
+			page, err := s.Store.Query(ctx, dynastore.Query{PK: pk, After: after, Limit: 100})
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			for _, it := range page.Items {
+				if err := s.visit(ctx, it); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					errs = append(errs, err)
+				}
+			}
+			if page.Next == nil {
+				break
+			}
+			after = page.Next
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// visit handles one registry entry.
+func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
+	k := reg.Key()
+	gen := k.SK
+	if _, dying := reg[attrDying]; dying {
+		return s.purge(ctx, k, gen)
+	}
+	owner, _ := reg[attrOwner].(dynastore.B)
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	nowMS := s.now().UnixMilli()
+	var key dynastore.Item
+	if len(owner) > 0 {
+		var err error
+		if key, err = s.Store.Get(ctx, dynastore.Key{PK: owner, SK: keyItemSK}); err != nil {
+			return err
+		}
+	}
+	if pointsTo(key, gen, nowMS) {
+		if _, marked := reg[attrDeadAt]; marked {
+			// Published after it was first seen: alive after all.
+			if err := s.wait(ctx); err != nil {
+				return err
+			}
+			_, err := s.Store.Update(ctx, k, dynastore.Update{Remove: []string{attrDeadAt}}, dynastore.WriteOptions{
+				Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+			})
+			if _, failed := isCondFailed(err); failed {
+				return nil
+			}
+			return err
+		}
+		return nil
+	}
+	deadAt, err := numberInt(reg[attrDeadAt])
+	if err != nil {
+		// First time seen dead: start its grace period.
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		_, err := s.Store.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: attrDeadAt, Val: dynastore.Lit{V: nInt(nowMS)}},
+		}}, dynastore.WriteOptions{Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}}})
+		if _, failed := isCondFailed(err); failed {
+			return nil
+		}
+		return err
+	}
+	if nowMS-deadAt < s.grace().Milliseconds() {
+		return nil
+	}
+	// Condemn: only if the owner is still the one checked and its key item
+	// still does not point here.
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	err = s.Store.Transact(ctx, []dynastore.TxAction{
+		{
+			Op:  dynastore.TxUpdate,
+			Key: k,
+			Update: &dynastore.Update{Set: []dynastore.SetAction{
+				{Attr: attrDying, Val: dynastore.Lit{V: nInt(nowMS)}},
+			}},
+			Cond: dynastore.And{
+				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
+				dynastore.NotExists{Attr: attrDying},
+			},
+		},
+		{
+			Op:  dynastore.TxCheck,
+			Key: dynastore.Key{PK: owner, SK: keyItemSK},
+			Cond: dynastore.Or{
+				dynastore.NotExists{Attr: dynastore.AttrPK},
+				dynastore.Compare{Attr: attrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+				dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: nInt(nowMS)},
+			},
+		},
+	})
+	if errors.Is(err, dynastore.ErrTxCanceled) {
+		return nil // it changed under us; the next pass looks again
+	}
+	if err != nil {
+		return fmt.Errorf("condemning generation: %w", err)
+	}
+	return s.purge(ctx, k, gen)
+}
+
+// pointsTo reports whether key item it references generation gen and is live.
+func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
+	if it == nil {
+		return false
+	}
+	g, _ := it[attrGen].(dynastore.B)
+	if !bytes.Equal(g, gen) {
+		return false
+	}
+	if x, err := numberInt(it[attrExpiry]); err == nil && x <= nowMS {
+		return false
+	}
+	return true
+}
+
+// purge deletes a condemned generation's members, then its registry entry.
+func (s *Sweeper) purge(ctx context.Context, reg dynastore.Key, gen []byte) error {
+	for {
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		page, err := s.Store.Query(ctx, dynastore.Query{PK: membersPK(gen), Limit: dynastore.MaxTxActions})
+		if err != nil {
+			return err
+		}
+		if len(page.Items) == 0 {
+			break
+		}
+		actions := make([]dynastore.TxAction, len(page.Items))
+		for i, it := range page.Items {
+			actions[i] = dynastore.TxAction{Op: dynastore.TxDelete, Key: it.Key()}
+		}
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		if err := s.Store.Transact(ctx, actions); err != nil {
+			return fmt.Errorf("deleting members: %w", err)
+		}
+		s.Members += int64(len(actions))
+	}
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	if _, err := s.Store.Delete(ctx, reg, dynastore.WriteOptions{}); err != nil {
+		return err
+	}
+	s.Gens++
+	return nil
+}
