@@ -53,8 +53,8 @@ const (
 
 // Options configure New.
 type Options struct {
-	// KnownCommand reports whether a name is a real command (usually
-	// commands.Table.Lookup != nil). Other names are counted as
+	// KnownCommand reports whether a command name passed to OnCommand is a
+	// real command ("get", "client|list"). Other names are counted as
 	// UnknownCommand. Nil accepts every name.
 	KnownCommand func(name string) bool
 	// NoRuntime leaves out the Go runtime and process collectors (tests that
@@ -219,9 +219,12 @@ func (m *Metrics) OnConn(delta int) {
 
 // Observe implements dynastore.Observer.
 func (m *Metrics) Observe(_ context.Context, r dynastore.Request) {
-	cmd := NoCommand
-	if r.Label != "" {
-		cmd = m.commandName(r.Label)
+	// Labels come from code (dynastore.WithLabel: a resolved command name or
+	// a background task such as "sweeper"), never from clients, so they are
+	// bounded and kept as they are.
+	cmd := r.Label
+	if cmd == "" {
+		cmd = NoCommand
 	}
 	m.ddbRequests.WithLabelValues(cmd, r.Op).Inc()
 	if r.Attempts > 1 {

@@ -140,7 +140,7 @@ func TestScrape(t *testing.T) {
 				m.Observe(ctx, dynastore.Request{Label: "get", Op: dynastore.OpGetItem, Attempts: 3, RCU: 0.5})
 				m.Observe(ctx, dynastore.Request{Label: "incr", Op: dynastore.OpUpdateItem, Attempts: 1, WCU: 1})
 				m.Observe(ctx, dynastore.Request{Op: dynastore.OpScan, Attempts: 1, RCU: 4})
-				m.Observe(ctx, dynastore.Request{Label: "bogus", Op: dynastore.OpQuery, Attempts: 1})
+				m.Observe(ctx, dynastore.Request{Label: "sweeper", Op: dynastore.OpQuery, Attempts: 1})
 			},
 			want: []sample{
 				{"redamo_dynamodb_requests_total", op("get", "GetItem"), 2},
@@ -150,7 +150,7 @@ func TestScrape(t *testing.T) {
 				{"redamo_dynamodb_consumed_write_capacity_units_total", op("incr", "UpdateItem"), 1},
 				{"redamo_dynamodb_requests_total", op(NoCommand, "Scan"), 1},
 				{"redamo_dynamodb_consumed_read_capacity_units_total", op(NoCommand, "Scan"), 4},
-				{"redamo_dynamodb_requests_total", op(UnknownCommand, "Query"), 1},
+				{"redamo_dynamodb_requests_total", op("sweeper", "Query"), 1},
 				{"redamo_dynamodb_request_duration_seconds", map[string]string{"operation": "GetItem"}, 2},
 			},
 			absent: []string{"redamo_dynamodb_errors_total"},
