@@ -1,10 +1,1003 @@
 package commands
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
 	"github.com/redamo/redamo/dynastore"
 )
 
-func registerKeys(t *Table) {}
+func registerKeys(t *Table) {
+	const (
+		grp = "generic"
+		o1  = "O(1)"
+	)
+	t.Register(
+		keyCommand("del", -2, "write", "keyspace write slow", 1, -1, 1, grp, "1.0.0", "Delete a key", "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).", cmdDel),
+		keyCommand("unlink", -2, "write fast", "keyspace write fast", 1, -1, 1, grp, "4.0.0", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.", cmdDel),
+		keyCommand("exists", -2, "readonly fast", "keyspace read fast", 1, -1, 1, grp, "1.0.0", "Determine if a key exists", "O(N) where N is the number of keys to check.", cmdExists),
+		keyCommand("touch", -2, "readonly fast", "keyspace read fast", 1, -1, 1, grp, "3.2.1", "Alters the last access time of a key(s). Returns the number of existing keys specified.", "O(N) where N is the number of keys that will be touched.", cmdExists),
+		keyCommand("type", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "1.0.0", "Determine the type stored at key", o1, cmdType),
+		keyCommand("expire", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.0.0", "Set a key's time to live in seconds", o1, cmdExpire),
+		keyCommand("pexpire", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.6.0", "Set a key's time to live in milliseconds", o1, cmdPExpire),
+		keyCommand("expireat", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.2.0", "Set the expiration for a key as a UNIX timestamp", o1, cmdExpireAt),
+		keyCommand("pexpireat", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.6.0", "Set the expiration for a key as a UNIX timestamp specified in milliseconds", o1, cmdPExpireAt),
+		keyCommand("ttl", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "1.0.0", "Get the time to live for a key in seconds", o1, cmdTTL),
+		keyCommand("pttl", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "2.6.0", "Get the time to live for a key in milliseconds", o1, cmdPTTL),
+		keyCommand("expiretime", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "7.0.0", "Get the expiration Unix timestamp for a key", o1, cmdExpireTime),
+		keyCommand("pexpiretime", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "7.0.0", "Get the expiration Unix timestamp for a key in milliseconds", o1, cmdPExpireTime),
+		keyCommand("persist", 2, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.2.0", "Remove the expiration from a key", o1, cmdPersist),
+		keyCommand("rename", 3, "write", "keyspace write slow", 1, 2, 1, grp, "1.0.0", "Rename a key", o1, cmdRename),
+		keyCommand("renamenx", 3, "write fast", "keyspace write fast", 1, 2, 1, grp, "1.0.0", "Rename a key, only if the new key does not exist", o1, cmdRenameNX),
+		keyCommand("copy", -3, "write denyoom", "keyspace write slow", 1, 2, 1, grp, "6.2.0", "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", cmdCopy),
+		keyCommand("keys", 2, "readonly", "keyspace read slow dangerous", 0, 0, 0, grp, "1.0.0", "Find all keys matching the given pattern", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", cmdKeys),
+		keyCommand("scan", -2, "readonly", "keyspace read slow", 0, 0, 0, grp, "2.8.0", "Incrementally iterate the keys space", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", cmdScan),
+		keyCommand("randomkey", 1, "readonly", "keyspace read slow", 0, 0, 0, grp, "1.0.0", "Return a random key from the keyspace", o1, cmdRandomKey),
+		keyCommand("dbsize", 1, "readonly fast", "keyspace read fast", 0, 0, 0, "server", "1.0.0", "Return the number of keys in the selected database", o1, cmdDBSize),
+		keyCommand("flushdb", -1, "write", "keyspace write slow dangerous", 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database", "O(N) where N is the number of keys in the selected database", cmdFlushDB),
+		keyCommand("flushall", -1, "write", "keyspace write slow dangerous", 0, 0, 0, "server", "1.0.0", "Remove all keys from all databases", "O(N) where N is the total number of keys in all databases", cmdFlushAll),
+		objectCommand(),
+	)
+}
+
+// ---- DEL, EXISTS, TYPE -----------------------------------------------------------
+
+// cmdDel is DEL and UNLINK. One key: one DeleteItem returning the old item.
+// Several: a batched read, then one transaction deleting the live ones, each
+// conditioned on the version read, re-run if any of them changed meanwhile.
+func cmdDel(c *Ctx) {
+	if len(c.Args) == 2 {
+		key := c.Args[1]
+		if !keyFits(key) {
+			c.W.Int(0)
+			return
+		}
+		old, err := c.Store.Delete(c, itemKey(c.DB(), key), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		ks, err := decodeKey(old, c.NowMS())
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		c.W.Int(liveCount(ks.Live))
+		return
+	}
+	keys := distinctKeys(c.Args[1:])
+	for attempt := 1; ; attempt++ {
+		states, err := readKeys(c, keys)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		var acts []dynastore.TxAction
+		for i, ks := range states {
+			if ks.Live {
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: itemKey(c.DB(), keys[i]), Cond: ks.guard()})
+			}
+		}
+		err = commitKeyActions(c, acts)
+		if err == nil {
+			c.W.Int(int64(len(acts)))
+			return
+		}
+		if !onlyConditionsFailed(err) {
+			c.Fail(err)
+			return
+		}
+		if attempt >= maxWriteAttempts {
+			c.Fail(errConflict)
+			return
+		}
+	}
+}
+
+// commitKeyActions writes actions atomically: nothing for none, a single
+// conditional write for one (half the cost of a transaction), else one
+// transaction. More than a transaction holds is MsgTxTooLarge.
+func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
+	switch {
+	case len(acts) == 0:
+		return nil
+	case len(acts) > dynastore.MaxTxActions:
+		return fmt.Errorf("commands: %d items in one atomic write: %w", len(acts), dynastore.ErrTxTooLarge)
+	case len(acts) == 1 && acts[0].Op == dynastore.TxDelete:
+		_, err := c.Store.Delete(c, acts[0].Key, dynastore.WriteOptions{Cond: acts[0].Cond})
+		return err
+	case len(acts) == 1 && acts[0].Op == dynastore.TxPut:
+		_, err := c.Store.Put(c, acts[0].Item, dynastore.WriteOptions{Cond: acts[0].Cond})
+		return err
+	}
+	return c.Store.Transact(c, acts)
+}
+
+// distinctKeys returns keys without repeats and without keys too long to exist.
+func distinctKeys(keys [][]byte) [][]byte {
+	seen := make(map[string]bool, len(keys))
+	var out [][]byte
+	for _, k := range keys {
+		if keyFits(k) && !seen[string(k)] {
+			seen[string(k)] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// liveCount is 1 for true: a key counted by DEL or EXISTS.
+func liveCount(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// cmdExists is EXISTS and TOUCH: how many of the arguments name a live key,
+// repeats counted. redamo keeps no access times, so TOUCH only counts.
+func cmdExists(c *Ctx) {
+	keys := c.Args[1:]
+	var states []keyState
+	if len(keys) == 1 {
+		ks, err := readKey(c, keys[0])
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		states = []keyState{ks}
+	} else {
+		var err error
+		if states, err = readKeys(c, keys); err != nil {
+			c.Fail(err)
+			return
+		}
+	}
+	var n int64
+	for _, ks := range states {
+		n += liveCount(ks.Live)
+	}
+	c.W.Int(n)
+}
+
+func cmdType(c *Ctx) {
+	ks, err := readKey(c, c.Args[1])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ks.Live:
+		c.W.Simple("none")
+	default:
+		c.W.Simple(ks.Type)
+	}
+}
+
+// ---- expiry ----------------------------------------------------------------------
+
+// Options of the EXPIRE family.
+const (
+	expNX uint8 = 1 << iota
+	expXX
+	expGT
+	expLT
+)
+
+func cmdExpire(c *Ctx)    { expireGeneric(c, c.NowMS(), true) }
+func cmdPExpire(c *Ctx)   { expireGeneric(c, c.NowMS(), false) }
+func cmdExpireAt(c *Ctx)  { expireGeneric(c, 0, true) }
+func cmdPExpireAt(c *Ctx) { expireGeneric(c, 0, false) }
+
+// parseExpireOpts parses NX/XX/GT/LT as Redis's
+// parseExtendedExpireArgumentsOrReply does.
+func parseExpireOpts(args [][]byte) (uint8, string) {
+	var f uint8
+	for _, a := range args {
+		switch {
+		case argIs(a, "nx"):
+			f |= expNX
+		case argIs(a, "xx"):
+			f |= expXX
+		case argIs(a, "gt"):
+			f |= expGT
+		case argIs(a, "lt"):
+			f |= expLT
+		default:
+			return 0, errorf("Unsupported option %s", cString(a))
+		}
+	}
+	if f&expNX != 0 && f&(expXX|expGT|expLT) != 0 {
+		return 0, MsgNXXXGTLT
+	}
+	if f&expGT != 0 && f&expLT != 0 {
+		return 0, MsgGTAndLT
+	}
+	return f, ""
+}
+
+// expireGeneric is the EXPIRE family: one UpdateItem setting the deadline,
+// or one DeleteItem when the deadline has passed, either conditioned on the
+// key being live and on the NX/XX/GT/LT rule (GT and LT treat a key without
+// expiry as having an infinite TTL, as Redis does).
+func expireGeneric(c *Ctx, basetime int64, seconds bool) {
+	name := strings.ToLower(string(c.Args[0]))
+	flags, msg := parseExpireOpts(c.Args[3:])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	when, ok := string2ll(c.Args[2])
+	if !ok {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	if seconds {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			c.W.Error(fmt.Sprintf(MsgInvalidExpire, name))
+			return
+		}
+		when *= 1000
+	}
+	if when > math.MaxInt64-basetime {
+		c.W.Error(fmt.Sprintf(MsgInvalidExpire, name))
+		return
+	}
+	when += basetime
+	key := c.Args[1]
+	if !keyFits(key) {
+		c.W.Int(0)
+		return
+	}
+	now := c.NowMS()
+	cond := dynastore.And{condLive(now)}
+	switch {
+	case flags&expNX != 0:
+		cond = append(cond, dynastore.NotExists{Attr: attrExpiry})
+	case flags&expXX != 0:
+		cond = append(cond, dynastore.Exists{Attr: attrExpiry})
+	}
+	switch {
+	case flags&expGT != 0:
+		cond = append(cond, dynastore.Exists{Attr: attrExpiry},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLT, Val: nInt(when)})
+	case flags&expLT != 0:
+		cond = append(cond, dynastore.Or{
+			dynastore.NotExists{Attr: attrExpiry},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(when)},
+		})
+	}
+	k := itemKey(c.DB(), key)
+	var err error
+	if when <= now {
+		_, err = c.Store.Delete(c, k, dynastore.WriteOptions{Cond: cond})
+	} else {
+		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: attrExpiry, Val: dynastore.Lit{V: nInt(when)}},
+			{Attr: dynastore.AttrTTL, Val: dynastore.Lit{V: ttlSeconds(when)}},
+			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		}}, dynastore.WriteOptions{Cond: cond})
+	}
+	replyCondWrite(c, err)
+}
+
+// replyCondWrite answers :1 for a write that happened, :0 for one whose
+// condition did not hold.
+func replyCondWrite(c *Ctx, err error) {
+	if err == nil {
+		c.W.Int(1)
+		return
+	}
+	if _, failed := isCondFailed(err); failed {
+		c.W.Int(0)
+		return
+	}
+	c.Fail(err)
+}
+
+func cmdTTL(c *Ctx)         { ttlGeneric(c, false, false) }
+func cmdPTTL(c *Ctx)        { ttlGeneric(c, true, false) }
+func cmdExpireTime(c *Ctx)  { ttlGeneric(c, false, true) }
+func cmdPExpireTime(c *Ctx) { ttlGeneric(c, true, true) }
+
+// ttlGeneric is TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key,
+// -1 for one without expiry.
+func ttlGeneric(c *Ctx, ms, absolute bool) {
+	ks, err := readKey(c, c.Args[1])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !ks.Live:
+		c.W.Int(-2)
+	case !ks.HasExpiry:
+		c.W.Int(-1)
+	case absolute && ms:
+		c.W.Int(ks.Expiry)
+	case absolute:
+		c.W.Int(ks.Expiry / 1000)
+	default:
+		ttl := ks.Expiry - c.NowMS()
+		if ttl < 0 {
+			ttl = 0
+		}
+		if !ms {
+			ttl = (ttl + 500) / 1000
+		}
+		c.W.Int(ttl)
+	}
+}
+
+// cmdPersist: one UpdateItem removing the expiry, conditioned on a live key
+// that has one.
+func cmdPersist(c *Ctx) {
+	key := c.Args[1]
+	if !keyFits(key) {
+		c.W.Int(0)
+		return
+	}
+	_, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+		Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+		Remove: []string{attrExpiry, dynastore.AttrTTL},
+	}, dynastore.WriteOptions{Cond: dynastore.And{condLive(c.NowMS()), dynastore.Exists{Attr: attrExpiry}}})
+	replyCondWrite(c, err)
+}
+
+// ---- RENAME, COPY ------------------------------------------------------------------
+
+func cmdRename(c *Ctx)   { renameGeneric(c, false) }
+func cmdRenameNX(c *Ctx) { renameGeneric(c, true) }
+
+// renameGeneric reads both keys in one batch, then moves the key item in one
+// transaction (delete the source, write the destination), each action
+// conditioned on the version read; a lost race re-runs it.
+func renameGeneric(c *Ctx, nx bool) {
+	src, dst := c.Args[1], c.Args[2]
+	if sameKey(src, dst) {
+		ks, err := readKey(c, src)
+		switch {
+		case err != nil:
+			c.Fail(err)
+		case !ks.Live:
+			c.W.Error(MsgNoSuchKey)
+		case nx:
+			c.W.Int(0)
+		default:
+			c.W.Simple("OK")
+		}
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		states, err := readKeys(c, [][]byte{src, dst})
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		from, to := states[0], states[1]
+		if !from.Live {
+			c.W.Error(MsgNoSuchKey)
+			return
+		}
+		if to.Live && nx {
+			c.W.Int(0)
+			return
+		}
+		if !keyFits(dst) {
+			c.W.Error(MsgKeyTooLong)
+			return
+		}
+		dstPK := keyPK(c.DB(), dst)
+		acts := []dynastore.TxAction{
+			{Op: dynastore.TxDelete, Key: itemKey(c.DB(), src), Cond: from.guard()},
+			{Op: dynastore.TxPut, Item: retarget(from.Raw, c.DB(), dst), Cond: to.guard()},
+		}
+		acts = append(acts, CollectionRenameActions(from.Raw, dstPK)...)
+		err = c.Store.Transact(c, acts)
+		if err == nil {
+			if nx {
+				c.W.Int(1)
+			} else {
+				c.W.Simple("OK")
+			}
+			return
+		}
+		if !onlyConditionsFailed(err) {
+			c.Fail(err)
+			return
+		}
+		if attempt >= maxWriteAttempts {
+			c.Fail(errConflict)
+			return
+		}
+	}
+}
+
+// copyOpts is a parsed COPY.
+type copyOpts struct {
+	src, dst []byte
+	dstDB    int
+	replace  bool
+}
+
+func parseCopy(c *Ctx) (copyOpts, string) {
+	o := copyOpts{src: c.Args[1], dst: c.Args[2], dstDB: c.DB()}
+	args := c.Args[3:]
+	for j := 0; j < len(args); j++ {
+		switch {
+		case argIs(args[j], "replace"):
+			o.replace = true
+		case argIs(args[j], "db") && j+1 < len(args):
+			n, ok := string2ll(args[j+1])
+			if !ok {
+				return o, MsgNotInt
+			}
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				return o, MsgNotInt32
+			}
+			if n < 0 || n >= NumDBs {
+				return o, MsgInvalidDB
+			}
+			o.dstDB = int(n)
+			j++
+		default:
+			return o, MsgSyntax
+		}
+	}
+	if o.dstDB == c.DB() && sameKey(o.src, o.dst) {
+		return o, MsgSameObject
+	}
+	return o, ""
+}
+
+// cmdCopy reads both keys in one batch and writes the copy in one
+// transaction that also checks the source is unchanged, so the copy is of
+// one consistent state. A large collection's members are copied first by the
+// collection layer (CopyCollectionItem).
+func cmdCopy(c *Ctx) {
+	o, msg := parseCopy(c)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	if !keyFits(o.src) {
+		c.W.Int(0)
+		return
+	}
+	srcKey := itemKey(c.DB(), o.src)
+	for attempt := 1; ; attempt++ {
+		var dstRaw dynastore.Item
+		var from, to keyState
+		keys := []dynastore.Key{srcKey}
+		if keyFits(o.dst) {
+			keys = append(keys, itemKey(o.dstDB, o.dst))
+		}
+		items, err := c.Store.BatchGet(c, keys)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if len(items) > 1 {
+			dstRaw = items[1]
+		}
+		if from, err = decodeKey(items[0], c.NowMS()); err == nil {
+			to, err = decodeKey(dstRaw, c.NowMS())
+		}
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if !from.Live || (to.Live && !o.replace) {
+			c.W.Int(0)
+			return
+		}
+		if !keyFits(o.dst) {
+			c.W.Error(MsgKeyTooLong)
+			return
+		}
+		var item dynastore.Item
+		var extra []dynastore.TxAction
+		if from.Type == TypeString {
+			item = retarget(from.Raw, o.dstDB, o.dst)
+		} else if item, extra, err = CopyCollectionItem(c, c.Store, from.Raw, keyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
+			c.Fail(err)
+			return
+		}
+		acts := append([]dynastore.TxAction{
+			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.guard()},
+			{Op: dynastore.TxPut, Item: item, Cond: to.guard()},
+		}, extra...)
+		err = c.Store.Transact(c, acts)
+		if err == nil {
+			c.W.Int(1)
+			return
+		}
+		if !onlyConditionsFailed(err) {
+			c.Fail(err)
+			return
+		}
+		if attempt >= maxWriteAttempts {
+			c.Fail(errConflict)
+			return
+		}
+	}
+}
+
+// ---- KEYS, SCAN, RANDOMKEY, DBSIZE ------------------------------------------------
+
+// cmdKeys scans the table for the live keys of the selected database (only
+// those starting with the pattern's literal prefix) and matches them.
+func cmdKeys(c *Ctx) {
+	pat := c.Args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	var keys [][]byte
+	err := scanAll(c, c.Store, keyFilter(c.DB(), globPrefix(pat), c.NowMS()), func(it dynastore.Item) error {
+		pk, _ := it[dynastore.AttrPK].(dynastore.B)
+		if _, key, ok := redisKeyOf(pk); ok && (all || globMatch(pat, key)) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+// Cursor items (pk 'c' + 8-byte id, sk 0x00) hold where a SCAN stopped, so
+// any instance can continue it.
+const (
+	attrCursorPK = "npk"
+	attrCursorSK = "nsk"
+	// cursorLifetime is how long a cursor item is kept (GC only).
+	cursorLifetimeSec = 24 * 3600
+)
+
+// scanOpts is a parsed SCAN.
+type scanOpts struct {
+	cursor   uint64
+	count    int64
+	pattern  []byte
+	typeName string
+	hasType  bool
+}
+
+// parseCursor reads a cursor as Redis does (strtoul on a C string, base 10:
+// an optional sign, a negative value wrapping around; no leading space, no
+// trailing garbage, no overflow).
+func parseCursor(arg []byte) (uint64, bool) {
+	if i := bytes.IndexByte(arg, 0); i >= 0 {
+		arg = arg[:i]
+	}
+	s := string(arg)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+		if s == "" {
+			return 0, false
+		}
+	}
+	if s == "" {
+		return 0, len(arg) == 0
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		u = -u
+	}
+	return u, true
+}
+
+func parseScan(args [][]byte) (scanOpts, string) {
+	o := scanOpts{count: 10}
+	var ok bool
+	if o.cursor, ok = parseCursor(args[0]); !ok {
+		return o, MsgInvalidCursor
+	}
+	for i := 1; i < len(args); {
+		more := len(args) - i
+		switch {
+		case argIs(args[i], "count") && more >= 2:
+			n, ok := string2ll(args[i+1])
+			if !ok {
+				return o, MsgNotInt
+			}
+			if n < 1 {
+				return o, MsgSyntax
+			}
+			o.count = n
+			i += 2
+		case argIs(args[i], "match") && more >= 2:
+			o.pattern = args[i+1]
+			if len(o.pattern) == 1 && o.pattern[0] == '*' {
+				o.pattern = nil
+			}
+			i += 2
+		case argIs(args[i], "type") && more >= 2:
+			o.typeName, o.hasType = asciiLower(cString(args[i+1])), true
+			i += 2
+		default:
+			return o, MsgSyntax
+		}
+	}
+	return o, ""
+}
+
+// scanPageBudget bounds the table pages one SCAN call reads, so a call
+// returns promptly even when most of the table is other databases' keys.
+const scanPageBudget = 8
+
+// cmdScan continues a table scan from the position stored under the cursor,
+// returning the live keys of the selected database met on the way (COUNT
+// bounds the items examined per page, as Redis's COUNT bounds work), and
+// stores the new position under a fresh cursor id.
+func cmdScan(c *Ctx) {
+	o, msg := parseScan(c.Args[1:])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	var after *dynastore.Key
+	if o.cursor != 0 {
+		it, err := c.Store.Get(c, cursorKey(o.cursor))
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		pk, ok1 := it[attrCursorPK].(dynastore.B)
+		sk, ok2 := it[attrCursorSK].(dynastore.B)
+		if !ok1 || !ok2 {
+			c.W.Error(MsgInvalidCursor)
+			return
+		}
+		after = &dynastore.Key{PK: pk, SK: sk}
+	}
+	filter := keyFilter(c.DB(), nil, c.NowMS())
+	if o.hasType {
+		filter = append(filter.(dynastore.And), condType(o.typeName))
+	}
+	limit := o.count
+	if limit > 1000 {
+		limit = 1000
+	}
+	var keys [][]byte
+	var examined int64
+	for pages := 0; pages < scanPageBudget; pages++ {
+		page, err := c.Store.Scan(c, dynastore.Scan{Limit: int(limit), Filter: filter, After: after})
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		for _, it := range page.Items {
+			pk, _ := it[dynastore.AttrPK].(dynastore.B)
+			if _, key, ok := redisKeyOf(pk); ok && (o.pattern == nil || globMatch(o.pattern, key)) {
+				keys = append(keys, key)
+			}
+		}
+		examined += int64(len(page.Items))
+		after = page.Next
+		if after == nil || examined >= o.count {
+			break
+		}
+	}
+	next := "0"
+	if after != nil {
+		id, err := saveCursor(c, *after)
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		next = strconv.FormatUint(id, 10)
+	}
+	c.W.Array(2)
+	c.W.BulkString(next)
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+func cursorKey(id uint64) dynastore.Key {
+	pk := make([]byte, 9)
+	pk[0] = nsCursor
+	binary.BigEndian.PutUint64(pk[1:], id)
+	return dynastore.Key{PK: pk, SK: keyItemSK}
+}
+
+// saveCursor stores a scan position under a new random cursor id (63 bits,
+// non-zero, so clients that parse cursors as signed integers cope too).
+func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
+	for {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("commands: cursor id: %w", err)
+		}
+		id := binary.BigEndian.Uint64(b[:]) >> 1
+		if id == 0 {
+			continue
+		}
+		k := cursorKey(id)
+		_, err := c.Store.Put(c, dynastore.Item{
+			dynastore.AttrPK:  dynastore.B(k.PK),
+			dynastore.AttrSK:  dynastore.B(k.SK),
+			attrCursorPK:      dynastore.B(pos.PK),
+			attrCursorSK:      dynastore.B(pos.SK),
+			dynastore.AttrTTL: nInt(c.NowMS()/1000 + cursorLifetimeSec),
+		}, dynastore.WriteOptions{Cond: dynastore.NotExists{Attr: dynastore.AttrPK}})
+		if _, clash := isCondFailed(err); clash {
+			continue
+		}
+		return id, err
+	}
+}
+
+// cmdRandomKey scans from a random position of the selected database and
+// returns the first live key met, wrapping around once.
+func cmdRandomKey(c *Ctx) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		c.Fail(fmt.Errorf("commands: random position: %w", err))
+		return
+	}
+	filter := keyFilter(c.DB(), nil, c.NowMS())
+	start := &dynastore.Key{PK: append(dbPrefix(c.DB()), b[:]...), SK: keyItemSK}
+	for _, after := range []*dynastore.Key{start, nil} {
+		for {
+			page, err := c.Store.Scan(c, dynastore.Scan{Limit: 100, Filter: filter, After: after})
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			for _, it := range page.Items {
+				pk, _ := it[dynastore.AttrPK].(dynastore.B)
+				if _, key, ok := redisKeyOf(pk); ok {
+					c.W.Bulk(key)
+					return
+				}
+			}
+			if page.Next == nil {
+				break
+			}
+			after = page.Next
+		}
+	}
+	c.W.Nil()
+}
+
+func cmdDBSize(c *Ctx) {
+	var n int64
+	err := scanAll(c, c.Store, keyFilter(c.DB(), nil, c.NowMS()), func(dynastore.Item) error {
+		n++
+		return nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(n)
+}
+
+// ---- FLUSHDB, FLUSHALL -----------------------------------------------------------
+
+// parseFlush accepts Redis's optional SYNC or ASYNC. Both flush before
+// replying: redamo has no background freeing to hand the work to.
+func parseFlush(args [][]byte) bool {
+	return len(args) == 0 || (len(args) == 1 && (argIs(args[0], "sync") || argIs(args[0], "async")))
+}
+
+func cmdFlushDB(c *Ctx) {
+	if !parseFlush(c.Args[1:]) {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	flushPrefix(c, dbPrefix(c.DB()))
+}
+
+func cmdFlushAll(c *Ctx) {
+	if !parseFlush(c.Args[1:]) {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	flushPrefix(c, []byte{nsKey})
+}
+
+// flushWorkers is how many deletes a flush keeps in flight.
+const flushWorkers = 8
+
+// flushPrefix deletes every item whose pk starts with prefix. A table flush
+// cannot be one atomic request; each delete is conditioned on the version
+// the scan saw, so a key written after the scan read it survives, as a write
+// that came after the flush would.
+func flushPrefix(c *Ctx, prefix []byte) {
+	work := make(chan dynastore.Item)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for i := 0; i < flushWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				var cond dynastore.Cond
+				if v, ok := it[attrVer]; ok {
+					cond = dynastore.Compare{Attr: attrVer, Op: dynastore.OpEQ, Val: v}
+				}
+				_, err := c.Store.Delete(c, it.Key(), dynastore.WriteOptions{Cond: cond})
+				if _, changed := isCondFailed(err); err != nil && !changed {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	err := scanAll(c, c.Store, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: prefix}, func(it dynastore.Item) error {
+		mu.Lock()
+		failed := firstErr
+		mu.Unlock()
+		if failed != nil {
+			return failed
+		}
+		work <- it
+		return nil
+	})
+	close(work)
+	wg.Wait()
+	if err == nil {
+		err = firstErr
+	}
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Simple("OK")
+}
+
+// ---- OBJECT ----------------------------------------------------------------------
+
+// objectEncoders gives OBJECT ENCODING for types other than strings; a
+// collection family registers its own, since only it knows its layout.
+var objectEncoders = map[string]func(dynastore.Item) string{}
+
+// sharedIntegers is Redis's OBJ_SHARED_INTEGERS: integer strings below it
+// share one object whose refcount reads as INT_MAX.
+const sharedIntegers = 10000
+
+var objectHelp = []string{
+	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// msgNoIdleTime: redamo keeps no access times (a write per read would double
+// the cost of every read), so it cannot answer OBJECT IDLETIME honestly.
+const msgNoIdleTime = "ERR OBJECT IDLETIME is not supported: redamo does not track key access times"
+
+func objectCommand() *Command {
+	const grp = "generic"
+	sub := func(name string, arity int, flags, cats string, first int, since, summary string, run Handler) *Command {
+		return keyCommand("object|"+name, arity, flags, cats, first, first, stepOf(first > 0), grp, since, summary, "O(1)", run)
+	}
+	parent := keyCommand("object", -2, "", "slow", 0, 0, 0, grp, "2.2.3", "A container for object introspection commands", "Depends on subcommand.", func(c *Ctx) {
+		c.W.Error(ErrUnknownSubcommand("object", string(c.Args[1])))
+	})
+	parent.Subcommands = []*Command{
+		sub("encoding", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Inspect the internal encoding of a Redis object", cmdObjectEncoding),
+		sub("freq", 3, "readonly", "keyspace read slow", 2, "4.0.0", "Get the logarithmic access frequency counter of a Redis object", cmdObjectFreq),
+		sub("help", 2, "loading stale", "keyspace slow", 0, "6.2.0", "Show helpful text about the different subcommands", cmdObjectHelp),
+		sub("idletime", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Get the time since a Redis object was last accessed", cmdObjectIdleTime),
+		sub("refcount", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Get the number of references to the value of the key", cmdObjectRefCount),
+	}
+	return parent
+}
+
+// stepOf is the key step of a subcommand: 1 when it takes a key.
+func stepOf(hasKey bool) int {
+	if hasKey {
+		return 1
+	}
+	return 0
+}
+
+func cmdObjectHelp(c *Ctx) {
+	c.W.Array(len(objectHelp))
+	for _, l := range objectHelp {
+		c.W.Simple(l)
+	}
+}
+
+// objectLookup reads the key OBJECT inspects; false when it already replied.
+func objectLookup(c *Ctx) (keyState, bool) {
+	ks, err := readKey(c, c.Args[2])
+	if err != nil {
+		c.Fail(err)
+		return ks, false
+	}
+	if !ks.Live {
+		c.W.Nil()
+		return ks, false
+	}
+	return ks, true
+}
+
+func cmdObjectEncoding(c *Ctx) {
+	ks, ok := objectLookup(c)
+	if !ok {
+		return
+	}
+	if ks.Type == TypeString {
+		c.W.Bulk([]byte(stringEncoding(ks.Raw)))
+		return
+	}
+	enc, ok := objectEncoders[ks.Type]
+	if !ok {
+		c.W.Error(fmt.Sprintf("ERR OBJECT ENCODING is not supported for keys of type %s", ks.Type))
+		return
+	}
+	c.W.Bulk([]byte(enc(ks.Raw)))
+}
+
+// cmdObjectFreq answers as Redis does under its default maxmemory-policy
+// (noeviction, not an LFU policy): an error for an existing key.
+func cmdObjectFreq(c *Ctx) {
+	if _, ok := objectLookup(c); ok {
+		c.W.Error(MsgLFUNotSelected)
+	}
+}
+
+func cmdObjectIdleTime(c *Ctx) {
+	if _, ok := objectLookup(c); ok {
+		c.W.Error(msgNoIdleTime)
+	}
+}
+
+func cmdObjectRefCount(c *Ctx) {
+	ks, ok := objectLookup(c)
+	if !ok {
+		return
+	}
+	if ks.Type == TypeString && stringEncoding(ks.Raw) == encInt {
+		if v, err := ks.stringValue(); err == nil {
+			if n, ok := string2ll(v); ok && n >= 0 && n < sharedIntegers {
+				c.W.Int(math.MaxInt32)
+				return
+			}
+		}
+	}
+	c.W.Int(1)
+}
+
+// ---- INFO keyspace -----------------------------------------------------------------
 
 // DBKeyspace is one line of INFO's keyspace section.
 type DBKeyspace struct {
@@ -39,4 +1032,38 @@ func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 		}
 	}
 	return out, nil
+}
+
+// ---- small helpers ------------------------------------------------------------------
+
+// cString is an argument as C code sees it: up to its first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// asciiLower lower-cases ASCII letters only, as C's tolower does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			b[i] = ch + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// errorf formats an "ERR ..." reply as Redis's addReplyErrorFormat does:
+// newlines at the ends trimmed, the ones inside turned into spaces, so a
+// client's argument cannot break the protocol.
+func errorf(format string, args ...any) string {
+	b := []byte(strings.Trim(fmt.Sprintf(format, args...), "\r\n"))
+	for i, ch := range b {
+		if ch == '\r' || ch == '\n' {
+			b[i] = ' '
+		}
+	}
+	return "ERR " + string(b)
 }
