@@ -1,0 +1,267 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+type (
+	B    = dynastore.B
+	N    = dynastore.N
+	S    = dynastore.S
+	BS   = dynastore.BS
+	L    = dynastore.L
+	M    = dynastore.M
+	BOOL = dynastore.BOOL
+	NULL = dynastore.NULL
+	Item = dynastore.Item
+)
+
+var basicScenarios = []scenario{
+	{"GetMissing", testGetMissing},
+	{"PutGetEveryType", testPutGetEveryType},
+	{"EmptyBinaryAndStringValues", testEmptyValues},
+	{"PutReplacesWholeItem", testPutReplaces},
+	{"Delete", testDelete},
+	{"ReturnValues", testReturnValues},
+	{"ReturnedItemsAreCopies", testCopies},
+	{"BinaryKeys", testBinaryKeys},
+	{"BatchGet", testBatchGet},
+}
+
+func testGetMissing(t *testing.T, s dynastore.Store) {
+	require.Nil(t, get(t, s, key("nothing")))
+	items, err := s.BatchGet(ctxOf(t), nil)
+	require.NoError(t, err)
+	require.Empty(t, items)
+}
+
+func everyType(k dynastore.Key) Item {
+	return item(k,
+		"b", B{0x00, 0xff, 0x7f, 0x80},
+		"n", N("-12.5"),
+		"s", S("héllo"),
+		"bs", BS{[]byte("x"), {0x00}, {0xff, 0xfe}},
+		"l", L{S("a"), N("1"), L{B("nested")}, M{"k": BOOL(false)}},
+		"m", M{"a": N("1"), "b": S("two"), "c": NULL{}},
+		"t", BOOL(true),
+		"f", BOOL(false),
+		"nul", NULL{},
+	)
+}
+
+func testPutGetEveryType(t *testing.T, s dynastore.Store) {
+	k := key("every\x00type")
+	put(t, s, everyType(k))
+	requireItem(t, everyType(k), get(t, s, k))
+}
+
+func testEmptyValues(t *testing.T, s dynastore.Store) {
+	k := key("empty")
+	put(t, s, item(k, "eb", B{}, "es", S(""), "l", L{B{}}))
+	got := get(t, s, k)
+	require.Contains(t, got, "eb", "an empty binary is a value, not a missing attribute")
+	require.Equal(t, dynastore.KindB, got["eb"].Kind())
+	require.Len(t, got["eb"], 0)
+	require.Equal(t, S(""), got["es"])
+	requireItem(t, item(k, "eb", B{}, "es", S(""), "l", L{B{}}), got)
+
+	// And through an update, compared with a condition.
+	_, err := s.Update(ctxOf(t), k, dynastore.Update{Set: []dynastore.SetAction{{Attr: "eb2", Val: dynastore.Lit{V: B{}}}}},
+		dynastore.WriteOptions{Cond: dynastore.Compare{Attr: "eb", Op: dynastore.OpEQ, Val: B{}}})
+	require.NoError(t, err)
+	_, err = s.Put(ctxOf(t), item(k), dynastore.WriteOptions{Cond: dynastore.SizeCompare{Attr: "eb2", Op: dynastore.OpEQ, Size: 0}})
+	require.NoError(t, err)
+}
+
+func testPutReplaces(t *testing.T, s dynastore.Store) {
+	k := key("replace")
+	put(t, s, item(k, "a", S("1"), "b", S("2")))
+	put(t, s, item(k, "c", S("3")))
+	requireItem(t, item(k, "c", S("3")), get(t, s, k))
+}
+
+func testDelete(t *testing.T, s dynastore.Store) {
+	ctx := ctxOf(t)
+	k := key("del")
+	old, err := s.Delete(ctx, k, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err, "deleting a missing item is not an error")
+	require.Nil(t, old)
+
+	put(t, s, item(k, "v", S("x")))
+	put(t, s, item(key("del", 1), "v", S("y")))
+	_, err = s.Delete(ctx, k, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	require.Nil(t, get(t, s, k))
+	requireItem(t, item(key("del", 1), "v", S("y")), get(t, s, key("del", 1)), "a neighbour survives")
+}
+
+func testReturnValues(t *testing.T, s dynastore.Store) {
+	ctx := ctxOf(t)
+	k := key("rv")
+	v1 := item(k, "a", N("1"), "b", S("x"))
+
+	// PutItem: NONE and ALL_OLD only.
+	got, err := s.Put(ctx, v1, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	require.Nil(t, got, "ALL_OLD of a new item")
+	got, err = s.Put(ctx, v1, dynastore.WriteOptions{Return: dynastore.ReturnNone})
+	require.NoError(t, err)
+	require.Nil(t, got)
+	got, err = s.Put(ctx, item(k, "a", N("2")), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	requireItem(t, v1, got)
+	for _, rv := range []dynastore.ReturnValues{dynastore.ReturnAllNew, dynastore.ReturnUpdatedOld, dynastore.ReturnUpdatedNew} {
+		_, err = s.Put(ctx, v1, dynastore.WriteOptions{Return: rv})
+		require.ErrorIs(t, err, dynastore.ErrInvalid, "PutItem with ReturnValues %d", rv)
+	}
+	requireItem(t, item(k, "a", N("2")), get(t, s, k), "rejected puts wrote nothing")
+
+	// UpdateItem: all five.
+	put(t, s, v1)
+	u := dynastore.Update{
+		Set:    []dynastore.SetAction{{Attr: "a", Val: dynastore.Plus{A: dynastore.Ref{Attr: "a"}, B: dynastore.Lit{V: N("1")}}}, {Attr: "c", Val: dynastore.Lit{V: S("new")}}},
+		Remove: []string{"b", "never"},
+	}
+	for _, c := range []struct {
+		rv   dynastore.ReturnValues
+		want Item
+	}{
+		{dynastore.ReturnNone, nil},
+		{dynastore.ReturnAllOld, item(k, "a", N("1"), "b", S("x"))},
+		{dynastore.ReturnAllNew, item(k, "a", N("2"), "c", S("new"))},
+		{dynastore.ReturnUpdatedOld, Item{"a": N("1"), "b": S("x")}},
+		{dynastore.ReturnUpdatedNew, Item{"a": N("2"), "c": S("new")}},
+	} {
+		put(t, s, v1)
+		got, err := s.Update(ctx, k, u, dynastore.WriteOptions{Return: c.rv})
+		require.NoError(t, err)
+		requireSameItem(t, c.want, got, "UpdateItem ReturnValues %d", c.rv)
+	}
+
+	// UpdateItem creating the item.
+	k2 := key("rv2")
+	got, err = s.Update(ctx, k2, dynastore.Update{Set: []dynastore.SetAction{{Attr: "a", Val: dynastore.Lit{V: N("7")}}}}, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	require.Nil(t, got)
+	_, err = s.Delete(ctx, k2, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	got, err = s.Update(ctx, k2, dynastore.Update{Remove: []string{"zz"}}, dynastore.WriteOptions{Return: dynastore.ReturnUpdatedOld})
+	require.NoError(t, err)
+	require.Nil(t, got, "UPDATED_OLD with nothing updated")
+	got, err = s.Update(ctx, key("rv3"), dynastore.Update{}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
+	require.NoError(t, err)
+	requireItem(t, item(key("rv3")), got, "an empty update creates the bare item")
+
+	// DeleteItem: NONE and ALL_OLD only.
+	put(t, s, v1)
+	for _, rv := range []dynastore.ReturnValues{dynastore.ReturnAllNew, dynastore.ReturnUpdatedOld, dynastore.ReturnUpdatedNew} {
+		_, err = s.Delete(ctx, k, dynastore.WriteOptions{Return: rv})
+		require.ErrorIs(t, err, dynastore.ErrInvalid, "DeleteItem with ReturnValues %d", rv)
+	}
+	require.NotNil(t, get(t, s, k), "rejected deletes deleted nothing")
+	got, err = s.Delete(ctx, k, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	requireItem(t, v1, got)
+	got, err = s.Delete(ctx, k, dynastore.WriteOptions{Return: dynastore.ReturnNone})
+	require.NoError(t, err)
+	require.Nil(t, got)
+}
+
+func testCopies(t *testing.T, s dynastore.Store) {
+	ctx := ctxOf(t)
+	k := key("copy")
+	in := item(k, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")})
+	want := dynastore.CloneItem(in)
+	_, err := s.Put(ctx, in, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	// The caller may reuse what it passed in.
+	in["b"].(B)[0] = 'Z'
+	in["l"].(L)[0].(B)[0] = 'Z'
+	in["bs"].(BS)[0][0] = 'Z'
+	in["extra"] = S("x")
+	requireItem(t, want, get(t, s, k))
+
+	scribble := func(it Item) {
+		if it == nil {
+			return
+		}
+		if b, ok := it["b"].(B); ok && len(b) > 0 {
+			b[0] = 'Q'
+		}
+		if l, ok := it["l"].(L); ok && len(l) > 0 {
+			l[0] = S("changed")
+		}
+		if m, ok := it["m"].(M); ok {
+			m["k"] = S("changed")
+		}
+		it["b2"] = S("added")
+	}
+	scribble(get(t, s, k))
+	items, err := s.BatchGet(ctx, []dynastore.Key{k})
+	require.NoError(t, err)
+	scribble(items[0])
+	page, err := s.Query(ctx, dynastore.Query{PK: k.PK})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	scribble(page.Items[0])
+	sp, err := s.Scan(ctx, dynastore.Scan{})
+	require.NoError(t, err)
+	require.Len(t, sp.Items, 1)
+	scribble(sp.Items[0])
+	old, err := s.Put(ctx, want, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	scribble(old)
+	nw, err := s.Update(ctx, k, dynastore.Update{}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
+	require.NoError(t, err)
+	scribble(nw)
+	requireItem(t, want, get(t, s, k), "returned items are the caller's to change")
+}
+
+func testBinaryKeys(t *testing.T, s dynastore.Store) {
+	ctx := ctxOf(t)
+	pks := []string{"\x00", "\x00\x00", "\x00\xff", "\xff", "\xff\x00", "\xff\xff", "a\x00b", "a"}
+	for i, pk := range pks {
+		put(t, s, item(dynastore.Key{PK: []byte(pk), SK: []byte{0xff, 0x00}}, "i", N(itoa(i))))
+	}
+	for i, pk := range pks {
+		k := dynastore.Key{PK: []byte(pk), SK: []byte{0xff, 0x00}}
+		requireItem(t, item(k, "i", N(itoa(i))), get(t, s, k), "pk %q", pk)
+		require.Nil(t, get(t, s, dynastore.Key{PK: []byte(pk), SK: []byte{0xff}}), "sk prefix is another key")
+		page, err := s.Query(ctx, dynastore.Query{PK: []byte(pk)})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1, "partition %q holds only its own item", pk)
+	}
+}
+
+func testBatchGet(t *testing.T, s dynastore.Store) {
+	ctx := ctxOf(t)
+	var keys []dynastore.Key
+	var want []Item
+	var items []Item
+	for i := range 250 {
+		k := key("bg"+itoa(i/10), byte(i%10))
+		keys = append(keys, k)
+		if i%5 == 3 {
+			want = append(want, nil) // missing
+			continue
+		}
+		it := item(k, "i", N(itoa(i)))
+		items = append(items, it)
+		want = append(want, it)
+	}
+	putAll(t, s, items)
+	// A repeated key is answered at each of its positions.
+	keys = append(keys, keys[0], keys[3])
+	want = append(want, want[0], nil)
+
+	got, err := s.BatchGet(ctx, keys)
+	require.NoError(t, err)
+	require.Len(t, got, len(keys))
+	for i := range keys {
+		requireItem(t, want[i], got[i], "position %d", i)
+	}
+}
