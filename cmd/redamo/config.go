@@ -1,0 +1,185 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Store names accepted by --store.
+const (
+	storeMemory   = "memory"
+	storeDynamoDB = "dynamodb"
+)
+
+// Redis's own bounds for proto-max-bulk-len: 512 MB by default, at least 1 MB.
+const (
+	defaultProtoMaxBulkLen = 512 << 20
+	minProtoMaxBulkLen     = 1 << 20
+)
+
+// config is the process configuration, from flags and REDAMO_* variables.
+type config struct {
+	Addr            string
+	RequirePass     string
+	Store           string
+	Table           string
+	Region          string
+	Endpoint        string
+	CreateTable     bool
+	MetricsAddr     string
+	TLSCert         string
+	TLSKey          string
+	ProtoMaxBulkLen int64
+	ShowVersion     bool
+}
+
+// option describes one flag and its environment variable.
+type option struct {
+	flag, env, usage string
+	// dynamoOnly options make no sense with the memory store: giving one
+	// there is an error rather than a setting silently ignored.
+	dynamoOnly bool
+	define     func(fs *flag.FlagSet, name, usage string)
+}
+
+// sizeValue is a flag.Value for byte sizes written as Redis writes them in
+// redis.conf: 1048576, 512mb, 1gb, 64k.
+type sizeValue int64
+
+func (s *sizeValue) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeValue) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeValue(n)
+	return nil
+}
+
+// parseSize parses a byte count with Redis's unit suffixes (k, kb, m, mb, g,
+// gb; k is 1000 and kb 1024, as in redis.conf).
+func parseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	units := []struct {
+		suffix string
+		mul    int64
+	}{
+		{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30},
+		{"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000},
+		{"b", 1},
+	}
+	mul := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return 0, fmt.Errorf("%q is not a size in bytes (e.g. 1048576, 512mb)", v)
+	}
+	return n * mul, nil
+}
+
+// parseConfig reads flags from args and REDAMO_* variables from getenv; a
+// flag on the command line wins over its variable. usageOut receives -help.
+func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
+	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen}
+	fs := flag.NewFlagSet("redamo", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+
+	bulk := sizeValue(c.ProtoMaxBulkLen)
+	str := func(p *string, def string) func(*flag.FlagSet, string, string) {
+		return func(fs *flag.FlagSet, name, usage string) { fs.StringVar(p, name, def, usage) }
+	}
+	opts := []option{
+		{"addr", "REDAMO_ADDR", "listen address (host:port)", false,
+			str(&c.Addr, "127.0.0.1:6379")},
+		{"requirepass", "REDAMO_REQUIREPASS", "password clients must AUTH with (empty: none)", false,
+			str(&c.RequirePass, "")},
+		{"store", "REDAMO_STORE", "where data lives: memory (embedded, not persisted) or dynamodb", false,
+			str(&c.Store, storeMemory)},
+		{"table", "REDAMO_TABLE", "DynamoDB table name", true,
+			str(&c.Table, "redamo")},
+		{"region", "REDAMO_REGION", "AWS region (empty: the SDK's default chain, e.g. AWS_REGION)", true,
+			str(&c.Region, "")},
+		{"endpoint", "REDAMO_ENDPOINT", "DynamoDB endpoint URL, e.g. http://127.0.0.1:8000 for DynamoDB Local (empty: AWS)", true,
+			str(&c.Endpoint, "")},
+		{"create-table", "REDAMO_CREATE_TABLE", "create the table (pk/sk binary, on-demand, TTL on ttl) if it does not exist", true,
+			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.CreateTable, name, false, usage) }},
+		{"metrics-addr", "REDAMO_METRICS_ADDR", "address serving Prometheus /metrics (empty: off)", false,
+			str(&c.MetricsAddr, "")},
+		{"tls-cert", "REDAMO_TLS_CERT", "PEM certificate file; with --tls-key, clients must connect with TLS", false,
+			str(&c.TLSCert, "")},
+		{"tls-key", "REDAMO_TLS_KEY", "PEM private key file for --tls-cert", false,
+			str(&c.TLSKey, "")},
+		{"proto-max-bulk-len", "REDAMO_PROTO_MAX_BULK_LEN", "largest bulk string accepted, in bytes (units: kb, mb, gb)", false,
+			func(fs *flag.FlagSet, name, usage string) { fs.Var(&bulk, name, usage) }},
+	}
+	for _, o := range opts {
+		o.define(fs, o.flag, fmt.Sprintf("%s (env %s)", o.usage, o.env))
+	}
+	fs.BoolVar(&c.ShowVersion, "version", false, "print the version and exit")
+
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q (all settings are flags, see -help)", fs.Arg(0))
+	}
+	// given maps each flag that was set to where it came from, for messages.
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = "--" + f.Name })
+	for _, o := range opts {
+		v := getenv(o.env)
+		if _, onCommandLine := given[o.flag]; onCommandLine || v == "" {
+			continue
+		}
+		if err := fs.Set(o.flag, v); err != nil {
+			return config{}, fmt.Errorf("%s=%q: %w", o.env, v, err)
+		}
+		given[o.flag] = o.env
+	}
+	c.ProtoMaxBulkLen = int64(bulk)
+
+	if c.ShowVersion {
+		return c, nil
+	}
+	return c, c.validate(opts, given)
+}
+
+func (c config) validate(opts []option, given map[string]string) error {
+	switch c.Store {
+	case storeMemory:
+		for _, o := range opts {
+			if src, ok := given[o.flag]; ok && o.dynamoOnly {
+				return fmt.Errorf("%s applies only to --store %s (the store is %s)", src, storeDynamoDB, storeMemory)
+			}
+		}
+	case storeDynamoDB:
+		if c.Table == "" {
+			return errors.New("--table must not be empty")
+		}
+	default:
+		return fmt.Errorf("--store %q: must be %s or %s", c.Store, storeMemory, storeDynamoDB)
+	}
+	if c.Addr == "" {
+		return errors.New("--addr must not be empty")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	if c.ProtoMaxBulkLen < minProtoMaxBulkLen {
+		return fmt.Errorf("--proto-max-bulk-len %d: must be at least %d (1mb), as in Redis", c.ProtoMaxBulkLen, minProtoMaxBulkLen)
+	}
+	return nil
+}
+
+// tls reports whether clients are served over TLS.
+func (c config) tls() bool { return c.TLSCert != "" && c.TLSKey != "" }

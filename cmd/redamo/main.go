@@ -1,0 +1,281 @@
+// Command redamo is a Redis-protocol server whose data lives in Amazon
+// DynamoDB (--store dynamodb) or, by default, in an embedded in-memory store.
+//
+// Every setting is a flag with a REDAMO_* environment variable (see -help);
+// AWS credentials come from the SDK's default chain. SIGINT or SIGTERM stops
+// it gracefully: no new connections, commands in flight finish, exit 0.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/metrics"
+	"github.com/redamo/redamo/resp"
+)
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+// shutdownGrace is how long a shutdown waits for commands in flight (a
+// blocking command may wait longer; it is then cancelled).
+const shutdownGrace = 5 * time.Second
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, "redamo:", err)
+		return 2
+	}
+	if cfg.ShowVersion {
+		fmt.Fprintf(stdout, "redamo %s (Redis %s protocol)\n", version, commands.Version)
+		return 0
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, logger); err != nil {
+		logger.Error("redamo stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// run serves until ctx is done (a signal), then shuts down gracefully.
+func run(ctx context.Context, cfg config, logger *slog.Logger) error {
+	a, err := start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "grace", shutdownGrace)
+	case serveErr = <-a.errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	return errors.Join(serveErr, a.shutdown(sctx))
+}
+
+// app is one running redamo: the protocol server, its store and, when
+// configured, the metrics endpoint.
+type app struct {
+	log        *slog.Logger
+	srv        *commands.Server
+	resp       *resp.Server
+	ln         net.Listener
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	closeStore func() error
+	// errc receives the first serving error (the listeners failing).
+	errc chan error
+}
+
+// start builds the store and servers and starts serving in the background.
+func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err error) {
+	a = &app{log: logger, errc: make(chan error, 2), closeStore: func() error { return nil }}
+	defer func() {
+		if err != nil {
+			a.closeAll()
+		}
+	}()
+
+	stats := dynastore.NewStats()
+	table := commands.NewTable()
+	var m *metrics.Metrics
+	observer := dynastore.Observers{stats}
+	if cfg.MetricsAddr != "" {
+		m = metrics.New(metrics.Options{KnownCommand: knownCommand(table)})
+		observer = append(observer, m)
+	}
+
+	store, err := openStore(ctx, cfg, observer, logger)
+	if err != nil {
+		return a, err
+	}
+	if c, ok := store.(io.Closer); ok {
+		a.closeStore = c.Close
+	}
+
+	ln, err := listen(cfg)
+	if err != nil {
+		return a, err
+	}
+	a.ln = ln
+	if m != nil {
+		if a.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return a, fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		a.metricsSrv = m.NewHTTPServer(cfg.MetricsAddr)
+	}
+
+	a.srv = &commands.Server{
+		Store: store,
+		Stats: stats,
+		Table: table,
+		Clock: time.Now,
+		Config: commands.Config{
+			Addr:            ln.Addr().String(),
+			RequirePass:     cfg.RequirePass,
+			StoreName:       cfg.Store,
+			Region:          cfg.Region,
+			Endpoint:        cfg.Endpoint,
+			ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
+			RedamoVersion:   version,
+		},
+	}
+	if cfg.Store == storeDynamoDB {
+		a.srv.Config.TableName = cfg.Table
+	}
+	opts := resp.Options{
+		Logf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) },
+	}
+	if m != nil {
+		opts.OnCommand, opts.OnConn = m.OnCommand, m.OnConn
+	}
+	a.resp = resp.New(a.srv, opts)
+
+	go func() {
+		if err := a.resp.Serve(ln); err != nil {
+			a.errc <- fmt.Errorf("serving %s: %w", ln.Addr(), err)
+		}
+	}()
+	if a.metricsSrv != nil {
+		go func() {
+			if err := a.metricsSrv.Serve(a.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.errc <- fmt.Errorf("serving metrics on %s: %w", a.metricsLn.Addr(), err)
+			}
+		}()
+	}
+
+	attrs := []any{"version", version, "addr", ln.Addr().String(), "tls", cfg.tls(), "store", cfg.Store}
+	if cfg.Store == storeDynamoDB {
+		attrs = append(attrs, "table", cfg.Table,
+			"region", orDefault(cfg.Region, "(SDK default)"),
+			"endpoint", orDefault(cfg.Endpoint, "(AWS)"))
+	}
+	if a.metricsLn != nil {
+		attrs = append(attrs, "metrics", "http://"+a.metricsLn.Addr().String()+"/metrics")
+	}
+	logger.Info("redamo ready", attrs...)
+	return a, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// openStore builds the configured store; its requests go to observer.
+func openStore(ctx context.Context, cfg config, observer dynastore.Observer, logger *slog.Logger) (dynastore.Store, error) {
+	switch cfg.Store {
+	case storeMemory:
+		return memory.New(memory.Options{Observer: observer}), nil
+	case storeDynamoDB:
+		s, err := dynamo.New(ctx, dynamo.Config{
+			Table:       cfg.Table,
+			Region:      cfg.Region,
+			Endpoint:    cfg.Endpoint,
+			CreateTable: cfg.CreateTable,
+			Observer:    observer,
+			Logger:      logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening DynamoDB table %s: %w", cfg.Table, err)
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("unknown store %q", cfg.Store)
+	}
+}
+
+// listen opens the client listener, wrapped in TLS when a certificate is
+// configured.
+func listen(cfg config) (net.Listener, error) {
+	var tlsConf *tls.Config
+	if cfg.tls() {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("loading TLS certificate: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
+	return ln, nil
+}
+
+// knownCommand tells the metrics which names are commands ("get",
+// "client|list"), so nothing else can create a metrics series.
+func knownCommand(t *commands.Table) func(string) bool {
+	return func(name string) bool {
+		parent, sub, isSub := strings.Cut(name, "|")
+		c := t.Lookup(parent)
+		if c == nil {
+			return false
+		}
+		return !isSub || c.Subcommand([]byte(sub)) != nil
+	}
+}
+
+// shutdown stops accepting, lets commands in flight finish (until ctx
+// ends), then closes the metrics endpoint and the store.
+func (a *app) shutdown(ctx context.Context) error {
+	var errs []error
+	if a.resp != nil {
+		if err := a.resp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the server: %w", err))
+		}
+	}
+	if a.metricsSrv != nil {
+		if err := a.metricsSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the metrics server: %w", err))
+		}
+	}
+	if err := a.closeStore(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the store: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// closeAll releases what a failed start had opened.
+func (a *app) closeAll() {
+	if a.ln != nil {
+		a.ln.Close()
+	}
+	if a.metricsLn != nil {
+		a.metricsLn.Close()
+	}
+	_ = a.closeStore()
+}
