@@ -91,6 +91,55 @@ type Command struct {
 	// Subcommands, for container commands such as CLIENT and CONFIG.
 	Subcommands []*Command
 	Run         Handler
+
+	// Optional metadata, reported by COMMAND INFO and COMMAND DOCS exactly
+	// as Redis does when set. Tips are the command tips
+	// ("nondeterministic_output", "request_policy:all_shards"). KeySpecs
+	// left empty on a command with FirstKey > 0 are derived from
+	// FirstKey/LastKey/Step (flags then unknown). History is (version,
+	// change) pairs; Args the argument tree.
+	Tips     []string
+	KeySpecs []KeySpec
+	History  [][2]string
+	Args     []Arg
+}
+
+// KeySpec is one key specification of COMMAND INFO: where the search for
+// keys begins (an argument Index, or after Keyword searched from
+// StartFrom) and how keys are found from there (a range, or a count at
+// KeyNumIdx when KeyNum is set).
+type KeySpec struct {
+	Notes string
+	// Flags such as "RO", "RW", "OW", "RM", "access", "update", "insert",
+	// "delete", "not_key", "incomplete", "variable_flags".
+	Flags []string
+
+	Index     int
+	Keyword   string
+	StartFrom int
+
+	// Range: LastKey (relative to the first key; -1 the last argument),
+	// KeyStep and Limit. KeyNum: KeyNumIdx, FirstKey and KeyStep.
+	KeyNum    bool
+	LastKey   int
+	KeyStep   int
+	Limit     int
+	KeyNumIdx int
+	FirstKey  int
+}
+
+// Arg is one argument of COMMAND DOCS. Type is "string", "integer",
+// "double", "key", "pattern", "unix-time", "pure-token", "oneof" or
+// "block" (the last two have Args). KeySpecIndex is meaningful for "key"
+// arguments only. Flags: "optional", "multiple", "multiple_token".
+type Arg struct {
+	Name, Type      string
+	KeySpecIndex    int
+	Token, Summary  string
+	Since           string
+	DeprecatedSince string
+	Flags           []string
+	Args            []Arg
 }
 
 // HasFlag reports whether the command has flag f.
@@ -202,7 +251,9 @@ type Conn struct {
 	ID        int64
 	Addr      string
 	LocalAddr string
-	Created   time.Time
+	// FD is the socket's file descriptor (CLIENT LIST), -1 if unknown.
+	FD      int
+	Created time.Time
 
 	// DB is the selected database, 0..NumDBs-1.
 	DB int
@@ -217,6 +268,24 @@ type Conn struct {
 	name, libName, libVer string
 	lastCmd               string
 	lastActive            time.Time
+	// pubDB and pubProto are DB and Proto as last published for other
+	// connections' CLIENT LIST (DB and Proto themselves are owner-only).
+	pubDB, pubProto int
+}
+
+// Publish makes DB and Proto visible to other connections (CLIENT LIST); the
+// server calls it after every command of this connection.
+func (cn *Conn) Publish() {
+	cn.mu.Lock()
+	cn.pubDB, cn.pubProto = cn.DB, cn.Proto
+	cn.mu.Unlock()
+}
+
+// Published returns DB and Proto as of the connection's last Publish.
+func (cn *Conn) Published() (db, proto int) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.pubDB, cn.pubProto
 }
 
 // SetName sets the client name (CLIENT SETNAME, HELLO SETNAME).

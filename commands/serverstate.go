@@ -1,6 +1,10 @@
 package commands
 
 import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -22,6 +26,315 @@ type Server struct {
 	Config  Config
 	Clients Clients
 	Started time.Time
+
+	// Commands holds the per-command statistics of INFO commandstats.
+	Commands *CommandStats
+	// Net counts the process's connections and network traffic (INFO stats).
+	Net NetStats
+	// OnCommand, when set, is told about every executed command (Prometheus
+	// metrics hang here); rejected commands (unknown, arity, NOAUTH) are not
+	// reported to it.
+	OnCommand func(name string, d time.Duration, failed bool)
+
+	// Settings CONFIG SET may change while the server runs; zero means "as in
+	// Config".
+	requirePass atomic.Pointer[string]
+	maxBulkLen  atomic.Int64
+}
+
+// DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
+const DefaultProtoMaxBulkLen = 512 * 1024 * 1024
+
+// RequirePass returns the password clients must AUTH with, "" for none:
+// Config.RequirePass unless CONFIG SET changed it.
+func (s *Server) RequirePass() string {
+	if p := s.requirePass.Load(); p != nil {
+		return *p
+	}
+	return s.Config.RequirePass
+}
+
+// SetRequirePass changes the password for the following AUTH and HELLO
+// commands. Like Redis, connections that are already authenticated stay so.
+func (s *Server) SetRequirePass(p string) { s.requirePass.Store(&p) }
+
+// ProtoMaxBulkLen returns the largest bulk string a client may send.
+func (s *Server) ProtoMaxBulkLen() int64 {
+	if n := s.maxBulkLen.Load(); n > 0 {
+		return n
+	}
+	if s.Config.ProtoMaxBulkLen > 0 {
+		return s.Config.ProtoMaxBulkLen
+	}
+	return DefaultProtoMaxBulkLen
+}
+
+// SetProtoMaxBulkLen changes the bulk length limit for the following requests.
+func (s *Server) SetProtoMaxBulkLen(n int64) { s.maxBulkLen.Store(n) }
+
+// AuthRequired reports whether connection cn must authenticate before running
+// commands that are not flagged no_auth.
+func (s *Server) AuthRequired(cn *Conn) bool {
+	return !cn.Authed && s.RequirePass() != ""
+}
+
+// Resolve finds the command args names, descending into a container
+// command's subcommand, and checks its arity. On failure it returns the
+// command (nil when unknown) and Redis's error reply for it; a rejected
+// command is counted in its statistics by the caller.
+func (t *Table) Resolve(args [][]byte) (cmd *Command, errMsg string) {
+	if len(args) == 0 {
+		return nil, ErrUnknownCommand("", nil)
+	}
+	cmd = t.lookupBytes(args[0])
+	if cmd == nil {
+		return nil, ErrUnknownCommand(string(args[0]), args[1:])
+	}
+	if len(cmd.Subcommands) > 0 && len(args) >= 2 {
+		sub := cmd.Subcommand(args[1])
+		if sub == nil {
+			return nil, ErrUnknownSubcommand(cmd.Name, string(args[1]))
+		}
+		cmd = sub
+	}
+	if !cmd.ArityOK(len(args)) {
+		return cmd, ErrWrongArgs(cmd.Name)
+	}
+	return cmd, ""
+}
+
+// lookupBytes is Lookup without allocating for names already in lower case.
+func (t *Table) lookupBytes(name []byte) *Command {
+	if c, ok := t.cmds[string(name)]; ok {
+		return c
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return t.cmds[strings.ToLower(string(name))]
+	}
+	low := buf[:len(name)]
+	for i, b := range name {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		low[i] = b
+	}
+	return t.cmds[string(low)]
+}
+
+// Subcommand finds a container command's subcommand by its name alone
+// ("list" for "client|list"), case-insensitively.
+func (c *Command) Subcommand(name []byte) *Command {
+	for _, sub := range c.Subcommands {
+		short := sub.Name[strings.IndexByte(sub.Name, '|')+1:]
+		if strings.EqualFold(short, string(name)) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// Run executes a resolved command on c and records it in the command
+// statistics and the OnCommand hook. The label for store accounting must
+// already be on c's context (dynastore.WithLabel).
+func (s *Server) Run(c *Ctx, cmd *Command) {
+	errs, counting := c.W.(errorCounter)
+	before := 0
+	if counting {
+		before = errs.Errors()
+	}
+	start := time.Now()
+	cmd.Run(c)
+	d := time.Since(start)
+	failed := counting && errs.Errors() > before
+	if s.Commands != nil {
+		s.Commands.Record(cmd.Name, d, failed)
+	}
+	if s.OnCommand != nil {
+		s.OnCommand(cmd.Name, d, failed)
+	}
+}
+
+// errorCounter is implemented by writers that count the error replies they
+// wrote, so Run can tell a failed call (INFO commandstats failed_calls).
+type errorCounter interface {
+	Errors() int
+}
+
+// CommandStats counts calls per command, as INFO commandstats reports them.
+// It is safe for concurrent use; the hot path takes no lock once a command
+// has been seen.
+type CommandStats struct {
+	rows sync.Map // name -> *cmdRow
+	ops  rateSampler
+}
+
+type cmdRow struct {
+	calls, nanos, rejected, failed atomic.Int64
+}
+
+// CommandStat is one command's totals.
+type CommandStat struct {
+	Name                          string
+	Calls, Usec, Rejected, Failed int64
+}
+
+// NewCommandStats returns empty statistics.
+func NewCommandStats() *CommandStats { return &CommandStats{} }
+
+func (cs *CommandStats) row(name string) *cmdRow {
+	if r, ok := cs.rows.Load(name); ok {
+		return r.(*cmdRow)
+	}
+	r, _ := cs.rows.LoadOrStore(name, &cmdRow{})
+	return r.(*cmdRow)
+}
+
+// Record counts one executed call of name that took d.
+func (cs *CommandStats) Record(name string, d time.Duration, failed bool) {
+	r := cs.row(name)
+	r.calls.Add(1)
+	r.nanos.Add(int64(d))
+	if failed {
+		r.failed.Add(1)
+	}
+	cs.ops.total.Add(1)
+}
+
+// Reject counts one call of name refused before it ran (arity, NOAUTH).
+func (cs *CommandStats) Reject(name string) {
+	cs.row(name).rejected.Add(1)
+}
+
+// Snapshot returns every command that was called, rejected or failed, by name.
+func (cs *CommandStats) Snapshot() []CommandStat {
+	var out []CommandStat
+	cs.rows.Range(func(k, v any) bool {
+		r := v.(*cmdRow)
+		st := CommandStat{
+			Name:     k.(string),
+			Calls:    r.calls.Load(),
+			Usec:     r.nanos.Load() / int64(time.Microsecond),
+			Rejected: r.rejected.Load(),
+			Failed:   r.failed.Load(),
+		}
+		if st.Calls != 0 || st.Rejected != 0 || st.Failed != 0 {
+			out = append(out, st)
+		}
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Processed returns the number of commands executed since the start (or the
+// last Reset): INFO's total_commands_processed.
+func (cs *CommandStats) Processed() int64 { return cs.ops.total.Load() }
+
+// OpsPerSec returns the recent command rate (INFO instantaneous_ops_per_sec).
+func (cs *CommandStats) OpsPerSec() float64 { return cs.ops.rate() }
+
+// Sample records the command rate; the server calls it every 100 ms, as
+// Redis's serverCron samples its instantaneous metrics.
+func (cs *CommandStats) Sample(now time.Time) { cs.ops.sample(now) }
+
+// Reset zeroes every counter (CONFIG RESETSTAT).
+func (cs *CommandStats) Reset() {
+	cs.rows.Range(func(_, v any) bool {
+		r := v.(*cmdRow)
+		r.calls.Store(0)
+		r.nanos.Store(0)
+		r.rejected.Store(0)
+		r.failed.Store(0)
+		return true
+	})
+	cs.ops.reset()
+}
+
+// NetStats counts connections and bytes for INFO clients and stats.
+type NetStats struct {
+	// Connections is total_connections_received.
+	Connections atomic.Int64
+	// In and Out count bytes read from and written to clients.
+	in, out rateSampler
+	// ProtocolErrors counts connections closed for malformed requests.
+	ProtocolErrors atomic.Int64
+}
+
+// AddIn counts n bytes read from a client.
+func (n *NetStats) AddIn(b int) { n.in.total.Add(int64(b)) }
+
+// AddOut counts n bytes written to a client.
+func (n *NetStats) AddOut(b int) { n.out.total.Add(int64(b)) }
+
+// In returns the total bytes read from clients.
+func (n *NetStats) In() int64 { return n.in.total.Load() }
+
+// Out returns the total bytes written to clients.
+func (n *NetStats) Out() int64 { return n.out.total.Load() }
+
+// InKbps and OutKbps are the recent traffic rates in KB/s.
+func (n *NetStats) InKbps() float64 { return n.in.rate() / 1024 }
+
+// OutKbps is the recent output rate in KB/s.
+func (n *NetStats) OutKbps() float64 { return n.out.rate() / 1024 }
+
+// Sample records the traffic rates (every 100 ms, like CommandStats.Sample).
+func (n *NetStats) Sample(now time.Time) {
+	n.in.sample(now)
+	n.out.sample(now)
+}
+
+// Reset zeroes the counters (CONFIG RESETSTAT).
+func (n *NetStats) Reset() {
+	n.Connections.Store(0)
+	n.ProtocolErrors.Store(0)
+	n.in.reset()
+	n.out.reset()
+}
+
+// rateSampler turns a growing total into a recent per-second rate: the mean
+// of the last 16 samples, as Redis computes its instantaneous_* metrics.
+type rateSampler struct {
+	total atomic.Int64
+
+	mu        sync.Mutex
+	lastTime  time.Time
+	lastTotal int64
+	samples   [16]float64
+	idx       int
+}
+
+func (r *rateSampler) sample(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.total.Load()
+	if !r.lastTime.IsZero() {
+		if dt := now.Sub(r.lastTime).Seconds(); dt > 0 {
+			r.samples[r.idx] = float64(t-r.lastTotal) / dt
+			r.idx = (r.idx + 1) % len(r.samples)
+		}
+	}
+	r.lastTime, r.lastTotal = now, t
+}
+
+func (r *rateSampler) rate() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sum float64
+	for _, s := range r.samples {
+		sum += s
+	}
+	return sum / float64(len(r.samples))
+}
+
+func (r *rateSampler) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total.Store(0)
+	r.lastTime, r.lastTotal = time.Time{}, 0
+	r.samples = [16]float64{}
+	r.idx = 0
 }
 
 // Config is the part of the process configuration commands can see.

@@ -1,0 +1,138 @@
+// Package testserver runs redamo's RESP server in-process for tests: on a
+// free 127.0.0.1 port, around a given store, closed when the test ends. It
+// also hands out the storage backends a server test should run on (Stores):
+// the memory store always, and a fresh DynamoDB Local table when
+// REDAMO_TEST_DYNAMODB_ENDPOINT is set.
+package testserver
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/resp"
+)
+
+// Server is a running redamo server.
+type Server struct {
+	// Addr is host:port to connect to.
+	Addr string
+	// Stats counts the store's requests per command and operation, when the
+	// store reports to it (see WithStats and Backend).
+	Stats *dynastore.Stats
+	// Srv is the shared server state (config, command table, clients).
+	Srv *commands.Server
+	// RESP is the protocol server.
+	RESP *resp.Server
+
+	mu   sync.Mutex
+	logs []string
+}
+
+type config struct {
+	stats   *dynastore.Stats
+	cfg     commands.Config
+	clock   func() time.Time
+	respOpt resp.Options
+}
+
+// Option configures Start.
+type Option func(*config)
+
+// WithStats names the Stats the store reports to, so tests can read
+// per-command request counts through Server.Stats.
+func WithStats(st *dynastore.Stats) Option { return func(c *config) { c.stats = st } }
+
+// WithRequirePass sets requirepass.
+func WithRequirePass(p string) Option { return func(c *config) { c.cfg.RequirePass = p } }
+
+// WithConfig changes the server configuration before start.
+func WithConfig(f func(*commands.Config)) Option { return func(c *config) { f(&c.cfg) } }
+
+// WithClock replaces the server's clock (expiry tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// WithOptions sets the resp server options (hooks).
+func WithOptions(o resp.Options) Option { return func(c *config) { c.respOpt = o } }
+
+// Start serves store on a free 127.0.0.1 port until the test ends. The
+// server's log lines (handler panics and the like) fail the test.
+func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
+	t.Helper()
+	require.NotNil(t, store, "testserver.Start needs a store (see Stores)")
+	cfg := config{cfg: commands.Config{StoreName: "test", TableName: t.Name()}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.stats == nil {
+		cfg.stats = dynastore.NewStats()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.cfg.Addr = ln.Addr().String()
+
+	s := &Server{Addr: ln.Addr().String(), Stats: cfg.stats}
+	s.Srv = &commands.Server{
+		Store:   store,
+		Stats:   cfg.stats,
+		Table:   commands.NewTable(),
+		Clock:   cfg.clock,
+		Config:  cfg.cfg,
+		Started: time.Now(),
+	}
+	ropt := cfg.respOpt
+	userLog := ropt.Logf
+	ropt.Logf = func(format string, args ...any) {
+		if userLog != nil {
+			userLog(format, args...)
+		}
+		s.mu.Lock()
+		s.logs = append(s.logs, format)
+		s.mu.Unlock()
+		t.Errorf("redamo logged: "+format, args...)
+	}
+	s.RESP = resp.New(s.Srv, ropt)
+
+	done := make(chan error, 1)
+	go func() { done <- s.RESP.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.RESP.Shutdown(ctx); err != nil {
+			t.Errorf("testserver: shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("testserver: serve: %v", err)
+		}
+	})
+	return s
+}
+
+// Client returns a go-redis client for the server (its default options:
+// RESP3 through HELLO 3), closed when the test ends.
+func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	o := &redis.Options{Addr: s.Addr, MaxRetries: -1}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Dial opens a raw TCP connection to the server, closed when the test ends.
+func (s *Server) Dial(t testing.TB) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
