@@ -90,10 +90,11 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
 	case errors.As(err, &re) && re.HTTPStatusCode() >= 500:
 		return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
-	case errors.As(err, &re):
+	case errors.As(err, &re) && re.HTTPStatusCode() != 0:
 		return failure{err: err, class: classFinal}
 	}
-	// No response: the attempt timed out or the connection failed.
+	// No response (the SDK reports status 0): the attempt timed out or the
+	// connection failed.
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}

@@ -7,6 +7,7 @@ package dynamotest
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func Endpoint(t testing.TB) string {
 func NewStore(t testing.TB, cfg dynamo.Config) *dynamo.Store {
 	t.Helper()
 	cfg.Endpoint = Endpoint(t)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := dynamo.NewTemp(ctx, cfg)
