@@ -258,11 +258,12 @@ func testQueryPageSize(t *testing.T, s dynastore.Store) {
 		require.Len(t, page.Items, 2)
 		require.Nil(t, page.Next)
 
-		// Filtered-out items count towards the 1 MB as well.
-		page, err = s.Query(ctxOf(t), dynastore.Query{PK: pk, Reverse: rev, Filter: dynastore.Exists{Attr: "nothing"}})
-		require.NoError(t, err)
-		require.Empty(t, page.Items)
-		require.NotNil(t, page.Next)
+		// A filter that drops everything still pages to the end. (DynamoDB
+		// counts filtered-out items towards the 1 MB, DynamoDB Local does
+		// not, so the page count is not checked here; the memory backend's
+		// own tests check the service's rule.)
+		got := queryAll(t, s, dynastore.Query{PK: pk, Reverse: rev, Filter: dynastore.Exists{Attr: "nothing"}})
+		require.Empty(t, got)
 	}
 }
 
