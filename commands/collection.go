@@ -1139,6 +1139,12 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		return nil, nil, 0, nil
 	}
 	if !cl.large() {
+		if cursor != 0 && cl.typ == TypeSet && !cl.intsetLike() {
+			// Redis 7.0 keeps such a set in a hash table, where a cursor
+			// it never handed out (it returns 0 for small sets) lands past
+			// the end: an empty last page.
+			return nil, nil, 0, nil
+		}
 		var ms [][]byte
 		var vs []dynastore.Value
 		err := cl.each(func(m []byte, v dynastore.Value) error {
@@ -1186,6 +1192,16 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		return nil, nil, 0, err
 	}
 	return ms, vs, next, nil
+}
+
+// intsetLike reports whether Redis would keep this inline set as an intset.
+func (cl *collection) intsetLike() bool {
+	for m := range cl.inline {
+		if _, ok := string2ll([]byte(m)); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // scanCursorKey is where a collection scan cursor's position is kept.

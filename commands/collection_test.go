@@ -1,0 +1,591 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/internal/testserver"
+)
+
+// collBackend is one store a collection test runs on.
+type collBackend struct {
+	name  string
+	store dynastore.Store
+	stats *dynastore.Stats
+	// big is the collection size the size tests use on this backend.
+	big int
+}
+
+// collBackends returns a fresh memory store, and a fresh DynamoDB Local
+// table when one is configured (see dynamotest).
+func collBackends(t *testing.T) []collBackend {
+	t.Helper()
+	mst := dynastore.NewStats()
+	out := []collBackend{{name: "memory", store: memory.New(memory.Options{Observer: mst}), stats: mst, big: 100_000}}
+	if testingDynamo() {
+		dst := dynastore.NewStats()
+		out = append(out, collBackend{name: "dynamodb", store: dynamotest.NewStore(t, dynamo.Config{Observer: dst}), stats: dst, big: 20_000})
+	} else {
+		// Let dynamotest skip or fail (make test requires it) in a subtest.
+		t.Run("dynamodb", func(t *testing.T) { dynamotest.Endpoint(t) })
+	}
+	return out
+}
+
+func testingDynamo() bool { return os.Getenv(dynamotest.EnvEndpoint) != "" }
+
+// forBackends runs body on a fresh server per backend.
+func forBackends(t *testing.T, body func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client)) {
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := testserver.Start(t, b.store, testserver.WithStats(b.stats))
+			body(t, b, s, s.Client(t))
+		})
+	}
+}
+
+// norm renders a reply for comparison: arrays and maps as [a b c] with
+// their elements sorted (set and hash orders are not defined), errors as
+// "ERR: ...", nil as "nil".
+func norm(v any, err error) string {
+	if errors.Is(err, redis.Nil) {
+		return "nil"
+	}
+	if err != nil {
+		return "ERR: " + err.Error()
+	}
+	return normValue(v)
+}
+
+func normValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "nil"
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = normValue(x)
+		}
+		sort.Strings(parts)
+		return "[" + strings.Join(parts, " ") + "]"
+	case map[any]any:
+		var parts []string
+		for k, x := range v {
+			parts = append(parts, normValue(k)+"="+normValue(x))
+		}
+		sort.Strings(parts)
+		return "{" + strings.Join(parts, " ") + "}"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func do(t *testing.T, c *redis.Client, args ...any) string {
+	t.Helper()
+	return norm(c.Do(context.Background(), args...).Result())
+}
+
+func args(s string) []any {
+	var out []any
+	for _, f := range strings.Fields(s) {
+		if f == `""` {
+			f = ""
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestCollectionScripts runs command scripts (testdata/collections.txt:
+// "command -> normalized reply" per line, "---" between scripts) on every
+// backend, each script on an empty db.
+func TestCollectionScripts(t *testing.T) {
+	scripts := loadScripts(t, "testdata/collections.txt")
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		for i, sc := range scripts {
+			require.NoError(t, c.FlushAll(context.Background()).Err())
+			for _, st := range sc {
+				require.Equal(t, st.want, do(t, c, args(st.cmd)...), "script %d line %d: %s", i, st.line, st.cmd)
+			}
+		}
+	})
+}
+
+type scriptStep struct {
+	line      int
+	cmd, want string
+}
+
+func loadScripts(t *testing.T, path string) [][]scriptStep {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out [][]scriptStep
+	var cur []scriptStep
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+			continue
+		case line == "---":
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = nil
+			continue
+		}
+		cmd, want, ok := strings.Cut(line+" ", " -> ")
+		want = strings.TrimSuffix(want, " ")
+		require.True(t, ok, "%s:%d: no ' -> '", path, i+1)
+		cur = append(cur, scriptStep{line: i + 1, cmd: cmd, want: want})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// TestCollectionRequestCounts checks the DynamoDB requests each command
+// costs, on small (inline) and large collections.
+func TestCollectionRequestCounts(t *testing.T) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		// A large set and hash: more entries than the inline limit.
+		members := make([]any, 0, 300)
+		pairs := make([]any, 0, 600)
+		for i := 0; i < 300; i++ {
+			members = append(members, "m"+strconv.Itoa(i))
+			pairs = append(pairs, "f"+strconv.Itoa(i), strconv.Itoa(i))
+		}
+		require.NoError(t, c.SAdd(ctx, "big", members...).Err())
+		require.NoError(t, c.HSet(ctx, "bigh", pairs...).Err())
+		require.NoError(t, c.SAdd(ctx, "small", "a", "b").Err())
+		require.NoError(t, c.HSet(ctx, "smallh", "a", "1").Err())
+
+		cases := []struct {
+			cmd  string
+			want string
+			max  int64
+		}{
+			{"sadd small c", "1", 1},
+			{"sadd small c", "0", 1},
+			{"srem small c", "1", 1},
+			{"sismember small a", "1", 1},
+			{"scard small", "2", 1},
+			{"smembers small", "[a b]", 1},
+			{"hset smallh b 2", "1", 1},
+			{"hset smallh b 3", "0", 1},
+			{"hincrby smallh b 5", "8", 1},
+			{"hdel smallh b", "1", 1},
+			{"hget smallh a", "1", 1},
+			{"hlen smallh", "1", 1},
+			{"sadd fresh x", "1", 1},
+			{"hset freshh x y", "1", 1},
+			{"srem small zz", "0", 1},
+			// Large collections.
+			{"scard big", "300", 1},
+			{"hlen bigh", "300", 1},
+			{"sadd big new", "1", 3},
+			{"sadd big new", "0", 3},
+			{"srem big new", "1", 3},
+			{"srem big nosuch", "0", 3},
+			{"sismember big m7", "1", 2},
+			{"hset bigh f1 x", "0", 3},
+			{"hincrby bigh f2 5", "7", 3},
+			{"hdel bigh f3", "1", 3},
+			{"hget bigh f4", "4", 2},
+			{"del big", "1", 1},
+			{"scard big", "0", 1},
+		}
+		for _, tc := range cases {
+			b.stats.Reset()
+			a := args(tc.cmd)
+			require.Equal(t, tc.want, do(t, c, a...), tc.cmd)
+			name := strings.ToLower(a[0].(string))
+			got := b.stats.Requests(name)
+			require.LessOrEqual(t, got, tc.max, "%s: %d requests (%v)", tc.cmd, got, b.stats.Keys())
+			require.Positive(t, got, tc.cmd)
+		}
+	})
+}
+
+// TestCollectionLayouts covers conversion to the large layout, expiry,
+// rename and the empty-collection rule across the boundary.
+func TestCollectionLayouts(t *testing.T) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		// Grow a set one member at a time across the inline limit.
+		const grown = 140
+		for i := 0; i < grown; i++ {
+			require.EqualValues(t, 1, c.SAdd(ctx, "s", "m"+strconv.Itoa(i)).Val())
+		}
+		require.EqualValues(t, grown, c.SCard(ctx, "s").Val())
+		got := c.SMembers(ctx, "s").Val()
+		require.Len(t, got, grown)
+		// Shrink it to nothing: the key disappears with its last member.
+		for i := 0; i < grown; i++ {
+			require.EqualValues(t, 1, c.SRem(ctx, "s", "m"+strconv.Itoa(i)).Val())
+		}
+		require.EqualValues(t, 0, c.Exists(ctx, "s").Val())
+		require.Equal(t, "none", c.Type(ctx, "s").Val())
+
+		// A long member or value forces the large layout at once.
+		long := strings.Repeat("x", 2000)
+		require.EqualValues(t, 1, c.SAdd(ctx, "l", long, "a").Val()-1)
+		require.True(t, c.SIsMember(ctx, "l", long).Val())
+		require.EqualValues(t, 1, c.HSet(ctx, "h", "f", long).Val())
+		require.Equal(t, long, c.HGet(ctx, "h", "f").Val())
+		require.Equal(t, "2000", do(t, c, "hstrlen", "h", "f"))
+
+		// Writing to an expired large set starts from empty.
+		require.True(t, c.PExpire(ctx, "l", 30*time.Millisecond).Val())
+		time.Sleep(60 * time.Millisecond)
+		require.EqualValues(t, 1, c.SAdd(ctx, "l", "z").Val())
+		require.Equal(t, []string{"z"}, c.SMembers(ctx, "l").Val())
+
+		// Writing to an expired small hash starts from empty too.
+		require.NoError(t, c.HSet(ctx, "eh", "a", "1", "b", "2").Err())
+		require.True(t, c.PExpire(ctx, "eh", 30*time.Millisecond).Val())
+		time.Sleep(60 * time.Millisecond)
+		require.EqualValues(t, 1, c.HSet(ctx, "eh", "c", "3").Val())
+		require.Equal(t, map[string]string{"c": "3"}, c.HGetAll(ctx, "eh").Val())
+		require.EqualValues(t, -1, c.TTL(ctx, "eh").Val())
+
+		// Expiry survives conversion to the large layout.
+		require.True(t, c.Expire(ctx, "eh", time.Hour).Val())
+		for i := 0; i < 100; i++ {
+			c.HSet(ctx, "eh", "k"+strconv.Itoa(i), i)
+		}
+		require.EqualValues(t, 101, c.HLen(ctx, "eh").Val())
+		require.Greater(t, c.TTL(ctx, "eh").Val(), 59*time.Minute)
+	})
+}
+
+// failingStore fails one chosen request, counting from 1.
+type failingStore struct {
+	dynastore.Store
+	n, failAt atomic.Int64
+}
+
+var errInjected = fmt.Errorf("injected: %w", dynastore.ErrUnavailable)
+
+func (f *failingStore) hit() error {
+	if f.n.Add(1) == f.failAt.Load() {
+		return errInjected
+	}
+	return nil
+}
+
+func (f *failingStore) arm(at int64) { f.n.Store(0); f.failAt.Store(at) }
+
+func (f *failingStore) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
+	if err := f.hit(); err != nil {
+		return nil, err
+	}
+	return f.Store.Get(ctx, k)
+}
+
+func (f *failingStore) BatchGet(ctx context.Context, k []dynastore.Key) ([]dynastore.Item, error) {
+	if err := f.hit(); err != nil {
+		return nil, err
+	}
+	return f.Store.BatchGet(ctx, k)
+}
+
+func (f *failingStore) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := f.hit(); err != nil {
+		return nil, err
+	}
+	return f.Store.Put(ctx, it, o)
+}
+
+func (f *failingStore) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := f.hit(); err != nil {
+		return nil, err
+	}
+	return f.Store.Update(ctx, k, u, o)
+}
+
+func (f *failingStore) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := f.hit(); err != nil {
+		return nil, err
+	}
+	return f.Store.Delete(ctx, k, o)
+}
+
+func (f *failingStore) Transact(ctx context.Context, a []dynastore.TxAction) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.Store.Transact(ctx, a)
+}
+
+func (f *failingStore) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
+	if err := f.hit(); err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	return f.Store.Query(ctx, q)
+}
+
+// TestBigWritesAllOrNothing makes every request of big commands fail in
+// turn (as if redamo died there) and checks that the collections are then
+// either untouched or completely changed, never in between, and that
+// SMOVE and SUNIONSTORE neither lose nor duplicate a member.
+func TestBigWritesAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	fs := &failingStore{Store: memory.New(memory.Options{})}
+	s := testserver.Start(t, fs)
+	c := s.Client(t)
+
+	seed := func() {
+		fs.arm(0)
+		require.NoError(t, c.FlushAll(ctx).Err())
+		base := make([]any, 0, 150)
+		for i := 0; i < 150; i++ {
+			base = append(base, "b"+strconv.Itoa(i))
+		}
+		require.NoError(t, c.SAdd(ctx, "big", base...).Err())
+		require.NoError(t, c.SAdd(ctx, "small", "x", "y").Err())
+		require.NoError(t, c.SAdd(ctx, "other", "y", "z").Err())
+	}
+	adds := make([]any, 0, 500)
+	for i := 0; i < 500; i++ {
+		adds = append(adds, "n"+strconv.Itoa(i))
+	}
+	scripts := []struct {
+		name  string
+		run   func() error
+		check func(applied bool)
+	}{
+		{"sadd-500-to-large", func() error { return c.SAdd(ctx, "big", adds...).Err() }, func(applied bool) {
+			want := int64(150)
+			if applied {
+				want = 650
+			}
+			require.EqualValues(t, want, c.SCard(ctx, "big").Val())
+			require.Len(t, c.SMembers(ctx, "big").Val(), int(want))
+		}},
+		{"sadd-500-to-small", func() error { return c.SAdd(ctx, "small", adds...).Err() }, func(applied bool) {
+			want := 2
+			if applied {
+				want = 502
+			}
+			require.Len(t, c.SMembers(ctx, "small").Val(), want)
+			require.EqualValues(t, want, c.SCard(ctx, "small").Val())
+		}},
+		{"srem-120-from-large", func() error { return c.SRem(ctx, "big", adds[:0]...).Err() }, nil},
+		{"smove", func() error { return c.SMove(ctx, "big", "small", "b7").Err() }, func(bool) {
+			inBig, inSmall := c.SIsMember(ctx, "big", "b7").Val(), c.SIsMember(ctx, "small", "b7").Val()
+			require.True(t, inBig != inSmall, "b7 in big %v, in small %v", inBig, inSmall)
+			require.EqualValues(t, 152, c.SCard(ctx, "big").Val()+c.SCard(ctx, "small").Val())
+		}},
+		{"sunionstore", func() error { return c.SUnionStore(ctx, "small", "big", "other").Err() }, func(applied bool) {
+			want := 2
+			if applied {
+				want = 152
+			}
+			require.Len(t, c.SMembers(ctx, "small").Val(), want)
+			require.EqualValues(t, want, c.SCard(ctx, "small").Val())
+		}},
+	}
+	rems := make([]any, 0, 120)
+	for i := 0; i < 120; i++ {
+		rems = append(rems, "b"+strconv.Itoa(i))
+	}
+	scripts[2].run = func() error { return c.SRem(ctx, "big", rems...).Err() }
+	scripts[2].check = func(applied bool) {
+		want := int64(150)
+		if applied {
+			want = 30
+		}
+		require.EqualValues(t, want, c.SCard(ctx, "big").Val())
+		require.Len(t, c.SMembers(ctx, "big").Val(), int(want))
+	}
+	for _, sc := range scripts {
+		t.Run(sc.name, func(t *testing.T) {
+			// Count the requests of a clean run, then fail each in turn.
+			seed()
+			fs.arm(-1)
+			require.NoError(t, sc.run())
+			total := fs.n.Load()
+			require.Positive(t, total)
+			for at := int64(1); at <= total; at++ {
+				seed()
+				fs.arm(at)
+				err := sc.run()
+				fs.arm(0)
+				sc.check(err == nil)
+			}
+		})
+	}
+}
+
+// TestSweeper deletes dead generations' members and nothing else.
+func TestSweeper(t *testing.T) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		members := make([]any, 0, 250)
+		for i := 0; i < 250; i++ {
+			members = append(members, "m"+strconv.Itoa(i))
+		}
+		require.NoError(t, c.SAdd(ctx, "dead", members...).Err())
+		require.NoError(t, c.SAdd(ctx, "renamed", members...).Err())
+		require.NoError(t, c.SAdd(ctx, "live", members...).Err())
+		require.NoError(t, c.SAdd(ctx, "expiring", members...).Err())
+		require.EqualValues(t, 1, c.Del(ctx, "dead").Val())
+		require.True(t, c.PExpire(ctx, "expiring", time.Millisecond).Val())
+		require.NoError(t, c.Rename(ctx, "renamed", "renamed2").Err())
+		time.Sleep(5 * time.Millisecond)
+
+		clock := time.Now()
+		sw := &commands.Sweeper{Store: b.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+		// First pass only notes who is dead; nothing goes before the grace.
+		require.NoError(t, sw.SweepOnce(ctx))
+		require.Zero(t, sw.Members)
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(ctx))
+		require.EqualValues(t, 2, sw.Gens)
+		require.EqualValues(t, 500, sw.Members)
+		require.Positive(t, b.stats.Requests(commands.SweeperLabel, dynastore.OpTransactWriteItems))
+		require.Len(t, c.SMembers(ctx, "live").Val(), 250)
+		require.Len(t, c.SMembers(ctx, "renamed2").Val(), 250)
+		// Nothing left to do.
+		require.NoError(t, sw.SweepOnce(ctx))
+		require.EqualValues(t, 2, sw.Gens)
+	})
+}
+
+// TestCollectionConcurrency runs several server instances on one store and
+// checks invariants under concurrent writers.
+func TestCollectionConcurrency(t *testing.T) {
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			var clients []*redis.Client
+			for i := 0; i < 3; i++ {
+				clients = append(clients, testserver.Start(t, b.store).Client(t))
+			}
+			const workers, ops = 9, 40
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					c := clients[w%len(clients)]
+					for i := 0; i < ops; i++ {
+						m := "m" + strconv.Itoa((w*7+i)%150) // crosses the inline limit
+						if err := c.HIncrBy(ctx, "counter", "f"+strconv.Itoa(i%3), 1).Err(); err != nil {
+							errs <- err
+							return
+						}
+						if err := c.SAdd(ctx, "s", m).Err(); err != nil {
+							errs <- err
+							return
+						}
+						if i%3 == 0 {
+							if err := c.SRem(ctx, "s", m).Err(); err != nil {
+								errs <- err
+								return
+							}
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			c := clients[0]
+			total := int64(0)
+			for k, v := range c.HGetAll(ctx, "counter").Val() {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err, k)
+				total += n
+			}
+			require.EqualValues(t, workers*ops, total)
+			require.EqualValues(t, len(c.SMembers(ctx, "s").Val()), c.SCard(ctx, "s").Val())
+		})
+	}
+}
+
+// TestCollectionsAtSize builds a set and a hash of b.big entries with one
+// command each, then uses them.
+func TestCollectionsAtSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("size test")
+	}
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		n := b.big
+		members := make([]any, n)
+		pairs := make([]any, 0, 2*n)
+		for i := range members {
+			members[i] = "member:" + strconv.Itoa(i)
+			pairs = append(pairs, "field:"+strconv.Itoa(i), strconv.Itoa(i))
+		}
+		require.EqualValues(t, n, c.SAdd(ctx, "set", members...).Val())
+		require.EqualValues(t, n, c.HSet(ctx, "hash", pairs...).Val())
+
+		b.stats.Reset()
+		require.EqualValues(t, n, c.SCard(ctx, "set").Val())
+		require.EqualValues(t, n, c.HLen(ctx, "hash").Val())
+		require.EqualValues(t, 1, b.stats.Requests("scard"))
+		require.EqualValues(t, 1, b.stats.Requests("hlen"))
+
+		require.True(t, c.SIsMember(ctx, "set", "member:12345").Val())
+		require.Equal(t, "777", c.HGet(ctx, "hash", "field:777").Val())
+		require.EqualValues(t, 1, c.SAdd(ctx, "set", "extra").Val())
+		require.EqualValues(t, 1, c.SRem(ctx, "set", "member:0").Val())
+		require.EqualValues(t, 778, c.HIncrBy(ctx, "hash", "field:777", 1).Val())
+		require.LessOrEqual(t, b.stats.Requests("sadd"), int64(3))
+		require.LessOrEqual(t, b.stats.Requests("srem"), int64(3))
+		require.LessOrEqual(t, b.stats.Requests("hincrby"), int64(3))
+
+		all := c.SMembers(ctx, "set").Val()
+		require.Len(t, all, n)
+		h := c.HGetAll(ctx, "hash").Val()
+		require.Len(t, h, n)
+		require.Equal(t, "778", h["field:777"])
+
+		// SSCAN walks the whole set, page by page, statelessly.
+		seen := map[string]bool{}
+		var cursor uint64
+		for {
+			keys, next, err := c.SScan(ctx, "set", cursor, "", 5000).Result()
+			require.NoError(t, err)
+			for _, k := range keys {
+				seen[k] = true
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+		require.Len(t, seen, n)
+
+		b.stats.Reset()
+		require.EqualValues(t, 2, c.Del(ctx, "set", "hash").Val())
+		require.LessOrEqual(t, b.stats.Requests("del"), int64(2))
+		require.EqualValues(t, 0, c.Exists(ctx, "set", "hash").Val())
+	})
+}
