@@ -35,6 +35,7 @@ const (
 	MsgBitOffset       = "ERR bit offset is not an integer or out of range"
 	MsgNegativeTimeout = "ERR timeout is negative"
 	MsgTimeoutNotFloat = "ERR timeout is not a float or out of range"
+	MsgTimeoutNotInt   = "ERR timeout is not an integer or out of range"
 	MsgCountPositive   = "ERR value is out of range, must be positive"
 	MsgSameObject      = "ERR source and destination objects are the same"
 	MsgNXXXGTLT        = "ERR NX and XX, GT or LT options at the same time are not compatible"
