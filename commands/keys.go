@@ -315,16 +315,16 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 		c.W.Int(-2)
 	case !ks.HasExpiry:
 		c.W.Int(-1)
-	case absolute && ms:
-		c.W.Int(ks.Expiry)
-	case absolute:
-		c.W.Int(ks.Expiry / 1000)
 	default:
-		ttl := ks.Expiry - c.NowMS()
+		ttl := ks.Expiry
+		if !absolute {
+			ttl -= c.NowMS()
+		}
 		if ttl < 0 {
 			ttl = 0
 		}
 		if !ms {
+			// Rounded to the nearest second, EXPIRETIME included.
 			ttl = (ttl + 500) / 1000
 		}
 		c.W.Int(ttl)
