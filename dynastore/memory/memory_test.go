@@ -1,7 +1,16 @@
 package memory_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
@@ -12,4 +21,296 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) dynastore.Store {
 		return memory.New(memory.Options{Observer: storetest.Observer(t)})
 	})
+}
+
+func key(s string) dynastore.Key { return dynastore.Key{PK: []byte(s), SK: []byte{0}} }
+
+func item(k dynastore.Key, kv ...any) dynastore.Item {
+	it := dynastore.Item{dynastore.AttrPK: dynastore.B(k.PK), dynastore.AttrSK: dynastore.B(k.SK)}
+	for i := 0; i < len(kv); i += 2 {
+		it[kv[i].(string)] = kv[i+1].(dynastore.Value)
+	}
+	return it
+}
+
+func TestFailNext(t *testing.T) {
+	stats := dynastore.NewStats()
+	s := memory.New(memory.Options{Observer: stats})
+	ctx := dynastore.WithLabel(context.Background(), "set")
+	boom := errors.New("boom")
+
+	s.FailNext(dynastore.OpPutItem, boom)
+	s.FailNext(dynastore.OpPutItem, dynastore.ErrThrottled)
+	// Another operation is not affected.
+	_, err := s.Get(ctx, key("a"))
+	require.NoError(t, err)
+
+	_, err = s.Put(ctx, item(key("a"), "v", dynastore.S("1")), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, boom)
+	_, err = s.Put(ctx, item(key("a"), "v", dynastore.S("1")), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	require.Zero(t, s.Len(), "a failed request writes nothing")
+	_, err = s.Put(ctx, item(key("a"), "v", dynastore.S("1")), dynastore.WriteOptions{})
+	require.NoError(t, err, "failures are used up")
+	require.Equal(t, 1, s.Len())
+
+	// "" fails whatever comes next.
+	s.FailNext("", boom)
+	err = s.Transact(ctx, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key("a")}})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, 1, s.Len())
+
+	row := stats.Snapshot()[dynastore.StatKey{Label: "set", Op: dynastore.OpPutItem}]
+	require.Equal(t, int64(3), row.Requests)
+	require.Equal(t, int64(2), row.Errors)
+}
+
+func TestFailNextBatchGetChunk(t *testing.T) {
+	s := memory.New(memory.Options{})
+	keys := make([]dynastore.Key, 150)
+	for i := range keys {
+		keys[i] = key(strconv.Itoa(i))
+	}
+	s.FailNext(dynastore.OpBatchGetItem, dynastore.ErrUnavailable)
+	_, err := s.BatchGet(context.Background(), keys)
+	require.ErrorIs(t, err, dynastore.ErrUnavailable)
+	got, err := s.BatchGet(context.Background(), keys)
+	require.NoError(t, err)
+	require.Len(t, got, 150)
+}
+
+func TestLatencyRespectsContext(t *testing.T) {
+	s := memory.New(memory.Options{})
+	s.SetLatency(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := s.Put(ctx, item(key("a")), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	s.SetLatency(0)
+	require.Zero(t, s.Len())
+
+	canceled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	_, err = s.Get(canceled, key("a"))
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// Many writers doing conditional increments (read, then write on the
+// condition that the value is unchanged) end at the exact total: the
+// store's conditions are atomic with its writes. Run with -race.
+func TestConcurrentConditionalIncrements(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	k := key("counter")
+	_, err := s.Put(ctx, item(k, "n", dynastore.N("0")), dynastore.WriteOptions{})
+	require.NoError(t, err)
+
+	const workers, each = 16, 200
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < each; {
+				it, err := s.Get(ctx, k)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seen := it["n"].(dynastore.N)
+				_, err = s.Update(ctx, k, dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}}},
+					dynastore.WriteOptions{Cond: dynastore.Compare{Attr: "n", Op: dynastore.OpEQ, Val: seen}})
+				switch {
+				case errors.Is(err, dynastore.ErrConditionFailed):
+					// Another writer got there first: read again.
+				case err != nil:
+					t.Error(err)
+					return
+				default:
+					done++
+				}
+			}
+		}()
+	}
+	// Concurrent readers and transactions on other items must not disturb it.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 200 {
+			other := key("other" + strconv.Itoa(i%7))
+			if err := s.Transact(ctx, []dynastore.TxAction{{Op: dynastore.TxPut, Item: item(other, "i", dynastore.N(strconv.Itoa(i)))}}); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.Scan(ctx, dynastore.Scan{Limit: 3}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	got, err := s.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, dynastore.N(strconv.Itoa(workers*each)), got["n"])
+}
+
+// Concurrent unconditional ADDs are atomic too (INCR is one UpdateItem).
+func TestConcurrentAdds(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	k := key("adds")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 500 {
+				if _, err := s.Update(ctx, k, dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}}}, dynastore.WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, dynastore.N("4000"), got["n"])
+}
+
+// DynamoDB applies the 1 MB page limit to the data read, before the filter
+// (DynamoDB Local does not, so this is not in storetest).
+func TestPageLimitCountsFilteredItems(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	big := bytes.Repeat([]byte{1}, 300*1024)
+	for i := range 6 {
+		_, err := s.Put(ctx, item(dynastore.Key{PK: []byte("p"), SK: []byte{byte(i)}}, "v", dynastore.B(big)), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	none := dynastore.Exists{Attr: "nothing"}
+	page, err := s.Query(ctx, dynastore.Query{PK: []byte("p"), Filter: none})
+	require.NoError(t, err)
+	require.Empty(t, page.Items)
+	require.Equal(t, []byte{3}, page.Next)
+	sp, err := s.Scan(ctx, dynastore.Scan{Filter: none})
+	require.NoError(t, err)
+	require.Empty(t, sp.Items)
+	require.Equal(t, &dynastore.Key{PK: []byte("p"), SK: []byte{3}}, sp.Next)
+}
+
+// Capacity as DynamoDB counts it: reads by 4 KB, writes by 1 KB of the larger
+// of the old and new item, transactions double, failed conditions still pay.
+func TestCapacityUnits(t *testing.T) {
+	rec := &storetest.Recorder{}
+	s := memory.New(memory.Options{Observer: rec})
+	ctx := context.Background()
+	k := key("cap")
+	small := item(k, "v", dynastore.B("x"))
+	large := item(k, "v", dynastore.B(bytes.Repeat([]byte{1}, 5000)))
+	last := func() dynastore.Request {
+		r := rec.Requests()
+		return r[len(r)-1]
+	}
+
+	_, err := s.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, last().RCU, "reading nothing costs one unit")
+	_, err = s.Put(ctx, large, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 5.0, last().WCU)
+	_, err = s.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, 2.0, last().RCU)
+	_, err = s.Put(ctx, small, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 5.0, last().WCU, "the larger of old and new")
+	_, err = s.Put(ctx, small, dynastore.WriteOptions{Cond: dynastore.NotExists{Attr: dynastore.AttrPK}})
+	require.ErrorIs(t, err, dynastore.ErrConditionFailed)
+	require.Equal(t, 1.0, last().WCU, "a failed condition still costs")
+	err = s.Transact(ctx, []dynastore.TxAction{
+		{Op: dynastore.TxPut, Item: large},
+		{Op: dynastore.TxCheck, Key: key("other"), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 10.0, last().WCU)
+	require.Equal(t, 2.0, last().RCU)
+	_, err = s.Query(ctx, dynastore.Query{PK: k.PK})
+	require.NoError(t, err)
+	require.Equal(t, 2.0, last().RCU)
+	_, err = s.BatchGet(ctx, []dynastore.Key{k, key("missing")})
+	require.NoError(t, err)
+	require.Equal(t, 3.0, last().RCU, "per item, as separate reads")
+	require.Equal(t, 1, last().Attempts)
+}
+
+func TestLen(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	for i := range 10 {
+		_, err := s.Put(ctx, item(key(strconv.Itoa(i%4))), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, 4, s.Len())
+	_, err := s.Delete(ctx, key("0"), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 3, s.Len())
+}
+
+// The tree keeps large key spaces cheap; compare ns/op across sizes.
+func BenchmarkGet(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			s := fill(b, n)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.Get(ctx, key(fmt.Sprintf("key:%09d", i%n))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkIncr(b *testing.B) {
+	for _, n := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			s := fill(b, n)
+			ctx := context.Background()
+			u := dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.Update(ctx, key(fmt.Sprintf("key:%09d", i%n)), u, dynastore.WriteOptions{Return: dynastore.ReturnUpdatedNew}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	v := dynastore.B(bytes.Repeat([]byte{'v'}, 64))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Put(ctx, item(key(fmt.Sprintf("key:%09d", i)), "v", v), dynastore.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func fill(b *testing.B, n int) *memory.Store {
+	b.Helper()
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	for i := range n {
+		if _, err := s.Put(ctx, item(key(fmt.Sprintf("key:%09d", i)), "v", dynastore.B("value"), "n", dynastore.N("0")), dynastore.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }
