@@ -103,10 +103,11 @@ func (s *Step) Has(op string) bool {
 
 // directives and their argument counts (-1: any number, at least one).
 var directives = map[string]struct{ min, max int }{
-	"sort":   {0, 1},  // sort the reply's elements (or those of element N)
+	"sort":   {0, 1},  // sort the reply's elements (or those of the element at a path like 1 or 0.2)
+	"only":   {1, -1}, // compare only the elements at these paths
 	"approx": {1, 1},  // numbers within ±N of Redis's
 	"shape":  {0, 0},  // same types and lengths, contents ignored
-	"fields": {1, 2},  // eq=a,b has=c,d: named fields of a map or INFO-style text
+	"fields": {1, -1}, // [at=PATH] [row=k:v] eq=a,b has=c,d: named fields of a map, INFO or CLIENT LIST text
 	"oneof":  {1, -1}, // the reply is one of these bulk strings (nil: a null)
 	"subset": {1, -1}, // an array of these bulk strings; "distinct" as the first arg forbids repeats
 	"scan":   {0, 0},  // iterate a SCAN-family cursor to the end and compare the union
@@ -404,10 +405,12 @@ func (c *Case) addLine(file string, l rawLine, vars map[string][]token) error {
 
 func checkNorm(n Norm) error {
 	switch n.Op {
-	case "sort":
-		if len(n.Args) == 1 {
-			if _, err := strconv.Atoi(string(n.Args[0])); err != nil {
-				return fmt.Errorf("index %q", n.Args[0])
+	case "sort", "only":
+		for _, a := range n.Args {
+			for _, part := range strings.Split(string(a), ".") {
+				if _, err := strconv.Atoi(part); err != nil {
+					return fmt.Errorf("path %q", a)
+				}
 			}
 		}
 	case "approx":
@@ -416,8 +419,8 @@ func checkNorm(n Norm) error {
 		}
 	case "fields":
 		for _, a := range n.Args {
-			if !bytes.HasPrefix(a, []byte("eq=")) && !bytes.HasPrefix(a, []byte("has=")) {
-				return fmt.Errorf("want eq=a,b or has=c,d, got %q", a)
+			if !bytes.HasPrefix(a, []byte("eq=")) && !bytes.HasPrefix(a, []byte("has=")) && !bytes.HasPrefix(a, []byte("at=")) && !bytes.HasPrefix(a, []byte("row=")) {
+				return fmt.Errorf("want at=PATH, row=k:v, eq=a,b or has=c,d, got %q", a)
 			}
 		}
 	}
@@ -519,6 +522,11 @@ func tokenize(line string) ([]token, error) {
 			out = append(out, token{text: []byte(line[i:j])})
 			i = j
 			continue
+		}
+		if i < len(line) && line[i] == ']' {
+			// The end of a with-group right after a quoted value.
+			out = append(out, token{text: []byte("]")})
+			i++
 		}
 		if i < len(line) && line[i] != ' ' && line[i] != '\t' {
 			return nil, fmt.Errorf("a quoted argument must be followed by a blank (column %d)", i+1)

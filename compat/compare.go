@@ -34,20 +34,42 @@ var errDiffer = fmt.Errorf("replies differ")
 
 // CompareParsed is Compare on parsed replies; it may reorder their elements.
 func CompareParsed(r, g *Reply, norms []Norm) error {
+	if r.IsError() || g.IsError() {
+		// Directives describe a successful reply: an error is always
+		// compared exactly.
+		if !bytes.Equal(r.Encode(), g.Encode()) {
+			return errDiffer
+		}
+		return nil
+	}
 	pairwise := false
 	for _, n := range norms {
 		switch n.Op {
 		case "sort":
-			idx := -1
+			path := ""
 			if len(n.Args) == 1 {
-				idx, _ = strconv.Atoi(string(n.Args[0]))
+				path = string(n.Args[0])
 			}
-			sortReply(r, idx)
-			sortReply(g, idx)
+			sortReply(r.At(path))
+			sortReply(g.At(path))
 		case "approx":
 			tol, _ := strconv.ParseFloat(string(n.Args[0]), 64)
 			if err := approxEqual(r, g, tol); err != nil {
 				return err
+			}
+			pairwise = true
+		case "only":
+			for _, p := range n.Args {
+				rs, gs := r.At(string(p)), g.At(string(p))
+				if rs == nil {
+					return fmt.Errorf("redis's reply has no element %s: fix the case", p)
+				}
+				if gs == nil {
+					return fmt.Errorf("no element %s", p)
+				}
+				if !bytes.Equal(rs.Encode(), gs.Encode()) {
+					return fmt.Errorf("element %s differs: %s, Redis has %s", p, gs, rs)
+				}
 			}
 			pairwise = true
 		case "shape":
@@ -94,14 +116,25 @@ func CompareParsed(r, g *Reply, norms []Norm) error {
 	return nil
 }
 
-func sortReply(rep *Reply, idx int) {
-	if idx >= 0 {
-		if !rep.IsAggregate() || idx >= len(rep.Elems) {
-			return
-		}
-		rep = rep.Elems[idx]
+// At returns the element at a dot-separated path of 0-based indexes ("" is
+// the reply itself), nil if there is none.
+func (rep *Reply) At(path string) *Reply {
+	if path == "" {
+		return rep
 	}
-	if !rep.IsAggregate() {
+	cur := rep
+	for _, part := range strings.Split(path, ".") {
+		i, err := strconv.Atoi(part)
+		if err != nil || cur == nil || !cur.IsAggregate() || i < 0 || i >= len(cur.Elems) {
+			return nil
+		}
+		cur = cur.Elems[i]
+	}
+	return cur
+}
+
+func sortReply(rep *Reply) {
+	if rep == nil || !rep.IsAggregate() {
 		return
 	}
 	if rep.Kind == '%' {
@@ -189,8 +222,9 @@ func fieldsOf(rep *Reply) (fieldSet, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		first, _, _ := strings.Cut(line, " ")
-		if strings.Contains(first, "=") {
+		// INFO lines are "name:value" (the value may hold '=' and ','), CLIENT
+		// LIST lines "k=v k=v".
+		if name, _, ok := strings.Cut(line, ":"); !ok || strings.ContainsAny(name, "= ") {
 			m := map[string]string{}
 			for _, f := range strings.Fields(line) {
 				k, v, _ := strings.Cut(f, "=")
@@ -208,7 +242,26 @@ func fieldsOf(rep *Reply) (fieldSet, error) {
 	return out, nil
 }
 
+// row keeps the records whose field k is v.
+func (fs fieldSet) row(k, v string) fieldSet {
+	var out fieldSet
+	for _, m := range fs {
+		if got, ok := m[k]; ok && got == v {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func sameFields(r, g *Reply, args [][]byte) error {
+	for _, a := range args {
+		if at, ok := strings.CutPrefix(string(a), "at="); ok {
+			r, g = r.At(at), g.At(at)
+			if r == nil || g == nil {
+				return fmt.Errorf("no element %s", at)
+			}
+		}
+	}
 	if r.Kind != g.Kind {
 		return fmt.Errorf("reply types differ (%c, %c)", r.Kind, g.Kind)
 	}
@@ -220,11 +273,25 @@ func sameFields(r, g *Reply, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	for _, a := range args {
+		if row, ok := strings.CutPrefix(string(a), "row="); ok {
+			// Compare only the record whose field k is v (e.g. the calling
+			// client in CLIENT LIST, which may list others too).
+			k, v, _ := strings.Cut(row, ":")
+			rf, gf = rf.row(k, v), gf.row(k, v)
+			if len(rf) != 1 {
+				return fmt.Errorf("redis has %d records with %s=%s: fix the case", len(rf), k, v)
+			}
+		}
+	}
 	if len(rf) != len(gf) {
 		return fmt.Errorf("%d records, Redis has %d", len(gf), len(rf))
 	}
 	for _, a := range args {
 		op, list, _ := strings.Cut(string(a), "=")
+		if op == "at" || op == "row" {
+			continue
+		}
 		for _, name := range strings.Split(list, ",") {
 			for i := range rf {
 				rv, rok := rf[i][name]
