@@ -448,8 +448,9 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 			t.item, t.key = it, it.Key()
 			payload += dynastore.ItemSize(it)
 		case dynastore.TxUpdate:
-			if a.Update == nil {
-				return nil, fmt.Errorf("%w: transaction update without an Update", dynastore.ErrInvalid)
+			// TransactWriteItems requires an UpdateExpression, unlike UpdateItem.
+			if a.Update == nil || len(dynastore.UpdatedAttrs(a.Update)) == 0 {
+				return nil, fmt.Errorf("%w: a transactional update needs at least one action", dynastore.ErrInvalid)
 			}
 			if err := dynastore.ValidateUpdate(*a.Update); err != nil {
 				return nil, err

@@ -79,7 +79,7 @@ func testKeyLimits(t *testing.T, s dynastore.Store) {
 			require.ErrorIs(t, err, dynastore.ErrKeyTooLarge, "Delete")
 			_, err = s.BatchGet(ctx, []dynastore.Key{key("fine"), c.k})
 			require.ErrorIs(t, err, dynastore.ErrKeyTooLarge, "BatchGet")
-			err = s.Transact(ctx, []dynastore.TxAction{txUpdate(c.k, dynastore.Update{}, nil)})
+			err = s.Transact(ctx, []dynastore.TxAction{txUpdate(c.k, dynastore.Update{Remove: []string{"v"}}, nil)})
 			require.ErrorIs(t, err, dynastore.ErrKeyTooLarge, "Transact")
 		})
 	}

@@ -191,7 +191,8 @@ func testTxInvalid(t *testing.T, s dynastore.Store) {
 		err  error
 	}{
 		{"two actions on one item", []dynastore.TxAction{txPut(item(a), nil), txCheck(a, dynastore.NotExists{Attr: dynastore.AttrPK})}, dynastore.ErrInvalid},
-		{"put and update of one item", []dynastore.TxAction{txPut(item(b, "s", S("x")), nil), txUpdate(b, dynastore.Update{}, nil)}, dynastore.ErrInvalid},
+		{"put and update of one item", []dynastore.TxAction{txPut(item(b, "s", S("x")), nil), txUpdate(b, dynastore.Update{Remove: []string{"x"}}, nil)}, dynastore.ErrInvalid},
+		{"update without actions", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{}, nil)}, dynastore.ErrInvalid},
 		{"update DynamoDB cannot apply", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Add: []av{{Attr: "s", Val: N("1")}}}, nil)}, dynastore.ErrInvalid},
 		{"update naming an attribute twice", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Remove: []string{"s", "s"}}, nil)}, dynastore.ErrInvalid},
 		{"check without a condition", []dynastore.TxAction{txPut(item(a), nil), txCheck(b, nil)}, dynastore.ErrInvalid},
