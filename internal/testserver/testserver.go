@@ -7,7 +7,10 @@ package testserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
 )
 
@@ -62,14 +67,22 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.clock =
 // WithOptions sets the resp server options (hooks).
 func WithOptions(o resp.Options) Option { return func(c *config) { c.respOpt = o } }
 
-// Start serves store on a free 127.0.0.1 port until the test ends. The
-// server's log lines (handler panics and the like) fail the test.
+// Start serves store on a free 127.0.0.1 port until the test ends; a nil
+// store means a fresh memory store reporting to Server.Stats. The server's
+// log lines (handler panics and the like) fail the test.
 func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 	t.Helper()
-	require.NotNil(t, store, "testserver.Start needs a store (see Stores)")
 	cfg := config{cfg: commands.Config{StoreName: "test", TableName: t.Name()}}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if store == nil {
+		// A fresh memory store reporting to Stats.
+		if cfg.stats == nil {
+			cfg.stats = dynastore.NewStats()
+		}
+		store = memory.New(memory.Options{Observer: cfg.stats})
+		cfg.cfg.StoreName = "memory"
 	}
 	if cfg.stats == nil {
 		cfg.stats = dynastore.NewStats()
@@ -135,4 +148,86 @@ func (s *Server) Dial(t testing.TB) net.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Environment variables naming DynamoDB Local for tests.
+const (
+	EnvEndpoint        = "REDAMO_TEST_DYNAMODB_ENDPOINT"
+	EnvRequireDynamoDB = "REDAMO_TEST_REQUIRE_DYNAMODB"
+)
+
+// Backend is a fresh, empty store to run a test on.
+type Backend struct {
+	// Name is "memory" or "dynamodb", for t.Run.
+	Name  string
+	Store dynastore.Store
+	// Stats observes every request of Store.
+	Stats *dynastore.Stats
+}
+
+// Start serves the backend's store, with its Stats.
+func (b Backend) Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	return Start(t, b.Store, append([]Option{WithStats(b.Stats), WithConfig(func(c *commands.Config) {
+		c.StoreName = b.Name
+	})}, opts...)...)
+}
+
+// Stores returns the backends a test body should run on, each fresh and
+// empty: a memory store always, and a DynamoDB Local table with a random
+// name (deleted when the test ends) when REDAMO_TEST_DYNAMODB_ENDPOINT is
+// set. Without it the DynamoDB backend is skipped with a log line, unless
+// REDAMO_TEST_REQUIRE_DYNAMODB=1, which fails the test instead.
+//
+//	for _, b := range testserver.Stores(t) {
+//		t.Run(b.Name, func(t *testing.T) {
+//			rdb := b.Start(t).Client(t)
+//			...
+//		})
+//	}
+func Stores(t testing.TB) []Backend {
+	t.Helper()
+	mem := dynastore.NewStats()
+	backends := []Backend{{Name: "memory", Store: memory.New(memory.Options{Observer: mem}), Stats: mem}}
+	if b, ok := DynamoDB(t); ok {
+		backends = append(backends, b)
+	}
+	return backends
+}
+
+// DynamoDB returns a fresh DynamoDB Local backend, or ok false (after a log
+// line, or a failure under REDAMO_TEST_REQUIRE_DYNAMODB=1) when
+// REDAMO_TEST_DYNAMODB_ENDPOINT is not set.
+func DynamoDB(t testing.TB) (_ Backend, ok bool) {
+	t.Helper()
+	endpoint := os.Getenv(EnvEndpoint)
+	if endpoint == "" {
+		if os.Getenv(EnvRequireDynamoDB) == "1" {
+			t.Fatalf("%s=1 but %s is not set", EnvRequireDynamoDB, EnvEndpoint)
+		}
+		t.Logf("DynamoDB backend skipped: %s is not set", EnvEndpoint)
+		return Backend{}, false
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	table := "redamo_test_" + hex.EncodeToString(rnd[:])
+	stats := dynastore.NewStats()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := dynamo.New(ctx, dynamo.Config{
+		Table:       table,
+		Endpoint:    endpoint,
+		CreateTable: true,
+		Observer:    stats,
+	})
+	require.NoError(t, err, "DynamoDB Local at %s", endpoint)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := st.DeleteTable(ctx); err != nil {
+			t.Logf("testserver: delete table %s: %v", table, err)
+		}
+		_ = st.Close()
+	})
+	return Backend{Name: "dynamodb", Store: st, Stats: stats}, true
 }
