@@ -20,6 +20,7 @@ import (
 //	                                   tokens, [] none); several with lines multiply
 //	skip dynamodb <reason>             the case cannot run on that target
 //	nomulti <reason>                   the case is not run inside MULTI/EXEC
+//	requires move                      a command the case is about but does not send
 //	SET k $v                           a command; $v is the with value
 //	TTL k | approx 1                   a command with a normalization
 //	sleep 20                           pause 20 ms on every server
@@ -41,6 +42,9 @@ type Case struct {
 	Skip map[string]string
 	// NoMulti says why the case is not run inside MULTI/EXEC ("" if it is).
 	NoMulti string
+	// Requires names commands the case is about without sending them (e.g.
+	// COMMAND INFO move): a target lacking one does not run the case.
+	Requires []string
 }
 
 // ID is the case's unique name, "file/name".
@@ -349,6 +353,14 @@ func (c *Case) addLine(file string, l rawLine, vars map[string][]token) error {
 			return errf("want: nomulti REASON")
 		}
 		c.NoMulti = joinTokens(toks[1:])
+		return nil
+	case head.is("requires"):
+		if len(toks) < 2 {
+			return errf("want: requires COMMAND...")
+		}
+		for _, t := range toks[1:] {
+			c.Requires = append(c.Requires, strings.ToLower(string(t.text)))
+		}
 		return nil
 	case head.is("sleep"):
 		if len(toks) != 2 {

@@ -133,6 +133,9 @@ func FetchCommands(addr string, timeout time.Duration) (map[string]bool, error) 
 // command Redis does not know is there on purpose, to test the error).
 func (r *Runner) Required(c *Case) []string {
 	set := map[string]bool{}
+	for _, name := range c.Requires {
+		set[name] = true
+	}
 	for _, s := range c.Steps {
 		if len(s.Args) == 0 {
 			continue

@@ -1,5 +1,0 @@
-package compat
-
-import "testing"
-
-func redamoTargets(t *testing.T) []*Target { return nil }
