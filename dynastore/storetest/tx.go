@@ -182,26 +182,42 @@ func testTxSizeLimit(t *testing.T, s dynastore.Store) {
 }
 
 func testTxInvalid(t *testing.T, s dynastore.Store) {
-	ctx := ctxOf(t)
-	a, b := key("inv-a"), key("inv-b")
-	put(t, s, item(b, "s", S("str")))
-	for _, c := range []struct {
+	for i, c := range []struct {
 		name string
-		acts []dynastore.TxAction
+		acts func(a, b dynastore.Key) []dynastore.TxAction
 		err  error
 	}{
-		{"two actions on one item", []dynastore.TxAction{txPut(item(a), nil), txCheck(a, dynastore.NotExists{Attr: dynastore.AttrPK})}, dynastore.ErrInvalid},
-		{"put and update of one item", []dynastore.TxAction{txPut(item(b, "s", S("x")), nil), txUpdate(b, dynastore.Update{Remove: []string{"x"}}, nil)}, dynastore.ErrInvalid},
-		{"update without actions", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{}, nil)}, dynastore.ErrInvalid},
-		{"update DynamoDB cannot apply", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Add: []av{{Attr: "s", Val: N("1")}}}, nil)}, dynastore.ErrInvalid},
-		{"update naming an attribute twice", []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Remove: []string{"s", "s"}}, nil)}, dynastore.ErrInvalid},
-		{"check without a condition", []dynastore.TxAction{txPut(item(a), nil), txCheck(b, nil)}, dynastore.ErrInvalid},
-		{"no actions", nil, dynastore.ErrInvalid},
-		{"key too large", []dynastore.TxAction{txPut(item(a), nil), txDelete(dynastore.Key{PK: make([]byte, dynastore.MaxPKSize+1), SK: []byte{0}}, nil)}, dynastore.ErrKeyTooLarge},
-		{"empty key", []dynastore.TxAction{txPut(item(a), nil), txCheck(dynastore.Key{PK: []byte("x"), SK: nil}, dynastore.Exists{Attr: dynastore.AttrPK})}, dynastore.ErrKeyTooLarge},
+		{"two actions on one item", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txCheck(a, dynastore.NotExists{Attr: dynastore.AttrPK})}
+		}, dynastore.ErrInvalid},
+		{"put and update of one item", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(b, "s", S("x")), nil), txUpdate(b, dynastore.Update{Remove: []string{"x"}}, nil)}
+		}, dynastore.ErrInvalid},
+		{"update without actions", func(a, b dynastore.Key) []dynastore.TxAction {
+			// TransactWriteItems requires an UpdateExpression, unlike UpdateItem.
+			return []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{}, nil)}
+		}, dynastore.ErrInvalid},
+		{"update DynamoDB cannot apply", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Add: []av{{Attr: "s", Val: N("1")}}}, nil)}
+		}, dynastore.ErrInvalid},
+		{"update naming an attribute twice", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txUpdate(b, dynastore.Update{Remove: []string{"s", "s"}}, nil)}
+		}, dynastore.ErrInvalid},
+		{"check without a condition", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txCheck(b, nil)}
+		}, dynastore.ErrInvalid},
+		{"no actions", func(a, b dynastore.Key) []dynastore.TxAction { return nil }, dynastore.ErrInvalid},
+		{"key too large", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txDelete(dynastore.Key{PK: make([]byte, dynastore.MaxPKSize+1), SK: []byte{0}}, nil)}
+		}, dynastore.ErrKeyTooLarge},
+		{"empty key", func(a, b dynastore.Key) []dynastore.TxAction {
+			return []dynastore.TxAction{txPut(item(a), nil), txCheck(dynastore.Key{PK: []byte("x"), SK: nil}, dynastore.Exists{Attr: dynastore.AttrPK})}
+		}, dynastore.ErrKeyTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := s.Transact(ctx, c.acts)
+			a, b := key("inv-a"+itoa(i)), key("inv-b"+itoa(i))
+			put(t, s, item(b, "s", S("str")))
+			err := s.Transact(ctxOf(t), c.acts(a, b))
 			require.ErrorIs(t, err, c.err)
 			require.NotErrorIs(t, err, dynastore.ErrTxCanceled)
 			require.Nil(t, get(t, s, a), "nothing written")
