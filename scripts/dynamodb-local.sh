@@ -168,7 +168,7 @@ cmd_start() {
 		# setsid + nohup: the server outlives this script and its terminal.
 		(
 			cd "$(dirname "$jar")"
-			exec setsid nohup "$java" -Xms64m -Xmx512m -Djava.library.path=DynamoDBLocal_lib \
+			exec setsid nohup "$java" -Xms64m -Xmx1g -Djava.library.path=DynamoDBLocal_lib \
 				-jar DynamoDBLocal.jar -inMemory -disableTelemetry -port "$port" \
 				>"$state_dir/ddblocal.log" 2>&1 </dev/null
 		) &

@@ -621,7 +621,7 @@ func limit32(n int) (*int32, error) {
 
 // Query implements dynastore.Store.
 func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
-	if err := dynastore.ValidateKey(dynastore.Key{PK: q.PK, SK: []byte{0}}); err != nil {
+	if err := checkQueryKeys(q); err != nil {
 		return dynastore.QueryPage{}, err
 	}
 	if err := dynastore.ValidateCond(q.Filter); err != nil {
@@ -679,6 +679,31 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 		return nil
 	})
 	return page, err
+}
+
+// checkQueryKeys applies the key rules to a query's partition key and sort
+// key bounds, as DynamoDB does to the values of a key condition.
+func checkQueryKeys(q dynastore.Query) error {
+	bounds := [][]byte{}
+	switch q.Op {
+	case dynastore.SKAll:
+	case dynastore.SKBetween:
+		bounds = append(bounds, q.A, q.B)
+	default:
+		bounds = append(bounds, q.A)
+	}
+	if len(bounds) == 0 {
+		bounds = append(bounds, []byte{0})
+	}
+	for _, b := range bounds {
+		if err := dynastore.ValidateKey(dynastore.Key{PK: q.PK, SK: b}); err != nil {
+			return err
+		}
+	}
+	if q.After != nil {
+		return dynastore.ValidateKey(dynastore.Key{PK: q.PK, SK: q.After})
+	}
+	return nil
 }
 
 // Scan implements dynastore.Store.

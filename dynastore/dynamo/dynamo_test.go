@@ -111,7 +111,7 @@ func TestTransactReasons(t *testing.T) {
 	err = s.Transact(ctx, []dynastore.TxAction{
 		{Op: dynastore.TxPut, Item: item("y")},
 		{Op: dynastore.TxCheck, Key: key("x"), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}, OldOnFailure: true},
-		{Op: dynastore.TxUpdate, Key: key("z"), Update: &dynastore.Update{}},
+		{Op: dynastore.TxUpdate, Key: key("z"), Update: &dynastore.Update{Remove: []string{"v"}}},
 	})
 	var tc *dynastore.TxCanceledError
 	require.ErrorAs(t, err, &tc)
@@ -122,9 +122,10 @@ func TestTransactReasons(t *testing.T) {
 		{Code: dynastore.ReasonNone},
 	}, tc.Reasons)
 
-	// An empty update still creates the item, as UpdateItem does.
+	// A REMOVE still creates a missing item, and an always-true check
+	// (which needs an expression in DynamoDB) passes.
 	require.NoError(t, s.Transact(ctx, []dynastore.TxAction{
-		{Op: dynastore.TxUpdate, Key: key("z"), Update: &dynastore.Update{}},
+		{Op: dynastore.TxUpdate, Key: key("z"), Update: &dynastore.Update{Remove: []string{"v"}}},
 		{Op: dynastore.TxCheck, Key: key("x"), Cond: dynastore.And{}},
 	}))
 	got, err := s.Get(ctx, key("z"))

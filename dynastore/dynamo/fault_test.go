@@ -29,17 +29,17 @@ import (
 type faultKind int
 
 const (
-	passThrough  faultKind = iota
-	throttle               // 400 ThrottlingException: rejected, not applied
-	provisioned            // 400 ProvisionedThroughputExceededException
-	serverError            // 500 InternalServerError: may have been applied
-	unavailable            // 503 ServiceUnavailable: not applied
-	hangBefore             // never sends the request; hangs until the attempt times out
-	hangAfter              // sends the request (it is applied), then hangs
-	refused                // connection refused
-	txConflict             // TransactionCanceledException, one TransactionConflict reason
-	unprocessed            // BatchGetItem answers with every key unprocessed
-	conditionOnly          // TransactionCanceledException with a ConditionalCheckFailed reason
+	passThrough   faultKind = iota
+	throttle                // 400 ThrottlingException: rejected, not applied
+	provisioned             // 400 ProvisionedThroughputExceededException
+	serverError             // 500 InternalServerError: may have been applied
+	unavailable             // 503 ServiceUnavailable: not applied
+	hangBefore              // never sends the request; hangs until the attempt times out
+	hangAfter               // sends the request (it is applied), then hangs
+	refused                 // connection refused
+	txConflict              // TransactionCanceledException, one TransactionConflict reason
+	unprocessed             // BatchGetItem answers with every key unprocessed
+	conditionOnly           // TransactionCanceledException with a ConditionalCheckFailed reason
 )
 
 // injector is an aws.HTTPClient that applies queued faults to the requests

@@ -76,7 +76,7 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	)
 	switch {
 	case errors.As(err, &ccf), errors.As(err, &tc):
-		// Transactions sort their cancellations themselves (txFailure).
+		// Transactions sort their cancellations themselves (txCanceled).
 		return failure{err: err, class: classFinal}
 	case errors.As(err, &api) && throttleCodes[api.ErrorCode()]:
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrThrottled}
@@ -86,9 +86,21 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	case errors.As(err, &api) && api.ErrorCode() == "TransactionInProgressException":
 		// The same ClientRequestToken is still being processed: ask again.
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
+	case attemptCtx.Err() != nil:
+		// The attempt timed out, possibly while reading a response (the SDK
+		// then reports the response's status with a read error).
+		c := classUnknown
+		if !wrote {
+			c = classUnapplied
+		}
+		return failure{err: err, class: c, kind: dynastore.ErrUnavailable}
 	case errors.As(err, &re) && re.HTTPStatusCode() == 503:
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
 	case errors.As(err, &re) && re.HTTPStatusCode() >= 500:
+		return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
+	case errors.As(err, &re) && re.HTTPStatusCode() >= 200 && re.HTTPStatusCode() < 300:
+		// A success whose body could not be read: a write happened, but
+		// what it returned is lost.
 		return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
 	case errors.As(err, &re) && re.HTTPStatusCode() != 0:
 		return failure{err: err, class: classFinal}
@@ -99,7 +111,7 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
 	}
-	if attemptCtx.Err() != nil || isNetErr(err) {
+	if isNetErr(err) {
 		c := classUnknown
 		if !wrote {
 			c = classUnapplied

@@ -24,13 +24,15 @@ import (
 // token; any other cancellation is final.
 func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) error {
 	if len(actions) == 0 {
-		return nil
+		// As DynamoDB: TransactItems must have at least one member.
+		return fmt.Errorf("%w: a transaction needs at least one action", dynastore.ErrInvalid)
 	}
 	if len(actions) > dynastore.MaxTxActions {
 		return fmt.Errorf("%w: %d actions (max %d)", dynastore.ErrTxTooLarge, len(actions), dynastore.MaxTxActions)
 	}
 	items := make([]types.TransactWriteItem, len(actions))
 	size := 0
+	seen := make(map[string]bool, len(actions))
 	for i, a := range actions {
 		ti, n, err := s.txItem(a)
 		if err != nil {
@@ -38,6 +40,16 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 		}
 		items[i] = ti
 		size += n
+		// DynamoDB rejects this too, but DynamoDB Local lets a condition
+		// check and a write of one item through.
+		k := a.Key
+		if a.Op == dynastore.TxPut {
+			k = a.Item.Key()
+		}
+		if seen[keyString(k)] {
+			return fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
+		}
+		seen[keyString(k)] = true
 	}
 	if size > dynastore.MaxTxSize {
 		return fmt.Errorf("%w: %d bytes (max %d)", dynastore.ErrTxTooLarge, size, dynastore.MaxTxSize)
@@ -126,10 +138,8 @@ func (s *Store) txItem(a dynastore.TxAction) (types.TransactWriteItem, int, erro
 			return ti, 0, err
 		}
 		if upd == "" {
-			// TransactWriteItems requires an UpdateExpression. REMOVE of an
-			// attribute no item has changes nothing but still creates a
-			// missing item, which is what an empty UpdateItem does.
-			upd = "REMOVE " + e.name(noSuchAttr)
+			// Unlike UpdateItem, a transaction's Update needs an expression.
+			return ti, 0, fmt.Errorf("%w: a transactional update needs at least one action", dynastore.ErrInvalid)
 		}
 		cond, err := e.Cond(a.Cond)
 		if err != nil {
@@ -166,8 +176,9 @@ func (s *Store) txItem(a dynastore.TxAction) (types.TransactWriteItem, int, erro
 			return ti, 0, fmt.Errorf("%w: condition check without a condition", dynastore.ErrInvalid)
 		}
 		if cond == "" {
-			// Always true, but ConditionCheck requires an expression.
-			p := e.name(noSuchAttr)
+			// Always true, but ConditionCheck requires an expression; any
+			// attribute either exists or does not.
+			p := e.name(dynastore.AttrPK)
 			cond = "attribute_not_exists(" + p + ") OR attribute_exists(" + p + ")"
 		}
 		size = keySize(a.Key)
@@ -184,10 +195,6 @@ func (s *Store) txItem(a dynastore.TxAction) (types.TransactWriteItem, int, erro
 	}
 	return ti, size, nil
 }
-
-// noSuchAttr names an attribute no item has, for expressions DynamoDB
-// requires where redamo has nothing to say.
-const noSuchAttr = "_redamo_none"
 
 func keySize(k dynastore.Key) int {
 	return len(dynastore.AttrPK) + len(k.PK) + len(dynastore.AttrSK) + len(k.SK)

@@ -57,6 +57,11 @@ func fromAV(av types.AttributeValue) (dynastore.Value, error) {
 	case *types.AttributeValueMemberB:
 		return dynastore.B(av.Value), nil
 	case *types.AttributeValueMemberN:
+		// DynamoDB Local returns arithmetic results as computed ("3.0",
+		// "-3.50"); the service, and the Store contract, use one canonical form.
+		if n, err := dynastore.CanonicalNumber(av.Value); err == nil {
+			return n, nil
+		}
 		return dynastore.N(av.Value), nil
 	case *types.AttributeValueMemberS:
 		return dynastore.S(av.Value), nil

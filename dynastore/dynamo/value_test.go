@@ -17,7 +17,7 @@ func TestValueRoundTrip(t *testing.T) {
 	}{
 		{"binary", dynastore.B("\x00\xffk"), &types.AttributeValueMemberB{Value: []byte("\x00\xffk")}},
 		{"empty binary", dynastore.B{}, &types.AttributeValueMemberB{Value: []byte{}}},
-		{"number", dynastore.N("-12.5e3"), &types.AttributeValueMemberN{Value: "-12.5e3"}},
+		{"number", dynastore.N("-12500"), &types.AttributeValueMemberN{Value: "-12500"}},
 		{"string", dynastore.S("héllo"), &types.AttributeValueMemberS{Value: "héllo"}},
 		{"binary set", dynastore.BS{[]byte("a"), []byte("\x00")}, &types.AttributeValueMemberBS{Value: [][]byte{[]byte("a"), []byte("\x00")}}},
 		{"bool", dynastore.BOOL(true), &types.AttributeValueMemberBOOL{Value: true}},
@@ -41,6 +41,15 @@ func TestValueRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.v, back)
 		})
+	}
+}
+
+// Numbers come back in canonical form whatever text DynamoDB sends.
+func TestNumbersCanonical(t *testing.T) {
+	for in, want := range map[string]dynastore.N{"3.0": "3", "-3.50": "-3.5", "-12.5e3": "-12500", "0.0": "0", "1E+2": "100"} {
+		v, err := fromAV(&types.AttributeValueMemberN{Value: in})
+		require.NoError(t, err)
+		require.Equal(t, want, v, in)
 	}
 }
 
