@@ -1,0 +1,171 @@
+package commands
+
+import (
+	"context"
+	"math"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
+	"github.com/redamo/redamo/dynastore/memory"
+)
+
+func TestString2ll(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"1", 1, true}, {"-1", -1, true}, {"123", 123, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"-9223372036854775808", math.MinInt64, true},
+		{"9223372036854775808", 0, false}, {"-9223372036854775809", 0, false},
+		{"18446744073709551616", 0, false}, {"99999999999999999999", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"+1", 0, false}, {"01", 0, false},
+		{"-0", 0, false}, {"00", 0, false}, {" 1", 0, false}, {"1 ", 0, false},
+		{"1.0", 0, false}, {"1e3", 0, false}, {"0x10", 0, false}, {"1\x00", 0, false},
+		{"123456789012345678901", 0, false},
+	} {
+		got, ok := string2ll([]byte(tc.in))
+		require.Equal(t, tc.ok, ok, "%q", tc.in)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+		if ok {
+			require.Equal(t, tc.in, strconv.FormatInt(got, 10), "only canonical forms parse")
+		}
+	}
+}
+
+func TestArgIs(t *testing.T) {
+	for _, tc := range []struct {
+		arg, opt string
+		want     bool
+	}{
+		{"nx", "nx", true}, {"NX", "nx", true}, {"Nx", "nx", true}, {"nx\x00junk", "nx", true},
+		{"n", "nx", false}, {"nxx", "nx", false}, {"", "nx", false}, {"\x00nx", "nx", false},
+		{"KEEPTTL", "keepttl", true}, {"ſet", "set", false},
+	} {
+		require.Equal(t, tc.want, argIs([]byte(tc.arg), tc.opt), "%q vs %q", tc.arg, tc.opt)
+	}
+}
+
+func TestEncodeValueAndEncoding(t *testing.T) {
+	long := "012345678901234567890123456789012345678901234" // 45 bytes
+	for _, tc := range []struct {
+		val    string
+		origin strOrigin
+		kind   dynastore.Kind
+		enc    string
+	}{
+		{"123", originArg, dynastore.KindN, encInt},
+		{"-9223372036854775808", originArg, dynastore.KindN, encInt},
+		{"9223372036854775808", originArg, dynastore.KindB, encEmbstr},
+		{"007", originArg, dynastore.KindB, encEmbstr},
+		{"", originArg, dynastore.KindB, encEmbstr},
+		{"hello", originArg, dynastore.KindB, encEmbstr},
+		{long[:44], originArg, dynastore.KindB, encEmbstr},
+		{long, originArg, dynastore.KindB, encRaw},
+		{"3", originFloat, dynastore.KindN, encEmbstr},
+		{"3.5", originFloat, dynastore.KindB, encEmbstr},
+		{"12", originEdited, dynastore.KindN, encRaw},
+		{"hi", originEdited, dynastore.KindB, encRaw},
+		{long, originEdited, dynastore.KindB, encRaw},
+	} {
+		it := stringItem(0, []byte("k"), []byte(tc.val), tc.origin, 0)
+		require.Equal(t, tc.kind, it[attrValue].Kind(), "%q", tc.val)
+		require.Equal(t, tc.enc, stringEncoding(it), "%q", tc.val)
+		got, err := decodeValue(it[attrValue])
+		require.NoError(t, err)
+		require.Equal(t, tc.val, string(got))
+	}
+	// Chunked values: one chunk is APPEND to a missing key, encoded like SET.
+	one := dynastore.Item{attrValue: dynastore.L{dynastore.B("12")}}
+	require.Equal(t, encInt, stringEncoding(one))
+	two := dynastore.Item{attrValue: dynastore.L{dynastore.B("1"), dynastore.B("2")}}
+	require.Equal(t, encRaw, stringEncoding(two))
+	v, err := decodeValue(two[attrValue])
+	require.NoError(t, err)
+	require.Equal(t, "12", string(v))
+	require.EqualValues(t, 2, valueLen(two[attrValue]))
+}
+
+func TestDecodeKeyExpiry(t *testing.T) {
+	it := stringItem(3, []byte("k"), []byte("v"), originArg, 1000)
+	ks, err := decodeKey(it, 999)
+	require.NoError(t, err)
+	require.True(t, ks.Live)
+	require.True(t, ks.HasExpiry)
+	require.EqualValues(t, 1000, ks.Expiry)
+	ks, err = decodeKey(it, 1000)
+	require.NoError(t, err)
+	require.False(t, ks.Live, "an item expires at its deadline")
+	require.NotNil(t, ks.Raw, "the raw item is kept for guards")
+	db, key, ok := redisKeyOf(it[dynastore.AttrPK].(dynastore.B))
+	require.True(t, ok)
+	require.Equal(t, 3, db)
+	require.Equal(t, "k", string(key))
+	require.Equal(t, dynastore.N("2"), it[dynastore.AttrTTL], "GC seconds are never early")
+}
+
+// ---- the store-backed harness ----------------------------------------------------------
+
+// backend is one store to run a behaviour test on, with its request counters.
+type backend struct {
+	name  string
+	store dynastore.Store
+	stats *dynastore.Stats
+	mem   *memory.Store // nil for DynamoDB
+}
+
+// backends returns a memory store, and a fresh DynamoDB Local table when
+// REDAMO_TEST_DYNAMODB_ENDPOINT is set (required with REDAMO_TEST_REQUIRE_DYNAMODB=1).
+func backends(t *testing.T) []backend {
+	st := dynastore.NewStats()
+	mem := memory.New(memory.Options{Observer: st})
+	out := []backend{{name: "memory", store: mem, stats: st, mem: mem}}
+	if os.Getenv(dynamotest.EnvEndpoint) != "" || os.Getenv(dynamotest.EnvRequire) == "1" {
+		st := dynastore.NewStats()
+		out = append(out, backend{name: "dynamodb", store: dynamotest.NewStore(t, dynamo.Config{Observer: st}), stats: st})
+	}
+	return out
+}
+
+// forBackends runs body on each backend with a fresh harness.
+func forBackends(t *testing.T, body func(t *testing.T, b backend, h *harness)) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			body(t, b, newHarness(b.store))
+		})
+	}
+}
+
+// requireReply runs a command and checks its rendered reply.
+func requireReply(t *testing.T, h *harness, want string, args ...string) {
+	t.Helper()
+	require.Equal(t, want, renderBytes(t, h.doS(args...), false), "%q", args)
+}
+
+// opsOf returns the requests made under label, by operation.
+func opsOf(st *dynastore.Stats, label string) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range st.Snapshot() {
+		if k.Label == label {
+			out[k.Op] = v.Requests
+		}
+	}
+	return out
+}
+
+func TestReadKeyOfImpossibleKey(t *testing.T) {
+	st := dynastore.NewStats()
+	h := newHarness(memory.New(memory.Options{Observer: st}))
+	c := &Ctx{Context: context.Background(), Store: h.srv.Store, Conn: h.conn, Srv: h.srv}
+	ks, err := readKey(c, make([]byte, MaxKeyLen+1))
+	require.NoError(t, err)
+	require.False(t, ks.Live)
+	require.Empty(t, st.Snapshot(), "a key that cannot exist is not looked up")
+}
