@@ -422,6 +422,10 @@ type collection struct {
 	replace bool
 	// pagesRead is set when a read took more than one query page.
 	pagesRead bool
+	// exact: the command's result depends on the whole collection (it read
+	// it with each), so its commit must guard the key item's ver rather
+	// than only the members it changes.
+	exact bool
 }
 
 type memberState struct {
@@ -613,6 +617,7 @@ func (cl *collection) del(m []byte) {
 // Reading a large collection over several pages marks the view so the
 // caller validates it (validateRead) before trusting the result.
 func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
+	cl.exact = true
 	if cl.wrongType || !cl.ks.Live {
 		return nil
 	}
@@ -879,16 +884,25 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 	var members []dynastore.TxAction
 	size := 0
 	for m, v := range cl.puts {
-		if !cl.known[m].present {
+		// Each member action is conditioned on the member being as read,
+		// which is all a command that did not read the whole collection
+		// depends on (see below).
+		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
+		if st := cl.known[m]; st.present {
+			cond = dynastore.Exists{Attr: dynastore.AttrPK}
+			if st.v != nil {
+				cond = dynastore.Compare{Attr: attrValue, Op: dynastore.OpEQ, Val: st.v}
+			}
+		} else {
 			n++
 		}
-		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v)})
+		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v), Cond: cond})
 		size += len(m) + valueSize(v) + 64
 	}
 	for m := range cl.dels {
 		if cl.known[m].present {
 			n--
-			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m))})
+			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m)), Cond: dynastore.Exists{Attr: dynastore.AttrPK}})
 		}
 	}
 	if n == 0 {
@@ -898,7 +912,7 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		return nil, nil
 	}
 	if len(members) <= maxTxMembers && size <= maxTxBytes {
-		return append(members, dynastore.TxAction{
+		keyUpdate := dynastore.TxAction{
 			Op:  dynastore.TxUpdate,
 			Key: key,
 			Update: &dynastore.Update{Set: []dynastore.SetAction{
@@ -906,7 +920,28 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
 			}},
 			Cond: guard,
-		}), nil
+		}
+		if !cl.exact {
+			// Commutative form: concurrent writers of different members
+			// of one large collection do not invalidate each other. The key
+			// item must still hold this generation, live, and keep at least
+			// one entry (the writer that would empty it takes the guarded
+			// path above on its re-run).
+			delta := n - cl.n
+			cond := dynastore.And{
+				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)},
+				condLive(cl.c.NowMS()),
+			}
+			if delta < 0 {
+				cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
+			}
+			keyUpdate.Update = &dynastore.Update{
+				Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+				Add: []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}},
+			}
+			keyUpdate.Cond = cond
+		}
+		return append(members, keyUpdate), nil
 	}
 	// Too big for one transaction: publish a new generation with the result.
 	gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {

@@ -534,8 +534,10 @@ func TestCollectionsAtSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("size test")
 	}
-	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, _ *redis.Client) {
 		ctx := context.Background()
+		// Building the collections is one command each, doing n writes.
+		c := s.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Minute })
 		n := b.big
 		members := make([]any, n)
 		pairs := make([]any, 0, 2*n)
@@ -543,8 +545,8 @@ func TestCollectionsAtSize(t *testing.T) {
 			members[i] = "member:" + strconv.Itoa(i)
 			pairs = append(pairs, "field:"+strconv.Itoa(i), strconv.Itoa(i))
 		}
-		require.EqualValues(t, n, c.SAdd(ctx, "set", members...).Val())
-		require.EqualValues(t, n, c.HSet(ctx, "hash", pairs...).Val())
+		require.EqualValues(t, n, mustInt(t, c.SAdd(ctx, "set", members...)))
+		require.EqualValues(t, n, mustInt(t, c.HSet(ctx, "hash", pairs...)))
 
 		b.stats.Reset()
 		require.EqualValues(t, n, c.SCard(ctx, "set").Val())
@@ -561,9 +563,11 @@ func TestCollectionsAtSize(t *testing.T) {
 		require.LessOrEqual(t, b.stats.Requests("srem"), int64(3))
 		require.LessOrEqual(t, b.stats.Requests("hincrby"), int64(3))
 
-		all := c.SMembers(ctx, "set").Val()
+		all, err := c.SMembers(ctx, "set").Result()
+		require.NoError(t, err)
 		require.Len(t, all, n)
-		h := c.HGetAll(ctx, "hash").Val()
+		h, err := c.HGetAll(ctx, "hash").Result()
+		require.NoError(t, err)
 		require.Len(t, h, n)
 		require.Equal(t, "778", h["field:777"])
 
@@ -588,4 +592,11 @@ func TestCollectionsAtSize(t *testing.T) {
 		require.LessOrEqual(t, b.stats.Requests("del"), int64(2))
 		require.EqualValues(t, 0, c.Exists(ctx, "set", "hash").Val())
 	})
+}
+
+func mustInt(t *testing.T, cmd *redis.IntCmd) int64 {
+	t.Helper()
+	n, err := cmd.Result()
+	require.NoError(t, err)
+	return n
 }
