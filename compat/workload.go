@@ -209,9 +209,11 @@ var generators = map[string]genFunc{
 		}
 		return join(cmd("COPY", g.key(), g.key()), o)
 	},
-	"move":      func(g *gen) []Arg { return cmd("MOVE", g.key(), lit(g.pick("0", "1", "2"))) },
-	"keys":      func(g *gen) []Arg { return cmd("KEYS", lit(g.pick("*", "k*", "k[0-2]", "?1", "*b*", "x"))) },
-	"scan":      func(g *gen) []Arg { return cmd("SCAN", lit("0"), lit("MATCH"), lit(g.pick("*", "k*", "k?")), lit("COUNT"), lit(g.pick("1", "2", "10"))) },
+	"move": func(g *gen) []Arg { return cmd("MOVE", g.key(), lit(g.pick("0", "1", "2"))) },
+	"keys": func(g *gen) []Arg { return cmd("KEYS", lit(g.pick("*", "k*", "k[0-2]", "?1", "*b*", "x"))) },
+	"scan": func(g *gen) []Arg {
+		return cmd("SCAN", lit("0"), lit("MATCH"), lit(g.pick("*", "k*", "k?")), lit("COUNT"), lit(g.pick("1", "2", "10")))
+	},
 	"randomkey": func(g *gen) []Arg { return cmd("RANDOMKEY") },
 	"select":    func(g *gen) []Arg { return cmd("SELECT", lit(g.pick("0", "1", "2", "0", "0"))) },
 	"flushdb":   func(g *gen) []Arg { return cmd("FLUSHDB") },
