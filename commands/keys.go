@@ -745,16 +745,26 @@ func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
 	}
 }
 
-// cmdRandomKey scans from a random position of the selected database and
-// returns the first live key met, wrapping around once.
+// randomKeyCandidates is how many live keys RANDOMKEY gathers, from a random
+// position on, before choosing one of them at random.
+const randomKeyCandidates = 16
+
+// cmdRandomKey scans from a random position (wrapping around once) until it
+// has met a few live keys of the selected database, and returns one of them
+// at random. DynamoDB orders a scan by a hash of the key, so the position is
+// random; the memory store orders by key bytes, where gathering several
+// candidates keeps the choice from always falling on the same key.
 func cmdRandomKey(c *Ctx) {
-	var b [8]byte
+	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		c.Fail(fmt.Errorf("commands: random position: %w", err))
 		return
 	}
 	filter := keyFilter(c.DB(), nil, c.NowMS())
-	start := &dynastore.Key{PK: append(dbPrefix(c.DB()), b[:]...), SK: keyItemSK}
+	start := &dynastore.Key{PK: append(dbPrefix(c.DB()), b[:8]...), SK: keyItemSK}
+	var candidates [][]byte
+	seen := map[string]bool{}
+gather:
 	for _, after := range []*dynastore.Key{start, nil} {
 		for {
 			page, err := c.Store.Scan(c, dynastore.Scan{Limit: 100, Filter: filter, After: after})
@@ -764,10 +774,13 @@ func cmdRandomKey(c *Ctx) {
 			}
 			for _, it := range page.Items {
 				pk, _ := it[dynastore.AttrPK].(dynastore.B)
-				if _, key, ok := redisKeyOf(pk); ok {
-					c.W.Bulk(key)
-					return
+				if _, key, ok := redisKeyOf(pk); ok && !seen[string(key)] {
+					seen[string(key)] = true
+					candidates = append(candidates, key)
 				}
+			}
+			if len(candidates) >= randomKeyCandidates {
+				break gather
 			}
 			if page.Next == nil {
 				break
@@ -775,7 +788,11 @@ func cmdRandomKey(c *Ctx) {
 			after = page.Next
 		}
 	}
-	c.W.Nil()
+	if len(candidates) == 0 {
+		c.W.Nil()
+		return
+	}
+	c.W.Bulk(candidates[binary.BigEndian.Uint64(b[8:])%uint64(len(candidates))])
 }
 
 func cmdDBSize(c *Ctx) {

@@ -306,7 +306,10 @@ type harness struct {
 }
 
 func newHarness(st dynastore.Store) *harness {
-	h := &harness{conn: &Conn{Proto: 2, Authed: true}, now: time.UnixMilli(1_700_000_000_000)}
+	// The clock only moves when a test moves it, but starts at the real time:
+	// DynamoDB Local garbage-collects items whose ttl attribute is in the
+	// real past, as the service does.
+	h := &harness{conn: &Conn{Proto: 2, Authed: true}, now: time.UnixMilli(time.Now().UnixMilli())}
 	h.srv = &Server{Store: st, Table: NewTable(), Clock: func() time.Time { return h.now }}
 	return h
 }
