@@ -147,26 +147,37 @@ type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
 
+// collMaxAttempts bounds collRetry. It is higher than maxWriteAttempts: on
+// a large collection every writer's transaction touches the key item, and
+// DynamoDB cancels transactions that overlap on an item (TransactionConflict)
+// even when their conditions would all hold, so a hot collection sees more
+// (cheap, quickly resolved) conflicts than a hot string key.
+const collMaxAttempts = 40
+
 // collRetry runs attempt until it succeeds, fails with anything but a
-// conflict, or loses maxWriteAttempts races.
+// conflict, or loses collMaxAttempts races, pausing a random, growing
+// while (at most 100 ms) between attempts so contenders spread out.
 func collRetry(c *Ctx, attempt func(try int) error) error {
-	for try := 0; try < maxWriteAttempts; try++ {
+	for try := 0; try < collMaxAttempts; try++ {
 		err := attempt(try)
 		if !errors.Is(err, errCollRetry) {
 			return err
 		}
-		if try > 1 {
-			// Short jittered pause so contenders spread out.
-			d := time.Duration(rand.IntN(1<<min(try, 6))) * time.Millisecond
-			select {
-			case <-time.After(d):
-			case <-c.Done():
-				return c.Err()
-			}
+		if try == 0 {
+			continue
+		}
+		ceil := min(time.Duration(1)<<min(try, 20)*time.Millisecond/2, 100*time.Millisecond)
+		select {
+		case <-time.After(rand.N(ceil) + time.Millisecond):
+		case <-c.Done():
+			return c.Err()
 		}
 	}
-	return errConflict
+	return errCollConflict
 }
+
+// errCollConflict ends a collRetry loop that kept losing races.
+var errCollConflict = fmt.Errorf("commands: gave up after %d conflicting attempts: %w", collMaxAttempts, dynastore.ErrTxConflict)
 
 // ---- member encoding ---------------------------------------------------------
 

@@ -494,16 +494,16 @@ func TestCollectionConcurrency(t *testing.T) {
 					for i := 0; i < ops; i++ {
 						m := "m" + strconv.Itoa((w*7+i)%150) // crosses the inline limit
 						if err := c.HIncrBy(ctx, "counter", "f"+strconv.Itoa(i%3), 1).Err(); err != nil {
-							errs <- err
+							errs <- fmt.Errorf("hincrby: %w", err)
 							return
 						}
 						if err := c.SAdd(ctx, "s", m).Err(); err != nil {
-							errs <- err
+							errs <- fmt.Errorf("sadd %s: %w", m, err)
 							return
 						}
 						if i%3 == 0 {
 							if err := c.SRem(ctx, "s", m).Err(); err != nil {
-								errs <- err
+								errs <- fmt.Errorf("srem %s: %w", m, err)
 								return
 							}
 						}
