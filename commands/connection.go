@@ -3,6 +3,7 @@ package commands
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -130,8 +131,12 @@ func cmdReset(c *Ctx) {
 
 func cmdSelect(c *Ctx) {
 	n, ok := string2ll(c.Args[1])
-	if !ok || n < -1<<31 || n > 1<<31-1 {
+	if !ok {
 		c.W.Error(MsgNotInt)
+		return
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		c.W.Error(MsgNotInt32)
 		return
 	}
 	if n < 0 || n >= NumDBs {

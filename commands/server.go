@@ -190,7 +190,7 @@ func cmdCommandInfo(c *Ctx) {
 		if cmd := c.Srv.Table.lookupFullName(string(n)); cmd != nil {
 			writeCommandInfo(c.W, cmd)
 		} else {
-			c.W.NilArray()
+			c.W.Nil()
 		}
 	}
 }
@@ -656,6 +656,13 @@ func configCommand() *Command {
 				Run:        cmdConfigHelp,
 			},
 			{
+				Name: "config|rewrite", Arity: 2, Flags: adminFlags, Categories: adminCats,
+				Summary: "Rewrite the configuration file with the in memory configuration", Since: "2.8.0",
+				Group: "server", Complexity: "O(1)",
+				// redamo is configured by flags and environment only.
+				Run: func(c *Ctx) { c.W.Error("ERR The server is running without a config file") },
+			},
+			{
 				Name: "config|resetstat", Arity: 2, Flags: adminFlags, Categories: adminCats,
 				Summary: "Reset the stats returned by INFO", Since: "2.0.0", Group: "server", Complexity: "O(1)",
 				Run: cmdConfigResetstat,
@@ -768,47 +775,33 @@ func cmdConfigSet(c *Ctx) {
 		p   *configParam
 		val string
 	}
-	var (
-		changes []change
-		unknown []byte // Redis reports an unknown name before other errors
-		errArg  []byte
-		errWhy  string
-	)
-	for i := 2; i < len(c.Args); i += 2 {
-		name, val := c.Args[i], string(c.Args[i+1])
-		p := lookupConfig(string(name))
-		switch {
-		case unknown != nil:
-			continue
-		case p == nil:
-			unknown = name
-			continue
-		case errArg != nil:
-			continue
-		case p.immutable:
-			errArg, errWhy = name, "can't set immutable config"
-			continue
-		case p.set == nil && val != p.get(c.Srv):
-			errArg, errWhy = name, "redamo does not support changing it"
-			continue
-		}
-		for _, ch := range changes {
-			if ch.p == p {
-				errArg, errWhy = name, "duplicate parameter"
-			}
-		}
-		changes = append(changes, change{p, val})
-	}
+	var changes []change
 	failed := func(arg []byte, why string) {
 		c.W.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", arg, why))
 	}
-	switch {
-	case unknown != nil:
-		c.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", unknown))
-		return
-	case errArg != nil:
-		failed(errArg, errWhy)
-		return
+	// Like Redis, the first bad name is the one reported.
+	for i := 2; i < len(c.Args); i += 2 {
+		name, val := c.Args[i], string(c.Args[i+1])
+		p := lookupConfig(string(name))
+		if p == nil {
+			c.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", name))
+			return
+		}
+		if p.immutable {
+			failed(name, "can't set immutable config")
+			return
+		}
+		for _, ch := range changes {
+			if ch.p == p {
+				failed(name, "duplicate parameter")
+				return
+			}
+		}
+		if p.set == nil && val != p.get(c.Srv) {
+			failed(name, "redamo does not support changing it")
+			return
+		}
+		changes = append(changes, change{p, val})
 	}
 	// Validate every value before applying any, so a failed CONFIG SET
 	// changes nothing (Redis restores the old values instead).
@@ -893,6 +886,8 @@ func cmdConfigHelp(c *Ctx) {
 		"    Set the configuration <directive> to <value>.",
 		"RESETSTAT",
 		"    Reset statistics reported by the INFO command.",
+		"REWRITE",
+		"    Rewrite the configuration file.",
 	)
 }
 
