@@ -66,7 +66,7 @@ var throttleCodes = map[string]bool{
 }
 
 // classify sorts one attempt's error. attemptCtx is the attempt's context,
-// wrote whether the request was written to a connection.
+// wrote whether the whole request was written to a connection.
 func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	var (
 		tc  *types.TransactionCanceledException
@@ -74,49 +74,57 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 		api smithy.APIError
 		re  *smithyhttp.ResponseError
 	)
+	status := 0
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode() // 0 when no response arrived
+	}
+	unknown := classUnknown
+	if !wrote {
+		unknown = classUnapplied
+	}
 	switch {
 	case errors.As(err, &ccf), errors.As(err, &tc):
 		// Transactions sort their cancellations themselves (txCanceled).
 		return failure{err: err, class: classFinal}
-	case errors.As(err, &api) && throttleCodes[api.ErrorCode()]:
-		return failure{err: err, class: classUnapplied, kind: dynastore.ErrThrottled}
-	case errors.As(err, &api) && api.ErrorCode() == "TransactionConflictException":
-		// A single-item write hit an item a transaction is writing: rejected.
-		return failure{err: err, class: classUnapplied, kind: dynastore.ErrTxConflict}
-	case errors.As(err, &api) && api.ErrorCode() == "TransactionInProgressException":
-		// The same ClientRequestToken is still being processed: ask again.
-		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
+	case errors.As(err, &api):
+		// A whole error response was read: its code says what happened.
+		switch {
+		case throttleCodes[api.ErrorCode()]:
+			return failure{err: err, class: classUnapplied, kind: dynastore.ErrThrottled}
+		case api.ErrorCode() == "TransactionConflictException":
+			// A single-item write hit an item a transaction is writing.
+			return failure{err: err, class: classUnapplied, kind: dynastore.ErrTxConflict}
+		case api.ErrorCode() == "TransactionInProgressException":
+			// The same ClientRequestToken is still being processed: ask again.
+			return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
+		case status == 503:
+			return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
+		case status >= 500:
+			return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
+		}
+		return failure{err: err, class: classFinal}
 	case attemptCtx.Err() != nil:
 		// The attempt timed out, possibly while reading a response (the SDK
 		// then reports the response's status with a read error).
-		c := classUnknown
-		if !wrote {
-			c = classUnapplied
-		}
-		return failure{err: err, class: c, kind: dynastore.ErrUnavailable}
-	case errors.As(err, &re) && re.HTTPStatusCode() == 503:
+		return failure{err: err, class: unknown, kind: dynastore.ErrUnavailable}
+	case status == 503:
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
-	case errors.As(err, &re) && re.HTTPStatusCode() >= 500:
+	case status >= 500:
 		return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
-	case errors.As(err, &re) && re.HTTPStatusCode() >= 200 && re.HTTPStatusCode() < 300:
+	case status >= 200 && status < 300:
 		// A success whose body could not be read: a write happened, but
 		// what it returned is lost.
 		return failure{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
-	case errors.As(err, &re) && re.HTTPStatusCode() != 0:
+	case status != 0:
 		return failure{err: err, class: classFinal}
 	}
-	// No response (the SDK reports status 0): the attempt timed out or the
-	// connection failed.
+	// No response: the connection failed.
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return failure{err: err, class: classUnapplied, kind: dynastore.ErrUnavailable}
 	}
 	if isNetErr(err) {
-		c := classUnknown
-		if !wrote {
-			c = classUnapplied
-		}
-		return failure{err: err, class: c, kind: dynastore.ErrUnavailable}
+		return failure{err: err, class: unknown, kind: dynastore.ErrUnavailable}
 	}
 	return failure{err: err, class: classFinal}
 }
