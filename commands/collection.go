@@ -59,7 +59,27 @@ package commands
 //
 // Multi-key commands (SMOVE, *STORE, and LMOVE for lists) open several
 // collections, compute, and commit all of them in one transaction whose
-// actions each carry the "ver as read" guard (collectionsCommit).
+// actions each carry the "ver as read" guard (commitCollections).
+//
+// Using the layer (a family file such as lists.go):
+//
+//	err := collRetry(c, func(try int) error {
+//		cl, err := openCollection(c, key, TypeX) // one GetItem
+//		if err != nil { return err }
+//		if err := cl.check(); err != nil { return err } // WRONGTYPE
+//		vals, present, err := cl.lookup(members)        // BatchGet if large
+//		cl.put(m, v); cl.del(m); cl.setKeyAttr(name, v)  // staged
+//		return cl.commit() // errCollRetry on conflict: collRetry re-runs
+//	})
+//
+// Entries are (member, value) pairs keyed by member bytes; each() visits
+// them in member order (sorted inline, partition order when large), so a
+// list uses order-preserving position keys as members, keeps its head and
+// tail with setKeyAttr, and registers an inlineCodec for TypeList (v as an L
+// of B). A commit of a command that read only some members is conditioned
+// on exactly those members (concurrent writers of other members do not
+// conflict); one that read everything (each) or set key attributes is
+// guarded by the key item's ver.
 
 import (
 	"bytes"
@@ -69,6 +89,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -437,6 +458,29 @@ type collection struct {
 	// it with each), so its commit must guard the key item's ver rather
 	// than only the members it changes.
 	exact bool
+	// keyAttrs are extra key item attributes the commit writes (a list's
+	// head and tail, say); see setKeyAttr.
+	keyAttrs map[string]dynastore.Value
+}
+
+// setKeyAttr stages an extra attribute of the key item. The commit writes
+// it whatever the layout; an inline commit rewrites the whole key item, so
+// a family with extra attributes stages all of them on every write. Such a
+// commit is always guarded by the key item's ver.
+func (cl *collection) setKeyAttr(name string, v dynastore.Value) {
+	if cl.keyAttrs == nil {
+		cl.keyAttrs = map[string]dynastore.Value{}
+	}
+	cl.keyAttrs[name] = v
+	cl.exact = true
+}
+
+// keyAttr returns an attribute of the key item as read (nil if none).
+func (cl *collection) keyAttr(name string) dynastore.Value {
+	if !cl.ks.Live || cl.replace {
+		return nil
+	}
+	return cl.ks.Raw[name]
 }
 
 type memberState struct {
@@ -498,16 +542,65 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (*col
 		}
 		return cl, nil
 	}
-	cl.inline = map[string]dynastore.Value{}
-	names, _ := it[attrValue].(dynastore.BS)
-	for _, m := range names {
-		var v dynastore.Value
-		if typ == TypeHash {
-			v = it[fieldAttr(m)]
-		}
-		cl.inline[string(m)] = v
+	codec, ok := inlineCodecs[typ]
+	if !ok {
+		return nil, fmt.Errorf("commands: no inline codec for type %q: %w", typ, dynastore.ErrInvalid)
+	}
+	if cl.inline, err = codec.decode(it); err != nil {
+		return nil, err
 	}
 	return cl, nil
+}
+
+// inlineCodec reads and writes one type's inline entries in its key item.
+// Sets and hashes are registered here; a list family adds its own (v as an
+// L of B, entries keyed by an order-preserving position key) to the map
+// from its register function, before any command runs.
+type inlineCodec struct {
+	decode func(it dynastore.Item) (map[string]dynastore.Value, error)
+	encode func(it dynastore.Item, entries map[string]dynastore.Value)
+}
+
+var inlineCodecs = map[string]inlineCodec{
+	TypeSet: {
+		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+			names, _ := it[attrValue].(dynastore.BS)
+			out := make(map[string]dynastore.Value, len(names))
+			for _, m := range names {
+				out[string(m)] = nil
+			}
+			return out, nil
+		},
+		encode: func(it dynastore.Item, entries map[string]dynastore.Value) {
+			names := make(dynastore.BS, 0, len(entries))
+			for m := range entries {
+				names = append(names, []byte(m))
+			}
+			it[attrValue] = names
+		},
+	},
+	TypeHash: {
+		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+			names, _ := it[attrValue].(dynastore.BS)
+			out := make(map[string]dynastore.Value, len(names))
+			for _, m := range names {
+				v, ok := it[fieldAttr(m)]
+				if !ok {
+					return nil, fmt.Errorf("commands: hash field without a value: %w", dynastore.ErrInvalid)
+				}
+				out[string(m)] = v
+			}
+			return out, nil
+		},
+		encode: func(it dynastore.Item, entries map[string]dynastore.Value) {
+			names := make(dynastore.BS, 0, len(entries))
+			for m, v := range entries {
+				names = append(names, []byte(m))
+				it[fieldAttr([]byte(m))] = v
+			}
+			it[attrValue] = names
+		},
+	},
 }
 
 // check returns errCollWrongType when the key holds another type.
@@ -633,8 +726,15 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 		return nil
 	}
 	if !cl.large() {
-		for m, v := range cl.inline {
-			if err := fn([]byte(m), v); err != nil {
+		// Member order, as the large layout's partition order: lists rely
+		// on it (their members are position keys).
+		ms := make([]string, 0, len(cl.inline))
+		for m := range cl.inline {
+			ms = append(ms, m)
+		}
+		sort.Strings(ms)
+		for _, m := range ms {
+			if err := fn([]byte(m), cl.inline[m]); err != nil {
 				return err
 			}
 		}
@@ -771,7 +871,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 // ---- commit ----------------------------------------------------------------------
 
 func (cl *collection) changed() bool {
-	return cl.replace || len(cl.puts) > 0 || len(cl.dels) > 0
+	return cl.replace || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
 }
 
 // inlineLimit is the most entries an inline collection of the type holds.
@@ -812,20 +912,25 @@ func (cl *collection) baseKeyItem() dynastore.Item {
 		it[attrExpiry] = nInt(cl.ks.Expiry)
 		it[dynastore.AttrTTL] = ttlSeconds(cl.ks.Expiry)
 	}
+	for name, v := range cl.keyAttrs {
+		it[name] = v
+	}
 	return it
+}
+
+// keyAttrSets are the SET actions of the staged key attributes.
+func (cl *collection) keyAttrSets() []dynastore.SetAction {
+	var out []dynastore.SetAction
+	for name, v := range cl.keyAttrs {
+		out = append(out, dynastore.SetAction{Attr: name, Val: dynastore.Lit{V: v}})
+	}
+	return out
 }
 
 // inlineItem is the key item of an inline collection holding entries.
 func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.Item {
 	it := cl.baseKeyItem()
-	names := make(dynastore.BS, 0, len(entries))
-	for m, v := range entries {
-		names = append(names, []byte(m))
-		if cl.typ == TypeHash {
-			it[fieldAttr([]byte(m))] = v
-		}
-	}
-	it[attrValue] = names
+	inlineCodecs[cl.typ].encode(it, entries)
 	return it
 }
 
@@ -919,17 +1024,17 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 	if n == 0 {
 		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil
 	}
-	if len(members) == 0 {
+	if len(members) == 0 && len(cl.keyAttrs) == 0 {
 		return nil, nil
 	}
 	if len(members) <= maxTxMembers && size <= maxTxBytes {
 		keyUpdate := dynastore.TxAction{
 			Op:  dynastore.TxUpdate,
 			Key: key,
-			Update: &dynastore.Update{Set: []dynastore.SetAction{
+			Update: &dynastore.Update{Set: append([]dynastore.SetAction{
 				{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
 				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-			}},
+			}, cl.keyAttrSets()...)},
 			Cond: guard,
 		}
 		if !cl.exact {
@@ -978,11 +1083,11 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 	return []dynastore.TxAction{{
 		Op:  dynastore.TxUpdate,
 		Key: key,
-		Update: &dynastore.Update{Set: []dynastore.SetAction{
+		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
 			{Attr: attrGen, Val: dynastore.Lit{V: dynastore.B(gen)}},
 			{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-		}},
+		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, nil
 }
