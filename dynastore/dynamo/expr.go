@@ -178,9 +178,9 @@ var typeNames = map[dynastore.Kind]string{
 func (e *exprs) cond(b *strings.Builder, c dynastore.Cond) error {
 	switch x := c.(type) {
 	case dynastore.Exists:
-		fmt.Fprintf(b, "attribute_exists(%s)", e.name(x.Attr))
+		b.WriteString("attribute_exists(" + e.name(x.Attr) + ")")
 	case dynastore.NotExists:
-		fmt.Fprintf(b, "attribute_not_exists(%s)", e.name(x.Attr))
+		b.WriteString("attribute_not_exists(" + e.name(x.Attr) + ")")
 	case dynastore.Compare:
 		op, err := cmpOp(x.Op)
 		if err != nil {
@@ -191,31 +191,31 @@ func (e *exprs) cond(b *strings.Builder, c dynastore.Cond) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(b, "%s %s %s", n, op, v)
+		b.WriteString(n + " " + op + " " + v)
 	case dynastore.IsType:
 		tn, ok := typeNames[x.Type]
 		if !ok {
 			return fmt.Errorf("%w: unknown attribute type %d", dynastore.ErrInvalid, x.Type)
 		}
 		n := e.name(x.Attr)
-		fmt.Fprintf(b, "attribute_type(%s, %s)", n, e.av(&types.AttributeValueMemberS{Value: tn}))
+		b.WriteString("attribute_type(" + n + ", " + e.av(&types.AttributeValueMemberS{Value: tn}) + ")")
 	case dynastore.SizeCompare:
 		op, err := cmpOp(x.Op)
 		if err != nil {
 			return err
 		}
 		n := e.name(x.Attr)
-		fmt.Fprintf(b, "size(%s) %s %s", n, op, e.av(&types.AttributeValueMemberN{Value: strconv.FormatInt(x.Size, 10)}))
+		b.WriteString("size(" + n + ") " + op + " " + e.av(&types.AttributeValueMemberN{Value: strconv.FormatInt(x.Size, 10)}))
 	case dynastore.BeginsWith:
 		n := e.name(x.Attr)
-		fmt.Fprintf(b, "begins_with(%s, %s)", n, e.av(&types.AttributeValueMemberB{Value: x.Prefix}))
+		b.WriteString("begins_with(" + n + ", " + e.av(&types.AttributeValueMemberB{Value: x.Prefix}) + ")")
 	case dynastore.Contains:
 		n := e.name(x.Attr)
 		v, err := e.value(x.Val)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(b, "contains(%s, %s)", n, v)
+		b.WriteString("contains(" + n + ", " + v + ")")
 	case dynastore.And:
 		return e.join(b, " AND ", x)
 	case dynastore.Or:

@@ -272,3 +272,42 @@ func TestPlaceholdersUsedExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// The expressions of the hot commands: SET k v NX PX (a conditional put) and
+// INCR (an ADD guarded by type and overflow conditions).
+func BenchmarkRender(b *testing.B) {
+	setNX := dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.Compare{Attr: "expiry", Op: dynastore.OpLE, Val: dynastore.N("1700000000000")},
+	}
+	incr := dynastore.Update{
+		Add: []dynastore.AttrValue{{Attr: "v", Val: dynastore.N("1")}, {Attr: "version", Val: dynastore.N("1")}},
+	}
+	incrCond := dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.And{
+			dynastore.IsType{Attr: "v", Type: dynastore.KindN},
+			dynastore.Compare{Attr: "v", Op: dynastore.OpLE, Val: dynastore.N("9223372036854775806")},
+		},
+	}
+	b.Run("set-nx", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := newExprs().Cond(setNX); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("incr", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e := newExprs()
+			if _, err := e.Update(incr); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Cond(incrCond); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
