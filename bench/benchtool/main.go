@@ -5,6 +5,7 @@
 //	                   side in the same run, on the same table
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
+//	benchtool port     prints a free TCP port on 127.0.0.1
 //
 // The raw side uses the AWS SDK directly (no dynastore code), so the ratio is
 // the true overhead of redamo over the request it makes.
@@ -25,6 +26,8 @@ func main() {
 		err = runCompare(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
+	case "port":
+		err = runPort()
 	default:
 		usage()
 	}
@@ -35,6 +38,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|conns [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }
