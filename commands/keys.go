@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -637,14 +638,25 @@ func parseScan(args [][]byte) (scanOpts, string) {
 	return o, ""
 }
 
-// scanPageBudget bounds the table pages one SCAN call reads, so a call
-// returns promptly even when most of the table is other databases' keys.
-const scanPageBudget = 8
+// SCAN reads the table in pages. A page's Limit counts the items DynamoDB
+// examines, other databases' keys and internal items included, so a call
+// starts with a page of COUNT items and, while it finds too few keys of the
+// selected database, reads growing pages (x4 each, up to scanMaxLimit), for
+// at most scanPageBudget pages. A dense database then answers about COUNT
+// keys per call, a sparse one is not crawled COUNT items at a time, and a
+// small table is done in one call, as a small Redis database is.
+const (
+	scanPageBudget = 6
+	scanMaxLimit   = 1000
+	// scanMaxCount caps the first page of a huge COUNT (DynamoDB ends a
+	// page at 1 MB anyway).
+	scanMaxCount = 100_000
+)
 
 // cmdScan continues a table scan from the position stored under the cursor,
 // returning the live keys of the selected database met on the way (COUNT
-// bounds the items examined per page, as Redis's COUNT bounds work), and
-// stores the new position under a fresh cursor id.
+// bounds the items examined, as Redis's COUNT bounds work, MATCH filters
+// after), and stores the new position under a cursor id.
 func cmdScan(c *Ctx) {
 	o, msg := parseScan(c.Args[1:])
 	if msg != "" {
@@ -661,6 +673,9 @@ func cmdScan(c *Ctx) {
 		pk, ok1 := it[attrCursorPK].(dynastore.B)
 		sk, ok2 := it[attrCursorSK].(dynastore.B)
 		if !ok1 || !ok2 {
+			// Not a cursor redamo handed out (or one garbage-collected
+			// after a day): continuing from anywhere would silently skip
+			// keys, so say so.
 			c.W.Error(MsgInvalidCursor)
 			return
 		}
@@ -670,12 +685,9 @@ func cmdScan(c *Ctx) {
 	if o.hasType {
 		filter = append(filter.(dynastore.And), condType(o.typeName))
 	}
-	limit := o.count
-	if limit > 1000 {
-		limit = 1000
-	}
+	limit := min(o.count, scanMaxCount)
 	var keys [][]byte
-	var examined int64
+	var found int64
 	for pages := 0; pages < scanPageBudget; pages++ {
 		page, err := c.Store.Scan(c, dynastore.Scan{Limit: int(limit), Filter: filter, After: after})
 		if err != nil {
@@ -688,10 +700,13 @@ func cmdScan(c *Ctx) {
 				keys = append(keys, key)
 			}
 		}
-		examined += int64(len(page.Items))
+		found += int64(len(page.Items))
 		after = page.Next
-		if after == nil || examined >= o.count {
+		if after == nil || found >= o.count {
 			break
+		}
+		if limit < scanMaxLimit {
+			limit = min(limit*4, max(scanMaxLimit, limit))
 		}
 	}
 	next := "0"
@@ -718,31 +733,30 @@ func cursorKey(id uint64) dynastore.Key {
 	return dynastore.Key{PK: pk, SK: keyItemSK}
 }
 
-// saveCursor stores a scan position under a new random cursor id (63 bits,
-// non-zero, so clients that parse cursors as signed integers cope too).
+// saveCursor stores a scan position under a cursor id derived from the
+// position itself: the same position always gets the same id, so repeated
+// scans overwrite their cursor items instead of piling up new ones (the
+// memory store never garbage-collects), and a client retrying a call gets
+// the same cursor. Ids have 63 bits and are never 0, so clients that parse
+// cursors as signed integers cope too.
 func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
-	for {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, fmt.Errorf("commands: cursor id: %w", err)
-		}
-		id := binary.BigEndian.Uint64(b[:]) >> 1
-		if id == 0 {
-			continue
-		}
-		k := cursorKey(id)
-		_, err := c.Store.Put(c, dynastore.Item{
-			dynastore.AttrPK:  dynastore.B(k.PK),
-			dynastore.AttrSK:  dynastore.B(k.SK),
-			attrCursorPK:      dynastore.B(pos.PK),
-			attrCursorSK:      dynastore.B(pos.SK),
-			dynastore.AttrTTL: nInt(c.NowMS()/1000 + cursorLifetimeSec),
-		}, dynastore.WriteOptions{Cond: dynastore.NotExists{Attr: dynastore.AttrPK}})
-		if _, clash := isCondFailed(err); clash {
-			continue
-		}
-		return id, err
+	h := sha256.New()
+	h.Write(pos.PK)
+	h.Write([]byte{0})
+	h.Write(pos.SK)
+	id := binary.BigEndian.Uint64(h.Sum(nil)) >> 1
+	if id == 0 {
+		id = 1
 	}
+	k := cursorKey(id)
+	_, err := c.Store.Put(c, dynastore.Item{
+		dynastore.AttrPK:  dynastore.B(k.PK),
+		dynastore.AttrSK:  dynastore.B(k.SK),
+		attrCursorPK:      dynastore.B(pos.PK),
+		attrCursorSK:      dynastore.B(pos.SK),
+		dynastore.AttrTTL: nInt(c.NowMS()/1000 + cursorLifetimeSec),
+	}, dynastore.WriteOptions{})
+	return id, err
 }
 
 // randomKeyCandidates is how many live keys RANDOMKEY gathers, from a random
