@@ -314,31 +314,38 @@ func cmdHvals(c *Ctx) {
 
 func cmdHdel(c *Ctx) {
 	key, fields := c.Args[1], dedupe(c.Args[2:])
-	u := dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
-		Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(fields)}},
-	}
-	for _, f := range fields {
-		u.Remove = append(u.Remove, fieldAttr(f))
-	}
-	old, applied, cur, err := fastUpdate(c, key, u, inlineShrinkCond(c.NowMS(), TypeHash, len(fields)))
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if applied {
-		var removed int64
-		for _, f := range fields {
-			if bsContains(old[attrValue], f) {
-				removed++
-			}
+	var cur dynastore.Item
+	seeded := false
+	// An inline hash has at most inlineMaxHash fields: more arguments, or
+	// longer ones, cannot all be there (and would bloat the expression).
+	if len(fields) <= inlineMaxHash && allSmall(fields) {
+		u := dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(fields)}},
 		}
-		c.W.Int(removed)
-		return
+		for _, f := range fields {
+			u.Remove = append(u.Remove, fieldAttr(f))
+		}
+		old, applied, item, err := fastUpdate(c, key, u, inlineShrinkCond(c.NowMS(), TypeHash, len(fields)))
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if applied {
+			var removed int64
+			for _, f := range fields {
+				if bsContains(old[attrValue], f) {
+					removed++
+				}
+			}
+			c.W.Int(removed)
+			return
+		}
+		cur, seeded = item, true
 	}
 	var removed int64
-	err = collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, cur, try == 0)
+	err := collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, TypeHash, cur, seeded && try == 0)
 		if err != nil {
 			return err
 		}

@@ -111,27 +111,32 @@ func cmdSadd(c *Ctx) {
 
 func cmdSrem(c *Ctx) {
 	key, members := c.Args[1], dedupe(c.Args[2:])
-	old, applied, cur, err := fastUpdate(c, key, dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
-		Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
-	}, inlineShrinkCond(c.NowMS(), TypeSet, len(members)))
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if applied {
-		removed := 0
-		for _, m := range members {
-			if bsContains(old[attrValue], m) {
-				removed++
-			}
+	var cur dynastore.Item
+	seeded := false
+	if len(members) <= inlineMaxSet && allSmall(members) {
+		old, applied, item, err := fastUpdate(c, key, dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+		}, inlineShrinkCond(c.NowMS(), TypeSet, len(members)))
+		if err != nil {
+			c.Fail(err)
+			return
 		}
-		c.W.Int(int64(removed))
-		return
+		if applied {
+			removed := 0
+			for _, m := range members {
+				if bsContains(old[attrValue], m) {
+					removed++
+				}
+			}
+			c.W.Int(int64(removed))
+			return
+		}
+		cur, seeded = item, true
 	}
 	var removed int64
-	err = collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeSet, cur, try == 0)
+	err := collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, TypeSet, cur, seeded && try == 0)
 		if err != nil {
 			return err
 		}
