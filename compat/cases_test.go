@@ -27,6 +27,8 @@ type suiteRun struct {
 	cases   []*Case
 	results []Result
 	runner  *Runner
+	// stale are known_mismatches.txt entries whose cases now match.
+	stale []string
 }
 
 // runSuite runs every case in every variant on the given targets, one
@@ -77,7 +79,8 @@ func runSuite(t *testing.T, targets []*Target) *suiteRun {
 		})
 	}
 	// An allowlist entry for a case that now matches must go: the list may
-	// only shrink.
+	// only shrink. This is loud but not a failure, so that fixing redamo
+	// never breaks the build; TestReport lists stale entries too.
 	for id, km := range known {
 		ran := false
 		for _, r := range run.results {
@@ -86,7 +89,8 @@ func runSuite(t *testing.T, targets []*Target) *suiteRun {
 			}
 		}
 		if ran && !anyTarget(mismatched[id], km) {
-			t.Errorf("known_mismatches.txt:%d: %s now matches Redis on every target it names: remove the line", km.line, id)
+			t.Logf("STALE: known_mismatches.txt:%d: %s now matches Redis on every target it names: remove the line", km.line, id)
+			run.stale = append(run.stale, id)
 		}
 	}
 	return run

@@ -95,7 +95,7 @@ type knownMismatch struct {
 }
 
 // loadKnownMismatches reads testdata/known_mismatches.txt: one line per
-// entry, "file/case TARGETS reason...", TARGETS a comma list or *.
+// entry, "file/case | TARGETS | reason", TARGETS a comma list or *.
 func loadKnownMismatches(t testing.TB) map[string]*knownMismatch {
 	t.Helper()
 	out := map[string]*knownMismatch{}
@@ -113,13 +113,14 @@ func loadKnownMismatches(t testing.TB) map[string]*knownMismatch {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		fields := strings.Fields(line)
-		require.GreaterOrEqual(t, len(fields), 3, "known_mismatches.txt:%d: want: file/case TARGETS reason", n)
-		km := &knownMismatch{id: fields[0], reason: strings.Join(fields[2:], " "), line: n}
-		if fields[1] != "*" {
+		// " | " separates the fields: case ids may hold blanks.
+		fields := strings.SplitN(line, " | ", 3)
+		require.Len(t, fields, 3, "known_mismatches.txt:%d: want: file/case | TARGETS | reason", n)
+		km := &knownMismatch{id: strings.TrimSpace(fields[0]), reason: strings.TrimSpace(fields[2]), line: n}
+		if tgs := strings.TrimSpace(fields[1]); tgs != "*" {
 			km.targets = map[string]bool{}
-			for _, tg := range strings.Split(fields[1], ",") {
-				km.targets[tg] = true
+			for _, tg := range strings.Split(tgs, ",") {
+				km.targets[strings.TrimSpace(tg)] = true
 			}
 		}
 		out[km.id] = km

@@ -82,7 +82,11 @@ func TestReport(t *testing.T) {
 			sort.Strings(ts)
 			targets = strings.Join(ts, ",")
 		}
-		in.Known = append(in.Known, km.id+" ("+targets+"): "+km.reason)
+		line := km.id + " (" + targets + "): " + km.reason
+		if contains(run.stale, km.id) {
+			line += " — STALE: now identical, remove the entry"
+		}
+		in.Known = append(in.Known, line)
 	}
 	sort.Strings(in.Known)
 	require.NoError(t, os.MkdirAll(filepath.Dir(reportPath), 0o755))
