@@ -79,7 +79,11 @@ if ! go test -count=1 -timeout 30m "${extra[@]}" ./compat -run '^TestReport$' -u
 	status=1
 fi
 step "random workload, client smoke tests, unit tests"
-go test -count=1 -timeout 30m "${extra[@]}" ./compat/... -skip '^(TestReport|TestCases)$' || status=1
+# -v for the seed, the number of commands compared and the client versions.
+if ! go test -count=1 -timeout 30m "${extra[@]}" ./compat/... -skip '^(TestReport|TestCases)$' -v 2>&1 |
+	{ grep -E 'seed|commands compared|checks passed|drawing from|mismatch|reproducer|^ *(--- FAIL|FAIL|ok|PASS)|Error' || true; }; then
+	status=1
+fi
 if [ "$status" -eq 0 ]; then
 	step "compat: all identical (docs/compat.md regenerated)"
 else
