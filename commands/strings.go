@@ -673,12 +673,9 @@ func onlyConditionsFailed(err error) bool {
 // ---- APPEND, SETRANGE --------------------------------------------------------
 
 // maxStringLen is proto-max-bulk-len, the longest string Redis lets a
-// command build.
+// command build (CONFIG SET may change it).
 func maxStringLen(c *Ctx) int64 {
-	if c.Srv != nil && c.Srv.Config.ProtoMaxBulkLen > 0 {
-		return c.Srv.Config.ProtoMaxBulkLen
-	}
-	return 512 << 20
+	return c.Srv.ProtoMaxBulkLen()
 }
 
 // checkStringLength is Redis's check that size+add bytes stay within
@@ -690,7 +687,9 @@ func checkStringLength(c *Ctx, size, add int64) bool {
 
 // cmdAppend: one UpdateItem list_append when the value is already chunked
 // (or the key is new); otherwise the current value becomes the first chunk,
-// in a Put conditioned on the item read back from the failed update.
+// in a Put conditioned on the item read back from the failed update. The
+// fast path cannot check proto-max-bulk-len, and need not: it is at least
+// 1 MB, more than an item holds, so the item limit always bites first.
 func cmdAppend(c *Ctx) {
 	key, val := c.Args[1], c.Args[2]
 	if !keyFits(key) {

@@ -194,6 +194,9 @@ func TestValueSizeLimits(t *testing.T) {
 		requireReply(t, h, "-"+MsgValueTooLarge, "SETRANGE", "fresh", "536870911", "z")
 		requireReply(t, h, ":0", "EXISTS", "fresh")
 		requireReply(t, h, ":"+strconv.Itoa(len(big)), "STRLEN", "big")
+		h.srv.SetProtoMaxBulkLen(1 << 20) // the least CONFIG SET allows
+		requireReply(t, h, "-"+MsgStringTooLong, "SETRANGE", "fresh", strconv.Itoa(1<<20), "z")
+		requireReply(t, h, "-"+MsgValueTooLarge, "SETRANGE", "fresh", strconv.Itoa(1<<20-1), "z")
 		requireReply(t, h, ":5", "APPEND", "small", "hello")
 		requireReply(t, h, "-"+MsgValueTooLarge, "APPEND", "small", huge)
 		requireReply(t, h, `"hello"`, "GET", "small")
