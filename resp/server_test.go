@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +26,9 @@ type testServer struct {
 	addr string
 	srv  *commands.Server
 	rs   *resp.Server
-	done chan error
+	// done is closed when Serve returned, with its error in serveErr.
+	done     chan struct{}
+	serveErr error
 }
 
 func start(t *testing.T, cfg commands.Config, extra ...*commands.Command) *testServer {
@@ -34,9 +38,12 @@ func start(t *testing.T, cfg commands.Config, extra ...*commands.Command) *testS
 	srv := &commands.Server{Table: table, Config: cfg}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ts := &testServer{addr: ln.Addr().String(), srv: srv, done: make(chan error, 1)}
+	ts := &testServer{addr: ln.Addr().String(), srv: srv, done: make(chan struct{})}
 	ts.rs = resp.New(srv, resp.Options{Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }})
-	go func() { ts.done <- ts.rs.Serve(ln) }()
+	go func() {
+		ts.serveErr = ts.rs.Serve(ln)
+		close(ts.done)
+	}()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -108,4 +115,257 @@ func TestPingPipeline(t *testing.T) {
 	rc.expect(strings.Repeat("+PONG\r\n", 100) + "$5\r\nhello\r\n")
 }
 
-var _ = sync.Mutex{}
+func TestGarbageClosesOnlyThatConnection(t *testing.T) {
+	ts := start(t, commands.Config{})
+	good := ts.dial(t)
+	good.send(cmd("PING"))
+	good.expect("+PONG\r\n")
+
+	for _, garbage := range []string{"*abc\r\n", "*1\r\n$99999999999\r\n", "\x00\xff\xfe" + strings.Repeat("z", 70000)} {
+		bad := ts.dial(t)
+		bad.send(garbage)
+		line, err := bad.r.ReadString('\n')
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(line, "-ERR Protocol error: "), line)
+		bad.expectClosed()
+	}
+	good.send(cmd("ECHO", "still here"))
+	good.expect("$10\r\nstill here\r\n")
+}
+
+// A huge announced bulk is refused from its header: the server neither
+// waits for nor buffers the data.
+func TestHugeBulkRefusedAtHeader(t *testing.T) {
+	ts := start(t, commands.Config{ProtoMaxBulkLen: 1 << 20})
+	rc := ts.dial(t)
+	rc.send("*2\r\n$4\r\nECHO\r\n$1048577\r\n")
+	rc.expect("-ERR Protocol error: invalid bulk length\r\n")
+	rc.expectClosed()
+
+	// At the limit the value goes through, streamed in pieces.
+	rc = ts.dial(t)
+	big := strings.Repeat("x", 1<<20)
+	req := cmd("ECHO", big) + cmd("PING")
+	for i := 0; i < len(req); i += 100000 {
+		rc.send(req[i:min(i+100000, len(req))])
+	}
+	rc.expect(fmt.Sprintf("$%d\r\n%s\r\n+PONG\r\n", len(big), big))
+}
+
+func TestProtoMaxBulkLenConfigSet(t *testing.T) {
+	ts := start(t, commands.Config{})
+	rc := ts.dial(t)
+	rc.send(cmd("CONFIG", "SET", "proto-max-bulk-len", "1mb") + cmd("CONFIG", "GET", "proto-max-bulk-len"))
+	rc.expect("+OK\r\n*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n1048576\r\n")
+	rc.send("*2\r\n$4\r\nECHO\r\n$1048577\r\n")
+	rc.expect("-ERR Protocol error: invalid bulk length\r\n")
+}
+
+// blocker is a test command that blocks until released (or its context
+// ends), then replies +DONE.
+type blocker struct {
+	started, release chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (b *blocker) command() *commands.Command {
+	return &commands.Command{Name: "test.block", Arity: 1, Run: func(c *commands.Ctx) {
+		b.started <- struct{}{}
+		select {
+		case <-b.release:
+			c.W.Simple("DONE")
+		case <-c.Done():
+			c.W.Error("ERR canceled")
+		}
+	}}
+}
+
+func TestShutdownLetsInFlightCommandFinish(t *testing.T) {
+	b := newBlocker()
+	ts := start(t, commands.Config{}, b.command())
+	busy := ts.dial(t)
+	idle := ts.dial(t)
+	idle.send(cmd("PING"))
+	idle.expect("+PONG\r\n")
+	busy.send(cmd("test.block") + cmd("PING"))
+	<-b.started
+
+	shut := make(chan error, 1)
+	go func() { shut <- ts.rs.Shutdown(context.Background()) }()
+	// New connections are refused once the listener is closed.
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", ts.addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v while a command was in flight", err)
+	default:
+	}
+
+	close(b.release)
+	require.NoError(t, <-shut)
+	// The in-flight command's reply went out; the pipelined PING behind it
+	// did not run; then the connection closed, as did the idle one.
+	busy.expect("+DONE\r\n")
+	busy.expectClosed()
+	idle.expectClosed()
+	<-ts.done
+	require.NoError(t, ts.serveErr)
+}
+
+func TestShutdownDeadlineCancelsCommands(t *testing.T) {
+	b := newBlocker()
+	ts := start(t, commands.Config{}, b.command())
+	rc := ts.dial(t)
+	rc.send(cmd("test.block"))
+	<-b.started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, ts.rs.Shutdown(ctx), context.DeadlineExceeded)
+	<-ts.done
+	require.NoError(t, ts.serveErr)
+	// The command saw its context end; its reply may or may not have made it
+	// before the connection closed.
+	require.NoError(t, rc.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	rest, err := io.ReadAll(rc.r)
+	require.NoError(t, err)
+	require.Contains(t, []string{"", "-ERR canceled\r\n"}, string(rest))
+}
+
+func TestHandlerBugsBecomeErrors(t *testing.T) {
+	ts := start(t, commands.Config{},
+		&commands.Command{Name: "test.panic", Arity: 1, Run: func(c *commands.Ctx) {
+			c.W.Array(2)
+			panic("boom")
+		}},
+		&commands.Command{Name: "test.silent", Arity: 1, Run: func(c *commands.Ctx) {}},
+		&commands.Command{Name: "test.twice", Arity: 1, Run: func(c *commands.Ctx) { c.W.Int(1); c.W.Int(2) }},
+	)
+	rc := ts.dial(t)
+	rc.send(cmd("test.panic") + cmd("test.silent") + cmd("test.twice") + cmd("PING"))
+	rc.expect("-ERR internal error in 'test.panic'\r\n" +
+		"-ERR internal error in 'test.silent': malformed reply\r\n" +
+		"-ERR internal error in 'test.twice': malformed reply\r\n" +
+		"+PONG\r\n")
+}
+
+func TestClientIDsListAndKill(t *testing.T) {
+	ts := start(t, commands.Config{})
+	a, b := ts.dial(t), ts.dial(t)
+	a.send(cmd("CLIENT", "ID"))
+	a.expect(":1\r\n")
+	b.send(cmd("CLIENT", "ID"))
+	b.expect(":2\r\n")
+
+	a.send(cmd("CLIENT", "LIST"))
+	list := readBulk(t, a)
+	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+	require.Len(t, lines, 2)
+	require.Regexp(t, `^id=1 addr=127\.0\.0\.1:\d+ laddr=`+regexp.QuoteMeta(ts.addr)+` fd=\d+ name= age=\d+ idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 `+
+		`qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client\|list user=default redir=-1 resp=2 lib-name= lib-ver=$`, lines[0])
+	require.Contains(t, lines[1], "id=2 ")
+	require.Contains(t, lines[1], " cmd=client|id ")
+
+	// Other connections see b's SELECT once it ran.
+	b.send(cmd("SELECT", "5"))
+	b.expect("+OK\r\n")
+	a.send(cmd("CLIENT", "LIST", "ID", "2"))
+	require.Contains(t, readBulk(t, a), " db=5 ")
+
+	a.send(cmd("CLIENT", "KILL", "ID", "2"))
+	a.expect(":1\r\n")
+	b.expectClosed()
+	// SKIPME defaults to yes: a does not kill itself.
+	a.send(cmd("CLIENT", "KILL", "USER", "default"))
+	a.expect(":0\r\n")
+	a.send(cmd("CLIENT", "KILL", "USER", "default", "SKIPME", "no"))
+	a.expect(":1\r\n")
+	a.expectClosed()
+
+	c := ts.dial(t)
+	c.send(cmd("CLIENT", "ID"))
+	c.expect(":3\r\n")
+}
+
+func readBulk(t *testing.T, rc *rawConn) string {
+	t.Helper()
+	hdr, err := rc.r.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(hdr, "$"), hdr)
+	n, err := strconv.Atoi(strings.TrimSpace(hdr[1:]))
+	require.NoError(t, err)
+	body := rc.read(n + 2)
+	return body[:n]
+}
+
+func TestHooksAndCommandStats(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	failed := map[string]int{}
+	conns := 0
+	srv := &commands.Server{}
+	rs := resp.New(srv, resp.Options{
+		OnCommand: func(name string, _ time.Duration, f bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[name]++
+			if f {
+				failed[name]++
+			}
+		},
+		OnConn: func(d int) {
+			mu.Lock()
+			defer mu.Unlock()
+			conns += d
+		},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- rs.Serve(ln) }()
+	defer func() {
+		require.NoError(t, rs.Shutdown(context.Background()))
+		require.NoError(t, <-done)
+	}()
+	ts := &testServer{addr: ln.Addr().String()}
+	rc := ts.dial(t)
+	rc.send(cmd("PING") + cmd("PING", "a", "b") + cmd("SELECT", "99") + cmd("CLIENT", "ID") + cmd("NOSUCH"))
+	_ = rc.read(len("+PONG\r\n-ERR wrong number of arguments for 'ping' command\r\n-ERR DB index is out of range\r\n:1\r\n"))
+	_, err = rc.r.ReadString('\n')
+	require.NoError(t, err)
+
+	mu.Lock()
+	// PING's arity (-1) lets "PING a b" run: the handler refuses it, so it
+	// is a failed call, as in Redis.
+	require.Equal(t, map[string]int{"ping": 2, "select": 1, "client|id": 1}, calls)
+	require.Equal(t, map[string]int{"ping": 1, "select": 1}, failed)
+	require.Equal(t, 1, conns)
+	mu.Unlock()
+
+	rc.send(cmd("INFO", "commandstats", "stats"))
+	info := readBulk(t, rc)
+	require.Regexp(t, `cmdstat_ping:calls=2,usec=\d+,usec_per_call=[\d.]+,rejected_calls=0,failed_calls=1\r\n`, info)
+	require.Regexp(t, `cmdstat_select:calls=1,usec=\d+,usec_per_call=[\d.]+,rejected_calls=0,failed_calls=1\r\n`, info)
+	require.Contains(t, info, "total_commands_processed:4\r\n")
+	require.Contains(t, info, "total_connections_received:1\r\n")
+
+	rc.send(cmd("CONFIG", "RESETSTAT") + cmd("INFO", "commandstats"))
+	rc.expect("+OK\r\n")
+	require.Regexp(t, `^# Commandstats\r\ncmdstat_config\|resetstat:calls=1,`, readBulk(t, rc))
+
+	rc.send(cmd("QUIT"))
+	rc.expect("+OK\r\n")
+	rc.expectClosed()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return conns == 0
+	}, 5*time.Second, 10*time.Millisecond)
+}
