@@ -354,7 +354,7 @@ func (w *Workload) Before(args [][]byte) {
 	// EXPIRE ... GT/LT compares the new deadline with the old one: set in
 	// the same millisecond from equal values they tie on one server and not
 	// on another. A few ms after the previous command the tie cannot happen.
-	if expireCmds[strings.ToLower(string(args[0]))] {
+	if len(args) > 2 && expireCmds[strings.ToLower(string(args[0]))] {
 		for _, a := range args[2:] {
 			if f := strings.ToUpper(string(a)); f == "GT" || f == "LT" {
 				time.Sleep(3 * time.Millisecond)
