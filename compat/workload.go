@@ -344,13 +344,6 @@ var expireCmds = map[string]bool{"expire": true, "pexpire": true, "expireat": tr
 // Before sleeps, if needed, so that no key the command touches is within
 // Margin of a possible expiry.
 func (w *Workload) Before(args [][]byte) {
-	keys, all := touched(args)
-	if all {
-		keys = keys[:0]
-		for k := range w.deadlines {
-			keys = append(keys, k)
-		}
-	}
 	// EXPIRE ... GT/LT compares the new deadline with the old one: set in
 	// the same millisecond from equal values they tie on one server and not
 	// on another. A few ms after the previous command the tie cannot happen.
@@ -362,22 +355,34 @@ func (w *Workload) Before(args [][]byte) {
 			}
 		}
 	}
-	margin := w.Margin.Milliseconds()
 	for {
-		now := time.Now().UnixMilli()
-		wait := int64(0)
-		for _, k := range keys {
-			for _, d := range w.deadlines[k] {
-				if now >= d-margin && now <= d+margin && d+margin-now+1 > wait {
-					wait = d + margin - now + 1
-				}
-			}
-		}
+		wait := w.wait(args, time.Now().UnixMilli())
 		if wait == 0 {
 			return
 		}
 		time.Sleep(time.Duration(wait) * time.Millisecond)
 	}
+}
+
+// wait is how many ms to wait at time now (Unix ms) before sending args.
+func (w *Workload) wait(args [][]byte, now int64) int64 {
+	keys, all := touched(args)
+	if all {
+		keys = keys[:0]
+		for k := range w.deadlines {
+			keys = append(keys, k)
+		}
+	}
+	margin := w.Margin.Milliseconds()
+	wait := int64(0)
+	for _, k := range keys {
+		for _, d := range w.deadlines[k] {
+			if now >= d-margin && now <= d+margin && d+margin-now+1 > wait {
+				wait = d + margin - now + 1
+			}
+		}
+	}
+	return wait
 }
 
 // After records the expiries a command may have set (whether or not it
