@@ -34,7 +34,10 @@ type layout struct {
 }
 
 type comparer struct {
-	ctx   context.Context
+	ctx context.Context
+	// run makes this run's keys unique, so the tool can run again on the
+	// same table while the previous run's SET NX PX keys are still alive.
+	run   string
 	rdb   *redis.Client
 	ddb   *dynamodb.Client
 	table string
@@ -78,7 +81,11 @@ func runCompare(args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1, MaxRetries: -1})
 	defer rdb.Close()
 
-	c := &comparer{ctx: ctx, rdb: rdb, ddb: ddb, table: *table, value: bytes.Repeat([]byte("v"), *valueSize)}
+	c := &comparer{
+		ctx: ctx, rdb: rdb, ddb: ddb, table: *table,
+		run:   strconv.FormatInt(time.Now().UnixNano(), 36),
+		value: bytes.Repeat([]byte("v"), *valueSize),
+	}
 	if c.lay, err = c.discover(); err != nil {
 		return err
 	}
@@ -161,12 +168,14 @@ func summarize(d []time.Duration) summary {
 
 // ---- the two sides ----------------------------------------------------------
 
-func redisKey(kind string, i int) string { return "bench:" + kind + ":" + strconv.Itoa(i) }
+func (c *comparer) redisKey(kind string, i int) string {
+	return "bench:" + c.run + ":" + kind + ":" + strconv.Itoa(i)
+}
 
 // rawPK is the partition key of raw key i: redamo's key-item layout
 // ('k', db, key) in db rawDB.
-func rawPK(kind string, i int) []byte {
-	return append([]byte{'k', rawDB}, "raw:"+kind+":"+strconv.Itoa(i)...)
+func (c *comparer) rawPK(kind string, i int) []byte {
+	return append([]byte{'k', rawDB}, "raw:"+c.run+":"+kind+":"+strconv.Itoa(i)...)
 }
 
 func keyOf(pk []byte) map[string]types.AttributeValue {
@@ -200,10 +209,10 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "SET", request: "PutItem",
 			redamo: func(i int) error {
-				return expect(rdb.Set(ctx, redisKey("s", i), c.value, 0).Result())("OK")
+				return expect(rdb.Set(ctx, c.redisKey("s", i), c.value, 0).Result())("OK")
 			},
 			raw: func(i int) error {
-				item := c.itemFor(rawPK("s", i))
+				item := c.itemFor(c.rawPK("s", i))
 				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item})
 				return err
 			},
@@ -211,11 +220,11 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "GET", request: "GetItem",
 			redamo: func(i int) error {
-				return expect(rdb.Get(ctx, redisKey("s", i)).Result())(string(c.value))
+				return expect(rdb.Get(ctx, c.redisKey("s", i)).Result())(string(c.value))
 			},
 			raw: func(i int) error {
 				out, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{
-					TableName: &c.table, Key: keyOf(rawPK("s", i)), ConsistentRead: aws.Bool(true),
+					TableName: &c.table, Key: keyOf(c.rawPK("s", i)), ConsistentRead: aws.Bool(true),
 				})
 				if err == nil && out.Item == nil {
 					err = errors.New("item missing")
@@ -226,11 +235,11 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "SET NX PX", request: "PutItem (conditional)",
 			redamo: func(i int) error {
-				return expect(rdb.Do(ctx, "SET", redisKey("nx", i), c.value, "NX", "PX", "30000").Result())("OK")
+				return expect(rdb.Do(ctx, "SET", c.redisKey("nx", i), c.value, "NX", "PX", "30000").Result())("OK")
 			},
 			raw: func(i int) error {
 				now := nowMS()
-				item := c.itemFor(rawPK("nx", i))
+				item := c.itemFor(c.rawPK("nx", i))
 				item[c.lay.expAttr] = num(now + 30000)
 				item["ttl"] = num((now+30000)/1000 + 1)
 				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{
@@ -246,12 +255,12 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "INCR", request: "UpdateItem ADD",
 			redamo: func(i int) error {
-				return rdb.Incr(ctx, "bench:counter").Err()
+				return rdb.Incr(ctx, c.redisKey("counter", 0)).Err()
 			},
 			raw: func(i int) error {
 				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                 &c.table,
-					Key:                       keyOf(rawPK("counter", 0)),
+					Key:                       keyOf(c.rawPK("counter", 0)),
 					UpdateExpression:          aws.String("ADD #v :one"),
 					ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
 					ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
@@ -263,13 +272,13 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "EXPIRE", request: "UpdateItem",
 			redamo: func(i int) error {
-				return expect(rdb.Expire(ctx, redisKey("s", i), 1000*time.Second).Result())(true)
+				return expect(rdb.Expire(ctx, c.redisKey("s", i), 1000*time.Second).Result())(true)
 			},
 			raw: func(i int) error {
 				exp := nowMS() + 1000*1000
 				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                 &c.table,
-					Key:                       keyOf(rawPK("s", i)),
+					Key:                       keyOf(c.rawPK("s", i)),
 					UpdateExpression:          aws.String("SET #e = :e, #t = :t"),
 					ConditionExpression:       aws.String("attribute_exists(pk)"),
 					ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr, "#t": "ttl"},
@@ -281,11 +290,11 @@ func (c *comparer) pairs() []pair {
 		{
 			command: "DEL", request: "DeleteItem",
 			redamo: func(i int) error {
-				return expect(rdb.Del(ctx, redisKey("s", i)).Result())(1)
+				return expect(rdb.Del(ctx, c.redisKey("s", i)).Result())(1)
 			},
 			raw: func(i int) error {
 				out, err := c.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-					TableName: &c.table, Key: keyOf(rawPK("s", i)), ReturnValues: types.ReturnValueAllOld,
+					TableName: &c.table, Key: keyOf(c.rawPK("s", i)), ReturnValues: types.ReturnValueAllOld,
 				})
 				if err == nil && out.Attributes == nil {
 					err = errors.New("item missing")
