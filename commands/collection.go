@@ -865,6 +865,13 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 	if len(ms) > count {
 		ms, vs = ms[:count], vs[:count]
 	}
+	// What was read is known: a following commit need not fetch it again.
+	if cl.known == nil {
+		cl.known = map[string]memberState{}
+	}
+	for i, m := range ms {
+		cl.known[string(m)] = memberState{present: true, v: vs[i]}
+	}
 	return ms, vs, nil
 }
 
