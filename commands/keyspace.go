@@ -27,10 +27,9 @@ package commands
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -107,15 +106,11 @@ func redisKeyOf(pk []byte) (db int, key []byte, ok bool) {
 	return int(pk[1]), pk[2:], true
 }
 
-// newVer returns a fresh version token (a random non-negative 63-bit number).
+// newVer returns a fresh version token (a random non-negative 63-bit
+// number). Tokens must not repeat, not be secret: math/rand/v2's generator
+// (ChaCha8, seeded from the OS) is unpredictable enough and costs no syscall.
 func newVer() dynastore.N {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		// crypto/rand does not fail on supported platforms; a zero token
-		// would still be a valid (if weaker) version.
-		panic(fmt.Sprintf("commands: crypto/rand: %v", err))
-	}
-	return dynastore.N(strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10))
+	return dynastore.N(strconv.FormatUint(rand.Uint64()>>1, 10))
 }
 
 // nInt formats an int64 as a Number.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
 )
 
 func TestParseStringOpts(t *testing.T) {
@@ -379,4 +380,31 @@ func TestIncrContendedFallback(t *testing.T) {
 		require.Positive(t, done)
 		requireReply(t, h, strconv.Quote(strconv.Itoa(10+done)), "GET", "c")
 	})
+}
+
+// BenchmarkHotCommands runs the hot string commands through the command
+// table on the memory store (no network): the cost redamo adds per command.
+func BenchmarkHotCommands(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		args []string
+	}{
+		{"GET", []string{"GET", "k"}},
+		{"SET", []string{"SET", "k", "value"}},
+		{"SET-NX-PX", []string{"SET", "lock", "me", "NX", "PX", "30000"}},
+		{"INCR", []string{"INCR", "n"}},
+		{"EXPIRE", []string{"EXPIRE", "k", "100"}},
+		{"MGET-10", []string{"MGET", "k", "a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := newHarness(memory.New(memory.Options{}))
+			h.doS("SET", "k", "value")
+			args := toBytes(bc.args)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h.do(args...)
+			}
+		})
+	}
 }
