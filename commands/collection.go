@@ -1370,3 +1370,105 @@ func scanCursorKey(id uint64) dynastore.Key {
 	}
 	return dynastore.Key{PK: pk, SK: keyItemSK}
 }
+
+// blindOutcome is how a blind member write ended.
+type blindOutcome uint8
+
+const (
+	// blindApplied: the write happened.
+	blindApplied blindOutcome = iota
+	// blindMemberFailed: only the member's condition failed: it was not as
+	// assumed, while the key item held the generation, live.
+	blindMemberFailed
+	// blindUnknown: the key item changed (or the store cannot tell): the
+	// caller falls back to its general path.
+	blindUnknown
+)
+
+// blindMember changes one member of the large collection cl in a single
+// transaction, without reading the member first: memberAction carries the
+// assumption as its condition (NotExists for an add, Exists for a removal),
+// and the key item's update adds delta to n, conditioned on the key item
+// still holding the generation, live, and keeping at least one entry. The
+// cancellation reasons tell a wrong assumption (the member's condition
+// alone failed) from a changed key item.
+func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta int64) (blindOutcome, error) {
+	key := itemKey(c.DB(), cl.key)
+	cond := dynastore.And{
+		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)},
+		condLive(c.NowMS()),
+	}
+	if delta < 0 {
+		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
+	}
+	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
+	if delta != 0 {
+		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
+	}
+	err := c.Store.Transact(c, []dynastore.TxAction{
+		memberAction,
+		{Op: dynastore.TxUpdate, Key: key, Update: u, Cond: cond},
+	})
+	if err == nil {
+		return blindApplied, nil
+	}
+	var tc *dynastore.TxCanceledError
+	if errors.As(err, &tc) && len(tc.Reasons) == 2 {
+		if tc.Reasons[0].Code == dynastore.ReasonConditionalFailed && tc.Reasons[1].Code == dynastore.ReasonNone {
+			return blindMemberFailed, nil
+		}
+		return blindUnknown, nil
+	}
+	if errors.Is(err, dynastore.ErrTxConflict) || errors.Is(err, dynastore.ErrTxCanceled) {
+		return blindUnknown, nil
+	}
+	return blindUnknown, err
+}
+
+// blindAdd adds one member (v nil for sets) to the large collection cl:
+// added reports whether it was new; ok false means "fall back".
+func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (added, ok bool, err error) {
+	out, err := blindMember(c, cl, dynastore.TxAction{
+		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
+	}, 1)
+	if err != nil || out == blindUnknown {
+		return false, false, err
+	}
+	if out == blindApplied {
+		return true, true, nil
+	}
+	if v == nil {
+		return false, true, nil // a set member that is already there
+	}
+	// A hash field that exists: overwrite it, n unchanged.
+	out, err = blindMember(c, cl, dynastore.TxAction{
+		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+	}, 0)
+	if err != nil || out != blindApplied {
+		return false, false, err
+	}
+	return false, true, nil
+}
+
+// blindRemove removes one member from the large collection cl: removed
+// reports whether it was there; ok false means "fall back" (including when
+// it would remove the last entry, which must delete the key item).
+func blindRemove(c *Ctx, cl *collection, m []byte) (removed, ok bool, err error) {
+	out, err := blindMember(c, cl, dynastore.TxAction{
+		Op: dynastore.TxDelete, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+	}, -1)
+	if err != nil || out == blindUnknown {
+		return false, false, err
+	}
+	return out == blindApplied, true, nil
+}
+
+// largeFromSeed decodes the item a failed fast path returned when it is a
+// large collection of type typ (nil otherwise).
+func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collection {
+	cl, err := collectionFromItem(c, key, typ, seed)
+	if err != nil || cl.wrongType || !cl.large() {
+		return nil
+	}
+	return cl
+}

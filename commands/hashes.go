@@ -88,6 +88,19 @@ func hashSet(c *Ctx) (int64, bool) {
 		}
 		seed, seeded = cur, true
 	}
+	if seeded && len(fields) == 1 {
+		if cl := largeFromSeed(c, key, TypeHash, seed); cl != nil {
+			added, ok, err := blindAdd(c, cl, fields[0], hashValue(vals[0]))
+			if err != nil {
+				c.Fail(err)
+				return 0, false
+			}
+			if ok {
+				return boolInt(added), true
+			}
+			seeded = false
+		}
+	}
 	var added int64
 	err := collRetry(c, func(try int) error {
 		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
@@ -342,6 +355,20 @@ func cmdHdel(c *Ctx) {
 			return
 		}
 		cur, seeded = item, true
+	}
+	if seeded && len(fields) == 1 {
+		if cl := largeFromSeed(c, key, TypeHash, cur); cl != nil {
+			removed, ok, err := blindRemove(c, cl, fields[0])
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			if ok {
+				c.W.Int(boolInt(removed))
+				return
+			}
+			seeded = false
+		}
 	}
 	var removed int64
 	err := collRetry(c, func(try int) error {

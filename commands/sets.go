@@ -80,6 +80,20 @@ func cmdSadd(c *Ctx) {
 		}
 		seed, seeded = cur, true
 	}
+	if seeded && len(members) == 1 {
+		if cl := largeFromSeed(c, key, TypeSet, seed); cl != nil {
+			added, ok, err := blindAdd(c, cl, members[0], nil)
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			if ok {
+				c.W.Int(boolInt(added))
+				return
+			}
+			seeded = false // the key item changed since
+		}
+	}
 	var added int64
 	err := collRetry(c, func(try int) error {
 		cl, err := openSeeded(c, key, TypeSet, seed, seeded && try == 0)
@@ -133,6 +147,20 @@ func cmdSrem(c *Ctx) {
 			return
 		}
 		cur, seeded = item, true
+	}
+	if seeded && len(members) == 1 {
+		if cl := largeFromSeed(c, key, TypeSet, cur); cl != nil {
+			removed, ok, err := blindRemove(c, cl, members[0])
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			if ok {
+				c.W.Int(boolInt(removed))
+				return
+			}
+			seeded = false
+		}
 	}
 	var removed int64
 	err := collRetry(c, func(try int) error {
