@@ -178,21 +178,52 @@ func RenderReport(in ReportInput) string {
 	w("\nThe `multi-*` variants run each case inside MULTI/EXEC and compare EXEC's reply; ")
 	w("they run once redamo supports MULTI.\n\n")
 
-	// Why cases did not run, per column.
-	w("### Cases not run\n\n")
-	for _, tg := range in.Targets {
-		for _, v := range Variants {
-			col := tg + " " + v.Name
-			var rs []string
-			for why, n := range notRun[col] {
-				rs = append(rs, fmt.Sprintf("%d: %s", n, why))
+	// Why cases did not run: one row per reason, the cases needing a command
+	// redamo lacks folded into one row.
+	w("### Cases not run\n\n| reason |")
+	for _, col := range cols {
+		w(" %s |", col)
+	}
+	w("\n|---|%s\n", strings.Repeat("---|", len(cols)))
+	lacking := map[string]bool{}
+	rows := map[string]map[string]int{}
+	for col, reasons := range notRun {
+		for why, n := range reasons {
+			if list, ok := strings.CutPrefix(why, "unsupported: "); ok {
+				for _, name := range strings.Fields(list) {
+					lacking[name] = true
+				}
+				why = "uses a command redamo lacks (below)"
 			}
-			if len(rs) == 0 {
-				continue
+			if rows[why] == nil {
+				rows[why] = map[string]int{}
 			}
-			sort.Slice(rs, func(i, j int) bool { return rs[i] > rs[j] })
-			w("- **%s**: %s\n", col, strings.Join(rs, "; "))
+			rows[why][col] += n
 		}
+	}
+	var reasons []string
+	for why := range rows {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	for _, why := range reasons {
+		w("| %s |", why)
+		for _, col := range cols {
+			if n := rows[why][col]; n > 0 {
+				w(" %d |", n)
+			} else {
+				w(" – |")
+			}
+		}
+		w("\n")
+	}
+	if len(lacking) > 0 {
+		var names []string
+		for name := range lacking {
+			names = append(names, displayName(name))
+		}
+		sort.Strings(names)
+		w("\nCommands those cases need: %s.\n", strings.Join(names, ", "))
 	}
 	if len(in.Known) > 0 {
 		w("\n### Known mismatches (`compat/testdata/known_mismatches.txt`)\n\n")

@@ -81,7 +81,7 @@ fi
 step "random workload, client smoke tests, unit tests"
 # -v for the seed, the number of commands compared and the client versions.
 if ! go test -count=1 -timeout 30m "${extra[@]}" ./compat/... -skip '^(TestReport|TestCases)$' -v 2>&1 |
-	{ grep -E 'seed|commands compared|checks passed|drawing from|mismatch|reproducer|^ *(--- FAIL|FAIL|ok|PASS)|Error' || true; }; then
+	{ grep -E 'seed|commands compared|checks passed|drawing from|mismatch|reproducer|^ *--- FAIL|^(FAIL|ok|PASS)|Error Trace:|Error:' || true; }; then
 	status=1
 fi
 if [ "$status" -eq 0 ]; then
