@@ -59,11 +59,15 @@ func runCompare(args []string) error {
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint redamo uses (e.g. DynamoDB Local)")
 	region := fs.String("region", "us-east-1", "AWS region redamo uses")
 	table := fs.String("table", "redamo", "table redamo uses")
-	rounds := fs.Int("rounds", 10, "measured rounds; each runs every command on both sides")
-	chunk := fs.Int("chunk", 50, "operations per command, side and round")
+	ops := fs.Int("ops", 500, "measured operations per command and side")
+	chunk := fs.Int("chunk", 5, "operations per command and side in a row before switching sides")
+	warmup := fs.Int("warmup", 50, "unmeasured operations per command and side first")
 	valueSize := fs.Int("value-size", 16, "value size in bytes")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *chunk < 1 || *ops < *chunk {
+		return errors.New("need 1 <= -chunk <= -ops")
 	}
 	ctx := context.Background()
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(*region))
@@ -91,10 +95,13 @@ func runCompare(args []string) error {
 	}
 	pairs := c.pairs()
 	lat := make(map[string][2][]time.Duration, len(pairs))
-	// Round 0 warms up both paths (connections, JIT of DynamoDB Local) and
-	// is not recorded. Sides alternate which goes first, so drift in
-	// DynamoDB Local's speed during the run falls on both equally.
-	for r := 0; r <= *rounds; r++ {
+	// The first rounds warm up both paths (connections, DynamoDB Local's
+	// JIT) and are not recorded. The sides take turns in short chunks, and
+	// alternate which goes first, so that changes in DynamoDB Local's speed
+	// (its GC, other load on the machine) fall on both sides equally.
+	warm := (*warmup + *chunk - 1) / *chunk
+	rounds := warm + *ops / *chunk
+	for r := 0; r < rounds; r++ {
 		for _, p := range pairs {
 			first, second := 0, 1
 			if r%2 == 1 {
@@ -111,7 +118,7 @@ func runCompare(args []string) error {
 					if err := f(i); err != nil {
 						return fmt.Errorf("%s (%s): %w", p.command, [2]string{"redamo", p.request}[side], err)
 					}
-					if r > 0 {
+					if r >= warm {
 						got[side] = append(got[side], time.Since(start))
 					}
 				}
@@ -120,14 +127,16 @@ func runCompare(args []string) error {
 		}
 	}
 
-	fmt.Printf("One client, %d ops per command per side, %d-byte values, DynamoDB at %s\n",
-		*rounds**chunk, *valueSize, orDefault(*endpoint, "AWS "+*region))
+	fmt.Printf("One client, %d ops per command per side (sides alternating every %d), %d-byte values, DynamoDB at %s\n",
+		(rounds-warm)**chunk, *chunk, *valueSize, orDefault(*endpoint, "AWS "+*region))
+	fmt.Println("ratio: redamo ops/s / raw ops/s; p50 ratio: raw p50 / redamo p50 (less sensitive to load spikes)")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "command\tredamo ops/s\tp50 ms\tp99 ms\t\traw request\tops/s\tp50 ms\tp99 ms\t\tratio\t")
+	fmt.Fprintln(tw, "command\tredamo ops/s\tp50 ms\tp99 ms\t\traw request\tops/s\tp50 ms\tp99 ms\t\tratio\tp50 ratio\t")
 	for _, p := range pairs {
 		a, b := summarize(lat[p.command][0]), summarize(lat[p.command][1])
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t\t%s\t%.0f\t%.3f\t%.3f\t\t%.2f\t\n",
-			p.command, a.opsPerSec, a.p50, a.p99, p.request, b.opsPerSec, b.p50, b.p99, a.opsPerSec/b.opsPerSec)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t\t%s\t%.0f\t%.3f\t%.3f\t\t%.2f\t%.2f\t\n",
+			p.command, a.opsPerSec, a.p50, a.p99, p.request, b.opsPerSec, b.p50, b.p99,
+			a.opsPerSec/b.opsPerSec, b.p50/a.p50)
 	}
 	return tw.Flush()
 }
