@@ -94,8 +94,8 @@ func cmdDel(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		if attempt >= maxWriteAttempts {
-			c.Fail(errConflict)
+		if err := lostRace(c, attempt); err != nil {
+			c.Fail(err)
 			return
 		}
 	}
@@ -409,8 +409,8 @@ func renameGeneric(c *Ctx, nx bool) {
 			c.Fail(err)
 			return
 		}
-		if attempt >= maxWriteAttempts {
-			c.Fail(errConflict)
+		if err := lostRace(c, attempt); err != nil {
+			c.Fail(err)
 			return
 		}
 	}
@@ -519,8 +519,8 @@ func cmdCopy(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		if attempt >= maxWriteAttempts {
-			c.Fail(errConflict)
+		if err := lostRace(c, attempt); err != nil {
+			c.Fail(err)
 			return
 		}
 	}

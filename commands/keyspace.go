@@ -32,6 +32,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -569,12 +570,33 @@ func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyW
 		if !failed {
 			return err
 		}
-		if attempt >= maxWriteAttempts {
-			return errConflict
+		if err := lostRace(c, attempt); err != nil {
+			return err
 		}
 		if ks, err = decodeKey(cur, c.NowMS()); err != nil {
 			return err
 		}
+	}
+}
+
+// lostRace is called when attempt lost a race to another writer: it
+// returns errConflict once the attempts are used up; otherwise, from the
+// third attempt on, it waits a short random time (up to 2^attempt ms,
+// capped at 64) so that contenders spread out instead of colliding again.
+func lostRace(c *Ctx, attempt int) error {
+	if attempt >= maxWriteAttempts {
+		return errConflict
+	}
+	if attempt < 2 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(rand.IntN(1<<min(attempt, 6))) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-c.Done():
+		return fmt.Errorf("commands: %w", c.Err())
 	}
 }
 
