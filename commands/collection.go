@@ -97,12 +97,13 @@ import (
 
 // Collection attributes of the key item, member items and registry items.
 const (
-	attrGen    = "g" // B: the generation id of a large collection
-	attrCount  = "n" // N: the entry count of a large collection
-	attrMember = "m" // B: a member item's member when its sk is a digest
-	attrOwner  = "o" // B: a registry item's owner key pk
-	attrDying  = "d" // N: set on a registry item the sweeper has condemned
-	attrDeadAt = "dd"
+	attrGen     = "g"  // B: the generation id of a large collection
+	attrCount   = "n"  // N: the entry count of a large collection
+	attrMember  = "m"  // B: a member item's member when its sk is a digest
+	attrOwner   = "o"  // B: a registry item's owner key pk
+	attrDying   = "d"  // N: set on a registry item the sweeper has condemned
+	attrDeadAt  = "dd" // N: when the sweeper first saw a generation dead
+	attrCreated = "c"  // N: when a generation was registered
 	// attrFieldPrefix + base64url(field) holds an inline hash field's value.
 	attrFieldPrefix = "f"
 )
@@ -364,7 +365,7 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 		dynastore.AttrPK: dynastore.B(reg.PK),
 		dynastore.AttrSK: dynastore.B(reg.SK),
 		attrOwner:        dynastore.B(bytes.Clone(ownerPK)),
-		"c":              nInt(nowMS),
+		attrCreated:      nInt(nowMS),
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("registering generation: %w", err)

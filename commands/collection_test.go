@@ -601,3 +601,87 @@ func mustInt(t *testing.T, cmd *redis.IntCmd) int64 {
 	require.NoError(t, err)
 	return n
 }
+
+// TestCollectionScanAcrossInstances pages through a large set and hash with
+// SSCAN/HSCAN, alternating between two server instances on one store: the
+// cursor is in the table, not in either process.
+func TestCollectionScanAcrossInstances(t *testing.T) {
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			a := testserver.Start(t, b.store).Client(t)
+			z := testserver.Start(t, b.store).Client(t)
+			members := make([]any, 0, 300)
+			pairs := make([]any, 0, 600)
+			for i := 0; i < 300; i++ {
+				members = append(members, "m"+strconv.Itoa(i))
+				pairs = append(pairs, "f"+strconv.Itoa(i), strconv.Itoa(i))
+			}
+			require.NoError(t, a.SAdd(ctx, "s", members...).Err())
+			require.NoError(t, a.HSet(ctx, "h", pairs...).Err())
+			clients := []*redis.Client{a, z}
+			seen := map[string]int{}
+			var cursor uint64
+			for i := 0; ; i++ {
+				keys, next, err := clients[i%2].SScan(ctx, "s", cursor, "m1*", 25).Result()
+				require.NoError(t, err)
+				for _, k := range keys {
+					seen[k]++
+				}
+				if next == 0 {
+					break
+				}
+				cursor = next
+			}
+			// m1, m10..m19, m100..m199: every match exactly once.
+			require.Len(t, seen, 111)
+			for k, n := range seen {
+				require.Equal(t, 1, n, k)
+			}
+			fields := map[string]string{}
+			cursor = 0
+			for i := 0; ; i++ {
+				kv, next, err := clients[i%2].HScan(ctx, "h", cursor, "", 40).Result()
+				require.NoError(t, err)
+				require.Zero(t, len(kv)%2)
+				for j := 0; j < len(kv); j += 2 {
+					fields[kv[j]] = kv[j+1]
+				}
+				if next == 0 {
+					break
+				}
+				cursor = next
+			}
+			require.Len(t, fields, 300)
+			require.Equal(t, "123", fields["f123"])
+		})
+	}
+}
+
+// FuzzParseScanCursor checks the cursor parser against strtoul's rules.
+func FuzzParseScanCursor(f *testing.F) {
+	for _, s := range []string{"0", "", "-1", "+5", "18446744073709551615", "18446744073709551616", " 1", "1 ", "0x10", "--1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := commands.ParseScanCursorForTest([]byte(s))
+		if !ok {
+			return
+		}
+		body := strings.TrimLeft(s, "+-")
+		if len(s)-len(body) > 1 {
+			t.Fatalf("%q: accepted more than one sign", s)
+		}
+		if body == "" {
+			require.Empty(t, s)
+			require.Zero(t, c)
+			return
+		}
+		u, err := strconv.ParseUint(body, 10, 64)
+		require.NoError(t, err, s)
+		if strings.HasPrefix(s, "-") {
+			u = -u
+		}
+		require.Equal(t, u, c, s)
+	})
+}

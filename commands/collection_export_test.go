@@ -1,0 +1,4 @@
+package commands
+
+// ParseScanCursorForTest exposes parseScanCursor to the external tests.
+var ParseScanCursorForTest = parseScanCursor
