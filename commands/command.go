@@ -173,6 +173,7 @@ var families = []func(*Table){
 	registerKeys,
 	registerHashes,
 	registerSets,
+	registerLists,
 }
 
 // NewTable returns the table with every supported command registered.

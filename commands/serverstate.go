@@ -40,6 +40,11 @@ type Server struct {
 	// Config".
 	requirePass atomic.Pointer[string]
 	maxBulkLen  atomic.Int64
+
+	// lists is the list family's per-process state (blocked clients, the
+	// list cache): see blocking.go.
+	listsOnce sync.Once
+	lists     *listRuntime
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
@@ -348,6 +353,10 @@ type Config struct {
 	// ProtoMaxBulkLen is the largest bulk string accepted, in bytes.
 	ProtoMaxBulkLen int64
 	RedamoVersion   string
+	// BlockingPoll is the longest pause between two store reads of a key
+	// clients are blocked on (BLPOP and friends); 0 means
+	// DefaultBlockingPoll.
+	BlockingPoll time.Duration
 }
 
 // Clients is the registry of open connections, implemented by resp/.

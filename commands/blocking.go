@@ -1,0 +1,403 @@
+package commands
+
+// Blocking list pops (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP).
+//
+// A blocked client runs in its connection's goroutine (resp/ serves each
+// connection in its own), trying its pop whenever it is told something may
+// have arrived, until the pop succeeds, the timeout passes or its context
+// ends (the client disconnected, the server shuts down). Nothing is popped
+// by anyone but the client itself, so a client that leaves consumes nothing.
+//
+// Who tells it: the process's waitRegistry. Clients blocked on the same key
+// wait in one queue, in arrival order, and only the first of a queue is woken
+// for that key (it passes the turn on when it leaves). Two things wake it:
+//
+//   - a push through this instance (LPUSH, RPUSH, LMOVE, ... call notify
+//     after their commit): at once, without a read;
+//   - the registry's poller, one goroutine per process that exists while
+//     anyone is blocked: every key with waiters is read (all due keys in one
+//     BatchGet) every poll interval, which starts at blockPollMin and grows
+//     by half while nothing arrives, up to Config.BlockingPoll (default
+//     100 ms), with ±20% jitter so instances do not poll in step. A push
+//     through another instance is therefore seen within the poll interval.
+//
+// The poller's reads are counted under the label "blocking-poll".
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// BlockingPollLabel is the request label of the blocked-pop poller.
+const BlockingPollLabel = "blocking-poll"
+
+// DefaultBlockingPoll is the default longest pause between two polls of a
+// key clients are blocked on.
+const DefaultBlockingPoll = 100 * time.Millisecond
+
+// blockPollMin is the first poll interval after a key was (re)armed.
+const blockPollMin = 10 * time.Millisecond
+
+// listRuntime is the list family's per-process state.
+type listRuntime struct {
+	cache listCache
+	srv   *Server
+
+	mu      sync.Mutex
+	keys    map[listCacheKey]*keyWaiters
+	running bool
+	poke    chan struct{}
+}
+
+// keyWaiters is the queue of clients blocked on one key.
+type keyWaiters struct {
+	queue    []*waiter
+	interval time.Duration
+	due      time.Time
+}
+
+// waiter is one blocked client.
+type waiter struct {
+	// ch is signalled (never blocking: capacity 1) when the client should
+	// try its pop.
+	ch   chan struct{}
+	keys []listCacheKey
+}
+
+func (s *Server) listRT() *listRuntime {
+	s.listsOnce.Do(func() {
+		s.lists = &listRuntime{srv: s, keys: map[listCacheKey]*keyWaiters{}, poke: make(chan struct{}, 1)}
+	})
+	return s.lists
+}
+
+func (r *listRuntime) maxPoll() time.Duration {
+	if d := r.srv.Config.BlockingPoll; d > 0 {
+		return d
+	}
+	return DefaultBlockingPoll
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// notify tells the first client blocked on key (if any) that it may have
+// data, and re-arms the key's polling at its shortest interval.
+func (r *listRuntime) notify(db int, key []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kw := r.keys[listCacheKey{db, string(key)}]
+	if kw == nil || len(kw.queue) == 0 {
+		return
+	}
+	signal(kw.queue[0].ch)
+	kw.interval = blockPollMin
+	kw.due = time.Now().Add(blockPollMin)
+}
+
+// register queues w on each of its keys and makes sure the poller runs.
+func (r *listRuntime) register(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for _, k := range w.keys {
+		kw := r.keys[k]
+		if kw == nil {
+			kw = &keyWaiters{interval: blockPollMin, due: now.Add(blockPollMin)}
+			r.keys[k] = kw
+		}
+		kw.queue = append(kw.queue, w)
+	}
+	if !r.running {
+		r.running = true
+		go r.poll()
+	} else {
+		signal(r.poke)
+	}
+}
+
+// unregister removes w from its queues. A waiter that leaves while it was
+// first in a queue hands the turn to the next one, which re-checks at once
+// (w may have been woken for data it will not take).
+func (r *listRuntime) unregister(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range w.keys {
+		kw := r.keys[k]
+		if kw == nil {
+			continue
+		}
+		for i, x := range kw.queue {
+			if x != w {
+				continue
+			}
+			kw.queue = append(kw.queue[:i], kw.queue[i+1:]...)
+			if i == 0 && len(kw.queue) > 0 {
+				signal(kw.queue[0].ch)
+			}
+			break
+		}
+		if len(kw.queue) == 0 {
+			delete(r.keys, k)
+		}
+	}
+}
+
+// poll is the poller goroutine: it reads the keys that are due, wakes the
+// first waiter of each key holding a non-empty list, and sleeps until the
+// next key is due (or a new waiter arrives). It ends when nobody waits.
+func (r *listRuntime) poll() {
+	ctx := dynastore.WithLabel(context.Background(), BlockingPollLabel)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		if len(r.keys) == 0 {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		var due []listCacheKey
+		next := now.Add(time.Hour)
+		for k, kw := range r.keys {
+			if !kw.due.After(now) {
+				due = append(due, k)
+			} else if kw.due.Before(next) {
+				next = kw.due
+			}
+		}
+		r.mu.Unlock()
+
+		if len(due) > 0 {
+			r.check(ctx, due)
+			continue
+		}
+		timer.Reset(next.Sub(now))
+		select {
+		case <-timer.C:
+		case <-r.poke:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		}
+	}
+}
+
+// check reads the key items of keys (one BatchGet) and wakes or backs off.
+func (r *listRuntime) check(ctx context.Context, keys []listCacheKey) {
+	ks := make([]dynastore.Key, len(keys))
+	for i, k := range keys {
+		ks[i] = itemKey(k.db, []byte(k.key))
+	}
+	items, err := r.srv.Store.BatchGet(ctx, ks)
+	nowMS := r.srv.Clock().UnixMilli()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for i, k := range keys {
+		kw := r.keys[k]
+		if kw == nil {
+			continue
+		}
+		if err == nil && listHasElements(items[i], nowMS) && len(kw.queue) > 0 {
+			signal(kw.queue[0].ch)
+			kw.interval = blockPollMin
+		} else {
+			kw.interval = min(kw.interval*3/2, r.maxPoll())
+		}
+		jitter := time.Duration(float64(kw.interval) * (0.8 + 0.4*rand.Float64()))
+		kw.due = now.Add(jitter)
+	}
+}
+
+// listHasElements reports whether a key item is a live, non-empty list.
+func listHasElements(it dynastore.Item, nowMS int64) bool {
+	ks, err := decodeKey(it, nowMS)
+	if err != nil || !ks.Live || ks.Type != TypeList {
+		return false
+	}
+	if _, large := it[attrGen]; large {
+		n, err := numberInt(it[attrCount])
+		return err == nil && n > 0
+	}
+	l, _ := it[attrValue].(dynastore.L)
+	return len(l) > 0
+}
+
+// block runs attempt until it reports done, the timeout (ms, 0 = forever)
+// passes, or c ends. The first attempt runs before the client is queued and
+// may fail with a reply error (WRONGTYPE); later ones are quiet (a key that
+// turned into another type meanwhile is not served, as in Redis). It
+// returns false on timeout or cancellation.
+func block(c *Ctx, keys [][]byte, timeoutMS int64, attempt func(quiet bool) (bool, error)) (bool, error) {
+	done, err := attempt(false)
+	if err != nil || done {
+		return done, err
+	}
+	r := c.Srv.listRT()
+	w := &waiter{ch: make(chan struct{}, 1)}
+	seen := map[listCacheKey]bool{}
+	for _, k := range keys {
+		ck := listCacheKey{c.DB(), string(k)}
+		if !seen[ck] {
+			seen[ck] = true
+			w.keys = append(w.keys, ck)
+		}
+	}
+	r.register(w)
+	defer r.unregister(w)
+	var expired <-chan time.Time
+	if timeoutMS > 0 {
+		t := time.NewTimer(time.Duration(timeoutMS) * time.Millisecond)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		select {
+		case <-w.ch:
+			done, err := attempt(true)
+			if err != nil || done {
+				return done, err
+			}
+		case <-expired:
+			return false, nil
+		case <-c.Done():
+			return false, nil
+		}
+	}
+}
+
+// blockAttempt runs one pop attempt of a blocked client. The attempt is
+// not cancelled halfway when the client goes (so it either pops and replies
+// or does not pop), but it does not start once c has ended.
+func blockAttempt(c *Ctx) (*Ctx, bool) {
+	if c.Err() != nil {
+		return nil, false
+	}
+	cc := *c
+	cc.Context = context.WithoutCancel(c.Context)
+	return &cc, true
+}
+
+func cmdBpop(c *Ctx, left bool) {
+	keys := c.Args[1 : len(c.Args)-1]
+	ms, msg := parseBlockTimeout(c.Args[len(c.Args)-1])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	var key, val []byte
+	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
+		ac, live := blockAttempt(c)
+		if !live {
+			return false, nil
+		}
+		k, vals, err := listMultiPop(ac, keys, left, 1, quiet)
+		if err != nil || k == nil {
+			return false, err
+		}
+		key, val = k, vals[0]
+		return true, nil
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	if !ok {
+		c.W.NilArray()
+		return
+	}
+	c.W.Array(2)
+	c.W.Bulk(key)
+	c.W.Bulk(val)
+}
+
+func cmdBlmpop(c *Ctx) {
+	ms, msg := parseBlockTimeout(c.Args[1])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	keys, left, count, msg := parseMpop(c.Args[2:])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	var key []byte
+	var vals [][]byte
+	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
+		ac, live := blockAttempt(c)
+		if !live {
+			return false, nil
+		}
+		k, vs, err := listMultiPop(ac, keys, left, count, quiet)
+		if err != nil || k == nil {
+			return false, err
+		}
+		key, vals = k, vs
+		return true, nil
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	if !ok {
+		c.W.NilArray()
+		return
+	}
+	writeMpop(c, key, vals)
+}
+
+func cmdBlmove(c *Ctx) {
+	from, ok1 := parseWhere(c.Args[3])
+	to, ok2 := parseWhere(c.Args[4])
+	if !ok1 || !ok2 {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	blmove(c, c.Args[5], from, to)
+}
+
+func cmdBrpoplpush(c *Ctx) { blmove(c, c.Args[3], false, true) }
+
+func blmove(c *Ctx, timeout []byte, from, to bool) {
+	ms, msg := parseBlockTimeout(timeout)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	src, dst := c.Args[1], c.Args[2]
+	var moved []byte
+	ok, err := block(c, [][]byte{src}, ms, func(quiet bool) (bool, error) {
+		ac, live := blockAttempt(c)
+		if !live {
+			return false, nil
+		}
+		v, err := listMove(ac, src, dst, from, to, quiet)
+		if err != nil || v == nil {
+			return false, err
+		}
+		moved = v
+		return true, nil
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	if !ok {
+		// Redis answers a timed-out BLMOVE with a null array, as every
+		// blocked list command.
+		c.W.NilArray()
+		return
+	}
+	c.W.Bulk(moved)
+}
