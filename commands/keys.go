@@ -36,6 +36,7 @@ func registerKeys(t *Table) {
 		keyCommand("persist", 2, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.2.0", "Remove the expiration from a key", o1, cmdPersist),
 		keyCommand("rename", 3, "write", "keyspace write slow", 1, 2, 1, grp, "1.0.0", "Rename a key", o1, cmdRename),
 		keyCommand("renamenx", 3, "write fast", "keyspace write fast", 1, 2, 1, grp, "1.0.0", "Rename a key, only if the new key does not exist", o1, cmdRenameNX),
+		keyCommand("move", 3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.0.0", "Move a key to another database", o1, cmdMove),
 		keyCommand("copy", -3, "write denyoom", "keyspace write slow", 1, 2, 1, grp, "6.2.0", "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", cmdCopy),
 		keyCommand("keys", 2, "readonly", "keyspace read slow dangerous", 0, 0, 0, grp, "1.0.0", "Find all keys matching the given pattern", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", cmdKeys),
 		keyCommand("scan", -2, "readonly", "keyspace read slow", 0, 0, 0, grp, "2.8.0", "Incrementally iterate the keys space", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", cmdScan),
@@ -352,66 +353,116 @@ func cmdPersist(c *Ctx) {
 func cmdRename(c *Ctx)   { renameGeneric(c, false) }
 func cmdRenameNX(c *Ctx) { renameGeneric(c, true) }
 
-// renameGeneric reads both keys in one batch, then moves the key item in one
-// transaction (delete the source, write the destination), each action
-// conditioned on the version read; a lost race re-runs it.
 func renameGeneric(c *Ctx, nx bool) {
 	src, dst := c.Args[1], c.Args[2]
+	var res moveResult
+	var err error
 	if sameKey(src, dst) {
-		ks, err := readKey(c, src)
-		switch {
-		case err != nil:
-			c.Fail(err)
-		case !ks.Live:
-			c.W.Error(MsgNoSuchKey)
-		case nx:
-			c.W.Int(0)
-		default:
-			c.W.Simple("OK")
+		// Nothing moves, but a missing key is still an error.
+		var ks keyState
+		if ks, err = readKey(c, src); err == nil && ks.Live {
+			res = moveTargetExists
 		}
+	} else {
+		res, err = moveKeyItem(c, src, c.DB(), dst, nx)
+	}
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case res == moveNoSource:
+		c.W.Error(MsgNoSuchKey)
+	case nx:
+		c.W.Int(liveCount(res == moveDone))
+	default:
+		c.W.Simple("OK")
+	}
+}
+
+// cmdMove is RENAMENX into another database under the same name.
+func cmdMove(c *Ctx) {
+	n, ok := string2ll(c.Args[2])
+	switch {
+	case !ok:
+		c.W.Error(MsgNotInt)
+		return
+	case n < math.MinInt32 || n > math.MaxInt32:
+		c.W.Error(MsgNotInt32)
+		return
+	case n < 0 || n >= NumDBs:
+		c.W.Error(MsgInvalidDB)
+		return
+	case int(n) == c.DB():
+		c.W.Error(MsgSameObject)
 		return
 	}
+	res, err := moveKeyItem(c, c.Args[1], int(n), c.Args[1], true)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(liveCount(res == moveDone))
+}
+
+// What moveKeyItem did.
+type moveResult uint8
+
+const (
+	moveNoSource     moveResult = iota // the source key does not exist
+	moveTargetExists                   // nx and the target exists: nothing done
+	moveDone
+)
+
+// moveKeyItem moves the key item of src (selected database) to dst in
+// dstDB, keeping its expiry, replacing a live target unless nx. It reads
+// both in one batch, then writes one transaction (delete the source, write
+// the target, each conditioned on the version read; a large collection's
+// registry entry follows its key); a lost race re-runs it.
+func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult, error) {
+	srcKey := itemKey(c.DB(), src)
 	for attempt := 1; ; attempt++ {
-		states, err := readKeys(c, [][]byte{src, dst})
+		var from, to keyState
+		keys := []dynastore.Key{srcKey}
+		if keyFits(dst) {
+			keys = append(keys, itemKey(dstDB, dst))
+		}
+		if !keyFits(src) {
+			return moveNoSource, nil
+		}
+		items, err := c.Store.BatchGet(c, keys)
 		if err != nil {
-			c.Fail(err)
-			return
+			return 0, err
 		}
-		from, to := states[0], states[1]
-		if !from.Live {
-			c.W.Error(MsgNoSuchKey)
-			return
+		if from, err = decodeKey(items[0], c.NowMS()); err != nil {
+			return 0, err
 		}
-		if to.Live && nx {
-			c.W.Int(0)
-			return
+		if len(items) > 1 {
+			if to, err = decodeKey(items[1], c.NowMS()); err != nil {
+				return 0, err
+			}
 		}
-		if !keyFits(dst) {
-			c.W.Error(MsgKeyTooLong)
-			return
+		switch {
+		case !from.Live:
+			return moveNoSource, nil
+		case to.Live && nx:
+			return moveTargetExists, nil
+		case !keyFits(dst):
+			return 0, errKeyTooLong
 		}
-		dstPK := keyPK(c.DB(), dst)
+		dstPK := keyPK(dstDB, dst)
 		acts := []dynastore.TxAction{
-			{Op: dynastore.TxDelete, Key: itemKey(c.DB(), src), Cond: from.guard()},
-			{Op: dynastore.TxPut, Item: retarget(from.Raw, c.DB(), dst), Cond: to.guard()},
+			{Op: dynastore.TxDelete, Key: srcKey, Cond: from.guard()},
+			{Op: dynastore.TxPut, Item: retarget(from.Raw, dstDB, dst), Cond: to.guard()},
 		}
 		acts = append(acts, CollectionRenameActions(from.Raw, dstPK)...)
 		err = c.Store.Transact(c, acts)
 		if err == nil {
-			if nx {
-				c.W.Int(1)
-			} else {
-				c.W.Simple("OK")
-			}
-			return
+			return moveDone, nil
 		}
 		if !onlyConditionsFailed(err) {
-			c.Fail(err)
-			return
+			return 0, err
 		}
 		if err := lostRace(c, attempt); err != nil {
-			c.Fail(err)
-			return
+			return 0, err
 		}
 	}
 }

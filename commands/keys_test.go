@@ -94,7 +94,7 @@ func TestKeyRequestCounts(t *testing.T) {
 			require.Equal(t, tc.ops, opsOf(b.stats, strings.ToLower(tc.args[0])), "%q", tc.args)
 		}
 		requireReply(t, h, "+OK", "MSET", "a", "1", "b", "2")
-		for _, args := range [][]string{{"RENAME", "a", "a2"}, {"RENAMENX", "a2", "a3"}, {"COPY", "b", "b2"}} {
+		for _, args := range [][]string{{"RENAME", "a", "a2"}, {"RENAMENX", "a2", "a3"}, {"COPY", "b", "b2"}, {"MOVE", "b2", "4"}} {
 			b.stats.Reset()
 			h.doS(args...)
 			require.Equal(t, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1},
