@@ -447,7 +447,7 @@ func cmdClientList(c *Ctx) {
 			}
 			for _, a := range args[1:] {
 				id, ok := string2ll(a)
-				if !ok || id <= 0 {
+				if !ok {
 					c.W.Error(msgInvalidID)
 					return
 				}
