@@ -324,8 +324,16 @@ func (s *Server) execute(st *connState, args [][]byte) {
 		w.Error(commands.MsgNoAuth)
 		return
 	}
+	ctx := dynastore.WithLabel(s.ctx, cmd.Name)
+	if cmd.HasFlag(commands.FlagBlocking) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		stop := watchHangup(st.cc.Conn, cancel)
+		defer cancel()
+		defer stop()
+	}
 	c := &commands.Ctx{
-		Context: dynastore.WithLabel(s.ctx, cmd.Name),
+		Context: ctx,
 		Args:    args,
 		W:       w,
 		Store:   s.srv.Store,

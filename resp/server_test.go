@@ -369,3 +369,43 @@ func TestHooksAndCommandStats(t *testing.T) {
 		return conns == 0
 	}, 5*time.Second, 10*time.Millisecond)
 }
+
+// A blocking command's context ends when its client hangs up, so it stops
+// waiting (and consumes nothing); while the client stays, it keeps waiting.
+func TestBlockingCommandSeesHangup(t *testing.T) {
+	started := make(chan struct{}, 4)
+	ended := make(chan error, 4)
+	wait := &commands.Command{Name: "test.bwait", Arity: 2, Flags: []string{commands.FlagBlocking}, Run: func(c *commands.Ctx) {
+		started <- struct{}{}
+		d, _ := time.ParseDuration(string(c.Args[1]))
+		select {
+		case <-c.Done():
+			ended <- c.Err()
+			c.W.Error("ERR canceled")
+		case <-time.After(d):
+			ended <- nil
+			c.W.Simple("TIMEOUT")
+		}
+	}}
+	ts := start(t, commands.Config{}, wait)
+
+	rc := ts.dial(t)
+	rc.send(cmd("test.bwait", "1m"))
+	<-started
+	require.NoError(t, rc.c.Close())
+	select {
+	case err := <-ended:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocked command did not see its client hang up")
+	}
+
+	// A live client is not cancelled, and its connection reads normally
+	// afterwards, pipelined requests included.
+	rc = ts.dial(t)
+	rc.send(cmd("test.bwait", "20ms") + cmd("PING"))
+	rc.expect("+TIMEOUT\r\n+PONG\r\n")
+	require.NoError(t, <-ended)
+	rc.send(cmd("test.bwait", "1ms"))
+	rc.expect("+TIMEOUT\r\n")
+}
