@@ -3,12 +3,29 @@ package resp
 import (
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redamo/redamo/commands"
 )
 
-const readSize = 64 * 1024
+// readSize is how much one read asks for (Redis reads 16 KB too).
+const readSize = 16 * 1024
+
+// bufPool lends connections their read and output buffers while they have
+// bytes in flight, so an idle connection holds none (1,000 idle clients
+// cost their goroutines and redcon's buffers, not ours).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) == 0 || cap(b) > 4*readSize {
+		return // oversized buffers go back to the GC
+	}
+	b = b[:0]
+	bufPool.Put(&b)
+}
 
 // clientConn is a client's connection as redcon sees it. Its Read runs the
 // client's bytes through parser, so redcon only ever reads canonical RESP,
@@ -19,8 +36,8 @@ type clientConn struct {
 	net.Conn
 	p parser
 
-	buf    []byte // backing array of p.in
-	out    []byte // canonical bytes not yet handed to redcon
+	buf    []byte // backing array of p.in, borrowed from bufPool while in use
+	out    []byte // canonical bytes not yet handed to redcon (also borrowed)
 	outPos int
 	// fail is a protocol error found after the bytes in out; it is reported
 	// once redcon has run the requests before it.
@@ -31,7 +48,7 @@ type clientConn struct {
 }
 
 func newClientConn(c net.Conn, stats *commands.NetStats) *clientConn {
-	return &clientConn{Conn: c, stats: stats, buf: make([]byte, readSize)}
+	return &clientConn{Conn: c, stats: stats}
 }
 
 // errClosedAfterProtocolError ends a connection whose request was malformed.
@@ -51,7 +68,8 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			n := copy(b, c.out[c.outPos:])
 			c.outPos += n
 			if c.outPos == len(c.out) {
-				c.out, c.outPos = c.out[:0], 0
+				putBuf(c.out)
+				c.out, c.outPos = nil, 0
 			}
 			return n, nil
 		}
@@ -64,8 +82,15 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			return 0, errClosedAfterProtocolError
 		}
 		if len(c.p.in) > 0 {
+			if c.out == nil {
+				c.out = getBuf()
+			}
 			out, _, err := c.p.feed(c.out[:0])
 			c.out = out
+			if len(c.p.in) == 0 {
+				putBuf(c.buf)
+				c.buf, c.p.in = nil, nil
+			}
 			if err != nil {
 				c.fail = err
 				continue
@@ -96,19 +121,28 @@ func (c *clientConn) Read(b []byte) (int, error) {
 
 // fill reads more client bytes after those in p.in.
 func (c *clientConn) fill() error {
+	if c.buf == nil {
+		c.buf = getBuf()
+	}
 	// p.in only ever holds an unfinished header or inline line (at most
 	// inlineMax bytes plus one read), so the buffer stays small.
-	n := copy(c.buf, c.p.in)
-	if len(c.buf)-n < readSize/4 {
-		nb := make([]byte, 2*len(c.buf))
+	n := copy(c.buf[:cap(c.buf)], c.p.in)
+	if cap(c.buf)-n < readSize/2 {
+		nb := make([]byte, n, max(2*cap(c.buf), n+readSize))
 		copy(nb, c.buf[:n])
+		putBuf(c.buf)
 		c.buf = nb
 	}
-	m, err := c.Conn.Read(c.buf[n:])
+	buf := c.buf[:cap(c.buf)]
+	m, err := c.Conn.Read(buf[n:])
 	c.countIn(m)
-	c.p.in = c.buf[:n+m]
+	c.p.in = buf[:n+m]
 	if m > 0 {
 		return nil
+	}
+	if n == 0 {
+		putBuf(c.buf)
+		c.buf, c.p.in = nil, nil
 	}
 	return err
 }
