@@ -138,6 +138,11 @@ const maxTxMembers = dynastore.MaxTxActions - 4
 // maxTxBytes keeps a transaction safely under DynamoDB's 4 MB.
 const maxTxBytes = 3 << 20
 
+// memberPageItems caps the items of one page when reading a whole large
+// collection: a full 1 MB page can take DynamoDB longer than one request's
+// time budget, while 1,024 keeps "HGETALL of 1,000 entries" one page.
+const memberPageItems = 1024
+
 // maxPlainSK is the longest member stored verbatim in a sort key; longer ones
 // are stored under their digest (DynamoDB caps sort keys at 1024 bytes).
 const maxPlainSK = 1000
@@ -411,7 +416,7 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error) error {
 	var after []byte
 	for {
-		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), After: after})
+		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems})
 		if err != nil {
 			return err
 		}
@@ -743,7 +748,7 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 	}
 	var after []byte
 	for {
-		page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after})
+		page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after, Limit: memberPageItems})
 		if err != nil {
 			return err
 		}
