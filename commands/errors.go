@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,19 +65,34 @@ func ErrWrongArgs(cmd string) string {
 // ErrUnknownCommand is Redis's reply to an unknown command: the name and the
 // first arguments, each quoted and cut as Redis does.
 func ErrUnknownCommand(name string, args [][]byte) string {
-	var b strings.Builder
+	var b []byte
 	for _, a := range args {
-		if b.Len() >= 128 {
+		if len(b) >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%.*s' ", 128-b.Len(), a)
+		max := 128 - len(b)
+		b = append(b, '\'')
+		b = append(b, cPrefix([]byte(a), max)...)
+		b = append(b, '\'', ' ')
 	}
-	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", name, b.String())
+	return "ERR unknown command '" + string(cPrefix([]byte(name), 128)) + "', with args beginning with: " + string(b)
 }
 
 // ErrUnknownSubcommand is Redis's reply to an unknown subcommand.
 func ErrUnknownSubcommand(cmd, sub string) string {
-	return fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(cmd))
+	return "ERR unknown subcommand '" + string(cPrefix([]byte(sub), 128)) + "'. Try " + strings.ToUpper(cmd) + " HELP."
+}
+
+// cPrefix is an argument as Redis prints it with "%.<n>s": up to its first
+// NUL byte and at most n bytes (bytes, not runes).
+func cPrefix(b []byte, n int) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return b
 }
 
 // StoreErrorMsg maps a storage error to the Redis error reply a client gets.

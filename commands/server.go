@@ -687,9 +687,12 @@ func configCommand() *Command {
 // parameters redamo cannot change; immutable marks those Redis itself
 // refuses to change at run time.
 type configParam struct {
-	name      string
-	get       func(s *Server) string
-	set       func(s *Server, v string) string // "" on success, else the reason
+	name string
+	get  func(s *Server) string
+	// check validates a new value ("" if fine, else the reason); set
+	// applies a checked one.
+	check     func(v string) string
+	set       func(s *Server, v string)
 	immutable bool
 }
 
@@ -701,14 +704,24 @@ var configParams = []configParam{
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Config.Addr); return h }, immutable: true},
 	{name: "cluster-enabled", get: fixed("no"), immutable: true},
 	{name: "databases", get: fixed(strconv.Itoa(NumDBs)), immutable: true},
+	{name: "maxclients", get: func(s *Server) string { return strconv.FormatInt(s.MaxClients(), 10) },
+		check: checkMaxClients, set: func(s *Server, v string) { n, _ := strconv.ParseInt(v, 10, 64); s.SetMaxClients(n) }},
+	// No memory limit, so no eviction: the eviction tuning below is inert,
+	// exactly as in a Redis whose maxmemory is 0.
 	{name: "maxmemory", get: fixed("0")},
+	{name: "maxmemory-clients", get: fixed("0")},
+	{name: "maxmemory-eviction-tenacity", get: fixed("10")},
 	{name: "maxmemory-policy", get: fixed("noeviction")},
+	{name: "maxmemory-samples", get: fixed("5")},
 	{name: "notify-keyspace-events", get: fixed("")},
+	// redamo has no protected mode: it never refuses clients for lack of a
+	// password (bind it to loopback, or set requirepass).
+	{name: "protected-mode", get: fixed("no")},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Config.Addr); return p }, immutable: true},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.ProtoMaxBulkLen(), 10) },
-		set: setProtoMaxBulkLen},
+		check: checkProtoMaxBulkLen, set: func(s *Server, v string) { n, _ := memToBytes(v); s.SetProtoMaxBulkLen(int64(n)) }},
 	{name: "requirepass", get: func(s *Server) string { return s.RequirePass() },
-		set: func(s *Server, v string) string { s.SetRequirePass(v); return "" }},
+		set: func(s *Server, v string) { s.SetRequirePass(v) }},
 	{name: "save", get: fixed("")},
 	{name: "timeout", get: fixed("0")},
 }
@@ -806,8 +819,8 @@ func cmdConfigSet(c *Ctx) {
 	// Validate every value before applying any, so a failed CONFIG SET
 	// changes nothing (Redis restores the old values instead).
 	for i, ch := range changes {
-		if ch.p.name == "proto-max-bulk-len" {
-			if why := checkProtoMaxBulkLen(ch.val); why != "" {
+		if ch.p.check != nil {
+			if why := ch.p.check(ch.val); why != "" {
 				failed(c.Args[2+2*i], why)
 				return
 			}
@@ -835,12 +848,15 @@ func checkProtoMaxBulkLen(v string) string {
 	return ""
 }
 
-func setProtoMaxBulkLen(s *Server, v string) string {
-	if why := checkProtoMaxBulkLen(v); why != "" {
-		return why
+// checkMaxClients applies Redis's bounds for maxclients.
+func checkMaxClients(v string) string {
+	n, ok := string2ll([]byte(v))
+	if !ok {
+		return "argument couldn't be parsed into an integer"
 	}
-	n, _ := memToBytes(v)
-	s.SetProtoMaxBulkLen(int64(n))
+	if n < 1 || n > math.MaxUint32 {
+		return "argument must be between 1 and 4294967295 inclusive"
+	}
 	return ""
 }
 
@@ -995,6 +1011,7 @@ func infoServer(c *Ctx, b *strings.Builder) error {
 func infoClients(c *Ctx, b *strings.Builder) error {
 	infoField(b, "connected_clients", len(c.Srv.Clients.List()))
 	infoField(b, "cluster_connections", 0)
+	infoField(b, "maxclients", c.Srv.MaxClients())
 	return nil
 }
 
@@ -1048,7 +1065,7 @@ func infoStats(c *Ctx, b *strings.Builder) error {
 	infoField(b, "total_net_output_bytes", net.Out())
 	infoField(b, "instantaneous_input_kbps", fmt.Sprintf("%.2f", net.InKbps()))
 	infoField(b, "instantaneous_output_kbps", fmt.Sprintf("%.2f", net.OutKbps()))
-	infoField(b, "rejected_connections", 0)
+	infoField(b, "rejected_connections", net.Rejected.Load())
 	infoField(b, "protocol_errors", net.ProtocolErrors.Load())
 	return nil
 }

@@ -40,6 +40,7 @@ type Server struct {
 	// Config".
 	requirePass atomic.Pointer[string]
 	maxBulkLen  atomic.Int64
+	maxClients  atomic.Int64
 
 	// lists is the list family's per-process state (blocked clients, the
 	// list cache): see blocking.go.
@@ -76,6 +77,23 @@ func (s *Server) ProtoMaxBulkLen() int64 {
 
 // SetProtoMaxBulkLen changes the bulk length limit for the following requests.
 func (s *Server) SetProtoMaxBulkLen(n int64) { s.maxBulkLen.Store(n) }
+
+// DefaultMaxClients is Redis's default maxclients.
+const DefaultMaxClients = 10000
+
+// MaxClients returns how many connections may be open at once.
+func (s *Server) MaxClients() int64 {
+	if n := s.maxClients.Load(); n > 0 {
+		return n
+	}
+	if s.Config.MaxClients > 0 {
+		return s.Config.MaxClients
+	}
+	return DefaultMaxClients
+}
+
+// SetMaxClients changes the connection limit for the following connections.
+func (s *Server) SetMaxClients(n int64) { s.maxClients.Store(n) }
 
 // AuthRequired reports whether connection cn must authenticate before running
 // commands that are not flagged no_auth.
@@ -264,6 +282,8 @@ type NetStats struct {
 	in, out rateSampler
 	// ProtocolErrors counts connections closed for malformed requests.
 	ProtocolErrors atomic.Int64
+	// Rejected counts connections refused at maxclients.
+	Rejected atomic.Int64
 }
 
 // AddIn counts n bytes read from a client.
@@ -278,7 +298,7 @@ func (n *NetStats) In() int64 { return n.in.total.Load() }
 // Out returns the total bytes written to clients.
 func (n *NetStats) Out() int64 { return n.out.total.Load() }
 
-// InKbps and OutKbps are the recent traffic rates in KB/s.
+// InKbps is the recent input rate in KB/s.
 func (n *NetStats) InKbps() float64 { return n.in.rate() / 1024 }
 
 // OutKbps is the recent output rate in KB/s.
@@ -294,6 +314,7 @@ func (n *NetStats) Sample(now time.Time) {
 func (n *NetStats) Reset() {
 	n.Connections.Store(0)
 	n.ProtocolErrors.Store(0)
+	n.Rejected.Store(0)
 	n.in.reset()
 	n.out.reset()
 }
@@ -352,7 +373,9 @@ type Config struct {
 	Endpoint    string
 	// ProtoMaxBulkLen is the largest bulk string accepted, in bytes.
 	ProtoMaxBulkLen int64
-	RedamoVersion   string
+	// MaxClients caps open connections (0: DefaultMaxClients, as Redis).
+	MaxClients    int64
+	RedamoVersion string
 	// BlockingPoll is the longest pause between two store reads of a key
 	// clients are blocked on (BLPOP and friends); 0 means
 	// DefaultBlockingPoll.

@@ -227,6 +227,12 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	if !ok {
 		return false
 	}
+	if int64(s.clients.count()) >= s.srv.MaxClients() {
+		// As Redis: the error, then the connection closes.
+		_, _ = cc.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
+		s.srv.Net.Rejected.Add(1)
+		return false
+	}
 	now := s.srv.Clock()
 	cn := &commands.Conn{
 		ID:        s.nextID.Add(1),
@@ -381,6 +387,12 @@ func (r *registry) add(st *connState) {
 	r.mu.Lock()
 	r.conns[st.cn.ID] = st
 	r.mu.Unlock()
+}
+
+func (r *registry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
 }
 
 func (r *registry) remove(id int64) {

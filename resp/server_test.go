@@ -409,3 +409,26 @@ func TestBlockingCommandSeesHangup(t *testing.T) {
 	rc.send(cmd("test.bwait", "1ms"))
 	rc.expect("+TIMEOUT\r\n")
 }
+
+func TestMaxClients(t *testing.T) {
+	ts := start(t, commands.Config{MaxClients: 2})
+	a, b := ts.dial(t), ts.dial(t)
+	a.send(cmd("PING"))
+	a.expect("+PONG\r\n")
+	b.send(cmd("PING"))
+	b.expect("+PONG\r\n")
+	c := ts.dial(t)
+	c.expect("-ERR max number of clients reached\r\n")
+	c.expectClosed()
+	a.send(cmd("INFO", "stats", "clients"))
+	info := readBulk(t, a)
+	require.Contains(t, info, "rejected_connections:1\r\n")
+	require.Contains(t, info, "maxclients:2\r\n")
+
+	// Raising the limit admits new clients at once.
+	a.send(cmd("CONFIG", "SET", "maxclients", "3"))
+	a.expect("+OK\r\n")
+	d := ts.dial(t)
+	d.send(cmd("PING"))
+	d.expect("+PONG\r\n")
+}
