@@ -47,9 +47,14 @@ type Server struct {
 	started bool
 
 	// ctx is the parent of every command's context; it is cancelled when a
-	// Shutdown gives up waiting, so blocked commands return.
+	// Shutdown gives up waiting, so whatever still runs returns.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// stopWaiting is cancelled as soon as Shutdown begins: blocking commands
+	// (BLPOP ...) stop waiting then, rather than holding the shutdown for
+	// their whole timeout. They take nothing once cancelled.
+	stopWaiting context.Context
+	stopWait    context.CancelFunc
 
 	nextID  atomic.Int64
 	clients registry
@@ -89,6 +94,7 @@ func New(srv *commands.Server, opts Options) *Server {
 	}
 	s := &Server{srv: srv, opts: opts, served: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.stopWaiting, s.stopWait = context.WithCancel(context.Background())
 	s.clients.conns = map[int64]*connState{}
 	srv.Clients = &s.clients
 	s.rs = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closed)
@@ -150,6 +156,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.draining.Swap(true) {
 		return errors.New("resp: Shutdown called twice")
 	}
+	s.stopWait()
 	if l == nil {
 		s.cancel()
 		return nil
@@ -334,9 +341,11 @@ func (s *Server) execute(st *connState, args [][]byte) {
 	if cmd.HasFlag(commands.FlagBlocking) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
-		stop := watchHangup(st.cc.Conn, cancel)
+		stopWatch := watchHangup(st.cc.Conn, cancel)
+		stopShutdown := context.AfterFunc(s.stopWaiting, cancel)
 		defer cancel()
-		defer stop()
+		defer stopShutdown()
+		defer stopWatch()
 	}
 	c := &commands.Ctx{
 		Context: ctx,

@@ -432,3 +432,25 @@ func TestMaxClients(t *testing.T) {
 	d.send(cmd("PING"))
 	d.expect("+PONG\r\n")
 }
+
+// Shutdown does not wait out a blocking command's timeout: the command stops
+// waiting at once, replies, and the connection closes.
+func TestShutdownEndsBlockingWaits(t *testing.T) {
+	started := make(chan struct{}, 1)
+	wait := &commands.Command{Name: "test.bwait", Arity: 1, Flags: []string{commands.FlagBlocking}, Run: func(c *commands.Ctx) {
+		started <- struct{}{}
+		select {
+		case <-c.Done():
+			c.W.Nil()
+		case <-time.After(time.Minute):
+			c.W.Simple("TIMEOUT")
+		}
+	}}
+	ts := start(t, commands.Config{}, wait)
+	rc := ts.dial(t)
+	rc.send(cmd("test.bwait"))
+	<-started
+	require.NoError(t, ts.rs.Shutdown(context.Background()))
+	rc.expect("$-1\r\n")
+	rc.expectClosed()
+}
