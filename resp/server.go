@@ -7,6 +7,7 @@ package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -191,6 +192,9 @@ type listener struct {
 	net.Listener
 	s       *Server
 	release chan struct{}
+	// backoff paces retries after accept errors (out of file descriptors):
+	// redcon retries at once, which would spin.
+	backoff time.Duration
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -200,8 +204,14 @@ func (l *listener) Accept() (net.Conn, error) {
 			<-l.release
 			return nil, net.ErrClosed
 		}
+		if !errors.Is(err, net.ErrClosed) {
+			l.backoff = min(max(2*l.backoff, 5*time.Millisecond), time.Second)
+			l.s.logf("resp: accept: %v; retrying in %v", err, l.backoff)
+			time.Sleep(l.backoff)
+		}
 		return nil, err
 	}
+	l.backoff = 0
 	return newClientConn(c, &l.s.srv.Net), nil
 }
 
@@ -266,6 +276,9 @@ func (s *Server) accept(rc redcon.Conn) bool {
 
 // socketFD returns c's file descriptor for CLIENT LIST, -1 if it has none.
 func socketFD(c net.Conn) int {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	fd := -1
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
