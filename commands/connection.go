@@ -78,17 +78,6 @@ func connFlags() []string {
 	return []string{FlagNoScript, FlagLoading, FlagStale, FlagFast, FlagNoAuth, FlagAllowBusy}
 }
 
-// Reply strings of the connection family.
-const (
-	msgHelloNoAuth   = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	msgNoProto       = "NOPROTO unsupported protocol version"
-	msgProtoNotInt   = "ERR Protocol version is not an integer or out of range"
-	msgClientName    = "ERR Client names cannot contain spaces, newlines or special characters."
-	msgNoSuchClient  = "ERR No such client"
-	msgClientIDRange = "ERR client-id should be greater than 0"
-	msgInvalidID     = "ERR Invalid client ID"
-)
-
 // protoSwitcher is implemented by writers whose protocol follows the
 // connection's (HELLO, RESET): the reply to HELLO 3 is already RESP3.
 type protoSwitcher interface {
@@ -190,11 +179,11 @@ func cmdHello(c *Ctx) {
 	if len(c.Args) >= 2 {
 		v, ok := string2ll(c.Args[1])
 		if !ok {
-			c.W.Error(msgProtoNotInt)
+			c.W.Error(MsgProtoNotInt)
 			return
 		}
 		if v < 2 || v > 3 {
-			c.W.Error(msgNoProto)
+			c.W.Error(MsgNoProto)
 			return
 		}
 		ver, next = v, 2
@@ -211,12 +200,12 @@ func cmdHello(c *Ctx) {
 		case strings.EqualFold(string(opt), "SETNAME") && more >= 1:
 			name, setName = c.Args[j+1], true
 			if !validClientName(name) {
-				c.W.Error(msgClientName)
+				c.W.Error(MsgClientName)
 				return
 			}
 			j++
 		default:
-			c.W.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", opt))
+			c.W.Error(fmt.Sprintf(MsgHelloOption, opt))
 			return
 		}
 	}
@@ -228,7 +217,7 @@ func cmdHello(c *Ctx) {
 		c.Conn.Authed = true
 	}
 	if c.Srv.AuthRequired(c.Conn) {
-		c.W.Error(msgHelloNoAuth)
+		c.W.Error(MsgHelloNoAuth)
 		return
 	}
 	if setName {
@@ -388,7 +377,7 @@ func cmdClientGetname(c *Ctx) {
 
 func cmdClientSetname(c *Ctx) {
 	if !validClientName(c.Args[2]) {
-		c.W.Error(msgClientName)
+		c.W.Error(MsgClientName)
 		return
 	}
 	c.Conn.SetName(string(c.Args[2]))
@@ -399,11 +388,11 @@ func cmdClientSetinfo(c *Ctx) {
 	attr, val := c.Args[2], c.Args[3]
 	lower := strings.ToLower(string(attr))
 	if lower != "lib-name" && lower != "lib-ver" {
-		c.W.Error(fmt.Sprintf("ERR Unrecognized option '%s'", attr))
+		c.W.Error(fmt.Sprintf(MsgSetinfoOption, attr))
 		return
 	}
 	if !validClientName(val) {
-		c.W.Error(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
+		c.W.Error(fmt.Sprintf(MsgSetinfoValue, attr))
 		return
 	}
 	c.Conn.setLibAttr(lower == "lib-name", string(val))
@@ -437,7 +426,7 @@ func cmdClientList(c *Ctx) {
 				// redamo has only normal clients: none of these types match.
 				ids = map[int64]bool{}
 			default:
-				c.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", args[1]))
+				c.W.Error(fmt.Sprintf(MsgClientType, args[1]))
 				return
 			}
 			args = nil
@@ -448,7 +437,7 @@ func cmdClientList(c *Ctx) {
 			for _, a := range args[1:] {
 				id, ok := string2ll(a)
 				if !ok {
-					c.W.Error(msgInvalidID)
+					c.W.Error(MsgInvalidClientID)
 					return
 				}
 				ids[id] = true
@@ -516,7 +505,7 @@ func cmdClientKill(c *Ctx) {
 				return
 			}
 		}
-		c.W.Error(msgNoSuchClient)
+		c.W.Error(MsgNoSuchClient)
 		return
 	}
 	var (
@@ -538,7 +527,7 @@ func cmdClientKill(c *Ctx) {
 		case "id":
 			n, ok := string2ll(val)
 			if !ok || n <= 0 {
-				c.W.Error(msgClientIDRange)
+				c.W.Error(MsgClientIDRange)
 				return
 			}
 			id = n
@@ -548,12 +537,12 @@ func cmdClientKill(c *Ctx) {
 			case "master", "replica", "slave", "pubsub":
 				noneMatch = true
 			default:
-				c.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", val))
+				c.W.Error(fmt.Sprintf(MsgClientType, val))
 				return
 			}
 		case "user":
 			if string(val) != "default" {
-				c.W.Error(fmt.Sprintf("ERR No such user '%s'", val))
+				c.W.Error(fmt.Sprintf(MsgNoSuchUser, val))
 				return
 			}
 		case "addr":

@@ -54,6 +54,30 @@ const (
 	MsgHashNotInt      = "ERR hash value is not an integer"
 	MsgHashNotFloat    = "ERR hash value is not a float"
 	MsgNaNOrInf        = "ERR value is NaN or Infinity"
+	// Connection and server commands.
+	MsgHelloNoAuth      = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	MsgNoProto          = "NOPROTO unsupported protocol version"
+	MsgProtoNotInt      = "ERR Protocol version is not an integer or out of range"
+	MsgHelloOption      = "ERR Syntax error in HELLO option '%s'"
+	MsgClientName       = "ERR Client names cannot contain spaces, newlines or special characters."
+	MsgSetinfoOption    = "ERR Unrecognized option '%s'"
+	MsgSetinfoValue     = "ERR %s cannot contain spaces, newlines or special characters."
+	MsgNoSuchClient     = "ERR No such client"
+	MsgClientIDRange    = "ERR client-id should be greater than 0"
+	MsgInvalidClientID  = "ERR Invalid client ID"
+	MsgClientType       = "ERR Unknown client type '%s'"
+	MsgNoSuchUser       = "ERR No such user '%s'"
+	MsgMaxClients       = "ERR max number of clients reached"
+	MsgGetkeysCommand   = "ERR Invalid command specified"
+	MsgGetkeysNoKeys    = "ERR The command has no key arguments"
+	MsgGetkeysArity     = "ERR Invalid number of arguments specified for command"
+	MsgGetkeysArgs      = "ERR Invalid arguments specified for command"
+	MsgNoConfigFile     = "ERR The server is running without a config file"
+	MsgConfigSetFailed  = "ERR CONFIG SET failed (possibly related to argument '%s') - %s"
+	MsgConfigSetUnknown = "ERR Unknown option or number of arguments for CONFIG SET - '%s'"
+	// redamo's own: a handler that panicked or broke the one-reply rule.
+	MsgInternalError  = "ERR internal error in '%s'"
+	MsgMalformedReply = "ERR internal error in '%s': malformed reply"
 )
 
 // ErrWrongArgs is Redis's arity error for a command (name as Redis prints it,

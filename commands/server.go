@@ -483,19 +483,19 @@ func getKeysReply(c *Ctx, withFlags bool) {
 	}
 	switch {
 	case cmd == nil:
-		c.W.Error("ERR Invalid command specified")
+		c.W.Error(MsgGetkeysCommand)
 		return
 	case !cmd.hasKeys():
-		c.W.Error("ERR The command has no key arguments")
+		c.W.Error(MsgGetkeysNoKeys)
 		return
 	case !cmd.ArityOK(len(args)):
-		c.W.Error("ERR Invalid number of arguments specified for command")
+		c.W.Error(MsgGetkeysArity)
 		return
 	}
 	keys, ok := cmd.keysOf(args)
 	if !ok || len(keys) == 0 {
 		if !ok || !cmd.HasFlag("no_mandatory_keys") {
-			c.W.Error("ERR Invalid arguments specified for command")
+			c.W.Error(MsgGetkeysArgs)
 			return
 		}
 	}
@@ -660,7 +660,7 @@ func configCommand() *Command {
 				Summary: "Rewrite the configuration file with the in memory configuration", Since: "2.8.0",
 				Group: "server", Complexity: "O(1)",
 				// redamo is configured by flags and environment only.
-				Run: func(c *Ctx) { c.W.Error("ERR The server is running without a config file") },
+				Run: func(c *Ctx) { c.W.Error(MsgNoConfigFile) },
 			},
 			{
 				Name: "config|resetstat", Arity: 2, Flags: adminFlags, Categories: adminCats,
@@ -790,14 +790,14 @@ func cmdConfigSet(c *Ctx) {
 	}
 	var changes []change
 	failed := func(arg []byte, why string) {
-		c.W.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", arg, why))
+		c.W.Error(fmt.Sprintf(MsgConfigSetFailed, arg, why))
 	}
 	// Like Redis, the first bad name is the one reported.
 	for i := 2; i < len(c.Args); i += 2 {
 		name, val := c.Args[i], string(c.Args[i+1])
 		p := lookupConfig(string(name))
 		if p == nil {
-			c.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", name))
+			c.W.Error(fmt.Sprintf(MsgConfigSetUnknown, name))
 			return
 		}
 		if p.immutable {

@@ -246,7 +246,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	}
 	if int64(s.clients.count()) >= s.srv.MaxClients() {
 		// As Redis: the error, then the connection closes.
-		_, _ = cc.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
+		_, _ = cc.Conn.Write([]byte("-" + commands.MsgMaxClients + "\r\n"))
 		s.srv.Net.Rejected.Add(1)
 		return false
 	}
@@ -373,7 +373,7 @@ func (s *Server) execute(st *connState, args [][]byte) {
 	if !w.Complete() {
 		s.logf("resp: %s wrote an incomplete or extra reply; replaced by an error", cmd.Name)
 		w.Reset()
-		w.Error("ERR internal error in '" + cmd.Name + "': malformed reply")
+		w.Error(fmt.Sprintf(commands.MsgMalformedReply, cmd.Name))
 	}
 	cn.Publish()
 }
@@ -387,7 +387,7 @@ func (s *Server) run(c *commands.Ctx, cmd *commands.Command) {
 			if w, ok := c.W.(*Writer); ok {
 				w.Reset()
 			}
-			c.W.Error("ERR internal error in '" + cmd.Name + "'")
+			c.W.Error(fmt.Sprintf(commands.MsgInternalError, cmd.Name))
 		}
 	}()
 	s.srv.Run(c, cmd)
