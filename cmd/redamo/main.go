@@ -192,11 +192,18 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// memoryTTLInterval paces the embedded store's TTL sweep (a slice of items a tick).
+const memoryTTLInterval = time.Second
+
 // openStore builds the configured store; its requests go to observer.
 func openStore(ctx context.Context, cfg config, observer dynastore.Observer, logger *slog.Logger) (dynastore.Store, error) {
 	switch cfg.Store {
 	case storeMemory:
-		return memory.New(memory.Options{Observer: observer}), nil
+		m := memory.New(memory.Options{Observer: observer})
+		// The embedded store drops items whose ttl has passed, as DynamoDB's
+		// TTL does, so keys written with an expiry do not pile up forever.
+		go m.RunTTL(ctx, memoryTTLInterval)
+		return m, nil
 	case storeDynamoDB:
 		s, err := dynamo.New(ctx, dynamo.Config{
 			Table:       cfg.Table,

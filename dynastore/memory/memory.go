@@ -36,6 +36,8 @@ type Store struct {
 
 	mu   sync.RWMutex
 	tree *btree.BTree // of *entry, ordered by (pk, sk) as unsigned bytes
+	// ttlPos is where the next ExpireTTL step starts (nil: the beginning).
+	ttlPos *entry
 
 	hookMu  sync.Mutex
 	failing []failure
