@@ -158,6 +158,10 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 		opts.OnCommand, opts.OnConn = m.OnCommand, m.OnConn
 	}
 	a.resp = resp.New(a.srv, opts)
+	// Every instance sweeps dead collection generations; the sweeper is safe
+	// to run concurrently everywhere and rate-limits itself. Its requests are
+	// counted under the label "sweeper".
+	go (&commands.Sweeper{Store: store}).Run(ctx)
 
 	go func() {
 		if err := a.resp.Serve(ln); err != nil {
