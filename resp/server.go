@@ -120,6 +120,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("resp: server already serving")
 	}
 	s.started = true
+	if s.draining.Load() {
+		// Shutdown came first: serve nothing (it has already returned).
+		s.mu.Unlock()
+		close(s.served)
+		return nil
+	}
 	s.ln = &listener{Listener: ln, s: s, release: make(chan struct{})}
 	l := s.ln
 	s.mu.Unlock()
@@ -151,10 +157,13 @@ func (s *Server) Addr() net.Addr {
 // the commands still running have their context cancelled, the connections
 // are closed anyway and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// draining is set under mu so that Serve either registered its listener
+	// before (and is shut down here) or sees draining and serves nothing.
 	s.mu.Lock()
 	l := s.ln
+	twice := s.draining.Swap(true)
 	s.mu.Unlock()
-	if s.draining.Swap(true) {
+	if twice {
 		return errors.New("resp: Shutdown called twice")
 	}
 	s.stopWait()

@@ -454,3 +454,21 @@ func TestShutdownEndsBlockingWaits(t *testing.T) {
 	rc.expect("$-1\r\n")
 	rc.expectClosed()
 }
+
+// A Shutdown that wins the race with Serve must not leave Serve accepting
+// forever (a server stopped before any client came hung its owner).
+func TestShutdownBeforeServe(t *testing.T) {
+	rs := resp.New(&commands.Server{Table: commands.NewTable()}, resp.Options{})
+	require.NoError(t, rs.Shutdown(context.Background()))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() { done <- rs.Serve(ln) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve after Shutdown kept serving")
+	}
+}
