@@ -26,6 +26,7 @@ package commands
 import (
 	"context"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -51,6 +52,60 @@ type listRuntime struct {
 	keys    map[listCacheKey]*keyWaiters
 	running bool
 	poke    chan struct{}
+	blocked int
+	locks   map[listCacheKey]*keyLock
+}
+
+// keyLock serializes this process's writers of one list key. Correctness
+// never depends on it (every commit is conditioned on what it read); it
+// keeps a process's own clients from invalidating each other's optimistic
+// writes, so a hot list sees at most one contender per instance instead of
+// one per client.
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockKeys locks the given keys of db (in a fixed order, so commands over
+// several keys cannot deadlock) and returns the unlock function.
+func (r *listRuntime) lockKeys(db int, keys ...[]byte) func() {
+	names := make([]string, 0, len(keys))
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			names = append(names, string(k))
+		}
+	}
+	sort.Strings(names)
+	held := make([]*keyLock, len(names))
+	for i, n := range names {
+		ck := listCacheKey{db, n}
+		r.mu.Lock()
+		if r.locks == nil {
+			r.locks = map[listCacheKey]*keyLock{}
+		}
+		kl := r.locks[ck]
+		if kl == nil {
+			kl = &keyLock{}
+			r.locks[ck] = kl
+		}
+		kl.refs++
+		r.mu.Unlock()
+		kl.mu.Lock()
+		held[i] = kl
+	}
+	return func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i].mu.Unlock()
+			r.mu.Lock()
+			held[i].refs--
+			if held[i].refs == 0 {
+				delete(r.locks, listCacheKey{db, names[i]})
+			}
+			r.mu.Unlock()
+		}
+	}
 }
 
 // keyWaiters is the queue of clients blocked on one key.
@@ -73,6 +128,15 @@ func (s *Server) listRT() *listRuntime {
 		s.lists = &listRuntime{srv: s, keys: map[listCacheKey]*keyWaiters{}, poke: make(chan struct{}, 1)}
 	})
 	return s.lists
+}
+
+// BlockedClients is the number of clients waiting in a blocking list
+// command (INFO's blocked_clients).
+func (s *Server) BlockedClients() int {
+	r := s.listRT()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.blocked
 }
 
 func (r *listRuntime) maxPoll() time.Duration {
@@ -107,6 +171,7 @@ func (r *listRuntime) notify(db int, key []byte) {
 func (r *listRuntime) register(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.blocked++
 	now := time.Now()
 	for _, k := range w.keys {
 		kw := r.keys[k]
@@ -130,6 +195,7 @@ func (r *listRuntime) register(w *waiter) {
 func (r *listRuntime) unregister(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.blocked--
 	for _, k := range w.keys {
 		kw := r.keys[k]
 		if kw == nil {

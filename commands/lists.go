@@ -47,7 +47,9 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -796,6 +798,39 @@ func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
 	return nil
 }
 
+// listRetryBudget is how long a list command keeps re-running after
+// conflicts. It is a time, not an attempt count (collRetry): every writer
+// of a small list conditions on its ver, so a queue with many consumers
+// sees many short-lived conflicts, and giving up after a fixed number of
+// them would fail clients that only had to wait their turn.
+const listRetryBudget = 10 * time.Second
+
+// listRetry runs attempt until it succeeds, fails with anything but a
+// conflict, or keeps conflicting for listRetryBudget, pausing a random,
+// growing while (at most 50 ms) between attempts.
+func listRetry(c *Ctx, attempt func(try int) error) error {
+	start := time.Now()
+	for try := 0; ; try++ {
+		err := attempt(try)
+		if !errors.Is(err, errCollRetry) {
+			return err
+		}
+		if try == 0 {
+			// A stale cache entry: retry at once from a fresh read.
+			continue
+		}
+		if time.Since(start) > listRetryBudget {
+			return errCollConflict
+		}
+		ceil := min(time.Duration(1)<<min(try, 20)*time.Millisecond/2, 50*time.Millisecond)
+		select {
+		case <-time.After(rand.N(ceil) + time.Millisecond):
+		case <-c.Done():
+			return c.Err()
+		}
+	}
+}
+
 // ---- push and pop -------------------------------------------------------------------
 
 func listPush(c *Ctx, left, mustExist bool) {
@@ -811,6 +846,7 @@ func listPush(c *Ctx, left, mustExist bool) {
 // pushElements pushes vals onto key and returns the new length (0 when
 // mustExist and the key does not exist).
 func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
+	defer c.Srv.listRT().lockKeys(c.DB(), key)()
 	var seed dynastore.Item
 	seeded := false
 	if len(vals) <= inlineMaxList && fitsInlineList(vals) && keyFits(key) {
@@ -851,7 +887,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		seed, seeded = cur2, true
 	}
 	var n int64
-	err := collRetry(c, func(try int) error {
+	err := listRetry(c, func(try int) error {
 		var l *listView
 		var err error
 		if seeded && try == 0 {
@@ -906,7 +942,8 @@ func cmdPop(c *Ctx, left bool) {
 	}
 	var popped [][]byte
 	exists := false
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	err := listRetry(c, func(try int) error {
 		popped, exists = nil, false
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
@@ -975,7 +1012,7 @@ func cmdLrange(c *Ctx) {
 		return
 	}
 	var out [][]byte
-	err := collRetry(c, func(int) error {
+	err := listRetry(c, func(int) error {
 		out = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1046,7 +1083,7 @@ func cmdLindex(c *Ctx) {
 	// Redis looks the key up before it parses the index.
 	idx, idxOK := string2ll(c.Args[2])
 	var v []byte
-	err := collRetry(c, func(int) error {
+	err := listRetry(c, func(int) error {
 		v = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1135,7 +1172,7 @@ func cmdLpos(c *Ctx) {
 	elem := c.Args[2]
 	var found []int64
 	exists := false
-	err := collRetry(c, func(int) error {
+	err := listRetry(c, func(int) error {
 		found, exists = nil, false
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1205,7 +1242,8 @@ func cmdLpos(c *Ctx) {
 
 func cmdLset(c *Ctx) {
 	idx, idxOK := string2ll(c.Args[2])
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	err := listRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
@@ -1247,8 +1285,9 @@ func cmdLinsert(c *Ctx) {
 		return
 	}
 	pivot, elem := c.Args[3], c.Args[4]
+	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
 	var reply int64
-	err := collRetry(c, func(try int) error {
+	err := listRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
@@ -1326,7 +1365,8 @@ func cmdLrem(c *Ctx) {
 	}
 	elem := c.Args[3]
 	var removed int64
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	err := listRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
@@ -1399,7 +1439,8 @@ func cmdLtrim(c *Ctx) {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	err := listRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
@@ -1478,7 +1519,8 @@ func lmoveReply(c *Ctx, from, to bool) {
 func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, error) {
 	var moved []byte
 	same := bytes.Equal(src, dst)
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), src, dst)()
+	err := listRetry(c, func(try int) error {
 		moved = nil
 		s, err := openListForWrite(c, src, try)
 		if err != nil {
@@ -1531,7 +1573,8 @@ func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, er
 func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]byte, [][]byte, error) {
 	var key []byte
 	var popped [][]byte
-	err := collRetry(c, func(try int) error {
+	defer c.Srv.listRT().lockKeys(c.DB(), keys...)()
+	err := listRetry(c, func(try int) error {
 		key, popped = nil, nil
 		var ls []*listView
 		if len(keys) == 1 {

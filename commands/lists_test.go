@@ -1,0 +1,485 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/testserver"
+)
+
+// listBackends runs body on every backend with a fresh server.
+func listBackends(t *testing.T, body func(t *testing.T, b testserver.Backend, s *testserver.Server, c *redis.Client)) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := b.Start(t)
+			body(t, b, s, s.Client(t, slowOK))
+		})
+	}
+}
+
+// slowOK gives a client time for big writes on DynamoDB Local.
+func slowOK(o *redis.Options) { o.ReadTimeout = time.Minute }
+
+// ldo runs a command and renders its reply in order: [a b [c]], nil,
+// "ERR: ..." (norm sorts arrays, list replies are ordered).
+func ldo(ctx context.Context, c *redis.Client, args ...any) string {
+	v, err := c.Do(ctx, args...).Result()
+	if err != nil {
+		return norm(v, err)
+	}
+	return ordered(v)
+}
+
+func ordered(v any) string {
+	switch v := v.(type) {
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = ordered(x)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	case nil:
+		return "nil"
+	}
+	return fmt.Sprint(v)
+}
+
+func TestListCommands(t *testing.T) {
+	small := []any{"a", "b", "c", "d", "e"}
+	var large []any // past the inline limits: the large layout
+	for i := 0; i < 200; i++ {
+		large = append(large, fmt.Sprintf("e%03d", i))
+	}
+	large[3] = "a"
+	type step struct {
+		args []any
+		want string
+	}
+	cases := []struct {
+		name  string
+		setup []any
+		steps []step
+	}{
+		{"pops", small, []step{
+			{[]any{"lpop", "l"}, "a"},
+			{[]any{"rpop", "l"}, "e"},
+			{[]any{"lpop", "l", 2}, "[b c]"},
+			{[]any{"rpop", "l", 0}, "[]"},
+			{[]any{"rpop", "l", 9}, "[d]"},
+			{[]any{"exists", "l"}, "0"},
+			{[]any{"lpop", "l"}, "nil"},
+		}},
+		{"large-pops", large, []step{
+			{[]any{"llen", "l"}, "200"},
+			{[]any{"lpop", "l", 3}, "[e000 e001 e002]"},
+			{[]any{"rpop", "l"}, "e199"},
+			{[]any{"lindex", "l", 0}, "a"},
+			{[]any{"lindex", "l", -1}, "e198"},
+			{[]any{"lindex", "l", 196}, "nil"},
+			{[]any{"llen", "l"}, "196"},
+			{[]any{"lrange", "l", 0, 2}, "[a e004 e005]"},
+			{[]any{"lrange", "l", -2, -1}, "[e197 e198]"},
+		}},
+		{"large-middle", large, []step{
+			{[]any{"lset", "l", 1, "x"}, "OK"},
+			{[]any{"lindex", "l", 1}, "x"},
+			{[]any{"linsert", "l", "before", "a", "ins"}, "201"},
+			{[]any{"lrange", "l", 2, 4}, "[e002 ins a]"},
+			{[]any{"lrem", "l", 0, "ins"}, "1"},
+			{[]any{"lpos", "l", "a"}, "3"},
+			{[]any{"lpos", "l", "e150", "rank", -1}, "150"},
+			{[]any{"ltrim", "l", 100, 149}, "OK"},
+			{[]any{"llen", "l"}, "50"},
+			{[]any{"lrange", "l", 0, 1}, "[e100 e101]"},
+			{[]any{"ltrim", "l", 1, 0}, "OK"},
+			{[]any{"exists", "l"}, "0"},
+		}},
+		{"large-push-both-ends", large, []step{
+			{[]any{"lpush", "l", "h1", "h2"}, "202"},
+			{[]any{"rpush", "l", "t1"}, "203"},
+			{[]any{"lrange", "l", 0, 2}, "[h2 h1 e000]"},
+			{[]any{"lrange", "l", -2, -1}, "[e199 t1]"},
+			{[]any{"lmove", "l", "l", "left", "right"}, "h2"},
+			{[]any{"lindex", "l", -1}, "h2"},
+			{[]any{"rpoplpush", "l", "other"}, "h2"},
+			{[]any{"lrange", "other", 0, -1}, "[h2]"},
+		}},
+		{"lmpop", small, []step{
+			{[]any{"lmpop", 2, "none", "l", "right", "count", 2}, "[l [e d]]"},
+			{[]any{"lmpop", 1, "none", "left"}, "nil"},
+		}},
+	}
+	listBackends(t, func(t *testing.T, _ testserver.Backend, _ *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				require.NoError(t, c.FlushAll(ctx).Err())
+				require.NoError(t, c.RPush(ctx, "l", tc.setup...).Err())
+				for _, s := range tc.steps {
+					require.Equal(t, s.want, ldo(ctx, c, s.args...), "%v", s.args)
+				}
+			})
+		}
+	})
+}
+
+// TestListRequestCounts checks the DynamoDB requests of the hot list
+// commands (their labels are the command names).
+func TestListRequestCounts(t *testing.T) {
+	listBackends(t, func(t *testing.T, b testserver.Backend, _ *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		count := func(cmd string, args ...any) int64 {
+			t.Helper()
+			b.Stats.Reset()
+			require.NoError(t, c.Do(ctx, append([]any{cmd}, args...)...).Err())
+			return b.Stats.Requests(cmd)
+		}
+		// Small lists: one request each.
+		require.EqualValues(t, 1, count("lpush", "s", "a", "b"))
+		require.EqualValues(t, 1, count("rpush", "s", "c"))
+		require.EqualValues(t, 1, count("lpop", "s"))
+		require.EqualValues(t, 1, count("rpop", "s"))
+		require.EqualValues(t, 1, count("llen", "s"))
+		require.EqualValues(t, 1, count("lrange", "s", 0, -1))
+		require.EqualValues(t, 1, count("lmove", "s", "s", "left", "right"))
+
+		// Large lists: at most three.
+		var vals []any
+		for i := 0; i < 1000; i++ {
+			vals = append(vals, strconv.Itoa(i))
+		}
+		require.NoError(t, c.RPush(ctx, "big", vals...).Err())
+		require.LessOrEqual(t, count("lpush", "big", "x"), int64(3))
+		require.LessOrEqual(t, count("rpush", "big", "y"), int64(3))
+		require.LessOrEqual(t, count("lpop", "big"), int64(3))
+		require.LessOrEqual(t, count("rpop", "big"), int64(3))
+		require.LessOrEqual(t, count("lmove", "big", "big", "left", "right"), int64(3))
+		require.EqualValues(t, 1, count("llen", "big"))
+		require.EqualValues(t, 2, count("lindex", "big", 500))
+		b.Stats.Reset()
+		got, err := c.LRange(ctx, "big", 0, 99).Result()
+		require.NoError(t, err)
+		require.Len(t, got, 100)
+		require.EqualValues(t, 1, b.Stats.Requests("lrange", dynastore.OpQuery))
+		require.EqualValues(t, 1, b.Stats.Requests("lrange", dynastore.OpGetItem))
+	})
+}
+
+// TestListBigPushAllOrNothing checks that a push of more elements than one
+// transaction holds is never seen in part.
+func TestListBigPushAllOrNothing(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		var vals []any
+		for i := 0; i < 1000; i++ {
+			vals = append(vals, fmt.Sprintf("v%04d", i))
+		}
+		for _, start := range [][]any{nil, {"old"}, vals[:300]} {
+			require.NoError(t, c.Del(ctx, "l").Err())
+			if start != nil {
+				require.NoError(t, c.RPush(ctx, "l", start...).Err())
+			}
+			before := int64(len(start))
+			watcher := s.Client(t, slowOK)
+			stop := make(chan struct{})
+			seen := make(chan int64, 1)
+			go func() {
+				bad := int64(-1)
+				for {
+					select {
+					case <-stop:
+						seen <- bad
+						return
+					default:
+					}
+					n, err := watcher.LLen(ctx, "l").Result()
+					if err == nil && n != before && n != before+1000 {
+						bad = n
+					}
+				}
+			}()
+			require.EqualValues(t, before+1000, c.LPush(ctx, "l", vals...).Val())
+			close(stop)
+			require.EqualValues(t, -1, <-seen, "a reader saw a partial push")
+			got, err := c.LRange(ctx, "l", 0, 2).Result()
+			require.NoError(t, err)
+			require.Equal(t, []string{"v0999", "v0998", "v0997"}, got)
+			require.Equal(t, "v0000", c.LIndex(ctx, "l", 999).Val())
+		}
+	})
+}
+
+func TestListBlockingWakeAndTimeout(t *testing.T) {
+	listBackends(t, func(t *testing.T, b testserver.Backend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		// A timeout answers a null array; go-redis reports it as Nil.
+		for _, args := range [][]any{
+			{"blpop", "none", 0.05},
+			{"brpop", "none", "other", 0.05},
+			{"blmove", "none", "d", "left", "left", 0.05},
+			{"brpoplpush", "none", "d", 0.05},
+			{"blmpop", 0.05, 1, "none", "left"},
+		} {
+			require.Equal(t, "nil", ldo(ctx, c, args...), "%v", args)
+		}
+		require.EqualValues(t, 0, c.Exists(ctx, "d").Val())
+
+		// A push through the same instance wakes the waiter; the waiter
+		// is woken by the push, not by a poll, so a long poll interval
+		// does not matter: use a server that polls every 10 s.
+		slow := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 10 * time.Second }))
+		sc := slow.Client(t, slowOK)
+		got := make(chan []string, 1)
+		go func() {
+			v, _ := sc.BLPop(ctx, 0, "q").Result()
+			got <- v
+		}()
+		waitBlocked(t, slow, 1)
+		// The poller's first reads come at 10 ms, 15 ms, ...: wait until
+		// it is at its long interval before pushing.
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, slow.Client(t, slowOK).RPush(ctx, "q", "x").Err())
+		require.Equal(t, []string{"q", "x"}, <-got)
+	})
+}
+
+// waitBlocked waits until n clients of s run a blocking command.
+func waitBlocked(t *testing.T, s *testserver.Server, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.Srv.BlockedClients() >= n }, 10*time.Second, time.Millisecond)
+}
+
+// TestListBlockingAcrossInstances: a push through one instance reaches a
+// client blocked on another (same store) through the poller.
+func TestListBlockingAcrossInstances(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s1 := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 50 * time.Millisecond }))
+			s2 := b.Start(t)
+			c1, c2 := s1.Client(t, slowOK), s2.Client(t, slowOK)
+			got := make(chan []string, 1)
+			go func() {
+				v, _ := c1.BRPop(ctx, 10*time.Second, "q1", "q2").Result()
+				got <- v
+			}()
+			waitBlocked(t, s1, 1)
+			// Polling: the poller reads the keys while the client waits.
+			require.Eventually(t, func() bool { return b.Stats.Requests(commands.BlockingPollLabel) > 0 }, 5*time.Second, time.Millisecond)
+			require.NoError(t, c2.LPush(ctx, "q2", "hello").Err())
+			select {
+			case v := <-got:
+				require.Equal(t, []string{"q2", "hello"}, v)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the blocked client was not served")
+			}
+		})
+	}
+}
+
+// TestListBlockingOrder: clients blocked on one key are served in arrival
+// order, each exactly one element.
+func TestListBlockingOrder(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		const n = 5
+		results := make([]chan []string, n)
+		for i := 0; i < n; i++ {
+			results[i] = make(chan []string, 1)
+			cl := s.Client(t, slowOK)
+			go func(i int) {
+				v, _ := cl.BLPop(ctx, 10*time.Second, "q").Result()
+				results[i] <- v
+			}(i)
+			waitBlocked(t, s, i+1)
+		}
+		for i := 0; i < n; i++ {
+			require.NoError(t, c.RPush(ctx, "q", fmt.Sprint(i)).Err())
+			require.Equal(t, []string{"q", fmt.Sprint(i)}, <-results[i])
+		}
+	})
+}
+
+// TestListQueueExactlyOnce: 20 producers and 20 consumers on one list over
+// three instances sharing one store deliver every element exactly once,
+// with RPOP polling and with BLPOP.
+func TestListQueueExactlyOnce(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		for _, mode := range []string{"rpop", "blpop"} {
+			t.Run(b.Name+"/"+mode, func(t *testing.T) {
+				ctx := context.Background()
+				var servers []*testserver.Server
+				for i := 0; i < 3; i++ {
+					servers = append(servers, b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 20 * time.Millisecond })))
+				}
+				const producers, consumers, per = 20, 20, 25
+				total := producers * per
+				var mu sync.Mutex
+				got := map[string]int{}
+				var wg sync.WaitGroup
+				done := make(chan struct{})
+				for i := 0; i < consumers; i++ {
+					cl := servers[i%3].Client(t, slowOK)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							select {
+							case <-done:
+								return
+							default:
+							}
+							var v string
+							if mode == "rpop" {
+								r, err := cl.RPop(ctx, "q").Result()
+								if err == redis.Nil {
+									time.Sleep(10 * time.Millisecond)
+									continue
+								}
+								require.NoError(t, err)
+								v = r
+							} else {
+								r, err := cl.Do(ctx, "blpop", "q", 0.1).StringSlice()
+								if err == redis.Nil {
+									continue
+								}
+								require.NoError(t, err)
+								v = r[1]
+							}
+							mu.Lock()
+							got[v]++
+							n := len(got)
+							mu.Unlock()
+							if n == total {
+								return
+							}
+						}
+					}()
+				}
+				var pwg sync.WaitGroup
+				for p := 0; p < producers; p++ {
+					cl := servers[p%3].Client(t, slowOK)
+					pwg.Add(1)
+					go func(p int) {
+						defer pwg.Done()
+						for i := 0; i < per; i++ {
+							require.NoError(t, cl.LPush(ctx, "q", fmt.Sprintf("%d-%d", p, i)).Err())
+						}
+					}(p)
+				}
+				pwg.Wait()
+				require.Eventually(t, func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(got) == total
+				}, 60*time.Second, 10*time.Millisecond)
+				close(done)
+				wg.Wait()
+				for v, n := range got {
+					require.Equal(t, 1, n, "element %s delivered %d times", v, n)
+				}
+				require.EqualValues(t, 0, servers[0].Client(t, slowOK).LLen(ctx, "q").Val())
+			})
+		}
+	}
+}
+
+// TestListMoveNeverLosesElements: concurrent LMOVEs between two lists
+// (and rotations of one) over three instances keep every element exactly
+// once.
+func TestListMoveNeverLosesElements(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var cls []*redis.Client
+			for i := 0; i < 3; i++ {
+				cls = append(cls, b.Start(t).Client(t, slowOK))
+			}
+			var vals []any
+			for i := 0; i < 150; i++ {
+				vals = append(vals, fmt.Sprint(i))
+			}
+			require.NoError(t, cls[0].RPush(ctx, "a", vals...).Err())
+			var wg sync.WaitGroup
+			for w := 0; w < 6; w++ {
+				cl := cls[w%3]
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 0; i < 15; i++ {
+						src, dst := "a", "b"
+						if (w+i)%2 == 1 {
+							src, dst = "b", "a"
+						}
+						if i%5 == 0 {
+							dst = src
+						}
+						err := cl.LMove(ctx, src, dst, "right", "left").Err()
+						if err != nil && err != redis.Nil {
+							require.NoError(t, err)
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			all := append(cls[0].LRange(ctx, "a", 0, -1).Val(), cls[0].LRange(ctx, "b", 0, -1).Val()...)
+			sort.Slice(all, func(i, j int) bool { return atoi(all[i]) < atoi(all[j]) })
+			require.Len(t, all, 150)
+			for i, v := range all {
+				require.Equal(t, fmt.Sprint(i), v)
+			}
+		})
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// TestListSize builds a 100,000-element list on memory (20,000 on
+// DynamoDB Local) and reads it back in ranges.
+func TestListSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("size test")
+	}
+	listBackends(t, func(t *testing.T, b testserver.Backend, _ *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		size := 100_000
+		if b.Name == "dynamodb" {
+			size = 20_000
+		}
+		const batch = 5000
+		for i := 0; i < size; i += batch {
+			vals := make([]any, batch)
+			for j := range vals {
+				vals[j] = strconv.Itoa(i + j)
+			}
+			require.EqualValues(t, i+batch, c.RPush(ctx, "big", vals...).Val())
+		}
+		require.EqualValues(t, size, c.LLen(ctx, "big").Val())
+		b.Stats.Reset()
+		got := c.LRange(ctx, "big", 0, 99).Val()
+		require.Len(t, got, 100)
+		require.Equal(t, "99", got[99])
+		require.EqualValues(t, 2, b.Stats.Requests("lrange"))
+		require.Equal(t, strconv.Itoa(size/2), c.LIndex(ctx, "big", int64(size/2)).Val())
+		require.Equal(t, []string{"0", "1"}, c.LPopCount(ctx, "big", 2).Val())
+		require.Equal(t, strconv.Itoa(size-1), c.RPop(ctx, "big").Val())
+		require.EqualValues(t, size-3, c.LLen(ctx, "big").Val())
+		b.Stats.Reset()
+		require.EqualValues(t, 1, c.Del(ctx, "big").Val())
+		require.LessOrEqual(t, b.Stats.Requests("del"), int64(2))
+	})
+}
