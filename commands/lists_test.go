@@ -483,3 +483,35 @@ func TestListSize(t *testing.T) {
 		require.LessOrEqual(t, b.Stats.Requests("del"), int64(2))
 	})
 }
+
+// TestListBlockingDisconnect: a blocked client that hangs up stops waiting
+// and consumes nothing; the next blocked client gets the element.
+func TestListBlockingDisconnect(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		for _, cmd := range []string{
+			"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n",
+			"*6\r\n$6\r\nBLMOVE\r\n$1\r\nq\r\n$1\r\nd\r\n$4\r\nLEFT\r\n$4\r\nLEFT\r\n$1\r\n0\r\n",
+			"*5\r\n$6\r\nBLMPOP\r\n$1\r\n0\r\n$1\r\n1\r\n$1\r\nq\r\n$4\r\nLEFT\r\n",
+		} {
+			conn := s.Dial(t)
+			_, err := conn.Write([]byte(cmd))
+			require.NoError(t, err)
+			waitBlocked(t, s, 1)
+			require.NoError(t, conn.Close())
+			require.Eventually(t, func() bool { return s.Srv.BlockedClients() == 0 }, 5*time.Second, time.Millisecond)
+		}
+		// A live waiter queued behind nobody gets the element; the
+		// departed ones took nothing.
+		got := make(chan []string, 1)
+		go func() {
+			v, _ := s.Client(t, slowOK).Do(ctx, "blpop", "q", 10).StringSlice()
+			got <- v
+		}()
+		waitBlocked(t, s, 1)
+		require.NoError(t, c.RPush(ctx, "q", "a", "b").Err())
+		require.Equal(t, []string{"q", "a"}, <-got)
+		require.Equal(t, []string{"b"}, c.LRange(ctx, "q", 0, -1).Val())
+		require.EqualValues(t, 0, c.Exists(ctx, "d").Val())
+	})
+}
