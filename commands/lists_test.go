@@ -15,6 +15,8 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/faults"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -530,4 +532,67 @@ func TestListBlockingDisconnect(t *testing.T) {
 		require.Equal(t, []string{"b"}, c.LRange(ctx, "q", 0, -1).Val())
 		require.EqualValues(t, 0, c.Exists(ctx, "d").Val())
 	})
+}
+
+// TestListFaultsNeverHalfApply: with requests failing at random (before
+// they reach the store, as if redamo died before the step, or after, as if
+// it died before hearing the answer), LMOVE never loses or duplicates an
+// element and a push bigger than one transaction is all or nothing.
+func TestListFaultsNeverHalfApply(t *testing.T) {
+	ctx := context.Background()
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			fs := faults.New(memory.New(memory.Options{}), 7)
+			s := testserver.Start(t, fs)
+			c := s.Client(t, slowOK)
+			var vals []any
+			for i := 0; i < 300; i++ {
+				vals = append(vals, strconv.Itoa(i))
+			}
+			require.NoError(t, c.RPush(ctx, "a", vals[:150]...).Err())
+			require.NoError(t, c.RPush(ctx, "b", "x").Err())
+			if after {
+				fs.FailRateAfter(faults.Any, 0.2, dynastore.ErrUnavailable)
+			} else {
+				fs.FailRate(faults.Any, 0.2, dynastore.ErrUnavailable)
+			}
+			failed := 0
+			for i := 0; i < 200; i++ {
+				src, dst := "a", "b"
+				if i%3 == 1 {
+					src, dst = "b", "a"
+				}
+				if err := c.LMove(ctx, src, dst, "left", "right").Err(); err != nil && err != redis.Nil {
+					failed++
+				}
+			}
+			for i := 0; i < 20; i++ {
+				fs.Reset()
+				n, err := c.LLen(ctx, "big").Result()
+				require.NoError(t, err)
+				if after {
+					fs.FailRateAfter(faults.Any, 0.1, dynastore.ErrUnavailable)
+				} else {
+					fs.FailRate(faults.Any, 0.1, dynastore.ErrUnavailable)
+				}
+				if err := c.RPush(ctx, "big", vals...).Err(); err != nil {
+					failed++
+				}
+				fs.Reset()
+				got, err := c.LLen(ctx, "big").Result()
+				require.NoError(t, err)
+				require.Contains(t, []int64{n, n + 300}, got, "a push was seen in part")
+			}
+			fs.Reset()
+			require.Positive(t, failed, "no fault was injected")
+			all := append(c.LRange(ctx, "a", 0, -1).Val(), c.LRange(ctx, "b", 0, -1).Val()...)
+			sort.Strings(all)
+			want := []string{"x"}
+			for i := 0; i < 150; i++ {
+				want = append(want, strconv.Itoa(i))
+			}
+			sort.Strings(want)
+			require.Equal(t, want, all)
+		})
+	}
 }
