@@ -18,18 +18,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-step() { echo "==> $*"; }
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo -n "$@"
-	else
-		echo "compat.sh: need root to run: $*" >&2
-		exit 1
-	fi
-}
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -42,31 +32,14 @@ done
 [ "$have_py_redis" -eq 1 ] || missing+=(python3 python3-redis)
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ "${#missing[@]}" -gt 0 ]; then
-	step "apt-get install ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	apt_install "${missing[@]}"
 fi
 
 step "npm ci (ioredis, pinned in compat/clients/node/package-lock.json)"
 (cd compat/clients/node && npm ci --no-audit --no-fund --loglevel=error)
 
 if [ -z "${REDAMO_TEST_DYNAMODB_ENDPOINT:-}" ]; then
-	mkdir -p .cache/ddblocal
-	export REDAMO_DDBLOCAL_STATE
-	REDAMO_DDBLOCAL_STATE="$(mktemp -d "$root/.cache/ddblocal/compat.XXXXXX")"
-	cleanup() {
-		local rc=$?
-		step "stopping DynamoDB Local"
-		scripts/dynamodb-local.sh stop || true
-		rm -rf "$REDAMO_DDBLOCAL_STATE"
-		exit "$rc"
-	}
-	trap cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
-	step "starting DynamoDB Local"
-	REDAMO_TEST_DYNAMODB_ENDPOINT="$(scripts/dynamodb-local.sh start)"
-	export REDAMO_TEST_DYNAMODB_ENDPOINT
+	start_private_ddblocal compat
 fi
 export REDAMO_TEST_REQUIRE_DYNAMODB=1
 read -r -a extra <<<"${GOTESTFLAGS:-}"

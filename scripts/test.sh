@@ -14,29 +14,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-step() { echo "==> $*"; }
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo -n "$@"
-	else
-		echo "test.sh: need root to run: $*" >&2
-		exit 1
-	fi
-}
-
-apt_updated=0
-apt_install() {
-	if [ "$apt_updated" -eq 0 ]; then
-		step "apt-get update"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		apt_updated=1
-	fi
-	step "apt-get install $*"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
-}
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
 
 # ---- prerequisites ------------------------------------------------------------
 # The compat suite diffs against a real redis-server and drives redis-py.
@@ -58,24 +37,7 @@ go mod download
 # ---- DynamoDB Local -------------------------------------------------------------
 # A private state directory: this run starts and stops its own instance and
 # never touches one a developer started with scripts/dynamodb-local.sh.
-mkdir -p .cache/ddblocal
-export REDAMO_DDBLOCAL_STATE
-REDAMO_DDBLOCAL_STATE="$(mktemp -d "$root/.cache/ddblocal/test.XXXXXX")"
-
-cleanup() {
-	local rc=$?
-	step "stopping DynamoDB Local"
-	scripts/dynamodb-local.sh stop || true
-	rm -rf "$REDAMO_DDBLOCAL_STATE"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-step "starting DynamoDB Local"
-endpoint="$(scripts/dynamodb-local.sh start)"
-export REDAMO_TEST_DYNAMODB_ENDPOINT="$endpoint"
+start_private_ddblocal test
 export REDAMO_TEST_REQUIRE_DYNAMODB=1
 step "REDAMO_TEST_DYNAMODB_ENDPOINT=$REDAMO_TEST_DYNAMODB_ENDPOINT REDAMO_TEST_REQUIRE_DYNAMODB=1"
 
