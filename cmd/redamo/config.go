@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/redamo/redamo/commands"
 )
 
 // Store names accepted by --store.
@@ -19,6 +22,11 @@ const (
 const (
 	defaultProtoMaxBulkLen = 512 << 20
 	minProtoMaxBulkLen     = 1 << 20
+	// A poll interval below the first backoff step would only burn
+	// requests; one above a minute would make cross-instance wake-ups
+	// useless for any real timeout.
+	minBlockingPoll = 10 * time.Millisecond
+	maxBlockingPoll = time.Minute
 )
 
 // config is the process configuration, from flags and REDAMO_* variables.
@@ -34,7 +42,10 @@ type config struct {
 	TLSCert         string
 	TLSKey          string
 	ProtoMaxBulkLen int64
-	ShowVersion     bool
+	// BlockingPoll is the longest pause between two store polls of a key
+	// that blocked clients (BLPOP, ...) wait on.
+	BlockingPoll time.Duration
+	ShowVersion  bool
 }
 
 // option describes one flag and its environment variable.
@@ -90,7 +101,7 @@ func parseSize(v string) (int64, error) {
 // parseConfig reads flags from args and REDAMO_* variables from getenv; a
 // flag on the command line wins over its variable. usageOut receives -help.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
-	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen}
+	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen, BlockingPoll: commands.DefaultBlockingPoll}
 	fs := flag.NewFlagSet("redamo", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 
@@ -121,6 +132,10 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			str(&c.TLSKey, "")},
 		{"proto-max-bulk-len", "REDAMO_PROTO_MAX_BULK_LEN", "largest bulk string accepted, in bytes (units: kb, mb, gb)", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.Var(&bulk, name, usage) }},
+		{"blocking-poll", "REDAMO_BLOCKING_POLL", "longest pause between polls of a key blocked clients wait on; writes through other instances are seen within it", false,
+			func(fs *flag.FlagSet, name, usage string) {
+				fs.DurationVar(&c.BlockingPoll, name, commands.DefaultBlockingPoll, usage)
+			}},
 	}
 	for _, o := range opts {
 		o.define(fs, o.flag, fmt.Sprintf("%s (env %s)", o.usage, o.env))
@@ -174,6 +189,9 @@ func (c config) validate(opts []option, given map[string]string) error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	if c.BlockingPoll < minBlockingPoll || c.BlockingPoll > maxBlockingPoll {
+		return fmt.Errorf("--blocking-poll %s: must be between %s and %s", c.BlockingPoll, minBlockingPoll, maxBlockingPoll)
 	}
 	if c.ProtoMaxBulkLen < minProtoMaxBulkLen {
 		return fmt.Errorf("--proto-max-bulk-len %d: must be at least %d (1mb), as in Redis", c.ProtoMaxBulkLen, minProtoMaxBulkLen)

@@ -145,6 +145,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 			Region:          cfg.Region,
 			Endpoint:        cfg.Endpoint,
 			ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
+			BlockingPoll:    cfg.BlockingPoll,
 			RedamoVersion:   version,
 		},
 	}
