@@ -272,10 +272,23 @@ func TestListBlockingWakeAndTimeout(t *testing.T) {
 	})
 }
 
-// waitBlocked waits until n clients of s run a blocking command.
+// waitBlocked waits until n clients of s run a blocking command, as INFO
+// clients reports them (blocked_clients: without that field this never ends).
 func waitBlocked(t *testing.T, s *testserver.Server, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return s.Srv.BlockedClients() >= n }, 10*time.Second, time.Millisecond)
+	c := s.Client(t)
+	require.Eventually(t, func() bool {
+		info, err := c.Info(context.Background(), "clients").Result()
+		require.NoError(t, err)
+		var blocked int
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
+				blocked, err = strconv.Atoi(v)
+				require.NoError(t, err)
+			}
+		}
+		return blocked >= n
+	}, 10*time.Second, time.Millisecond)
 }
 
 // TestListBlockingAcrossInstances: a push through one instance reaches a

@@ -1012,6 +1012,7 @@ func infoClients(c *Ctx, b *strings.Builder) error {
 	infoField(b, "connected_clients", len(c.Srv.Clients.List()))
 	infoField(b, "cluster_connections", 0)
 	infoField(b, "maxclients", c.Srv.MaxClients())
+	infoField(b, "blocked_clients", c.Srv.BlockedClients())
 	return nil
 }
 
