@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// instance is one redamo process that can be killed and restarted on the
+// same table.
+type instance struct {
+	t     *testing.T
+	args  []string
+	cmd   *exec.Cmd
+	addr  string
+	waitc chan struct{}
+}
+
+func (in *instance) start() *redis.Client {
+	in.t.Helper()
+	in.addr = freeAddr(in.t)
+	in.cmd = exec.Command(binary, append(in.args, "--addr", in.addr)...)
+	in.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=redamotest", "AWS_SECRET_ACCESS_KEY=redamotest")
+	require.NoError(in.t, in.cmd.Start())
+	in.waitc = make(chan struct{})
+	go func() { _ = in.cmd.Wait(); close(in.waitc) }()
+	c := redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, PoolSize: 8})
+	require.Eventually(in.t, func() bool {
+		return c.Ping(context.Background()).Err() == nil
+	}, 20*time.Second, 20*time.Millisecond)
+	return c
+}
+
+// kill ends the process with SIGKILL: no shutdown, no flushing, whatever
+// request it was in the middle of.
+func (in *instance) kill() {
+	_ = in.cmd.Process.Kill()
+	<-in.waitc
+}
+
+// TestKillMidMultiKeyCommands kills redamo at random moments while clients
+// move elements between keys (SMOVE, LMOVE, RPOPLPUSH, SUNIONSTORE), then
+// restarts it on the same table: no element is ever lost or duplicated.
+func TestKillMidMultiKeyCommands(t *testing.T) {
+	ep := endpoint(t)
+	table := fmt.Sprintf("kill_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
+	in := &instance{t: t, args: []string{"--store", "dynamodb", "--endpoint", ep,
+		"--region", "us-east-1", "--table", table, "--create-table"}}
+	ctx := context.Background()
+
+	// 150 members: more than an inline collection holds, so both layouts'
+	// transactions are exercised as members move and the sizes change.
+	const n = 150
+	members := make([]string, n)
+	for i := range members {
+		members[i] = "m" + strconv.Itoa(i)
+	}
+	c := in.start()
+	require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
+	require.NoError(t, c.RPush(ctx, "la", toAny(members)...).Err())
+	require.NoError(t, c.Close())
+	in.kill()
+
+	rng := rand.New(rand.NewPCG(7, 11))
+	moved := false
+	for round := range 12 {
+		c := in.start()
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					m := members[r.IntN(n)]
+					// Errors are expected once the process is killed.
+					switch r.IntN(5) {
+					case 0:
+						c.SMove(ctx, "sa", "sb", m)
+					case 1:
+						c.SMove(ctx, "sb", "sa", m)
+					case 2:
+						c.LMove(ctx, "la", "lb", "LEFT", "RIGHT")
+					case 3:
+						c.RPopLPush(ctx, "lb", "la")
+					default:
+						c.SUnionStore(ctx, "su", "sa", "sb")
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		in.kill()
+		close(stop)
+		wg.Wait()
+		_ = c.Close()
+
+		c = in.start()
+		sa, err := c.SMembers(ctx, "sa").Result()
+		require.NoError(t, err)
+		sb, err := c.SMembers(ctx, "sb").Result()
+		require.NoError(t, err)
+		require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
+		if su, err := c.SMembers(ctx, "su").Result(); err == nil && len(su) > 0 {
+			require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
+		}
+		la, err := c.LRange(ctx, "la", 0, -1).Result()
+		require.NoError(t, err)
+		lb, err := c.LRange(ctx, "lb", 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, members, sorted(append(la, lb...)), "round %d: lists lost or duplicated an element", round)
+		moved = moved || len(sb) > 0 || len(lb) > 0
+		require.NoError(t, c.Close())
+		in.kill()
+	}
+	require.True(t, moved, "no element ever moved: the workload did not run")
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// sorted orders members as members[] is ordered: by their number.
+func sorted(ss []string) []string {
+	out := append([]string(nil), ss...)
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(out[i][1:])
+		b, _ := strconv.Atoi(out[j][1:])
+		return a < b
+	})
+	return out
+}
