@@ -64,9 +64,8 @@ package commands
 // Using the layer (a family file such as lists.go):
 //
 //	err := collRetry(c, func(try int) error {
-//		cl, err := openCollection(c, key, TypeX) // one GetItem
+//		cl, err := openChecked(c, key, TypeX) // one GetItem; WRONGTYPE
 //		if err != nil { return err }
-//		if err := cl.check(); err != nil { return err } // WRONGTYPE
 //		vals, present, err := cl.lookup(members)        // BatchGet if large
 //		cl.put(m, v); cl.del(m); cl.setKeyAttr(name, v)  // staged
 //		return cl.commit() // errCollRetry on conflict: collRetry re-runs
@@ -160,19 +159,13 @@ func collFail(c *Ctx, err error) {
 		c.W.Error(MsgWrongType)
 		return
 	}
-	var re replyErr
-	if errors.As(err, &re) {
-		c.W.Error(string(re))
-		return
-	}
-	c.Fail(err)
+	failOrReply(c, err)
 }
 
-// replyErr is a Redis error reply computed inside an attempt (e.g. "hash
-// value is not an integer"): it ends the command without writing.
-type replyErr string
-
-func (e replyErr) Error() string { return string(e) }
+// replyErr is the name lists.go still uses for redisError (keyspace.go):
+// a Redis error reply computed inside an attempt (e.g. "hash value is not
+// an integer") that ends the command without writing.
+type replyErr = redisError
 
 // collMaxAttempts bounds collRetry. It is higher than maxWriteAttempts: on
 // a large collection every writer's transaction touches the key item, and
@@ -1284,12 +1277,75 @@ func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (ol
 	return nil, false, nil, err
 }
 
-// openSeeded opens key from an item already read (use) or by reading it.
+// openSeeded opens key from an item already read (use) or by reading it,
+// failing with errCollWrongType when it holds another type.
 func openSeeded(c *Ctx, key []byte, typ string, seed dynastore.Item, use bool) (*collection, error) {
+	var cl *collection
+	var err error
 	if use {
-		return collectionFromItem(c, key, typ, seed)
+		cl, err = collectionFromItem(c, key, typ, seed)
+	} else {
+		cl, err = openCollection(c, key, typ)
 	}
-	return openCollection(c, key, typ)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.check(); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// openChecked reads key (one GetItem) as a collection of type typ, failing
+// with errCollWrongType when it holds another type.
+func openChecked(c *Ctx, key []byte, typ string) (*collection, error) {
+	return openSeeded(c, key, typ, nil, false)
+}
+
+// collRead runs read on key's collection as one consistent state: after
+// read, validateRead makes collRetry start over if a large collection
+// changed while read paged through it.
+func collRead(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
+	return collRetry(c, func(int) error {
+		cl, err := openChecked(c, key, typ)
+		if err != nil {
+			return err
+		}
+		if err := read(cl); err != nil {
+			return err
+		}
+		return validateRead(c, cl)
+	})
+}
+
+// collLookup reads members of key's collection: one read inline, two (key
+// item, then the members) when large.
+func collLookup(c *Ctx, key []byte, typ string, members [][]byte) ([]dynastore.Value, []bool, error) {
+	cl, err := openChecked(c, key, typ)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl.lookup(members)
+}
+
+// collLenCmd replies with the number of entries of the key (SCARD, HLEN).
+func collLenCmd(c *Ctx, typ string) {
+	cl, err := openChecked(c, c.Args[1], typ)
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(cl.committedLen())
+}
+
+// entriesOf reads a collection whole: copies of the members, and their values.
+func entriesOf(cl *collection) (ms [][]byte, vs []dynastore.Value, err error) {
+	err = cl.each(func(m []byte, v dynastore.Value) error {
+		ms = append(ms, bytes.Clone(m))
+		vs = append(vs, v)
+		return nil
+	})
+	return ms, vs, err
 }
 
 // scanPage returns one page of an SSCAN/HSCAN-style iteration and the next
@@ -1477,4 +1533,164 @@ func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collect
 		return nil
 	}
 	return cl
+}
+
+// ---- adding and removing members (SADD/HSET, SREM/HDEL) ---------------------
+
+// addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
+// (nil for a set, whose present members are left alone), and returns how
+// many were new. A small add to an inline collection is one UpdateItem, one
+// member of a large one a blind write; anything else reads, computes and
+// commits. When ok is false it has replied with the error.
+func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added int64, ok bool) {
+	var seed dynastore.Item
+	seeded := false
+	if allSmall(members) && allSmall(vals) && len(members) <= inlineLimit(typ) {
+		u := dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(typ)}},
+				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			},
+			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+		}
+		for i, v := range vals {
+			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: dynastore.Lit{V: hashValue(v)}})
+		}
+		old, applied, cur, err := fastUpdate(c, key, u, inlineFastCond(c.NowMS(), typ, len(members), false))
+		if err != nil {
+			c.Fail(err)
+			return 0, false
+		}
+		if applied {
+			for _, m := range members {
+				if !bsContains(old[attrValue], m) {
+					added++
+				}
+			}
+			return added, true
+		}
+		seed, seeded = cur, true
+	}
+	if seeded && len(members) == 1 {
+		if cl := largeFromSeed(c, key, typ, seed); cl != nil {
+			var v dynastore.Value
+			if vals != nil {
+				v = hashValue(vals[0])
+			}
+			one, ok, err := blindAdd(c, cl, members[0], v)
+			if err != nil {
+				c.Fail(err)
+				return 0, false
+			}
+			if ok {
+				return boolInt(one), true
+			}
+			seeded = false // the key item changed since
+		}
+	}
+	err := collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
+		if err != nil {
+			return err
+		}
+		_, present, err := cl.lookup(members)
+		if err != nil {
+			return err
+		}
+		added = 0
+		for i, m := range members {
+			if !present[i] {
+				added++
+			}
+			switch {
+			case vals != nil:
+				cl.put(m, hashValue(vals[i]))
+			case !present[i]:
+				cl.put(m, nil)
+			}
+		}
+		return cl.commit()
+	})
+	if err != nil {
+		collFail(c, err)
+		return 0, false
+	}
+	return added, true
+}
+
+// removeMembersCmd is SREM and HDEL (key member [member ...]): it replies
+// with how many of the members were there. Like addMembers, a small remove
+// from an inline collection is one UpdateItem and one member of a large one
+// a blind delete.
+func removeMembersCmd(c *Ctx, typ string) {
+	key, members := c.Args[1], dedupe(c.Args[2:])
+	var seed dynastore.Item
+	seeded := false
+	// An inline collection has at most inlineLimit entries: more arguments,
+	// or longer ones, cannot all be there (and would bloat the expression).
+	if len(members) <= inlineLimit(typ) && allSmall(members) {
+		u := dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+		}
+		if typ == TypeHash { // each value is an attribute of its own
+			for _, m := range members {
+				u.Remove = append(u.Remove, fieldAttr(m))
+			}
+		}
+		old, applied, cur, err := fastUpdate(c, key, u, inlineShrinkCond(c.NowMS(), typ, len(members)))
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		if applied {
+			var removed int64
+			for _, m := range members {
+				if bsContains(old[attrValue], m) {
+					removed++
+				}
+			}
+			c.W.Int(removed)
+			return
+		}
+		seed, seeded = cur, true
+	}
+	if seeded && len(members) == 1 {
+		if cl := largeFromSeed(c, key, typ, seed); cl != nil {
+			removed, ok, err := blindRemove(c, cl, members[0])
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			if ok {
+				c.W.Int(boolInt(removed))
+				return
+			}
+			seeded = false
+		}
+	}
+	var removed int64
+	err := collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
+		if err != nil {
+			return err
+		}
+		_, present, err := cl.lookup(members)
+		if err != nil {
+			return err
+		}
+		removed = 0
+		for i, m := range members {
+			if present[i] {
+				cl.del(m)
+				removed++
+			}
+		}
+		return cl.commit()
+	})
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Int(removed)
 }

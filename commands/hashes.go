@@ -57,77 +57,8 @@ func hashSet(c *Ctx) (int64, bool) {
 		c.W.Error(ErrWrongArgs(string(c.Args[0])))
 		return 0, false
 	}
-	key := c.Args[1]
 	fields, vals := hashPairs(c.Args[2:])
-	var seed dynastore.Item
-	seeded := false
-	if allSmall(fields) && allSmall(vals) && len(fields) <= inlineMaxHash {
-		u := dynastore.Update{
-			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeHash)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-			},
-			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(fields)}},
-		}
-		for i, f := range fields {
-			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(f), Val: dynastore.Lit{V: hashValue(vals[i])}})
-		}
-		old, applied, cur, err := fastUpdate(c, key, u, inlineFastCond(c.NowMS(), TypeHash, len(fields), false))
-		if err != nil {
-			c.Fail(err)
-			return 0, false
-		}
-		if applied {
-			var added int64
-			for _, f := range fields {
-				if !bsContains(old[attrValue], f) {
-					added++
-				}
-			}
-			return added, true
-		}
-		seed, seeded = cur, true
-	}
-	if seeded && len(fields) == 1 {
-		if cl := largeFromSeed(c, key, TypeHash, seed); cl != nil {
-			added, ok, err := blindAdd(c, cl, fields[0], hashValue(vals[0]))
-			if err != nil {
-				c.Fail(err)
-				return 0, false
-			}
-			if ok {
-				return boolInt(added), true
-			}
-			seeded = false
-		}
-	}
-	var added int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(fields)
-		if err != nil {
-			return err
-		}
-		added = 0
-		for i, f := range fields {
-			if !present[i] {
-				added++
-			}
-			cl.put(f, hashValue(vals[i]))
-		}
-		return cl.commit()
-	})
-	if err != nil {
-		collFail(c, err)
-		return 0, false
-	}
-	return added, true
+	return addMembers(c, c.Args[1], TypeHash, fields, vals)
 }
 
 func cmdHset(c *Ctx) {
@@ -140,6 +71,31 @@ func cmdHmset(c *Ctx) {
 	if _, ok := hashSet(c); ok {
 		c.W.Simple("OK")
 	}
+}
+
+// hashFieldRetry is a read-modify-write of field f, committed conditioned
+// on the key item (from seed on the first try when seeded): next gets the
+// field's current value (present false when absent) and returns the value
+// to write, nil for none.
+func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
+	return collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
+		if err != nil {
+			return err
+		}
+		vals, present, err := cl.lookup([][]byte{f})
+		if err != nil {
+			return err
+		}
+		v, err := next(vals[0], present[0])
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			cl.put(f, v)
+		}
+		return cl.commit()
+	})
 }
 
 func cmdHsetnx(c *Ctx) {
@@ -167,23 +123,11 @@ func cmdHsetnx(c *Ctx) {
 		seed, seeded = cur, true
 	}
 	var set bool
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
-		if err != nil {
-			return err
+	err := hashFieldRetry(c, key, f, seed, seeded, func(_ dynastore.Value, present bool) (dynastore.Value, error) {
+		if set = !present; set {
+			return hashValue(v), nil
 		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		_, present, err := cl.lookup([][]byte{f})
-		if err != nil {
-			return err
-		}
-		set = !present[0]
-		if set {
-			cl.put(f, hashValue(v))
-		}
-		return cl.commit()
+		return nil, nil
 	})
 	if err != nil {
 		collFail(c, err)
@@ -192,21 +136,8 @@ func cmdHsetnx(c *Ctx) {
 	c.W.Int(boolInt(set))
 }
 
-// hashLookup reads fields of a hash: one read inline, two when large.
-func hashLookup(c *Ctx, key []byte, fields [][]byte) (*collection, []dynastore.Value, []bool, error) {
-	cl, err := openCollection(c, key, TypeHash)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := cl.check(); err != nil {
-		return nil, nil, nil, err
-	}
-	vals, present, err := cl.lookup(fields)
-	return cl, vals, present, err
-}
-
 func cmdHget(c *Ctx) {
-	_, vals, present, err := hashLookup(c, c.Args[1], c.Args[2:3])
+	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -219,7 +150,7 @@ func cmdHget(c *Ctx) {
 }
 
 func cmdHmget(c *Ctx) {
-	_, vals, present, err := hashLookup(c, c.Args[1], c.Args[2:])
+	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -235,7 +166,7 @@ func cmdHmget(c *Ctx) {
 }
 
 func cmdHexists(c *Ctx) {
-	_, _, present, err := hashLookup(c, c.Args[1], c.Args[2:3])
+	_, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -244,7 +175,7 @@ func cmdHexists(c *Ctx) {
 }
 
 func cmdHstrlen(c *Ctx) {
-	_, vals, _, err := hashLookup(c, c.Args[1], c.Args[2:3])
+	vals, _, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -252,38 +183,13 @@ func cmdHstrlen(c *Ctx) {
 	c.W.Int(int64(valueSize(vals[0])))
 }
 
-func cmdHlen(c *Ctx) {
-	cl, err := openCollection(c, c.Args[1], TypeHash)
-	if err == nil {
-		err = cl.check()
-	}
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	c.W.Int(cl.committedLen())
-}
+func cmdHlen(c *Ctx) { collLenCmd(c, TypeHash) }
 
 // hashAll reads a whole hash as one consistent state.
 func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err error) {
-	err = collRetry(c, func(int) error {
-		fields, vals = nil, nil
-		cl, err := openCollection(c, key, TypeHash)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		err = cl.each(func(m []byte, v dynastore.Value) error {
-			fields = append(fields, bytes.Clone(m))
-			vals = append(vals, v)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return validateRead(c, cl)
+	err = collRead(c, key, TypeHash, func(cl *collection) (err error) {
+		fields, vals, err = entriesOf(cl)
+		return err
 	})
 	return fields, vals, err
 }
@@ -325,79 +231,7 @@ func cmdHvals(c *Ctx) {
 	}
 }
 
-func cmdHdel(c *Ctx) {
-	key, fields := c.Args[1], dedupe(c.Args[2:])
-	var cur dynastore.Item
-	seeded := false
-	// An inline hash has at most inlineMaxHash fields: more arguments, or
-	// longer ones, cannot all be there (and would bloat the expression).
-	if len(fields) <= inlineMaxHash && allSmall(fields) {
-		u := dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
-			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(fields)}},
-		}
-		for _, f := range fields {
-			u.Remove = append(u.Remove, fieldAttr(f))
-		}
-		old, applied, item, err := fastUpdate(c, key, u, inlineShrinkCond(c.NowMS(), TypeHash, len(fields)))
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if applied {
-			var removed int64
-			for _, f := range fields {
-				if bsContains(old[attrValue], f) {
-					removed++
-				}
-			}
-			c.W.Int(removed)
-			return
-		}
-		cur, seeded = item, true
-	}
-	if seeded && len(fields) == 1 {
-		if cl := largeFromSeed(c, key, TypeHash, cur); cl != nil {
-			removed, ok, err := blindRemove(c, cl, fields[0])
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			if ok {
-				c.W.Int(boolInt(removed))
-				return
-			}
-			seeded = false
-		}
-	}
-	var removed int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, cur, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(fields)
-		if err != nil {
-			return err
-		}
-		removed = 0
-		for i, f := range fields {
-			if present[i] {
-				cl.del(f)
-				removed++
-			}
-		}
-		return cl.commit()
-	})
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	c.W.Int(removed)
-}
+func cmdHdel(c *Ctx) { removeMembersCmd(c, TypeHash) }
 
 func cmdHincrby(c *Ctx) {
 	key, f := c.Args[1], c.Args[2]
@@ -460,31 +294,19 @@ func cmdHincrby(c *Ctx) {
 		seed, seeded = cur, true
 	}
 	var result int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		vals, present, err := cl.lookup([][]byte{f})
-		if err != nil {
-			return err
-		}
+	err := hashFieldRetry(c, key, f, seed, seeded, func(v dynastore.Value, present bool) (dynastore.Value, error) {
 		var cur int64
-		if present[0] {
+		if present {
 			var ok bool
-			if cur, ok = string2ll(valueBytes(vals[0])); !ok {
-				return replyErr(MsgHashNotInt)
+			if cur, ok = string2ll(valueBytes(v)); !ok {
+				return nil, redisError(MsgHashNotInt)
 			}
 		}
 		if (incr < 0 && cur < 0 && incr < math.MinInt64-cur) || (incr > 0 && cur > 0 && incr > math.MaxInt64-cur) {
-			return replyErr(MsgOverflow)
+			return nil, redisError(MsgOverflow)
 		}
 		result = cur + incr
-		cl.put(f, nInt(result))
-		return cl.commit()
+		return nInt(result), nil
 	})
 	if err != nil {
 		collFail(c, err)
@@ -505,31 +327,19 @@ func cmdHincrbyfloat(c *Ctx) {
 		return
 	}
 	var text string
-	err := collRetry(c, func(int) error {
-		cl, err := openCollection(c, key, TypeHash)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		vals, present, err := cl.lookup([][]byte{f})
-		if err != nil {
-			return err
-		}
+	err := hashFieldRetry(c, key, f, nil, false, func(v dynastore.Value, present bool) (dynastore.Value, error) {
 		sum := incr
-		if present[0] {
-			cur, ok := ldParse(valueBytes(vals[0]))
+		if present {
+			cur, ok := ldParse(valueBytes(v))
 			if !ok {
-				return replyErr(MsgHashNotFloat)
+				return nil, redisError(MsgHashNotFloat)
 			}
 			if sum, ok = ldAdd(cur, incr); !ok {
-				return replyErr(MsgIncrFloatNaN)
+				return nil, redisError(MsgIncrFloatNaN)
 			}
 		}
 		text = ldFormatHuman(sum)
-		cl.put(f, hashValue([]byte(text)))
-		return cl.commit()
+		return hashValue([]byte(text)), nil
 	})
 	if err != nil {
 		collFail(c, err)
@@ -566,36 +376,16 @@ func cmdHrandfield(c *Ctx) {
 	}
 	var fields [][]byte
 	var vals []dynastore.Value
-	err := collRetry(c, func(int) error {
-		cl, err := openCollection(c, c.Args[1], TypeHash)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		if fields, vals, err = randomPick(cl, count); err != nil {
-			return err
-		}
-		return validateRead(c, cl)
+	err := collRead(c, c.Args[1], TypeHash, func(cl *collection) (err error) {
+		fields, vals, err = randomPick(cl, count)
+		return err
 	})
 	if err != nil {
 		collFail(c, err)
 		return
 	}
-	if !withCount {
-		if len(fields) == 0 {
-			c.W.Nil()
-			return
-		}
-		c.W.Bulk(fields[0])
-		return
-	}
 	if !withValues {
-		c.W.Array(len(fields))
-		for _, f := range fields {
-			c.W.Bulk(f)
-		}
+		writePicked(c, fields, withCount)
 		return
 	}
 	if c.W.Proto() >= 3 {

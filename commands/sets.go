@@ -53,146 +53,15 @@ func setMembersOf(cl *collection) ([][]byte, error) {
 }
 
 func cmdSadd(c *Ctx) {
-	key, members := c.Args[1], dedupe(c.Args[2:])
-	var seed dynastore.Item
-	seeded := false
-	if allSmall(members) && len(members) <= inlineMaxSet {
-		old, applied, cur, err := fastUpdate(c, key, dynastore.Update{
-			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeSet)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-			},
-			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
-		}, inlineFastCond(c.NowMS(), TypeSet, len(members), false))
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if applied {
-			added := 0
-			for _, m := range members {
-				if !bsContains(old[attrValue], m) {
-					added++
-				}
-			}
-			c.W.Int(int64(added))
-			return
-		}
-		seed, seeded = cur, true
+	if n, ok := addMembers(c, c.Args[1], TypeSet, dedupe(c.Args[2:]), nil); ok {
+		c.W.Int(n)
 	}
-	if seeded && len(members) == 1 {
-		if cl := largeFromSeed(c, key, TypeSet, seed); cl != nil {
-			added, ok, err := blindAdd(c, cl, members[0], nil)
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			if ok {
-				c.W.Int(boolInt(added))
-				return
-			}
-			seeded = false // the key item changed since
-		}
-	}
-	var added int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeSet, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(members)
-		if err != nil {
-			return err
-		}
-		added = 0
-		for i, m := range members {
-			if !present[i] {
-				cl.put(m, nil)
-				added++
-			}
-		}
-		return cl.commit()
-	})
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	c.W.Int(added)
 }
 
-func cmdSrem(c *Ctx) {
-	key, members := c.Args[1], dedupe(c.Args[2:])
-	var cur dynastore.Item
-	seeded := false
-	if len(members) <= inlineMaxSet && allSmall(members) {
-		old, applied, item, err := fastUpdate(c, key, dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
-			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
-		}, inlineShrinkCond(c.NowMS(), TypeSet, len(members)))
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if applied {
-			removed := 0
-			for _, m := range members {
-				if bsContains(old[attrValue], m) {
-					removed++
-				}
-			}
-			c.W.Int(int64(removed))
-			return
-		}
-		cur, seeded = item, true
-	}
-	if seeded && len(members) == 1 {
-		if cl := largeFromSeed(c, key, TypeSet, cur); cl != nil {
-			removed, ok, err := blindRemove(c, cl, members[0])
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			if ok {
-				c.W.Int(boolInt(removed))
-				return
-			}
-			seeded = false
-		}
-	}
-	var removed int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeSet, cur, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(members)
-		if err != nil {
-			return err
-		}
-		removed = 0
-		for i, m := range members {
-			if present[i] {
-				cl.del(m)
-				removed++
-			}
-		}
-		return cl.commit()
-	})
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	c.W.Int(removed)
-}
+func cmdSrem(c *Ctx) { removeMembersCmd(c, TypeSet) }
 
 func cmdSismember(c *Ctx) {
-	present, err := setContains(c, c.Args[1], [][]byte{c.Args[2]})
+	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:3])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -201,7 +70,7 @@ func cmdSismember(c *Ctx) {
 }
 
 func cmdSmismember(c *Ctx) {
-	present, err := setContains(c, c.Args[1], c.Args[2:])
+	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:])
 	if err != nil {
 		collFail(c, err)
 		return
@@ -210,20 +79,6 @@ func cmdSmismember(c *Ctx) {
 	for _, p := range present {
 		c.W.Int(boolInt(p))
 	}
-}
-
-// setContains reports membership of members: one read for an inline set,
-// two (key item, then the members) for a large one.
-func setContains(c *Ctx, key []byte, members [][]byte) ([]bool, error) {
-	cl, err := openCollection(c, key, TypeSet)
-	if err != nil {
-		return nil, err
-	}
-	if err := cl.check(); err != nil {
-		return nil, err
-	}
-	_, present, err := cl.lookup(members)
-	return present, err
 }
 
 func boolInt(b bool) int64 {
@@ -235,18 +90,9 @@ func boolInt(b bool) int64 {
 
 func cmdSmembers(c *Ctx) {
 	var members [][]byte
-	err := collRetry(c, func(int) error {
-		cl, err := openCollection(c, c.Args[1], TypeSet)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
-		if members, err = setMembersOf(cl); err != nil {
-			return err
-		}
-		return validateRead(c, cl)
+	err := collRead(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
+		members, err = setMembersOf(cl)
+		return err
 	})
 	if err != nil {
 		collFail(c, err)
@@ -263,17 +109,7 @@ func writeSet(c *Ctx, members [][]byte) {
 	}
 }
 
-func cmdScard(c *Ctx) {
-	cl, err := openCollection(c, c.Args[1], TypeSet)
-	if err == nil {
-		err = cl.check()
-	}
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	c.W.Int(cl.committedLen())
-}
+func cmdScard(c *Ctx) { collLenCmd(c, TypeSet) }
 
 func cmdSpop(c *Ctx) {
 	withCount := len(c.Args) == 3
@@ -293,11 +129,8 @@ func cmdSpop(c *Ctx) {
 	var popped [][]byte
 	err := collRetry(c, func(int) error {
 		popped = nil
-		cl, err := openCollection(c, c.Args[1], TypeSet)
+		cl, err := openChecked(c, c.Args[1], TypeSet)
 		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
 			return err
 		}
 		if !cl.exists() || count == 0 {
@@ -379,24 +212,20 @@ func cmdSrandmember(c *Ctx) {
 		count = n
 	}
 	var picked [][]byte
-	err := collRetry(c, func(int) error {
-		cl, err := openCollection(c, c.Args[1], TypeSet)
-		if err != nil {
-			return err
-		}
-		if err := cl.check(); err != nil {
-			return err
-		}
+	err := collRead(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
 		picked, _, err = randomPick(cl, count)
-		if err != nil {
-			return err
-		}
-		return validateRead(c, cl)
+		return err
 	})
 	if err != nil {
 		collFail(c, err)
 		return
 	}
+	writePicked(c, picked, withCount)
+}
+
+// writePicked replies with random members: without a count the one member
+// (nil for none), with one an array.
+func writePicked(c *Ctx, picked [][]byte, withCount bool) {
 	if !withCount {
 		if len(picked) == 0 {
 			c.W.Nil()
@@ -421,14 +250,7 @@ func randomPick(cl *collection, count int64) ([][]byte, []dynastore.Value, error
 	}
 	if count > 0 {
 		if count >= size {
-			var ms [][]byte
-			var vs []dynastore.Value
-			err := cl.each(func(m []byte, v dynastore.Value) error {
-				ms = append(ms, bytes.Clone(m))
-				vs = append(vs, v)
-				return nil
-			})
-			return ms, vs, err
+			return entriesOf(cl)
 		}
 		return cl.randomMembers(int(count))
 	}
@@ -498,11 +320,16 @@ func cmdSmove(c *Ctx) {
 // openSets opens the distinct keys of keys (one BatchGet) and fails with
 // WRONGTYPE if any holds another type, as Redis checks every key first.
 func openSets(c *Ctx, keys [][]byte) ([]*collection, error) {
-	distinct := dedupe(keys)
-	cls, err := openCollections(c, distinct, TypeSet)
+	cls, err := openCollections(c, dedupe(keys), TypeSet)
 	if err != nil {
 		return nil, err
 	}
+	return setsByKey(cls, keys)
+}
+
+// setsByKey checks that each of cls (opened for the distinct keys) is a set
+// or absent, and returns the one for each of keys, repeats included.
+func setsByKey(cls []*collection, keys [][]byte) ([]*collection, error) {
 	byKey := map[string]*collection{}
 	for _, cl := range cls {
 		if err := cl.check(); err != nil {
@@ -701,16 +528,9 @@ func setStore(c *Ctx, op setOp) {
 			return err
 		}
 		dest := all[0]
-		byKey := map[string]*collection{}
-		for _, cl := range all[1:] {
-			if err := cl.check(); err != nil {
-				return err
-			}
-			byKey[string(cl.key)] = cl
-		}
-		sets := make([]*collection, len(keys))
-		for i, k := range keys {
-			sets[i] = byKey[string(k)]
+		sets, err := setsByKey(all[1:], keys)
+		if err != nil {
+			return err
 		}
 		res, err := setAlgebra(op, sets, 0)
 		if err != nil {
@@ -796,10 +616,7 @@ func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]
 			return
 		}
 	}
-	cl, err := openCollection(c, c.Args[1], typ)
-	if err == nil {
-		err = cl.check()
-	}
+	cl, err := openChecked(c, c.Args[1], typ)
 	var ms [][]byte
 	var vs []dynastore.Value
 	var next uint64
