@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// queueExactlyOnce runs 20 producers and 20 consumers spread over the
+// instances on one list; pop takes one element (ok false: none yet).
+func queueExactlyOnce(t *testing.T, cs []*redis.Client, pop func(c *redis.Client) (string, bool, error)) {
+	ctx := context.Background()
+	const producers, consumers, each = 20, 20, 15
+	total := producers * each
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cs[p%len(cs)]
+			for i := range each {
+				if err := c.LPush(ctx, "queue", strconv.Itoa(p*each+i)).Err(); err != nil {
+					t.Errorf("LPUSH: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	deadline := time.Now().Add(2 * time.Minute)
+	for w := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cs[(w+1)%len(cs)]
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				done := len(seen) >= total
+				mu.Unlock()
+				if done {
+					return
+				}
+				v, ok, err := pop(c)
+				if err != nil {
+					t.Errorf("pop: %v", err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					seen[v]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, total, "every element delivered")
+	for v, n := range seen {
+		require.Equal(t, 1, n, "element %s delivered %d times", v, n)
+	}
+	n, err := cs[0].LLen(ctx, "queue").Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestClusterQueueRPOP(t *testing.T) {
+	queueExactlyOnce(t, cluster(t, 3), func(c *redis.Client) (string, bool, error) {
+		v, err := c.RPop(context.Background(), "queue").Result()
+		if err == redis.Nil {
+			return "", false, nil
+		}
+		return v, err == nil, err
+	})
+}
+
+func TestClusterQueueBLPOP(t *testing.T) {
+	queueExactlyOnce(t, cluster(t, 3), func(c *redis.Client) (string, bool, error) {
+		kv, err := c.BLPop(context.Background(), time.Second, "queue").Result()
+		if err == redis.Nil {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return kv[1], true, nil
+	})
+}
+
+func TestClusterSetsAndHashes(t *testing.T) {
+	cs := cluster(t, 3)
+	ctx := context.Background()
+	const workers, each = 12, 25
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cs[w%len(cs)]
+			for i := range each {
+				// Members overlap between workers, so adds and removes race.
+				m := "m" + strconv.Itoa((w*7+i)%40)
+				var err error
+				if i%3 == 2 {
+					err = c.SRem(ctx, "set", m).Err()
+				} else {
+					err = c.SAdd(ctx, "set", m).Err()
+				}
+				if err == nil {
+					err = c.HIncrBy(ctx, "hash", "f"+strconv.Itoa(i%3), int64(w+1)).Err()
+				}
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range cs {
+		card, err := c.SCard(ctx, "set").Result()
+		require.NoError(t, err)
+		members, err := c.SMembers(ctx, "set").Result()
+		require.NoError(t, err)
+		require.Equal(t, int(card), len(members))
+		vals, err := c.HGetAll(ctx, "hash").Result()
+		require.NoError(t, err)
+		sum := 0
+		for _, v := range vals {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			sum += n
+		}
+		want := 0
+		for w := range workers {
+			want += (w + 1) * each
+		}
+		require.Equal(t, want, sum, "HINCRBY from every worker counted exactly once")
+	}
+}
