@@ -124,27 +124,19 @@ func New(o Options) *Metrics {
 			Namespace: namespace, Name: "connections_received_total",
 			Help: "Client connections accepted.",
 		}),
-		ddbRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "dynamodb", Name: "requests_total",
-			Help: "Storage requests (after retries), by command and DynamoDB operation.",
-		}, []string{"command", "operation"}),
-		ddbRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "dynamodb", Name: "retries_total",
-			Help: "Retried storage attempts, by command and DynamoDB operation.",
-		}, []string{"command", "operation"}),
+		ddbRequests: ddbCounter("requests_total",
+			"Storage requests (after retries), by command and DynamoDB operation."),
+		ddbRetries: ddbCounter("retries_total",
+			"Retried storage attempts, by command and DynamoDB operation."),
 		ddbErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "dynamodb", Name: "errors_total",
 			Help: "Storage requests that ended in an error, by command, DynamoDB operation and kind. " +
 				"condition_failed is a normal outcome (e.g. SET NX on an existing key).",
 		}, []string{"command", "operation", "kind"}),
-		ddbRCU: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "dynamodb", Name: "consumed_read_capacity_units_total",
-			Help: "Read capacity units consumed, by command and DynamoDB operation.",
-		}, []string{"command", "operation"}),
-		ddbWCU: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "dynamodb", Name: "consumed_write_capacity_units_total",
-			Help: "Write capacity units consumed, by command and DynamoDB operation.",
-		}, []string{"command", "operation"}),
+		ddbRCU: ddbCounter("consumed_read_capacity_units_total",
+			"Read capacity units consumed, by command and DynamoDB operation."),
+		ddbWCU: ddbCounter("consumed_write_capacity_units_total",
+			"Write capacity units consumed, by command and DynamoDB operation."),
 		ddbTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "dynamodb", Name: "request_duration_seconds",
 			Help:    "Time of a storage request including its retries, by DynamoDB operation.",
@@ -162,6 +154,13 @@ func New(o Options) *Metrics {
 		)
 	}
 	return m
+}
+
+// ddbCounter is a DynamoDB counter by command and operation.
+func ddbCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "dynamodb", Name: name, Help: help,
+	}, []string{"command", "operation"})
 }
 
 // Registry returns the registry the metrics are registered in.
