@@ -27,6 +27,9 @@ COPY --from=build /out/redamo /usr/local/bin/redamo
 USER 65532:65532
 # Inside a container the server must listen on all interfaces to be reachable;
 # the binary's own default (127.0.0.1) is right for a developer machine.
-ENV REDAMO_ADDR=0.0.0.0:6379
+# Clients reach it through the container network, never from its loopback,
+# so protected mode would refuse them all: the network is the boundary here
+# (set REDAMO_REQUIREPASS when it is not).
+ENV REDAMO_ADDR=0.0.0.0:6379 REDAMO_PROTECTED_MODE=no
 EXPOSE 6379
 ENTRYPOINT ["/usr/local/bin/redamo"]

@@ -714,9 +714,8 @@ var configParams = []configParam{
 	{name: "maxmemory-policy", get: fixed("noeviction")},
 	{name: "maxmemory-samples", get: fixed("5")},
 	{name: "notify-keyspace-events", get: fixed("")},
-	// redamo has no protected mode: it never refuses clients for lack of a
-	// password (bind it to loopback, or set requirepass).
-	{name: "protected-mode", get: fixed("no")},
+	{name: "protected-mode", get: func(s *Server) string { return yesNo(s.ProtectedMode()) },
+		check: checkYesNo, set: func(s *Server, v string) { s.SetProtectedMode(strings.EqualFold(v, "yes")) }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Config.Addr); return p }, immutable: true},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.ProtoMaxBulkLen(), 10) },
 		check: checkProtoMaxBulkLen, set: func(s *Server, v string) { n, _ := memToBytes(v); s.SetProtoMaxBulkLen(int64(n)) }},
@@ -846,6 +845,21 @@ func checkProtoMaxBulkLen(v string) string {
 		return "argument must be between 1048576 and 9223372036854775807 inclusive"
 	}
 	return ""
+}
+
+// checkYesNo accepts a boolean parameter's values as Redis does.
+func checkYesNo(v string) string {
+	if strings.EqualFold(v, "yes") || strings.EqualFold(v, "no") {
+		return ""
+	}
+	return "argument must be 'yes' or 'no'"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // checkMaxClients applies Redis's bounds for maxclients.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ type Server struct {
 	requirePass atomic.Pointer[string]
 	maxBulkLen  atomic.Int64
 	maxClients  atomic.Int64
+	// unprotected is CONFIG SET protected-mode's override: nil until set.
+	unprotected atomic.Pointer[bool]
 
 	// lists is the list family's per-process state (blocked clients, the
 	// list cache): see blocking.go.
@@ -94,6 +97,33 @@ func (s *Server) MaxClients() int64 {
 
 // SetMaxClients changes the connection limit for the following connections.
 func (s *Server) SetMaxClients(n int64) { s.maxClients.Store(n) }
+
+// ProtectedMode reports whether connections from outside the loopback
+// interface are refused while no password is set (Redis's protected-mode).
+func (s *Server) ProtectedMode() bool {
+	if off := s.unprotected.Load(); off != nil {
+		return !*off
+	}
+	return !s.Config.Unprotected
+}
+
+// SetProtectedMode turns protected mode on or off for the following connections.
+func (s *Server) SetProtectedMode(on bool) {
+	off := !on
+	s.unprotected.Store(&off)
+}
+
+// Refuses reports whether a new connection from remote must be refused by
+// protected mode: it is on, no password is set, and remote is not loopback.
+func (s *Server) Refuses(remote net.Addr) bool {
+	if !s.ProtectedMode() || s.RequirePass() != "" {
+		return false
+	}
+	if tcp, ok := remote.(*net.TCPAddr); ok {
+		return !tcp.IP.IsLoopback()
+	}
+	return false // unix sockets and the like are local
+}
 
 // AuthRequired reports whether connection cn must authenticate before running
 // commands that are not flagged no_auth.
@@ -374,7 +404,10 @@ type Config struct {
 	// ProtoMaxBulkLen is the largest bulk string accepted, in bytes.
 	ProtoMaxBulkLen int64
 	// MaxClients caps open connections (0: DefaultMaxClients, as Redis).
-	MaxClients    int64
+	MaxClients int64
+	// Unprotected turns Redis's protected mode off (it is on by default, as
+	// in Redis: without a password only loopback clients are accepted).
+	Unprotected   bool
 	RedamoVersion string
 	// BlockingPoll is the longest pause between two store reads of a key
 	// clients are blocked on (BLPOP and friends); 0 means

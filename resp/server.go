@@ -253,6 +253,11 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	if !ok {
 		return false
 	}
+	if s.srv.Refuses(cc.RemoteAddr()) {
+		// As Redis: the error, then the connection closes.
+		_, _ = cc.Conn.Write([]byte("-" + commands.MsgProtectedMode + "\r\n"))
+		return false
+	}
 	if int64(s.clients.count()) >= s.srv.MaxClients() {
 		// As Redis: the error, then the connection closes.
 		_, _ = cc.Conn.Write([]byte("-" + commands.MsgMaxClients + "\r\n"))

@@ -472,3 +472,62 @@ func TestShutdownBeforeServe(t *testing.T) {
 		t.Fatal("Serve after Shutdown kept serving")
 	}
 }
+
+// farListener makes every accepted connection look as if it came from a
+// remote host, so protected mode can be tested over loopback.
+type farListener struct{ net.Listener }
+
+type farConn struct{ net.Conn }
+
+func (farConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000}
+}
+
+func (l farListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return farConn{c}, nil
+}
+
+func TestProtectedMode(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    commands.Config
+		denied bool
+	}{
+		{name: "remote client, no password", denied: true},
+		{name: "remote client, password set", cfg: commands.Config{RequirePass: "pw"}},
+		{name: "protected mode off", cfg: commands.Config{Unprotected: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &commands.Server{Table: commands.NewTable(), Config: tc.cfg}
+			rs := resp.New(srv, resp.Options{})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			done := make(chan struct{})
+			go func() { _ = rs.Serve(farListener{ln}); close(done) }()
+			t.Cleanup(func() { _ = rs.Shutdown(context.Background()); <-done })
+
+			c, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.Write([]byte("PING\r\n"))
+			require.NoError(t, err)
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			require.NoError(t, err)
+			if tc.denied {
+				require.Equal(t, "-"+commands.MsgProtectedMode+"\r\n", line)
+				return
+			}
+			if tc.cfg.RequirePass != "" {
+				require.Equal(t, "-"+commands.MsgNoAuth+"\r\n", line)
+				return
+			}
+			require.Equal(t, "+PONG\r\n", line)
+		})
+	}
+}

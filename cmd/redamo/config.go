@@ -45,7 +45,9 @@ type config struct {
 	// BlockingPoll is the longest pause between two store polls of a key
 	// that blocked clients (BLPOP, ...) wait on.
 	BlockingPoll time.Duration
-	ShowVersion  bool
+	// ProtectedMode refuses non-loopback clients while no password is set.
+	ProtectedMode yesNo
+	ShowVersion   bool
 }
 
 // option describes one flag and its environment variable.
@@ -69,6 +71,29 @@ func (s *sizeValue) Set(v string) error {
 		return err
 	}
 	*s = sizeValue(n)
+	return nil
+}
+
+// yesNo is a flag.Value for Redis-style booleans: yes or no (true and false
+// too, as Go flags spell them).
+type yesNo bool
+
+func (b *yesNo) String() string {
+	if *b {
+		return "yes"
+	}
+	return "no"
+}
+
+func (b *yesNo) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "yes", "true":
+		*b = true
+	case "no", "false":
+		*b = false
+	default:
+		return fmt.Errorf("%q: must be yes or no", v)
+	}
 	return nil
 }
 
@@ -101,7 +126,7 @@ func parseSize(v string) (int64, error) {
 // parseConfig reads flags from args and REDAMO_* variables from getenv; a
 // flag on the command line wins over its variable. usageOut receives -help.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
-	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen, BlockingPoll: commands.DefaultBlockingPoll}
+	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen, BlockingPoll: commands.DefaultBlockingPoll, ProtectedMode: true}
 	fs := flag.NewFlagSet("redamo", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 
@@ -132,6 +157,8 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			str(&c.TLSKey, "")},
 		{"proto-max-bulk-len", "REDAMO_PROTO_MAX_BULK_LEN", "largest bulk string accepted, in bytes (units: kb, mb, gb)", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.Var(&bulk, name, usage) }},
+		{"protected-mode", "REDAMO_PROTECTED_MODE", "yes: without --requirepass, accept clients from the loopback interface only (as Redis)", false,
+			func(fs *flag.FlagSet, name, usage string) { fs.Var(&c.ProtectedMode, name, usage) }},
 		{"blocking-poll", "REDAMO_BLOCKING_POLL", "longest pause between polls of a key blocked clients wait on; writes through other instances are seen within it", false,
 			func(fs *flag.FlagSet, name, usage string) {
 				fs.DurationVar(&c.BlockingPoll, name, commands.DefaultBlockingPoll, usage)

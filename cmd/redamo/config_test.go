@@ -15,6 +15,7 @@ func TestParseConfig(t *testing.T) {
 		Table:           "redamo",
 		ProtoMaxBulkLen: 512 << 20,
 		BlockingPoll:    100 * time.Millisecond,
+		ProtectedMode:   true,
 	}
 	with := func(f func(c *config)) config {
 		c := defaults
@@ -44,12 +45,13 @@ func TestParseConfig(t *testing.T) {
 				"REDAMO_TLS_KEY":            "k.pem",
 				"REDAMO_PROTO_MAX_BULK_LEN": "64mb",
 				"REDAMO_BLOCKING_POLL":      "250ms",
+				"REDAMO_PROTECTED_MODE":     "no",
 			},
 			want: config{
 				Addr: "0.0.0.0:7000", RequirePass: "s3cret", Store: "dynamodb", Table: "cache",
 				Region: "eu-west-1", Endpoint: "http://127.0.0.1:8000", CreateTable: true,
 				MetricsAddr: ":9121", TLSCert: "c.pem", TLSKey: "k.pem", ProtoMaxBulkLen: 64 << 20,
-				BlockingPoll: 250 * time.Millisecond,
+				BlockingPoll: 250 * time.Millisecond, ProtectedMode: false,
 			},
 		},
 		{
@@ -83,6 +85,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "unknown store", args: []string{"--store", "redis"}, wantErr: `--store "redis": must be memory or dynamodb`},
 		{name: "unknown store from env", env: map[string]string{"REDAMO_STORE": "sqlite"}, wantErr: `--store "sqlite"`},
 		{name: "bad bool in env", env: map[string]string{"REDAMO_CREATE_TABLE": "maybe"}, wantErr: `REDAMO_CREATE_TABLE="maybe"`},
+		{name: "protected mode as redis spells it", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.ProtectedMode = false })},
+		{name: "protected mode not a boolean", args: []string{"--protected-mode", "maybe"}, wantErr: `"maybe": must be yes or no`},
 		{name: "blocking poll too short", args: []string{"--blocking-poll", "1ms"}, wantErr: "--blocking-poll 1ms: must be between 10ms and 1m0s"},
 		{name: "blocking poll not a duration", env: map[string]string{"REDAMO_BLOCKING_POLL": "fast"}, wantErr: `REDAMO_BLOCKING_POLL="fast"`},
 		{name: "bad size", args: []string{"--proto-max-bulk-len", "12x"}, wantErr: `"12x" is not a size in bytes`},

@@ -146,6 +146,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 			Endpoint:        cfg.Endpoint,
 			ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
 			BlockingPoll:    cfg.BlockingPoll,
+			Unprotected:     !bool(cfg.ProtectedMode),
 			RedamoVersion:   version,
 		},
 	}
