@@ -244,12 +244,9 @@ func cmdHincrby(c *Ctx) {
 	seeded := false
 	if len(f) <= inlineMaxBytes {
 		fa := fieldAttr(f)
-		var inRange dynastore.Cond = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
-		switch {
-		case incr > 0:
-			inRange = dynastore.Compare{Attr: fa, Op: dynastore.OpLE, Val: nInt(math.MaxInt64 - incr)}
-		case incr < 0:
-			inRange = dynastore.Compare{Attr: fa, Op: dynastore.OpGE, Val: nInt(math.MinInt64 - incr)}
+		inRange := incrRoom(fa, incr)
+		if inRange == nil {
+			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
 		}
 		now := c.NowMS()
 		cond := dynastore.Or{
@@ -302,7 +299,7 @@ func cmdHincrby(c *Ctx) {
 				return nil, redisError(MsgHashNotInt)
 			}
 		}
-		if (incr < 0 && cur < 0 && incr < math.MinInt64-cur) || (incr > 0 && cur > 0 && incr > math.MaxInt64-cur) {
+		if addOverflows(cur, incr) {
 			return nil, redisError(MsgOverflow)
 		}
 		result = cur + incr

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -116,6 +117,52 @@ func newVer() dynastore.N {
 
 // nInt formats an int64 as a Number.
 func nInt(n int64) dynastore.N { return dynastore.N(strconv.FormatInt(n, 10)) }
+
+// addOverflows reports whether a+b falls outside int64.
+func addOverflows(a, b int64) bool {
+	return (b < 0 && a < 0 && b < math.MinInt64-a) || (b > 0 && a > 0 && b > math.MaxInt64-a)
+}
+
+// incrRoom is the condition that adding d to the number in attr stays
+// within int64 (nil when d is 0), for an UpdateItem ADD to check.
+func incrRoom(attr string, d int64) dynastore.Cond {
+	switch {
+	case d > 0:
+		return dynastore.Compare{Attr: attr, Op: dynastore.OpLE, Val: nInt(math.MaxInt64 - d)}
+	case d < 0:
+		return dynastore.Compare{Attr: attr, Op: dynastore.OpGE, Val: nInt(math.MinInt64 - d)}
+	}
+	return nil
+}
+
+// condFailedStart is the state a fast-path write's failed condition handed
+// back (err from a write with OldOnFailure), for mutateKey to start from.
+// When ok is false err was something else and it has replied.
+func condFailedStart(c *Ctx, err error, nowMS int64) (start keyState, ok bool) {
+	cur, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return keyState{}, false
+	}
+	start, err = decodeKey(cur, nowMS)
+	if err != nil {
+		c.Fail(err)
+		return keyState{}, false
+	}
+	return start, true
+}
+
+// stringOf is the value of a string key as read: nil when absent,
+// WRONGTYPE (a redisError) when it holds another type.
+func stringOf(ks keyState) ([]byte, error) {
+	if !ks.Live {
+		return nil, nil
+	}
+	if ks.Type != TypeString {
+		return nil, redisError(MsgWrongType)
+	}
+	return ks.stringValue()
+}
 
 // ttlSeconds is the GC attribute for an expiry in ms: one second late rather
 // than early, since DynamoDB may delete any time after it.

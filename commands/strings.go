@@ -498,6 +498,13 @@ func cmdGetDel(c *Ctx) {
 		Return:       dynastore.ReturnAllOld,
 		OldOnFailure: true,
 	})
+	replyOldString(c, old, err, now)
+}
+
+// replyOldString replies with the string value old held before a write
+// conditioned on the key being a string (ALL_OLD), or, when the condition
+// failed, the value of the item the failure handed back.
+func replyOldString(c *Ctx, old dynastore.Item, err error, nowMS int64) {
 	if cur, failed := isCondFailed(err); failed {
 		old, err = cur, nil
 	}
@@ -505,7 +512,7 @@ func cmdGetDel(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	ks, err := decodeKey(old, now)
+	ks, err := decodeKey(old, nowMS)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -564,19 +571,7 @@ func cmdGetEx(c *Ctx) {
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
 		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	}
-	if cur, failed := isCondFailed(err); failed {
-		old, err = cur, nil
-	}
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	ks, err := decodeKey(old, now)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	replyStringValue(c, ks)
+	replyOldString(c, old, err, now)
 }
 
 // ---- multi-key writes --------------------------------------------------------
@@ -720,14 +715,8 @@ func cmdAppend(c *Ctx) {
 		c.W.Int(valueLen(newItem[attrValue]))
 		return
 	}
-	cur, failed := isCondFailed(err)
-	if !failed {
-		c.Fail(err)
-		return
-	}
-	start, err := decodeKey(cur, now)
-	if err != nil {
-		c.Fail(err)
+	start, ok := condFailedStart(c, err, now)
+	if !ok {
 		return
 	}
 	var newLen int64
@@ -790,15 +779,9 @@ func cmdSetRange(c *Ctx) {
 	}
 	var reply int64
 	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
-		var old []byte
-		if ks.Live {
-			if ks.Type != TypeString {
-				return nil, redisError(MsgWrongType)
-			}
-			var err error
-			if old, err = ks.stringValue(); err != nil {
-				return nil, err
-			}
+		old, err := stringOf(ks)
+		if err != nil {
+			return nil, err
 		}
 		if len(val) == 0 {
 			reply = int64(len(old))
@@ -868,11 +851,8 @@ func incrBy(c *Ctx, d int64) {
 	}
 	now := c.NowMS()
 	guard := dynastore.And{condLiveType(now, TypeString), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
-	switch {
-	case d > 0:
-		guard = append(guard, dynastore.Compare{Attr: attrValue, Op: dynastore.OpLE, Val: nInt(math.MaxInt64 - d)})
-	case d < 0:
-		guard = append(guard, dynastore.Compare{Attr: attrValue, Op: dynastore.OpGE, Val: nInt(math.MinInt64 - d)})
+	if room := incrRoom(attrValue, d); room != nil {
+		guard = append(guard, room)
 	}
 	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
 		Set: []dynastore.SetAction{
@@ -895,24 +875,15 @@ func incrBy(c *Ctx, d int64) {
 		c.W.Int(n)
 		return
 	}
-	cur, failed := isCondFailed(err)
-	if !failed {
-		c.Fail(err)
-		return
-	}
-	start, err := decodeKey(cur, now)
-	if err != nil {
-		c.Fail(err)
+	start, ok := condFailedStart(c, err, now)
+	if !ok {
 		return
 	}
 	var result int64
 	err = mutateKey(c, key, &start, func(ks keyState) (*keyWrite, error) {
 		var old int64
 		if ks.Live {
-			if ks.Type != TypeString {
-				return nil, redisError(MsgWrongType)
-			}
-			b, err := ks.stringValue()
+			b, err := stringOf(ks)
 			if err != nil {
 				return nil, err
 			}
@@ -920,7 +891,7 @@ func incrBy(c *Ctx, d int64) {
 			if old, ok = string2ll(b); !ok {
 				return nil, redisError(MsgNotInt)
 			}
-			if (d < 0 && old < 0 && d < math.MinInt64-old) || (d > 0 && old > 0 && d > math.MaxInt64-old) {
+			if addOverflows(old, d) {
 				return nil, redisError(MsgOverflow)
 			}
 		}
@@ -945,15 +916,12 @@ func cmdIncrByFloat(c *Ctx) {
 	}
 	var out string
 	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
-		old := []byte("0")
-		if ks.Live {
-			if ks.Type != TypeString {
-				return nil, redisError(MsgWrongType)
-			}
-			var err error
-			if old, err = ks.stringValue(); err != nil {
-				return nil, err
-			}
+		old, err := stringOf(ks)
+		if err != nil {
+			return nil, err
+		}
+		if !ks.Live {
+			old = []byte("0")
 		}
 		v, ok := ldParse(old)
 		if !ok || !incrOK {
