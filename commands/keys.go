@@ -70,7 +70,7 @@ func cmdDel(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		c.W.Int(liveCount(ks.Live))
+		c.W.Int(boolInt(ks.Live))
 		return
 	}
 	keys := distinctKeys(c.Args[1:])
@@ -91,11 +91,7 @@ func cmdDel(c *Ctx) {
 			c.W.Int(int64(len(acts)))
 			return
 		}
-		if !onlyConditionsFailed(err) {
-			c.Fail(err)
-			return
-		}
-		if err := lostRace(c, attempt); err != nil {
+		if err := txRetry(c, err, attempt); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -121,6 +117,16 @@ func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
 	return c.Store.Transact(c, acts)
 }
 
+// txRetry is what a key transaction that failed with err means for its
+// attempt loop: nil to try again (only its conditions failed, and lostRace
+// allows another attempt), else the error to end with.
+func txRetry(c *Ctx, err error, attempt int) error {
+	if !onlyConditionsFailed(err) {
+		return err
+	}
+	return lostRace(c, attempt)
+}
+
 // distinctKeys returns keys without repeats and without keys too long to exist.
 func distinctKeys(keys [][]byte) [][]byte {
 	seen := make(map[string]bool, len(keys))
@@ -132,14 +138,6 @@ func distinctKeys(keys [][]byte) [][]byte {
 		}
 	}
 	return out
-}
-
-// liveCount is 1 for true: a key counted by DEL or EXISTS.
-func liveCount(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // cmdExists is EXISTS and TOUCH: how many of the arguments name a live key,
@@ -163,7 +161,7 @@ func cmdExists(c *Ctx) {
 	}
 	var n int64
 	for _, ks := range states {
-		n += liveCount(ks.Live)
+		n += boolInt(ks.Live)
 	}
 	c.W.Int(n)
 }
@@ -372,7 +370,7 @@ func renameGeneric(c *Ctx, nx bool) {
 	case res == moveNoSource:
 		c.W.Error(MsgNoSuchKey)
 	case nx:
-		c.W.Int(liveCount(res == moveDone))
+		c.W.Int(boolInt(res == moveDone))
 	default:
 		c.W.Simple("OK")
 	}
@@ -400,7 +398,7 @@ func cmdMove(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(liveCount(res == moveDone))
+	c.W.Int(boolInt(res == moveDone))
 }
 
 // What moveKeyItem did.
@@ -458,10 +456,7 @@ func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult
 		if err == nil {
 			return moveDone, nil
 		}
-		if !onlyConditionsFailed(err) {
-			return 0, err
-		}
-		if err := lostRace(c, attempt); err != nil {
+		if err := txRetry(c, err, attempt); err != nil {
 			return 0, err
 		}
 	}
@@ -566,11 +561,7 @@ func cmdCopy(c *Ctx) {
 			c.W.Int(1)
 			return
 		}
-		if !onlyConditionsFailed(err) {
-			c.Fail(err)
-			return
-		}
-		if err := lostRace(c, attempt); err != nil {
+		if err := txRetry(c, err, attempt); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -988,7 +979,7 @@ const msgNoIdleTime = "ERR OBJECT IDLETIME is not supported: redamo does not tra
 func objectCommand() *Command {
 	const grp = "generic"
 	sub := func(name string, arity int, flags, cats string, first int, since, summary string, run Handler) *Command {
-		return keyCommand("object|"+name, arity, flags, cats, first, first, stepOf(first > 0), grp, since, summary, "O(1)", run)
+		return keyCommand("object|"+name, arity, flags, cats, first, first, int(boolInt(first > 0)), grp, since, summary, "O(1)", run)
 	}
 	parent := keyCommand("object", -2, "", "slow", 0, 0, 0, grp, "2.2.3", "A container for object introspection commands", "Depends on subcommand.", func(c *Ctx) {
 		c.W.Error(ErrUnknownSubcommand("object", string(c.Args[1])))
@@ -1001,14 +992,6 @@ func objectCommand() *Command {
 		sub("refcount", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Get the number of references to the value of the key", cmdObjectRefCount),
 	}
 	return parent
-}
-
-// stepOf is the key step of a subcommand: 1 when it takes a key.
-func stepOf(hasKey bool) int {
-	if hasKey {
-		return 1
-	}
-	return 0
 }
 
 func cmdObjectHelp(c *Ctx) {

@@ -67,7 +67,7 @@ func (r *respRecorder) Array(n int)               { fmt.Fprintf(&r.buf, "*%d\r\n
 func (r *respRecorder) Map(n int)                 { fmt.Fprintf(&r.buf, "*%d\r\n", 2*n) }
 func (r *respRecorder) Set(n int)                 { fmt.Fprintf(&r.buf, "*%d\r\n", n) }
 func (r *respRecorder) Double(f float64)          { r.BulkString(strconv.FormatFloat(f, 'g', 17, 64)) }
-func (r *respRecorder) Bool(b bool)               { r.Int(liveCount(b)) }
+func (r *respRecorder) Bool(b bool)               { r.Int(boolInt(b)) }
 func (r *respRecorder) Verbatim(format, s string) { r.BulkString(s) }
 
 // ---- RESP2 parsing and rendering ----------------------------------------------------
