@@ -388,17 +388,13 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
-	var ret dynastore.Item
-	err = s.call(ctx, dynastore.OpPutItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+	return s.write(ctx, dynastore.OpPutItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
 		out, err := s.db.PutItem(ctx, in)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		addCapacity(r, out.ConsumedCapacity, true)
-		ret, err = fromItem(out.Attributes)
-		return err
+		return out.Attributes, out.ConsumedCapacity, nil
 	})
-	return ret, err
 }
 
 // Update implements dynastore.Store.
@@ -435,14 +431,26 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
-	var ret dynastore.Item
-	err = s.call(ctx, dynastore.OpUpdateItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+	return s.write(ctx, dynastore.OpUpdateItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
 		out, err := s.db.UpdateItem(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Attributes, out.ConsumedCapacity, nil
+	})
+}
+
+// write makes one single-item write (PutItem, UpdateItem or DeleteItem):
+// send issues it and returns the attributes and capacity of its output.
+func (s *Store) write(ctx context.Context, op string, send func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error)) (dynastore.Item, error) {
+	var ret dynastore.Item
+	err := s.call(ctx, op, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+		attrs, cc, err := send(ctx)
 		if err != nil {
 			return err
 		}
-		addCapacity(r, out.ConsumedCapacity, true)
-		ret, err = fromItem(out.Attributes)
+		addCapacity(r, cc, true)
+		ret, err = fromItem(attrs)
 		return err
 	})
 	return ret, err
@@ -474,17 +482,13 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}
-	var ret dynastore.Item
-	err = s.call(ctx, dynastore.OpDeleteItem, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
+	return s.write(ctx, dynastore.OpDeleteItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
 		out, err := s.db.DeleteItem(ctx, in)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		addCapacity(r, out.ConsumedCapacity, true)
-		ret, err = fromItem(out.Attributes)
-		return err
+		return out.Attributes, out.ConsumedCapacity, nil
 	})
-	return ret, err
 }
 
 // ---- batches ----------------------------------------------------------------------
