@@ -6,7 +6,10 @@
 #      run: throughput (-c 50 -P 16) and one-client latency, side by side with
 #      the ratio redamo/redis.
 #   3. On DynamoDB Local, one client: each hot command through redamo vs the
-#      single raw DynamoDB request it maps to (bench/benchtool compare).
+#      single raw DynamoDB request it maps to (bench/benchtool compare), the
+#      same for LPUSH/RPOP/SADD/HSET on small collections and on collections
+#      of REDAMO_BENCH_LARGE entries (vs one raw UpdateItem), and reads of
+#      1,000-entry collections next to redis-server's.
 #   4. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   5. DynamoDB requests per command, from INFO (redamo section).
 # Everything it starts is stopped on exit, also on failure or Ctrl-C.
@@ -20,6 +23,7 @@
 #                         -ERR ... unavailable, as it should under overload)
 #   REDAMO_BENCH_LAT_N    requests per one-client latency test [20000; /10 on DynamoDB]
 #   REDAMO_BENCH_TIME     go test -benchtime [1s]
+#   REDAMO_BENCH_LARGE    entries of the large list/set/hash on DynamoDB Local [100000]
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
 #   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare rss
 set -euo pipefail
@@ -33,6 +37,7 @@ DDB_P="${REDAMO_BENCH_DDB_P:-1}"
 LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
 BENCHTIME="${REDAMO_BENCH_TIME:-1s}"
 CONNS="${REDAMO_BENCH_CONNS:-1000}"
+LARGE="${REDAMO_BENCH_LARGE:-100000}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -206,7 +211,7 @@ fi
 if ! skipped compare; then
 	step "DynamoDB Local, one client: redamo command vs the raw SDK request it maps to"
 	"$work/benchtool" compare --addr "127.0.0.1:$ddb_port" --endpoint "$endpoint" \
-		--region us-east-1 --table "$table"
+		--region us-east-1 --table "$table" --large "$LARGE" --redis-addr "127.0.0.1:$redis_port"
 fi
 
 # ---- 4. memory --------------------------------------------------------------------------

@@ -63,6 +63,8 @@ func runCompare(args []string) error {
 	chunk := fs.Int("chunk", 5, "operations per command and side in a row before switching sides")
 	warmup := fs.Int("warmup", 50, "unmeasured operations per command and side first")
 	valueSize := fs.Int("value-size", 16, "value size in bytes")
+	large := fs.Int("large", 0, "also measure LPUSH/RPOP/SADD/HSET on a list, set and hash of this many entries (0: skip)")
+	redisAddr := fs.String("redis-addr", "", "a real redis-server: also time reads of 1,000-entry collections on both (empty: skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,7 +95,14 @@ func runCompare(args []string) error {
 	if c.lay, err = c.discover(); err != nil {
 		return err
 	}
-	pairs := c.pairs()
+	pairs := append(c.pairs(), c.collectionPairs()...)
+	if *large > 0 {
+		more, err := c.largePairs(*large)
+		if err != nil {
+			return err
+		}
+		pairs = append(pairs, more...)
+	}
 	lat := make(map[string][2][]time.Duration, len(pairs))
 	// The first rounds warm up both paths (connections, DynamoDB Local's
 	// JIT) and are not recorded. The sides take turns in short chunks, and
@@ -138,7 +147,13 @@ func runCompare(args []string) error {
 			p.command, a.opsPerSec, a.p50, a.p99, p.request, b.opsPerSec, b.p50, b.p99,
 			a.opsPerSec/b.opsPerSec, b.p50/a.p50)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if *redisAddr != "" {
+		return c.readSizes(*redisAddr, *ops/5)
+	}
+	return nil
 }
 
 func orDefault(s, d string) string {

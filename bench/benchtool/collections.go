@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/redis/go-redis/v9"
+)
+
+// batch is how many entries one build command adds: under the 100-action
+// transaction limit, so each one is a single transaction on a large
+// collection rather than a rebuild.
+const batch = 90
+
+// rawUpdate is the raw side of every collection command: one UpdateItem
+// (an ADD on a key item), the request issue 4 measures them against.
+func (c *comparer) rawUpdate(kind string, keys int) op {
+	return func(i int) error {
+		_, err := c.ddb.UpdateItem(c.ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &c.table,
+			Key:                       keyOf(c.rawPK(kind, i%keys)),
+			UpdateExpression:          aws.String("ADD #v :one"),
+			ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+			ReturnValues:              types.ReturnValueUpdatedNew,
+		})
+		return err
+	}
+}
+
+// collectionPairs measures single-member commands on small collections:
+// many keys, each staying a few entries long, so they keep the inline layout.
+func (c *comparer) collectionPairs() []pair {
+	ctx, rdb := c.ctx, c.rdb
+	const keys = 20
+	key := func(kind string, i int) string { return c.redisKey(kind, i%keys) }
+	ok := func(err error) error {
+		if err == redis.Nil {
+			return nil
+		}
+		return err
+	}
+	return []pair{
+		{command: "LPUSH", request: "UpdateItem", raw: c.rawUpdate("cl", keys),
+			redamo: func(i int) error { return rdb.LPush(ctx, key("list", i), c.value).Err() }},
+		// RPOP runs right after LPUSH's chunk on the same keys: it pops
+		// what was pushed, so the lists stay small.
+		{command: "RPOP", request: "UpdateItem", raw: c.rawUpdate("cl", keys),
+			redamo: func(i int) error { return ok(rdb.RPop(ctx, key("list", i)).Err()) }},
+		{command: "SADD", request: "UpdateItem", raw: c.rawUpdate("cs", keys),
+			redamo: func(i int) error { return rdb.SAdd(ctx, key("set", i), "m"+strconv.Itoa(i)).Err() }},
+		{command: "HSET", request: "UpdateItem", raw: c.rawUpdate("ch", keys),
+			redamo: func(i int) error { return rdb.HSet(ctx, key("hash", i), "f"+strconv.Itoa(i), c.value).Err() }},
+	}
+}
+
+// fill adds n entries to a list, a set and a hash named prefix+"list" ...,
+// batch entries per command, the three in parallel.
+func fill(ctx context.Context, rdb *redis.Client, prefix string, n int) (map[string]time.Duration, error) {
+	took := map[string]time.Duration{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	add := map[string]func(args []any) error{
+		"list": func(args []any) error { return rdb.RPush(ctx, prefix+"list", args...).Err() },
+		"set":  func(args []any) error { return rdb.SAdd(ctx, prefix+"set", args...).Err() },
+		"hash": func(args []any) error {
+			kv := make([]any, 0, 2*len(args))
+			for _, a := range args {
+				kv = append(kv, a, a)
+			}
+			return rdb.HSet(ctx, prefix+"hash", kv...).Err()
+		},
+	}
+	for kind, f := range add {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			for from := 0; from < n; from += batch {
+				args := make([]any, 0, batch)
+				for i := from; i < min(from+batch, n); i++ {
+					args = append(args, "e"+strconv.Itoa(i))
+				}
+				if err := f(args); err != nil {
+					errs <- fmt.Errorf("filling %s%s: %w", prefix, kind, err)
+					return
+				}
+			}
+			mu.Lock()
+			took[kind] = time.Since(start)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return took, <-errs
+}
+
+// largePairs measures the same commands on collections of n entries.
+func (c *comparer) largePairs(n int) ([]pair, error) {
+	ctx, rdb := c.ctx, c.rdb
+	prefix := c.redisKey("big", n) + ":"
+	// The measured client has one connection; the three fills run in
+	// parallel on their own.
+	bulk := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: 3, MaxRetries: -1})
+	defer bulk.Close()
+	took, err := fill(ctx, bulk, prefix, n)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("Built a list, a set and a hash of %d entries each through redamo (%d per command): list %s, set %s, hash %s\n",
+		n, batch, took["list"].Round(time.Millisecond), took["set"].Round(time.Millisecond), took["hash"].Round(time.Millisecond))
+	label := func(cmd string) string { return cmd + " (" + strconv.Itoa(n) + ")" }
+	return []pair{
+		{command: label("LPUSH"), request: "UpdateItem", raw: c.rawUpdate("bl", 1),
+			redamo: func(i int) error { return rdb.LPush(ctx, prefix+"list", c.value).Err() }},
+		{command: label("RPOP"), request: "UpdateItem", raw: c.rawUpdate("bl", 1),
+			redamo: func(i int) error { return rdb.RPop(ctx, prefix+"list").Err() }},
+		{command: label("SADD"), request: "UpdateItem", raw: c.rawUpdate("bs", 1),
+			redamo: func(i int) error { return rdb.SAdd(ctx, prefix+"set", "x"+strconv.Itoa(i)).Err() }},
+		{command: label("HSET"), request: "UpdateItem", raw: c.rawUpdate("bh", 1),
+			redamo: func(i int) error { return rdb.HSet(ctx, prefix+"hash", "x"+strconv.Itoa(i), c.value).Err() }},
+	}, nil
+}
+
+// readSizes times LRANGE 0 99 and HGETALL/SMEMBERS of 1,000 entries on
+// redamo and on a real redis-server, one client, side by side.
+func (c *comparer) readSizes(redisAddr string, ops int) error {
+	ctx := c.ctx
+	real := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 1})
+	defer real.Close()
+	prefix := c.redisKey("read", 0) + ":"
+	for _, rdb := range []*redis.Client{c.rdb, real} {
+		if _, err := fill(ctx, rdb, prefix, 1000); err != nil {
+			return err
+		}
+	}
+	reads := []struct {
+		name string
+		do   func(rdb *redis.Client) error
+	}{
+		{"LRANGE 0 99 (of 1000)", func(rdb *redis.Client) error { return rdb.LRange(ctx, prefix+"list", 0, 99).Err() }},
+		{"HGETALL (1000)", func(rdb *redis.Client) error { return rdb.HGetAll(ctx, prefix+"hash").Err() }},
+		{"SMEMBERS (1000)", func(rdb *redis.Client) error { return rdb.SMembers(ctx, prefix+"set").Err() }},
+	}
+	fmt.Printf("Reads of 1,000-entry collections, one client, %d ops each\n", ops)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "command\tredamo p50 ms\tp99 ms\t\tredis p50 ms\tp99 ms\t")
+	for _, r := range reads {
+		var lat [2][]time.Duration
+		for i := 0; i < ops; i++ {
+			for side, rdb := range []*redis.Client{c.rdb, real} {
+				start := time.Now()
+				if err := r.do(rdb); err != nil {
+					return fmt.Errorf("%s: %w", r.name, err)
+				}
+				lat[side] = append(lat[side], time.Since(start))
+			}
+		}
+		a, b := summarize(lat[0]), summarize(lat[1])
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t\t%.3f\t%.3f\t\n", r.name, a.p50, a.p99, b.p50, b.p99)
+	}
+	return tw.Flush()
+}
