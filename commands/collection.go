@@ -407,6 +407,12 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 
 // eachMember pages through a generation's members.
 func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error) error {
+	return eachMemberPaged(ctx, st, gen, fn, nil)
+}
+
+// eachMemberPaged is eachMember that also calls nextPage (when not nil)
+// before it reads any page after the first.
+func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
 	var after []byte
 	for {
 		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems})
@@ -420,6 +426,9 @@ func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m [
 		}
 		if page.Next == nil {
 			return nil
+		}
+		if nextPage != nil {
+			nextPage()
 		}
 		after = page.Next
 	}
@@ -739,23 +748,7 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 		}
 		return nil
 	}
-	var after []byte
-	for {
-		page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after, Limit: memberPageItems})
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			if err := fn(decodeMember(it), it[attrValue]); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		cl.pagesRead = true
-		after = page.Next
-	}
+	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, fn, func() { cl.pagesRead = true })
 }
 
 // validateRead re-reads the key items of views whose reads were not one
@@ -1537,6 +1530,26 @@ func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collect
 
 // ---- adding and removing members (SADD/HSET, SREM/HDEL) ---------------------
 
+// seededRetry is a read-modify-write of members of key's collection,
+// committed conditioned on what it read (the first try starts from seed
+// when seeded): change stages the writes, given what lookup found.
+func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastore.Item, seeded bool, change func(cl *collection, vals []dynastore.Value, present []bool) error) error {
+	return collRetry(c, func(try int) error {
+		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
+		if err != nil {
+			return err
+		}
+		vals, present, err := cl.lookup(members)
+		if err != nil {
+			return err
+		}
+		if err := change(cl, vals, present); err != nil {
+			return err
+		}
+		return cl.commit()
+	})
+}
+
 // addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
 // (nil for a set, whose present members are left alone), and returns how
 // many were new. A small add to an inline collection is one UpdateItem, one
@@ -1588,15 +1601,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 			seeded = false // the key item changed since
 		}
 	}
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(members)
-		if err != nil {
-			return err
-		}
+	err := seededRetry(c, key, typ, members, seed, seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
 		added = 0
 		for i, m := range members {
 			if !present[i] {
@@ -1609,7 +1614,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 				cl.put(m, nil)
 			}
 		}
-		return cl.commit()
+		return nil
 	})
 	if err != nil {
 		collFail(c, err)
@@ -1670,15 +1675,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 		}
 	}
 	var removed int64
-	err := collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		_, present, err := cl.lookup(members)
-		if err != nil {
-			return err
-		}
+	err := seededRetry(c, key, typ, members, seed, seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
 		removed = 0
 		for i, m := range members {
 			if present[i] {
@@ -1686,7 +1683,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 				removed++
 			}
 		}
-		return cl.commit()
+		return nil
 	})
 	if err != nil {
 		collFail(c, err)

@@ -78,15 +78,7 @@ func cmdHmset(c *Ctx) {
 // field's current value (present false when absent) and returns the value
 // to write, nil for none.
 func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
-	return collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, TypeHash, seed, seeded && try == 0)
-		if err != nil {
-			return err
-		}
-		vals, present, err := cl.lookup([][]byte{f})
-		if err != nil {
-			return err
-		}
+	return seededRetry(c, key, TypeHash, [][]byte{f}, seed, seeded, func(cl *collection, vals []dynastore.Value, present []bool) error {
 		v, err := next(vals[0], present[0])
 		if err != nil {
 			return err
@@ -94,7 +86,7 @@ func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, nex
 		if v != nil {
 			cl.put(f, v)
 		}
-		return cl.commit()
+		return nil
 	})
 }
 

@@ -169,14 +169,20 @@ func cmdSpop(c *Ctx) {
 		return
 	}
 	if !withCount {
-		if len(popped) == 0 {
-			c.W.Nil()
-			return
-		}
-		c.W.Bulk(popped[0])
+		writeFirst(c, popped)
 		return
 	}
 	writeSet(c, popped)
+}
+
+// writeFirst is the reply of SPOP, SRANDMEMBER and HRANDFIELD without a
+// count: the one member, nil for none.
+func writeFirst(c *Ctx, ms [][]byte) {
+	if len(ms) == 0 {
+		c.W.Nil()
+		return
+	}
+	c.W.Bulk(ms[0])
 }
 
 // randomCount parses SRANDMEMBER's and HRANDFIELD's count.
@@ -227,11 +233,7 @@ func cmdSrandmember(c *Ctx) {
 // (nil for none), with one an array.
 func writePicked(c *Ctx, picked [][]byte, withCount bool) {
 	if !withCount {
-		if len(picked) == 0 {
-			c.W.Nil()
-			return
-		}
-		c.W.Bulk(picked[0])
+		writeFirst(c, picked)
 		return
 	}
 	c.W.Array(len(picked))
