@@ -1,4 +1,4 @@
 package commands
 
-// ParseScanCursorForTest exposes parseScanCursor to the external tests.
-var ParseScanCursorForTest = parseScanCursor
+// ParseScanCursorForTest exposes parseCursor to the external tests.
+var ParseScanCursorForTest = parseCursor

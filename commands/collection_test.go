@@ -658,15 +658,19 @@ func TestCollectionScanAcrossInstances(t *testing.T) {
 	}
 }
 
-// FuzzParseScanCursor checks the cursor parser against strtoul's rules.
+// FuzzParseScanCursor checks the cursor parser against strtoul's rules on
+// the C string Redis sees (cut at the first NUL byte).
 func FuzzParseScanCursor(f *testing.F) {
-	for _, s := range []string{"0", "", "-1", "+5", "18446744073709551615", "18446744073709551616", " 1", "1 ", "0x10", "--1"} {
+	for _, s := range []string{"0", "", "-1", "+5", "18446744073709551615", "18446744073709551616", " 1", "1 ", "0x10", "--1", "7\x00x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		c, ok := commands.ParseScanCursorForTest([]byte(s))
 		if !ok {
 			return
+		}
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			s = s[:i]
 		}
 		body := strings.TrimLeft(s, "+-")
 		if len(s)-len(body) > 1 {

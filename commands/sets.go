@@ -562,32 +562,10 @@ func cmdSscan(c *Ctx) {
 
 // ---- SSCAN / HSCAN ---------------------------------------------------------------
 
-// parseScanCursor parses a cursor as Redis does (strtoul: an optional sign,
-// digits, no overflow; a negative number wraps around).
-func parseScanCursor(b []byte) (uint64, bool) {
-	s := string(b)
-	neg := false
-	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	if s == "" {
-		return 0, len(b) == 0
-	}
-	u, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	if neg {
-		u = -u
-	}
-	return u, true
-}
-
 // collScanCmd runs SSCAN/HSCAN: key cursor [MATCH pattern] [COUNT count].
 // emit turns an entry into the reply elements it contributes.
 func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]byte) {
-	cursor, ok := parseScanCursor(c.Args[2])
+	cursor, ok := parseCursor(c.Args[2])
 	if !ok {
 		c.W.Error(MsgInvalidCursor)
 		return
