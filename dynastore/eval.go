@@ -96,35 +96,51 @@ func ValidateKey(k Key) error {
 // duplicate set members, empty attribute name, nil value) and an item over
 // MaxItemSize (ErrItemTooLarge).
 func NormalizeItem(it Item) (Item, error) {
+	out, _, err := NormalizeItemSize(it)
+	return out, err
+}
+
+// NormalizeItemSize is NormalizeItem that also returns the normalized
+// item's ItemSize, which it computes anyway.
+func NormalizeItemSize(it Item) (Item, int, error) {
+	out, size, err := normalizeItem(it)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, size, nil
+}
+
+func normalizeItem(it Item) (Item, int, error) {
 	pk, okp := it[AttrPK]
 	sk, oks := it[AttrSK]
 	if !okp || !oks {
-		return nil, invalidf("%s", msgKeyMissing)
+		return nil, 0, invalidf("%s", msgKeyMissing)
 	}
 	if _, ok := pk.(B); !ok {
-		return nil, invalidf("%s", msgKeyType)
+		return nil, 0, invalidf("%s", msgKeyType)
 	}
 	if _, ok := sk.(B); !ok {
-		return nil, invalidf("%s", msgKeyType)
+		return nil, 0, invalidf("%s", msgKeyType)
 	}
 	if err := ValidateKey(it.Key()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make(Item, len(it))
 	for name, v := range it {
 		if name == "" {
-			return nil, invalidf("%s", msgEmptyName)
+			return nil, 0, invalidf("%s", msgEmptyName)
 		}
 		nv, err := NormalizeValue(v)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[name] = nv
 	}
-	if ItemSize(out) > MaxItemSize {
-		return nil, fmt.Errorf("%w: %s", ErrItemTooLarge, msgItemTooLarge)
+	size := ItemSize(out)
+	if size > MaxItemSize {
+		return nil, 0, fmt.Errorf("%w: %s", ErrItemTooLarge, msgItemTooLarge)
 	}
-	return out, nil
+	return out, size, nil
 }
 
 // NormalizeValue returns a deep copy of v with numbers in canonical form, or
@@ -478,6 +494,12 @@ func EvalCond(it Item, c Cond) (bool, error) {
 	return evalCond(it, c), nil
 }
 
+// EvalValidCond is EvalCond for a condition ValidateCond accepted: callers
+// that validate before taking a lock need not validate again under it.
+func EvalValidCond(it Item, c Cond) bool {
+	return evalCond(it, c)
+}
+
 func evalCond(it Item, c Cond) bool {
 	switch x := c.(type) {
 	case nil:
@@ -756,17 +778,35 @@ func ApplyUpdate(k Key, old Item, u Update) (Item, error) {
 	if err := ValidateUpdate(u); err != nil {
 		return nil, err
 	}
+	return applyUpdate(k, old, u, false)
+}
+
+// ApplyValidUpdate is ApplyUpdate for an update ValidateUpdate accepted,
+// whose result shares the values it leaves unchanged with old instead of
+// copying them: for stores that never mutate a stored item, only replace it.
+// Values taken from u are still copied (and normalized).
+func ApplyValidUpdate(k Key, old Item, u Update) (Item, error) {
+	return applyUpdate(k, old, u, true)
+}
+
+func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 	var out Item
-	if old == nil {
+	switch {
+	case old == nil:
 		if err := ValidateKey(k); err != nil {
 			return nil, err
 		}
 		out = Item{AttrPK: B(bytes.Clone(k.PK)), AttrSK: B(bytes.Clone(k.SK))}
-	} else {
+	case share:
+		out = make(Item, len(old)+len(u.Set)+len(u.Add))
+		for name, v := range old {
+			out[name] = v
+		}
+	default:
 		out = CloneItem(old)
 	}
 	for _, s := range u.Set {
-		v, err := evalOperand(old, s.Val)
+		v, err := evalOperand(old, s.Val, share)
 		if err != nil {
 			return nil, err
 		}
@@ -801,7 +841,9 @@ func ApplyUpdate(k Key, old Item, u Update) (Item, error) {
 	return out, nil
 }
 
-func evalOperand(old Item, o Operand) (Value, error) {
+// evalOperand evaluates o on old; with share, values taken from old are not
+// copied.
+func evalOperand(old Item, o Operand, share bool) (Value, error) {
 	switch x := o.(type) {
 	case Lit:
 		return NormalizeValue(x.V)
@@ -810,9 +852,15 @@ func evalOperand(old Item, o Operand) (Value, error) {
 		if !ok {
 			return nil, invalidf("%s", msgNoSuchAttr)
 		}
+		if share {
+			return v, nil
+		}
 		return CloneValue(v), nil
 	case IfNotExists:
 		if v, ok := old[x.Attr]; ok {
+			if share {
+				return v, nil
+			}
 			return CloneValue(v), nil
 		}
 		return NormalizeValue(x.Default)
@@ -824,11 +872,11 @@ func evalOperand(old Item, o Operand) (Value, error) {
 			m := x.(Minus)
 			a, b = m.A, m.B
 		}
-		va, err := evalOperand(old, a)
+		va, err := evalOperand(old, a, share)
 		if err != nil {
 			return nil, err
 		}
-		vb, err := evalOperand(old, b)
+		vb, err := evalOperand(old, b, share)
 		if err != nil {
 			return nil, err
 		}
@@ -842,11 +890,11 @@ func evalOperand(old Item, o Operand) (Value, error) {
 		}
 		return SubtractNumbers(na, nb)
 	case ListAppend:
-		va, err := evalOperand(old, x.A)
+		va, err := evalOperand(old, x.A, share)
 		if err != nil {
 			return nil, err
 		}
-		vb, err := evalOperand(old, x.B)
+		vb, err := evalOperand(old, x.B, share)
 		if err != nil {
 			return nil, err
 		}

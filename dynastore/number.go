@@ -255,8 +255,9 @@ func (d decimal) size() int {
 // "1.5", "-0" -> "0", "1e2" -> "100"). Malformed, over-precise or
 // out-of-range numbers are ErrInvalid, with DynamoDB's message.
 func CanonicalNumber(s string) (N, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && isPlainInt(s) {
-		return N(strconv.FormatInt(n, 10)), nil
+	// A plain int64 is already canonical: no copy needed.
+	if _, _, ok := plainInt(s); ok {
+		return N(s), nil
 	}
 	d, err := parseDecimal(s)
 	if err != nil {
@@ -333,7 +334,43 @@ func fastInt(n N) (int64, bool) {
 	return v, err == nil
 }
 
+// plainInt splits an integer already in canonical form and within DynamoDB's
+// precision and range (the common case: counters, versions) into its sign
+// and its digits; "0" has no digits.
+func plainInt(s string) (neg bool, digits string, ok bool) {
+	if s == "0" {
+		return false, "", true
+	}
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	if s == "" || len(s) > maxNumberExp || s[0] == '0' {
+		return false, "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false, "", false
+		}
+	}
+	if len(s) > MaxNumberDigits && len(strings.TrimRight(s, "0")) > MaxNumberDigits {
+		return false, "", false
+	}
+	return neg, s, true
+}
+
 func numberSize(n N) int {
+	if neg, digits, ok := plainInt(string(n)); ok {
+		// As decimal.size for 0.<digits> x 10^len(digits), without parsing.
+		if digits == "" {
+			return 1
+		}
+		exp := len(digits)
+		sz := (len(strings.TrimRight(digits, "0"))+exp%2+1)/2 + 1
+		if neg {
+			sz++
+		}
+		return sz
+	}
 	d, err := parseDecimal(string(n))
 	if err != nil {
 		return len(n)

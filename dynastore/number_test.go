@@ -199,3 +199,28 @@ func FuzzAddNumbers(f *testing.F) {
 		}
 	})
 }
+
+// The integer fast paths must agree with the general decimal code.
+func TestPlainIntFastPaths(t *testing.T) {
+	for _, s := range []string{
+		"0", "1", "-1", "9", "10", "-10", "100", "12", "120", "1200", "-1200",
+		"123456789012345678", "-123456789012345678", "100000000000000000",
+		"999999999999999999", "1234567890123456789", "-9223372036854775808",
+		"9223372036854775807", "00", "-0", "+5", "05", "1e3", "1.0", "", "-", "1a",
+		"18446744073709551615", strings.Repeat("9", 38), strings.Repeat("9", 39),
+		"-" + strings.Repeat("9", 38), "1" + strings.Repeat("0", 125),
+		"1" + strings.Repeat("0", 126), strings.Repeat("1", 38) + strings.Repeat("0", 80),
+		strings.Repeat("1", 39) + strings.Repeat("0", 80),
+	} {
+		d, err := parseDecimal(s)
+		if err != nil {
+			_, cerr := CanonicalNumber(s)
+			require.Error(t, cerr, s)
+			continue
+		}
+		require.Equal(t, d.size(), numberSize(N(s)), s)
+		c, err := CanonicalNumber(s)
+		require.NoError(t, err, s)
+		require.Equal(t, d.String(), string(c), s)
+	}
+}

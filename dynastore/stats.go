@@ -2,8 +2,10 @@ package dynastore
 
 import (
 	"context"
+	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,45 +47,71 @@ type StatRow struct {
 }
 
 // Stats counts requests by label and operation; tests and INFO read it.
+// Observe is on every request's path, so rows are found without a lock and
+// counted with atomics.
 type Stats struct {
-	mu   sync.Mutex
-	rows map[StatKey]*StatRow
+	rows sync.Map // StatKey -> *statRow
+}
+
+// statRow is a StatRow updated with atomics; RCU and WCU hold float64 bits.
+type statRow struct {
+	requests, retries, errors atomic.Int64
+	rcu, wcu                  atomic.Uint64
+}
+
+func addFloat(u *atomic.Uint64, d float64) {
+	if d == 0 {
+		return
+	}
+	for {
+		old := u.Load()
+		if u.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
+			return
+		}
+	}
+}
+
+func (r *statRow) load() StatRow {
+	return StatRow{
+		Requests: r.requests.Load(),
+		Retries:  r.retries.Load(),
+		Errors:   r.errors.Load(),
+		RCU:      math.Float64frombits(r.rcu.Load()),
+		WCU:      math.Float64frombits(r.wcu.Load()),
+	}
 }
 
 // NewStats returns empty counters.
 func NewStats() *Stats {
-	return &Stats{rows: map[StatKey]*StatRow{}}
+	return &Stats{}
 }
 
 // Observe implements Observer.
 func (s *Stats) Observe(_ context.Context, r Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := StatKey{r.Label, r.Op}
-	row := s.rows[k]
-	if row == nil {
-		row = &StatRow{}
-		s.rows[k] = row
+	v, ok := s.rows.Load(k)
+	if !ok {
+		v, _ = s.rows.LoadOrStore(k, &statRow{})
 	}
-	row.Requests++
+	row := v.(*statRow)
+	row.requests.Add(1)
 	if r.Attempts > 1 {
-		row.Retries += int64(r.Attempts - 1)
+		row.retries.Add(int64(r.Attempts - 1))
 	}
 	if r.Err != nil {
-		row.Errors++
+		row.errors.Add(1)
 	}
-	row.RCU += r.RCU
-	row.WCU += r.WCU
+	addFloat(&row.rcu, r.RCU)
+	addFloat(&row.wcu, r.WCU)
 }
 
 // Snapshot returns a copy of all rows.
 func (s *Stats) Snapshot() map[StatKey]StatRow {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[StatKey]StatRow, len(s.rows))
-	for k, v := range s.rows {
-		out[k] = *v
-	}
+	out := map[StatKey]StatRow{}
+	s.rows.Range(func(k, v any) bool {
+		out[k.(StatKey)] = v.(*statRow).load()
+		return true
+	})
 	return out
 }
 
@@ -106,29 +134,27 @@ func (s *Stats) Keys() []StatKey {
 // Requests returns the number of requests for a label, across operations when
 // ops is empty, else summed over the given operations.
 func (s *Stats) Requests(label string, ops ...string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
-	for k, v := range s.rows {
+	s.rows.Range(func(key, v any) bool {
+		k := key.(StatKey)
 		if k.Label != label {
-			continue
+			return true
 		}
 		if len(ops) == 0 {
-			n += v.Requests
-			continue
+			n += v.(*statRow).requests.Load()
+			return true
 		}
 		for _, op := range ops {
 			if k.Op == op {
-				n += v.Requests
+				n += v.(*statRow).requests.Load()
 			}
 		}
-	}
+		return true
+	})
 	return n
 }
 
 // Reset clears all counters.
 func (s *Stats) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rows = map[StatKey]*StatRow{}
+	s.rows.Clear()
 }

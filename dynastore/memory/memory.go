@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -42,6 +43,9 @@ type Store struct {
 	hookMu  sync.Mutex
 	failing []failure
 	latency time.Duration
+	// hooked is set while failing or latency is: requests skip hookMu
+	// when it is clear, as they almost always are.
+	hooked atomic.Bool
 }
 
 var _ dynastore.Store = (*Store)(nil)
@@ -95,6 +99,7 @@ func (s *Store) FailNext(op string, err error) {
 	s.hookMu.Lock()
 	defer s.hookMu.Unlock()
 	s.failing = append(s.failing, failure{op, err})
+	s.hooked.Store(true)
 }
 
 // SetLatency delays every request by d before it runs (0: none). A context
@@ -103,6 +108,7 @@ func (s *Store) SetLatency(d time.Duration) {
 	s.hookMu.Lock()
 	defer s.hookMu.Unlock()
 	s.latency = d
+	s.hooked.Store(len(s.failing) > 0 || d > 0)
 }
 
 // request runs one request: hooks first, then fn, then the observer.
@@ -129,6 +135,12 @@ func (s *Store) request(ctx context.Context, op string, fn func() (rcu, wcu floa
 }
 
 func (s *Store) hooks(ctx context.Context, op string) error {
+	if !s.hooked.Load() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: %s: %w", op, err)
+		}
+		return nil
+	}
 	s.hookMu.Lock()
 	d := s.latency
 	var injected error
@@ -139,6 +151,7 @@ func (s *Store) hooks(ctx context.Context, op string) error {
 			break
 		}
 	}
+	s.hooked.Store(len(s.failing) > 0 || d > 0)
 	s.hookMu.Unlock()
 	if d > 0 {
 		tm := time.NewTimer(d)
@@ -156,6 +169,15 @@ func (s *Store) hooks(ctx context.Context, op string) error {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil
+}
+
+// write runs fn, one single-item write, holding mu exclusively; fn returns
+// the write capacity consumed and the write's error.
+func (s *Store) write(fn func() (wcu float64, err error)) (float64, float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wcu, err := fn()
+	return 0, wcu, err
 }
 
 // get returns the stored entry for k (nil if none); the caller holds mu.
@@ -255,22 +277,21 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		nit, err := dynastore.NormalizeItem(it)
+		nit, size, err := dynastore.NormalizeItemSize(it)
 		if err != nil {
 			return 0, 0, err
 		}
-		size := dynastore.ItemSize(nit)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		cur := s.get(nit.Key())
-		wcu := dynastore.WriteUnits(max(size, sizeOf(cur)))
-		ok, _ := dynastore.EvalCond(itemOf(cur), o.Cond)
-		if !ok {
-			return 0, dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
-		}
-		s.put(nit, size)
-		out = dynastore.Projection(o.Return, itemOf(cur), nit, nil)
-		return 0, wcu, nil
+		return s.write(func() (float64, error) {
+			cur := s.get(nit.Key())
+			wcu := dynastore.WriteUnits(max(size, sizeOf(cur)))
+			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
+			if !ok {
+				return dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
+			}
+			s.put(nit, size)
+			out = dynastore.Projection(o.Return, itemOf(cur), nit, nil)
+			return wcu, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -294,25 +315,25 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		if err := dynastore.ValidateUpdate(u); err != nil {
 			return 0, 0, err
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		cur := s.get(k)
-		// As DynamoDB: the condition first, then the update's own errors.
-		ok, _ := dynastore.EvalCond(itemOf(cur), o.Cond)
-		if !ok {
-			return 0, dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
-		}
-		nit, err := dynastore.ApplyUpdate(k, itemOf(cur), u)
-		if err != nil {
-			return 0, 0, err
-		}
-		size := dynastore.ItemSize(nit)
-		if size > dynastore.MaxItemSize {
-			return 0, 0, dynastore.UpdatedItemTooLarge()
-		}
-		s.put(nit, size)
-		out = dynastore.Projection(o.Return, itemOf(cur), nit, &u)
-		return 0, dynastore.WriteUnits(max(size, sizeOf(cur))), nil
+		return s.write(func() (float64, error) {
+			cur := s.get(k)
+			// As DynamoDB: the condition first, then the update's own errors.
+			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
+			if !ok {
+				return dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
+			}
+			nit, err := dynastore.ApplyValidUpdate(k, itemOf(cur), u)
+			if err != nil {
+				return 0, err
+			}
+			size := dynastore.ItemSize(nit)
+			if size > dynastore.MaxItemSize {
+				return 0, dynastore.UpdatedItemTooLarge()
+			}
+			s.put(nit, size)
+			out = dynastore.Projection(o.Return, itemOf(cur), nit, &u)
+			return dynastore.WriteUnits(max(size, sizeOf(cur))), nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -333,19 +354,19 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		cur := s.get(k)
-		wcu := dynastore.WriteUnits(sizeOf(cur))
-		ok, _ := dynastore.EvalCond(itemOf(cur), o.Cond)
-		if !ok {
-			return 0, wcu, condFailed(itemOf(cur), o)
-		}
-		if cur != nil {
-			s.del(k)
-		}
-		out = dynastore.Projection(o.Return, itemOf(cur), nil, nil)
-		return 0, wcu, nil
+		return s.write(func() (float64, error) {
+			cur := s.get(k)
+			wcu := dynastore.WriteUnits(sizeOf(cur))
+			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
+			if !ok {
+				return wcu, condFailed(itemOf(cur), o)
+			}
+			if cur != nil {
+				s.del(k)
+			}
+			out = dynastore.Projection(o.Return, itemOf(cur), nil, nil)
+			return wcu, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -382,7 +403,7 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 			if t.a.Op == dynastore.TxCheck {
 				rcu += dynastore.TxCapacityFactor * dynastore.ReadUnits(sizeOf(cur))
 			}
-			ok, _ := dynastore.EvalCond(itemOf(cur), t.a.Cond)
+			ok := dynastore.EvalValidCond(itemOf(cur), t.a.Cond)
 			if !ok {
 				canceled = true
 				reasons[i].Code = dynastore.ReasonConditionalFailed
@@ -399,7 +420,7 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 			case dynastore.TxUpdate:
 				// An update DynamoDB cannot apply fails the whole request
 				// with a ValidationException, whatever the other actions.
-				nit, err := dynastore.ApplyUpdate(t.key, itemOf(cur), *t.a.Update)
+				nit, err := dynastore.ApplyValidUpdate(t.key, itemOf(cur), *t.a.Update)
 				if err != nil {
 					return 0, 0, err
 				}
@@ -699,7 +720,7 @@ type pager struct {
 func (p *pager) add(e *entry) bool {
 	p.read++
 	p.size += e.size
-	if ok, _ := dynastore.EvalCond(e.item, p.filter); ok {
+	if dynastore.EvalValidCond(e.item, p.filter) {
 		p.items = append(p.items, dynastore.CloneItem(e.item))
 	}
 	if (p.limit > 0 && p.read >= p.limit) || p.size >= dynastore.MaxPageSize {

@@ -314,3 +314,39 @@ func fill(b *testing.B, n int) *memory.Store {
 	}
 	return s
 }
+
+// BenchmarkHotKey is redis-benchmark's INCR and SET shape: every goroutine
+// writes one key.
+func BenchmarkHotKey(b *testing.B) {
+	incr := dynastore.Update{
+		Set:    []dynastore.SetAction{{Attr: "t", Val: dynastore.Lit{V: dynastore.S("string")}}},
+		Add:    []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}},
+		Remove: []string{"e"},
+	}
+	cond := dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{
+		dynastore.Exists{Attr: "t"}, dynastore.IsType{Attr: "n", Type: dynastore.KindN},
+	}}
+	for _, op := range []string{"incr", "put"} {
+		b.Run(op, func(b *testing.B) {
+			s := memory.New(memory.Options{Observer: dynastore.NewStats()})
+			ctx := dynastore.WithLabel(context.Background(), op)
+			k := key("hot")
+			b.ReportAllocs()
+			b.SetParallelism(25)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var err error
+					if op == "incr" {
+						_, err = s.Update(ctx, k, incr, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnUpdatedNew, OldOnFailure: true})
+					} else {
+						_, err = s.Put(ctx, item(k, "t", dynastore.S("string"), "v", dynastore.B("xxx")), dynastore.WriteOptions{})
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
