@@ -152,9 +152,12 @@ func NormalizeValue(v Value) (Value, error) {
 	case B:
 		return B(bytes.Clone([]byte(x))), nil
 	case N:
+		if _, _, ok := plainInt(string(x)); ok {
+			return v, nil // already canonical; v avoids boxing x again
+		}
 		return CanonicalNumber(string(x))
 	case S:
-		return x, nil
+		return v, nil
 	case BS:
 		if len(x) == 0 {
 			return nil, invalidf("%s", msgEmptySet)
@@ -196,9 +199,58 @@ func NormalizeValue(v Value) (Value, error) {
 		}
 		return out, nil
 	case BOOL, NULL:
-		return x, nil
+		return v, nil
 	}
 	return nil, invalidf("unsupported attribute value %T", v)
+}
+
+// checkValue returns the error NormalizeValue would, without copying v.
+func checkValue(v Value) error {
+	switch x := v.(type) {
+	case nil:
+		return invalidf("attribute value is nil")
+	case B, S, BOOL, NULL:
+		return nil
+	case N:
+		if _, _, ok := plainInt(string(x)); ok {
+			return nil
+		}
+		_, err := CanonicalNumber(string(x))
+		return err
+	case BS:
+		if len(x) == 0 {
+			return invalidf("%s", msgEmptySet)
+		}
+		if len(x) == 1 {
+			return nil
+		}
+		seen := make(map[string]struct{}, len(x))
+		for _, m := range x {
+			if _, dup := seen[string(m)]; dup {
+				return invalidf("%s", msgSetDups)
+			}
+			seen[string(m)] = struct{}{}
+		}
+		return nil
+	case L:
+		for _, e := range x {
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case M:
+		for k, e := range x {
+			if k == "" {
+				return invalidf("%s", msgEmptyName)
+			}
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return invalidf("unsupported attribute value %T", v)
 }
 
 // CloneItem returns a deep copy (nil for nil).
@@ -413,7 +465,7 @@ func ValidateCond(c Cond) error {
 		if x.Op < OpEQ || x.Op > OpGE {
 			return invalidf("unknown comparison operator %d", x.Op)
 		}
-		if _, err := NormalizeValue(x.Val); err != nil {
+		if err := checkValue(x.Val); err != nil {
 			return err
 		}
 		if x.Op != OpEQ && x.Op != OpNE {
@@ -446,8 +498,7 @@ func ValidateCond(c Cond) error {
 		if err := checkName(x.Attr); err != nil {
 			return err
 		}
-		_, err := NormalizeValue(x.Val)
-		return err
+		return checkValue(x.Val)
 	case And:
 		for _, e := range x {
 			if e == nil {
@@ -699,7 +750,7 @@ func ValidateUpdate(u Update) error {
 		if err := name(a.Attr); err != nil {
 			return err
 		}
-		if _, err := NormalizeValue(a.Val); err != nil {
+		if err := checkValue(a.Val); err != nil {
 			return err
 		}
 		if k := a.Val.Kind(); k != KindN && k != KindBS {
@@ -710,7 +761,7 @@ func ValidateUpdate(u Update) error {
 		if err := name(a.Attr); err != nil {
 			return err
 		}
-		if _, err := NormalizeValue(a.Val); err != nil {
+		if err := checkValue(a.Val); err != nil {
 			return err
 		}
 		if k := a.Val.Kind(); k != KindBS {
@@ -727,7 +778,7 @@ func validateOperand(o Operand, want string) error {
 	case nil:
 		return invalidf("nil operand")
 	case Lit:
-		if _, err := NormalizeValue(x.V); err != nil {
+		if err := checkValue(x.V); err != nil {
 			return err
 		}
 		if want != "" && x.V.Kind().String() != want {
@@ -744,8 +795,7 @@ func validateOperand(o Operand, want string) error {
 		if err := checkName(x.Attr); err != nil {
 			return err
 		}
-		_, err := NormalizeValue(x.Default)
-		return err
+		return checkValue(x.Default)
 	case Plus:
 		if err := validateOperand(x.A, "N"); err != nil {
 			return err
@@ -995,12 +1045,27 @@ func Projection(rv ReturnValues, old, new Item, u *Update) Item {
 			src = new
 		}
 		var out Item
-		for _, a := range UpdatedAttrs(u) {
+		take := func(a string) {
 			if v, ok := src[a]; ok {
 				if out == nil {
 					out = Item{}
 				}
 				out[a] = CloneValue(v)
+			}
+		}
+		// The attributes of UpdatedAttrs, without building the list.
+		if u != nil {
+			for _, s := range u.Set {
+				take(s.Attr)
+			}
+			for _, a := range u.Remove {
+				take(a)
+			}
+			for _, a := range u.Add {
+				take(a.Attr)
+			}
+			for _, a := range u.Delete {
+				take(a.Attr)
 			}
 		}
 		return out

@@ -386,3 +386,21 @@ func TestValuesEqual(t *testing.T) {
 	require.True(t, ItemsEqual(nil, Item{}))
 	require.False(t, ItemsEqual(Item{"a": N("1")}, Item{"a": N("2")}))
 }
+
+// checkValue must reject exactly what NormalizeValue rejects, with its error.
+func TestCheckValueMatchesNormalize(t *testing.T) {
+	for _, v := range []Value{
+		nil, B(nil), B("x"), S(""), S("x"), N("7"), N("007"), N("1e3"), N("x"), N("1e200"),
+		N(strings.Repeat("1", 39)), BS{}, BS{[]byte("a")}, BS{[]byte("a"), []byte("a")},
+		BS{[]byte("a"), []byte("b")}, L{}, L{N("1"), N("bad")}, M{"": S("x")}, M{"a": N("bad")},
+		M{"a": L{BS{}}}, BOOL(true), NULL{},
+	} {
+		_, nerr := NormalizeValue(v)
+		cerr := checkValue(v)
+		if nerr == nil {
+			require.NoError(t, cerr, "%#v", v)
+			continue
+		}
+		require.EqualError(t, cerr, nerr.Error(), "%#v", v)
+	}
+}

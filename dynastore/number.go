@@ -278,8 +278,36 @@ func isPlainInt(s string) bool {
 	return s != "" && s[0] != '0' && s[0] != '+'
 }
 
+// comparePlain compares two plainInt results: sign first, then magnitude
+// (more digits is larger, equal lengths compare as text).
+func comparePlain(an bool, ad string, bn bool, bd string) int {
+	sign := func(neg bool, d string) int {
+		switch {
+		case d == "":
+			return 0
+		case neg:
+			return -1
+		}
+		return 1
+	}
+	sa, sb := sign(an, ad), sign(bn, bd)
+	if sa != sb || sa == 0 {
+		return cmpInt(int64(sa), int64(sb))
+	}
+	c := cmpInt(int64(len(ad)), int64(len(bd)))
+	if c == 0 {
+		c = strings.Compare(ad, bd)
+	}
+	return sa * c
+}
+
 // CompareNumbers compares two numbers numerically: -1, 0 or +1.
 func CompareNumbers(a, b N) (int, error) {
+	if an, ad, ok := plainInt(string(a)); ok {
+		if bn, bd, ok := plainInt(string(b)); ok {
+			return comparePlain(an, ad, bn, bd), nil
+		}
+	}
 	x, err := parseDecimal(string(a))
 	if err != nil {
 		return 0, err

@@ -224,3 +224,22 @@ func TestPlainIntFastPaths(t *testing.T) {
 		require.Equal(t, d.String(), string(c), s)
 	}
 }
+
+func TestCompareNumbersFastPath(t *testing.T) {
+	nums := []string{
+		"0", "1", "-1", "9", "10", "-10", "99", "100", "-100", "123", "124", "-123", "-124",
+		"9223372036854775807", "-9223372036854775808", "18446744073709551615",
+		strings.Repeat("9", 38), "-" + strings.Repeat("9", 38), "1.5", "-0.5",
+	}
+	for _, a := range nums {
+		for _, b := range nums {
+			x, err := parseDecimal(a)
+			require.NoError(t, err)
+			y, err := parseDecimal(b)
+			require.NoError(t, err)
+			got, err := CompareNumbers(N(a), N(b))
+			require.NoError(t, err)
+			require.Equal(t, x.cmp(y), got, "%s vs %s", a, b)
+		}
+	}
+}

@@ -246,6 +246,11 @@ type connState struct {
 	cc *clientConn
 	// closing drops the rest of a pipeline after QUIT or a kill.
 	closing bool
+	// labelName and labelCtx are the last command's name and its labelled
+	// context: a pipeline usually repeats one command, and the context
+	// (an allocation per request otherwise) depends on nothing else.
+	labelName string
+	labelCtx  context.Context
 }
 
 func (s *Server) accept(rc redcon.Conn) bool {
@@ -364,7 +369,10 @@ func (s *Server) execute(st *connState, args [][]byte) {
 		w.Error(commands.MsgNoAuth)
 		return
 	}
-	ctx := dynastore.WithLabel(s.ctx, cmd.Name)
+	if st.labelCtx == nil || st.labelName != cmd.Name {
+		st.labelName, st.labelCtx = cmd.Name, dynastore.WithLabel(s.ctx, cmd.Name)
+	}
+	ctx := st.labelCtx
 	if cmd.HasFlag(commands.FlagBlocking) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
