@@ -35,8 +35,10 @@ type Options struct {
 type Store struct {
 	obs dynastore.Observer
 
-	mu   sync.RWMutex
-	tree *btree.BTree // of *entry, ordered by (pk, sk) as unsigned bytes
+	mu sync.RWMutex
+	// pivot is getExcl's search key, used only under the write lock.
+	pivot entry
+	tree  *btree.BTree // of *entry, ordered by (pk, sk) as unsigned bytes
 	// ttlPos is where the next ExpireTTL step starts (nil: the beginning).
 	ttlPos *entry
 
@@ -56,13 +58,16 @@ type failure struct {
 }
 
 // entry is one stored item. The item is never mutated in place: a write
-// replaces the entry's item, so readers can copy it under the read lock.
+// replaces the entry's item (under the write lock), so readers can copy it
+// under the read lock.
 type entry struct {
 	pk, sk []byte
 	// end marks a pivot after every sort key of pk (never stored).
 	end  bool
 	item dynastore.Item
 	size int
+	// ver counts the writes that replaced item in this entry.
+	ver uint64
 }
 
 func less(a, b interface{}) bool {
@@ -206,6 +211,27 @@ func (s *Store) put(it dynastore.Item, size int) {
 	s.tree.Set(&entry{pk: k.PK, sk: k.SK, item: it, size: size})
 }
 
+// getExcl is get for a caller holding mu exclusively: it reuses one pivot
+// rather than allocating one.
+func (s *Store) getExcl(k dynastore.Key) *entry {
+	s.pivot.pk, s.pivot.sk = k.PK, k.SK
+	e, _ := s.tree.Get(&s.pivot).(*entry)
+	s.pivot.pk, s.pivot.sk = nil, nil
+	return e
+}
+
+// replace stores a normalized item the caller owns over cur, the entry
+// getExcl found for its key (nil: none), without a second tree descent when
+// there is one. The caller holds mu exclusively.
+func (s *Store) replace(cur *entry, it dynastore.Item, size int) {
+	if cur == nil {
+		s.put(it, size)
+		return
+	}
+	cur.item, cur.size = it, size
+	cur.ver++
+}
+
 func (s *Store) del(k dynastore.Key) {
 	s.tree.Delete(&entry{pk: k.PK, sk: k.SK})
 }
@@ -229,8 +255,9 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 		s.mu.RLock()
 		e := s.get(k)
 		out = dynastore.CloneItem(itemOf(e))
+		size := sizeOf(e) // writes replace e's fields under the write lock
 		s.mu.RUnlock()
-		return dynastore.ReadUnits(sizeOf(e)), 0, nil
+		return dynastore.ReadUnits(size), 0, nil
 	})
 	if err != nil {
 		return nil, err
@@ -282,14 +309,15 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 			return 0, 0, err
 		}
 		return s.write(func() (float64, error) {
-			cur := s.get(nit.Key())
+			cur := s.getExcl(nit.Key())
+			old := itemOf(cur)
 			wcu := dynastore.WriteUnits(max(size, sizeOf(cur)))
-			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
+			ok := dynastore.EvalValidCond(old, o.Cond)
 			if !ok {
-				return dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
+				return dynastore.WriteUnits(sizeOf(cur)), condFailed(old, o)
 			}
-			s.put(nit, size)
-			out = dynastore.Projection(o.Return, itemOf(cur), nit, nil)
+			s.replace(cur, nit, size)
+			out = dynastore.Projection(o.Return, old, nit, nil)
 			return wcu, nil
 		})
 	})
@@ -316,13 +344,14 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 			return 0, 0, err
 		}
 		return s.write(func() (float64, error) {
-			cur := s.get(k)
+			cur := s.getExcl(k)
+			old, oldSize := itemOf(cur), sizeOf(cur)
 			// As DynamoDB: the condition first, then the update's own errors.
-			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
+			ok := dynastore.EvalValidCond(old, o.Cond)
 			if !ok {
-				return dynastore.WriteUnits(sizeOf(cur)), condFailed(itemOf(cur), o)
+				return dynastore.WriteUnits(oldSize), condFailed(old, o)
 			}
-			nit, err := dynastore.ApplyValidUpdate(k, itemOf(cur), u)
+			nit, err := dynastore.ApplyValidUpdate(k, old, u)
 			if err != nil {
 				return 0, err
 			}
@@ -330,9 +359,9 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 			if size > dynastore.MaxItemSize {
 				return 0, dynastore.UpdatedItemTooLarge()
 			}
-			s.put(nit, size)
-			out = dynastore.Projection(o.Return, itemOf(cur), nit, &u)
-			return dynastore.WriteUnits(max(size, sizeOf(cur))), nil
+			s.replace(cur, nit, size)
+			out = dynastore.Projection(o.Return, old, nit, &u)
+			return dynastore.WriteUnits(max(size, oldSize)), nil
 		})
 	})
 	if err != nil {

@@ -22,7 +22,13 @@ const ttlBatch = 4096
 // before now, as DynamoDB's TTL would. It returns how many it deleted.
 func (s *Store) ExpireTTL(now time.Time) int {
 	sec := now.Unix()
-	var dead []*entry
+	// An entry found dead is deleted only if no write replaced its item
+	// since (same entry, same ver).
+	type deadEntry struct {
+		e   *entry
+		ver uint64
+	}
+	var dead []deadEntry
 	s.mu.RLock()
 	var last *entry
 	seen := 0
@@ -32,7 +38,7 @@ func (s *Store) ExpireTTL(now time.Time) int {
 		seen++
 		if n, ok := e.item[dynastore.AttrTTL].(dynastore.N); ok {
 			if c, err := dynastore.CompareNumbers(n, dynastore.N(strconv.FormatInt(sec, 10))); err == nil && c <= 0 {
-				dead = append(dead, e)
+				dead = append(dead, deadEntry{e, e.ver})
 			}
 		}
 		return seen < ttlBatch
@@ -52,10 +58,10 @@ func (s *Store) ExpireTTL(now time.Time) int {
 		s.ttlPos = &entry{pk: last.pk, sk: last.sk}
 	}
 	deleted := 0
-	for _, e := range dead {
+	for _, d := range dead {
 		// Only if the item was not rewritten since it was examined.
-		if cur := s.get(e.item.Key()); cur != nil && cur == e {
-			s.tree.Delete(e)
+		if cur := s.get(dynastore.Key{PK: d.e.pk, SK: d.e.sk}); cur != nil && cur == d.e && cur.ver == d.ver {
+			s.tree.Delete(d.e)
 			deleted++
 		}
 	}
