@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,14 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if cfg.ShowVersion {
 		fmt.Fprintf(stdout, "redamo %s (Redis %s protocol)\n", version, commands.Version)
 		return 0
+	}
+	if getenv("GOGC") == "" {
+		// Every command allocates short-lived request and reply values; a
+		// quarter of the CPU went to collecting them at Go's default of 100.
+		// At 200 the embedded store serves 15-30% more requests per second
+		// (redis-benchmark -c 50 -P 16; 400 measured no better) while the
+		// heap may grow to 3x the live data rather than 2x.
+		debug.SetGCPercent(gcPercent)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,6 +206,9 @@ func orDefault(s, d string) string {
 	}
 	return s
 }
+
+// gcPercent is the garbage collector's target when GOGC is not set.
+const gcPercent = 200
 
 // memoryTTLInterval paces the embedded store's TTL sweep (a slice of items a tick).
 const memoryTTLInterval = time.Second
