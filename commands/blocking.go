@@ -354,52 +354,10 @@ func blockAttempt(c *Ctx) (*Ctx, bool) {
 	return &cc, true
 }
 
-func cmdBpop(c *Ctx, left bool) {
-	keys := c.Args[1 : len(c.Args)-1]
-	ms, msg := parseBlockTimeout(c.Args[len(c.Args)-1])
-	if msg != "" {
-		c.W.Error(msg)
-		return
-	}
-	var key, val []byte
-	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
-		ac, live := blockAttempt(c)
-		if !live {
-			return false, nil
-		}
-		k, vals, err := listMultiPop(ac, keys, left, 1, quiet)
-		if err != nil || k == nil {
-			return false, err
-		}
-		key, val = k, vals[0]
-		return true, nil
-	})
-	if err != nil {
-		collFail(c, err)
-		return
-	}
-	if !ok {
-		c.W.NilArray()
-		return
-	}
-	c.W.Array(2)
-	c.W.Bulk(key)
-	c.W.Bulk(val)
-}
-
-func cmdBlmpop(c *Ctx) {
-	ms, msg := parseBlockTimeout(c.Args[1])
-	if msg != "" {
-		c.W.Error(msg)
-		return
-	}
-	keys, left, count, msg := parseMpop(c.Args[2:])
-	if msg != "" {
-		c.W.Error(msg)
-		return
-	}
-	var key []byte
-	var vals [][]byte
+// blockPop waits until it pops up to count elements from the first
+// non-empty list of keys, or the timeout passes (ok false). On a store
+// error it has already replied.
+func blockPop(c *Ctx, keys [][]byte, ms int64, left bool, count int64) (key []byte, vals [][]byte, ok bool) {
 	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
 		ac, live := blockAttempt(c)
 		if !live {
@@ -414,13 +372,42 @@ func cmdBlmpop(c *Ctx) {
 	})
 	if err != nil {
 		collFail(c, err)
-		return
+		return nil, nil, false
 	}
 	if !ok {
 		c.W.NilArray()
+	}
+	return key, vals, ok
+}
+
+func cmdBpop(c *Ctx, left bool) {
+	keys := c.Args[1 : len(c.Args)-1]
+	ms, msg := parseBlockTimeout(c.Args[len(c.Args)-1])
+	if msg != "" {
+		c.W.Error(msg)
 		return
 	}
-	writeMpop(c, key, vals)
+	if key, vals, ok := blockPop(c, keys, ms, left, 1); ok {
+		c.W.Array(2)
+		c.W.Bulk(key)
+		c.W.Bulk(vals[0])
+	}
+}
+
+func cmdBlmpop(c *Ctx) {
+	ms, msg := parseBlockTimeout(c.Args[1])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	keys, left, count, msg := parseMpop(c.Args[2:])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	if key, vals, ok := blockPop(c, keys, ms, left, count); ok {
+		writeMpop(c, key, vals)
+	}
 }
 
 func cmdBlmove(c *Ctx) {
