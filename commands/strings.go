@@ -850,7 +850,11 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	now := c.NowMS()
-	guard := dynastore.And{condLiveType(now, TypeString), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
+	// No type check: only a string key ever holds a Number in v (collections
+	// keep a set or a list there), so a Number v is a string's. The store's
+	// expression builder also drops the IsType once room compares v with a
+	// Number: each operator costs DynamoDB time.
+	guard := dynastore.And{condLive(now), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
 	if room := incrRoom(attrValue, d); room != nil {
 		guard = append(guard, room)
 	}

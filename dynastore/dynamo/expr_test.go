@@ -67,6 +67,33 @@ var exprCases = []exprCase{
 	{name: "true in or", cond: dynastore.Or{dynastore.Exists{Attr: "a"}, dynastore.And{}}},
 	{name: "true dropped from and", cond: dynastore.And{dynastore.And{}, dynastore.Exists{Attr: "a"}, nil}},
 	{name: "false dropped from or", cond: dynastore.Or{dynastore.Or{}, dynastore.Exists{Attr: "a"}, dynastore.Exists{Attr: "b"}}},
+	{name: "nested and and or flatten", cond: dynastore.Or{
+		dynastore.Or{dynastore.Exists{Attr: "a"}, dynastore.Exists{Attr: "b"}},
+		dynastore.And{dynastore.And{dynastore.Exists{Attr: "c"}, dynastore.Exists{Attr: "d"}}, dynastore.Exists{Attr: "e"}},
+	}},
+	{name: "absent or live: existence implied", cond: dynastore.Or{
+		dynastore.NotExists{Attr: "pk"},
+		dynastore.And{
+			dynastore.And{dynastore.Exists{Attr: "pk"}, dynastore.Or{dynastore.NotExists{Attr: "x"}, dynastore.Compare{Attr: "x", Op: dynastore.OpGT, Val: dynastore.N("5")}}},
+			dynastore.Compare{Attr: "t", Op: dynastore.OpEQ, Val: dynastore.S("string")},
+		},
+	}},
+	{name: "exists then not exists is true", cond: dynastore.Or{dynastore.Exists{Attr: "a"}, dynastore.NotExists{Attr: "a"}}},
+	{name: "not exists then exists is true", cond: dynastore.Or{dynastore.NotExists{Attr: "a"}, dynastore.And{dynastore.Exists{Attr: "a"}}}},
+	{name: "comparison implies existence and type", cond: dynastore.And{
+		dynastore.Exists{Attr: "v"}, dynastore.IsType{Attr: "v", Type: dynastore.KindN},
+		dynastore.Compare{Attr: "v", Op: dynastore.OpLE, Val: dynastore.N("9")},
+	}},
+	{name: "not-equal implies nothing", cond: dynastore.And{
+		dynastore.Exists{Attr: "v"}, dynastore.IsType{Attr: "v", Type: dynastore.KindN},
+		dynastore.Compare{Attr: "v", Op: dynastore.OpNE, Val: dynastore.N("9")},
+	}},
+	{name: "comparison keeps another type check", cond: dynastore.And{
+		dynastore.IsType{Attr: "v", Type: dynastore.KindB}, dynastore.Compare{Attr: "v", Op: dynastore.OpGT, Val: dynastore.N("9")},
+	}},
+	{name: "size comparison implies existence", cond: dynastore.And{
+		dynastore.Exists{Attr: "v"}, dynastore.SizeCompare{Attr: "v", Op: dynastore.OpLE, Size: 127},
+	}},
 
 	{name: "update empty", upd: &dynastore.Update{}},
 	{name: "update set literal", upd: &dynastore.Update{Set: []dynastore.SetAction{
