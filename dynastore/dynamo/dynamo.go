@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.HTTPClient == nil {
 		// Handed to the loader so that it can apply AWS_CA_BUNDLE.
-		opts = append(opts, config.WithHTTPClient(NewHTTPClient()))
+		opts = append(opts, config.WithHTTPClient(sdkHTTPClient()))
 	}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if hc == nil {
 		hc = awsCfg.HTTPClient
 		if b, ok := hc.(*awshttp.BuildableClient); ok {
-			hc = b.Freeze()
+			hc = newDirectClient(b)
 		}
 		awsCfg.HTTPClient = hc
 	}
@@ -211,11 +211,18 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// NewHTTPClient returns the HTTP client a Store uses by default: keep-alive
-// connections, enough idle ones per host for many concurrent clients, and
-// dial and TLS handshake timeouts (each attempt's context bounds the rest).
-// Tests wrap it to inject faults.
+// NewHTTPClient returns the HTTP client a Store uses by default (see
+// directClient), minus what New adds from the SDK's configuration (a CA
+// bundle). Tests wrap it to inject faults.
 func NewHTTPClient() aws.HTTPClient {
+	return newDirectClient(sdkHTTPClient())
+}
+
+// sdkHTTPClient configures the SDK's client, which directClient takes its
+// settings from: keep-alive connections, enough idle ones per host for many
+// concurrent clients, and dial and TLS handshake timeouts (each attempt's
+// context bounds the rest).
+func sdkHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) {
 			d.Timeout = 2 * time.Second
