@@ -3,6 +3,7 @@ package resp
 import (
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -28,20 +29,18 @@ func putBuf(b []byte) {
 }
 
 // clientConn is a client's connection as redcon sees it. Its Read runs the
-// client's bytes through parser, so redcon only ever reads canonical RESP,
-// and reports a malformed request the way Redis does: the requests before it
-// run and get their replies, then the error reply goes out and the
-// connection closes. Its Write counts output bytes.
+// client's bytes through parser, one request at a time, so redcon only ever
+// reads canonical RESP, and reports a malformed request the way Redis does:
+// the requests before it run and get their replies, then the error reply
+// goes out and the connection closes. Its Write counts output bytes.
 type clientConn struct {
 	net.Conn
 	p parser
 
-	buf    []byte // backing array of p.in, borrowed from bufPool while in use
+	buf    []byte // client bytes; buf[pos:] not yet parsed (borrowed from bufPool)
+	pos    int
 	out    []byte // canonical bytes not yet handed to redcon (also borrowed)
 	outPos int
-	// fail is a protocol error found after the bytes in out; it is reported
-	// once redcon has run the requests before it.
-	fail error
 
 	stats  *commands.NetStats
 	killed atomic.Bool
@@ -57,11 +56,10 @@ var errClosedAfterProtocolError = errors.New("resp: connection closed after a pr
 // Read implements net.Conn for redcon's reader.
 //
 // redcon calls Read only when it holds no complete request, that is after it
-// has run every request it was given and flushed their replies. So when the
-// canonical bytes are all handed over, the requests they hold have run: the
-// error reply for a malformed request written here comes after their
-// replies, and a pending AUTH has taken effect before the parser checks the
-// unauthenticated limits again.
+// has run every request it was given and flushed their replies. Read hands
+// over one request at a time, so the error reply for a malformed request
+// comes after the replies of the requests before it, and a pending AUTH has
+// taken effect before the parser checks the unauthenticated limits again.
 func (c *clientConn) Read(b []byte) (int, error) {
 	for {
 		if c.outPos < len(c.out) {
@@ -73,45 +71,29 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			}
 			return n, nil
 		}
-		if c.fail != nil {
-			if c.stats != nil {
-				c.stats.ProtocolErrors.Add(1)
-			}
-			// The reply is best effort: the connection closes either way.
-			_, _ = c.Write([]byte("-ERR " + c.fail.Error() + "\r\n"))
-			return 0, errClosedAfterProtocolError
-		}
-		if len(c.p.in) > 0 {
-			if c.out == nil {
-				c.out = getBuf()
-			}
-			out, _, err := c.p.feed(c.out[:0])
-			c.out = out
-			if len(c.p.in) == 0 {
-				putBuf(c.buf)
-				c.buf, c.p.in = nil, nil
-			}
+		if c.pos < len(c.buf) {
+			args, n, err := c.p.next(c.buf[c.pos:])
 			if err != nil {
-				c.fail = err
+				if c.stats != nil {
+					c.stats.ProtocolErrors.Add(1)
+				}
+				// The reply is best effort: the connection closes either way.
+				_, _ = c.Write([]byte("-ERR " + err.Error() + "\r\n"))
+				return 0, errClosedAfterProtocolError
+			}
+			c.pos += n
+			if len(args) > 0 {
+				c.out = getBuf()
+				c.out = appendHeader(c.out, '*', int64(len(args)))
+				for _, a := range args {
+					c.out = appendHeader(c.out, '$', int64(len(a)))
+					c.out = append(c.out, a...)
+					c.out = append(c.out, '\r', '\n')
+				}
+			}
+			if n > 0 {
 				continue
 			}
-			if len(c.out) > 0 {
-				continue
-			}
-		}
-		if c.p.st == stData && len(c.p.in) == 0 {
-			// The middle of a large bulk: read it straight into redcon's buffer.
-			n := len(b)
-			if int64(n) > c.p.bulkLeft {
-				n = int(c.p.bulkLeft)
-			}
-			n, err := c.Conn.Read(b[:n])
-			c.countIn(n)
-			c.p.bulkLeft -= int64(n)
-			if c.p.bulkLeft == 0 {
-				c.p.st, c.p.termLeft = stTerm, 2
-			}
-			return n, err
 		}
 		if err := c.fill(); err != nil {
 			return 0, err
@@ -119,30 +101,35 @@ func (c *clientConn) Read(b []byte) (int, error) {
 	}
 }
 
-// fill reads more client bytes after those in p.in.
+func appendHeader(out []byte, prefix byte, n int64) []byte {
+	out = append(out, prefix)
+	out = strconv.AppendInt(out, n, 10)
+	return append(out, '\r', '\n')
+}
+
+// fill reads more client bytes after the unparsed ones, growing the buffer
+// only as far as bytes arrive.
 func (c *clientConn) fill() error {
 	if c.buf == nil {
 		c.buf = getBuf()
 	}
-	// p.in only ever holds an unfinished header or inline line (at most
-	// inlineMax bytes plus one read), so the buffer stays small.
-	n := copy(c.buf[:cap(c.buf)], c.p.in)
+	n := copy(c.buf[:cap(c.buf)], c.buf[c.pos:])
+	c.buf, c.pos = c.buf[:n], 0
 	if cap(c.buf)-n < readSize/2 {
 		nb := make([]byte, n, max(2*cap(c.buf), n+readSize))
-		copy(nb, c.buf[:n])
+		copy(nb, c.buf)
 		putBuf(c.buf)
 		c.buf = nb
 	}
-	buf := c.buf[:cap(c.buf)]
-	m, err := c.Conn.Read(buf[n:])
+	m, err := c.Conn.Read(c.buf[n:cap(c.buf)])
 	c.countIn(m)
-	c.p.in = buf[:n+m]
+	c.buf = c.buf[:n+m]
 	if m > 0 {
 		return nil
 	}
 	if n == 0 {
 		putBuf(c.buf)
-		c.buf, c.p.in = nil, nil
+		c.buf = nil
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package resp
 import (
 	"bytes"
 	"math"
-	"strconv"
 
 	"github.com/redamo/redamo/commands"
 )
@@ -40,42 +39,42 @@ var (
 	errUnauthBulk       = &protocolError{"unauthenticated bulk length"}
 )
 
-type stage uint8
-
-const (
-	stRequest stage = iota // at a request boundary
-	stHeader               // expecting a bulk header ($n)
-	stData                 // copying a bulk's bytes
-	stTerm                 // skipping the two bytes after a bulk's data
-)
-
-// parser reads a client's request stream exactly as Redis 7.0's
-// processInputBuffer does (inline and multibulk requests, its limits and its
-// quirks: it finds lines by '\r' and skips the byte after it unchecked, skips
+// parser reads a client's requests exactly as Redis 7.0's
+// processInputBuffer does: inline and multibulk requests, its limits and its
+// quirks (it finds lines by '\r' and skips the byte after it unchecked, skips
 // the two bytes after a bulk's data unchecked, ignores *0 and negative
-// counts, stops a line search at a NUL byte) and re-emits each request as
-// canonical RESP (*n then $len bulks, CRLF everywhere).
+// counts, stops a line search at a NUL byte).
 //
-// That canonical stream is what redcon's parser reads: redcon alone has no
-// bulk or inline size limits (it would buffer whatever a client announces),
-// rejects *0, and parses inline requests differently from Redis. Bulk data is
-// streamed through as it arrives, so the parser's own memory stays bounded by
-// one header or inline line.
+// It parses in place: a request's arguments are slices of the caller's
+// input, so an ordinary request costs no copy. A request that has not fully
+// arrived stays in the input, where the caller must present it again (from
+// its first byte, with more bytes after it) on the next call; the parser
+// remembers how far it got, so a request arriving in many pieces is parsed
+// once, not once per piece.
+//
+// Like Redis, it checks the unauthenticated limits against the connection's
+// state as of the request being parsed: the caller runs each request before
+// it asks for the next, so an AUTH earlier in a pipeline has taken effect.
 type parser struct {
-	in []byte // client bytes not yet consumed
-
-	st        stage
-	argsLeft  int   // bulks still expected in the current multibulk request
-	bulkLeft  int64 // data bytes of the current bulk still to copy
-	termLeft  int   // terminator bytes still to skip
-	completed int   // requests emitted by the current feed call
-
 	// maxBulk is proto-max-bulk-len; authRequired tells whether the
 	// connection is still unauthenticated (both read at each header, as the
 	// server may change them between requests).
 	maxBulk      func() int64
 	authRequired func() bool
+
+	// The multibulk request under way, while it is incomplete.
+	multi    bool  // its count line has been read
+	argsLeft int   // bulks still expected
+	off      int   // where the next header (bulkLen < 0) or bulk data starts
+	bulkLen  int64 // length of the bulk whose data is awaited, -1 for none
+	marks    []int // start and end offsets of the bulks read so far
+
+	args [][]byte // the last request's arguments (reused)
 }
+
+// maxKeptArgs bounds the argument slices a connection keeps between
+// requests: a rare huge request does not pin its memory for good.
+const maxKeptArgs = 1024
 
 // indexLine returns the index of the first c in b, or -1 if there is none or
 // a NUL comes first (Redis searches its query buffer with strchr).
@@ -87,167 +86,144 @@ func indexLine(b []byte, c byte) int {
 	return i
 }
 
-// feed parses as much of p.in as it can, appending canonical RESP to out. A
-// non-nil error is a protocol error at the current position; the bytes
-// appended before it belong to requests that precede the malformed one.
-// deferred is true when parsing stopped at a check that depends on the
-// effect of the requests just emitted (AUTH before a large request): feed
-// must be called again once they have run.
-func (p *parser) feed(out []byte) (_ []byte, deferred bool, err error) {
-	p.completed = 0
-	for {
-		switch p.st {
-		case stRequest:
-			if len(p.in) == 0 {
-				return out, false, nil
-			}
-			var more bool
-			if p.in[0] == '*' {
-				out, more, deferred, err = p.multibulkHeader(out)
-			} else {
-				out, more, err = p.inline(out)
-			}
-			if err != nil || deferred || !more {
-				return out, deferred, err
-			}
-		case stHeader:
-			var more bool
-			out, more, deferred, err = p.bulkHeader(out)
-			if err != nil || deferred || !more {
-				return out, deferred, err
-			}
-		case stData:
-			if len(p.in) == 0 {
-				return out, false, nil
-			}
-			k := int64(len(p.in))
-			if k > p.bulkLeft {
-				k = p.bulkLeft
-			}
-			out = append(out, p.in[:k]...)
-			p.in = p.in[k:]
-			p.bulkLeft -= k
-			if p.bulkLeft > 0 {
-				return out, false, nil
-			}
-			p.st, p.termLeft = stTerm, 2
-		case stTerm:
-			k := min(p.termLeft, len(p.in))
-			p.in = p.in[k:]
-			p.termLeft -= k
-			if p.termLeft > 0 {
-				return out, false, nil
-			}
-			out = append(out, '\r', '\n')
-			p.argsLeft--
-			if p.argsLeft == 0 {
-				p.st = stRequest
-				p.completed++
-			} else {
-				p.st = stHeader
-			}
+// next parses the request at the start of in. It returns the request's
+// length n and its arguments, which are slices of in valid until the next
+// call; n is 0 when the request is incomplete (read more, then call again
+// with in starting at the same request). A request of no arguments (an empty
+// line, *0) has n > 0 and no args: skip it. A non-nil error is a protocol
+// error at the start of in (the requests before it are not affected); the
+// connection ends there, and so does the parser.
+func (p *parser) next(in []byte) (args [][]byte, n int, err error) {
+	if !p.multi {
+		if cap(p.args) > maxKeptArgs {
+			p.args, p.marks = nil, nil
+		}
+		if len(in) == 0 {
+			return nil, 0, nil
+		}
+		if in[0] != '*' {
+			return p.inline(in)
+		}
+		if n, err := p.multibulkHeader(in); n > 0 || err != nil {
+			return nil, n, err
+		}
+		if !p.multi {
+			return nil, 0, nil
 		}
 	}
+	for p.argsLeft > 0 {
+		if p.bulkLen < 0 {
+			ok, err := p.bulkHeader(in[p.off:])
+			if !ok || err != nil {
+				return nil, 0, err
+			}
+		}
+		// The data, then two bytes Redis skips without looking at them.
+		if int64(len(in)-p.off-2) < p.bulkLen {
+			return nil, 0, nil
+		}
+		end := p.off + int(p.bulkLen)
+		p.marks = append(p.marks, p.off, end)
+		p.off, p.bulkLen = end+2, -1
+		p.argsLeft--
+	}
+	args = p.args[:0]
+	for i := 0; i < len(p.marks); i += 2 {
+		args = append(args, in[p.marks[i]:p.marks[i+1]:p.marks[i+1]])
+	}
+	p.args, n = args, p.off
+	p.multi, p.off, p.marks = false, 0, p.marks[:0]
+	return args, n, nil
 }
 
-// inline parses one inline request (a line of space-separated arguments);
-// more is false when input is missing.
-func (p *parser) inline(out []byte) (_ []byte, more bool, err error) {
-	nl := indexLine(p.in, '\n')
-	if nl < 0 {
-		if len(p.in) > inlineMax {
-			return out, false, errTooBigInline
-		}
-		return out, false, nil
+// need returns how many bytes past in the request under way still needs at
+// least, 0 when unknown: the caller may size its buffer by it, and by nothing
+// a client merely announced.
+func (p *parser) need(in []byte) int64 {
+	if !p.multi || p.bulkLen < 0 {
+		return 0
 	}
-	line := p.in[:nl]
+	return max(p.bulkLen+2-int64(len(in)-p.off), 0)
+}
+
+// inline parses one inline request (a line of space-separated arguments).
+// The line is unquoted in place.
+func (p *parser) inline(in []byte) (args [][]byte, n int, err error) {
+	nl := indexLine(in, '\n')
+	if nl < 0 {
+		if len(in) > inlineMax {
+			return nil, 0, errTooBigInline
+		}
+		return nil, 0, nil
+	}
+	line := in[:nl]
 	if nl > 0 && line[nl-1] == '\r' {
 		line = line[:nl-1]
 	}
-	args, ok := splitArgs(line)
+	args, ok := splitArgs(line, p.args[:0])
 	if !ok {
-		return out, false, errUnbalancedQuotes
+		return nil, 0, errUnbalancedQuotes
 	}
-	p.in = p.in[nl+1:]
-	if len(args) == 0 {
-		return out, true, nil
-	}
-	out = appendHeader(out, '*', int64(len(args)))
-	for _, a := range args {
-		out = appendHeader(out, '$', int64(len(a)))
-		out = append(out, a...)
-		out = append(out, '\r', '\n')
-	}
-	p.completed++
-	return out, true, nil
+	p.args = args
+	return args, nl + 1, nil
 }
 
-// multibulkHeader parses "*<count>"; more is false when input is missing.
-func (p *parser) multibulkHeader(out []byte) (_ []byte, more, deferred bool, err error) {
-	cr := indexLine(p.in, '\r')
+// multibulkHeader parses "*<count>" at the start of in. It returns n > 0 for
+// an ignored count (empty or negative), else starts the request (p.multi)
+// when the line is complete.
+func (p *parser) multibulkHeader(in []byte) (n int, err error) {
+	cr := indexLine(in, '\r')
 	if cr < 0 {
-		if len(p.in) > inlineMax {
-			return out, false, false, errTooBigMbulkCount
+		if len(in) > inlineMax {
+			return 0, errTooBigMbulkCount
 		}
-		return out, false, false, nil
+		return 0, nil
 	}
-	if cr > len(p.in)-2 {
+	if cr > len(in)-2 {
 		// The byte after '\r' has not arrived yet.
-		return out, false, false, nil
+		return 0, nil
 	}
-	n, ok := parseLength(p.in[1:cr])
-	if !ok || n > maxMultibulk {
-		return out, false, false, errInvalidMultibulk
+	count, ok := parseLength(in[1:cr])
+	if !ok || count > maxMultibulk {
+		return 0, errInvalidMultibulk
 	}
-	if n > unauthMultibulk && p.authRequired != nil && p.authRequired() {
-		if p.completed > 0 {
-			return out, false, true, nil
-		}
-		return out, false, false, errUnauthMultibulk
+	if count > unauthMultibulk && p.authRequired != nil && p.authRequired() {
+		return 0, errUnauthMultibulk
 	}
-	p.in = p.in[cr+2:]
-	if n <= 0 {
+	if count <= 0 {
 		// Redis ignores empty and negative counts.
-		return out, true, false, nil
+		return cr + 2, nil
 	}
-	out = appendHeader(out, '*', n)
-	p.st, p.argsLeft = stHeader, int(n)
-	return out, true, false, nil
+	p.multi, p.argsLeft, p.off, p.bulkLen = true, int(count), cr+2, -1
+	return 0, nil
 }
 
-// bulkHeader parses "$<length>"; more is false when input is missing.
-func (p *parser) bulkHeader(out []byte) (_ []byte, more, deferred bool, err error) {
-	cr := indexLine(p.in, '\r')
+// bulkHeader parses "$<length>" at the start of in (the input from p.off);
+// ok is false when it has not fully arrived.
+func (p *parser) bulkHeader(in []byte) (ok bool, err error) {
+	cr := indexLine(in, '\r')
 	if cr < 0 {
-		if len(p.in) > inlineMax {
-			return out, false, false, errTooBigBulkCount
+		if len(in) > inlineMax {
+			return false, errTooBigBulkCount
 		}
-		return out, false, false, nil
+		return false, nil
 	}
-	if cr > len(p.in)-2 {
-		return out, false, false, nil
+	if cr > len(in)-2 {
+		return false, nil
 	}
-	if p.in[0] != '$' {
-		return out, false, false, &protocolError{"expected '$', got '" + string(p.in[:1]) + "'"}
+	if in[0] != '$' {
+		return false, &protocolError{"expected '$', got '" + string(in[:1]) + "'"}
 	}
-	n, ok := parseLength(p.in[1:cr])
+	n, ok := parseLength(in[1:cr])
 	if !ok || n < 0 || n > p.maxBulkLen() {
-		return out, false, false, errInvalidBulk
+		return false, errInvalidBulk
 	}
 	if n > unauthBulk && p.authRequired != nil && p.authRequired() {
-		if p.completed > 0 {
-			return out, false, true, nil
-		}
-		return out, false, false, errUnauthBulk
+		return false, errUnauthBulk
 	}
-	p.in = p.in[cr+2:]
-	out = appendHeader(out, '$', n)
-	if n == 0 {
-		p.st, p.termLeft = stTerm, 2
-	} else {
-		p.st, p.bulkLeft = stData, n
-	}
-	return out, true, false, nil
+	p.off += cr + 2
+	p.bulkLen = n
+	return true, nil
 }
 
 func (p *parser) maxBulkLen() int64 {
@@ -255,12 +231,6 @@ func (p *parser) maxBulkLen() int64 {
 		return commands.DefaultProtoMaxBulkLen
 	}
 	return p.maxBulk()
-}
-
-func appendHeader(out []byte, prefix byte, n int64) []byte {
-	out = append(out, prefix)
-	out = strconv.AppendInt(out, n, 10)
-	return append(out, '\r', '\n')
 }
 
 // parseLength parses a count as Redis's string2ll does: an optional '-', no
@@ -305,11 +275,16 @@ func parseLength(b []byte) (int64, bool) {
 	return int64(v), true
 }
 
-// splitArgs splits an inline request as Redis's sdssplitargs does: blanks
-// separate arguments; "double quotes" allow \n \r \t \b \a \xHH and \<c>
-// escapes; 'single quotes' allow \'; a closing quote must be followed by a
-// blank or the end of the line. ok is false for unbalanced quotes.
-func splitArgs(line []byte) (args [][]byte, ok bool) {
+// splitArgs splits an inline request as Redis's sdssplitargs does, appending
+// the arguments to args: blanks separate arguments; "double quotes" allow \n
+// \r \t \b \a \xHH and \<c> escapes; 'single quotes' allow \'; a closing
+// quote must be followed by a blank or the end of the line. ok is false for
+// unbalanced quotes.
+//
+// It unquotes in place: an argument is never longer than its source text,
+// so each one is written over its own source (w never passes i) and is a
+// slice of line.
+func splitArgs(line []byte, args [][]byte) (_ [][]byte, ok bool) {
 	i := 0
 	for {
 		for i < len(line) && isSpace(line[i]) {
@@ -318,7 +293,11 @@ func splitArgs(line []byte) (args [][]byte, ok bool) {
 		if i >= len(line) {
 			return args, true
 		}
-		cur := []byte{}
+		start, w := i, i
+		put := func(c byte) {
+			line[w] = c
+			w++
+		}
 		inq, insq := false, false
 		for done := false; !done; {
 			var c byte
@@ -332,23 +311,23 @@ func splitArgs(line []byte) (args [][]byte, ok bool) {
 				case end:
 					return nil, false
 				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-					cur = append(cur, unhex(line[i+2])<<4|unhex(line[i+3]))
+					put(unhex(line[i+2])<<4 | unhex(line[i+3]))
 					i += 3
 				case c == '\\' && i+1 < len(line):
 					i++
 					switch line[i] {
 					case 'n':
-						cur = append(cur, '\n')
+						put('\n')
 					case 'r':
-						cur = append(cur, '\r')
+						put('\r')
 					case 't':
-						cur = append(cur, '\t')
+						put('\t')
 					case 'b':
-						cur = append(cur, '\b')
+						put('\b')
 					case 'a':
-						cur = append(cur, '\a')
+						put('\a')
 					default:
-						cur = append(cur, line[i])
+						put(line[i])
 					}
 				case c == '"':
 					if i+1 < len(line) && !isSpace(line[i+1]) {
@@ -356,7 +335,7 @@ func splitArgs(line []byte) (args [][]byte, ok bool) {
 					}
 					done = true
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			case insq:
 				switch {
@@ -364,14 +343,14 @@ func splitArgs(line []byte) (args [][]byte, ok bool) {
 					return nil, false
 				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
 					i++
-					cur = append(cur, '\'')
+					put('\'')
 				case c == '\'':
 					if i+1 < len(line) && !isSpace(line[i+1]) {
 						return nil, false
 					}
 					done = true
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			default:
 				switch {
@@ -382,14 +361,14 @@ func splitArgs(line []byte) (args [][]byte, ok bool) {
 				case c == '\'':
 					insq = true
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			}
 			if !end {
 				i++
 			}
 		}
-		args = append(args, cur)
+		args = append(args, line[start:w:w])
 	}
 }
 
