@@ -126,6 +126,7 @@ func normalizeItem(it Item) (Item, int, error) {
 		return nil, 0, err
 	}
 	out := make(Item, len(it))
+	size := 0 // ItemSize(out), counted on the way
 	for name, v := range it {
 		if name == "" {
 			return nil, 0, invalidf("%s", msgEmptyName)
@@ -135,8 +136,8 @@ func normalizeItem(it Item) (Item, int, error) {
 			return nil, 0, err
 		}
 		out[name] = nv
+		size += len(name) + valueSize(nv)
 	}
-	size := ItemSize(out)
 	if size > MaxItemSize {
 		return nil, 0, fmt.Errorf("%w: %s", ErrItemTooLarge, msgItemTooLarge)
 	}

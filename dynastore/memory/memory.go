@@ -1,5 +1,5 @@
-// Package memory is redamo's embedded storage backend: every item in one
-// ordered tree in process memory, with DynamoDB's semantics and limits (the
+// Package memory is redamo's embedded storage backend: every item in
+// process memory, indexed by key and in key order, with DynamoDB's semantics and limits (the
 // conditions, updates, transactions, page sizes and errors of
 // dynastore.Store, as the conformance suite dynastore/storetest checks), so
 // redamo behaves the same on it as on a DynamoDB table. It is also the test
@@ -10,15 +10,13 @@
 package memory
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/btree"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -29,18 +27,19 @@ type Options struct {
 	Observer dynastore.Observer
 }
 
-// Store is the in-memory dynastore.Store. It is safe for concurrent use:
-// reads share a lock, writes (and transactions) hold it exclusively, so every
-// request is atomic and linearizable, like a single DynamoDB item write.
+// Store is the in-memory dynastore.Store. It is safe for concurrent use, and
+// every request is atomic and linearizable, like a DynamoDB item write: each
+// holds the locks of the shards it touches while it reads or writes them
+// (see index.go).
 type Store struct {
 	obs dynastore.Observer
 
-	mu sync.RWMutex
-	// pivot is getExcl's search key, used only under the write lock.
-	pivot entry
-	tree  *btree.BTree // of *entry, ordered by (pk, sk) as unsigned bytes
-	// ttlPos is where the next ExpireTTL step starts (nil: the beginning).
-	ttlPos *entry
+	seed   maphash.Seed // picks an item's shard
+	shards [nShards]shard
+
+	// ttlMu serializes TTL sweeps; ttlPos is where the next one starts.
+	ttlMu  sync.Mutex
+	ttlPos ttlPos
 
 	hookMu  sync.Mutex
 	failing []failure
@@ -57,44 +56,25 @@ type failure struct {
 	err error
 }
 
-// entry is one stored item. The item is never mutated in place: a write
-// replaces the entry's item (under the write lock), so readers can copy it
-// under the read lock.
-type entry struct {
-	pk, sk []byte
-	// end marks a pivot after every sort key of pk (never stored).
-	end  bool
-	item dynastore.Item
-	size int
-	// ver counts the writes that replaced item in this entry.
-	ver uint64
-}
-
-func less(a, b interface{}) bool {
-	x, y := a.(*entry), b.(*entry)
-	if c := bytes.Compare(x.pk, y.pk); c != 0 {
-		return c < 0
-	}
-	if x.end != y.end {
-		return y.end
-	}
-	return bytes.Compare(x.sk, y.sk) < 0
-}
-
 // New returns an empty store.
 func New(o Options) *Store {
-	return &Store{
-		obs: o.Observer,
-		// The tree's own locks would be redundant with mu.
-		tree: btree.NewNonConcurrent(less),
+	s := &Store{obs: o.Observer, seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].shardState = newShard()
 	}
+	return s
 }
 
 // Len returns the number of items (for tests).
 func (s *Store) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.tree.Len()
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += len(sh.byID)
+		sh.mu.RUnlock()
+	}
+	return n
 }
 
 // FailNext makes the next request of operation op (dynastore.OpPutItem, ...;
@@ -176,67 +156,11 @@ func (s *Store) hooks(ctx context.Context, op string) error {
 	return nil
 }
 
-// write runs fn, one single-item write, holding mu exclusively; fn returns
-// the write capacity consumed and the write's error.
-func (s *Store) write(fn func() (wcu float64, err error)) (float64, float64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	wcu, err := fn()
-	return 0, wcu, err
-}
+// errCondFailed is a decision's "the condition does not hold"; the request
+// turns it into a *dynastore.ConditionFailedError once the lock is released.
+var errCondFailed = errors.New("memory: condition failed")
 
-// get returns the stored entry for k (nil if none); the caller holds mu.
-func (s *Store) get(k dynastore.Key) *entry {
-	e, _ := s.tree.Get(&entry{pk: k.PK, sk: k.SK}).(*entry)
-	return e
-}
-
-func itemOf(e *entry) dynastore.Item {
-	if e == nil {
-		return nil
-	}
-	return e.item
-}
-
-func sizeOf(e *entry) int {
-	if e == nil {
-		return 0
-	}
-	return e.size
-}
-
-// put stores a normalized item the caller owns; the caller holds mu.
-func (s *Store) put(it dynastore.Item, size int) {
-	k := it.Key()
-	s.tree.Set(&entry{pk: k.PK, sk: k.SK, item: it, size: size})
-}
-
-// getExcl is get for a caller holding mu exclusively: it reuses one pivot
-// rather than allocating one.
-func (s *Store) getExcl(k dynastore.Key) *entry {
-	s.pivot.pk, s.pivot.sk = k.PK, k.SK
-	e, _ := s.tree.Get(&s.pivot).(*entry)
-	s.pivot.pk, s.pivot.sk = nil, nil
-	return e
-}
-
-// replace stores a normalized item the caller owns over cur, the entry
-// getExcl found for its key (nil: none), without a second tree descent when
-// there is one. The caller holds mu exclusively.
-func (s *Store) replace(cur *entry, it dynastore.Item, size int) {
-	if cur == nil {
-		s.put(it, size)
-		return
-	}
-	cur.item, cur.size = it, size
-	cur.ver++
-}
-
-func (s *Store) del(k dynastore.Key) {
-	s.tree.Delete(&entry{pk: k.PK, sk: k.SK})
-}
-
-// condFailed is the error of a single write whose condition failed.
+// condFailed is the error of a single write whose condition failed on cur.
 func condFailed(cur dynastore.Item, o dynastore.WriteOptions) error {
 	e := &dynastore.ConditionFailedError{}
 	if o.OldOnFailure {
@@ -252,11 +176,13 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 		if err := dynastore.ValidateKey(k); err != nil {
 			return 0, 0, err
 		}
-		s.mu.RLock()
-		e := s.get(k)
-		out = dynastore.CloneItem(itemOf(e))
-		size := sizeOf(e) // writes replace e's fields under the write lock
-		s.mu.RUnlock()
+		var buf [idBufSize]byte
+		sh, id := s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK)
+		sh.mu.RLock()
+		e := sh.get(id)
+		it, size := itemOf(e), sizeOf(e)
+		sh.mu.RUnlock()
+		out = dynastore.CloneItem(it)
 		return dynastore.ReadUnits(size), 0, nil
 	})
 	if err != nil {
@@ -266,7 +192,8 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 }
 
 // BatchGet implements dynastore.Store: one BatchGetItem request per
-// dynastore.MaxBatchGet keys. A key may appear more than once.
+// dynastore.MaxBatchGet keys, each read as of one instant. A key may appear
+// more than once.
 func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
 	for _, k := range keys {
 		if err := dynastore.ValidateKey(k); err != nil {
@@ -274,16 +201,36 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 		}
 	}
 	out := make([]dynastore.Item, len(keys))
+	type place struct {
+		sh *shardState
+		id []byte
+	}
+	var buf []byte
+	places := make([]place, 0, min(len(keys), dynastore.MaxBatchGet))
 	for lo := 0; lo < len(keys); lo += dynastore.MaxBatchGet {
 		hi := min(lo+dynastore.MaxBatchGet, len(keys))
 		err := s.request(ctx, dynastore.OpBatchGetItem, func() (float64, float64, error) {
+			var set shards
+			buf, places = buf[:0], places[:0]
+			for _, k := range keys[lo:hi] {
+				// The ids share one buffer: an append that moves it leaves
+				// the ids before it where they were.
+				start := len(buf)
+				buf = appendID(buf, k.PK, k.SK)
+				n := s.shardOf(k.PK)
+				places = append(places, place{s.shard(n), buf[start:]})
+				set |= 1 << n
+			}
 			var rcu float64
-			s.mu.RLock()
-			defer s.mu.RUnlock()
-			for i := lo; i < hi; i++ {
-				e := s.get(keys[i])
-				out[i] = dynastore.CloneItem(itemOf(e))
+			s.rlock(set)
+			for i, p := range places {
+				e := p.sh.get(p.id)
+				out[lo+i] = itemOf(e)
 				rcu += dynastore.ReadUnits(sizeOf(e))
+			}
+			s.runlock(set)
+			for i := lo; i < hi; i++ {
+				out[i] = dynastore.CloneItem(out[i])
 			}
 			return rcu, 0, nil
 		})
@@ -308,18 +255,19 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		if err != nil {
 			return 0, 0, err
 		}
-		return s.write(func() (float64, error) {
-			cur := s.getExcl(nit.Key())
-			old := itemOf(cur)
-			wcu := dynastore.WriteUnits(max(size, sizeOf(cur)))
-			ok := dynastore.EvalValidCond(old, o.Cond)
-			if !ok {
-				return dynastore.WriteUnits(sizeOf(cur)), condFailed(old, o)
+		k := nit.Key()
+		var buf [idBufSize]byte
+		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), o.Cond != nil, func(old dynastore.Item) (dynastore.Item, int, error) {
+			if !dynastore.EvalValidCond(old, o.Cond) {
+				return nil, 0, errCondFailed
 			}
-			s.replace(cur, nit, size)
-			out = dynastore.Projection(o.Return, old, nit, nil)
-			return wcu, nil
+			return nit, size, nil
 		})
+		if err != nil {
+			return 0, dynastore.WriteUnits(res.oldSize), condFailed(res.old, o)
+		}
+		out = dynastore.Projection(o.Return, res.old, nit, nil)
+		return 0, dynastore.WriteUnits(max(size, res.oldSize)), nil
 	})
 	if err != nil {
 		return nil, err
@@ -343,26 +291,30 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		if err := dynastore.ValidateUpdate(u); err != nil {
 			return 0, 0, err
 		}
-		return s.write(func() (float64, error) {
-			cur := s.getExcl(k)
-			old, oldSize := itemOf(cur), sizeOf(cur)
+		var buf [idBufSize]byte
+		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), true, func(old dynastore.Item) (dynastore.Item, int, error) {
 			// As DynamoDB: the condition first, then the update's own errors.
-			ok := dynastore.EvalValidCond(old, o.Cond)
-			if !ok {
-				return dynastore.WriteUnits(oldSize), condFailed(old, o)
+			if !dynastore.EvalValidCond(old, o.Cond) {
+				return nil, 0, errCondFailed
 			}
 			nit, err := dynastore.ApplyValidUpdate(k, old, u)
 			if err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 			size := dynastore.ItemSize(nit)
 			if size > dynastore.MaxItemSize {
-				return 0, dynastore.UpdatedItemTooLarge()
+				return nil, 0, dynastore.UpdatedItemTooLarge()
 			}
-			s.replace(cur, nit, size)
-			out = dynastore.Projection(o.Return, old, nit, &u)
-			return dynastore.WriteUnits(max(size, oldSize)), nil
+			return nit, size, nil
 		})
+		switch {
+		case err == errCondFailed:
+			return 0, dynastore.WriteUnits(res.oldSize), condFailed(res.old, o)
+		case err != nil:
+			return 0, 0, err
+		}
+		out = dynastore.Projection(o.Return, res.old, res.next, &u)
+		return 0, dynastore.WriteUnits(max(res.nextSize, res.oldSize)), nil
 	})
 	if err != nil {
 		return nil, err
@@ -383,19 +335,19 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		return s.write(func() (float64, error) {
-			cur := s.get(k)
-			wcu := dynastore.WriteUnits(sizeOf(cur))
-			ok := dynastore.EvalValidCond(itemOf(cur), o.Cond)
-			if !ok {
-				return wcu, condFailed(itemOf(cur), o)
+		var buf [idBufSize]byte
+		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), o.Cond != nil, func(old dynastore.Item) (dynastore.Item, int, error) {
+			if !dynastore.EvalValidCond(old, o.Cond) {
+				return nil, 0, errCondFailed
 			}
-			if cur != nil {
-				s.del(k)
-			}
-			out = dynastore.Projection(o.Return, itemOf(cur), nil, nil)
-			return wcu, nil
+			return nil, 0, nil
 		})
+		wcu := dynastore.WriteUnits(res.oldSize)
+		if err != nil {
+			return 0, wcu, condFailed(res.old, o)
+		}
+		out = dynastore.Projection(o.Return, res.old, nil, nil)
+		return 0, wcu, nil
 	})
 	if err != nil {
 		return nil, err
@@ -403,79 +355,104 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 	return out, nil
 }
 
-type keyID struct{ pk, sk string }
-
-// txAction is one validated action of a transaction.
+// txAction is one validated action of a transaction and, once its shard
+// is locked, what it found there.
 type txAction struct {
-	a    dynastore.TxAction
-	key  dynastore.Key
-	item dynastore.Item // normalized TxPut item
+	a   dynastore.TxAction
+	key dynastore.Key
+	id  []byte
+	sh  *shardState
+	// item is what the action leaves at key (nil for a delete), of size bytes:
+	// the normalized item of a TxPut, the result of a TxUpdate.
+	item dynastore.Item
+	size int
+	cur  *entry         // the entry at key (nil: none)
+	old  dynastore.Item // its item
+	// failed is set when the action's condition does not hold.
+	failed bool
 }
 
-// Transact implements dynastore.Store (TransactWriteItems).
+// errCanceled is transact's "a condition failed"; Transact turns it into a
+// *dynastore.TxCanceledError once the locks are released.
+var errCanceled = errors.New("memory: transaction canceled")
+
+// Transact implements dynastore.Store (TransactWriteItems). It holds the
+// write locks of every shard it touches while it checks and writes.
 func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) error {
 	return s.request(ctx, dynastore.OpTransactWriteItems, func() (float64, float64, error) {
 		acts, err := validateTx(actions)
 		if err != nil {
 			return 0, 0, err
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-
+		var set shards
+		for i := range acts {
+			n := s.shardOf(acts[i].key.PK)
+			acts[i].sh = s.shard(n)
+			set |= 1 << n
+		}
+		s.lock(set)
+		rcu, wcu, err := transact(acts)
+		s.unlock(set)
+		if err != errCanceled {
+			return rcu, wcu, err
+		}
 		reasons := make([]dynastore.TxReason, len(acts))
-		newItems := make([]dynastore.Item, len(acts))
-		canceled := false
-		var rcu, wcu float64
 		for i, t := range acts {
-			cur := s.get(t.key)
 			reasons[i].Code = dynastore.ReasonNone
-			if t.a.Op == dynastore.TxCheck {
-				rcu += dynastore.TxCapacityFactor * dynastore.ReadUnits(sizeOf(cur))
-			}
-			ok := dynastore.EvalValidCond(itemOf(cur), t.a.Cond)
-			if !ok {
-				canceled = true
+			if t.failed {
 				reasons[i].Code = dynastore.ReasonConditionalFailed
 				if t.a.OldOnFailure {
-					reasons[i].Old = dynastore.CloneItem(itemOf(cur))
+					reasons[i].Old = dynastore.CloneItem(t.old)
 				}
-				continue
-			}
-			size := 0
-			switch t.a.Op {
-			case dynastore.TxPut:
-				newItems[i] = t.item
-				size = dynastore.ItemSize(t.item)
-			case dynastore.TxUpdate:
-				// An update DynamoDB cannot apply fails the whole request
-				// with a ValidationException, whatever the other actions.
-				nit, err := dynastore.ApplyValidUpdate(t.key, itemOf(cur), *t.a.Update)
-				if err != nil {
-					return 0, 0, err
-				}
-				size = dynastore.ItemSize(nit)
-				if size > dynastore.MaxItemSize {
-					return 0, 0, dynastore.UpdatedItemTooLarge()
-				}
-				newItems[i] = nit
-			}
-			if t.a.Op != dynastore.TxCheck {
-				wcu += dynastore.TxCapacityFactor * dynastore.WriteUnits(max(size, sizeOf(cur)))
 			}
 		}
-		if canceled {
-			return rcu, wcu, &dynastore.TxCanceledError{Reasons: reasons}
-		}
-		for i, t := range acts {
-			switch t.a.Op {
-			case dynastore.TxPut, dynastore.TxUpdate:
-				s.put(newItems[i], dynastore.ItemSize(newItems[i]))
-			case dynastore.TxDelete:
-				s.del(t.key)
-			}
-		}
-		return rcu, wcu, nil
+		return rcu, wcu, &dynastore.TxCanceledError{Reasons: reasons}
 	})
+}
+
+// transact checks every action against the current items and, if all
+// conditions hold, applies them all. The caller holds the write locks of
+// every action's shard.
+func transact(acts []txAction) (rcu, wcu float64, err error) {
+	canceled := false
+	for i := range acts {
+		t := &acts[i]
+		t.cur = t.sh.get(t.id)
+		t.old = itemOf(t.cur)
+		oldSize := sizeOf(t.cur)
+		if t.a.Op == dynastore.TxCheck {
+			rcu += dynastore.TxCapacityFactor * dynastore.ReadUnits(oldSize)
+		}
+		if !dynastore.EvalValidCond(t.old, t.a.Cond) {
+			t.failed, canceled = true, true
+			continue
+		}
+		switch t.a.Op {
+		case dynastore.TxCheck:
+			continue
+		case dynastore.TxUpdate:
+			// An update DynamoDB cannot apply fails the whole request
+			// with a ValidationException, whatever the other actions.
+			nit, err := dynastore.ApplyValidUpdate(t.key, t.old, *t.a.Update)
+			if err != nil {
+				return 0, 0, err
+			}
+			t.item, t.size = nit, dynastore.ItemSize(nit)
+			if t.size > dynastore.MaxItemSize {
+				return 0, 0, dynastore.UpdatedItemTooLarge()
+			}
+		}
+		wcu += dynastore.TxCapacityFactor * dynastore.WriteUnits(max(t.size, oldSize))
+	}
+	if canceled {
+		return rcu, wcu, errCanceled
+	}
+	for _, t := range acts {
+		if t.a.Op != dynastore.TxCheck {
+			t.sh.set(t.cur, t.id, t.item, t.size)
+		}
+	}
+	return rcu, wcu, nil
 }
 
 // validateTx checks everything DynamoDB checks before it looks at any item.
@@ -487,18 +464,19 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 		return nil, fmt.Errorf("%w: %d actions, at most %d", dynastore.ErrTxTooLarge, len(actions), dynastore.MaxTxActions)
 	}
 	acts := make([]txAction, len(actions))
-	seen := make(map[keyID]bool, len(actions))
+	seen := make(map[string]bool, len(actions))
+	var ids []byte
 	payload := 0
 	for i, a := range actions {
 		t := txAction{a: a, key: a.Key}
 		switch a.Op {
 		case dynastore.TxPut:
-			it, err := dynastore.NormalizeItem(a.Item)
+			it, size, err := dynastore.NormalizeItemSize(a.Item)
 			if err != nil {
 				return nil, err
 			}
-			t.item, t.key = it, it.Key()
-			payload += dynastore.ItemSize(it)
+			t.item, t.size, t.key = it, size, it.Key()
+			payload += size
 		case dynastore.TxUpdate:
 			// TransactWriteItems requires an UpdateExpression, unlike UpdateItem.
 			if a.Update == nil || len(dynastore.UpdatedAttrs(a.Update)) == 0 {
@@ -524,11 +502,14 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 		if err := dynastore.ValidateCond(a.Cond); err != nil {
 			return nil, err
 		}
-		id := keyID{string(t.key.PK), string(t.key.SK)}
-		if seen[id] {
+		// The ids share one buffer, as in BatchGet.
+		start := len(ids)
+		ids = appendID(ids, t.key.PK, t.key.SK)
+		t.id = ids[start:]
+		if seen[string(t.id)] {
 			return nil, fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
 		}
-		seen[id] = true
+		seen[string(t.id)] = true
 		acts[i] = t
 	}
 	if payload > dynastore.MaxTxSize {
@@ -569,255 +550,4 @@ func operandSize(o dynastore.Operand) int {
 		return len(x.Attr)
 	}
 	return 0
-}
-
-// ---- queries and scans -------------------------------------------------------
-
-// bound is one end of a sort-key range.
-type bound struct {
-	set, incl bool
-	sk        []byte
-}
-
-// skRange turns a Query's key condition into bounds on the sort key.
-func skRange(q dynastore.Query) (lo, hi bound, err error) {
-	needA := q.Op != dynastore.SKAll
-	if needA {
-		if err := checkSK(q.A); err != nil {
-			return lo, hi, err
-		}
-	}
-	switch q.Op {
-	case dynastore.SKAll:
-	case dynastore.SKEq:
-		lo, hi = bound{true, true, q.A}, bound{true, true, q.A}
-	case dynastore.SKLT:
-		hi = bound{true, false, q.A}
-	case dynastore.SKLE:
-		hi = bound{true, true, q.A}
-	case dynastore.SKGT:
-		lo = bound{true, false, q.A}
-	case dynastore.SKGE:
-		lo = bound{true, true, q.A}
-	case dynastore.SKBetween:
-		if err := checkSK(q.B); err != nil {
-			return lo, hi, err
-		}
-		if bytes.Compare(q.A, q.B) > 0 {
-			return lo, hi, fmt.Errorf("%w: Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound", dynastore.ErrInvalid)
-		}
-		lo, hi = bound{true, true, q.A}, bound{true, true, q.B}
-	case dynastore.SKBeginsWith:
-		lo = bound{true, true, q.A}
-		if end := prefixEnd(q.A); end != nil {
-			hi = bound{true, false, end}
-		}
-	default:
-		return lo, hi, fmt.Errorf("%w: unknown sort key operator %d", dynastore.ErrInvalid, q.Op)
-	}
-	return lo, hi, nil
-}
-
-func checkSK(sk []byte) error {
-	switch {
-	case len(sk) == 0:
-		return fmt.Errorf("%w: One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty binary value. Key: sk", dynastore.ErrKeyTooLarge)
-	case len(sk) > dynastore.MaxSKSize:
-		return fmt.Errorf("%w: Aggregated size of all range keys has exceeded the size limit of 1024 bytes", dynastore.ErrKeyTooLarge)
-	}
-	return nil
-}
-
-// prefixEnd is the smallest key after every key starting with p, nil if
-// there is none (p is all 0xff).
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
-func (b bound) below(sk []byte) bool { // sk is before the lower bound
-	if !b.set {
-		return false
-	}
-	c := bytes.Compare(sk, b.sk)
-	return c < 0 || (c == 0 && !b.incl)
-}
-
-func (b bound) above(sk []byte) bool { // sk is past the upper bound
-	if !b.set {
-		return false
-	}
-	c := bytes.Compare(sk, b.sk)
-	return c > 0 || (c == 0 && !b.incl)
-}
-
-// Query implements dynastore.Store.
-func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
-	var page dynastore.QueryPage
-	err := s.request(ctx, dynastore.OpQuery, func() (float64, float64, error) {
-		if len(q.PK) == 0 {
-			return 0, 0, fmt.Errorf("%w: One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty binary value. Key: pk", dynastore.ErrKeyTooLarge)
-		}
-		if q.Limit < 0 {
-			return 0, 0, fmt.Errorf("%w: negative Limit", dynastore.ErrInvalid)
-		}
-		if err := dynastore.ValidateCond(q.Filter); err != nil {
-			return 0, 0, err
-		}
-		lo, hi, err := skRange(q)
-		if err != nil {
-			return 0, 0, err
-		}
-		if q.After != nil {
-			if lo.below(q.After) || hi.above(q.After) {
-				return 0, 0, fmt.Errorf("%w: The provided starting key does not match the range key predicate", dynastore.ErrInvalid)
-			}
-			// Resume strictly after q.After in the direction of travel.
-			if q.Reverse {
-				hi = bound{true, false, q.After}
-			} else {
-				lo = bound{true, false, q.After}
-			}
-		}
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		var pg pager
-		pg.limit, pg.filter = q.Limit, q.Filter
-		visit := func(v interface{}) bool {
-			e := v.(*entry)
-			if !bytes.Equal(e.pk, q.PK) {
-				return false
-			}
-			if q.Reverse {
-				if hi.above(e.sk) {
-					return true
-				}
-				if lo.below(e.sk) {
-					return false
-				}
-			} else {
-				if lo.below(e.sk) {
-					return true
-				}
-				if hi.above(e.sk) {
-					return false
-				}
-			}
-			return pg.add(e)
-		}
-		if q.Reverse {
-			pivot := &entry{pk: q.PK, end: true}
-			if hi.set {
-				pivot = &entry{pk: q.PK, sk: hi.sk}
-			}
-			s.tree.Descend(pivot, visit)
-		} else {
-			s.tree.Ascend(&entry{pk: q.PK, sk: lo.sk}, visit)
-		}
-		page.Items = pg.items
-		if pg.last != nil {
-			page.Next = bytes.Clone(pg.last.sk)
-		}
-		return dynastore.ReadUnits(pg.size), 0, nil
-	})
-	if err != nil {
-		return dynastore.QueryPage{}, err
-	}
-	return page, nil
-}
-
-// pager collects one Query or Scan page as DynamoDB does: it reads items
-// until Limit items or 1 MB have been read (the item crossing 1 MB is still
-// read), then filters. last is set when the page stopped early, even if no
-// item follows: that is when DynamoDB returns a LastEvaluatedKey.
-type pager struct {
-	limit  int
-	filter dynastore.Cond
-	read   int
-	size   int
-	items  []dynastore.Item
-	last   *entry
-}
-
-// add reads one item and reports whether to read on.
-func (p *pager) add(e *entry) bool {
-	p.read++
-	p.size += e.size
-	if dynastore.EvalValidCond(e.item, p.filter) {
-		p.items = append(p.items, dynastore.CloneItem(e.item))
-	}
-	if (p.limit > 0 && p.read >= p.limit) || p.size >= dynastore.MaxPageSize {
-		p.last = e
-		return false
-	}
-	return true
-}
-
-// segmentOf assigns a partition to one of n scan segments; all items of a
-// partition share a segment, as in DynamoDB.
-func segmentOf(pk []byte, n int) int {
-	h := fnv.New32a()
-	h.Write(pk)
-	return int(h.Sum32() % uint32(n))
-}
-
-// Scan implements dynastore.Store. Items come in (pk, sk) order, each
-// segment holding whole partitions.
-func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
-	var page dynastore.ScanPage
-	err := s.request(ctx, dynastore.OpScan, func() (float64, float64, error) {
-		segs := sc.Segments
-		switch {
-		case sc.Limit < 0:
-			return 0, 0, fmt.Errorf("%w: negative Limit", dynastore.ErrInvalid)
-		case segs < 0 || segs > 1_000_000:
-			return 0, 0, fmt.Errorf("%w: TotalSegments must be between 1 and 1000000", dynastore.ErrInvalid)
-		case segs == 0 && sc.Segment != 0:
-			return 0, 0, fmt.Errorf("%w: Segment without Segments", dynastore.ErrInvalid)
-		case segs > 0 && (sc.Segment < 0 || sc.Segment >= segs):
-			return 0, 0, fmt.Errorf("%w: Segment must be less than TotalSegments", dynastore.ErrInvalid)
-		}
-		if err := dynastore.ValidateCond(sc.Filter); err != nil {
-			return 0, 0, err
-		}
-		if sc.After != nil {
-			if err := dynastore.ValidateKey(*sc.After); err != nil {
-				return 0, 0, err
-			}
-		}
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		var pg pager
-		pg.limit, pg.filter = sc.Limit, sc.Filter
-		// Ascend takes an untyped nil for "from the start".
-		var pivot interface{}
-		if sc.After != nil {
-			pivot = &entry{pk: sc.After.PK, sk: sc.After.SK}
-		}
-		s.tree.Ascend(pivot, func(v interface{}) bool {
-			e := v.(*entry)
-			if pivot != nil && !less(pivot, e) {
-				return true // the After key itself
-			}
-			if segs > 1 && segmentOf(e.pk, segs) != sc.Segment {
-				return true
-			}
-			return pg.add(e)
-		})
-		page.Items = pg.items
-		if pg.last != nil {
-			page.Next = &dynastore.Key{PK: bytes.Clone(pg.last.pk), SK: bytes.Clone(pg.last.sk)}
-		}
-		return dynastore.ReadUnits(pg.size), 0, nil
-	})
-	if err != nil {
-		return dynastore.ScanPage{}, err
-	}
-	return page, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -255,98 +254,4 @@ func TestLen(t *testing.T) {
 	_, err := s.Delete(ctx, key("0"), dynastore.WriteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 3, s.Len())
-}
-
-// The tree keeps large key spaces cheap; compare ns/op across sizes.
-func BenchmarkGet(b *testing.B) {
-	for _, n := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
-			s := fill(b, n)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if _, err := s.Get(ctx, key(fmt.Sprintf("key:%09d", i%n))); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkIncr(b *testing.B) {
-	for _, n := range []int{1_000, 1_000_000} {
-		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
-			s := fill(b, n)
-			ctx := context.Background()
-			u := dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}}}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if _, err := s.Update(ctx, key(fmt.Sprintf("key:%09d", i%n)), u, dynastore.WriteOptions{Return: dynastore.ReturnUpdatedNew}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkPut(b *testing.B) {
-	s := memory.New(memory.Options{})
-	ctx := context.Background()
-	v := dynastore.B(bytes.Repeat([]byte{'v'}, 64))
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := s.Put(ctx, item(key(fmt.Sprintf("key:%09d", i)), "v", v), dynastore.WriteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func fill(b *testing.B, n int) *memory.Store {
-	b.Helper()
-	s := memory.New(memory.Options{})
-	ctx := context.Background()
-	for i := range n {
-		if _, err := s.Put(ctx, item(key(fmt.Sprintf("key:%09d", i)), "v", dynastore.B("value"), "n", dynastore.N("0")), dynastore.WriteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return s
-}
-
-// BenchmarkHotKey is redis-benchmark's INCR and SET shape: every goroutine
-// writes one key.
-func BenchmarkHotKey(b *testing.B) {
-	incr := dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: "t", Val: dynastore.Lit{V: dynastore.S("string")}}},
-		Add:    []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}},
-		Remove: []string{"e"},
-	}
-	cond := dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{
-		dynastore.Exists{Attr: "t"}, dynastore.IsType{Attr: "n", Type: dynastore.KindN},
-	}}
-	for _, op := range []string{"incr", "put"} {
-		b.Run(op, func(b *testing.B) {
-			s := memory.New(memory.Options{Observer: dynastore.NewStats()})
-			ctx := dynastore.WithLabel(context.Background(), op)
-			k := key("hot")
-			b.ReportAllocs()
-			b.SetParallelism(25)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					var err error
-					if op == "incr" {
-						_, err = s.Update(ctx, k, incr, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnUpdatedNew, OldOnFailure: true})
-					} else {
-						_, err = s.Put(ctx, item(k, "t", dynastore.S("string"), "v", dynastore.B("xxx")), dynastore.WriteOptions{})
-					}
-					if err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
 }

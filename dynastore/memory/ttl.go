@@ -12,60 +12,89 @@ import (
 // the background. Without the same here an embedded redamo that writes many
 // keys with an expiry would keep every dead key in memory forever: redamo
 // treats them as absent, but nothing else would ever remove them. The sweep
-// walks the tree a slice at a time, so the write lock is held only briefly.
+// walks the shards in order a slice at a time: it examines up to ttlChunk
+// items under a shard's read lock, then deletes the dead ones among them
+// under its write lock, so writers of that shard wait for at most one slice.
 
-// ttlBatch is how many items one sweep step examines.
-const ttlBatch = 4096
+const (
+	// ttlBatch is how many items one sweep step examines.
+	ttlBatch = 4096
+	// ttlChunk is how many items the sweep examines, or deletes, per lock.
+	ttlChunk = 256
+)
+
+// ttlPos is where the next sweep step starts: in shard, after the entry
+// whose id is after ("": from the shard's first entry; no id is empty).
+type ttlPos struct {
+	shard int
+	after string
+}
 
 // ExpireTTL examines up to ttlBatch items from where the previous call
 // stopped (wrapping around) and deletes those whose ttl attribute is at or
 // before now, as DynamoDB's TTL would. It returns how many it deleted.
 func (s *Store) ExpireTTL(now time.Time) int {
-	sec := now.Unix()
-	// An entry found dead is deleted only if no write replaced its item
-	// since (same entry, same ver).
+	s.ttlMu.Lock()
+	defer s.ttlMu.Unlock()
+	limit := dynastore.N(strconv.FormatInt(now.Unix(), 10))
+	seen, deleted := 0, 0
+	for seen < ttlBatch {
+		n, d, more := s.sweep(limit, min(ttlChunk, ttlBatch-seen))
+		seen, deleted = seen+n, deleted+d
+		if more {
+			continue
+		}
+		s.ttlPos = ttlPos{shard: s.ttlPos.shard + 1}
+		if s.ttlPos.shard == nShards {
+			s.ttlPos.shard = 0
+			break // reached the end: start over next time
+		}
+	}
+	return deleted
+}
+
+// sweep examines up to max items of the current shard from s.ttlPos on and
+// deletes the expired ones, unless a write replaced them in the meantime
+// (same entry, same ver). more reports whether the shard has items left.
+func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool) {
 	type deadEntry struct {
 		e   *entry
 		ver uint64
 	}
 	var dead []deadEntry
-	s.mu.RLock()
-	var last *entry
-	seen := 0
-	visit := func(v interface{}) bool {
-		e := v.(*entry)
-		last = e
+	sh := &s.shards[s.ttlPos.shard]
+	after := s.ttlPos.after
+	sh.mu.RLock()
+	sh.tree.Ascend(&entry{id: after}, func(e *entry) bool {
+		if e.id == after {
+			return true
+		}
+		if seen == max {
+			more = true
+			return false
+		}
 		seen++
-		if n, ok := e.item[dynastore.AttrTTL].(dynastore.N); ok {
-			if c, err := dynastore.CompareNumbers(n, dynastore.N(strconv.FormatInt(sec, 10))); err == nil && c <= 0 {
+		s.ttlPos.after = e.id
+		if ttl, ok := e.item[dynastore.AttrTTL].(dynastore.N); ok {
+			if c, err := dynastore.CompareNumbers(ttl, limit); err == nil && c <= 0 {
 				dead = append(dead, deadEntry{e, e.ver})
 			}
 		}
-		return seen < ttlBatch
+		return true
+	})
+	sh.mu.RUnlock()
+	if len(dead) == 0 {
+		return seen, 0, more
 	}
-	if s.ttlPos == nil {
-		s.tree.Ascend(nil, visit)
-	} else {
-		s.tree.Ascend(s.ttlPos, visit)
-	}
-	s.mu.RUnlock()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seen < ttlBatch {
-		s.ttlPos = nil // reached the end: start over next time
-	} else {
-		s.ttlPos = &entry{pk: last.pk, sk: last.sk}
-	}
-	deleted := 0
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	for _, d := range dead {
-		// Only if the item was not rewritten since it was examined.
-		if cur := s.get(dynastore.Key{PK: d.e.pk, SK: d.e.sk}); cur != nil && cur == d.e && cur.ver == d.ver {
-			s.tree.Delete(d.e)
+		if sh.byID[d.e.id] == d.e && d.e.ver == d.ver {
+			sh.remove(d.e)
 			deleted++
 		}
 	}
-	return deleted
+	return seen, deleted, more
 }
 
 // RunTTL sweeps expired items every interval until ctx is done. A full pass
