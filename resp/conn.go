@@ -1,157 +1,313 @@
 package resp
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
 	"net"
-	"strconv"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/redamo/redamo/commands"
 )
 
-// readSize is how much one read asks for (Redis reads 16 KB too).
-const readSize = 16 * 1024
+const (
+	// readSize is how much one read asks for at least (Redis reads 16 KB).
+	readSize = 16 * 1024
+	// outMax is how many reply bytes a connection buffers before it writes
+	// them, more requests pending or not: a long pipeline is answered in
+	// pieces rather than held whole in memory.
+	outMax = 64 * 1024
+	// rejectTimeout bounds the write of the error that turns a client away
+	// (protected mode, maxclients): a TLS client that never completes its
+	// handshake cannot hold the connection, or a Shutdown, for longer.
+	rejectTimeout = 2 * time.Second
+)
 
 // bufPool lends connections their read and output buffers while they have
-// bytes in flight, so an idle connection holds none (1,000 idle clients
-// cost their goroutines and redcon's buffers, not ours).
+// bytes in flight, so an idle connection holds none.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return &b }}
 
 func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
 
 func putBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > 4*readSize {
+	if cap(b) == 0 || cap(b) > outMax {
 		return // oversized buffers go back to the GC
 	}
 	b = b[:0]
 	bufPool.Put(&b)
 }
 
-// clientConn is a client's connection as redcon sees it. Its Read runs the
-// client's bytes through parser, one request at a time, so redcon only ever
-// reads canonical RESP, and reports a malformed request the way Redis does:
-// the requests before it run and get their replies, then the error reply
-// goes out and the connection closes. Its Write counts output bytes.
-type clientConn struct {
-	net.Conn
-	p parser
+// conn is one client connection. Its own goroutine (serve) reads requests,
+// runs them and writes the replies; other goroutines only read cn (CLIENT
+// LIST) or kill it.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	// raw reads a plain socket directly, so that the read buffer is
+	// borrowed only while bytes are coming in: an idle connection waits for
+	// its next request holding no buffer. It is nil for TLS (and wrapped)
+	// connections, which wait in Read with their buffer. readSock is the
+	// function raw.Read calls (made once), rn and rerr what it read.
+	raw      syscall.RawConn
+	readSock func(fd uintptr) bool
+	rn       int
+	rerr     error
+	cn       *commands.Conn
+	w        *Writer
+	p        parser
 
-	buf    []byte // client bytes; buf[pos:] not yet parsed (borrowed from bufPool)
-	pos    int
-	out    []byte // canonical bytes not yet handed to redcon (also borrowed)
-	outPos int
+	buf []byte // the client's bytes; buf[pos:] not yet run (borrowed from bufPool)
+	pos int
 
-	stats  *commands.NetStats
+	// cx is the running command's context, reused from one to the next.
+	cx commands.Ctx
+	// labelName and labelCtx are the last command's name and its labelled
+	// context: a pipeline usually repeats one command, and the context (an
+	// allocation per request otherwise) depends on nothing else.
+	labelName string
+	labelCtx  context.Context
+
+	// killed drops the rest of a pipeline after CLIENT KILL.
 	killed atomic.Bool
 }
 
-func newClientConn(c net.Conn, stats *commands.NetStats) *clientConn {
-	return &clientConn{Conn: c, stats: stats}
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, w: NewWriter(2)}
+	sock := socketOf(nc)
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		c.raw, c.readSock = sock, c.readOnce
+	}
+	fd := -1
+	if sock != nil {
+		_ = sock.Control(func(f uintptr) { fd = int(f) })
+	}
+	now := s.srv.Clock()
+	c.cn = &commands.Conn{
+		Addr:      nc.RemoteAddr().String(),
+		LocalAddr: nc.LocalAddr().String(),
+		FD:        fd,
+		Created:   now,
+		Proto:     2,
+		Authed:    s.srv.RequirePass() == "",
+	}
+	c.cn.Touch("NULL", now)
+	c.p.maxBulk = s.srv.ProtoMaxBulkLen
+	c.p.authRequired = func() bool { return s.srv.AuthRequired(c.cn) }
+	return c
 }
 
-// errClosedAfterProtocolError ends a connection whose request was malformed.
-var errClosedAfterProtocolError = errors.New("resp: connection closed after a protocol error")
-
-// Read implements net.Conn for redcon's reader.
-//
-// redcon calls Read only when it holds no complete request, that is after it
-// has run every request it was given and flushed their replies. Read hands
-// over one request at a time, so the error reply for a malformed request
-// comes after the replies of the requests before it, and a pending AUTH has
-// taken effect before the parser checks the unauthenticated limits again.
-func (c *clientConn) Read(b []byte) (int, error) {
-	for {
-		if c.outPos < len(c.out) {
-			n := copy(b, c.out[c.outPos:])
-			c.outPos += n
-			if c.outPos == len(c.out) {
-				putBuf(c.out)
-				c.out, c.outPos = nil, 0
-			}
-			return n, nil
-		}
-		if c.pos < len(c.buf) {
-			args, n, err := c.p.next(c.buf[c.pos:])
-			if err != nil {
-				if c.stats != nil {
-					c.stats.ProtocolErrors.Add(1)
-				}
-				// The reply is best effort: the connection closes either way.
-				_, _ = c.Write([]byte("-ERR " + err.Error() + "\r\n"))
-				return 0, errClosedAfterProtocolError
-			}
-			c.pos += n
-			if len(args) > 0 {
-				c.out = getBuf()
-				c.out = appendHeader(c.out, '*', int64(len(args)))
-				for _, a := range args {
-					c.out = appendHeader(c.out, '$', int64(len(a)))
-					c.out = append(c.out, a...)
-					c.out = append(c.out, '\r', '\n')
-				}
-			}
-			if n > 0 {
-				continue
-			}
-		}
-		if err := c.fill(); err != nil {
-			return 0, err
-		}
+// socketOf returns the socket beneath c (beneath TLS too), nil if it has
+// none.
+func socketOf(c net.Conn) syscall.RawConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
 	}
-}
-
-func appendHeader(out []byte, prefix byte, n int64) []byte {
-	out = append(out, prefix)
-	out = strconv.AppendInt(out, n, 10)
-	return append(out, '\r', '\n')
-}
-
-// fill reads more client bytes after the unparsed ones, growing the buffer
-// only as far as bytes arrive.
-func (c *clientConn) fill() error {
-	if c.buf == nil {
-		c.buf = getBuf()
-	}
-	n := copy(c.buf[:cap(c.buf)], c.buf[c.pos:])
-	c.buf, c.pos = c.buf[:n], 0
-	if cap(c.buf)-n < readSize/2 {
-		nb := make([]byte, n, max(2*cap(c.buf), n+readSize))
-		copy(nb, c.buf)
-		putBuf(c.buf)
-		c.buf = nb
-	}
-	m, err := c.Conn.Read(c.buf[n:cap(c.buf)])
-	c.countIn(m)
-	c.buf = c.buf[:n+m]
-	if m > 0 {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
 		return nil
 	}
-	if n == 0 {
-		putBuf(c.buf)
-		c.buf = nil
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
 	}
+	return raw
+}
+
+// serve runs the connection until it ends: it runs every complete request
+// the client sent, in order, writes their replies in one write, and reads
+// again. As in Redis, each request runs before the next one is parsed, so
+// the one before a malformed request gets its reply before the protocol
+// error does, and an AUTH lifts the unauthenticated limits for the very
+// next request.
+func (c *conn) serve() {
+	defer c.finish()
+	for {
+		more := c.process()
+		if err := c.flush(); err != nil || !more {
+			return
+		}
+		if err := c.fill(); err != nil {
+			return
+		}
+	}
+}
+
+// process runs the complete requests buffered. It returns false when the
+// connection is to close once the replies so far are written: after QUIT, a
+// protocol error, a kill, or when the server shuts down (the requests not
+// yet started then do not run).
+func (c *conn) process() bool {
+	for {
+		if c.killed.Load() || c.s.draining.Load() {
+			return false
+		}
+		args, n, err := c.p.next(c.buf[c.pos:])
+		if err != nil {
+			c.s.srv.Net.ProtocolErrors.Add(1)
+			c.w.begin()
+			c.w.Error("ERR " + err.Error())
+			return false
+		}
+		if n == 0 {
+			return true
+		}
+		c.pos += n
+		if len(args) == 0 {
+			continue
+		}
+		c.s.execute(c, args)
+		if c.cn.CloseAfterReply {
+			return false
+		}
+		if len(c.w.Bytes()) >= outMax {
+			if err := c.flush(); err != nil {
+				return false
+			}
+		}
+	}
+}
+
+// flush writes the buffered replies, in one write, and lends the buffer
+// back.
+func (c *conn) flush() error {
+	out := c.w.take()
+	if len(out) == 0 {
+		return nil
+	}
+	n, err := c.nc.Write(out)
+	if n > 0 {
+		c.s.srv.Net.AddOut(n)
+	}
+	putBuf(out)
 	return err
 }
 
-func (c *clientConn) countIn(n int) {
-	if c.stats != nil && n > 0 {
-		c.stats.AddIn(n)
+// fill reads more of the client's bytes after those buffered.
+func (c *conn) fill() error {
+	if c.raw == nil {
+		c.room()
+		n, err := c.nc.Read(c.buf[len(c.buf):cap(c.buf)])
+		c.received(n)
+		if n > 0 {
+			return nil // an error comes back with the next read
+		}
+		c.release()
+		return err
+	}
+	err := c.raw.Read(c.readSock)
+	switch {
+	case err != nil:
+		return err
+	case c.rerr != nil:
+		c.release()
+		return os.NewSyscallError("read", c.rerr)
+	case c.rn == 0:
+		c.release()
+		return io.EOF
+	}
+	c.received(c.rn)
+	return nil
+}
+
+// readOnce is one attempt of a socket read, for raw.Read: false when there
+// is nothing to read yet.
+func (c *conn) readOnce(fd uintptr) bool {
+	c.room()
+	for {
+		c.rn, c.rerr = syscall.Read(int(fd), c.buf[len(c.buf):cap(c.buf)])
+		if !errors.Is(c.rerr, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(c.rerr, syscall.EAGAIN) {
+		// Wait for the socket to become readable with the buffer back in
+		// the pool, unless it holds part of a request.
+		c.release()
+		return false
+	}
+	return true
+}
+
+func (c *conn) received(n int) {
+	if n > 0 {
+		c.buf = c.buf[:len(c.buf)+n]
+		c.s.srv.Net.AddIn(n)
 	}
 }
 
-// Write implements net.Conn, counting output bytes.
-func (c *clientConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if c.stats != nil && n > 0 {
-		c.stats.AddOut(n)
+// room makes space for a read after the buffered bytes. A request that has
+// not fully arrived moves to the front of the buffer; one larger than the
+// buffer grows it as its bytes arrive (never by what it merely announces),
+// to twice its size or to what the bulk being read still needs, whichever
+// is less.
+func (c *conn) room() {
+	if c.buf == nil {
+		c.buf, c.pos = getBuf(), 0
 	}
-	return n, err
+	if cap(c.buf)-len(c.buf) >= readSize/2 {
+		return
+	}
+	kept := copy(c.buf[:cap(c.buf)], c.buf[c.pos:])
+	c.buf, c.pos = c.buf[:kept], 0
+	if cap(c.buf)-kept >= readSize/2 {
+		return
+	}
+	grow := max(kept, readSize)
+	if need := c.p.need(c.buf); need > 0 {
+		grow = int(min(int64(grow), max(need, readSize)))
+	}
+	nb := make([]byte, kept, kept+grow)
+	copy(nb, c.buf)
+	putBuf(c.buf)
+	c.buf = nb
 }
 
-// kill closes the connection from another goroutine (CLIENT KILL): its
-// pending requests are dropped and its reader fails.
-func (c *clientConn) kill() {
+// release lends the read buffer back when it holds nothing still to run.
+func (c *conn) release() {
+	if c.buf == nil || c.pos < len(c.buf) {
+		return
+	}
+	putBuf(c.buf)
+	c.buf, c.pos = nil, 0
+	// The last request's arguments pointed into it.
+	clear(c.p.args[:cap(c.p.args)])
+}
+
+// finish closes the connection and forgets it. A panic outside a command
+// (which run recovers) ends this connection only.
+func (c *conn) finish() {
+	if r := recover(); r != nil {
+		c.s.logf("resp: panic serving connection %d: %v\n%s", c.cn.ID, r, debug.Stack())
+	}
+	_ = c.nc.Close()
+	c.release()
+	putBuf(c.w.take())
+	c.s.clients.remove(c.cn.ID)
+	if c.s.opts.OnConn != nil {
+		c.s.opts.OnConn(-1)
+	}
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL, a
+// Shutdown out of time): its pending requests are dropped and its reads and
+// writes fail.
+func (c *conn) kill() {
 	c.killed.Store(true)
-	_ = c.Conn.Close()
+	_ = c.nc.Close()
+}
+
+// reject turns a client away with Redis's error for why, then closes.
+func reject(nc net.Conn, msg string) {
+	_ = nc.SetWriteDeadline(time.Now().Add(rejectTimeout))
+	// Best effort: the connection closes either way.
+	_, _ = fmt.Fprintf(nc, "-%s\r\n", msg)
+	_ = nc.Close()
 }

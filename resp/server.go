@@ -1,13 +1,12 @@
 // Package resp is redamo's network front end: it accepts client connections
-// (on github.com/tidwall/redcon), reads requests exactly as Redis 7.0 does
-// (RESP multibulk and inline, with Redis's limits and protocol errors),
+// (one goroutine each), reads requests exactly as Redis 7.0 does (RESP
+// multibulk and inline, with Redis's limits and protocol errors),
 // dispatches them to the command table and encodes the replies in RESP2 or
 // RESP3. It is the only package that knows RESP bytes.
 package resp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,10 +14,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
@@ -40,10 +36,9 @@ type Options struct {
 type Server struct {
 	srv  *commands.Server
 	opts Options
-	rs   *redcon.Server
 
 	mu      sync.Mutex
-	ln      *listener
+	ln      net.Listener
 	served  chan struct{} // closed when Serve has returned
 	started bool
 
@@ -57,13 +52,11 @@ type Server struct {
 	stopWaiting context.Context
 	stopWait    context.CancelFunc
 
-	nextID  atomic.Int64
 	clients registry
-
-	// gate is held shared by every running command; Shutdown takes it
-	// exclusively to wait for in-flight commands, then sets stopped.
-	gate     sync.RWMutex
-	stopped  bool
+	// conns counts the connection goroutines, rejected clients' included.
+	conns sync.WaitGroup
+	// draining is set when Shutdown begins: connections run no further
+	// request and close once their replies are written.
 	draining atomic.Bool
 }
 
@@ -96,9 +89,8 @@ func New(srv *commands.Server, opts Options) *Server {
 	s := &Server{srv: srv, opts: opts, served: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.stopWaiting, s.stopWait = context.WithCancel(context.Background())
-	s.clients.conns = map[int64]*connState{}
+	s.clients.conns = map[int64]*conn{}
 	srv.Clients = &s.clients
-	s.rs = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closed)
 	return s
 }
 
@@ -126,8 +118,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		close(s.served)
 		return nil
 	}
-	s.ln = &listener{Listener: ln, s: s, release: make(chan struct{})}
-	l := s.ln
+	s.ln = ln
 	s.mu.Unlock()
 	defer close(s.served)
 
@@ -135,11 +126,49 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer close(stopSampler)
 	go s.sample(stopSampler)
 
-	err := s.rs.Serve(l)
-	if s.draining.Load() {
-		return nil
+	// backoff paces retries after accept errors (out of file descriptors).
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				s.clients.killAll()
+				return fmt.Errorf("resp: accept: %w", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logf("resp: accept: %v; retrying in %v", err, backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.conns.Add(1)
+		go s.serveConn(nc)
 	}
-	return err
+}
+
+// serveConn admits a client (protected mode, maxclients, as Redis checks
+// them on accept) and serves it.
+func (s *Server) serveConn(nc net.Conn) {
+	defer s.conns.Done()
+	if s.srv.Refuses(nc.RemoteAddr()) {
+		reject(nc, commands.MsgProtectedMode)
+		return
+	}
+	c := newConn(s, nc)
+	if !s.clients.add(c, s.srv.MaxClients()) {
+		s.srv.Net.Rejected.Add(1)
+		reject(nc, commands.MsgMaxClients)
+		return
+	}
+	c.cn.Publish()
+	s.srv.Net.Connections.Add(1)
+	if s.opts.OnConn != nil {
+		s.opts.OnConn(1)
+	}
+	c.serve()
 }
 
 // Addr returns the address being served, nil before Serve.
@@ -160,24 +189,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// draining is set under mu so that Serve either registered its listener
 	// before (and is shut down here) or sees draining and serves nothing.
 	s.mu.Lock()
-	l := s.ln
+	ln := s.ln
 	twice := s.draining.Swap(true)
 	s.mu.Unlock()
 	if twice {
 		return errors.New("resp: Shutdown called twice")
 	}
 	s.stopWait()
-	if l == nil {
+	if ln == nil {
 		s.cancel()
 		return nil
 	}
-	_ = l.Listener.Close()
-
+	_ = ln.Close()
+	// Once Serve has returned no connection is added: the ones there are
+	// close after their command in flight, if any, and the idle ones are
+	// woken from their read to close.
+	<-s.served
+	s.clients.wake()
 	drained := make(chan struct{})
 	go func() {
-		s.gate.Lock()
-		s.stopped = true
-		s.gate.Unlock()
+		s.conns.Wait()
 		close(drained)
 	}()
 	var err error
@@ -186,42 +217,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		s.cancel()
+		s.clients.killAll()
 	}
-	close(l.release)
-	<-s.served
 	s.cancel()
 	return err
-}
-
-// listener hands redcon client connections wrapped in clientConn. Once
-// Shutdown closed the real listener, Accept holds redcon's accept loop until
-// the in-flight commands are done, because redcon closes every connection as
-// soon as that loop ends.
-type listener struct {
-	net.Listener
-	s       *Server
-	release chan struct{}
-	// backoff paces retries after accept errors (out of file descriptors):
-	// redcon retries at once, which would spin.
-	backoff time.Duration
-}
-
-func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		if l.s.draining.Load() {
-			<-l.release
-			return nil, net.ErrClosed
-		}
-		if !errors.Is(err, net.ErrClosed) {
-			l.backoff = min(max(2*l.backoff, 5*time.Millisecond), time.Second)
-			l.s.logf("resp: accept: %v; retrying in %v", err, l.backoff)
-			time.Sleep(l.backoff)
-		}
-		return nil, err
-	}
-	l.backoff = 0
-	return newClientConn(c, &l.s.srv.Net), nil
 }
 
 // sample feeds the instantaneous_* metrics of INFO every 100 ms.
@@ -239,120 +238,10 @@ func (s *Server) sample(stop <-chan struct{}) {
 	}
 }
 
-// connState is one connection's state, kept in redcon's Conn context.
-type connState struct {
-	cn *commands.Conn
-	w  *Writer
-	cc *clientConn
-	// closing drops the rest of a pipeline after QUIT or a kill.
-	closing bool
-	// labelName and labelCtx are the last command's name and its labelled
-	// context: a pipeline usually repeats one command, and the context
-	// (an allocation per request otherwise) depends on nothing else.
-	labelName string
-	labelCtx  context.Context
-}
-
-func (s *Server) accept(rc redcon.Conn) bool {
-	cc, ok := rc.NetConn().(*clientConn)
-	if !ok {
-		return false
-	}
-	if s.srv.Refuses(cc.RemoteAddr()) {
-		// As Redis: the error, then the connection closes.
-		_, _ = cc.Conn.Write([]byte("-" + commands.MsgProtectedMode + "\r\n"))
-		return false
-	}
-	if int64(s.clients.count()) >= s.srv.MaxClients() {
-		// As Redis: the error, then the connection closes.
-		_, _ = cc.Conn.Write([]byte("-" + commands.MsgMaxClients + "\r\n"))
-		s.srv.Net.Rejected.Add(1)
-		return false
-	}
-	now := s.srv.Clock()
-	cn := &commands.Conn{
-		ID:        s.nextID.Add(1),
-		Addr:      rc.RemoteAddr(),
-		LocalAddr: cc.LocalAddr().String(),
-		FD:        socketFD(cc.Conn),
-		Created:   now,
-		Proto:     2,
-		Authed:    s.srv.RequirePass() == "",
-	}
-	cn.Touch("NULL", now)
-	cn.Publish()
-	st := &connState{cn: cn, w: NewWriter(2), cc: cc}
-	cc.p.maxBulk = s.srv.ProtoMaxBulkLen
-	cc.p.authRequired = func() bool { return s.srv.AuthRequired(cn) }
-	rc.SetContext(st)
-	s.clients.add(st)
-	s.srv.Net.Connections.Add(1)
-	if s.opts.OnConn != nil {
-		s.opts.OnConn(1)
-	}
-	return true
-}
-
-// socketFD returns c's file descriptor for CLIENT LIST, -1 if it has none.
-func socketFD(c net.Conn) int {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	fd := -1
-	if sc, ok := c.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			_ = raw.Control(func(f uintptr) { fd = int(f) })
-		}
-	}
-	return fd
-}
-
-func (s *Server) closed(rc redcon.Conn, _ error) {
-	st, ok := rc.Context().(*connState)
-	if !ok {
-		return
-	}
-	s.clients.remove(st.cn.ID)
-	if s.opts.OnConn != nil {
-		s.opts.OnConn(-1)
-	}
-}
-
-// serveCommand runs one request; redcon calls it for each request of a
-// pipeline in order, then flushes the replies.
-func (s *Server) serveCommand(rc redcon.Conn, req redcon.Command) {
-	st, ok := rc.Context().(*connState)
-	if !ok || st.closing {
-		return
-	}
-	if st.cc.killed.Load() {
-		st.closing = true
-		return
-	}
-	s.gate.RLock()
-	defer s.gate.RUnlock()
-	if s.stopped {
-		st.closing = true
-		_ = rc.Close()
-		return
-	}
-	s.execute(st, req.Args)
-	rc.WriteRaw(st.w.Bytes())
-	st.w.Reset()
-	switch {
-	case st.cn.CloseAfterReply:
-		st.closing = true
-		_ = rc.Close() // flushes first
-	case s.draining.Load():
-		// Shutdown closes connections as soon as the commands in flight
-		// are done: the reply must be on the wire by then.
-		_ = redcon.BaseWriter(rc).Flush()
-	}
-}
-
-// execute resolves and runs one request, leaving exactly one reply in st.w.
-func (s *Server) execute(st *connState, args [][]byte) {
-	cn, w := st.cn, st.w
+// execute resolves and runs one request, adding exactly one reply to c.w.
+func (s *Server) execute(c *conn, args [][]byte) {
+	cn, w := c.cn, c.w
+	w.begin()
 	if w.Proto() != cn.Proto {
 		w.SetProto(cn.Proto)
 	}
@@ -369,20 +258,22 @@ func (s *Server) execute(st *connState, args [][]byte) {
 		w.Error(commands.MsgNoAuth)
 		return
 	}
-	if st.labelCtx == nil || st.labelName != cmd.Name {
-		st.labelName, st.labelCtx = cmd.Name, dynastore.WithLabel(s.ctx, cmd.Name)
+	if c.labelCtx == nil || c.labelName != cmd.Name {
+		c.labelName, c.labelCtx = cmd.Name, dynastore.WithLabel(s.ctx, cmd.Name)
 	}
-	ctx := st.labelCtx
+	ctx := c.labelCtx
 	if cmd.HasFlag(commands.FlagBlocking) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
-		stopWatch := watchHangup(st.cc.Conn, cancel)
+		stopWatch := watchHangup(c.nc, cancel)
 		stopShutdown := context.AfterFunc(s.stopWaiting, cancel)
 		defer cancel()
 		defer stopShutdown()
 		defer stopWatch()
 	}
-	c := &commands.Ctx{
+	// Handlers keep neither the context nor the arguments (slices of the
+	// read buffer) once they return: both are reused.
+	c.cx = commands.Ctx{
 		Context: ctx,
 		Args:    args,
 		W:       w,
@@ -390,11 +281,13 @@ func (s *Server) execute(st *connState, args [][]byte) {
 		Conn:    cn,
 		Srv:     s.srv,
 	}
-	cn.Touch(cmd.Name, c.Now())
-	s.run(c, cmd)
+	cx := &c.cx
+	cn.Touch(cmd.Name, cx.Now())
+	s.run(cx, cmd)
+	c.cx = commands.Ctx{}
 	if !w.Complete() {
 		s.logf("resp: %s wrote an incomplete or extra reply; replaced by an error", cmd.Name)
-		w.Reset()
+		w.discard()
 		w.Error(fmt.Sprintf(commands.MsgMalformedReply, cmd.Name))
 	}
 	cn.Publish()
@@ -407,7 +300,7 @@ func (s *Server) run(c *commands.Ctx, cmd *commands.Command) {
 		if r := recover(); r != nil {
 			s.logf("resp: panic in %s: %v\n%s", cmd.Name, r, debug.Stack())
 			if w, ok := c.W.(*Writer); ok {
-				w.Reset()
+				w.discard()
 			}
 			c.W.Error(fmt.Sprintf(commands.MsgInternalError, cmd.Name))
 		}
@@ -423,20 +316,23 @@ func (s *Server) logf(format string, args ...any) {
 
 // registry is the set of open connections (commands.Clients).
 type registry struct {
-	mu    sync.Mutex
-	conns map[int64]*connState
+	mu     sync.Mutex
+	conns  map[int64]*conn
+	lastID int64
 }
 
-func (r *registry) add(st *connState) {
-	r.mu.Lock()
-	r.conns[st.cn.ID] = st
-	r.mu.Unlock()
-}
-
-func (r *registry) count() int {
+// add registers c under a new id, unless max connections are open: then
+// it returns false (and, as in Redis, the refused client takes no id).
+func (r *registry) add(c *conn, max int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.conns)
+	if int64(len(r.conns)) >= max {
+		return false
+	}
+	r.lastID++
+	c.cn.ID = r.lastID
+	r.conns[c.cn.ID] = c
+	return true
 }
 
 func (r *registry) remove(id int64) {
@@ -449,8 +345,8 @@ func (r *registry) remove(id int64) {
 func (r *registry) List() []*commands.Conn {
 	r.mu.Lock()
 	out := make([]*commands.Conn, 0, len(r.conns))
-	for _, st := range r.conns {
-		out = append(out, st.cn)
+	for _, c := range r.conns {
+		out = append(out, c.cn)
 	}
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -460,11 +356,31 @@ func (r *registry) List() []*commands.Conn {
 // Kill closes connection id; its pending requests are dropped.
 func (r *registry) Kill(id int64) bool {
 	r.mu.Lock()
-	st := r.conns[id]
+	c := r.conns[id]
 	r.mu.Unlock()
-	if st == nil {
+	if c == nil {
 		return false
 	}
-	st.cc.kill()
+	c.kill()
 	return true
+}
+
+// wake ends the reads connections are waiting in, so that they see a
+// Shutdown; a connection running a command is not disturbed (it checks
+// before it reads again).
+func (r *registry) wake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// killAll closes every connection.
+func (r *registry) killAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		c.kill()
+	}
 }

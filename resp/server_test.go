@@ -131,6 +131,8 @@ func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 	}
 	good.send(cmd("ECHO", "still here"))
 	good.expect("$10\r\nstill here\r\n")
+	good.send(cmd("INFO", "stats"))
+	require.Contains(t, readBulk(t, good), "protocol_errors:3\r\n")
 }
 
 // A huge announced bulk is refused from its header: the server neither
@@ -529,5 +531,68 @@ func TestProtectedMode(t *testing.T) {
 			}
 			require.Equal(t, "+PONG\r\n", line)
 		})
+	}
+}
+
+// writeLog records the size of every write of the connections it accepts.
+type writeLog struct {
+	net.Listener
+	mu     sync.Mutex
+	writes []int
+}
+
+type loggedConn struct {
+	net.Conn
+	log *writeLog
+}
+
+func (l *writeLog) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return loggedConn{c, l}, nil
+}
+
+func (c loggedConn) Write(b []byte) (int, error) {
+	c.log.mu.Lock()
+	c.log.writes = append(c.log.writes, len(b))
+	c.log.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (l *writeLog) take() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.writes
+	l.writes = nil
+	return w
+}
+
+// The replies to the requests of one read go out in one write; a pipeline
+// whose replies exceed the output bound goes out in several, in order.
+func TestRepliesOneWritePerRead(t *testing.T) {
+	srv := &commands.Server{Table: commands.NewTable()}
+	rs := resp.New(srv, resp.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	log := &writeLog{Listener: ln}
+	done := make(chan struct{})
+	go func() { _ = rs.Serve(log); close(done) }()
+	t.Cleanup(func() { _ = rs.Shutdown(context.Background()); <-done })
+	rc := (&testServer{addr: ln.Addr().String()}).dial(t)
+
+	batch := strings.Repeat(cmd("PING"), 15) + cmd("ECHO", "last")
+	rc.send(batch)
+	rc.expect(strings.Repeat("+PONG\r\n", 15) + "$4\r\nlast\r\n")
+	require.Equal(t, []int{15*7 + 10}, log.take())
+
+	val := strings.Repeat("v", 1000)
+	rc.send(strings.Repeat(cmd("ECHO", val), 200))
+	rc.expect(strings.Repeat("$1000\r\n"+val+"\r\n", 200))
+	writes := log.take()
+	require.Greater(t, len(writes), 1)
+	for _, n := range writes {
+		require.LessOrEqual(t, n, 64*1024+1009)
 	}
 }

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -23,15 +22,8 @@ import (
 // the peek is on the TCP stream: a bare close is seen, while a close_notify
 // record counts as data. Connections without a socket are not watched.
 func watchHangup(c net.Conn, cancel context.CancelFunc) (stop func()) {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return func() {}
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := socketOf(c)
+	if raw == nil {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -8,13 +8,15 @@ import (
 // Writer encodes one connection's replies in RESP2 or RESP3, byte for byte as
 // Redis 7.0 does. It implements commands.Writer.
 //
-// Replies accumulate in memory until the server flushes them to the network.
-// The writer also checks that a handler produced exactly one complete
-// top-level reply, so a buggy handler cannot desynchronise the client's
-// protocol stream (see Complete).
+// Replies accumulate in memory until the server flushes them to the network,
+// a pipeline's replies one after the other. The writer also checks that a
+// handler produced exactly one complete top-level reply, so a buggy handler
+// cannot desynchronise the client's protocol stream (see Complete).
 type Writer struct {
 	proto int
 	buf   []byte
+	// start is where the reply being written begins in buf.
+	start int
 
 	// pending holds, for each open aggregate, how many elements it still
 	// expects; replies counts top-level replies completed since Reset.
@@ -41,18 +43,42 @@ func (w *Writer) Bytes() []byte { return w.buf }
 // Reset empties the buffer and the reply accounting, keeping the memory.
 func (w *Writer) Reset() {
 	w.buf = w.buf[:0]
+	w.begin()
+}
+
+// begin starts a reply after those buffered: Complete and Errors count from
+// here. A writer without a buffer borrows one from bufPool.
+func (w *Writer) begin() {
+	if w.buf == nil {
+		w.buf = getBuf()
+	}
+	w.start = len(w.buf)
 	w.pending = w.pending[:0]
 	w.replies = 0
 	w.errors = 0
 }
 
+// discard drops the reply begun last, keeping those before it.
+func (w *Writer) discard() {
+	w.buf = w.buf[:w.start]
+	w.begin()
+}
+
+// take returns the buffered replies and leaves the writer without a buffer
+// (the caller lends it back once written).
+func (w *Writer) take() []byte {
+	b := w.buf
+	w.buf, w.start = nil, 0
+	return b
+}
+
 // Complete reports whether exactly one full top-level reply was written since
-// the last Reset.
+// the last Reset (or, on a connection, since the reply began).
 func (w *Writer) Complete() bool {
 	return w.replies == 1 && len(w.pending) == 0
 }
 
-// Errors returns how many error replies were written since the last Reset.
+// Errors returns how many error replies were written since the reply began.
 func (w *Writer) Errors() int { return w.errors }
 
 // value records one finished value in the reply accounting.
