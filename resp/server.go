@@ -283,6 +283,7 @@ func (s *Server) execute(c *conn, args [][]byte) {
 	}
 	cx := &c.cx
 	cn.Touch(cmd.Name, cx.Now())
+	db, proto := cn.DB, cn.Proto
 	s.run(cx, cmd)
 	c.cx = commands.Ctx{}
 	if !w.Complete() {
@@ -290,7 +291,9 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		w.discard()
 		w.Error(fmt.Sprintf(commands.MsgMalformedReply, cmd.Name))
 	}
-	cn.Publish()
+	if cn.DB != db || cn.Proto != proto {
+		cn.Publish()
+	}
 }
 
 // run calls the handler, turning a panic into an error reply so one bad
@@ -353,10 +356,13 @@ func (r *registry) List() []*commands.Conn {
 	return out
 }
 
-// Kill closes connection id; its pending requests are dropped.
+// Kill closes connection id; its pending requests are dropped. As in
+// Redis, the connection is gone for the commands that follow (CLIENT LIST,
+// another KILL) even before its goroutine has noticed.
 func (r *registry) Kill(id int64) bool {
 	r.mu.Lock()
 	c := r.conns[id]
+	delete(r.conns, id)
 	r.mu.Unlock()
 	if c == nil {
 		return false
