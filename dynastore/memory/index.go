@@ -205,7 +205,7 @@ type outcome struct {
 // nothing. It must depend on old alone: write may call it twice.
 type decision func(old dynastore.Item) (next dynastore.Item, size int, err error)
 
-// write performs one single-item write at id in sh. When decide needs the current
+// write performs one single-item write at k. When decide needs the current
 // item (a condition, an update), write first reads it under the read lock
 // and decides without any lock; it then takes the write lock only to check
 // that the entry is the one it read, unchanged (same entry, same ver), and
@@ -213,7 +213,9 @@ type decision func(old dynastore.Item) (next dynastore.Item, size int, err error
 // under the write lock, so it never retries more than once. A write decided
 // not to happen (an error, a delete of nothing) takes effect at the read.
 // Without readFirst decide runs under the write lock: it must then be cheap.
-func write(sh *shardState, id []byte, readFirst bool, decide decision) (outcome, error) {
+func (s *Store) write(k dynastore.Key, readFirst bool, decide decision) (outcome, error) {
+	var buf [idBufSize]byte
+	sh, id := s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK)
 	var o outcome
 	var seen *entry
 	var seenVer uint64
@@ -241,4 +243,15 @@ func write(sh *shardState, id []byte, readFirst bool, decide decision) (outcome,
 	}
 	sh.set(cur, id, o.next, o.nextSize)
 	return o, nil
+}
+
+// onCond is the decision of a Put or Delete: leave next (nil: nothing) of
+// size bytes if cond holds on the current item.
+func onCond(cond dynastore.Cond, next dynastore.Item, size int) decision {
+	return func(old dynastore.Item) (dynastore.Item, int, error) {
+		if !dynastore.EvalValidCond(old, cond) {
+			return nil, 0, errCondFailed
+		}
+		return next, size, nil
+	}
 }

@@ -255,14 +255,7 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		if err != nil {
 			return 0, 0, err
 		}
-		k := nit.Key()
-		var buf [idBufSize]byte
-		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), o.Cond != nil, func(old dynastore.Item) (dynastore.Item, int, error) {
-			if !dynastore.EvalValidCond(old, o.Cond) {
-				return nil, 0, errCondFailed
-			}
-			return nit, size, nil
-		})
+		res, err := s.write(nit.Key(), o.Cond != nil, onCond(o.Cond, nit, size))
 		if err != nil {
 			return 0, dynastore.WriteUnits(res.oldSize), condFailed(res.old, o)
 		}
@@ -291,8 +284,7 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		if err := dynastore.ValidateUpdate(u); err != nil {
 			return 0, 0, err
 		}
-		var buf [idBufSize]byte
-		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), true, func(old dynastore.Item) (dynastore.Item, int, error) {
+		res, err := s.write(k, true, func(old dynastore.Item) (dynastore.Item, int, error) {
 			// As DynamoDB: the condition first, then the update's own errors.
 			if !dynastore.EvalValidCond(old, o.Cond) {
 				return nil, 0, errCondFailed
@@ -335,13 +327,7 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		var buf [idBufSize]byte
-		res, err := write(s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK), o.Cond != nil, func(old dynastore.Item) (dynastore.Item, int, error) {
-			if !dynastore.EvalValidCond(old, o.Cond) {
-				return nil, 0, errCondFailed
-			}
-			return nil, 0, nil
-		})
+		res, err := s.write(k, o.Cond != nil, onCond(o.Cond, nil, 0))
 		wcu := dynastore.WriteUnits(res.oldSize)
 		if err != nil {
 			return 0, wcu, condFailed(res.old, o)

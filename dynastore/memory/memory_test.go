@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -254,4 +255,40 @@ func TestLen(t *testing.T) {
 	_, err := s.Delete(ctx, key("0"), dynastore.WriteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 3, s.Len())
+}
+
+// Scan pages come in (pk, sk) order across the store's shards, each item
+// once, and resume after any key.
+func TestScanOrder(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	var want []dynastore.Key
+	for p := range 200 {
+		for i := range 3 {
+			k := dynastore.Key{PK: []byte{byte(p % 7), 0, byte(p), 0xff}, SK: []byte{byte(2 - i), 0}}
+			want = append(want, k)
+			_, err := s.Put(ctx, item(k), dynastore.WriteOptions{})
+			require.NoError(t, err)
+		}
+	}
+	slices.SortFunc(want, func(a, b dynastore.Key) int {
+		if c := bytes.Compare(a.PK, b.PK); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.SK, b.SK)
+	})
+	var got []dynastore.Key
+	sc := dynastore.Scan{Limit: 7}
+	for {
+		page, err := s.Scan(ctx, sc)
+		require.NoError(t, err)
+		for _, it := range page.Items {
+			got = append(got, it.Key())
+		}
+		if page.Next == nil {
+			break
+		}
+		sc.After = page.Next
+	}
+	require.Equal(t, want, got)
 }
