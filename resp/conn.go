@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -192,6 +193,13 @@ func (c *conn) flush() error {
 
 // fill reads more of the client's bytes after those buffered.
 func (c *conn) fill() error {
+	if c.pos == len(c.buf) {
+		// Every request has been answered: a client that waits for its
+		// replies has not sent more yet, and a read now would mostly fail
+		// and park. The other connections run first, which gives it time
+		// (it saves about a third of the reads under redis-benchmark).
+		runtime.Gosched()
+	}
 	if c.raw == nil {
 		c.room()
 		n, err := c.nc.Read(c.buf[len(c.buf):cap(c.buf)])
