@@ -42,8 +42,8 @@ func (w *Writer) Bytes() []byte { return w.buf }
 
 // Reset empties the buffer and the reply accounting, keeping the memory.
 func (w *Writer) Reset() {
-	w.buf = w.buf[:0]
-	w.begin()
+	w.buf, w.start = w.buf[:0], 0
+	w.restart()
 }
 
 // begin starts a reply after those buffered: Complete and Errors count from
@@ -53,15 +53,19 @@ func (w *Writer) begin() {
 		w.buf = getBuf()
 	}
 	w.start = len(w.buf)
-	w.pending = w.pending[:0]
-	w.replies = 0
-	w.errors = 0
+	w.restart()
 }
 
 // discard drops the reply begun last, keeping those before it.
 func (w *Writer) discard() {
 	w.buf = w.buf[:w.start]
-	w.begin()
+	w.restart()
+}
+
+func (w *Writer) restart() {
+	w.pending = w.pending[:0]
+	w.replies = 0
+	w.errors = 0
 }
 
 // take returns the buffered replies and leaves the writer without a buffer
