@@ -43,17 +43,20 @@ const DefaultBlockingPoll = 100 * time.Millisecond
 // blockPollMin is the first poll interval after a key was (re)armed.
 const blockPollMin = 10 * time.Millisecond
 
-// listRuntime is the list family's per-process state.
+// listRuntime is the list family's per-process state, and the home of the
+// collection caches the set and hash families share with it (itemsOf,
+// gensOf).
 type listRuntime struct {
-	cache listCache
+	items itemCache
+	gens  keyCache[largeGen]
 	srv   *Server
 
 	mu      sync.Mutex
-	keys    map[listCacheKey]*keyWaiters
+	keys    map[dbKey]*keyWaiters
 	running bool
 	poke    chan struct{}
 	blocked int
-	locks   map[listCacheKey]*keyLock
+	locks   map[dbKey]*keyLock
 }
 
 // keyLock serializes this process's writers of one list key. Correctness
@@ -80,10 +83,10 @@ func (r *listRuntime) lockKeys(db int, keys ...[]byte) func() {
 	sort.Strings(names)
 	held := make([]*keyLock, len(names))
 	for i, n := range names {
-		ck := listCacheKey{db, n}
+		ck := dbKey{db, n}
 		r.mu.Lock()
 		if r.locks == nil {
-			r.locks = map[listCacheKey]*keyLock{}
+			r.locks = map[dbKey]*keyLock{}
 		}
 		kl := r.locks[ck]
 		if kl == nil {
@@ -101,7 +104,7 @@ func (r *listRuntime) lockKeys(db int, keys ...[]byte) func() {
 			r.mu.Lock()
 			held[i].refs--
 			if held[i].refs == 0 {
-				delete(r.locks, listCacheKey{db, names[i]})
+				delete(r.locks, dbKey{db, names[i]})
 			}
 			r.mu.Unlock()
 		}
@@ -120,12 +123,12 @@ type waiter struct {
 	// ch is signalled (never blocking: capacity 1) when the client should
 	// try its pop.
 	ch   chan struct{}
-	keys []listCacheKey
+	keys []dbKey
 }
 
 func (s *Server) listRT() *listRuntime {
 	s.listsOnce.Do(func() {
-		s.lists = &listRuntime{srv: s, keys: map[listCacheKey]*keyWaiters{}, poke: make(chan struct{}, 1)}
+		s.lists = &listRuntime{srv: s, keys: map[dbKey]*keyWaiters{}, poke: make(chan struct{}, 1)}
 	})
 	return s.lists
 }
@@ -158,7 +161,7 @@ func signal(ch chan struct{}) {
 func (r *listRuntime) notify(db int, key []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	kw := r.keys[listCacheKey{db, string(key)}]
+	kw := r.keys[dbKey{db, string(key)}]
 	if kw == nil || len(kw.queue) == 0 {
 		return
 	}
@@ -232,7 +235,7 @@ func (r *listRuntime) poll() {
 			return
 		}
 		now := time.Now()
-		var due []listCacheKey
+		var due []dbKey
 		next := now.Add(time.Hour)
 		for k, kw := range r.keys {
 			if !kw.due.After(now) {
@@ -259,7 +262,7 @@ func (r *listRuntime) poll() {
 }
 
 // check reads the key items of keys (one BatchGet) and wakes or backs off.
-func (r *listRuntime) check(ctx context.Context, keys []listCacheKey) {
+func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 	ks := make([]dynastore.Key, len(keys))
 	for i, k := range keys {
 		ks[i] = itemKey(k.db, []byte(k.key))
@@ -311,9 +314,9 @@ func block(c *Ctx, keys [][]byte, timeoutMS int64, attempt func(quiet bool) (boo
 	}
 	r := c.Srv.listRT()
 	w := &waiter{ch: make(chan struct{}, 1)}
-	seen := map[listCacheKey]bool{}
+	seen := map[dbKey]bool{}
 	for _, k := range keys {
-		ck := listCacheKey{c.DB(), string(k)}
+		ck := dbKey{c.DB(), string(k)}
 		if !seen[ck] {
 			seen[ck] = true
 			w.keys = append(w.keys, ck)

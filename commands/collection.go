@@ -89,6 +89,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -198,6 +199,222 @@ func collRetry(c *Ctx, attempt func(try int) error) error {
 
 // errCollConflict ends a collRetry loop that kept losing races.
 var errCollConflict = fmt.Errorf("commands: gave up after %d conflicting attempts: %w", collMaxAttempts, dynastore.ErrTxConflict)
+
+// ---- per-process caches -------------------------------------------------------
+
+// dbKey names one key of one database in this process's caches.
+type dbKey struct {
+	db  int
+	key string
+}
+
+// Bounds of each per-process key cache: entries, and bytes (by the
+// entries' weight).
+const (
+	keyCacheMax   = 4096
+	keyCacheBytes = 8 << 20
+)
+
+// cacheEntry is what a keyCache holds.
+type cacheEntry interface {
+	// weight is the entry's share of keyCacheBytes.
+	weight() int
+}
+
+// keyCache is a bounded map from keys to what this process last saw of
+// them, safe for concurrent use; the zero value is ready. It only ever
+// saves requests: every write made from an entry is conditioned on what the
+// entry claims, so a stale entry costs a failed condition and a fallback,
+// never a wrong result (principle 1: nothing correctness depends on lives
+// only in a process). When full, arbitrary entries (Go's map order) make
+// room.
+type keyCache[V cacheEntry] struct {
+	mu     sync.Mutex
+	m      map[dbKey]V
+	weight int
+}
+
+func (kc *keyCache[V]) get(db int, key []byte) (V, bool) {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	v, ok := kc.m[dbKey{db, string(key)}]
+	return v, ok
+}
+
+// update replaces key's entry with next(the entry, whether there was one).
+func (kc *keyCache[V]) update(db int, key []byte, next func(old V, ok bool) V) {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	if kc.m == nil {
+		kc.m = map[dbKey]V{}
+	}
+	k := dbKey{db, string(key)}
+	old, ok := kc.m[k]
+	if ok {
+		kc.weight -= old.weight()
+	}
+	v := next(old, ok)
+	kc.m[k] = v
+	kc.weight += v.weight()
+	for len(kc.m) > 1 && (len(kc.m) > keyCacheMax || kc.weight > keyCacheBytes) {
+		for victim, e := range kc.m {
+			if victim != k {
+				delete(kc.m, victim)
+				kc.weight -= e.weight()
+				break
+			}
+		}
+	}
+}
+
+func (kc *keyCache[V]) put(db int, key []byte, v V) {
+	kc.update(db, key, func(V, bool) V { return v })
+}
+
+func (kc *keyCache[V]) drop(db int, key []byte) {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	k := dbKey{db, string(key)}
+	if old, ok := kc.m[k]; ok {
+		kc.weight -= old.weight()
+		delete(kc.m, k)
+	}
+}
+
+// cachedItem is an item cache entry: a collection key item exactly as this
+// process last read or wrote it (nil: the key did not exist), until when
+// (Unix ms) fastUpdate sends no guarded writes for the key, and for a
+// large list, element values valid for that item (listKnown).
+type cachedItem struct {
+	it     dynastore.Item
+	calmAt int64
+	list   *listKnown
+}
+
+func (e cachedItem) weight() int {
+	w := 64 + dynastore.ItemSize(e.it)
+	if e.list != nil {
+		for _, v := range e.list.values {
+			w += 16 + len(v)
+		}
+	}
+	return w
+}
+
+// contendedPause is how long fastUpdate sends no guarded writes for a key
+// after one failed: another instance is writing it, and each failure costs
+// a request.
+const contendedPause = time.Second
+
+// itemCache holds the key items of lists, sets and hashes (or their
+// absence) this process saw last: a list pop or LPUSH, and the fast paths
+// of small sets and hashes, start from it instead of reading. Every entry
+// is an item as it was at some moment, never a guess: writes made from one
+// are conditioned on its ver (keyState.guard), which holds only while the
+// item is exactly that one (every write sets a fresh ver).
+type itemCache struct {
+	kc keyCache[cachedItem]
+}
+
+// get returns what the cache knows of key: ok, and the entry (its item
+// nil: absent).
+func (ic *itemCache) get(db int, key []byte) (cachedItem, bool) {
+	return ic.kc.get(db, key)
+}
+
+// guardable is get, except while fastUpdate's guarded writes of key pause.
+func (ic *itemCache) guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
+	e, ok := ic.kc.get(db, key)
+	if !ok || nowMS < e.calmAt {
+		return nil, false
+	}
+	return e.it, true
+}
+
+// put remembers it (nil: key is absent) as key's item, if it is a
+// collection's (anything else forgets key).
+func (ic *itemCache) put(db int, key []byte, it dynastore.Item) {
+	ic.remember(db, key, it, 0, nil)
+}
+
+// putList is put of a large list's key item with element values valid for
+// it.
+func (ic *itemCache) putList(db int, key []byte, it dynastore.Item, list *listKnown) {
+	ic.remember(db, key, it, 0, list)
+}
+
+// contend is put, also pausing guarded writes of key for contendedPause.
+func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64) {
+	ic.remember(db, key, it, nowMS+contendedPause.Milliseconds(), nil)
+}
+
+func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
+	if it != nil {
+		switch t, _ := it[attrType].(dynastore.S); t {
+		case TypeList, TypeSet, TypeHash:
+		default:
+			ic.drop(db, key)
+			return
+		}
+	}
+	ic.kc.update(db, key, func(old cachedItem, _ bool) cachedItem {
+		return cachedItem{it: it, calmAt: max(calmAt, old.calmAt), list: list}
+	})
+}
+
+func (ic *itemCache) drop(db int, key []byte) { ic.kc.drop(db, key) }
+
+// itemsOf is the process's item cache.
+func itemsOf(c *Ctx) *itemCache { return &c.Srv.listRT().items }
+
+// largeGen is what the generation cache knows of a large collection: its
+// type and generation. A generation belongs to one collection of one type
+// for its whole life (ids are random and never reused; RENAME moves the key
+// item with its generation, every other change of layout or type writes a
+// new one or none), so a key item still holding gen is still that
+// collection, whatever happened to the key in between.
+type largeGen struct {
+	typ string
+	gen []byte
+}
+
+func (g largeGen) weight() int { return 64 + len(g.gen) }
+
+// gensOf is the process's generation cache of large sets and hashes: a
+// single-member write to one goes straight to its blind transaction
+// (blindMember), whose conditions (the key item holds the generation and is
+// live) are all its correctness rests on. Unlike the item cache it needs no
+// exact item, so blind writes, which do not learn the new count, keep it
+// valid.
+func gensOf(c *Ctx) *keyCache[largeGen] { return &c.Srv.listRT().gens }
+
+// noteGen records in the generation cache that key, as a collection of
+// type typ, is large with generation gen, or not large at all (gen nil:
+// inline, absent, or of another type).
+func noteGen(c *Ctx, key []byte, typ string, gen []byte) {
+	if !keyFits(key) || (typ != TypeSet && typ != TypeHash) {
+		return
+	}
+	if gen != nil {
+		gensOf(c).put(c.DB(), key, largeGen{typ: typ, gen: gen})
+		return
+	}
+	gensOf(c).drop(c.DB(), key)
+}
+
+// cachedLarge is the large collection the generation cache remembers for
+// key, with type typ (nil if none): a view with the generation only, for a
+// blind write.
+func cachedLarge(c *Ctx, key []byte, typ string) *collection {
+	if !keyFits(key) {
+		return nil
+	}
+	lg, ok := gensOf(c).get(c.DB(), key)
+	if !ok || lg.typ != typ {
+		return nil
+	}
+	return &collection{c: c, typ: typ, key: key, gen: lg.gen}
+}
 
 // ---- member encoding ---------------------------------------------------------
 
@@ -469,6 +686,14 @@ type collection struct {
 	// keyAttrs are extra key item attributes the commit writes (a list's
 	// head and tail, say); see setKeyAttr.
 	keyAttrs map[string]dynastore.Value
+	// planned is set by a plan with actions; genAfter is then the
+	// generation the key item holds once they are applied (nil: none),
+	// and after the key item itself when the plan writes it whole
+	// (afterKnown; nil when it deletes it).
+	planned    bool
+	genAfter   []byte
+	after      dynastore.Item
+	afterKnown bool
 }
 
 // setKeyAttr stages an extra attribute of the key item. The commit writes
@@ -525,8 +750,9 @@ func openCollections(c *Ctx, keys [][]byte, typ string) ([]*collection, error) {
 }
 
 // collectionFromItem decodes a key item read (or returned by a failed
-// condition) as a collection of type typ.
-func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (*collection, error) {
+// condition) as a collection of type typ, and remembers it in the item
+// cache, and in the generation cache whether it is large.
+func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *collection, err error) {
 	cl := &collection{c: c, typ: typ, key: key}
 	if !keyFits(key) {
 		it = nil
@@ -536,6 +762,12 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (*col
 		return nil, err
 	}
 	cl.ks = ks
+	defer func() {
+		if err == nil && keyFits(key) {
+			noteGen(c, key, typ, cl.gen)
+			itemsOf(c).put(c.DB(), key, it)
+		}
+	}()
 	if !ks.Live {
 		return cl, nil
 	}
@@ -937,11 +1169,28 @@ func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.I
 // actions that commit this view's changes, each guarded by the key item's
 // ver as read. No actions means nothing to write.
 func (cl *collection) plan() ([]dynastore.TxAction, error) {
+	actions, gen, err := cl.planActions()
+	cl.planned, cl.genAfter, cl.after, cl.afterKnown = len(actions) > 0, gen, nil, false
+	k := itemKey(cl.c.DB(), cl.key)
+	for _, a := range actions {
+		switch {
+		case a.Op == dynastore.TxPut && bytes.Equal(a.Item.Key().PK, k.PK):
+			cl.after, cl.afterKnown = a.Item, true
+		case a.Op == dynastore.TxDelete && bytes.Equal(a.Key.PK, k.PK):
+			cl.afterKnown = true
+		}
+	}
+	return actions, err
+}
+
+// planActions is plan, also returning the generation the key item holds
+// after the actions (nil when they leave it inline or delete it).
+func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	if !cl.changed() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if !keyFits(cl.key) {
-		return nil, errKeyTooLong
+		return nil, nil, errKeyTooLong
 	}
 	key := itemKey(cl.c.DB(), cl.key)
 	guard := cl.ks.guard()
@@ -960,12 +1209,12 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		}
 		if len(entries) == 0 {
 			if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
-				return nil, nil
+				return nil, nil, nil
 			}
-			return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil
+			return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
 		}
 		if fitsInline(cl.typ, entries) {
-			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil
+			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil, nil
 		}
 		gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 			for m, v := range entries {
@@ -976,12 +1225,12 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		it := cl.baseKeyItem()
 		it[attrGen] = dynastore.B(gen)
 		it[attrCount] = nInt(n)
-		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, nil
+		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
 	}
 
 	// Large layout.
@@ -993,7 +1242,7 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		changed = append(changed, []byte(m))
 	}
 	if err := cl.fetch(changed); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := cl.n
 	var members []dynastore.TxAction
@@ -1021,10 +1270,10 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		}
 	}
 	if n == 0 {
-		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil
+		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
 	}
 	if len(members) == 0 && len(cl.keyAttrs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(members) <= maxTxMembers && size <= maxTxBytes {
 		keyUpdate := dynastore.TxAction{
@@ -1038,25 +1287,17 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		}
 		if !cl.exact {
 			// Commutative form: concurrent writers of different members
-			// of one large collection do not invalidate each other. The key
-			// item must still hold this generation, live, and keep at least
-			// one entry (the writer that would empty it takes the guarded
-			// path above on its re-run).
+			// of one large collection do not invalidate each other (the
+			// writer that would empty it fails genLiveCond and takes the
+			// guarded path above on its re-run).
 			delta := n - cl.n
-			cond := dynastore.And{
-				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)},
-				condLive(cl.c.NowMS()),
-			}
-			if delta < 0 {
-				cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
-			}
 			keyUpdate.Update = &dynastore.Update{
 				Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
 				Add: []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}},
 			}
-			keyUpdate.Cond = cond
+			keyUpdate.Cond = genLiveCond(cl.gen, cl.c.NowMS(), delta)
 		}
-		return append(members, keyUpdate), nil
+		return append(members, keyUpdate), cl.gen, nil
 	}
 	// Too big for one transaction: publish a new generation with the result.
 	gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
@@ -1077,7 +1318,7 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return []dynastore.TxAction{{
 		Op:  dynastore.TxUpdate,
@@ -1088,7 +1329,7 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
-	}, genAliveCheck(gen)}, nil
+	}, genAliveCheck(gen)}, gen, nil
 }
 
 // checkAction guards a key only read by a multi-key commit.
@@ -1131,7 +1372,27 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 		written[string(cl.key)] = true
 		actions = append(actions, cl.checkAction())
 	}
-	return commitActions(c, actions)
+	if err := commitActions(c, actions); err != nil {
+		return err
+	}
+	for _, cl := range writes {
+		cl.noteCommitted()
+	}
+	return nil
+}
+
+// noteCommitted records in the caches what a successful commit of cl's
+// plan left the key as.
+func (cl *collection) noteCommitted() {
+	if !cl.planned {
+		return
+	}
+	noteGen(cl.c, cl.key, cl.typ, cl.genAfter)
+	if cl.afterKnown {
+		itemsOf(cl.c).put(cl.c.DB(), cl.key, cl.after)
+	} else {
+		itemsOf(cl.c).drop(cl.c.DB(), cl.key)
+	}
 }
 
 // commitActions runs actions as one single-item write when there is only
@@ -1219,15 +1480,23 @@ func bsContains(set dynastore.Value, m []byte) bool {
 	return false
 }
 
+// The fast-path conditions below are kept to the operators their meaning
+// needs (DynamoDB Local's latency grows with each one):
+//   - "inline" is not attribute_not_exists(g): a size comparison of v
+//     holds only when v exists, and only an inline layout has v (the key
+//     item of a large collection holds g and n, never v: see plan, and
+//     listView.plan/publish for lists);
+//   - "live" is condUnexpired: the comparison of t (and of v's size) holds
+//     only when the item exists.
+
 // inlineFastCond is the condition under which a fast-path update may touch
 // an inline collection of type typ that will hold at most limit entries
 // after adding up to adding new ones: the key is absent (the update creates
 // it), or live, of the type, inline, with room.
 func inlineFastCond(nowMS int64, typ string, adding int, mustExist bool) dynastore.Cond {
 	room := dynastore.And{
-		condLive(nowMS),
+		condUnexpired(nowMS),
 		condType(typ),
-		dynastore.NotExists{Attr: attrGen},
 		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLE, Size: int64(inlineLimit(typ) - adding)},
 	}
 	if mustExist {
@@ -1241,33 +1510,93 @@ func inlineFastCond(nowMS int64, typ string, adding int, mustExist bool) dynasto
 // write that empties a collection must delete its key item instead).
 func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 	return dynastore.And{
-		condLive(nowMS),
+		condUnexpired(nowMS),
 		condType(typ),
-		dynastore.NotExists{Attr: attrGen},
 		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpGT, Size: int64(removing)},
 	}
 }
 
-// fastUpdate tries a command's single-request form on the key item of key.
-// applied: it happened and old is the item before it (nil if there was
-// none). Otherwise cond failed and cur is the item as it is (nil if none),
-// for the command's general path to start from without reading again.
-func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old dynastore.Item, applied bool, cur dynastore.Item, err error) {
-	if !keyFits(key) {
-		return nil, false, nil, nil
+// condUnexpired holds when the item has no expiry or one after nowMS: it is
+// condLive without attribute_exists(pk), for conditions whose other terms
+// already hold only on an existing item (an ordered comparison of an
+// attribute, or of its size, is false when the attribute is missing).
+func condUnexpired(nowMS int64) dynastore.Cond {
+	return dynastore.Or{
+		dynastore.NotExists{Attr: attrExpiry},
+		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
 	}
-	old, err = c.Store.Update(c, itemKey(c.DB(), key), u, dynastore.WriteOptions{
-		Cond:         cond,
-		Return:       dynastore.ReturnAllOld,
-		OldOnFailure: true,
-	})
+}
+
+// genLiveCond is the condition of a commutative change of a large
+// collection's key item: it still holds generation gen (so it is still that
+// collection: see largeGen; the comparison also implies the item exists)
+// and has not expired, and, when the change removes entries (delta < 0),
+// keeps at least one (the write that empties a collection must delete its
+// key item instead).
+func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
+	cond := dynastore.And{
+		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)},
+		condUnexpired(nowMS),
+	}
+	if delta < 0 {
+		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
+	}
+	return cond
+}
+
+// fastUpdate tries a command's single-request form, the update u under
+// cond, on the key item of key. applied: it happened, and old and nw are
+// the item before and after it (nil when absent). Otherwise cond failed and
+// cur is the item as it is (nil if none), for the command's general path
+// to start from without reading again. The item cache learns the outcome.
+//
+// When the item cache knows the key's item and cond holds on it, u goes
+// out under the item's guard alone (its ver, or its absence) and returns
+// nothing. The guard holds only on exactly that item, on which cond holds
+// (dynastore.EvalCond is DynamoDB's semantics, liveness included, at the
+// same nowMS), so that request is equivalent, and lighter: one comparison
+// instead of cond's six or more, and no item back, as old and nw follow
+// from the cache (dynastore.ApplyValidUpdate, what the store itself
+// computes). A failed guard (another writer) pauses guarded writes of the
+// key (itemCache.contend) and u goes out under cond.
+func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
+	if !keyFits(key) {
+		return nil, nil, false, nil, nil
+	}
+	k, items, now := itemKey(c.DB(), key), itemsOf(c), c.NowMS()
+	if it, ok := items.guardable(c.DB(), key, now); ok {
+		if holds, _ := dynastore.EvalCond(it, cond); holds {
+			_, err := c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: keyState{Raw: it}.guard(), OldOnFailure: true})
+			if err == nil {
+				return fastApplied(c, key, it, u)
+			}
+			cur, failed := isCondFailed(err)
+			if !failed {
+				return nil, nil, false, nil, err
+			}
+			items.contend(c.DB(), key, cur, now)
+		}
+	}
+	old, err = c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	if err == nil {
-		return old, true, nil, nil
+		return fastApplied(c, key, old, u)
 	}
 	if cur, failed := isCondFailed(err); failed {
-		return nil, false, cur, nil
+		items.put(c.DB(), key, cur)
+		return nil, nil, false, cur, nil
 	}
-	return nil, false, nil, err
+	return nil, nil, false, nil, err
+}
+
+// fastApplied completes a fastUpdate that applied u to old: the new item,
+// remembered in the item cache.
+func fastApplied(c *Ctx, key []byte, old dynastore.Item, u dynastore.Update) (_, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
+	nw, err = dynastore.ApplyValidUpdate(itemKey(c.DB(), key), old, u)
+	if err != nil {
+		return nil, nil, false, nil, fmt.Errorf("commands: applying an accepted update: %w", err)
+	}
+	itemsOf(c).put(c.DB(), key, nw)
+	return old, nw, true, nil, nil
 }
 
 // openSeeded opens key from an item already read (use) or by reading it,
@@ -1440,82 +1769,87 @@ const (
 	blindUnknown
 )
 
+// blindResult is how a blind member write ended and, when the key item's
+// condition failed, the key item as the transaction found it (cur, nil when
+// there is none; known false when the store did not say).
+type blindResult struct {
+	out   blindOutcome
+	cur   dynastore.Item
+	known bool
+}
+
 // blindMember changes one member of the large collection cl in a single
 // transaction, without reading the member first: memberAction carries the
 // assumption as its condition (NotExists for an add, Exists for a removal),
-// and the key item's update adds delta to n, conditioned on the key item
-// still holding the generation, live, and keeping at least one entry. The
+// and the key item's update adds delta to n under genLiveCond. The
 // cancellation reasons tell a wrong assumption (the member's condition
-// alone failed) from a changed key item.
-func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta int64) (blindOutcome, error) {
-	key := itemKey(c.DB(), cl.key)
-	cond := dynastore.And{
-		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)},
-		condLive(c.NowMS()),
-	}
-	if delta < 0 {
-		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
-	}
+// alone failed) from a changed key item, which the failure returns.
+func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta int64) (blindResult, error) {
 	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
 	if delta != 0 {
 		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
 	}
 	err := c.Store.Transact(c, []dynastore.TxAction{
 		memberAction,
-		{Op: dynastore.TxUpdate, Key: key, Update: u, Cond: cond},
+		{Op: dynastore.TxUpdate, Key: itemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true},
 	})
 	if err == nil {
-		return blindApplied, nil
+		return blindResult{out: blindApplied}, nil
 	}
 	var tc *dynastore.TxCanceledError
 	if errors.As(err, &tc) && len(tc.Reasons) == 2 {
-		if tc.Reasons[0].Code == dynastore.ReasonConditionalFailed && tc.Reasons[1].Code == dynastore.ReasonNone {
-			return blindMemberFailed, nil
+		member, keyItem := tc.Reasons[0], tc.Reasons[1]
+		switch {
+		case keyItem.Code == dynastore.ReasonConditionalFailed:
+			return blindResult{out: blindUnknown, cur: keyItem.Old, known: true}, nil
+		case member.Code == dynastore.ReasonConditionalFailed && keyItem.Code == dynastore.ReasonNone:
+			return blindResult{out: blindMemberFailed}, nil
 		}
-		return blindUnknown, nil
+		return blindResult{out: blindUnknown}, nil
 	}
 	if errors.Is(err, dynastore.ErrTxConflict) || errors.Is(err, dynastore.ErrTxCanceled) {
-		return blindUnknown, nil
+		return blindResult{out: blindUnknown}, nil
 	}
-	return blindUnknown, err
+	return blindResult{out: blindUnknown}, err
 }
 
-// blindAdd adds one member (v nil for sets) to the large collection cl:
-// added reports whether it was new; ok false means "fall back".
-func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (added, ok bool, err error) {
-	out, err := blindMember(c, cl, dynastore.TxAction{
+// blindWrite is a one-member change of a large collection made without
+// reading first (blindAdd, blindRemove): n is the command's count (1 when
+// the member was added or removed) and done whether the change settled the
+// command; when it did not, res says why.
+type blindWrite func(cl *collection) (n int64, done bool, res blindResult, err error)
+
+// blindAdd adds one member (v nil for sets) to the large collection cl.
+func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (int64, bool, blindResult, error) {
+	res, err := blindMember(c, cl, dynastore.TxAction{
 		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
 	}, 1)
-	if err != nil || out == blindUnknown {
-		return false, false, err
-	}
-	if out == blindApplied {
-		return true, true, nil
-	}
-	if v == nil {
-		return false, true, nil // a set member that is already there
+	switch {
+	case err != nil || res.out == blindUnknown:
+		return 0, false, res, err
+	case res.out == blindApplied:
+		return 1, true, res, nil
+	case v == nil:
+		return 0, true, res, nil // a set member that is already there
 	}
 	// A hash field that exists: overwrite it, n unchanged.
-	out, err = blindMember(c, cl, dynastore.TxAction{
+	res, err = blindMember(c, cl, dynastore.TxAction{
 		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 	}, 0)
-	if err != nil || out != blindApplied {
-		return false, false, err
-	}
-	return false, true, nil
+	return 0, err == nil && res.out == blindApplied, res, err
 }
 
-// blindRemove removes one member from the large collection cl: removed
-// reports whether it was there; ok false means "fall back" (including when
-// it would remove the last entry, which must delete the key item).
-func blindRemove(c *Ctx, cl *collection, m []byte) (removed, ok bool, err error) {
-	out, err := blindMember(c, cl, dynastore.TxAction{
+// blindRemove removes one member from the large collection cl (never the
+// last one: that write must delete the key item, so it fails genLiveCond
+// and falls back).
+func blindRemove(c *Ctx, cl *collection, m []byte) (int64, bool, blindResult, error) {
+	res, err := blindMember(c, cl, dynastore.TxAction{
 		Op: dynastore.TxDelete, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 	}, -1)
-	if err != nil || out == blindUnknown {
-		return false, false, err
+	if err != nil || res.out == blindUnknown {
+		return 0, false, res, err
 	}
-	return out == blindApplied, true, nil
+	return boolInt(res.out == blindApplied), true, res, nil
 }
 
 // largeFromSeed decodes the item a failed fast path returned when it is a
@@ -1526,6 +1860,36 @@ func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collect
 		return nil
 	}
 	return cl
+}
+
+// memberStart is where a member write goes on when a single-request form
+// did not settle it: from the key item that attempt returned (seeded; seed
+// nil when there is none), or from a fresh read.
+type memberStart struct {
+	seed   dynastore.Item
+	seeded bool
+	// tried is the generation a blind write failed on: it is not tried
+	// again.
+	tried []byte
+}
+
+// blind runs write on the large collection cl (nil: nothing to try). When
+// write does not settle the command, st takes the key item it found, if
+// any; when write cannot tell, the generation cache forgets the key.
+func (st *memberStart) blind(c *Ctx, cl *collection, write blindWrite) (n int64, done bool, err error) {
+	if cl == nil || bytes.Equal(cl.gen, st.tried) {
+		return 0, false, nil
+	}
+	n, done, res, err := write(cl)
+	if err != nil || done {
+		return n, done, err
+	}
+	st.tried = cl.gen
+	st.seed, st.seeded = res.cur, res.known
+	if res.out == blindUnknown && !res.known {
+		gensOf(c).drop(c.DB(), cl.key)
+	}
+	return 0, false, nil
 }
 
 // ---- adding and removing members (SADD/HSET, SREM/HDEL) ---------------------
@@ -1550,16 +1914,51 @@ func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastor
 	})
 }
 
+// memberFast runs the single-request forms of a member write on key, in
+// turn: write, the blind write of one member (nil for several), on the
+// large collection the generation cache remembers; then the UpdateItem u
+// (nil: the members cannot be inline) under cond, whose returned old
+// attributes count turns into the command's count; then write again when
+// u failed on a large collection (its failure returns the key item). done
+// reports the command settled with count n; otherwise the general path
+// starts from st.
+func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st memberStart, n int64, done bool, err error) {
+	if write != nil {
+		if n, done, err = st.blind(c, cachedLarge(c, key, typ), write); err != nil || done {
+			return st, n, done, err
+		}
+	}
+	if !st.seeded && u != nil {
+		old, _, applied, cur, err := fastUpdate(c, key, *u, cond)
+		if err != nil || applied {
+			return st, count(old), applied, err
+		}
+		st.seed, st.seeded = cur, true
+	}
+	if st.seeded && write != nil {
+		n, done, err = st.blind(c, largeFromSeed(c, key, typ, st.seed), write)
+	}
+	return st, n, done, err
+}
+
 // addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
 // (nil for a set, whose present members are left alone), and returns how
-// many were new. A small add to an inline collection is one UpdateItem, one
-// member of a large one a blind write; anything else reads, computes and
-// commits. When ok is false it has replied with the error.
+// many were new. A small add to an inline collection is one UpdateItem,
+// one member of a large one a blind write (memberFast); anything else
+// reads, computes and commits. When ok is false it has replied with the
+// error.
 func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added int64, ok bool) {
-	var seed dynastore.Item
-	seeded := false
+	var write blindWrite
+	if len(members) == 1 {
+		var v dynastore.Value
+		if vals != nil {
+			v = hashValue(vals[0])
+		}
+		write = func(cl *collection) (int64, bool, blindResult, error) { return blindAdd(c, cl, members[0], v) }
+	}
+	var u *dynastore.Update
 	if allSmall(members) && allSmall(vals) && len(members) <= inlineLimit(typ) {
-		u := dynastore.Update{
+		u = &dynastore.Update{
 			Set: []dynastore.SetAction{
 				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(typ)}},
 				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
@@ -1569,39 +1968,23 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		for i, v := range vals {
 			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: dynastore.Lit{V: hashValue(v)}})
 		}
-		old, applied, cur, err := fastUpdate(c, key, u, inlineFastCond(c.NowMS(), typ, len(members), false))
-		if err != nil {
-			c.Fail(err)
-			return 0, false
-		}
-		if applied {
-			for _, m := range members {
-				if !bsContains(old[attrValue], m) {
-					added++
-				}
-			}
-			return added, true
-		}
-		seed, seeded = cur, true
 	}
-	if seeded && len(members) == 1 {
-		if cl := largeFromSeed(c, key, typ, seed); cl != nil {
-			var v dynastore.Value
-			if vals != nil {
-				v = hashValue(vals[0])
+	st, n, done, err := memberFast(c, key, typ, write, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
+		for _, m := range members {
+			if !bsContains(old[attrValue], m) {
+				n++
 			}
-			one, ok, err := blindAdd(c, cl, members[0], v)
-			if err != nil {
-				c.Fail(err)
-				return 0, false
-			}
-			if ok {
-				return boolInt(one), true
-			}
-			seeded = false // the key item changed since
 		}
+		return n
+	})
+	if err != nil {
+		c.Fail(err)
+		return 0, false
 	}
-	err := seededRetry(c, key, typ, members, seed, seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
+	if done {
+		return n, true
+	}
+	err = seededRetry(c, key, typ, members, st.seed, st.seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
 		added = 0
 		for i, m := range members {
 			if !present[i] {
@@ -1629,12 +2012,15 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 // a blind delete.
 func removeMembersCmd(c *Ctx, typ string) {
 	key, members := c.Args[1], dedupe(c.Args[2:])
-	var seed dynastore.Item
-	seeded := false
+	var write blindWrite
+	if len(members) == 1 {
+		write = func(cl *collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
+	}
 	// An inline collection has at most inlineLimit entries: more arguments,
 	// or longer ones, cannot all be there (and would bloat the expression).
+	var u *dynastore.Update
 	if len(members) <= inlineLimit(typ) && allSmall(members) {
-		u := dynastore.Update{
+		u = &dynastore.Update{
 			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
 			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
 		}
@@ -1643,39 +2029,25 @@ func removeMembersCmd(c *Ctx, typ string) {
 				u.Remove = append(u.Remove, fieldAttr(m))
 			}
 		}
-		old, applied, cur, err := fastUpdate(c, key, u, inlineShrinkCond(c.NowMS(), typ, len(members)))
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if applied {
-			var removed int64
-			for _, m := range members {
-				if bsContains(old[attrValue], m) {
-					removed++
-				}
-			}
-			c.W.Int(removed)
-			return
-		}
-		seed, seeded = cur, true
 	}
-	if seeded && len(members) == 1 {
-		if cl := largeFromSeed(c, key, typ, seed); cl != nil {
-			removed, ok, err := blindRemove(c, cl, members[0])
-			if err != nil {
-				c.Fail(err)
-				return
+	st, n, done, err := memberFast(c, key, typ, write, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
+		for _, m := range members {
+			if bsContains(old[attrValue], m) {
+				n++
 			}
-			if ok {
-				c.W.Int(boolInt(removed))
-				return
-			}
-			seeded = false
 		}
+		return n
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if done {
+		c.W.Int(n)
+		return
 	}
 	var removed int64
-	err := seededRetry(c, key, typ, members, seed, seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
+	err = seededRetry(c, key, typ, members, st.seed, st.seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
 		removed = 0
 		for i, m := range members {
 			if present[i] {

@@ -96,7 +96,7 @@ func cmdHsetnx(c *Ctx) {
 	seeded := false
 	if len(f) <= inlineMaxBytes && len(v) <= inlineMaxBytes {
 		cond := dynastore.And{inlineFastCond(c.NowMS(), TypeHash, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
-		_, applied, cur, err := fastUpdate(c, key, dynastore.Update{
+		_, _, applied, cur, err := fastUpdate(c, key, dynastore.Update{
 			Set: []dynastore.SetAction{
 				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeHash)}},
 				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
@@ -240,11 +240,13 @@ func cmdHincrby(c *Ctx) {
 		if inRange == nil {
 			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
 		}
-		now := c.NowMS()
+		// As inlineFastCond: each disjunct of the inner Or holds only on an
+		// inline hash (v exists, or the field's own attribute does), which
+		// therefore exists.
 		cond := dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.And{
-				condLive(now), condType(TypeHash), dynastore.NotExists{Attr: attrGen},
+				condUnexpired(c.NowMS()), condType(TypeHash),
 				dynastore.Or{
 					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLT, Size: inlineMaxHash}},
 					inRange,
@@ -265,18 +267,15 @@ func cmdHincrby(c *Ctx) {
 			c.Fail(errKeyTooLong)
 			return
 		}
-		nw, err := c.Store.Update(c, itemKey(c.DB(), key), u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew, OldOnFailure: true})
-		if err == nil {
-			n, err := numberInt(nw[fa])
-			if err != nil {
-				c.Fail(err)
+		_, nw, applied, cur, err := fastUpdate(c, key, u, cond)
+		if err == nil && applied {
+			var n int64
+			if n, err = numberInt(nw[fa]); err == nil {
+				c.W.Int(n)
 				return
 			}
-			c.W.Int(n)
-			return
 		}
-		cur, failed := isCondFailed(err)
-		if !failed {
+		if err != nil {
 			c.Fail(err)
 			return
 		}

@@ -48,7 +48,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -162,33 +161,60 @@ type listView struct {
 	rewrite func(yield func([]byte) error) error
 	// rewriteLen is the length of the rewritten list.
 	rewriteLen int64
+	// known holds committed elements' values by position (large layout),
+	// valid for the key item as read: those the item cache kept with it
+	// and those this attempt read. elemSize is the average size of the
+	// elements last read from the table (0: unknown).
+	known    map[int64][]byte
+	elemSize int
 
 	changed bool
 }
 
-// listKeyItem reads key's item, from the cache when allowed.
-func listKeyItem(c *Ctx, key []byte, cached bool) (dynastore.Item, error) {
+// listKnown is what the item cache keeps with a large list's key item:
+// values of elements near its ends, by position, and the average element
+// size of the last read (listView.known, elemSize). They stay valid as
+// long as the key item does: an element inside [lh, lt) changes only with
+// a write that also sets a fresh ver (see listView.plan), and every write
+// made from the entry is guarded by its ver.
+type listKnown struct {
+	values   map[int64][]byte
+	elemSize int
+}
+
+// Bounds of listKnown: the positions within listKnownReach of either end,
+// each value of at most listKnownValue bytes, listKnownBytes in all.
+const (
+	listKnownReach = 64
+	listKnownValue = 512
+	listKnownBytes = 8 << 10
+)
+
+// popPrefetch is how many more elements than it pops a pop of a large list
+// reads when it must read (readEnd): the next pops of this process then
+// need no read. It shrinks for large elements (popReadBytes).
+const popPrefetch = 16
+
+// popReadBytes is the most a pop's read should cover with its prefetch:
+// the 4 KB one strongly consistent read unit pays for.
+const popReadBytes = 4 << 10
+
+// listKeyItem reads key's item (and remembers it in the item cache).
+func listKeyItem(c *Ctx, key []byte) (dynastore.Item, error) {
 	if !keyFits(key) {
 		return nil, nil
-	}
-	if cached {
-		if it, ok := c.Srv.listRT().cache.get(c.DB(), key); ok {
-			return it, nil
-		}
 	}
 	it, err := c.Store.Get(c, itemKey(c.DB(), key))
 	if err != nil {
 		return nil, err
 	}
-	c.Srv.listRT().cache.put(c.DB(), key, it)
+	itemsOf(c).put(c.DB(), key, it)
 	return it, nil
 }
 
-// openList reads key as a list. A writer may start from the cached key
-// item: its commit is conditioned on ver, so a stale cache only costs a
-// retry.
-func openList(c *Ctx, key []byte, cached bool) (*listView, error) {
-	it, err := listKeyItem(c, key, cached)
+// openList reads key as a list.
+func openList(c *Ctx, key []byte) (*listView, error) {
+	it, err := listKeyItem(c, key)
 	if err != nil {
 		return nil, err
 	}
@@ -196,22 +222,30 @@ func openList(c *Ctx, key []byte, cached bool) (*listView, error) {
 }
 
 // openListForWrite opens key for a command that writes: on its first
-// attempt from the cache, unless what the cache says would end the command
-// without a write (absent, expired, empty), which is only trusted from a
-// fresh read.
+// attempt from the item cache (its commit is conditioned on ver, so a stale
+// entry only costs a retry), unless what the cache says would end the
+// command without a write (absent, expired, empty), which is only trusted
+// from a fresh read.
 func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 	if try == 0 && keyFits(key) {
-		if it, ok := c.Srv.listRT().cache.get(c.DB(), key); ok {
-			l, err := listFromItem(c, key, it)
+		if e, ok := itemsOf(c).get(c.DB(), key); ok {
+			l, err := listFromItem(c, key, e.it)
 			if err != nil {
 				return nil, err
 			}
 			if l.ks.Live && !l.wrongType && l.length() > 0 {
+				if e.list != nil && l.large() {
+					l.known = make(map[int64][]byte, len(e.list.values))
+					for p, v := range e.list.values {
+						l.known[p] = v
+					}
+					l.elemSize = e.list.elemSize
+				}
 				return l, nil
 			}
 		}
 	}
-	return openList(c, key, false)
+	return openList(c, key)
 }
 
 // listFromItem decodes a key item as a list.
@@ -339,7 +373,7 @@ func (l *listView) pop(left bool, n int64) ([][]byte, error) {
 	} else {
 		from, to = l.nt-n, l.nt
 	}
-	vals, err := l.readPositions(from, to)
+	vals, err := l.readEnd(from, to, left)
 	if err != nil {
 		return nil, err
 	}
@@ -355,6 +389,83 @@ func (l *listView) pop(left bool, n int64) ([][]byte, error) {
 		vals[i], vals[j] = vals[j], vals[i]
 	}
 	return vals, nil
+}
+
+// readEnd returns the elements at positions [from, to) at one end of a
+// large list, for a pop: from staged and known values when they cover the
+// range, else with one read that also covers up to popPrefetch more
+// elements inward, which it keeps in known for the next pops.
+func (l *listView) readEnd(from, to int64, left bool) ([][]byte, error) {
+	out := make([][]byte, 0, to-from)
+	for p := from; p < to; p++ {
+		v, ok := l.puts[p]
+		if !ok {
+			v, ok = l.known[p]
+		}
+		if !ok {
+			out = nil
+			break
+		}
+		out = append(out, v)
+	}
+	if out != nil {
+		return out, nil
+	}
+	more := int64(popPrefetch)
+	if l.elemSize > 0 {
+		more = min(more, max(int64(popReadBytes/l.elemSize)-(to-from), 0))
+	}
+	rf, rt := from, to
+	if left {
+		rt = min(l.nt, to+more)
+	} else {
+		rf = max(l.nh, from-more)
+	}
+	all, err := l.readPositions(rf, rt)
+	if err != nil {
+		return nil, err
+	}
+	if l.known == nil {
+		l.known = map[int64][]byte{}
+	}
+	size := 0
+	for i, v := range all {
+		p := rf + int64(i)
+		if _, staged := l.puts[p]; !staged {
+			l.known[p] = v
+		}
+		size += len(v)
+	}
+	l.elemSize = max(size/len(all), 1)
+	return all[from-rf : to-rf], nil
+}
+
+// knownAfter is what of known and the staged puts stays valid, within
+// listKnown's bounds, once a guarded in-place commit of the view moves the
+// list to [nh, nt).
+func (l *listView) knownAfter() *listKnown {
+	out := &listKnown{values: map[int64][]byte{}, elemSize: l.elemSize}
+	size := 0
+	keep := func(p int64, v []byte) {
+		near := p < l.nh+listKnownReach || p >= l.nt-listKnownReach
+		if p < l.nh || p >= l.nt || !near || len(v) > listKnownValue || size+len(v) > listKnownBytes {
+			return
+		}
+		if old, ok := out.values[p]; ok {
+			size -= len(old)
+		}
+		out.values[p] = v
+		size += len(v)
+	}
+	for p, v := range l.known {
+		if _, staged := l.puts[p]; !staged {
+			keep(p, v)
+		}
+	}
+	for p, v := range l.puts {
+		keep(p, bytes.Clone(v)) // staged values may alias the request
+	}
+	return out
 }
 
 // index returns the element at list index i (0-based, already normalized).
@@ -543,6 +654,9 @@ func inlineListItem(it dynastore.Item, elems [][]byte) dynastore.Item {
 type listCommit struct {
 	actions []dynastore.TxAction
 	after   dynastore.Item
+	// known is what the cache may keep with after (an in-place commit of
+	// a large list).
+	known   *listKnown
 	cleanup func() error
 }
 
@@ -626,7 +740,7 @@ func (l *listView) plan() (*listCommit, error) {
 		}},
 		Cond: guard,
 	}
-	lc := &listCommit{after: after}
+	lc := &listCommit{after: after, known: l.knownAfter()}
 	if len(members)+len(gone) <= listTxMembers && size <= maxTxBytes {
 		for _, p := range gone {
 			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(l.gen, posMember(p))})
@@ -775,7 +889,7 @@ func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
 		seen[string(l.key)] = true
 		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: itemKey(c.DB(), l.key), Cond: l.ks.guard()})
 	}
-	cache := &c.Srv.listRT().cache
+	cache := itemsOf(c)
 	if err := commitActions(c, actions); err != nil {
 		if errors.Is(err, errCollRetry) {
 			for _, l := range writes {
@@ -788,7 +902,7 @@ func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
 		if len(commits[i].actions) == 0 {
 			continue
 		}
-		cache.put(c.DB(), l.key, commits[i].after)
+		cache.putList(c.DB(), l.key, commits[i].after, commits[i].known)
 		if commits[i].cleanup != nil {
 			// The command's outcome is decided; a failed clean-up only
 			// leaves invisible leftovers.
@@ -849,7 +963,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 	defer c.Srv.listRT().lockKeys(c.DB(), key)()
 	var seed dynastore.Item
 	seeded := false
-	if len(vals) <= inlineMaxList && fitsInlineList(vals) && keyFits(key) {
+	if len(vals) <= inlineMaxList && fitsInlineList(vals) && keyFits(key) && !cachedLargeList(c, key) {
 		// One UpdateItem: list_append onto an inline list with room, or a
 		// new list when the key is absent.
 		add := make(dynastore.L, len(vals))
@@ -860,31 +974,25 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 				add[i] = dynastore.B(bytes.Clone(v))
 			}
 		}
-		cur := dynastore.Operand(dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}})
-		val := dynastore.ListAppend{A: cur, B: dynastore.Lit{V: add}}
+		list := dynastore.Operand(dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}})
+		val := dynastore.ListAppend{A: list, B: dynastore.Lit{V: add}}
 		if left {
-			val = dynastore.ListAppend{A: dynastore.Lit{V: add}, B: cur}
+			val = dynastore.ListAppend{A: dynastore.Lit{V: add}, B: list}
 		}
-		newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{Set: []dynastore.SetAction{
+		_, nw, applied, cur, err := fastUpdate(c, key, dynastore.Update{Set: []dynastore.SetAction{
 			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeList)}},
 			{Attr: attrValue, Val: val},
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-		}}, dynastore.WriteOptions{
-			Cond:         inlineFastCond(c.NowMS(), TypeList, len(vals), mustExist),
-			Return:       dynastore.ReturnAllNew,
-			OldOnFailure: true,
-		})
-		if err == nil {
-			c.Srv.listRT().cache.put(c.DB(), key, newItem)
-			l, _ := newItem[attrValue].(dynastore.L)
+		}}, inlineFastCond(c.NowMS(), TypeList, len(vals), mustExist))
+		if err != nil {
+			return 0, err
+		}
+		if applied {
+			l, _ := nw[attrValue].(dynastore.L)
 			c.Srv.listRT().notify(c.DB(), key)
 			return int64(len(l)), nil
 		}
-		cur2, failed := isCondFailed(err)
-		if !failed {
-			return 0, err
-		}
-		seed, seeded = cur2, true
+		seed, seeded = cur, true
 	}
 	var n int64
 	err := listRetry(c, func(try int) error {
@@ -917,6 +1025,20 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		c.Srv.listRT().notify(c.DB(), key)
 	}
 	return n, err
+}
+
+// cachedLargeList reports whether the item cache holds key as a live large
+// list. A push then goes straight to its transaction, made from the cached
+// item and guarded by its ver (a stale entry only fails that guard, and the
+// push re-runs from a fresh read), rather than first sending the inline
+// UpdateItem, which fails on a large list.
+func cachedLargeList(c *Ctx, key []byte) bool {
+	e, ok := itemsOf(c).get(c.DB(), key)
+	if !ok || e.it[attrGen] == nil {
+		return false
+	}
+	ks, err := decodeKey(e.it, c.NowMS())
+	return err == nil && ks.Live && ks.Type == TypeList
 }
 
 // parsePopCount parses LPOP/RPOP's count.
@@ -988,7 +1110,7 @@ func writeBulks(c *Ctx, vals [][]byte) {
 
 // readList opens key for a read-only command (one GetItem, never the cache).
 func readList(c *Ctx, key []byte) (*listView, error) {
-	l, err := openList(c, key, false)
+	l, err := openList(c, key)
 	if err != nil {
 		return nil, err
 	}
@@ -1048,7 +1170,7 @@ func cmdLrange(c *Ctx) {
 // listValidate returns errCollRetry if l's key item changed since read.
 func listValidate(c *Ctx, ls ...*listView) error {
 	for _, l := range ls {
-		it, err := listKeyItem(c, l.key, false)
+		it, err := listKeyItem(c, l.key)
 		if err != nil {
 			return err
 		}
@@ -1697,59 +1819,6 @@ func writeMpop(c *Ctx, key []byte, vals [][]byte) {
 	c.W.Array(2)
 	c.W.Bulk(key)
 	writeBulks(c, vals)
-}
-
-// ---- the list cache -------------------------------------------------------------------
-
-// listCache remembers the last key item this process saw for recent list
-// keys, so a pop can go straight to its conditional write (one request)
-// instead of reading first. Nothing relies on it being current: every
-// write made from it is conditioned on the ver it holds, and read-only
-// commands never use it.
-type listCache struct {
-	mu    sync.Mutex
-	items map[listCacheKey]dynastore.Item
-}
-
-type listCacheKey struct {
-	db  int
-	key string
-}
-
-// listCacheMax bounds the cache (inline items are a few KB at most).
-const listCacheMax = 4096
-
-func (lc *listCache) get(db int, key []byte) (dynastore.Item, bool) {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	it, ok := lc.items[listCacheKey{db, string(key)}]
-	return it, ok
-}
-
-// put remembers it (a list key item; anything else, or nil, forgets key).
-func (lc *listCache) put(db int, key []byte, it dynastore.Item) {
-	if t, _ := it[attrType].(dynastore.S); t != TypeList {
-		lc.drop(db, key)
-		return
-	}
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if lc.items == nil {
-		lc.items = map[listCacheKey]dynastore.Item{}
-	}
-	if len(lc.items) >= listCacheMax {
-		for k := range lc.items {
-			delete(lc.items, k)
-			break
-		}
-	}
-	lc.items[listCacheKey{db, string(key)}] = it
-}
-
-func (lc *listCache) drop(db int, key []byte) {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	delete(lc.items, listCacheKey{db, string(key)})
 }
 
 // ---- blocking timeouts ---------------------------------------------------------------------

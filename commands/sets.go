@@ -148,7 +148,12 @@ func cmdSpop(c *Ctx) {
 				cl.del(m)
 			}
 			if cl.large() {
-				return commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: itemKey(c.DB(), cl.key), Cond: cl.ks.guard()}})
+				err := commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: itemKey(c.DB(), cl.key), Cond: cl.ks.guard()}})
+				if err == nil {
+					noteGen(c, cl.key, TypeSet, nil)
+					itemsOf(c).put(c.DB(), cl.key, nil)
+				}
+				return err
 			}
 			return cl.commit()
 		}
