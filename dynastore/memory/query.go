@@ -291,6 +291,9 @@ type merged struct {
 func (m *merged) start(s *Store, after *entry) {
 	m.heap = make([]int, 0, nShards)
 	for i := range s.shards {
+		if s.shards[i].tree.Len() == 0 {
+			continue
+		}
 		it := &m.its[i]
 		*it = s.shards[i].tree.Iter()
 		var ok bool
