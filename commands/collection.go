@@ -53,6 +53,16 @@ package commands
 //     O(size) writes for big changes to big collections, paid only when the
 //     change itself does not fit one transaction.
 //
+// Caches. Each instance remembers the collection key items it last read or
+// wrote (itemCache) and the generations of the large sets and hashes it
+// saw (gensOf), and starts the hot commands from them: a fast path whose
+// condition holds on the cached item goes out guarded by the item's ver
+// alone (fastUpdate), a single-member write of a known large collection is
+// its blind transaction at once (memberFast), a list push or pop skips the
+// read. Every such write is conditioned on what the cache claims, so
+// another instance's writes (DEL, RENAME, conversions, ...) only make it
+// fail and fall back: a stale entry costs requests, never a wrong reply.
+//
 // Reading a large collection pages through its partition; when that takes
 // more than one page the key item is read again and the read is re-run if
 // its ver moved, so a reply is always one consistent state.
@@ -1558,7 +1568,8 @@ func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 // instead of cond's six or more, and no item back, as old and nw follow
 // from the cache (dynastore.ApplyValidUpdate, what the store itself
 // computes). A failed guard (another writer) pauses guarded writes of the
-// key (itemCache.contend) and u goes out under cond.
+// key (itemCache.contend) and u goes out under cond, unless the item the
+// failure returned already fails it.
 func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
 	if !keyFits(key) {
 		return nil, nil, false, nil, nil
@@ -1568,18 +1579,23 @@ func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (ol
 		if holds, _ := dynastore.EvalCond(it, cond); holds {
 			_, err := c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: keyState{Raw: it}.guard(), OldOnFailure: true})
 			if err == nil {
-				return fastApplied(c, key, it, u)
+				nw, err = fastApplied(c, key, it, u)
+				return it, nw, err == nil, nil, err
 			}
 			cur, failed := isCondFailed(err)
 			if !failed {
 				return nil, nil, false, nil, err
 			}
 			items.contend(c.DB(), key, cur, now)
+			if holds, _ := dynastore.EvalCond(cur, cond); !holds {
+				return nil, nil, false, cur, nil
+			}
 		}
 	}
 	old, err = c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	if err == nil {
-		return fastApplied(c, key, old, u)
+		nw, err = fastApplied(c, key, old, u)
+		return old, nw, err == nil, nil, err
 	}
 	if cur, failed := isCondFailed(err); failed {
 		items.put(c.DB(), key, cur)
@@ -1588,15 +1604,15 @@ func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (ol
 	return nil, nil, false, nil, err
 }
 
-// fastApplied completes a fastUpdate that applied u to old: the new item,
-// remembered in the item cache.
-func fastApplied(c *Ctx, key []byte, old dynastore.Item, u dynastore.Update) (_, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
-	nw, err = dynastore.ApplyValidUpdate(itemKey(c.DB(), key), old, u)
+// fastApplied returns the item a fastUpdate that applied u to old left,
+// and remembers it in the item cache.
+func fastApplied(c *Ctx, key []byte, old dynastore.Item, u dynastore.Update) (dynastore.Item, error) {
+	nw, err := dynastore.ApplyValidUpdate(itemKey(c.DB(), key), old, u)
 	if err != nil {
-		return nil, nil, false, nil, fmt.Errorf("commands: applying an accepted update: %w", err)
+		return nil, fmt.Errorf("commands: applying an accepted update: %w", err)
 	}
 	itemsOf(c).put(c.DB(), key, nw)
-	return old, nw, true, nil, nil
+	return nw, nil
 }
 
 // openSeeded opens key from an item already read (use) or by reading it,

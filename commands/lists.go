@@ -21,23 +21,30 @@ package commands
 // reaches them, and disappear with their generation (sweeper.go).
 //
 // Every write of a large list is guarded by the key item's ver, so writers
-// of one list serialize; a conflict re-runs the command (collRetry).
+// of one list serialize; a conflict re-runs the command (listRetry).
 //
-// Costs (DynamoDB requests):
+// Costs (DynamoDB requests), when this instance wrote or read the list last
+// (its item cache, itemsOf, then holds the key item; a stale entry costs a
+// failed guard and a fresh read):
 //
-//	LPUSH/RPUSH small list                 1 (UpdateItem)
-//	LPOP/RPOP/LMOVE small list             1 Put when this instance wrote or
-//	                                       read the list last (listCache),
-//	                                       else GetItem + Put
-//	LPUSH/RPUSH large list (<= 97 elems)   GetItem + TransactWriteItems
-//	LPOP/RPOP large list (<= 97 elems)     GetItem + Query + TransactWriteItems
+//	LPUSH/RPUSH small list                 1 UpdateItem (guarded by ver alone
+//	                                       when cached: fastUpdate)
+//	LPOP/RPOP/LMOVE small list             1 Put (GetItem + Put uncached)
+//	LPUSH/RPUSH large list (<= 97 elems)   1 TransactWriteItems (uncached: the
+//	                                       inline UpdateItem fails first)
+//	LPOP/RPOP large list (<= 97 elems)     1 TransactWriteItems when the
+//	                                       elements are known (this instance
+//	                                       pushed them or read them ahead),
+//	                                       else Query + TransactWriteItems
+//	                                       (GetItem first uncached)
 //	LLEN                                   1 GetItem
 //	LINDEX large                           2 GetItem; LRANGE: GetItem + Query pages
-//	LSET large                             GetItem + TransactWriteItems
+//	LSET large                             TransactWriteItems (GetItem first
+//	                                       uncached)
 //	LINSERT/LREM large                     O(n): a new generation with the result
-//	LTRIM large                            GetItem + one write, then the
-//	                                       trimmed members are deleted 99 per
-//	                                       transaction
+//	LTRIM large                            one write (GetItem first uncached),
+//	                                       then the trimmed members are deleted
+//	                                       99 per transaction
 //	push of more than a transaction holds  the members are staged in batches
 //	                                       (each checked against ver) below lh
 //	                                       or from lt, then one write publishes

@@ -1,0 +1,88 @@
+package commands
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// TestKeyCacheBounds checks that a key cache keeps at most keyCacheMax
+// entries and keyCacheBytes of weight, keeps the entry just put, and
+// accounts weight exactly through replacements and drops.
+func TestKeyCacheBounds(t *testing.T) {
+	var gens keyCache[largeGen]
+	for i := 0; i < keyCacheMax+100; i++ {
+		gens.put(0, []byte(strconv.Itoa(i)), largeGen{typ: TypeSet, gen: []byte("0123456789abcdef")})
+	}
+	require.Len(t, gens.m, keyCacheMax)
+	_, ok := gens.get(0, []byte(strconv.Itoa(keyCacheMax+99)))
+	require.True(t, ok, "the entry just put stays")
+
+	var items itemCache
+	heavy := func(i int) dynastore.Item {
+		return dynastore.Item{
+			dynastore.AttrPK: dynastore.B("k" + strconv.Itoa(i)),
+			dynastore.AttrSK: dynastore.B{0},
+			attrType:         dynastore.S(TypeList),
+			attrValue:        dynastore.L{dynastore.B(make([]byte, 1<<20))},
+		}
+	}
+	for i := 0; i < 20; i++ {
+		items.put(0, []byte(strconv.Itoa(i)), heavy(i))
+		items.put(0, []byte(strconv.Itoa(i)), heavy(i)) // a replacement
+	}
+	require.LessOrEqual(t, items.kc.weight, keyCacheBytes)
+	_, ok = items.get(0, []byte("19"))
+	require.True(t, ok)
+	items.drop(0, []byte("19"))
+	sum := 0
+	for _, e := range items.kc.m {
+		sum += e.weight()
+	}
+	require.Equal(t, sum, items.kc.weight)
+}
+
+// TestItemCacheEntries covers what the item cache keeps: collection key
+// items, known absence (nil), nothing for other types, and the pause of
+// guarded writes after a contended one.
+func TestItemCacheEntries(t *testing.T) {
+	var ic itemCache
+	set := dynastore.Item{attrType: dynastore.S(TypeSet), attrVer: dynastore.N("1")}
+	cases := []struct {
+		name    string
+		it      dynastore.Item
+		kept    bool
+		content dynastore.Item
+	}{
+		{"set", set, true, set},
+		{"absent", nil, true, nil},
+		{"string", dynastore.Item{attrType: dynastore.S(TypeString)}, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ic.put(0, []byte(tc.name), tc.it)
+			e, ok := ic.get(0, []byte(tc.name))
+			require.Equal(t, tc.kept, ok)
+			require.Equal(t, tc.content, e.it)
+		})
+	}
+	ic.put(0, []byte("k"), set)
+	ic.put(0, []byte("k"), nil)
+	_, ok := ic.get(0, []byte("k"))
+	require.True(t, ok)
+	ic.put(0, []byte("k"), dynastore.Item{attrType: dynastore.S(TypeString)})
+	_, ok = ic.get(0, []byte("k"))
+	require.False(t, ok, "a key now of another type is forgotten")
+
+	ic.contend(0, []byte("c"), set, 1000)
+	_, ok = ic.guardable(0, []byte("c"), 1000)
+	require.False(t, ok, "paused right after contention")
+	ic.put(0, []byte("c"), set)
+	_, ok = ic.guardable(0, []byte("c"), 1000+contendedPause.Milliseconds()-1)
+	require.False(t, ok, "a later put keeps the pause")
+	_, ok = ic.guardable(0, []byte("c"), 1000+contendedPause.Milliseconds())
+	require.True(t, ok)
+}
