@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
@@ -44,6 +46,25 @@ var (
 		OldOnFailure: true,
 	}
 )
+
+// cpuTime is the CPU time the process has used, all threads (GC included).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU starts counting CPU time; the function it returns reports it
+// per operation as cpu-ns/op. On a shared machine wall time per op depends
+// on the other processes; CPU time per op much less.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime(b)
+	return func() {
+		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+	}
+}
 
 // BenchmarkStore runs GetItem, PutItem and INCR's UpdateItem on random keys
 // of a store of 100,000 items (redis-benchmark -r 100000), from one
@@ -90,6 +111,7 @@ func BenchmarkStore(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
+				defer reportCPU(b)()
 				if !parallel {
 					r := rand.New(rand.NewPCG(1, 2))
 					for b.Loop() {
@@ -125,6 +147,7 @@ func BenchmarkHotKey(b *testing.B) {
 			ctx := dynastore.WithLabel(context.Background(), op)
 			b.ReportAllocs()
 			b.SetParallelism(25)
+			defer reportCPU(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					var err error
