@@ -124,34 +124,15 @@ func (s *Store) shard(n uint) *shardState {
 	return &s.shards[n].shardState
 }
 
-// rlock and runlock take and release the read locks of set in ascending
-// order; lock and unlock the write locks.
-func (s *Store) rlock(set shards) {
+// all yields the numbers of the shards in set in ascending order: the order
+// in which requests that span shards lock them.
+func (set shards) all(yield func(int) bool) {
 	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(uint64(m))].mu.RLock()
+		if !yield(bits.TrailingZeros64(uint64(m))) {
+			return
+		}
 	}
 }
-
-func (s *Store) runlock(set shards) {
-	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(uint64(m))].mu.RUnlock()
-	}
-}
-
-func (s *Store) lock(set shards) {
-	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(uint64(m))].mu.Lock()
-	}
-}
-
-func (s *Store) unlock(set shards) {
-	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(uint64(m))].mu.Unlock()
-	}
-}
-
-// allShards is the set of every shard (Scan).
-const allShards = shards(1<<nShards - 1)
 
 // get returns the entry at id (nil if none); the caller holds sh.mu.
 func (sh *shardState) get(id []byte) *entry {

@@ -222,13 +222,17 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 				set |= 1 << n
 			}
 			var rcu float64
-			s.rlock(set)
+			for n := range set.all {
+				s.shards[n].mu.RLock()
+			}
 			for i, p := range places {
 				e := p.sh.get(p.id)
 				out[lo+i] = itemOf(e)
 				rcu += dynastore.ReadUnits(sizeOf(e))
 			}
-			s.runlock(set)
+			for n := range set.all {
+				s.shards[n].mu.RUnlock()
+			}
 			for i := lo; i < hi; i++ {
 				out[i] = dynastore.CloneItem(out[i])
 			}
@@ -376,9 +380,13 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 			acts[i].sh = s.shard(n)
 			set |= 1 << n
 		}
-		s.lock(set)
+		for n := range set.all {
+			s.shards[n].mu.Lock()
+		}
 		rcu, wcu, err := transact(acts)
-		s.unlock(set)
+		for n := range set.all {
+			s.shards[n].mu.Unlock()
+		}
 		if err != errCanceled {
 			return rcu, wcu, err
 		}

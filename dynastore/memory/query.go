@@ -253,7 +253,9 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 			after = &entry{id: string(appendID(nil, sc.After.PK, sc.After.SK))}
 		}
 		pg := pager{limit: sc.Limit, filter: sc.Filter}
-		s.rlock(allShards)
+		for n := range s.shards { // in ascending order, as every request
+			s.shards[n].mu.RLock()
+		}
 		var m merged
 		m.start(s, after)
 		for e := m.next(); e != nil; e = m.next() {
@@ -264,7 +266,9 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 				break
 			}
 		}
-		s.runlock(allShards)
+		for n := range s.shards {
+			s.shards[n].mu.RUnlock()
+		}
 		page.Items = pg.copies()
 		if pg.more {
 			page.Next = &dynastore.Key{PK: bytes.Clone(pg.last.PK), SK: bytes.Clone(pg.last.SK)}
