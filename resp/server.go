@@ -144,23 +144,30 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.conns.Add(1)
-		go s.serveConn(nc)
+		s.admit(nc)
 	}
 }
 
-// serveConn admits a client (protected mode, maxclients, as Redis checks
-// them on accept) and serves it.
-func (s *Server) serveConn(nc net.Conn) {
-	defer s.conns.Done()
+// admit checks a new client as Redis does on accept (protected mode,
+// maxclients), registers it, so that ids follow the order of arrival, and
+// starts its goroutine. A refused client is told why from a goroutine of
+// its own: a slow one cannot hold up the accept loop.
+func (s *Server) admit(nc net.Conn) {
+	s.conns.Add(1)
+	refuse := func(msg string) {
+		go func() {
+			defer s.conns.Done()
+			reject(nc, msg)
+		}()
+	}
 	if s.srv.Refuses(nc.RemoteAddr()) {
-		reject(nc, commands.MsgProtectedMode)
+		refuse(commands.MsgProtectedMode)
 		return
 	}
 	c := newConn(s, nc)
 	if !s.clients.add(c, s.srv.MaxClients()) {
 		s.srv.Net.Rejected.Add(1)
-		reject(nc, commands.MsgMaxClients)
+		refuse(commands.MsgMaxClients)
 		return
 	}
 	c.cn.Publish()
@@ -168,7 +175,10 @@ func (s *Server) serveConn(nc net.Conn) {
 	if s.opts.OnConn != nil {
 		s.opts.OnConn(1)
 	}
-	c.serve()
+	go func() {
+		defer s.conns.Done()
+		c.serve()
+	}()
 }
 
 // Addr returns the address being served, nil before Serve.
