@@ -299,17 +299,11 @@ type cachedItem struct {
 	it     dynastore.Item
 	calmAt int64
 	list   *listKnown
+	// w is the entry's weight, computed once.
+	w int
 }
 
-func (e cachedItem) weight() int {
-	w := 64 + dynastore.ItemSize(e.it)
-	if e.list != nil {
-		for _, v := range e.list.values {
-			w += 16 + len(v)
-		}
-	}
-	return w
-}
+func (e cachedItem) weight() int { return e.w }
 
 // contendedPause is how long fastUpdate sends no guarded writes for a key
 // after one failed: another instance is writing it, and each failure costs
@@ -367,8 +361,14 @@ func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int6
 			return
 		}
 	}
+	w := 64 + dynastore.ItemSize(it)
+	if list != nil {
+		for _, v := range list.values {
+			w += 16 + len(v)
+		}
+	}
 	ic.kc.update(db, key, func(old cachedItem, _ bool) cachedItem {
-		return cachedItem{it: it, calmAt: max(calmAt, old.calmAt), list: list}
+		return cachedItem{it: it, calmAt: max(calmAt, old.calmAt), list: list, w: w}
 	})
 }
 

@@ -170,10 +170,12 @@ type listView struct {
 	rewriteLen int64
 	// known holds committed elements' values by position (large layout),
 	// valid for the key item as read: those the item cache kept with it
-	// and those this attempt read. elemSize is the average size of the
+	// (the cache's own map while knownShared: copied before a change) and
+	// those this attempt read. elemSize is the average size of the
 	// elements last read from the table (0: unknown).
-	known    map[int64][]byte
-	elemSize int
+	known       map[int64][]byte
+	knownShared bool
+	elemSize    int
 
 	changed bool
 }
@@ -192,7 +194,7 @@ type listKnown struct {
 // Bounds of listKnown: the positions within listKnownReach of either end,
 // each value of at most listKnownValue bytes, listKnownBytes in all.
 const (
-	listKnownReach = 64
+	listKnownReach = popPrefetch
 	listKnownValue = 512
 	listKnownBytes = 8 << 10
 )
@@ -242,11 +244,7 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 			}
 			if l.ks.Live && !l.wrongType && l.length() > 0 {
 				if e.list != nil && l.large() {
-					l.known = make(map[int64][]byte, len(e.list.values))
-					for p, v := range e.list.values {
-						l.known[p] = v
-					}
-					l.elemSize = e.list.elemSize
+					l.known, l.knownShared, l.elemSize = e.list.values, true, e.list.elemSize
 				}
 				return l, nil
 			}
@@ -432,8 +430,12 @@ func (l *listView) readEnd(from, to int64, left bool) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.known == nil {
-		l.known = map[int64][]byte{}
+	if l.known == nil || l.knownShared {
+		own := make(map[int64][]byte, len(l.known)+len(all))
+		for p, v := range l.known {
+			own[p] = v
+		}
+		l.known, l.knownShared = own, false
 	}
 	size := 0
 	for i, v := range all {
