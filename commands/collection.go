@@ -1868,8 +1868,8 @@ func blindRemove(c *Ctx, cl *collection, m []byte) (int64, bool, blindResult, er
 	return boolInt(res.out == blindApplied), true, res, nil
 }
 
-// largeFromSeed decodes the item a failed fast path returned when it is a
-// large collection of type typ (nil otherwise).
+// largeFromSeed decodes the item a failed single-request attempt returned
+// when it is a large collection of type typ (nil otherwise).
 func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collection {
 	cl, err := collectionFromItem(c, key, typ, seed)
 	if err != nil || cl.wrongType || !cl.large() {
