@@ -26,10 +26,10 @@ import (
 //     B-tree for Query, Scan and the TTL sweep.
 //   - Both use one string per item, its id, which sorts in DynamoDB's item
 //     order, so ordering two items is one string comparison.
-//   - A stored item is never mutated, only replaced: a reader takes the item
-//     under the read lock and copies it after releasing it (callers own what
-//     they get: storetest's ReturnedItemsAreCopies), and writers build the
-//     next item before taking the write lock (see write).
+//   - A stored item is never mutated, only replaced: a reader hands out the
+//     stored item itself (read-only for callers, as dynastore.Store says),
+//     and writers build the next item before taking the write lock (see
+//     write).
 //
 // A request that spans shards (BatchGet, Transact, Scan) locks every shard
 // it touches in ascending order, so requests never deadlock and each stays

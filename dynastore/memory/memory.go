@@ -164,7 +164,7 @@ var errCondFailed = errors.New("memory: condition failed")
 func condFailed(cur dynastore.Item, o dynastore.WriteOptions) error {
 	e := &dynastore.ConditionFailedError{}
 	if o.OldOnFailure {
-		e.Old = dynastore.CloneItem(cur)
+		e.Old = cur
 	}
 	return e
 }
@@ -182,7 +182,7 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 		e := sh.get(id)
 		it, size := itemOf(e), sizeOf(e)
 		sh.mu.RUnlock()
-		out = dynastore.CloneItem(it)
+		out = it
 		return dynastore.ReadUnits(size), 0, nil
 	})
 	if err != nil {
@@ -232,9 +232,6 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 			}
 			for n := range set.all {
 				s.shards[n].mu.RUnlock()
-			}
-			for i := lo; i < hi; i++ {
-				out[i] = dynastore.CloneItem(out[i])
 			}
 			return rcu, 0, nil
 		})
@@ -396,7 +393,7 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 			if t.failed {
 				reasons[i].Code = dynastore.ReasonConditionalFailed
 				if t.a.OldOnFailure {
-					reasons[i].Old = dynastore.CloneItem(t.old)
+					reasons[i].Old = t.old
 				}
 			}
 		}

@@ -165,7 +165,7 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 			sh.tree.Ascend(pivot, visit)
 		}
 		sh.mu.RUnlock()
-		page.Items = pg.copies()
+		page.Items = pg.items
 		if pg.more {
 			page.Next = bytes.Clone(pg.last.SK)
 		}
@@ -187,8 +187,8 @@ type pager struct {
 	filter dynastore.Cond
 	read   int
 	size   int
-	// items are the stored items that passed the filter, copied by copies
-	// once the locks are released.
+	// items are the stored items that passed the filter (read-only, see
+	// dynastore.Store).
 	items []dynastore.Item
 	more  bool
 	last  dynastore.Key
@@ -207,14 +207,6 @@ func (p *pager) add(e *entry) bool {
 		return false
 	}
 	return true
-}
-
-// copies returns the page's items as the caller's own copies.
-func (p *pager) copies() []dynastore.Item {
-	for i, it := range p.items {
-		p.items[i] = dynastore.CloneItem(it)
-	}
-	return p.items
 }
 
 // segmentOf assigns a partition to one of n scan segments; all items of a
@@ -269,7 +261,7 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 		for n := range s.shards {
 			s.shards[n].mu.RUnlock()
 		}
-		page.Items = pg.copies()
+		page.Items = pg.items
 		if pg.more {
 			page.Next = &dynastore.Key{PK: bytes.Clone(pg.last.PK), SK: bytes.Clone(pg.last.SK)}
 		}

@@ -27,7 +27,7 @@ var basicScenarios = []scenario{
 	{"PutReplacesWholeItem", testPutReplaces},
 	{"Delete", testDelete},
 	{"ReturnValues", testReturnValues},
-	{"ReturnedItemsAreCopies", testCopies},
+	{"Ownership", testOwnership},
 	{"BinaryKeys", testBinaryKeys},
 	{"BatchGet", testBatchGet},
 }
@@ -171,10 +171,13 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 	require.Nil(t, got)
 }
 
-func testCopies(t *testing.T, s dynastore.Store) {
+// testOwnership checks dynastore.Store's ownership rules: the store copies
+// what it is given, and what it returns is a snapshot that later writes to
+// the item (every kind of update, overwrite, delete) never change.
+func testOwnership(t *testing.T, s dynastore.Store) {
 	ctx := ctxOf(t)
 	k := key("copy")
-	in := item(k, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")})
+	in := item(k, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")}, "n", N("1"))
 	want := dynastore.CloneItem(in)
 	_, err := s.Put(ctx, in, dynastore.WriteOptions{})
 	require.NoError(t, err)
@@ -185,40 +188,40 @@ func testCopies(t *testing.T, s dynastore.Store) {
 	in["extra"] = S("x")
 	requireItem(t, want, get(t, s, k))
 
-	scribble := func(it Item) {
-		if it == nil {
-			return
-		}
-		if b, ok := it["b"].(B); ok && len(b) > 0 {
-			b[0] = 'Q'
-		}
-		if l, ok := it["l"].(L); ok && len(l) > 0 {
-			l[0] = S("changed")
-		}
-		if m, ok := it["m"].(M); ok {
-			m["k"] = S("changed")
-		}
-		it["b2"] = S("added")
-	}
-	scribble(get(t, s, k))
+	var snapshots []Item
+	snapshots = append(snapshots, get(t, s, k))
 	items, err := s.BatchGet(ctx, []dynastore.Key{k})
 	require.NoError(t, err)
-	scribble(items[0])
+	snapshots = append(snapshots, items[0])
 	page, err := s.Query(ctx, dynastore.Query{PK: k.PK})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
-	scribble(page.Items[0])
+	snapshots = append(snapshots, page.Items[0])
 	sp, err := s.Scan(ctx, dynastore.Scan{})
 	require.NoError(t, err)
 	require.Len(t, sp.Items, 1)
-	scribble(sp.Items[0])
-	old, err := s.Put(ctx, want, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
-	require.NoError(t, err)
-	scribble(old)
+	snapshots = append(snapshots, sp.Items[0])
 	nw, err := s.Update(ctx, k, dynastore.Update{}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
 	require.NoError(t, err)
-	scribble(nw)
-	requireItem(t, want, get(t, s, k), "returned items are the caller's to change")
+	snapshots = append(snapshots, nw)
+
+	_, err = s.Update(ctx, k, dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: "b", Val: dynastore.Lit{V: B("new")}},
+			{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Lit{V: L{B("y")}}}},
+		},
+		Add:    []dynastore.AttrValue{{Attr: "bs", Val: BS{[]byte("m2")}}, {Attr: "n", Val: N("1")}},
+		Remove: []string{"m"},
+	}, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	old, err := s.Put(ctx, item(k, "b", B("other")), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	_, err = s.Delete(ctx, k, dynastore.WriteOptions{})
+	require.NoError(t, err)
+	for i, snap := range snapshots {
+		requireItem(t, want, snap, "snapshot %d changed by later writes", i)
+	}
+	require.Equal(t, L{B("x"), B("y")}, old["l"], "the item as the update left it")
 }
 
 func testBinaryKeys(t *testing.T, s dynastore.Store) {
