@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -58,7 +59,6 @@ type persistConn struct {
 	// socket isIdleAlive peeks at.
 	raw  net.Conn
 	br   *bufio.Reader
-	bw   *bufio.Writer
 	used time.Time // when it was last put back
 }
 
@@ -122,10 +122,7 @@ func (c *directClient) Do(req *http.Request) (*http.Response, error) {
 		// the buffer: the report that counts comes after the flush.
 		wreq = req.WithContext(context.Background())
 	}
-	err = wreq.Write(pc.bw)
-	if err == nil {
-		err = pc.bw.Flush()
-	}
+	err = writeRequest(pc.conn, wreq)
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{Err: err})
 	}
@@ -264,7 +261,7 @@ func (c *directClient) dial(ctx context.Context, key string, u *url.URL) (*persi
 		}
 		conn = tc
 	}
-	return &persistConn{conn: conn, raw: raw, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, nil
+	return &persistConn{conn: conn, raw: raw, br: bufio.NewReader(conn)}, nil
 }
 
 // CloseIdleConnections closes every idle connection (Store.Close).
@@ -349,6 +346,30 @@ func (b *directBody) Close() error {
 		b.c.put(b.key, b.pc)
 	} else {
 		_ = b.pc.conn.Close()
+	}
+	return err
+}
+
+// reqBufs holds the buffers requests are assembled in.
+var reqBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxKeptReqBuf bounds the buffers kept for reuse, so that one large batch
+// does not pin its size.
+const maxKeptReqBuf = 64 << 10
+
+// writeRequest sends req in a single write. Request.Write into a
+// bufio.Writer sends the header on its own before a body it does not know
+// to be in memory (the SDK's never is): two segments, so the server wakes
+// twice and each write costs a loopback round of its own.
+func writeRequest(conn net.Conn, req *http.Request) error {
+	buf := reqBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	err := req.Write(buf)
+	if err == nil {
+		_, err = conn.Write(buf.Bytes())
+	}
+	if buf.Cap() <= maxKeptReqBuf {
+		reqBufs.Put(buf)
 	}
 	return err
 }

@@ -271,3 +271,30 @@ func TestDirectClientPoolBounds(t *testing.T) {
 	_, err = peer1.Read(make([]byte, 1))
 	require.True(t, errors.Is(err, io.EOF), "the expired connection is closed: %v", err)
 }
+
+// writesConn records each Write it is given.
+type writesConn struct {
+	net.Conn
+	writes []string
+}
+
+func (w *writesConn) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func TestWriteRequestIsOneWrite(t *testing.T) {
+	for _, size := range []int{7, 5000, 200 << 10} {
+		body := strings.Repeat("b", size)
+		// A body net/http does not know to be in memory (as the SDK's is
+		// not) is what made Request.Write flush the header on its own.
+		req, err := http.NewRequest(http.MethodPost, "http://example.test/", io.MultiReader(strings.NewReader(body)))
+		require.NoError(t, err)
+		req.ContentLength = int64(size)
+		w := &writesConn{}
+		require.NoError(t, writeRequest(w, req))
+		require.Len(t, w.writes, 1, "size %d", size)
+		require.True(t, strings.HasPrefix(w.writes[0], "POST / HTTP/1.1\r\n"))
+		require.True(t, strings.HasSuffix(w.writes[0], "\r\n\r\n"+body))
+	}
+}
