@@ -22,17 +22,20 @@ const batch = 90
 
 // rawUpdate is the raw side of every collection command: one UpdateItem
 // (an ADD on a key item), the request issue 4 measures them against.
-func (c *comparer) rawUpdate(kind string, keys int) op {
-	return func(i int) error {
-		_, err := c.ddb.UpdateItem(c.ctx, &dynamodb.UpdateItemInput{
-			TableName:                 &c.table,
-			Key:                       keyOf(c.rawPK(kind, i%keys)),
-			UpdateExpression:          aws.String("ADD #v :one"),
-			ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-			ReturnValues:              types.ReturnValueUpdatedNew,
-		})
-		return err
+func (c *comparer) rawUpdate(kind string, keys int) func(rawSide) op {
+	return func(rs rawSide) op {
+		return func(i int) error {
+			_, err := c.ddb.UpdateItem(c.ctx, &dynamodb.UpdateItemInput{
+				TableName:                 &c.table,
+				Key:                       keyOf(c.rawPK(rs, kind, i%keys)),
+				UpdateExpression:          aws.String("ADD #v :one"),
+				ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+				ReturnValues:              types.ReturnValueUpdatedNew,
+				ReturnConsumedCapacity:    rs.cc,
+			})
+			return err
+		}
 	}
 }
 

@@ -48,9 +48,28 @@ type comparer struct {
 // op is one measured operation on key index i.
 type op func(i int) error
 
+// rawSide is one way of sending the raw requests. redamo asks DynamoDB for
+// the capacity every request consumed (it counts it per command), so the
+// raw request that does what redamo's does asks for it too; the side
+// without it shows what that costs. On DynamoDB Local it costs writes a
+// read of the old item (~0.2 ms), on DynamoDB nothing measurable.
+type rawSide struct {
+	name string
+	// tag keeps each side's raw keys apart, so that conditional requests
+	// (SET NX) of one side never meet the other side's items.
+	tag string
+	cc  types.ReturnConsumedCapacity
+}
+
+var rawSides = []rawSide{
+	{name: "with consumed capacity", tag: "c", cc: types.ReturnConsumedCapacityTotal},
+	{name: "without", tag: "n", cc: types.ReturnConsumedCapacityNone},
+}
+
 type pair struct {
 	command, request string
-	redamo, raw      op
+	redamo           op
+	raw              func(rawSide) op
 }
 
 func runCompare(args []string) error {
@@ -103,49 +122,59 @@ func runCompare(args []string) error {
 		}
 		pairs = append(pairs, more...)
 	}
-	lat := make(map[string][2][]time.Duration, len(pairs))
-	// The first rounds warm up both paths (connections, DynamoDB Local's
+	// sides: redamo, then the raw ones in rawSides' order.
+	nSides := 1 + len(rawSides)
+	lat := make(map[string][][]time.Duration, len(pairs))
+	sides := make(map[string][]op, len(pairs))
+	for _, p := range pairs {
+		lat[p.command] = make([][]time.Duration, nSides)
+		sides[p.command] = []op{p.redamo}
+		for _, rs := range rawSides {
+			sides[p.command] = append(sides[p.command], p.raw(rs))
+		}
+	}
+	sideName := func(p pair, side int) string {
+		if side == 0 {
+			return "redamo"
+		}
+		return p.request + ", " + rawSides[side-1].name
+	}
+	// The first rounds warm up every path (connections, DynamoDB Local's
 	// JIT) and are not recorded. The sides take turns in short chunks, and
-	// alternate which goes first, so that changes in DynamoDB Local's speed
-	// (its GC, other load on the machine) fall on both sides equally.
+	// rotate which goes first, so that changes in DynamoDB Local's speed
+	// (its GC, other load on the machine) fall on all sides equally.
 	warm := (*warmup + *chunk - 1) / *chunk
 	rounds := warm + *ops / *chunk
 	for r := 0; r < rounds; r++ {
 		for _, p := range pairs {
-			first, second := 0, 1
-			if r%2 == 1 {
-				first, second = 1, 0
-			}
-			got := lat[p.command]
-			for _, side := range []int{first, second} {
-				f := p.redamo
-				if side == 1 {
-					f = p.raw
-				}
+			for k := range nSides {
+				side := (r + k) % nSides
+				f := sides[p.command][side]
 				for i := r * *chunk; i < (r+1)**chunk; i++ {
 					start := time.Now()
 					if err := f(i); err != nil {
-						return fmt.Errorf("%s (%s): %w", p.command, [2]string{"redamo", p.request}[side], err)
+						return fmt.Errorf("%s (%s): %w", p.command, sideName(p, side), err)
 					}
 					if r >= warm {
-						got[side] = append(got[side], time.Since(start))
+						lat[p.command][side] = append(lat[p.command][side], time.Since(start))
 					}
 				}
 			}
-			lat[p.command] = got
 		}
 	}
 
-	fmt.Printf("One client, %d ops per command per side (sides alternating every %d), %d-byte values, DynamoDB at %s\n",
+	fmt.Printf("One client, %d ops per command per side (sides taking turns every %d), %d-byte values, DynamoDB at %s\n",
 		(rounds-warm)**chunk, *chunk, *valueSize, orDefault(*endpoint, "AWS "+*region))
-	fmt.Println("ratio: redamo ops/s / raw ops/s; p50 ratio: raw p50 / redamo p50 (less sensitive to load spikes)")
+	fmt.Println("raw request: the one request the command maps to, sent with the SDK; cc: with ReturnConsumedCapacity=TOTAL,")
+	fmt.Println("as redamo sends it (it counts consumed capacity); no-cc: without. ratio: redamo ops/s / raw ops/s;")
+	fmt.Println("p50 ratio: raw p50 / redamo p50 (less sensitive to load spikes)")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "command\tredamo ops/s\tp50 ms\tp99 ms\t\traw request\tops/s\tp50 ms\tp99 ms\t\tratio\tp50 ratio\t")
+	fmt.Fprintln(tw, "command\tredamo ops/s\tp50 ms\tp99 ms\t\traw request\tcc ops/s\tp50 ms\tp99 ms\tratio\tp50 ratio\t\tno-cc ops/s\tp50 ms\tratio\tp50 ratio\t")
 	for _, p := range pairs {
-		a, b := summarize(lat[p.command][0]), summarize(lat[p.command][1])
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t\t%s\t%.0f\t%.3f\t%.3f\t\t%.2f\t%.2f\t\n",
+		a, b, n := summarize(lat[p.command][0]), summarize(lat[p.command][1]), summarize(lat[p.command][2])
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t\t%s\t%.0f\t%.3f\t%.3f\t%.2f\t%.2f\t\t%.0f\t%.3f\t%.2f\t%.2f\t\n",
 			p.command, a.opsPerSec, a.p50, a.p99, p.request, b.opsPerSec, b.p50, b.p99,
-			a.opsPerSec/b.opsPerSec, b.p50/a.p50)
+			a.opsPerSec/b.opsPerSec, b.p50/a.p50, n.opsPerSec, n.p50, a.opsPerSec/n.opsPerSec, n.p50/a.p50)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -196,10 +225,10 @@ func (c *comparer) redisKey(kind string, i int) string {
 	return "bench:" + c.run + ":" + kind + ":" + strconv.Itoa(i)
 }
 
-// rawPK is the partition key of raw key i: redamo's key-item layout
-// ('k', db, key) in db rawDB.
-func (c *comparer) rawPK(kind string, i int) []byte {
-	return append([]byte{'k', rawDB}, "raw:"+c.run+":"+kind+":"+strconv.Itoa(i)...)
+// rawPK is the partition key of raw key i of side rs: redamo's key-item
+// layout ('k', db, key) in db rawDB.
+func (c *comparer) rawPK(rs rawSide, kind string, i int) []byte {
+	return append([]byte{'k', rawDB}, "raw:"+c.run+":"+rs.tag+":"+kind+":"+strconv.Itoa(i)...)
 }
 
 func keyOf(pk []byte) map[string]types.AttributeValue {
@@ -235,10 +264,12 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return expect(rdb.Set(ctx, c.redisKey("s", i), c.value, 0).Result())("OK")
 			},
-			raw: func(i int) error {
-				item := c.itemFor(c.rawPK("s", i))
-				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item})
-				return err
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					item := c.itemFor(c.rawPK(rs, "s", i))
+					_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item, ReturnConsumedCapacity: rs.cc})
+					return err
+				}
 			},
 		},
 		{
@@ -246,14 +277,17 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return expect(rdb.Get(ctx, c.redisKey("s", i)).Result())(string(c.value))
 			},
-			raw: func(i int) error {
-				out, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{
-					TableName: &c.table, Key: keyOf(c.rawPK("s", i)), ConsistentRead: aws.Bool(true),
-				})
-				if err == nil && out.Item == nil {
-					err = errors.New("item missing")
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					out, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{
+						TableName: &c.table, Key: keyOf(c.rawPK(rs, "s", i)), ConsistentRead: aws.Bool(true),
+						ReturnConsumedCapacity: rs.cc,
+					})
+					if err == nil && out.Item == nil {
+						err = errors.New("item missing")
+					}
+					return err
 				}
-				return err
 			},
 		},
 		{
@@ -261,19 +295,22 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return expect(rdb.Do(ctx, "SET", c.redisKey("nx", i), c.value, "NX", "PX", "30000").Result())("OK")
 			},
-			raw: func(i int) error {
-				now := nowMS()
-				item := c.itemFor(c.rawPK("nx", i))
-				item[c.lay.expAttr] = num(now + 30000)
-				item["ttl"] = num((now+30000)/1000 + 1)
-				_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{
-					TableName:                 &c.table,
-					Item:                      item,
-					ConditionExpression:       aws.String("attribute_not_exists(pk) OR #e <= :now"),
-					ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now)},
-				})
-				return err
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					now := nowMS()
+					item := c.itemFor(c.rawPK(rs, "nx", i))
+					item[c.lay.expAttr] = num(now + 30000)
+					item["ttl"] = num((now+30000)/1000 + 1)
+					_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{
+						TableName:                 &c.table,
+						Item:                      item,
+						ConditionExpression:       aws.String("attribute_not_exists(pk) OR #e <= :now"),
+						ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now)},
+						ReturnConsumedCapacity:    rs.cc,
+					})
+					return err
+				}
 			},
 		},
 		{
@@ -281,16 +318,19 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return rdb.Incr(ctx, c.redisKey("counter", 0)).Err()
 			},
-			raw: func(i int) error {
-				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                 &c.table,
-					Key:                       keyOf(c.rawPK("counter", 0)),
-					UpdateExpression:          aws.String("ADD #v :one"),
-					ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-					ReturnValues:              types.ReturnValueUpdatedNew,
-				})
-				return err
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName:                 &c.table,
+						Key:                       keyOf(c.rawPK(rs, "counter", 0)),
+						UpdateExpression:          aws.String("ADD #v :one"),
+						ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+						ReturnValues:              types.ReturnValueUpdatedNew,
+						ReturnConsumedCapacity:    rs.cc,
+					})
+					return err
+				}
 			},
 		},
 		{
@@ -298,17 +338,20 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return expect(rdb.Expire(ctx, c.redisKey("s", i), 1000*time.Second).Result())(true)
 			},
-			raw: func(i int) error {
-				exp := nowMS() + 1000*1000
-				_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                 &c.table,
-					Key:                       keyOf(c.rawPK("s", i)),
-					UpdateExpression:          aws.String("SET #e = :e, #t = :t"),
-					ConditionExpression:       aws.String("attribute_exists(pk)"),
-					ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr, "#t": "ttl"},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":e": num(exp), ":t": num(exp/1000 + 1)},
-				})
-				return err
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					exp := nowMS() + 1000*1000
+					_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName:                 &c.table,
+						Key:                       keyOf(c.rawPK(rs, "s", i)),
+						UpdateExpression:          aws.String("SET #e = :e, #t = :t"),
+						ConditionExpression:       aws.String("attribute_exists(pk)"),
+						ExpressionAttributeNames:  map[string]string{"#e": c.lay.expAttr, "#t": "ttl"},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":e": num(exp), ":t": num(exp/1000 + 1)},
+						ReturnConsumedCapacity:    rs.cc,
+					})
+					return err
+				}
 			},
 		},
 		{
@@ -316,14 +359,17 @@ func (c *comparer) pairs() []pair {
 			redamo: func(i int) error {
 				return expect(rdb.Del(ctx, c.redisKey("s", i)).Result())(1)
 			},
-			raw: func(i int) error {
-				out, err := c.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-					TableName: &c.table, Key: keyOf(c.rawPK("s", i)), ReturnValues: types.ReturnValueAllOld,
-				})
-				if err == nil && out.Attributes == nil {
-					err = errors.New("item missing")
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					out, err := c.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+						TableName: &c.table, Key: keyOf(c.rawPK(rs, "s", i)), ReturnValues: types.ReturnValueAllOld,
+						ReturnConsumedCapacity: rs.cc,
+					})
+					if err == nil && out.Attributes == nil {
+						err = errors.New("item missing")
+					}
+					return err
 				}
-				return err
 			},
 		},
 	}
