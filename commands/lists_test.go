@@ -478,6 +478,44 @@ func TestListBlockingOrder(t *testing.T) {
 	})
 }
 
+// TestListBlockingSharesPolls: clients blocked on one key share the
+// poller's reads: however many wait, the key is read at most once per poll
+// interval (which never drops below 8 ms: 10 ms less 20% jitter), and the
+// poller stops when nobody waits.
+func TestListBlockingSharesPolls(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 20 * time.Millisecond }))
+			const waiters = 20
+			done := make(chan error, waiters)
+			for range waiters {
+				cl := s.Client(t, slowOK)
+				go func() { done <- cl.BLPop(ctx, 0, "q").Err() }()
+			}
+			waitBlocked(t, s, waiters)
+			polls := func() int64 { return b.Stats.Requests(commands.BlockingPollLabel) }
+			before, start := polls(), time.Now()
+			time.Sleep(500 * time.Millisecond)
+			n, elapsed := polls()-before, time.Since(start)
+			require.Positive(t, n, "the poller reads the key while clients wait")
+			// One poller per client would read it ~20 times as often.
+			require.LessOrEqual(t, n, int64(elapsed/(8*time.Millisecond))+2, "%d reads in %s", n, elapsed)
+
+			for i := range waiters {
+				require.NoError(t, s.Client(t).RPush(ctx, "q", i).Err())
+			}
+			for range waiters {
+				require.NoError(t, <-done)
+			}
+			time.Sleep(50 * time.Millisecond) // a read in flight lands
+			idle := polls()
+			time.Sleep(100 * time.Millisecond)
+			require.Equal(t, idle, polls(), "nobody waits: no reads")
+		})
+	}
+}
+
 // TestListQueueExactlyOnce: 20 producers and 20 consumers on one list over
 // three instances sharing one store deliver every element exactly once,
 // with RPOP polling and with BLPOP.
