@@ -18,7 +18,7 @@ package commands
 //     A value is an N when it is a canonical int64 (HINCRBY is then one ADD),
 //     a B otherwise. Inline is used while the collection has at most
 //     inlineMaxSet / inlineMaxHash entries of at most inlineMaxBytes each
-//     (Redis's listpack thresholds, halved for hashes): the item then stays
+//     (redis.conf's listpack thresholds, halved for hashes): the item then stays
 //     under ~16 KB, so a write costs a few WCU.
 //   - large: the key item holds g (a random 16-byte generation id) and n (the
 //     entry count: SCARD/HLEN are one read at any size); each member is an
@@ -125,9 +125,10 @@ const (
 	nsCollScan = 's' // 's', cursor id: SSCAN/HSCAN/ZSCAN positions
 )
 
-// Inline limits. Redis converts a listpack to a hashtable past 128 entries
-// or 64-byte elements; redamo converts at the same points for sets, and at
-// 64 entries for hashes, whose fields cost twice (name in v and attribute).
+// Inline limits: elements of at most 64 bytes (Redis's listpack value
+// limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
+// whose fields cost twice (name in v and attribute). They bound the key
+// item's size; OBJECT ENCODING does not depend on them (encodingOf).
 const (
 	inlineMaxBytes = 64
 	inlineMaxSet   = 128
@@ -1760,6 +1761,38 @@ func (cl *collection) intsetLike() bool {
 		}
 	}
 	return true
+}
+
+// errEnough ends an each early once the answer is known.
+var errEnough = errors.New("commands: enough entries seen")
+
+// encodingOf is Redis 7.0's OBJECT ENCODING for a hash or set key: compact
+// (listpack, intset) while it holds at most maxEntries entries that all
+// pass fits, hashtable otherwise. Redis never converts back, so a key that
+// was once past a limit stays a hashtable there even after removals bring
+// it under; redamo keeps no such history and answers from the current
+// content (a large layout is only read when its count is within the limit).
+func encodingOf(c *Ctx, key []byte, typ string, maxEntries int64, compact string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
+	enc := compact
+	err := collRead(c, key, typ, func(cl *collection) error {
+		enc = compact
+		if cl.committedLen() > maxEntries {
+			enc = "hashtable"
+			return nil
+		}
+		err := cl.each(func(m []byte, v dynastore.Value) error {
+			if !fits(m, v) {
+				enc = "hashtable"
+				return errEnough
+			}
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			return nil
+		}
+		return err
+	})
+	return enc, err
 }
 
 // scanCursorKey is where a collection scan cursor's position is kept.

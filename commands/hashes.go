@@ -12,6 +12,21 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
+// Redis's hash-max-listpack-entries and hash-max-listpack-value defaults, as
+// compiled in (redis.conf's example lowers the entries to 128).
+const (
+	hashMaxListpackEntries = 512
+	hashMaxListpackValue   = 64
+)
+
+func init() {
+	objectEncoders[TypeHash] = func(c *Ctx, key []byte) (string, error) {
+		return encodingOf(c, key, TypeHash, hashMaxListpackEntries, "listpack", func(f []byte, v dynastore.Value) bool {
+			return len(f) <= hashMaxListpackValue && len(valueBytes(v)) <= hashMaxListpackValue
+		})
+	}
+}
+
 func registerHashes(t *Table) {
 	t.Register(
 		&Command{Name: "hset", Arity: -4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Set the string value of a hash field", Since: "2.0.0", Group: "hash", Complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", Run: cmdHset},

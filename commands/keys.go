@@ -947,8 +947,9 @@ func flushPrefix(c *Ctx, prefix []byte) {
 // ---- OBJECT ----------------------------------------------------------------------
 
 // objectEncoders gives OBJECT ENCODING for types other than strings; a
-// collection family registers its own, since only it knows its layout.
-var objectEncoders = map[string]func(dynastore.Item) string{}
+// collection family registers its own, since only it knows its layout. It
+// gets the key (of the live type it is registered for) and may read it.
+var objectEncoders = map[string]func(c *Ctx, key []byte) (string, error){}
 
 // sharedIntegers is Redis's OBJ_SHARED_INTEGERS: integer strings below it
 // share one object whose refcount reads as INT_MAX.
@@ -1024,12 +1025,17 @@ func cmdObjectEncoding(c *Ctx) {
 		c.W.Bulk([]byte(stringEncoding(ks.Raw)))
 		return
 	}
-	enc, ok := objectEncoders[ks.Type]
+	encoder, ok := objectEncoders[ks.Type]
 	if !ok {
 		c.W.Error(fmt.Sprintf("ERR OBJECT ENCODING is not supported for keys of type %s", ks.Type))
 		return
 	}
-	c.W.Bulk([]byte(enc(ks.Raw)))
+	enc, err := encoder(c, c.Args[2])
+	if err != nil {
+		collFail(c, err)
+		return
+	}
+	c.W.Bulk([]byte(enc))
 }
 
 // cmdObjectFreq answers as Redis does under its default maxmemory-policy

@@ -80,7 +80,7 @@ const listTxMembers = dynastore.MaxTxActions - 3
 
 func init() {
 	// Redis 7.0 reports every list as a quicklist.
-	objectEncoders[TypeList] = func(dynastore.Item) string { return "quicklist" }
+	objectEncoders[TypeList] = func(*Ctx, []byte) (string, error) { return "quicklist", nil }
 }
 
 func registerLists(t *Table) {

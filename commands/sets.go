@@ -15,6 +15,20 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
+// setMaxIntsetEntries is Redis's set-max-intset-entries default.
+const setMaxIntsetEntries = 512
+
+func init() {
+	// Redis 7.0: an intset while every member is an integer, else a hash
+	// table (small sets of strings became listpacks only in 7.2).
+	objectEncoders[TypeSet] = func(c *Ctx, key []byte) (string, error) {
+		return encodingOf(c, key, TypeSet, setMaxIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
+			_, ok := string2ll(m)
+			return ok
+		})
+	}
+}
+
 func registerSets(t *Table) {
 	t.Register(
 		&Command{Name: "sadd", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Add one or more members to a set", Since: "1.0.0", Group: "set", Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", Run: cmdSadd},
