@@ -103,14 +103,19 @@ func NormalizeItem(it Item) (Item, error) {
 // NormalizeItemSize is NormalizeItem that also returns the normalized
 // item's ItemSize, which it computes anyway.
 func NormalizeItemSize(it Item) (Item, int, error) {
-	out, size, err := normalizeItem(it)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, size, nil
+	return normalizeItem(it, false)
 }
 
-func normalizeItem(it Item) (Item, int, error) {
+// AdoptItem is NormalizeItemSize for an item handed over to a store
+// (WriteOptions.Handover): it checks the same things but returns it itself,
+// made canonical in place, copying only the values it must change.
+func AdoptItem(it Item) (Item, int, error) {
+	return normalizeItem(it, true)
+}
+
+// normalizeItem is NormalizeItemSize; with adopt it makes it canonical in
+// place instead of copying it.
+func normalizeItem(it Item, adopt bool) (Item, int, error) {
 	pk, okp := it[AttrPK]
 	sk, oks := it[AttrSK]
 	if !okp || !oks {
@@ -125,17 +130,30 @@ func normalizeItem(it Item) (Item, int, error) {
 	if err := ValidateKey(it.Key()); err != nil {
 		return nil, 0, err
 	}
-	out := make(Item, len(it))
+	out := it
+	if !adopt {
+		out = make(Item, len(it))
+	}
 	size := 0 // ItemSize(out), counted on the way
 	for name, v := range it {
 		if name == "" {
 			return nil, 0, invalidf("%s", msgEmptyName)
 		}
-		nv, err := NormalizeValue(v)
+		var nv Value
+		var err error
+		changed := true
+		if adopt {
+			nv, changed, err = adoptValue(v)
+		} else {
+			nv, err = NormalizeValue(v)
+		}
 		if err != nil {
 			return nil, 0, err
 		}
-		out[name] = nv
+		if changed {
+			// Replacing the value of a key being ranged over is allowed.
+			out[name] = nv
+		}
 		size += len(name) + valueSize(nv)
 	}
 	if size > MaxItemSize {
@@ -203,6 +221,23 @@ func NormalizeValue(v Value) (Value, error) {
 		return v, nil
 	}
 	return nil, invalidf("unsupported attribute value %T", v)
+}
+
+// adoptValue is NormalizeValue for a value the store may keep: v itself
+// when it is canonical (changed false). Sets, lists and maps are copied
+// anyway: they are rare on hot paths, and copying keeps their rules in one
+// place (NormalizeValue).
+func adoptValue(v Value) (nv Value, changed bool, err error) {
+	switch x := v.(type) {
+	case B, S, BOOL, NULL:
+		return v, false, nil
+	case N:
+		if _, _, ok := plainInt(string(x)); ok {
+			return v, false, nil
+		}
+	}
+	nv, err = NormalizeValue(v)
+	return nv, true, err
 }
 
 // checkValue returns the error NormalizeValue would, without copying v.
@@ -1029,17 +1064,19 @@ func UpdatedAttrs(u *Update) []string {
 	return out
 }
 
-// Projection is what a successful write returns for rv, as copies: ALL_OLD
-// the old item (nil if there was none), ALL_NEW the new item, UPDATED_OLD /
+// Projection is what a successful write returns for rv: ALL_OLD the old
+// item (nil if there was none), ALL_NEW the new item, UPDATED_OLD /
 // UPDATED_NEW the attributes u names, taken from the old / new item (nil when
 // none of them is present). old or new is nil when the item is absent before
-// or after the write.
+// or after the write. The result shares its values with old and new (what a
+// Store returns is read-only): for a store that never changes a stored item
+// in place.
 func Projection(rv ReturnValues, old, new Item, u *Update) Item {
 	switch rv {
 	case ReturnAllOld:
-		return CloneItem(old)
+		return old
 	case ReturnAllNew:
-		return CloneItem(new)
+		return new
 	case ReturnUpdatedOld, ReturnUpdatedNew:
 		src := old
 		if rv == ReturnUpdatedNew {
@@ -1051,7 +1088,7 @@ func Projection(rv ReturnValues, old, new Item, u *Update) Item {
 				if out == nil {
 					out = Item{}
 				}
-				out[a] = CloneValue(v)
+				out[a] = v
 			}
 		}
 		// The attributes of UpdatedAttrs, without building the list.

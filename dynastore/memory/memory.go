@@ -252,7 +252,11 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		nit, size, err := dynastore.NormalizeItemSize(it)
+		normalize := dynastore.NormalizeItemSize
+		if o.Handover {
+			normalize = dynastore.AdoptItem
+		}
+		nit, size, err := normalize(it)
 		if err != nil {
 			return 0, 0, err
 		}

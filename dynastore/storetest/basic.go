@@ -172,56 +172,70 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 }
 
 // testOwnership checks dynastore.Store's ownership rules: the store copies
-// what it is given, and what it returns is a snapshot that later writes to
-// the item (every kind of update, overwrite, delete) never change.
+// what it is lent, keeps what is handed over (WriteOptions.Handover) as it
+// would have kept a copy, and what it returns is a snapshot that later
+// writes to the item (every kind of update, overwrite, delete) never change.
 func testOwnership(t *testing.T, s dynastore.Store) {
 	ctx := ctxOf(t)
-	k := key("copy")
+	k, hk := key("copy"), key("handed")
 	in := item(k, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")}, "n", N("1"))
 	want := dynastore.CloneItem(in)
 	_, err := s.Put(ctx, in, dynastore.WriteOptions{})
 	require.NoError(t, err)
-	// The caller may reuse what it passed in.
+	// The caller may reuse what it lent.
 	in["b"].(B)[0] = 'Z'
 	in["l"].(L)[0].(B)[0] = 'Z'
 	in["bs"].(BS)[0][0] = 'Z'
 	in["extra"] = S("x")
 	requireItem(t, want, get(t, s, k))
+	// A handed-over item is the store's from the call on (never touched
+	// again here), stored as a copy of it would have been.
+	_, err = s.Put(ctx, item(hk, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")}, "n", N("01.0")),
+		dynastore.WriteOptions{Handover: true})
+	require.NoError(t, err)
+	wantHanded := item(hk, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")}, "n", N("1"))
+	requireItem(t, wantHanded, get(t, s, hk))
+	require.Equal(t, N("1"), get(t, s, hk)["n"], "a handed-over number is made canonical")
 
-	var snapshots []Item
-	snapshots = append(snapshots, get(t, s, k))
-	items, err := s.BatchGet(ctx, []dynastore.Key{k})
-	require.NoError(t, err)
-	snapshots = append(snapshots, items[0])
-	page, err := s.Query(ctx, dynastore.Query{PK: k.PK})
-	require.NoError(t, err)
-	require.Len(t, page.Items, 1)
-	snapshots = append(snapshots, page.Items[0])
-	sp, err := s.Scan(ctx, dynastore.Scan{})
-	require.NoError(t, err)
-	require.Len(t, sp.Items, 1)
-	snapshots = append(snapshots, sp.Items[0])
-	nw, err := s.Update(ctx, k, dynastore.Update{}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
-	require.NoError(t, err)
-	snapshots = append(snapshots, nw)
+	for _, c := range []struct {
+		k    dynastore.Key
+		want Item
+	}{{k, want}, {hk, wantHanded}} {
+		var snapshots []Item
+		snapshots = append(snapshots, get(t, s, c.k))
+		items, err := s.BatchGet(ctx, []dynastore.Key{c.k})
+		require.NoError(t, err)
+		snapshots = append(snapshots, items[0])
+		page, err := s.Query(ctx, dynastore.Query{PK: c.k.PK})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		snapshots = append(snapshots, page.Items[0])
+		sp, err := s.Scan(ctx, dynastore.Scan{Filter: dynastore.Compare{Attr: dynastore.AttrPK, Op: dynastore.OpEQ, Val: B(c.k.PK)}})
+		require.NoError(t, err)
+		require.Len(t, sp.Items, 1)
+		snapshots = append(snapshots, sp.Items[0])
+		nw, err := s.Update(ctx, c.k, dynastore.Update{}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
+		require.NoError(t, err)
+		snapshots = append(snapshots, nw)
 
-	_, err = s.Update(ctx, k, dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: "b", Val: dynastore.Lit{V: B("new")}},
-			{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Lit{V: L{B("y")}}}},
-		},
-		Add:    []dynastore.AttrValue{{Attr: "bs", Val: BS{[]byte("m2")}}, {Attr: "n", Val: N("1")}},
-		Remove: []string{"m"},
-	}, dynastore.WriteOptions{})
-	require.NoError(t, err)
-	old, err := s.Put(ctx, item(k, "b", B("other")), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
-	require.NoError(t, err)
-	_, err = s.Delete(ctx, k, dynastore.WriteOptions{})
-	require.NoError(t, err)
-	for i, snap := range snapshots {
-		requireItem(t, want, snap, "snapshot %d changed by later writes", i)
+		_, err = s.Update(ctx, c.k, dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: "b", Val: dynastore.Lit{V: B("new")}},
+				{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Lit{V: L{B("y")}}}},
+			},
+			Add:    []dynastore.AttrValue{{Attr: "bs", Val: BS{[]byte("m2")}}, {Attr: "n", Val: N("1")}},
+			Remove: []string{"m"},
+		}, dynastore.WriteOptions{})
+		require.NoError(t, err)
+		old, err := s.Put(ctx, item(c.k, "b", B("other")), dynastore.WriteOptions{Return: dynastore.ReturnAllOld, Handover: true})
+		require.NoError(t, err)
+		_, err = s.Delete(ctx, c.k, dynastore.WriteOptions{})
+		require.NoError(t, err)
+		for i, snap := range snapshots {
+			requireItem(t, c.want, snap, "%q: snapshot %d changed by later writes", c.k.PK, i)
+		}
+		require.Equal(t, L{B("x"), B("y")}, old["l"], "the item as the update left it")
 	}
-	require.Equal(t, L{B("x"), B("y")}, old["l"], "the item as the update left it")
 }
 
 func testBinaryKeys(t *testing.T, s dynastore.Store) {
