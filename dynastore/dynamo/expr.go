@@ -14,52 +14,140 @@ import (
 // expression strings. Every attribute name goes through a placeholder (#a0,
 // #a1, ...), so reserved words and odd characters never matter, and every
 // value through :v0, :v1, ... One exprs serves all expressions of one request,
-// because they share the request's name and value maps.
+// because they share the request's name and value maps. It keeps dynastore
+// values: the direct path writes them as JSON, the SDK path converts them.
 type exprs struct {
-	names  map[string]string // placeholder -> attribute name
-	byName map[string]string // attribute name -> placeholder
-	values map[string]types.AttributeValue
+	names  []string          // #aN stands for names[N]
+	byName map[string]string // attribute name -> placeholder, once names is long
+	values []dynastore.Value // :vN stands for values[N]
 }
+
+// byNameFrom is the number of names from which name looks them up in a map
+// rather than scanning the list.
+const byNameFrom = 16
 
 func newExprs() *exprs {
 	return &exprs{}
 }
 
+// The placeholders of the first indices, made once: most requests use few.
+var namePlaceholders, valuePlaceholders = placeholders("#a"), placeholders(":v")
+
+func placeholders(prefix string) []string {
+	out := make([]string, 32)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+func placeholder(made []string, i int) string {
+	if i < len(made) {
+		return made[i]
+	}
+	return made[0][:2] + strconv.Itoa(i)
+}
+
 func (e *exprs) name(attr string) string {
-	if p, ok := e.byName[attr]; ok {
-		return p
+	if e.byName != nil {
+		if p, ok := e.byName[attr]; ok {
+			return p
+		}
+	} else {
+		for i, n := range e.names {
+			if n == attr {
+				return placeholder(namePlaceholders, i)
+			}
+		}
 	}
-	if e.names == nil {
-		e.names = map[string]string{}
-		e.byName = map[string]string{}
+	p := placeholder(namePlaceholders, len(e.names))
+	e.names = append(e.names, attr)
+	switch {
+	case e.byName != nil:
+		e.byName[attr] = p
+	case len(e.names) == byNameFrom:
+		e.byName = make(map[string]string, 2*byNameFrom)
+		for i, n := range e.names {
+			e.byName[n] = placeholder(namePlaceholders, i)
+		}
 	}
-	p := "#a" + strconv.Itoa(len(e.names))
-	e.names[p] = attr
-	e.byName[attr] = p
 	return p
 }
 
+// value adds a value the caller gave, which may not be sendable.
 func (e *exprs) value(v dynastore.Value) (string, error) {
-	av, err := toAV(v)
-	if err != nil {
+	if err := checkAV(v); err != nil {
 		return "", err
 	}
-	return e.av(av), nil
+	return e.lit(v), nil
 }
 
-func (e *exprs) av(av types.AttributeValue) string {
-	if e.values == nil {
-		e.values = map[string]types.AttributeValue{}
+// lit adds a value made here.
+func (e *exprs) lit(v dynastore.Value) string {
+	e.values = append(e.values, v)
+	return placeholder(valuePlaceholders, len(e.values)-1)
+}
+
+// Names and Values return the maps for an SDK request (nil when empty:
+// DynamoDB rejects empty maps).
+func (e *exprs) Names() map[string]string {
+	if len(e.names) == 0 {
+		return nil
 	}
-	p := ":v" + strconv.Itoa(len(e.values))
-	e.values[p] = av
-	return p
+	out := make(map[string]string, len(e.names))
+	for i, n := range e.names {
+		out[placeholder(namePlaceholders, i)] = n
+	}
+	return out
 }
 
-// Names and Values return the maps for the request (nil when empty: DynamoDB
-// rejects empty maps).
-func (e *exprs) Names() map[string]string                { return e.names }
-func (e *exprs) Values() map[string]types.AttributeValue { return e.values }
+func (e *exprs) Values() map[string]types.AttributeValue {
+	if len(e.values) == 0 {
+		return nil
+	}
+	out := make(map[string]types.AttributeValue, len(e.values))
+	for i, v := range e.values {
+		// value and lit only take values toAV converts.
+		av, _ := toAV(v)
+		out[placeholder(valuePlaceholders, i)] = av
+	}
+	return out
+}
+
+// appendJSON appends the request members for the names and values (none
+// when empty), each after a comma.
+func (e *exprs) appendJSON(b []byte) ([]byte, error) {
+	if len(e.names) > 0 {
+		b = append(b, `,"ExpressionAttributeNames":{`...)
+		for i, n := range e.names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, placeholder(namePlaceholders, i)...)
+			b = append(b, '"', ':')
+			b = appendString(b, n)
+		}
+		b = append(b, '}')
+	}
+	if len(e.values) > 0 {
+		b = append(b, `,"ExpressionAttributeValues":{`...)
+		for i, v := range e.values {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, placeholder(valuePlaceholders, i)...)
+			b = append(b, '"', ':')
+			var err error
+			if b, err = appendAV(b, v); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '}')
+	}
+	return b, nil
+}
 
 // ---- conditions ------------------------------------------------------------
 
@@ -272,18 +360,41 @@ func cmpOp(op dynastore.CmpOp) (string, error) {
 	return "", fmt.Errorf("%w: unknown comparison operator %d", dynastore.ErrInvalid, op)
 }
 
-// typeNames are attribute_type's type descriptors.
-var typeNames = map[dynastore.Kind]string{
-	dynastore.KindB: "B", dynastore.KindN: "N", dynastore.KindS: "S", dynastore.KindBS: "BS",
-	dynastore.KindL: "L", dynastore.KindM: "M", dynastore.KindBOOL: "BOOL", dynastore.KindNULL: "NULL",
+// typeNames are attribute_type's type descriptors, as the values sent.
+var typeNames = map[dynastore.Kind]dynastore.Value{
+	dynastore.KindB: dynastore.S("B"), dynastore.KindN: dynastore.S("N"), dynastore.KindS: dynastore.S("S"),
+	dynastore.KindBS: dynastore.S("BS"), dynastore.KindL: dynastore.S("L"), dynastore.KindM: dynastore.S("M"),
+	dynastore.KindBOOL: dynastore.S("BOOL"), dynastore.KindNULL: dynastore.S("NULL"),
+}
+
+// call writes fn(args...).
+func call(b *strings.Builder, fn string, args ...string) {
+	b.WriteString(fn)
+	b.WriteByte('(')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a)
+	}
+	b.WriteByte(')')
+}
+
+// infix writes a op b.
+func infix(b *strings.Builder, x, op, y string) {
+	b.WriteString(x)
+	b.WriteByte(' ')
+	b.WriteString(op)
+	b.WriteByte(' ')
+	b.WriteString(y)
 }
 
 func (e *exprs) cond(b *strings.Builder, c dynastore.Cond) error {
 	switch x := c.(type) {
 	case dynastore.Exists:
-		b.WriteString("attribute_exists(" + e.name(x.Attr) + ")")
+		call(b, "attribute_exists", e.name(x.Attr))
 	case dynastore.NotExists:
-		b.WriteString("attribute_not_exists(" + e.name(x.Attr) + ")")
+		call(b, "attribute_not_exists", e.name(x.Attr))
 	case dynastore.Compare:
 		op, err := cmpOp(x.Op)
 		if err != nil {
@@ -294,31 +405,33 @@ func (e *exprs) cond(b *strings.Builder, c dynastore.Cond) error {
 		if err != nil {
 			return err
 		}
-		b.WriteString(n + " " + op + " " + v)
+		infix(b, n, op, v)
 	case dynastore.IsType:
 		tn, ok := typeNames[x.Type]
 		if !ok {
 			return fmt.Errorf("%w: unknown attribute type %d", dynastore.ErrInvalid, x.Type)
 		}
 		n := e.name(x.Attr)
-		b.WriteString("attribute_type(" + n + ", " + e.av(&types.AttributeValueMemberS{Value: tn}) + ")")
+		call(b, "attribute_type", n, e.lit(tn))
 	case dynastore.SizeCompare:
 		op, err := cmpOp(x.Op)
 		if err != nil {
 			return err
 		}
 		n := e.name(x.Attr)
-		b.WriteString("size(" + n + ") " + op + " " + e.av(&types.AttributeValueMemberN{Value: strconv.FormatInt(x.Size, 10)}))
+		b.WriteString("size(")
+		b.WriteString(n)
+		infix(b, ")", op, e.lit(dynastore.N(strconv.FormatInt(x.Size, 10))))
 	case dynastore.BeginsWith:
 		n := e.name(x.Attr)
-		b.WriteString("begins_with(" + n + ", " + e.av(&types.AttributeValueMemberB{Value: x.Prefix}) + ")")
+		call(b, "begins_with", n, e.lit(dynastore.B(x.Prefix)))
 	case dynastore.Contains:
 		n := e.name(x.Attr)
 		v, err := e.value(x.Val)
 		if err != nil {
 			return err
 		}
-		b.WriteString("contains(" + n + ", " + v + ")")
+		call(b, "contains", n, v)
 	case dynastore.And:
 		return e.join(b, " AND ", x)
 	case dynastore.Or:
@@ -354,130 +467,138 @@ func (e *exprs) join(b *strings.Builder, sep string, cs []dynastore.Cond) error 
 // Update renders an UpdateExpression; "" when the update has no action. The
 // update must already be valid (dynastore.ValidateUpdate).
 func (e *exprs) Update(u dynastore.Update) (string, error) {
-	var clauses []string
-	if len(u.Set) > 0 {
-		parts := make([]string, len(u.Set))
-		for i, s := range u.Set {
-			n := e.name(s.Attr)
-			v, err := e.operand(s.Val, true)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = n + " = " + v
+	var b strings.Builder
+	// sep starts clause kw at its first action (i == 0), else separates actions.
+	sep := func(i int, kw string) {
+		switch {
+		case i > 0:
+			b.WriteString(", ")
+		case b.Len() > 0:
+			b.WriteByte(' ')
+			fallthrough
+		default:
+			b.WriteString(kw)
+			b.WriteByte(' ')
 		}
-		clauses = append(clauses, "SET "+strings.Join(parts, ", "))
 	}
-	if len(u.Remove) > 0 {
-		parts := make([]string, len(u.Remove))
-		for i, a := range u.Remove {
-			parts[i] = e.name(a)
+	for i, s := range u.Set {
+		sep(i, "SET")
+		b.WriteString(e.name(s.Attr))
+		b.WriteString(" = ")
+		if err := e.operand(&b, s.Val, true); err != nil {
+			return "", err
 		}
-		clauses = append(clauses, "REMOVE "+strings.Join(parts, ", "))
 	}
-	for _, act := range []struct {
+	for i, a := range u.Remove {
+		sep(i, "REMOVE")
+		b.WriteString(e.name(a))
+	}
+	for _, act := range [...]struct {
 		kw  string
 		avs []dynastore.AttrValue
 	}{{"ADD", u.Add}, {"DELETE", u.Delete}} {
-		if len(act.avs) == 0 {
-			continue
-		}
-		parts := make([]string, len(act.avs))
 		for i, a := range act.avs {
+			sep(i, act.kw)
 			n := e.name(a.Attr)
 			v, err := e.value(a.Val)
 			if err != nil {
 				return "", err
 			}
-			parts[i] = n + " " + v
+			b.WriteString(n)
+			b.WriteByte(' ')
+			b.WriteString(v)
 		}
-		clauses = append(clauses, act.kw+" "+strings.Join(parts, ", "))
 	}
-	return strings.Join(clauses, " "), nil
+	return b.String(), nil
 }
 
 // operand renders the right-hand side of SET. DynamoDB's grammar allows one
 // + or - or list_append at the top, whose arguments are paths, values or
 // if_not_exists (checked on DynamoDB Local); deeper nesting is a
 // ValidationException there, and is rejected here before the round trip.
-func (e *exprs) operand(o dynastore.Operand, top bool) (string, error) {
+func (e *exprs) operand(b *strings.Builder, o dynastore.Operand, top bool) error {
 	switch x := o.(type) {
 	case dynastore.Lit:
-		return e.value(x.V)
+		v, err := e.value(x.V)
+		if err != nil {
+			return err
+		}
+		b.WriteString(v)
 	case dynastore.Ref:
-		return e.name(x.Attr), nil
+		b.WriteString(e.name(x.Attr))
 	case dynastore.IfNotExists:
 		n := e.name(x.Attr)
 		v, err := e.value(x.Default)
 		if err != nil {
-			return "", err
+			return err
 		}
-		return "if_not_exists(" + n + ", " + v + ")", nil
+		call(b, "if_not_exists", n, v)
 	case dynastore.Plus:
-		return e.arith(x.A, x.B, " + ", top)
+		return e.arith(b, x.A, x.B, " + ", top)
 	case dynastore.Minus:
-		return e.arith(x.A, x.B, " - ", top)
+		return e.arith(b, x.A, x.B, " - ", top)
 	case dynastore.ListAppend:
 		if !top {
-			return "", fmt.Errorf("%w: Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: list_append", dynastore.ErrInvalid)
+			return fmt.Errorf("%w: Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: list_append", dynastore.ErrInvalid)
 		}
-		ls, err := e.operand(x.A, false)
-		if err != nil {
-			return "", err
+		b.WriteString("list_append(")
+		if err := e.operand(b, x.A, false); err != nil {
+			return err
 		}
-		rs, err := e.operand(x.B, false)
-		if err != nil {
-			return "", err
+		b.WriteString(", ")
+		if err := e.operand(b, x.B, false); err != nil {
+			return err
 		}
-		return "list_append(" + ls + ", " + rs + ")", nil
+		b.WriteByte(')')
 	case nil:
-		return "", fmt.Errorf("%w: nil operand", dynastore.ErrInvalid)
+		return fmt.Errorf("%w: nil operand", dynastore.ErrInvalid)
+	default:
+		return fmt.Errorf("%w: unsupported operand %T", dynastore.ErrInvalid, o)
 	}
-	return "", fmt.Errorf("%w: unsupported operand %T", dynastore.ErrInvalid, o)
+	return nil
 }
 
-func (e *exprs) arith(a, b dynastore.Operand, sign string, top bool) (string, error) {
+func (e *exprs) arith(b *strings.Builder, x, y dynastore.Operand, sign string, top bool) error {
 	if !top {
-		return "", fmt.Errorf("%w: Invalid UpdateExpression: Syntax error; token: %q", dynastore.ErrInvalid, strings.TrimSpace(sign))
+		return fmt.Errorf("%w: Invalid UpdateExpression: Syntax error; token: %q", dynastore.ErrInvalid, strings.TrimSpace(sign))
 	}
-	as, err := e.operand(a, false)
-	if err != nil {
-		return "", err
+	if err := e.operand(b, x, false); err != nil {
+		return err
 	}
-	bs, err := e.operand(b, false)
-	if err != nil {
-		return "", err
-	}
-	return as + sign + bs, nil
+	b.WriteString(sign)
+	return e.operand(b, y, false)
 }
 
 // ---- key conditions --------------------------------------------------------
 
 // KeyCond renders a Query's KeyConditionExpression.
 func (e *exprs) KeyCond(q dynastore.Query) (string, error) {
-	pk := e.name(dynastore.AttrPK) + " = " + e.av(&types.AttributeValueMemberB{Value: q.PK})
+	var b strings.Builder
+	infix(&b, e.name(dynastore.AttrPK), "=", e.lit(dynastore.B(q.PK)))
 	if q.Op == dynastore.SKAll {
-		return pk, nil
+		return b.String(), nil
 	}
+	b.WriteString(" AND ")
 	sk := e.name(dynastore.AttrSK)
-	a := e.av(&types.AttributeValueMemberB{Value: q.A})
-	var c string
+	a := e.lit(dynastore.B(q.A))
 	switch q.Op {
 	case dynastore.SKEq:
-		c = sk + " = " + a
+		infix(&b, sk, "=", a)
 	case dynastore.SKLT:
-		c = sk + " < " + a
+		infix(&b, sk, "<", a)
 	case dynastore.SKLE:
-		c = sk + " <= " + a
+		infix(&b, sk, "<=", a)
 	case dynastore.SKGT:
-		c = sk + " > " + a
+		infix(&b, sk, ">", a)
 	case dynastore.SKGE:
-		c = sk + " >= " + a
+		infix(&b, sk, ">=", a)
 	case dynastore.SKBetween:
-		c = sk + " BETWEEN " + a + " AND " + e.av(&types.AttributeValueMemberB{Value: q.B})
+		infix(&b, sk, "BETWEEN", a)
+		infix(&b, "", "AND", e.lit(dynastore.B(q.B)))
 	case dynastore.SKBeginsWith:
-		c = "begins_with(" + sk + ", " + a + ")"
+		call(&b, "begins_with", sk, a)
 	default:
 		return "", fmt.Errorf("%w: unknown sort key operator %d", dynastore.ErrInvalid, q.Op)
 	}
-	return pk + " AND " + c, nil
+	return b.String(), nil
 }
