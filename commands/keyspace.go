@@ -67,8 +67,13 @@ const (
 // also holds the namespace byte and the db number.
 const MaxKeyLen = dynastore.MaxPKSize - 2
 
-// keyItemSK is the sort key of every key item.
-var keyItemSK = []byte{0}
+// keyItemSK is the sort key of every key item; keyItemSKValue is it as an
+// attribute value, boxed once for every item built here (items are never
+// modified once built, so they may share it).
+var (
+	keyItemSK                      = []byte{0}
+	keyItemSKValue dynastore.Value = dynastore.B(keyItemSK)
+)
 
 // maxWriteAttempts bounds the optimistic loops (read, then write conditioned
 // on what was read): past it a command gives up with MsgConflict rather than
@@ -306,15 +311,17 @@ const (
 )
 
 // encodeValue returns the attributes that hold a string value: v, and e when
-// the value alone does not imply the encoding (nil if it does).
-func encodeValue(val []byte, origin strOrigin) (v dynastore.Value, e dynastore.Value) {
+// the value alone does not imply the encoding (nil if it does). A binary v
+// is a copy of val appended to buf (non-nil), so that a caller can have it
+// share an allocation with something else.
+func encodeValue(buf, val []byte, origin strOrigin) (v dynastore.Value, e dynastore.Value) {
 	_, isInt := string2ll(val)
 	if isInt {
 		v = dynastore.N(val)
 	} else {
-		b := make([]byte, len(val))
-		copy(b, val)
-		v = dynastore.B(b)
+		start := len(buf)
+		buf = append(buf, val...)
+		v = dynastore.B(buf[start:len(buf):len(buf)])
 	}
 	switch {
 	case origin == originEdited && (isInt || len(val) <= embstrLimit):
@@ -400,12 +407,17 @@ func stringEncoding(it dynastore.Item) string {
 	return encRaw
 }
 
-// stringItem builds a whole string key item. expiryMS 0 means persistent.
+// stringItem builds a whole string key item, sharing no memory with its
+// arguments (a Put may hand it over). expiryMS 0 means persistent.
 func stringItem(db int, key, val []byte, origin strOrigin, expiryMS int64) dynastore.Item {
-	v, e := encodeValue(val, origin)
+	// pk and a binary value share one allocation.
+	buf := make([]byte, 0, 2+len(key)+len(val))
+	buf = append(append(buf, nsKey, byte(db)), key...)
+	pk := buf[:len(buf):len(buf)]
+	v, e := encodeValue(buf, val, origin)
 	it := dynastore.Item{
-		dynastore.AttrPK: dynastore.B(keyPK(db, key)),
-		dynastore.AttrSK: dynastore.B(keyItemSK),
+		dynastore.AttrPK: dynastore.B(pk),
+		dynastore.AttrSK: keyItemSKValue,
 		attrType:         dynastore.S(TypeString),
 		attrValue:        v,
 		attrVer:          newVer(),
@@ -428,7 +440,7 @@ func retarget(it dynastore.Item, db int, key []byte) dynastore.Item {
 		out[k] = v
 	}
 	out[dynastore.AttrPK] = dynastore.B(keyPK(db, key))
-	out[dynastore.AttrSK] = dynastore.B(keyItemSK)
+	out[dynastore.AttrSK] = keyItemSKValue
 	out[attrVer] = newVer()
 	return out
 }

@@ -357,7 +357,7 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 	case get:
 		cond = condNotLiveOrType(now, TypeString)
 	}
-	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: get}
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: get, Handover: true}
 	if get {
 		wo.Return = dynastore.ReturnAllOld
 	}
@@ -416,7 +416,7 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 	now := c.NowMS()
 	get := o.flags&setGet != 0
 	nx, xx := o.flags&setNX != 0, o.flags&setXX != 0
-	v, e := encodeValue(o.val, originArg)
+	v, e := encodeValue(make([]byte, 0, len(o.val)), o.val, originArg)
 	u := dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
 		{Attr: attrValue, Val: dynastore.Lit{V: v}},
