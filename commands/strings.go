@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -850,24 +851,27 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	now := c.NowMS()
-	// No type check: only a string key ever holds a Number in v (collections
-	// keep a set or a list there), so a Number v is a string's. The store's
-	// expression builder also drops the IsType once room compares v with a
-	// Number: each operator costs DynamoDB time.
-	guard := dynastore.And{condLive(now), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
-	if room := incrRoom(attrValue, d); room != nil {
-		guard = append(guard, room)
-	}
-	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
+	// One allocation for the update's actions.
+	acts := &struct {
+		set [2]dynastore.SetAction
+		add [1]dynastore.AttrValue
+	}{
+		set: [2]dynastore.SetAction{
+			{Attr: attrType, Val: litTypeString},
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
 		},
-		Add:    []dynastore.AttrValue{{Attr: attrValue, Val: nInt(d)}},
-		Remove: []string{attrEnc},
+		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
+	}
+	// ALL_NEW rather than UPDATED_NEW: the embedded store returns its new
+	// item as is, where UPDATED_NEW built a map of t, ver and v for every
+	// INCR only for v to be read; DynamoDB charges the same for both.
+	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+		Set:    acts.set[:],
+		Add:    acts.add[:],
+		Remove: removeEnc,
 	}, dynastore.WriteOptions{
-		Cond:         dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, guard},
-		Return:       dynastore.ReturnUpdatedNew,
+		Cond:         incrCond(now, d),
+		Return:       dynastore.ReturnAllNew,
 		OldOnFailure: true,
 	})
 	if err == nil {
@@ -907,6 +911,56 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	c.W.Int(result)
+}
+
+// litTypeString and removeEnc are parts of the updates of INCR, built once
+// (updates are read-only to stores).
+var (
+	litTypeString dynastore.Operand = dynastore.Lit{V: dynastore.S(TypeString)}
+	removeEnc                       = []string{attrEnc}
+)
+
+// deltaValue is d as a Number, without formatting and boxing INCR's and
+// DECR's deltas every time.
+func deltaValue(d int64) dynastore.Value {
+	switch d {
+	case 1:
+		return dynastore.N("1")
+	case -1:
+		return dynastore.N("-1")
+	}
+	return nInt(d)
+}
+
+// incrGuard is the condition of INCR's fast path for one clock reading and
+// delta: the key is absent, or a live Number that d cannot overflow.
+type incrGuard struct {
+	nowMS, d int64
+	cond     dynastore.Cond
+}
+
+// lastIncrGuard is the most recently built incrGuard. Under load many INCRs
+// in a row share their millisecond and delta, and building the condition (a
+// tree of eight nodes, two formatted numbers) was about 7% of an INCR's CPU.
+// Conditions are read-only to stores, so every goroutine may share it.
+var lastIncrGuard atomic.Pointer[incrGuard]
+
+// incrCond returns the condition of INCR's fast path at nowMS for delta d.
+func incrCond(nowMS, d int64) dynastore.Cond {
+	if g := lastIncrGuard.Load(); g != nil && g.nowMS == nowMS && g.d == d {
+		return g.cond
+	}
+	// No type check: only a string key ever holds a Number in v (collections
+	// keep a set or a list there), so a Number v is a string's. The store's
+	// expression builder also drops the IsType once room compares v with a
+	// Number: each operator costs DynamoDB time.
+	live := dynastore.And{condLive(nowMS), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
+	if room := incrRoom(attrValue, d); room != nil {
+		live = append(live, room)
+	}
+	g := &incrGuard{nowMS: nowMS, d: d, cond: dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, live}}
+	lastIncrGuard.Store(g)
+	return g.cond
 }
 
 // cmdIncrByFloat reads the value, adds in long double arithmetic and writes

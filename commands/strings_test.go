@@ -104,6 +104,18 @@ func TestSubstring(t *testing.T) {
 	require.Equal(t, "", string(substring(nil, 0, -1)))
 }
 
+// TestIncrCond: the cached fast-path condition is always the one built for
+// the clock reading and delta asked for, whatever was asked before.
+func TestIncrCond(t *testing.T) {
+	for _, tc := range []struct{ now, d int64 }{
+		{1000, 1}, {1000, 1}, {1000, -1}, {1000, 1}, {1001, 1}, {1001, 0}, {1001, math.MaxInt64}, {999, math.MinInt64 + 1},
+	} {
+		got := incrCond(tc.now, tc.d)
+		lastIncrGuard.Store(nil)
+		require.Equal(t, incrCond(tc.now, tc.d), got, "now %d, d %d", tc.now, tc.d)
+	}
+}
+
 func TestKVPairsLastValueWins(t *testing.T) {
 	keys, vals := kvPairs([][]byte{[]byte("a"), []byte("1"), []byte("b"), []byte("2"), []byte("a"), []byte("3")})
 	require.Equal(t, [][]byte{[]byte("a"), []byte("b")}, keys)
