@@ -79,11 +79,18 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 	// Logger receives the few events worth a log line (nil: slog.Default()).
 	Logger *slog.Logger
+	// SDKOnly sends every request through the SDK's client, as before the
+	// direct path (wire.go) existed: a way back, and what that path is
+	// measured against.
+	SDKOnly bool
 }
 
 // Store is a dynastore.Store on one DynamoDB table. It is safe for concurrent use.
 type Store struct {
-	db     *dynamodb.Client
+	db *dynamodb.Client
+	// wire is the direct path for the hot requests; nil: the SDK client
+	// sends everything.
+	wire   *wire
 	table  string
 	obs    dynastore.Observer
 	policy retryPolicy
@@ -163,6 +170,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.obs == nil {
 		s.obs = dynastore.Observers(nil)
+	}
+	if !cfg.SDKOnly {
+		var why string
+		if s.wire, why = newWire(db, cfg.Table, hc); s.wire == nil {
+			s.log.Info("DynamoDB requests go through the SDK client", "reason", why)
+		}
 	}
 	if cfg.CreateTable {
 		if err := s.ensureTable(ctx); err != nil {
@@ -282,6 +295,10 @@ func mapErr(op string, err error) error {
 		}
 		return &dynastore.ConditionFailedError{Old: old}
 	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.code == codeConditionFailed {
+		return &dynastore.ConditionFailedError{Old: ae.item}
+	}
 	for _, se := range storeErrors {
 		if errors.Is(err, se) {
 			return err
@@ -290,45 +307,17 @@ func mapErr(op string, err error) error {
 	return mapFinal(op, err)
 }
 
-// addCapacity adds consumed capacity to r; write says how to count a total
-// reported without a read/write split.
+// addCapacity adds the SDK's consumed capacity to r (see capacity.addTo).
 func addCapacity(r *dynastore.Request, cc *types.ConsumedCapacity, write bool) {
 	if cc == nil {
 		return
 	}
-	if cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil {
-		r.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
-		r.WCU += aws.ToFloat64(cc.WriteCapacityUnits)
-		return
-	}
-	if write {
-		r.WCU += aws.ToFloat64(cc.CapacityUnits)
-	} else {
-		r.RCU += aws.ToFloat64(cc.CapacityUnits)
-	}
-}
-
-func returnValue(rv dynastore.ReturnValues) types.ReturnValue {
-	switch rv {
-	case dynastore.ReturnAllOld:
-		return types.ReturnValueAllOld
-	case dynastore.ReturnAllNew:
-		return types.ReturnValueAllNew
-	case dynastore.ReturnUpdatedOld:
-		return types.ReturnValueUpdatedOld
-	case dynastore.ReturnUpdatedNew:
-		return types.ReturnValueUpdatedNew
-	}
-	return types.ReturnValueNone
-}
-
-// onFailure is ReturnValuesOnConditionCheckFailure for a write that has a
-// condition expression.
-func onFailure(want bool, cond string) types.ReturnValuesOnConditionCheckFailure {
-	if want && cond != "" {
-		return types.ReturnValuesOnConditionCheckFailureAllOld
-	}
-	return ""
+	capacity{
+		units: aws.ToFloat64(cc.CapacityUnits),
+		read:  aws.ToFloat64(cc.ReadCapacityUnits),
+		write: aws.ToFloat64(cc.WriteCapacityUnits),
+		split: cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil,
+	}.addTo(r, write)
 }
 
 func optString(s string) *string {
@@ -345,26 +334,11 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 	if err := dynastore.ValidateKey(k); err != nil {
 		return nil, err
 	}
-	in := &dynamodb.GetItemInput{
-		TableName:              &s.table,
-		Key:                    keyAV(k),
-		ConsistentRead:         aws.Bool(true),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}
-	var it dynastore.Item
-	err := s.call(ctx, dynastore.OpGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
-		out, err := s.db.GetItem(ctx, in)
-		if err != nil {
-			return err
-		}
-		addCapacity(r, out.ConsumedCapacity, false)
-		it, err = fromItem(out.Item)
-		return err
-	})
-	return it, err
+	return s.sendItem(ctx, &itemRequest{op: dynastore.OpGetItem, key: k})
 }
 
-// Put implements dynastore.Store.
+// Put implements dynastore.Store. A handed-over item is sent as it is
+// (made canonical in place) instead of being copied first.
 func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
 	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
 		return nil, err
@@ -372,11 +346,11 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 	if err := dynastore.ValidateCond(o.Cond); err != nil {
 		return nil, err
 	}
-	norm, err := dynastore.NormalizeItem(it)
-	if err != nil {
-		return nil, err
+	normalize := dynastore.NormalizeItemSize
+	if o.Handover {
+		normalize = dynastore.AdoptItem
 	}
-	av, err := toItem(norm)
+	norm, _, err := normalize(it)
 	if err != nil {
 		return nil, err
 	}
@@ -385,23 +359,8 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 	if err != nil {
 		return nil, err
 	}
-	in := &dynamodb.PutItemInput{
-		TableName:                           &s.table,
-		Item:                                av,
-		ConditionExpression:                 optString(cond),
-		ExpressionAttributeNames:            e.Names(),
-		ExpressionAttributeValues:           e.Values(),
-		ReturnValues:                        returnValue(o.Return),
-		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}
-	return s.write(ctx, dynastore.OpPutItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
-		out, err := s.db.PutItem(ctx, in)
-		if err != nil {
-			return nil, nil, err
-		}
-		return out.Attributes, out.ConsumedCapacity, nil
-	})
+	return s.sendItem(ctx, &itemRequest{op: dynastore.OpPutItem, item: norm, cond: cond, e: e,
+		ret: o.Return, oldOnFail: o.OldOnFailure && cond != ""})
 }
 
 // Update implements dynastore.Store.
@@ -427,40 +386,8 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 	if err != nil {
 		return nil, err
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 keyAV(k),
-		UpdateExpression:                    optString(upd),
-		ConditionExpression:                 optString(cond),
-		ExpressionAttributeNames:            e.Names(),
-		ExpressionAttributeValues:           e.Values(),
-		ReturnValues:                        returnValue(o.Return),
-		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	}
-	return s.write(ctx, dynastore.OpUpdateItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
-		out, err := s.db.UpdateItem(ctx, in)
-		if err != nil {
-			return nil, nil, err
-		}
-		return out.Attributes, out.ConsumedCapacity, nil
-	})
-}
-
-// write makes one single-item write (PutItem, UpdateItem or DeleteItem):
-// send issues it and returns the attributes and capacity of its output.
-func (s *Store) write(ctx context.Context, op string, send func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error)) (dynastore.Item, error) {
-	var ret dynastore.Item
-	err := s.call(ctx, op, retryUnapplied, func(ctx context.Context, r *dynastore.Request) error {
-		attrs, cc, err := send(ctx)
-		if err != nil {
-			return err
-		}
-		addCapacity(r, cc, true)
-		ret, err = fromItem(attrs)
-		return err
-	})
-	return ret, err
+	return s.sendItem(ctx, &itemRequest{op: dynastore.OpUpdateItem, key: k, update: upd, cond: cond, e: e,
+		ret: o.Return, oldOnFail: o.OldOnFailure && cond != ""})
 }
 
 // Delete implements dynastore.Store.
@@ -479,23 +406,53 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 	if err != nil {
 		return nil, err
 	}
-	in := &dynamodb.DeleteItemInput{
-		TableName:                           &s.table,
-		Key:                                 keyAV(k),
-		ConditionExpression:                 optString(cond),
-		ExpressionAttributeNames:            e.Names(),
-		ExpressionAttributeValues:           e.Values(),
-		ReturnValues:                        returnValue(o.Return),
-		ReturnValuesOnConditionCheckFailure: onFailure(o.OldOnFailure, cond),
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	return s.sendItem(ctx, &itemRequest{op: dynastore.OpDeleteItem, key: k, cond: cond, e: e,
+		ret: o.Return, oldOnFail: o.OldOnFailure && cond != ""})
+}
+
+// sendItem sends a single-item request and returns the item (GetItem) or
+// attributes (writes) of its answer. Writes are retried only when they
+// certainly were not applied.
+func (s *Store) sendItem(ctx context.Context, r *itemRequest) (dynastore.Item, error) {
+	write := r.op != dynastore.OpGetItem
+	mode := retrySafe
+	if write {
+		mode = retryUnapplied
 	}
-	return s.write(ctx, dynastore.OpDeleteItem, func(ctx context.Context) (map[string]types.AttributeValue, *types.ConsumedCapacity, error) {
-		out, err := s.db.DeleteItem(ctx, in)
+	var ret dynastore.Item
+	if s.wire == nil {
+		send, err := s.sdkItem(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return out.Attributes, out.ConsumedCapacity, nil
+		err = s.call(ctx, r.op, mode, func(ctx context.Context, rq *dynastore.Request) error {
+			attrs, cc, err := send(ctx)
+			if err != nil {
+				return err
+			}
+			addCapacity(rq, cc, write)
+			ret, err = fromItem(attrs)
+			return err
+		})
+		return ret, err
+	}
+	wr := newWireRequest(r.op)
+	defer wr.release()
+	var err error
+	if *wr.buf, err = r.appendJSON(*wr.buf, s.table, false); err != nil {
+		return nil, err
+	}
+	wr.seal()
+	err = s.call(ctx, r.op, mode, func(ctx context.Context, rq *dynastore.Request) error {
+		var out wireOutput
+		if err := s.wire.send(ctx, wr, &out); err != nil {
+			return err
+		}
+		out.addCapacity(rq, write)
+		ret = out.item
+		return nil
 	})
+	return ret, err
 }
 
 // ---- batches ----------------------------------------------------------------------
@@ -651,6 +608,62 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 	if err != nil {
 		return dynastore.QueryPage{}, err
 	}
+	if s.wire == nil {
+		return s.sdkQuery(ctx, q, kc, filter, e, lim)
+	}
+	wr := newWireRequest(dynastore.OpQuery)
+	defer wr.release()
+	bb := append(*wr.buf, `{"TableName":`...)
+	bb = appendString(bb, s.table)
+	bb = append(bb, `,"KeyConditionExpression":`...)
+	bb = appendString(bb, kc)
+	if filter != "" {
+		bb = append(bb, `,"FilterExpression":`...)
+		bb = appendString(bb, filter)
+	}
+	bb, err = e.appendJSON(bb)
+	*wr.buf = bb
+	if err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	bb = append(bb, `,"ScanIndexForward":`...)
+	bb = strconv.AppendBool(bb, !q.Reverse)
+	if lim != nil {
+		bb = append(bb, `,"Limit":`...)
+		bb = strconv.AppendInt(bb, int64(*lim), 10)
+	}
+	bb = append(bb, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
+	if q.After != nil {
+		bb = append(bb, `,"ExclusiveStartKey":`...)
+		bb = appendKey(bb, dynastore.Key{PK: q.PK, SK: q.After})
+	}
+	*wr.buf = append(bb, '}')
+	wr.seal()
+	var page dynastore.QueryPage
+	err = s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out := wireOutput{page: true}
+		if err := s.wire.send(ctx, wr, &out); err != nil {
+			return err
+		}
+		out.addCapacity(r, false)
+		page = dynastore.QueryPage{Items: out.items}
+		if page.Items == nil {
+			page.Items = []dynastore.Item{}
+		}
+		if out.last != nil {
+			k, err := keyOf(out.last)
+			if err != nil {
+				return err
+			}
+			page.Next = k.SK
+		}
+		return nil
+	})
+	return page, err
+}
+
+// sdkQuery sends a rendered query through the SDK.
+func (s *Store) sdkQuery(ctx context.Context, q dynastore.Query, kc, filter string, e *exprs, lim *int32) (dynastore.QueryPage, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		KeyConditionExpression:    &kc,
@@ -666,7 +679,7 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 		in.ExclusiveStartKey = keyAV(dynastore.Key{PK: q.PK, SK: q.After})
 	}
 	var page dynastore.QueryPage
-	err = s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -67,10 +66,12 @@ var throttleCodes = map[string]bool{
 
 // classify sorts one attempt's error. attemptCtx is the attempt's context,
 // wrote whether the whole request was written to a connection.
+//
+// Both paths report errors in the SDK's shapes: an error response is a
+// smithy.APIError (the SDK's types, or the direct path's apiError) inside a
+// smithyhttp.ResponseError that carries the status.
 func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	var (
-		tc  *types.TransactionCanceledException
-		ccf *types.ConditionalCheckFailedException
 		api smithy.APIError
 		re  *smithyhttp.ResponseError
 	)
@@ -82,11 +83,12 @@ func classify(err error, attemptCtx context.Context, wrote bool) failure {
 	if !wrote {
 		unknown = classUnapplied
 	}
+	isAPI := errors.As(err, &api)
 	switch {
-	case errors.As(err, &ccf), errors.As(err, &tc):
+	case isAPI && (api.ErrorCode() == codeConditionFailed || api.ErrorCode() == codeTxCanceled):
 		// Transactions sort their cancellations themselves (txCanceled).
 		return failure{err: err, class: classFinal}
-	case errors.As(err, &api):
+	case isAPI:
 		// A whole error response was read: its code says what happened.
 		switch {
 		case throttleCodes[api.ErrorCode()]:

@@ -30,15 +30,14 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 	if len(actions) > dynastore.MaxTxActions {
 		return fmt.Errorf("%w: %d actions (max %d)", dynastore.ErrTxTooLarge, len(actions), dynastore.MaxTxActions)
 	}
-	items := make([]types.TransactWriteItem, len(actions))
+	reqs := make([]itemRequest, len(actions))
 	size := 0
 	seen := make(map[string]bool, len(actions))
 	for i, a := range actions {
-		ti, n, err := s.txItem(a)
+		n, err := txItem(a, &reqs[i])
 		if err != nil {
 			return fmt.Errorf("transaction action %d: %w", i, err)
 		}
-		items[i] = ti
 		size += n
 		// DynamoDB rejects this too, but DynamoDB Local lets a condition
 		// check and a write of one item through.
@@ -54,6 +53,68 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 	if size > dynastore.MaxTxSize {
 		return fmt.Errorf("%w: %d bytes (max %d)", dynastore.ErrTxTooLarge, size, dynastore.MaxTxSize)
 	}
+	if s.wire == nil {
+		return s.sdkTransact(ctx, reqs)
+	}
+	wr := newWireRequest(dynastore.OpTransactWriteItems)
+	defer wr.release()
+	b := append(*wr.buf, `{"TransactItems":[`...)
+	for i := range reqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"`...)
+		b = append(b, txMembers[reqs[i].op]...)
+		b = append(b, `":`...)
+		var err error
+		if b, err = reqs[i].appendJSON(b, s.table, true); err != nil {
+			*wr.buf = b
+			return fmt.Errorf("transaction action %d: %w", i, err)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"ReturnConsumedCapacity":"TOTAL","ClientRequestToken":`...)
+	*wr.buf = b
+	prefix := len(b)
+	// The token ends the body, so a new one rewrites only the end.
+	setToken := func(token string) {
+		b := appendString((*wr.buf)[:prefix], token)
+		*wr.buf = append(b, '}')
+		wr.seal()
+	}
+	setToken(newToken())
+	renew := false
+	return s.call(ctx, dynastore.OpTransactWriteItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		if renew {
+			setToken(newToken())
+			renew = false
+		}
+		var out wireOutput
+		err := s.wire.send(ctx, wr, &out)
+		if err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.code == codeTxCanceled {
+				err = txCanceled(ae.reasons)
+				var rt *errRetry
+				renew = errors.As(err, &rt)
+			}
+			return err
+		}
+		out.addCapacity(r, true)
+		return nil
+	})
+}
+
+// sdkTransact sends a transaction through the SDK.
+func (s *Store) sdkTransact(ctx context.Context, reqs []itemRequest) error {
+	items := make([]types.TransactWriteItem, len(reqs))
+	for i := range reqs {
+		ti, err := s.sdkTxItem(&reqs[i])
+		if err != nil {
+			return fmt.Errorf("transaction action %d: %w", i, err)
+		}
+		items[i] = ti
+	}
 	in := &dynamodb.TransactWriteItemsInput{
 		TransactItems:          items,
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -68,7 +129,11 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 		if err != nil {
 			var tc *types.TransactionCanceledException
 			if errors.As(err, &tc) {
-				err = txCanceled(tc)
+				reasons, rerr := sdkReasons(tc.CancellationReasons)
+				if rerr != nil {
+					return rerr
+				}
+				err = txCanceled(reasons)
 				var rt *errRetry
 				renew = errors.As(err, &rt)
 			}
@@ -90,90 +155,62 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// txItem converts one action and returns its size towards MaxTxSize.
-func (s *Store) txItem(a dynastore.TxAction) (types.TransactWriteItem, int, error) {
-	var ti types.TransactWriteItem
+// txItem renders one action into r and returns its size towards MaxTxSize.
+func txItem(a dynastore.TxAction, r *itemRequest) (int, error) {
 	if err := dynastore.ValidateCond(a.Cond); err != nil {
-		return ti, 0, err
+		return 0, err
 	}
 	e := newExprs()
 	cond, err := e.Cond(a.Cond)
 	if err != nil {
-		return ti, 0, err
+		return 0, err
 	}
 	size := 0
 	switch a.Op {
 	case dynastore.TxPut:
-		norm, err := dynastore.NormalizeItem(a.Item)
+		norm, n, err := dynastore.NormalizeItemSize(a.Item)
 		if err != nil {
-			return ti, 0, err
+			return 0, err
 		}
-		av, err := toItem(norm)
-		if err != nil {
-			return ti, 0, err
-		}
-		size = dynastore.ItemSize(norm)
-		ti.Put = &types.Put{
-			TableName:                           &s.table,
-			Item:                                av,
-			ConditionExpression:                 optString(cond),
-			ExpressionAttributeNames:            e.Names(),
-			ExpressionAttributeValues:           e.Values(),
-			ReturnValuesOnConditionCheckFailure: onFailure(a.OldOnFailure, cond),
-		}
+		size = n
+		*r = itemRequest{op: dynastore.OpPutItem, item: norm}
 	case dynastore.TxUpdate:
 		if err := dynastore.ValidateKey(a.Key); err != nil {
-			return ti, 0, err
+			return 0, err
 		}
 		if a.Update == nil {
-			return ti, 0, fmt.Errorf("%w: update action without an update", dynastore.ErrInvalid)
+			return 0, fmt.Errorf("%w: update action without an update", dynastore.ErrInvalid)
 		}
 		if err := dynastore.ValidateUpdate(*a.Update); err != nil {
-			return ti, 0, err
+			return 0, err
 		}
 		// A fresh exprs: the update's placeholders come first, as in UpdateItem.
 		e = newExprs()
 		upd, err := e.Update(*a.Update)
 		if err != nil {
-			return ti, 0, err
+			return 0, err
 		}
 		if upd == "" {
 			// Unlike UpdateItem, a transaction's Update needs an expression.
-			return ti, 0, fmt.Errorf("%w: a transactional update needs at least one action", dynastore.ErrInvalid)
+			return 0, fmt.Errorf("%w: a transactional update needs at least one action", dynastore.ErrInvalid)
 		}
-		cond, err := e.Cond(a.Cond)
-		if err != nil {
-			return ti, 0, err
+		if cond, err = e.Cond(a.Cond); err != nil {
+			return 0, err
 		}
 		size = keySize(a.Key) + updateSize(*a.Update)
-		ti.Update = &types.Update{
-			TableName:                           &s.table,
-			Key:                                 keyAV(a.Key),
-			UpdateExpression:                    &upd,
-			ConditionExpression:                 optString(cond),
-			ExpressionAttributeNames:            e.Names(),
-			ExpressionAttributeValues:           e.Values(),
-			ReturnValuesOnConditionCheckFailure: onFailure(a.OldOnFailure, cond),
-		}
+		*r = itemRequest{op: dynastore.OpUpdateItem, key: a.Key, update: upd}
 	case dynastore.TxDelete:
 		if err := dynastore.ValidateKey(a.Key); err != nil {
-			return ti, 0, err
+			return 0, err
 		}
 		size = keySize(a.Key)
-		ti.Delete = &types.Delete{
-			TableName:                           &s.table,
-			Key:                                 keyAV(a.Key),
-			ConditionExpression:                 optString(cond),
-			ExpressionAttributeNames:            e.Names(),
-			ExpressionAttributeValues:           e.Values(),
-			ReturnValuesOnConditionCheckFailure: onFailure(a.OldOnFailure, cond),
-		}
+		*r = itemRequest{op: dynastore.OpDeleteItem, key: a.Key}
 	case dynastore.TxCheck:
 		if err := dynastore.ValidateKey(a.Key); err != nil {
-			return ti, 0, err
+			return 0, err
 		}
 		if a.Cond == nil {
-			return ti, 0, fmt.Errorf("%w: condition check without a condition", dynastore.ErrInvalid)
+			return 0, fmt.Errorf("%w: condition check without a condition", dynastore.ErrInvalid)
 		}
 		if cond == "" {
 			// Always true, but ConditionCheck requires an expression; any
@@ -182,18 +219,12 @@ func (s *Store) txItem(a dynastore.TxAction) (types.TransactWriteItem, int, erro
 			cond = "attribute_not_exists(" + p + ") OR attribute_exists(" + p + ")"
 		}
 		size = keySize(a.Key)
-		ti.ConditionCheck = &types.ConditionCheck{
-			TableName:                           &s.table,
-			Key:                                 keyAV(a.Key),
-			ConditionExpression:                 &cond,
-			ExpressionAttributeNames:            e.Names(),
-			ExpressionAttributeValues:           e.Values(),
-			ReturnValuesOnConditionCheckFailure: onFailure(a.OldOnFailure, cond),
-		}
+		*r = itemRequest{op: opConditionCheck, key: a.Key}
 	default:
-		return ti, 0, fmt.Errorf("%w: unknown transaction action %d", dynastore.ErrInvalid, a.Op)
+		return 0, fmt.Errorf("%w: unknown transaction action %d", dynastore.ErrInvalid, a.Op)
 	}
-	return ti, size, nil
+	r.cond, r.e, r.oldOnFail = cond, e, a.OldOnFailure && cond != ""
+	return size, nil
 }
 
 func keySize(k dynastore.Key) int {
@@ -233,23 +264,38 @@ func operandSize(o dynastore.Operand) int {
 	return 0
 }
 
-// txCanceled turns a TransactionCanceledException into a
+// txReason is one cancellation reason as DynamoDB gives it.
+type txReason struct {
+	code, message string
+	item          dynastore.Item
+}
+
+// sdkReasons converts the SDK's cancellation reasons.
+func sdkReasons(rs []types.CancellationReason) ([]txReason, error) {
+	out := make([]txReason, len(rs))
+	for i, r := range rs {
+		old, err := fromItem(r.Item)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = txReason{code: aws.ToString(r.Code), message: aws.ToString(r.Message), item: old}
+	}
+	return out, nil
+}
+
+// txCanceled turns a TransactionCanceledException's reasons into a
 // *dynastore.TxCanceledError, or into an errRetry when every reason is
 // transient (conflict, throttling) so the transaction is worth sending again.
-func txCanceled(tc *types.TransactionCanceledException) error {
-	reasons := make([]dynastore.TxReason, len(tc.CancellationReasons))
+func txCanceled(rs []txReason) error {
+	reasons := make([]dynastore.TxReason, len(rs))
 	transient, conflict, throttled := true, false, false
 	var kind error
-	for i, r := range tc.CancellationReasons {
-		code := aws.ToString(r.Code)
+	for i, r := range rs {
+		code := r.code
 		if code == "" {
 			code = dynastore.ReasonNone
 		}
-		old, err := fromItem(r.Item)
-		if err != nil {
-			return err
-		}
-		reasons[i] = dynastore.TxReason{Code: code, Old: old}
+		reasons[i] = dynastore.TxReason{Code: code, Old: r.item}
 		switch code {
 		case dynastore.ReasonNone:
 		case dynastore.ReasonConflict:
@@ -258,7 +304,7 @@ func txCanceled(tc *types.TransactionCanceledException) error {
 			throttled = true
 		case dynastore.ReasonValidation:
 			transient = false
-			kind = validationKind(aws.ToString(r.Message))
+			kind = validationKind(r.message)
 		case dynastore.ReasonItemTooLarge:
 			transient = false
 			kind = dynastore.ErrItemTooLarge

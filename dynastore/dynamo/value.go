@@ -141,3 +141,13 @@ func keyFromAV(m map[string]types.AttributeValue) (dynastore.Key, error) {
 	}
 	return dynastore.Key{PK: pk.Value, SK: sk.Value}, nil
 }
+
+// keyOf reads a LastEvaluatedKey the direct path decoded.
+func keyOf(it dynastore.Item) (dynastore.Key, error) {
+	pk, ok1 := it[dynastore.AttrPK].(dynastore.B)
+	sk, ok2 := it[dynastore.AttrSK].(dynastore.B)
+	if !ok1 || !ok2 {
+		return dynastore.Key{}, fmt.Errorf("dynamo: unexpected key shape %v", it)
+	}
+	return dynastore.Key{PK: pk, SK: sk}, nil
+}

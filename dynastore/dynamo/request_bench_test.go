@@ -1,0 +1,128 @@
+package dynamo
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// cannedClient answers every request with a fixed response per operation,
+// after reading the request body as a transport would, so that benchmarks
+// measure only the client's own CPU.
+type cannedClient struct {
+	bodies map[string]string // operation -> response body
+}
+
+func (c *cannedClient) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	body := c.bodies[op]
+	return &http.Response{
+		StatusCode:    200,
+		Status:        "200 OK",
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "Content-Length": {strconv.Itoa(len(body))}, "X-Amzn-Requestid": {"canned"}},
+		Body:          io.NopCloser(bytes.NewReader([]byte(body))),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
+}
+
+// The shapes of the hot commands' requests and of DynamoDB's answers: GET's
+// GetItem, SET's conditional PutItem, INCR's guarded UpdateItem ADD.
+const (
+	cannedCapacity = `"ConsumedCapacity":{"TableName":"bench","CapacityUnits":1.0}`
+	cannedGet      = `{"Item":{"pk":{"B":"AGtleTowMDAwMDA="},"sk":{"B":"AA=="},"t":{"S":"string"},"v":{"B":"MDEyMzQ1Njc4OWFiY2RlZg=="},"ver":{"B":"AQIDBAUGBwg="}},` + cannedCapacity + `}`
+	cannedPut      = `{` + cannedCapacity + `}`
+	cannedUpdate   = `{"Attributes":{"t":{"S":"string"},"v":{"N":"42"},"ver":{"B":"AQIDBAUGBwg="}},` + cannedCapacity + `}`
+)
+
+func benchStore(b *testing.B, sdkOnly bool) *Store {
+	b.Helper()
+	s, err := New(context.Background(), Config{
+		SDKOnly:  sdkOnly,
+		Table:    "bench",
+		Endpoint: "http://127.0.0.1:1",
+		Logger:   slog.New(slog.DiscardHandler),
+		HTTPClient: &cannedClient{bodies: map[string]string{
+			"GetItem": cannedGet, "PutItem": cannedPut, "UpdateItem": cannedUpdate,
+		}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !sdkOnly && s.wire == nil {
+		b.Fatal("no direct path")
+	}
+	return s
+}
+
+// benchRequests are the benchmarked calls, by name.
+var benchRequests = []struct {
+	name string
+	call func(ctx context.Context, s *Store) error
+}{
+	{"get", func(ctx context.Context, s *Store) error {
+		_, err := s.Get(ctx, dynastore.Key{PK: []byte("\x00key:000000"), SK: []byte{0}})
+		return err
+	}},
+	{"put", func(ctx context.Context, s *Store) error {
+		_, err := s.Put(ctx, dynastore.Item{
+			dynastore.AttrPK: dynastore.B("\x00key:000000"), dynastore.AttrSK: dynastore.B{0},
+			"t": dynastore.S("string"), "v": dynastore.B("0123456789abcdef"), "ver": dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08"),
+		}, dynastore.WriteOptions{
+			Cond:         dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.Compare{Attr: "x", Op: dynastore.OpLE, Val: dynastore.N("1700000000000")}},
+			OldOnFailure: true,
+		})
+		return err
+	}},
+	{"update", func(ctx context.Context, s *Store) error {
+		_, err := s.Update(ctx, dynastore.Key{PK: []byte("\x00key:000000"), SK: []byte{0}}, dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: "t", Val: dynastore.Lit{V: dynastore.S("string")}},
+				{Attr: "ver", Val: dynastore.Lit{V: dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08")}},
+			},
+			Add:    []dynastore.AttrValue{{Attr: "v", Val: dynastore.N("1")}},
+			Remove: []string{"e"},
+		}, dynastore.WriteOptions{
+			Cond: dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{
+				dynastore.Or{dynastore.NotExists{Attr: "x"}, dynastore.Compare{Attr: "x", Op: dynastore.OpGT, Val: dynastore.N("1700000000000")}},
+				dynastore.Compare{Attr: "v", Op: dynastore.OpLE, Val: dynastore.N("9223372036854775806")},
+			}},
+			Return:       dynastore.ReturnUpdatedNew,
+			OldOnFailure: true,
+		})
+		return err
+	}},
+}
+
+// BenchmarkRequest measures the client CPU of one request on each path
+// (go test -run '^$' -bench Request -cpu 1 -benchmem).
+func BenchmarkRequest(b *testing.B) {
+	ctx := context.Background()
+	for _, path := range []string{"sdk", "direct"} {
+		for _, r := range benchRequests {
+			b.Run(path+"/"+r.name, func(b *testing.B) {
+				s := benchStore(b, path == "sdk")
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := r.call(ctx, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
