@@ -60,7 +60,8 @@ type shard struct {
 }
 
 // entry is one stored item. Its item is never mutated: a write replaces
-// item, size and ver together under the shard's write lock.
+// item, size and ver together under the shard's write lock. Entries are
+// only handled by pointer: id may point into the entry itself.
 type entry struct {
 	id   string
 	item dynastore.Item
@@ -68,6 +69,29 @@ type entry struct {
 	// ver counts the writes that replaced item in this entry, so a writer
 	// that decided on an item can tell whether it is still current.
 	ver uint64
+	// removed is set when the entry leaves the indexes. An entry not
+	// removed is the one both indexes hold for its id.
+	removed bool
+	// idBuf holds an id of up to len(idBuf) bytes in the entry's own
+	// allocation: finding an entry compares its id and then reads the
+	// entry, one memory access instead of two. On 100,000 random keys the
+	// requests spent most of their time waiting for memory. 48 bytes make
+	// an entry 96 bytes, a Go size class, and fit redamo's key items of
+	// keys up to about 40 bytes.
+	idBuf [48]byte
+}
+
+// newEntry returns an entry for a new item at id.
+func newEntry(id []byte, item dynastore.Item, size int) *entry {
+	e := &entry{item: item, size: size}
+	if len(id) <= len(e.idBuf) {
+		n := copy(e.idBuf[:], id)
+		// idBuf is never written again, as a string's bytes must not be.
+		e.id = unsafe.String(&e.idBuf[0], n)
+	} else {
+		e.id = string(id)
+	}
+	return e
 }
 
 func byID(a, b *entry) bool { return a.id < b.id }
@@ -147,7 +171,7 @@ func (sh *shardState) set(cur *entry, id []byte, next dynastore.Item, size int) 
 		cur.item, cur.size = next, size
 		cur.ver++
 	case next != nil:
-		e := &entry{id: string(id), item: next, size: size}
+		e := newEntry(id, next, size)
 		sh.byID[e.id] = e
 		sh.tree.Set(e)
 	case cur != nil:
@@ -159,6 +183,7 @@ func (sh *shardState) set(cur *entry, id []byte, next dynastore.Item, size int) 
 func (sh *shardState) remove(e *entry) {
 	delete(sh.byID, e.id)
 	sh.tree.Delete(e)
+	e.removed = true
 }
 
 func itemOf(e *entry) dynastore.Item {
@@ -215,7 +240,12 @@ func (s *Store) write(k dynastore.Key, readFirst bool, decide decision) (outcome
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	cur := sh.get(id)
+	cur := seen
+	if cur == nil || cur.removed {
+		// Only a missing entry needs looking up again: one not removed
+		// is still the entry at id.
+		cur = sh.get(id)
+	}
 	if !readFirst || cur != seen || (cur != nil && cur.ver != seenVer) {
 		o.old, o.oldSize = itemOf(cur), sizeOf(cur)
 		var err error

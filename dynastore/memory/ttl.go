@@ -89,7 +89,7 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for _, d := range dead {
-		if sh.byID[d.e.id] == d.e && d.e.ver == d.ver {
+		if !d.e.removed && d.e.ver == d.ver {
 			sh.remove(d.e)
 			deleted++
 		}
