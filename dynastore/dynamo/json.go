@@ -309,17 +309,22 @@ func (d *jsonDecoder) more(end byte) bool {
 }
 
 // rawString consumes a string and returns its contents as they appear in
-// the input and whether they hold escapes.
+// the input and whether they need unescape: escapes, or invalid UTF-8
+// (which encoding/json, and so the SDK, reads as U+FFFD).
 func (d *jsonDecoder) rawString() (start, end int, escaped bool) {
 	if !d.expect('"') {
 		return 0, 0, false
 	}
 	start = d.i
+	nonASCII := false
 	for d.i < len(d.b) {
 		switch c := d.b[d.i]; {
 		case c == '"':
 			end = d.i
 			d.i++
+			if nonASCII && !escaped && !utf8.Valid(d.b[start:end]) {
+				escaped = true
+			}
 			return start, end, escaped
 		case c == '\\':
 			escaped = true
@@ -328,6 +333,7 @@ func (d *jsonDecoder) rawString() (start, end int, escaped bool) {
 			d.fail("control character in string")
 			return 0, 0, false
 		default:
+			nonASCII = nonASCII || c >= utf8.RuneSelf
 			d.i++
 		}
 	}
@@ -383,11 +389,18 @@ func (d *jsonDecoder) slice(start, end int) string {
 	return string(d.b[start:end])
 }
 
-// unescape decodes the escapes of a string's contents into a new slice.
+// unescape decodes the escapes of a string's contents into a new slice,
+// and replaces invalid UTF-8 with U+FFFD, byte by byte.
 func (d *jsonDecoder) unescape(raw []byte) []byte {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(raw[i:])
+			out = utf8.AppendRune(out, r)
+			i += size - 1
+			continue
+		}
 		if c != '\\' {
 			out = append(out, c)
 			continue
@@ -469,10 +482,10 @@ func (d *jsonDecoder) binary() []byte {
 	if escaped {
 		raw = d.unescape(raw)
 	}
-	n := base64.StdEncoding.DecodedLen(len(raw))
-	if n == 0 {
+	if len(raw) == 0 {
 		return []byte{}
 	}
+	n := base64.StdEncoding.DecodedLen(len(raw))
 	var dst []byte
 	shared := n <= arenaBlock/4
 	if shared {

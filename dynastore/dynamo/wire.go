@@ -112,14 +112,12 @@ func newWire(db *dynamodb.Client, table string, hc aws.HTTPClient) (*wire, strin
 	case o.EndpointDiscovery.EnableEndpointDiscovery == aws.EndpointDiscoveryEnabled:
 		return nil, "endpoint discovery is enabled"
 	case o.Credentials == nil:
+		// Anonymous: the SDK client sends such requests unsigned.
 		return nil, "no credentials provider"
 	case strings.Contains(o.Region, "fips"):
 		return nil, "the region names a FIPS pseudo-region"
 	case o.HTTPSignerV4 == nil:
 		return nil, "no SigV4 signer"
-	}
-	if _, ok := o.Credentials.(aws.AnonymousCredentials); ok {
-		return nil, "anonymous credentials"
 	}
 	eps, err := newEndpoints(o, table)
 	if err != nil {
