@@ -10,10 +10,19 @@ import (
 )
 
 // TestConformance runs the shared suite on DynamoDB Local, each scenario on
-// a fresh table (creating one takes milliseconds there).
+// a fresh table (creating one takes milliseconds there), on the direct path
+// and on the SDK client alone (what the store falls back to).
 func TestConformance(t *testing.T) {
 	dynamotest.Endpoint(t)
-	storetest.Run(t, func(t *testing.T) dynastore.Store {
-		return dynamotest.NewStore(t, dynamo.Config{Observer: storetest.Observer(t)})
-	})
+	for _, sdkOnly := range []bool{false, true} {
+		name := "direct"
+		if sdkOnly {
+			name = "sdk"
+		}
+		t.Run(name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) dynastore.Store {
+				return dynamotest.NewStore(t, dynamo.Config{Observer: storetest.Observer(t), SDKOnly: sdkOnly})
+			})
+		})
+	}
 }
