@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -341,6 +342,20 @@ func ItemSize(it Item) int {
 	n := 0
 	for name, v := range it {
 		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+// ItemSizeAt is ItemSize of an item whose key is k, taking the key
+// attributes' sizes from k: a store sizing the item an update left at k
+// need not read values it did not touch (on a large store each is a cache
+// miss).
+func ItemSizeAt(k Key, it Item) int {
+	n := len(AttrPK) + len(k.PK) + len(AttrSK) + len(k.SK)
+	for name, v := range it {
+		if name != AttrPK && name != AttrSK {
+			n += len(name) + valueSize(v)
+		}
 	}
 	return n
 }
@@ -756,7 +771,12 @@ func contains(a, v Value) bool {
 // something other than a number or set, a DELETE of something other than a
 // set, and literal operands of the wrong type are ErrInvalid.
 func ValidateUpdate(u Update) error {
-	seen := map[string]bool{}
+	// The names seen so far. An update names a few attributes: comparing
+	// with each costs less than hashing them into a map, which was 4% of
+	// INCR's CPU; many names still go to a map.
+	var few [16]string
+	seen := few[:0]
+	var many map[string]bool
 	name := func(a string) error {
 		if err := checkName(a); err != nil {
 			return err
@@ -764,10 +784,20 @@ func ValidateUpdate(u Update) error {
 		if a == AttrPK || a == AttrSK {
 			return invalidf(msgKeyAttr, a)
 		}
-		if seen[a] {
+		if many == nil && len(seen) == len(few) {
+			many = make(map[string]bool, 2*len(few))
+			for _, s := range seen {
+				many[s] = true
+			}
+		}
+		if many[a] || (many == nil && slices.Contains(seen, a)) {
 			return invalidf(msgPathsOverlap, a, a)
 		}
-		seen[a] = true
+		if many != nil {
+			many[a] = true
+		} else {
+			seen = append(seen, a)
+		}
 		return nil
 	}
 	for _, s := range u.Set {
@@ -871,10 +901,22 @@ func ApplyUpdate(k Key, old Item, u Update) (Item, error) {
 // ApplyValidUpdate is ApplyUpdate for an update ValidateUpdate accepted,
 // whose result shares the values it leaves unchanged with old instead of
 // copying them: for stores that never mutate a stored item, only replace it.
-// Values taken from u are still copied (and normalized).
+// Values taken from u are still copied (and normalized); a one-byte sort key
+// of a new item is a value every such item shares.
 func ApplyValidUpdate(k Key, old Item, u Update) (Item, error) {
 	return applyUpdate(k, old, u, true)
 }
+
+// oneByteB holds every one-byte binary value, boxed once: the items updates
+// create in a store that never mutates a value may share their sort key
+// (redamo's key items all have the sort key 0x00), two allocations fewer
+// for each, and two objects fewer for the collector to mark.
+var oneByteB = func() (vs [256]Value) {
+	for i := range vs {
+		vs[i] = B{byte(i)}
+	}
+	return vs
+}()
 
 func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 	var out Item
@@ -883,7 +925,11 @@ func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 		if err := ValidateKey(k); err != nil {
 			return nil, err
 		}
-		out = Item{AttrPK: B(bytes.Clone(k.PK)), AttrSK: B(bytes.Clone(k.SK))}
+		var sk Value = B(bytes.Clone(k.SK))
+		if share && len(k.SK) == 1 {
+			sk = oneByteB[k.SK[0]]
+		}
+		out = Item{AttrPK: B(bytes.Clone(k.PK)), AttrSK: sk}
 	case share:
 		// maps.Clone copies a small map's slots in one go, where inserting
 		// them one by one hashed every name again.

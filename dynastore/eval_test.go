@@ -1,6 +1,7 @@
 package dynastore
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -216,6 +217,9 @@ func TestApplyUpdate(t *testing.T) {
 		{name: "bad number", old: base(), u: Update{Set: []SetAction{{"a", Lit{N("1x")}}}}, invalid: "converted"},
 		{name: "nil operand", old: base(), u: Update{Set: []SetAction{{"a", nil}}}, invalid: "nil operand"},
 		{name: "empty name", old: base(), u: Update{Remove: []string{""}}, invalid: "Empty attribute name"},
+		{name: "many names", old: base(), u: Update{Remove: names(40)}, want: base()},
+		{name: "many names, the last twice", old: base(), u: Update{Remove: append(names(40), "r39")}, invalid: "overlap"},
+		{name: "many names, an early one twice", old: base(), u: Update{Remove: append(names(40), "r3")}, invalid: "overlap"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var snapshot Item
@@ -231,8 +235,22 @@ func TestApplyUpdate(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.True(t, ItemsEqual(c.want, got), "want %v\n got %v", c.want, got)
+			// The sharing variant makes the same item, sized alike from its key.
+			shared, err := ApplyValidUpdate(k, c.old, c.u)
+			require.NoError(t, err)
+			require.Equal(t, got, shared)
+			require.Equal(t, ItemSize(got), ItemSizeAt(k, shared))
 		})
 	}
+}
+
+// names returns n distinct attribute names.
+func names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("r%d", i)
+	}
+	return out
 }
 
 func TestApplyUpdateBadKey(t *testing.T) {

@@ -298,7 +298,7 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 			if err != nil {
 				return nil, 0, err
 			}
-			size := dynastore.ItemSize(nit)
+			size := dynastore.ItemSizeAt(k, nit)
 			if size > dynastore.MaxItemSize {
 				return nil, 0, dynastore.UpdatedItemTooLarge()
 			}
@@ -432,7 +432,7 @@ func transact(acts []txAction) (rcu, wcu float64, err error) {
 			if err != nil {
 				return 0, 0, err
 			}
-			t.item, t.size = nit, dynastore.ItemSize(nit)
+			t.item, t.size = nit, dynastore.ItemSizeAt(t.key, nit)
 			if t.size > dynastore.MaxItemSize {
 				return 0, 0, dynastore.UpdatedItemTooLarge()
 			}
