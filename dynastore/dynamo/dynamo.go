@@ -312,12 +312,10 @@ func addCapacity(r *dynastore.Request, cc *types.ConsumedCapacity, write bool) {
 	if cc == nil {
 		return
 	}
-	capacity{
-		units: aws.ToFloat64(cc.CapacityUnits),
-		read:  aws.ToFloat64(cc.ReadCapacityUnits),
-		write: aws.ToFloat64(cc.WriteCapacityUnits),
-		split: cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil,
-	}.addTo(r, write)
+	var c capacity
+	c.add(aws.ToFloat64(cc.CapacityUnits), aws.ToFloat64(cc.ReadCapacityUnits), aws.ToFloat64(cc.WriteCapacityUnits),
+		cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil)
+	c.addTo(r, write)
 }
 
 func optString(s string) *string {
@@ -448,7 +446,7 @@ func (s *Store) sendItem(ctx context.Context, r *itemRequest) (dynastore.Item, e
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
 		}
-		out.addCapacity(rq, write)
+		out.cc.addTo(rq, write)
 		ret = out.item
 		return nil
 	})
@@ -645,7 +643,7 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
 		}
-		out.addCapacity(r, false)
+		out.cc.addTo(r, false)
 		page = dynastore.QueryPage{Items: out.items}
 		if page.Items == nil {
 			page.Items = []dynastore.Item{}

@@ -20,6 +20,9 @@ type exprs struct {
 	names  []string          // #aN stands for names[N]
 	byName map[string]string // attribute name -> placeholder, once names is long
 	values []dynastore.Value // :vN stands for values[N]
+	// Room for a typical request's names and values, allocated with it.
+	nameBuf  [8]string
+	valueBuf [8]dynastore.Value
 }
 
 // byNameFrom is the number of names from which name looks them up in a map
@@ -27,7 +30,9 @@ type exprs struct {
 const byNameFrom = 16
 
 func newExprs() *exprs {
-	return &exprs{}
+	e := &exprs{}
+	e.names, e.values = e.nameBuf[:0], e.valueBuf[:0]
+	return e
 }
 
 // The placeholders of the first indices, made once: most requests use few.
@@ -149,6 +154,10 @@ func (e *exprs) appendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// exprSize is room for a typical expression, reserved at once rather than
+// grown step by step.
+const exprSize = 96
+
 // ---- conditions ------------------------------------------------------------
 
 // truth is the result of folding constants out of a condition.
@@ -177,86 +186,130 @@ const (
 //     other than <> only when A exists: Exists{A} and that IsType{A, ...}
 //     next to them add nothing.
 func simplify(c dynastore.Cond) (dynastore.Cond, truth) {
-	return simplifyKnowing(c, nil)
+	s, t, _ := simplifyKnowing(c, nil)
+	return s, t
 }
 
-// simplifyKnowing is simplify where known[A] tells whether attribute A is
-// known to exist (absent from the map: unknown).
-func simplifyKnowing(c dynastore.Cond, known map[string]bool) (dynastore.Cond, truth) {
+// facts are what is known about attributes' existence: a list, newest
+// first, that a caller's facts are shared by (nothing is changed in place).
+type facts struct {
+	attr   string
+	exists bool
+	next   *facts
+}
+
+func (f *facts) lookup(attr string) (exists, known bool) {
+	for ; f != nil; f = f.next {
+		if f.attr == attr {
+			return f.exists, true
+		}
+	}
+	return false, false
+}
+
+// simplifyKnowing is simplify knowing the facts; same reports that the
+// result is c itself (nothing to fold or drop), which it then returns
+// without rebuilding it: conditions are mostly already as short as they get.
+func simplifyKnowing(c dynastore.Cond, known *facts) (out dynastore.Cond, t truth, same bool) {
 	switch x := c.(type) {
 	case nil:
-		return nil, alwaysTrue
+		return nil, alwaysTrue, false
 	case dynastore.Exists:
-		if ex, ok := known[x.Attr]; ok {
-			return nil, truthOf(ex)
+		if ex, ok := known.lookup(x.Attr); ok {
+			return nil, truthOf(ex), false
 		}
 	case dynastore.NotExists:
-		if ex, ok := known[x.Attr]; ok {
-			return nil, truthOf(!ex)
+		if ex, ok := known.lookup(x.Attr); ok {
+			return nil, truthOf(!ex), false
 		}
 	case dynastore.And:
-		var kept dynastore.And
-		for _, sub := range x {
-			s, t := simplifyKnowing(sub, known)
-			switch t {
-			case alwaysFalse:
-				return nil, alwaysFalse
-			case unknown:
-				if inner, ok := s.(dynastore.And); ok {
-					kept = append(kept, inner...)
-				} else {
-					kept = append(kept, s)
-				}
+		var kept dynastore.And // nil while every conjunct is kept as it is
+		for i, sub := range x {
+			s, t, same := simplifyKnowing(sub, known)
+			if t == alwaysFalse {
+				return nil, alwaysFalse, false
+			}
+			if _, nested := s.(dynastore.And); nested {
+				same = false // to flatten
+			}
+			if kept == nil && !same {
+				kept = append(make(dynastore.And, 0, len(x)), x[:i]...)
+			}
+			if kept == nil || t != unknown {
+				continue
+			}
+			if inner, ok := s.(dynastore.And); ok {
+				kept = append(kept, inner...)
+			} else {
+				kept = append(kept, s)
 			}
 		}
-		kept = dropImplied(kept)
-		switch len(kept) {
-		case 0:
-			return nil, alwaysTrue
-		case 1:
-			return kept[0], unknown
+		if kept == nil {
+			kept = x
 		}
-		return kept, unknown
+		pruned := dropImplied(kept)
+		switch len(pruned) {
+		case 0:
+			return nil, alwaysTrue, false
+		case 1:
+			return pruned[0], unknown, false
+		}
+		return pruned, unknown, len(pruned) == len(x) && &pruned[0] == &x[0]
 	case dynastore.Or:
-		var kept dynastore.Or
-		for _, sub := range x {
-			s, t := simplifyKnowing(sub, known)
-			switch t {
-			case alwaysTrue:
-				return nil, alwaysTrue
-			case unknown:
+		var kept dynastore.Or // nil while every disjunct is kept as it is
+		for i, sub := range x {
+			s, t, same := simplifyKnowing(sub, known)
+			if t == alwaysTrue {
+				return nil, alwaysTrue, false
+			}
+			if _, nested := s.(dynastore.Or); nested {
+				same = false // to flatten
+			}
+			if kept == nil && !same {
+				kept = append(make(dynastore.Or, 0, len(x)), x[:i]...)
+			}
+			if t != unknown {
+				continue
+			}
+			if kept != nil {
 				if inner, ok := s.(dynastore.Or); ok {
 					kept = append(kept, inner...)
 				} else {
 					kept = append(kept, s)
 				}
-				// The disjuncts after this one only matter when it is false.
-				switch a := s.(type) {
-				case dynastore.NotExists:
-					known = withFact(known, a.Attr, true)
-				case dynastore.Exists:
-					known = withFact(known, a.Attr, false)
-				}
 			}
+			// The disjuncts after this one only matter when it is false.
+			switch a := s.(type) {
+			case dynastore.NotExists:
+				known = &facts{attr: a.Attr, exists: true, next: known}
+			case dynastore.Exists:
+				known = &facts{attr: a.Attr, exists: false, next: known}
+			}
+		}
+		if kept == nil {
+			kept = x
 		}
 		switch len(kept) {
 		case 0:
-			return nil, alwaysFalse
+			return nil, alwaysFalse, false
 		case 1:
-			return kept[0], unknown
+			return kept[0], unknown, false
 		}
-		return kept, unknown
+		return kept, unknown, len(kept) == len(x) && &kept[0] == &x[0]
 	case dynastore.Not:
-		s, t := simplifyKnowing(x.C, known)
+		s, t, same := simplifyKnowing(x.C, known)
 		switch t {
 		case alwaysTrue:
-			return nil, alwaysFalse
+			return nil, alwaysFalse, false
 		case alwaysFalse:
-			return nil, alwaysTrue
+			return nil, alwaysTrue, false
 		}
-		return dynastore.Not{C: s}, unknown
+		if same {
+			return c, unknown, true
+		}
+		return dynastore.Not{C: s}, unknown, false
 	}
-	return c, unknown
+	return c, unknown, true
 }
 
 func truthOf(b bool) truth {
@@ -266,55 +319,52 @@ func truthOf(b bool) truth {
 	return alwaysFalse
 }
 
-// withFact returns known plus "attr exists == ex", copying rather than
-// changing known, which a caller up the tree still uses.
-func withFact(known map[string]bool, attr string, ex bool) map[string]bool {
-	out := make(map[string]bool, len(known)+1)
-	for k, v := range known {
-		out[k] = v
-	}
-	out[attr] = ex
-	return out
-}
-
 // dropImplied removes from the conjuncts of an And the Exists and IsType
-// conditions that another conjunct's comparison already implies.
+// conditions that another conjunct's comparison already implies; it
+// returns and itself when there are none.
 func dropImplied(and dynastore.And) dynastore.And {
-	type typed struct {
-		attr string
-		kind dynastore.Kind
-	}
-	exists := map[string]bool{}
-	kinds := map[typed]bool{}
-	for _, c := range and {
-		switch x := c.(type) {
-		case dynastore.Compare:
-			if x.Op != dynastore.OpNE && x.Val != nil {
-				exists[x.Attr] = true
-				kinds[typed{x.Attr, x.Val.Kind()}] = true
-			}
-		case dynastore.SizeCompare:
-			if x.Op != dynastore.OpNE {
-				exists[x.Attr] = true
+	implied := func(c dynastore.Cond) bool {
+		for _, o := range and {
+			switch y := o.(type) {
+			case dynastore.Compare:
+				if y.Op == dynastore.OpNE || y.Val == nil {
+					continue
+				}
+				switch x := c.(type) {
+				case dynastore.Exists:
+					if x.Attr == y.Attr {
+						return true
+					}
+				case dynastore.IsType:
+					if x.Attr == y.Attr && x.Type == y.Val.Kind() {
+						return true
+					}
+				}
+			case dynastore.SizeCompare:
+				if x, ok := c.(dynastore.Exists); ok && y.Op != dynastore.OpNE && x.Attr == y.Attr {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	if len(exists) == 0 {
+	var out dynastore.And // nil while nothing is dropped
+	for i, c := range and {
+		switch c.(type) {
+		case dynastore.Exists, dynastore.IsType:
+			if implied(c) {
+				if out == nil {
+					out = append(make(dynastore.And, 0, len(and)-1), and[:i]...)
+				}
+				continue
+			}
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
 		return and
-	}
-	out := and[:0:0]
-	for _, c := range and {
-		switch x := c.(type) {
-		case dynastore.Exists:
-			if exists[x.Attr] {
-				continue
-			}
-		case dynastore.IsType:
-			if kinds[typed{x.Attr, x.Type}] {
-				continue
-			}
-		}
-		out = append(out, c)
 	}
 	return out
 }
@@ -336,6 +386,7 @@ func (e *exprs) Cond(c dynastore.Cond) (string, error) {
 		return "attribute_exists(" + p + ") AND attribute_not_exists(" + p + ")", nil
 	}
 	var b strings.Builder
+	b.Grow(exprSize)
 	if err := e.cond(&b, s); err != nil {
 		return "", err
 	}
@@ -468,6 +519,7 @@ func (e *exprs) join(b *strings.Builder, sep string, cs []dynastore.Cond) error 
 // update must already be valid (dynastore.ValidateUpdate).
 func (e *exprs) Update(u dynastore.Update) (string, error) {
 	var b strings.Builder
+	b.Grow(exprSize)
 	// sep starts clause kw at its first action (i == 0), else separates actions.
 	sep := func(i int, kw string) {
 		switch {

@@ -231,8 +231,8 @@ type jsonDecoder struct {
 	err   error
 }
 
-func newDecoder(b []byte) *jsonDecoder {
-	return &jsonDecoder{b: b}
+func newDecoder(b []byte) jsonDecoder {
+	return jsonDecoder{b: b}
 }
 
 func (d *jsonDecoder) fail(format string, args ...any) {

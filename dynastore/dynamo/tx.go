@@ -100,7 +100,7 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 			}
 			return err
 		}
-		out.addCapacity(r, true)
+		out.cc.addTo(r, true)
 		return nil
 	})
 }

@@ -280,13 +280,20 @@ func (r *wireRequest) seal() {
 
 func (r *wireRequest) release() { putBuf(r.buf) }
 
+// outgoing holds what an attempt's http.Request points to, in one
+// allocation: its URL and its body.
+type outgoing struct {
+	url  url.URL
+	body body
+}
+
 // body is an http.Request body over a request's bytes.
 type body struct{ bytes.Reader }
 
 func (*body) Close() error { return nil }
 
 // send makes one attempt and decodes a successful response into out.
-func (w *wire) send(ctx context.Context, r *wireRequest, out *wireOutput) error {
+func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error {
 	creds, err := w.creds.Retrieve(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to retrieve credentials: %w", err)
@@ -295,8 +302,8 @@ func (w *wire) send(ctx context.Context, r *wireRequest, out *wireOutput) error 
 	if err != nil {
 		return err
 	}
-	b := &body{}
-	b.Reset(*r.buf)
+	out := &outgoing{url: ep.url}
+	out.body.Reset(*r.buf)
 	h := make(http.Header, 8)
 	for k, v := range ep.header {
 		h[k] = v
@@ -304,17 +311,16 @@ func (w *wire) send(ctx context.Context, r *wireRequest, out *wireOutput) error 
 	h["Content-Type"] = contentTypeJSON
 	h["X-Amz-Target"] = targets[r.op]
 	h["User-Agent"] = userAgentHeader
-	u := ep.url
 	req := (&http.Request{
 		Method:        http.MethodPost,
-		URL:           &u,
+		URL:           &out.url,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          b,
+		Body:          &out.body,
 		ContentLength: int64(len(*r.buf)),
-		Host:          u.Host,
+		Host:          out.url.Host,
 	}).WithContext(ctx)
 	now := time.Now().Add(time.Duration(w.skew.Load()))
 	if err := w.signer.SignHTTP(ctx, creds, req, r.hash, ep.signingName, ep.signingRegion, now); err != nil {
@@ -342,7 +348,7 @@ func (w *wire) send(ctx context.Context, r *wireRequest, out *wireOutput) error 
 		w.learnSkew(aerr.code, resp.Header, at)
 		return responseError(resp, aerr)
 	}
-	if err := out.decode(*rbuf); err != nil {
+	if err := res.decode(*rbuf); err != nil {
 		var se *errSyntax
 		if errors.As(err, &se) {
 			return responseError(resp, err)
@@ -418,23 +424,31 @@ func (w *wire) learnSkew(code string, h http.Header, at time.Time) {
 
 // ---- responses ------------------------------------------------------------------
 
-// capacity is one ConsumedCapacity entry's units.
+// capacity is the units of a response's ConsumedCapacity entries, summed:
+// those reported with a read/write split, and the totals of the others.
 type capacity struct {
-	units, read, write float64
-	split              bool // read or write units were reported
+	read, write, total float64
 }
 
-// addTo adds c to r; write says how to count a total reported without a
-// read/write split.
+// add adds one entry: units in total, read and write units when split.
+func (c *capacity) add(units, read, write float64, split bool) {
+	if split {
+		c.read += read
+		c.write += write
+	} else {
+		c.total += units
+	}
+}
+
+// addTo adds c to r; write says how to count totals without a read/write
+// split.
 func (c capacity) addTo(r *dynastore.Request, write bool) {
-	switch {
-	case c.split:
-		r.RCU += c.read
-		r.WCU += c.write
-	case write:
-		r.WCU += c.units
-	default:
-		r.RCU += c.units
+	r.RCU += c.read
+	r.WCU += c.write
+	if write {
+		r.WCU += c.total
+	} else {
+		r.RCU += c.total
 	}
 }
 
@@ -446,7 +460,7 @@ type wireOutput struct {
 	item  dynastore.Item   // Item or Attributes
 	items []dynastore.Item // Items
 	last  dynastore.Item   // LastEvaluatedKey
-	caps  []capacity
+	cc    capacity
 }
 
 func (o *wireOutput) decode(b []byte) error {
@@ -457,6 +471,7 @@ func (o *wireOutput) decode(b []byte) error {
 	if !o.page {
 		d.str = string(b)
 	}
+	// An array for TransactWriteItems, one object for the others.
 	for more := d.open('{'); more; more = d.more('}') {
 		switch string(d.key()) {
 		case "Item", "Attributes":
@@ -471,10 +486,10 @@ func (o *wireOutput) decode(b []byte) error {
 		case "ConsumedCapacity":
 			if d.peek() == '[' {
 				for more := d.open('['); more; more = d.more(']') {
-					o.caps = append(o.caps, d.capacity())
+					d.capacity(&o.cc)
 				}
 			} else if !d.null() {
-				o.caps = append(o.caps, d.capacity())
+				d.capacity(&o.cc)
 			}
 		default:
 			d.skip()
@@ -483,27 +498,23 @@ func (o *wireOutput) decode(b []byte) error {
 	return d.err
 }
 
-func (o *wireOutput) addCapacity(r *dynastore.Request, write bool) {
-	for _, c := range o.caps {
-		c.addTo(r, write)
-	}
-}
-
-func (d *jsonDecoder) capacity() capacity {
-	var c capacity
+// capacity reads one ConsumedCapacity entry into c.
+func (d *jsonDecoder) capacity(c *capacity) {
+	var units, read, write float64
+	split := false
 	for more := d.open('{'); more; more = d.more('}') {
 		switch string(d.key()) {
 		case "CapacityUnits":
-			c.units = d.number()
+			units = d.number()
 		case "ReadCapacityUnits":
-			c.read, c.split = d.number(), true
+			read, split = d.number(), true
 		case "WriteCapacityUnits":
-			c.write, c.split = d.number(), true
+			write, split = d.number(), true
 		default:
 			d.skip()
 		}
 	}
-	return c
+	c.add(units, read, write, split)
 }
 
 // apiError is an error response: the code and message, and the data the
