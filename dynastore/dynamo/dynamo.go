@@ -1,6 +1,11 @@
 // Package dynamo is the dynastore.Store backend on Amazon DynamoDB, built on
 // aws-sdk-go-v2. It is the only package in redamo that imports the AWS SDK.
 //
+// The hot requests (single items, transactions, queries) take a direct
+// path (wire.go) that writes DynamoDB's JSON itself and uses only the SDK's
+// signer, credentials and endpoint resolution; everything else goes through
+// the SDK's client.
+//
 // It renders typed conditions and updates to expression strings, converts
 // values both ways, maps DynamoDB's errors to dynastore's sentinels, retries
 // transient failures itself (fast and bounded, never repeating a write that
@@ -611,31 +616,9 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 	}
 	wr := newWireRequest(dynastore.OpQuery)
 	defer wr.release()
-	bb := append(*wr.buf, `{"TableName":`...)
-	bb = appendString(bb, s.table)
-	bb = append(bb, `,"KeyConditionExpression":`...)
-	bb = appendString(bb, kc)
-	if filter != "" {
-		bb = append(bb, `,"FilterExpression":`...)
-		bb = appendString(bb, filter)
-	}
-	bb, err = e.appendJSON(bb)
-	*wr.buf = bb
-	if err != nil {
+	if *wr.buf, err = appendQuery(*wr.buf, s.table, q, kc, filter, e, lim); err != nil {
 		return dynastore.QueryPage{}, err
 	}
-	bb = append(bb, `,"ScanIndexForward":`...)
-	bb = strconv.AppendBool(bb, !q.Reverse)
-	if lim != nil {
-		bb = append(bb, `,"Limit":`...)
-		bb = strconv.AppendInt(bb, int64(*lim), 10)
-	}
-	bb = append(bb, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
-	if q.After != nil {
-		bb = append(bb, `,"ExclusiveStartKey":`...)
-		bb = appendKey(bb, dynastore.Key{PK: q.PK, SK: q.After})
-	}
-	*wr.buf = append(bb, '}')
 	wr.seal()
 	var page dynastore.QueryPage
 	err = s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
@@ -658,6 +641,34 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 		return nil
 	})
 	return page, err
+}
+
+// appendQuery appends a Query request's JSON body.
+func appendQuery(b []byte, table string, q dynastore.Query, kc, filter string, e *exprs, lim *int32) ([]byte, error) {
+	b = append(b, `{"TableName":`...)
+	b = appendString(b, table)
+	b = append(b, `,"KeyConditionExpression":`...)
+	b = appendString(b, kc)
+	if filter != "" {
+		b = append(b, `,"FilterExpression":`...)
+		b = appendString(b, filter)
+	}
+	b, err := e.appendJSON(b)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, `,"ScanIndexForward":`...)
+	b = strconv.AppendBool(b, !q.Reverse)
+	if lim != nil {
+		b = append(b, `,"Limit":`...)
+		b = strconv.AppendInt(b, int64(*lim), 10)
+	}
+	b = append(b, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
+	if q.After != nil {
+		b = append(b, `,"ExclusiveStartKey":`...)
+		b = appendKey(b, dynastore.Key{PK: q.PK, SK: q.After})
+	}
+	return append(b, '}'), nil
 }
 
 // sdkQuery sends a rendered query through the SDK.

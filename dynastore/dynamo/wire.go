@@ -98,7 +98,10 @@ type wire struct {
 	checksum  bool // verify X-Amz-Crc32 (the SDK's DisableValidateResponseChecksum off)
 	// skew is added to the clock when signing, in nanoseconds: the server's
 	// clock minus ours, learnt from the Date of a response that rejected a
-	// request for its signing time.
+	// request for its signing time. The rejected request itself stays
+	// failed (final, as on the SDK path); the ones after it are signed
+	// right. The SDK client learns the same offset only between the retries
+	// of its own retryer, which redamo turns off, so there it never applies.
 	skew atomic.Int64
 }
 
