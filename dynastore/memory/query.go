@@ -128,7 +128,8 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 		prefix := appendPartition(nil, q.PK)
 		part := string(prefix)
 		pg := pager{limit: q.Limit, filter: q.Filter}
-		visit := func(e *entry) bool {
+		visit := func(r ref) bool {
+			e := r.e
 			if !strings.HasPrefix(e.id, part) {
 				return false
 			}
@@ -150,19 +151,19 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 			}
 			return pg.add(e)
 		}
-		pivot := &entry{id: part + lo.sk}
+		from := part + lo.sk
 		if q.Reverse {
-			pivot.id = string(partitionEnd(prefix))
+			from = string(partitionEnd(prefix))
 			if hi.set {
-				pivot.id = part + hi.sk
+				from = part + hi.sk
 			}
 		}
 		sh := &s.shards[s.shardOf(q.PK)]
 		sh.mu.RLock()
 		if q.Reverse {
-			sh.tree.Descend(pivot, visit)
+			sh.tree.Descend(pivot(from), visit)
 		} else {
-			sh.tree.Ascend(pivot, visit)
+			sh.tree.Ascend(pivot(from), visit)
 		}
 		sh.mu.RUnlock()
 		page.Items = pg.items
@@ -237,12 +238,13 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 		if err := dynastore.ValidateCond(sc.Filter); err != nil {
 			return 0, 0, err
 		}
-		var after *entry // scan strictly after it (nil: from the start)
+		var after *ref // scan strictly after it (nil: from the start)
 		if sc.After != nil {
 			if err := dynastore.ValidateKey(*sc.After); err != nil {
 				return 0, 0, err
 			}
-			after = &entry{id: string(appendID(nil, sc.After.PK, sc.After.SK))}
+			p := pivot(string(appendID(nil, sc.After.PK, sc.After.SK)))
+			after = &p
 		}
 		pg := pager{limit: sc.Limit, filter: sc.Filter}
 		for n := range s.shards { // in ascending order, as every request
@@ -277,14 +279,14 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 // shards whose iterator still has an entry form a min-heap by that entry's
 // id. The caller holds every shard's read lock.
 type merged struct {
-	its  [nShards]btree.IterG[*entry]
+	its  [nShards]btree.IterG[ref]
 	heap []int // shard numbers
 }
 
 // start positions every shard's iterator on its first entry after after
 // (nil: its first entry). The trees have no locks of their own, so the
 // iterators hold nothing to Release.
-func (m *merged) start(s *Store, after *entry) {
+func (m *merged) start(s *Store, after *ref) {
 	m.heap = make([]int, 0, nShards)
 	for i := range s.shards {
 		if s.shards[i].tree.Len() == 0 {
@@ -295,7 +297,7 @@ func (m *merged) start(s *Store, after *entry) {
 		var ok bool
 		if after == nil {
 			ok = it.First()
-		} else if ok = it.Seek(after); ok && it.Item().id == after.id {
+		} else if ok = it.Seek(*after); ok && it.Item().e.id == after.e.id {
 			ok = it.Next()
 		}
 		if ok {
@@ -313,7 +315,7 @@ func (m *merged) next() *entry {
 		return nil
 	}
 	it := &m.its[m.heap[0]]
-	e := it.Item()
+	e := it.Item().e
 	if !it.Next() {
 		last := len(m.heap) - 1
 		m.heap[0] = m.heap[last]
@@ -324,7 +326,7 @@ func (m *merged) next() *entry {
 }
 
 func (m *merged) less(i, j int) bool {
-	return m.its[m.heap[i]].Item().id < m.its[m.heap[j]].Item().id
+	return refLess(m.its[m.heap[i]].Item(), m.its[m.heap[j]].Item())
 }
 
 // down restores the heap order below position i.

@@ -65,7 +65,8 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 	sh := &s.shards[s.ttlPos.shard]
 	after := s.ttlPos.after
 	sh.mu.RLock()
-	sh.tree.Ascend(&entry{id: after}, func(e *entry) bool {
+	sh.tree.Ascend(pivot(after), func(r ref) bool {
+		e := r.e
 		if e.id == after {
 			return true
 		}
