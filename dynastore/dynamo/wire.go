@@ -295,7 +295,7 @@ type body struct{ bytes.Reader }
 
 func (*body) Close() error { return nil }
 
-// send makes one attempt and decodes a successful response into out.
+// send makes one attempt and decodes a successful response into res.
 func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error {
 	creds, err := w.creds.Retrieve(ctx)
 	if err != nil {
