@@ -2,9 +2,12 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -52,8 +55,20 @@ type shards uint64
 type shardState struct {
 	mu   sync.RWMutex
 	byID map[string]*entry
-	tree *btree.BTreeG[ref] // ordered by id
+	// tree orders the shard's entries by id, but for those inserted since
+	// the last flush, which wait in pending. Inserting keys one at a time
+	// at random places of the tree was the most expensive part of a write
+	// creating a key (every level a cache miss); a flush sorts a batch and
+	// inserts it in order, each insert next to the one before. Readers of
+	// the order flush first (see ordered).
+	tree    *btree.BTreeG[ref]
+	pending []*entry
 }
+
+// maxPending bounds pending: the insert that fills it flushes it, under the
+// write lock it holds anyway, so that a reader rarely has to and no flush
+// keeps the shard locked for long.
+const maxPending = 256
 
 // shard pads shardState to two cache lines so that locking one shard does
 // not slow down the CPU working on its neighbour.
@@ -75,6 +90,9 @@ type entry struct {
 	// removed is set when the entry leaves the indexes. An entry not
 	// removed is the one both indexes hold for its id.
 	removed bool
+	// inTree is set once the entry is in the shard's tree rather than
+	// pending.
+	inTree bool
 	// idBuf holds an id of up to len(idBuf) bytes in the entry's own
 	// allocation: finding an entry compares its id and then reads the
 	// entry, one memory access instead of two. On 100,000 random keys the
@@ -123,13 +141,15 @@ func refTo(e *entry) ref {
 // pivot returns a ref that orders as an entry at id would, to search from.
 func pivot(id string) ref { return refTo(&entry{id: id}) }
 
-func refLess(a, b ref) bool {
+func refLess(a, b ref) bool { return refCmp(a, b) < 0 }
+
+func refCmp(a, b ref) int {
 	for i := range a.pfx {
 		if a.pfx[i] != b.pfx[i] {
-			return a.pfx[i] < b.pfx[i]
+			return cmp.Compare(a.pfx[i], b.pfx[i])
 		}
 	}
-	return a.e.id < b.e.id
+	return strings.Compare(a.e.id, b.e.id)
 }
 
 func newShard() shardState {
@@ -209,7 +229,10 @@ func (sh *shardState) set(cur *entry, id []byte, next dynastore.Item, size int) 
 	case next != nil:
 		e := newEntry(id, next, size)
 		sh.byID[e.id] = e
-		sh.tree.Set(refTo(e))
+		sh.pending = append(sh.pending, e)
+		if len(sh.pending) >= maxPending {
+			sh.flush()
+		}
 	case cur != nil:
 		sh.remove(cur)
 	}
@@ -218,8 +241,51 @@ func (sh *shardState) set(cur *entry, id []byte, next dynastore.Item, size int) 
 // remove deletes a stored entry; the caller holds sh.mu exclusively.
 func (sh *shardState) remove(e *entry) {
 	delete(sh.byID, e.id)
-	sh.tree.Delete(refTo(e))
+	if e.inTree {
+		sh.tree.Delete(refTo(e))
+	} // else the flush skips it
 	e.removed = true
+}
+
+// flush moves the pending entries into the tree, in id order; the caller
+// holds sh.mu exclusively.
+func (sh *shardState) flush() {
+	refs := make([]ref, 0, len(sh.pending))
+	for _, e := range sh.pending {
+		if !e.removed {
+			refs = append(refs, refTo(e))
+		}
+	}
+	clear(sh.pending) // let removed entries go
+	sh.pending = sh.pending[:0]
+	slices.SortFunc(refs, refCmp)
+	var hint btree.PathHint
+	for _, r := range refs {
+		sh.tree.SetHint(r, &hint)
+		r.e.inTree = true
+	}
+}
+
+// lockOrdered locks sh for a reader of its tree: read-locked when nothing
+// is pending, else write-locked (excl) and flushed. Release it with
+// unlockOrdered(excl).
+func (sh *shardState) lockOrdered() (excl bool) {
+	sh.mu.RLock()
+	if len(sh.pending) == 0 {
+		return false
+	}
+	sh.mu.RUnlock()
+	sh.mu.Lock()
+	sh.flush()
+	return true
+}
+
+func (sh *shardState) unlockOrdered(excl bool) {
+	if excl {
+		sh.mu.Unlock()
+	} else {
+		sh.mu.RUnlock()
+	}
 }
 
 func itemOf(e *entry) dynastore.Item {

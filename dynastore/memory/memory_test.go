@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -291,4 +292,83 @@ func TestScanOrder(t *testing.T) {
 		sc.After = page.Next
 	}
 	require.Equal(t, want, got)
+}
+
+// TestOrderAcrossFlushes: Scan and Query see every item in order, whether
+// it was inserted long ago, waits to be flushed into the ordered index, or
+// was deleted (and maybe written again) before or after a flush.
+func TestOrderAcrossFlushes(t *testing.T) {
+	s := memory.New(memory.Options{})
+	ctx := context.Background()
+	const n = 40_000 // enough for every shard to flush several times
+	want := map[string]bool{}
+	put := func(k dynastore.Key) {
+		_, err := s.Put(ctx, item(k), dynastore.WriteOptions{})
+		require.NoError(t, err)
+		want[string(k.PK)+"/"+string(k.SK)] = true
+	}
+	del := func(k dynastore.Key) {
+		_, err := s.Delete(ctx, k, dynastore.WriteOptions{})
+		require.NoError(t, err)
+		delete(want, string(k.PK)+"/"+string(k.SK))
+	}
+	big := []byte("big partition")
+	for i := range n {
+		// A scrambled order, so each flush sorts a real batch.
+		j := (i * 7919) % n
+		put(key("k" + strconv.Itoa(j)))
+		if i%3 == 0 {
+			put(dynastore.Key{PK: big, SK: []byte(strconv.Itoa(j))})
+		}
+		switch {
+		case i%11 == 0: // deleted soon after its insert: likely still pending
+			del(key("k" + strconv.Itoa(j)))
+		case i%13 == 0 && i > 1000: // deleted long after: in the tree
+			del(key("k" + strconv.Itoa((j+5000)%n)))
+		}
+		if i%17 == 0 { // written again after a delete
+			put(key("k" + strconv.Itoa(j)))
+		}
+	}
+	var sorted []string
+	for k := range want {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+
+	var got []string
+	var after *dynastore.Key
+	for {
+		page, err := s.Scan(ctx, dynastore.Scan{Limit: 997, After: after})
+		require.NoError(t, err)
+		for _, it := range page.Items {
+			k := it.Key()
+			got = append(got, string(k.PK)+"/"+string(k.SK))
+		}
+		if page.Next == nil {
+			break
+		}
+		after = page.Next
+		between := key("between" + strconv.Itoa(len(got))) // pending again between pages
+		put(between)
+		del(between)
+	}
+	require.Equal(t, sorted, got)
+	require.Equal(t, len(sorted), s.Len())
+
+	var sks []string
+	for _, k := range sorted {
+		if sk, ok := strings.CutPrefix(k, string(big)+"/"); ok {
+			sks = append(sks, sk)
+		}
+	}
+	put(dynastore.Key{PK: big, SK: []byte("~last")}) // pending at the query
+	sks = append(sks, "~last")
+	page, err := s.Query(ctx, dynastore.Query{PK: big})
+	require.NoError(t, err)
+	var gotSKs []string
+	for _, it := range page.Items {
+		gotSKs = append(gotSKs, string(it.Key().SK))
+	}
+	require.Equal(t, sks, gotSKs)
 }

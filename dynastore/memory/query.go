@@ -159,13 +159,13 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 			}
 		}
 		sh := &s.shards[s.shardOf(q.PK)]
-		sh.mu.RLock()
+		excl := sh.lockOrdered()
 		if q.Reverse {
 			sh.tree.Descend(pivot(from), visit)
 		} else {
 			sh.tree.Ascend(pivot(from), visit)
 		}
-		sh.mu.RUnlock()
+		sh.unlockOrdered(excl)
 		page.Items = pg.items
 		if pg.more {
 			page.Next = bytes.Clone(pg.last.SK)
@@ -247,8 +247,9 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 			after = &p
 		}
 		pg := pager{limit: sc.Limit, filter: sc.Filter}
+		var excl [nShards]bool
 		for n := range s.shards { // in ascending order, as every request
-			s.shards[n].mu.RLock()
+			excl[n] = s.shards[n].lockOrdered()
 		}
 		var m merged
 		m.start(s, after)
@@ -261,7 +262,7 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 			}
 		}
 		for n := range s.shards {
-			s.shards[n].mu.RUnlock()
+			s.shards[n].unlockOrdered(excl[n])
 		}
 		page.Items = pg.items
 		if pg.more {

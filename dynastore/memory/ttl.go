@@ -64,7 +64,7 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 	var dead []deadEntry
 	sh := &s.shards[s.ttlPos.shard]
 	after := s.ttlPos.after
-	sh.mu.RLock()
+	excl := sh.lockOrdered()
 	sh.tree.Ascend(pivot(after), func(r ref) bool {
 		e := r.e
 		if e.id == after {
@@ -83,7 +83,7 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 		}
 		return true
 	})
-	sh.mu.RUnlock()
+	sh.unlockOrdered(excl)
 	if len(dead) == 0 {
 		return seen, 0, more
 	}
