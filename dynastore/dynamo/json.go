@@ -18,7 +18,7 @@ import (
 // caller's buffer; decoding slices strings out of one copy of the response
 // instead of allocating each, and carves binaries out of shared blocks.
 
-// badValue is the error for a value that cannot be sent (as toAV reports it).
+// badValue is the error for a value that cannot be sent, on either path.
 func badValue(v dynastore.Value) error {
 	if v == nil {
 		return fmt.Errorf("%w: nil attribute value", dynastore.ErrInvalid)
@@ -94,17 +94,6 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// appendField appends "name": with the comma that separates it from a
-// previous member (first: none).
-func appendField(b []byte, first bool, name string) []byte {
-	if !first {
-		b = append(b, ',')
-	}
-	b = append(b, '"')
-	b = append(b, name...)
-	return append(b, '"', ':')
 }
 
 func appendBinary(b, v []byte) []byte {

@@ -43,10 +43,8 @@ func toAV(v dynastore.Value) (types.AttributeValue, error) {
 		return &types.AttributeValueMemberBOOL{Value: bool(v)}, nil
 	case dynastore.NULL:
 		return &types.AttributeValueMemberNULL{Value: true}, nil
-	case nil:
-		return nil, fmt.Errorf("%w: nil attribute value", dynastore.ErrInvalid)
 	default:
-		return nil, fmt.Errorf("%w: unsupported attribute value %T", dynastore.ErrInvalid, v)
+		return nil, badValue(v)
 	}
 }
 
