@@ -56,6 +56,11 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 	if s.wire == nil {
 		return s.sdkTransact(ctx, reqs)
 	}
+	return s.wireTransact(ctx, reqs)
+}
+
+// wireTransact sends a transaction on the direct path.
+func (s *Store) wireTransact(ctx context.Context, reqs []itemRequest) error {
 	wr := newWireRequest(dynastore.OpTransactWriteItems)
 	defer wr.release()
 	b := append(*wr.buf, `{"TransactItems":[`...)
