@@ -345,18 +345,18 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 		o.runKeepTTL(c, rep)
 		return
 	}
-	now := c.NowMS()
 	get := o.flags&setGet != 0
+	// Only the conditions read the clock: a plain SET needs none.
 	var cond dynastore.Cond
 	switch {
 	case o.flags&setNX != 0:
-		cond = condNotLive(now)
+		cond = condNotLive(c.NowMS())
 	case o.flags&setXX != 0 && get:
-		cond = condLiveType(now, TypeString)
+		cond = condLiveType(c.NowMS(), TypeString)
 	case o.flags&setXX != 0:
-		cond = condLive(now)
+		cond = condLive(c.NowMS())
 	case get:
-		cond = condNotLiveOrType(now, TypeString)
+		cond = condNotLiveOrType(c.NowMS(), TypeString)
 	}
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: get, Handover: true}
 	if get {
