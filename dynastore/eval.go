@@ -772,8 +772,8 @@ func contains(a, v Value) bool {
 // set, and literal operands of the wrong type are ErrInvalid.
 func ValidateUpdate(u Update) error {
 	// The names seen so far. An update names a few attributes: comparing
-	// with each costs less than hashing them into a map, which was 4% of
-	// INCR's CPU; many names still go to a map.
+	// with each costs less than hashing them into a map (ValidateUpdate was
+	// 4% of INCR's CPU, mostly that map); many names still go to a map.
 	var few [16]string
 	seen := few[:0]
 	var many map[string]bool

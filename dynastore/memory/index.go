@@ -60,7 +60,7 @@ type shardState struct {
 	// at random places of the tree was the most expensive part of a write
 	// creating a key (every level a cache miss); a flush sorts a batch and
 	// inserts it in order, each insert next to the one before. Readers of
-	// the order flush first (see ordered).
+	// the order flush first (lockOrdered).
 	tree    *btree.BTreeG[ref]
 	pending []*entry
 }
@@ -95,8 +95,8 @@ type entry struct {
 	inTree bool
 	// idBuf holds an id of up to len(idBuf) bytes in the entry's own
 	// allocation: finding an entry compares its id and then reads the
-	// entry, one memory access instead of two. On 100,000 random keys the
-	// requests spent most of their time waiting for memory. 48 bytes make
+	// entry, one cache miss instead of two. On 100,000 random keys, point
+	// requests spend much of their time waiting for memory. 48 bytes make
 	// an entry 96 bytes, a Go size class, and fit redamo's key items of
 	// keys up to about 40 bytes.
 	idBuf [48]byte
@@ -119,7 +119,7 @@ func newEntry(id []byte, item dynastore.Item, size int) *entry {
 // its id inline, big-endian and zero-padded, so that ordering two refs
 // reads the entries only when those bytes are equal. An insert into a tree
 // of *entry read an entry for each of its dozen comparisons, each a cache
-// miss on a large store (a third of an insert's CPU time). Padding keeps
+// miss on a large store (22% of BenchmarkStore/insert's CPU). Padding keeps
 // the order: when two padded prefixes differ, the first difference is
 // either between two id bytes or where a shorter id, a prefix of the
 // other, ended.

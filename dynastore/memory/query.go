@@ -96,7 +96,7 @@ func (b bound) above(sk string) bool { // sk is past the upper bound
 }
 
 // Query implements dynastore.Store. It reads one partition, which lives in
-// one shard, under that shard's read lock.
+// one shard, under that shard's lock (lockOrdered).
 func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
 	var page dynastore.QueryPage
 	err := s.request(ctx, dynastore.OpQuery, func() (float64, float64, error) {
@@ -219,8 +219,8 @@ func segmentOf(pk []byte, n int) int {
 }
 
 // Scan implements dynastore.Store. Items come in (pk, sk) order, each
-// segment holding whole partitions. A page is read under the read locks of
-// every shard, so it sees the table as of one instant.
+// segment holding whole partitions. A page is read under the locks of every
+// shard (lockOrdered), so it sees the table as of one instant.
 func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
 	var page dynastore.ScanPage
 	err := s.request(ctx, dynastore.OpScan, func() (float64, float64, error) {
@@ -278,7 +278,7 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 
 // merged walks the ordered indexes of all shards as one, in id order: the
 // shards whose iterator still has an entry form a min-heap by that entry's
-// id. The caller holds every shard's read lock.
+// id. The caller holds every shard's lock (lockOrdered).
 type merged struct {
 	its  [nShards]btree.IterG[ref]
 	heap []int // shard numbers

@@ -13,8 +13,9 @@ import (
 // keys with an expiry would keep every dead key in memory forever: redamo
 // treats them as absent, but nothing else would ever remove them. The sweep
 // walks the shards in order a slice at a time: it examines up to ttlChunk
-// items under a shard's read lock, then deletes the dead ones among them
-// under its write lock, so writers of that shard wait for at most one slice.
+// items under a shard's read lock (lockOrdered), then deletes the dead ones
+// among them under its write lock, so writers of that shard wait for at most
+// one slice.
 
 const (
 	// ttlBatch is how many items one sweep step examines.
