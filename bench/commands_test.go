@@ -30,7 +30,6 @@ func newEnv() *env {
 			Store:    memory.New(memory.Options{Observer: stats}),
 			Stats:    stats,
 			Table:    commands.NewTable(),
-			Clock:    time.Now,
 			Started:  time.Now(),
 			Commands: commands.NewCommandStats(),
 		},

@@ -268,7 +268,7 @@ func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 		ks[i] = itemKey(k.db, []byte(k.key))
 	}
 	items, err := r.srv.Store.BatchGet(ctx, ks)
-	nowMS := r.srv.Clock().UnixMilli()
+	nowMS := r.srv.Now().UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()

@@ -233,7 +233,7 @@ type Ctx struct {
 // Now returns the command's clock reading (fixed for the whole command).
 func (c *Ctx) Now() time.Time {
 	if c.now.IsZero() {
-		c.now = c.Srv.Clock()
+		c.now = c.Srv.Now()
 	}
 	return c.now
 }

@@ -60,7 +60,7 @@ func registerServer(t *Table) {
 // ---- TIME, WAIT, LASTSAVE ----------------------------------------------------
 
 func cmdTime(c *Ctx) {
-	now := c.Srv.Clock()
+	now := c.Srv.Now()
 	c.W.Array(2)
 	c.W.BulkString(strconv.FormatInt(now.Unix(), 10))
 	c.W.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
@@ -89,7 +89,7 @@ func cmdWait(c *Ctx) {
 
 // cmdLastsave replies with the current time: every acknowledged write is
 // already persisted in the store, so the last successful save is now.
-func cmdLastsave(c *Ctx) { c.W.Int(c.Srv.Clock().Unix()) }
+func cmdLastsave(c *Ctx) { c.W.Int(c.Srv.Now().Unix()) }
 
 // ---- COMMAND -------------------------------------------------------------------
 
@@ -998,7 +998,7 @@ func infoField(b *strings.Builder, name string, v any) {
 }
 
 func infoServer(c *Ctx, b *strings.Builder) error {
-	now := c.Srv.Clock()
+	now := c.Srv.Now()
 	uptime := int64(now.Sub(c.Srv.Started).Seconds())
 	_, port := splitHostPort(c.Srv.Config.Addr)
 	infoField(b, "redis_version", Version)

@@ -22,7 +22,7 @@ type Server struct {
 	// Stats counts the Store's requests per command and operation.
 	Stats *dynastore.Stats
 	Table *Table
-	// Clock is the time source (tests replace it).
+	// Clock is the time source; nil is the real clock. Tests replace it.
 	Clock   func() time.Time
 	Config  Config
 	Clients Clients
@@ -187,6 +187,14 @@ func (c *Command) Subcommand(name []byte) *Command {
 	return nil
 }
 
+// Now reads the server's clock.
+func (s *Server) Now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock()
+}
+
 // Run executes a resolved command on c and records it in the command
 // statistics and the OnCommand hook. The label for store accounting must
 // already be on c's context (dynastore.WithLabel).
@@ -196,7 +204,15 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	if counting {
 		before = errs.Errors()
 	}
-	start := time.Now()
+	var start time.Time
+	if s.Clock == nil {
+		// On the real clock the command's own reading (taken as it was
+		// dispatched) is its start: one clock read fewer per command, a
+		// few percent of a pipelined GET's CPU.
+		start = c.Now()
+	} else {
+		start = time.Now()
+	}
 	cmd.Run(c)
 	d := time.Since(start)
 	failed := counting && errs.Errors() > before

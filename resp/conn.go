@@ -90,7 +90,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if sock != nil {
 		_ = sock.Control(func(f uintptr) { fd = int(f) })
 	}
-	now := s.srv.Clock()
+	now := s.srv.Now()
 	c.cn = &commands.Conn{
 		Addr:      nc.RemoteAddr().String(),
 		LocalAddr: nc.LocalAddr().String(),

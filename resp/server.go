@@ -66,11 +66,8 @@ func New(srv *commands.Server, opts Options) *Server {
 	if srv.Table == nil {
 		srv.Table = commands.NewTable()
 	}
-	if srv.Clock == nil {
-		srv.Clock = time.Now
-	}
 	if srv.Started.IsZero() {
-		srv.Started = srv.Clock()
+		srv.Started = srv.Now()
 	}
 	if srv.Commands == nil {
 		srv.Commands = commands.NewCommandStats()

@@ -146,7 +146,6 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 		Store: store,
 		Stats: stats,
 		Table: table,
-		Clock: time.Now,
 		Config: commands.Config{
 			Addr:            ln.Addr().String(),
 			RequirePass:     cfg.RequirePass,

@@ -99,7 +99,7 @@ func (s *Store) SetLatency(d time.Duration) {
 // request runs one request: hooks first, then fn, then the observer.
 // fn returns the consumed capacity and the request's error.
 func (s *Store) request(ctx context.Context, op string, fn func() (rcu, wcu float64, err error)) error {
-	start := time.Now()
+	start := monotonic()
 	var rcu, wcu float64
 	err := s.hooks(ctx, op)
 	if err == nil {
@@ -112,12 +112,20 @@ func (s *Store) request(ctx context.Context, op string, fn func() (rcu, wcu floa
 			Attempts: 1,
 			RCU:      rcu,
 			WCU:      wcu,
-			Duration: time.Since(start),
+			Duration: monotonic() - start,
 			Err:      err,
 		})
 	}
 	return err
 }
+
+// clockBase anchors monotonic.
+var clockBase = time.Now()
+
+// monotonic is the monotonic clock's reading: time.Since of a reading
+// that carries one reads only that clock, where time.Now reads the wall
+// clock too (an embedded request's timing was ~5% of a pipelined GET's CPU).
+func monotonic() time.Duration { return time.Since(clockBase) }
 
 func (s *Store) hooks(ctx context.Context, op string) error {
 	if !s.hooked.Load() {
