@@ -952,14 +952,19 @@ func incrCond(nowMS, d int64) dynastore.Cond {
 		return g.cond
 	}
 	// No type check: only a string key ever holds a Number in v (collections
-	// keep a set or a list there), so a Number v is a string's. The store's
-	// expression builder also drops the IsType once room compares v with a
-	// Number: each operator costs DynamoDB time.
-	live := dynastore.And{condLive(nowMS), dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}}
+	// keep a set or a list there), so a Number v is a string's. Past the
+	// NotExists the item exists, and room, an ordered comparison with a
+	// Number, holds only on a Number: the condition says neither again
+	// (the embedded store evaluates every node; DynamoDB's expression
+	// builder drops implied ones anyway).
+	var live dynastore.Cond = dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}
 	if room := incrRoom(attrValue, d); room != nil {
-		live = append(live, room)
+		live = room
 	}
-	g := &incrGuard{nowMS: nowMS, d: d, cond: dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, live}}
+	g := &incrGuard{nowMS: nowMS, d: d, cond: dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.And{condUnexpired(nowMS), live},
+	}}
 	lastIncrGuard.Store(g)
 	return g.cond
 }
