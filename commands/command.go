@@ -272,7 +272,14 @@ type Conn struct {
 	// pubDB and pubProto are DB and Proto as last published for other
 	// connections' CLIENT LIST (DB and Proto themselves are owner-only).
 	pubDB, pubProto int
+	// tally holds the connection's calls not yet in the command statistics
+	// (owner-only).
+	tally commandTally
 }
+
+// FlushStats adds the connection's calls counted so far to the command
+// statistics. The server calls it before it writes replies.
+func (c *Conn) FlushStats() { c.tally.flush() }
 
 // Publish makes DB and Proto visible to other connections (CLIENT LIST); the
 // server calls it after every command of this connection.

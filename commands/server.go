@@ -957,6 +957,11 @@ var defaultInfo = map[string]bool{
 }
 
 func cmdInfo(c *Ctx) {
+	// An INFO right after another counts it (Run flushes only when the
+	// command changes).
+	if c.Conn != nil {
+		c.Conn.FlushStats()
+	}
 	want := map[string]bool{}
 	all := false
 	if len(c.Args) == 1 {

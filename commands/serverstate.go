@@ -204,6 +204,11 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	if counting {
 		before = errs.Errors()
 	}
+	if c.Conn != nil && c.Conn.tally.name != cmd.Name {
+		// The calls before this one count before it runs (INFO, CONFIG
+		// RESETSTAT see them).
+		c.Conn.tally.flush()
+	}
 	var start time.Time
 	if s.Clock == nil {
 		// On the real clock the command's own reading (taken as it was
@@ -216,7 +221,11 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	cmd.Run(c)
 	d := time.Since(start)
 	failed := counting && errs.Errors() > before
-	if s.Commands != nil {
+	switch {
+	case s.Commands == nil:
+	case c.Conn != nil:
+		c.Conn.tally.record(s.Commands, cmd.Name, d, failed)
+	default:
 		s.Commands.Record(cmd.Name, d, failed)
 	}
 	if s.OnCommand != nil {
@@ -268,6 +277,44 @@ func (cs *CommandStats) Record(name string, d time.Duration, failed bool) {
 		r.failed.Add(1)
 	}
 	cs.ops.total.Add(1)
+}
+
+// commandTally is a connection's run of calls of one command not yet
+// added to the shared statistics. Adding every call as it ended was four
+// atomic adds on counters every core shares (~5% of a pipelined SET's CPU);
+// the connection adds a run at once when the command changes and before it
+// writes replies (Conn.FlushStats), so any call whose reply a client has
+// seen is counted, as INFO from any connection shows it.
+type commandTally struct {
+	stats                *CommandStats
+	name                 string
+	row                  *cmdRow
+	calls, nanos, failed int64
+}
+
+func (t *commandTally) record(cs *CommandStats, name string, d time.Duration, failed bool) {
+	if t.row == nil || t.stats != cs || t.name != name {
+		t.flush()
+		t.stats, t.name, t.row = cs, name, cs.row(name)
+	}
+	t.calls++
+	t.nanos += int64(d)
+	if failed {
+		t.failed++
+	}
+}
+
+func (t *commandTally) flush() {
+	if t.calls == 0 {
+		return
+	}
+	t.row.calls.Add(t.calls)
+	t.row.nanos.Add(t.nanos)
+	if t.failed != 0 {
+		t.row.failed.Add(t.failed)
+	}
+	t.stats.ops.total.Add(t.calls)
+	t.calls, t.nanos, t.failed = 0, 0, 0
 }
 
 // Reject counts one call of name refused before it ran (arity, NOAUTH).

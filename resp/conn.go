@@ -179,6 +179,7 @@ func (c *conn) process() bool {
 // flush writes the buffered replies, in one write, and lends the buffer
 // back.
 func (c *conn) flush() error {
+	c.cn.FlushStats()
 	out := c.w.take()
 	if len(out) == 0 {
 		return nil

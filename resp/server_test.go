@@ -596,3 +596,58 @@ func TestRepliesOneWritePerRead(t *testing.T) {
 		require.LessOrEqual(t, n, 64*1024+1009)
 	}
 }
+
+// TestCommandStatsSeePipelinedCalls checks when a connection's calls reach
+// INFO commandstats (a connection adds its calls in runs, see
+// commands.Conn.FlushStats): a call counts for any command after it on its
+// connection, and for every connection once its reply was written.
+func TestCommandStatsSeePipelinedCalls(t *testing.T) {
+	ts := start(t, commands.Config{})
+	a, b := ts.dial(t), ts.dial(t)
+	calls := func(info, name string) int {
+		m := regexp.MustCompile(`cmdstat_` + regexp.QuoteMeta(name) + `:calls=(\d+),`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		return n
+	}
+	reset := func(rc *rawConn) {
+		rc.send(cmd("CONFIG", "RESETSTAT"))
+		rc.expect("+OK\r\n")
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"same pipeline sees earlier calls", func(t *testing.T) {
+			a.send(cmd("ECHO", "x") + cmd("ECHO", "y") + cmd("ECHO", "z") + cmd("INFO", "commandstats"))
+			a.expect("$1\r\nx\r\n$1\r\ny\r\n$1\r\nz\r\n")
+			require.Equal(t, 3, calls(readBulk(t, a), "echo"))
+		}},
+		{"INFO after INFO counts the first", func(t *testing.T) {
+			a.send(cmd("INFO", "commandstats") + cmd("INFO", "commandstats"))
+			require.Equal(t, 0, calls(readBulk(t, a), "info"))
+			require.Equal(t, 1, calls(readBulk(t, a), "info"))
+		}},
+		{"RESETSTAT clears calls pipelined before it", func(t *testing.T) {
+			a.send(cmd("PING") + cmd("PING") + cmd("CONFIG", "RESETSTAT") + cmd("INFO", "commandstats"))
+			a.expect("+PONG\r\n+PONG\r\n+OK\r\n")
+			info := readBulk(t, a)
+			require.Equal(t, 0, calls(info, "ping"))
+			require.Equal(t, 1, calls(info, "config|resetstat"))
+		}},
+		{"other connections see calls once replied", func(t *testing.T) {
+			a.send(strings.Repeat(cmd("ECHO", "x"), 5))
+			a.expect(strings.Repeat("$1\r\nx\r\n", 5))
+			b.send(cmd("INFO", "commandstats"))
+			require.Equal(t, 5, calls(readBulk(t, b), "echo"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset(a)
+			tc.run(t)
+		})
+	}
+}
