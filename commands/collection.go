@@ -1578,7 +1578,7 @@ func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (ol
 	k, items, now := itemKey(c.DB(), key), itemsOf(c), c.NowMS()
 	if it, ok := items.guardable(c.DB(), key, now); ok {
 		if holds, _ := dynastore.EvalCond(it, cond); holds {
-			_, err := c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: keyState{Raw: it}.guard(), OldOnFailure: true})
+			_, err := c.Store.Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: keyState{Raw: it}.guard(), OldOnFailure: true})
 			if err == nil {
 				nw, err = fastApplied(c, key, it, u)
 				return it, nw, err == nil, nil, err
@@ -1603,6 +1603,65 @@ func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (ol
 		return nil, nil, false, cur, nil
 	}
 	return nil, nil, false, nil, err
+}
+
+// onKnownItem returns u as it may go out under the guard of it, the exact
+// item it applies to: without the SET actions that give an attribute the
+// literal value it holds (SADD and HSET on a known item set t to the type
+// it has), and with if_not_exists of an attribute it has reduced to that
+// attribute (LPUSH on a known list). Each action and function costs
+// DynamoDB time; the outcome is the same.
+func onKnownItem(it dynastore.Item, u dynastore.Update) dynastore.Update {
+	var set []dynastore.SetAction
+	for i, a := range u.Set {
+		keep, changed := true, false
+		if lit, ok := a.Val.(dynastore.Lit); ok {
+			cur, has := it[a.Attr]
+			keep = !has || !dynastore.ValuesEqual(cur, lit.V)
+		} else {
+			a.Val, changed = knownOperand(it, a.Val)
+		}
+		if set == nil && (!keep || changed) {
+			set = append(make([]dynastore.SetAction, 0, len(u.Set)), u.Set[:i]...)
+		}
+		if set != nil && keep {
+			set = append(set, a)
+		}
+	}
+	if set == nil || (len(set) == 0 && len(u.Remove)+len(u.Add)+len(u.Delete) == 0) {
+		return u // unchanged, or nothing left: an update must keep an action
+	}
+	u.Set = set
+	return u
+}
+
+// knownOperand is op with if_not_exists of an attribute it has reduced to
+// that attribute; changed says whether it reduced any.
+func knownOperand(it dynastore.Item, op dynastore.Operand) (_ dynastore.Operand, changed bool) {
+	pair := func(a, b dynastore.Operand) (dynastore.Operand, dynastore.Operand, bool) {
+		a, ca := knownOperand(it, a)
+		b, cb := knownOperand(it, b)
+		return a, b, ca || cb
+	}
+	switch o := op.(type) {
+	case dynastore.IfNotExists:
+		if _, ok := it[o.Attr]; ok {
+			return dynastore.Ref{Attr: o.Attr}, true
+		}
+	case dynastore.ListAppend:
+		if a, b, ok := pair(o.A, o.B); ok {
+			return dynastore.ListAppend{A: a, B: b}, true
+		}
+	case dynastore.Plus:
+		if a, b, ok := pair(o.A, o.B); ok {
+			return dynastore.Plus{A: a, B: b}, true
+		}
+	case dynastore.Minus:
+		if a, b, ok := pair(o.A, o.B); ok {
+			return dynastore.Minus{A: a, B: b}, true
+		}
+	}
+	return op, false
 }
 
 // fastApplied returns the item a fastUpdate that applied u to old left,

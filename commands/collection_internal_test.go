@@ -86,3 +86,61 @@ func TestItemCacheEntries(t *testing.T) {
 	_, ok = ic.guardable(0, []byte("c"), 1000+contendedPause.Milliseconds())
 	require.True(t, ok)
 }
+
+// TestOnKnownItem checks the update a guarded fast path sends: lighter
+// where the known item allows, and always leaving that item as the full
+// update would.
+func TestOnKnownItem(t *testing.T) {
+	key := itemKey(0, []byte("k"))
+	set := dynastore.Item{attrType: dynastore.S(TypeSet), attrVer: dynastore.N("1"), attrValue: dynastore.BS{[]byte("a")}}
+	list := dynastore.Item{attrType: dynastore.S(TypeList), attrVer: dynastore.N("1"), attrValue: dynastore.L{dynastore.B("a")}}
+	bare := dynastore.Item{attrType: dynastore.S(TypeList), attrVer: dynastore.N("1")}
+	ver := dynastore.SetAction{Attr: attrVer, Val: dynastore.Lit{V: dynastore.N("2")}}
+	typ := func(t string) dynastore.SetAction {
+		return dynastore.SetAction{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(t)}}
+	}
+	push := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
+		A: dynastore.Lit{V: dynastore.L{dynastore.B("b")}},
+		B: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
+	}}
+	pushKnown := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
+		A: dynastore.Lit{V: dynastore.L{dynastore.B("b")}},
+		B: dynastore.Ref{Attr: attrValue},
+	}}
+	add := []dynastore.AttrValue{{Attr: attrValue, Val: dynastore.BS{[]byte("b")}}}
+	for _, tc := range []struct {
+		name string
+		it   dynastore.Item
+		u    dynastore.Update
+		want dynastore.Update
+	}{
+		{"type it has dropped", set,
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet), ver}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{ver}, Add: add}},
+		{"another type kept", set,
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}}},
+		{"if_not_exists of a present attribute reduced", list,
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeList), push, ver}},
+			dynastore.Update{Set: []dynastore.SetAction{pushKnown, ver}}},
+		{"if_not_exists of a missing attribute kept", bare,
+			dynastore.Update{Set: []dynastore.SetAction{push, ver}},
+			dynastore.Update{Set: []dynastore.SetAction{push, ver}}},
+		{"an update is never left empty", set,
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}}},
+		{"only no-op sets beside other actions", set,
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{}, Add: add}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := onKnownItem(tc.it, tc.u)
+			require.Equal(t, tc.want, got)
+			full, err := dynastore.ApplyUpdate(key, tc.it, tc.u)
+			require.NoError(t, err)
+			light, err := dynastore.ApplyUpdate(key, tc.it, got)
+			require.NoError(t, err)
+			require.Equal(t, full, light)
+		})
+	}
+}
