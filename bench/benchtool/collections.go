@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"sync"
@@ -43,8 +44,7 @@ func (c *comparer) rawUpdate(kind string, keys int) func(rawSide) op {
 // many keys, each staying a few entries long, so they keep the inline layout.
 func (c *comparer) collectionPairs() []pair {
 	ctx, rdb := c.ctx, c.rdb
-	const keys = 20
-	key := func(kind string, i int) string { return c.redisKey(kind, i%keys) }
+	key := func(kind string, i int) string { return c.redisKey(kind, i%smallKeys) }
 	ok := func(err error) error {
 		if err == redis.Nil {
 			return nil
@@ -52,17 +52,148 @@ func (c *comparer) collectionPairs() []pair {
 		return err
 	}
 	return []pair{
-		{command: "LPUSH", request: "UpdateItem", raw: c.rawUpdate("cl", keys),
+		{command: "LPUSH", request: "UpdateItem ADD (counter)", raw: c.rawUpdate("cl", smallKeys),
 			redamo: func(i int) error { return rdb.LPush(ctx, key("list", i), c.value).Err() }},
 		// RPOP runs right after LPUSH's chunk on the same keys: it pops
 		// what was pushed, so the lists stay small.
-		{command: "RPOP", request: "UpdateItem", raw: c.rawUpdate("cl", keys),
+		{command: "RPOP", request: "UpdateItem ADD (counter)", raw: c.rawUpdate("cl", smallKeys),
 			redamo: func(i int) error { return ok(rdb.RPop(ctx, key("list", i)).Err()) }},
-		{command: "SADD", request: "UpdateItem", raw: c.rawUpdate("cs", keys),
+		{command: "SADD", request: "UpdateItem ADD (counter)", raw: c.rawUpdate("cs", smallKeys),
 			redamo: func(i int) error { return rdb.SAdd(ctx, key("set", i), "m"+strconv.Itoa(i)).Err() }},
-		{command: "HSET", request: "UpdateItem", raw: c.rawUpdate("ch", keys),
+		{command: "HSET", request: "UpdateItem ADD (counter)", raw: c.rawUpdate("ch", smallKeys),
 			redamo: func(i int) error { return rdb.HSet(ctx, key("hash", i), "f"+strconv.Itoa(i), c.value).Err() }},
 	}
+}
+
+// smallKeys is how many keys the small-collection commands spread over.
+const smallKeys = 20
+
+// collLayout is what a same-change raw request needs of one collection
+// type's key item, learnt from an item redamo wrote: the item without its
+// partition key and entries, and the attribute holding the entries
+// (members, field names or elements).
+type collLayout struct {
+	base    map[string]types.AttributeValue
+	entries string
+}
+
+// collLayoutOf has redamo create a collection with write and reads its key
+// item raw: the attribute of type entryType holds the entries; attributes
+// holding value (hash fields) are left out of the base too.
+func (c *comparer) collLayoutOf(key string, write func(key string) error, entryType func(types.AttributeValue) bool) (collLayout, error) {
+	lay := collLayout{base: map[string]types.AttributeValue{}}
+	if err := write(key); err != nil {
+		return lay, err
+	}
+	out, err := c.ddb.GetItem(c.ctx, &dynamodb.GetItemInput{
+		TableName: &c.table, Key: keyOf(append([]byte{'k', 0}, key...)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return lay, fmt.Errorf("reading redamo's collection item %q raw: %w", key, err)
+	}
+	for k, v := range out.Item {
+		switch b, isB := v.(*types.AttributeValueMemberB); {
+		case k == "pk":
+		case entryType(v):
+			lay.entries = k
+		case isB && string(b.Value) == string(c.value):
+		default:
+			lay.base[k] = v
+		}
+	}
+	if lay.entries == "" {
+		return lay, fmt.Errorf("no entries attribute in redamo's item %q: %v", key, out.Item)
+	}
+	return lay, nil
+}
+
+// sameChangePairs measures the small-collection commands against the raw
+// UpdateItem that makes the same change to an item of redamo's layout
+// (ADD a member; SET a field and ADD its name; prepend an element; REMOVE
+// the last one), without the version bump and the condition redamo adds:
+// what redamo costs over the change itself. Each raw key starts as redamo's
+// key item holds it beside its entries (with an empty list for lists).
+func (c *comparer) sameChangePairs() ([]pair, error) {
+	ctx, rdb := c.ctx, c.rdb
+	isBS := func(v types.AttributeValue) bool { _, ok := v.(*types.AttributeValueMemberBS); return ok }
+	isL := func(v types.AttributeValue) bool { _, ok := v.(*types.AttributeValueMemberL); return ok }
+	set, err := c.collLayoutOf(c.redisKey("layout-set", 0), func(k string) error { return rdb.SAdd(ctx, k, "m").Err() }, isBS)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := c.collLayoutOf(c.redisKey("layout-hash", 0), func(k string) error { return rdb.HSet(ctx, k, "f", c.value).Err() }, isBS)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.collLayoutOf(c.redisKey("layout-list", 0), func(k string) error { return rdb.LPush(ctx, k, c.value).Err() }, isL)
+	if err != nil {
+		return nil, err
+	}
+	list.base[list.entries] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	for _, rs := range rawSides {
+		for i := 0; i < smallKeys; i++ {
+			for kind, lay := range map[string]collLayout{"xs": set, "xh": hash, "xl": list} {
+				item := maps.Clone(lay.base)
+				item["pk"] = &types.AttributeValueMemberB{Value: c.rawPK(rs, kind, i)}
+				if _, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item}); err != nil {
+					return nil, fmt.Errorf("creating raw collection items: %w", err)
+				}
+			}
+		}
+	}
+	key := func(kind string, i int) string { return c.redisKey(kind, i%smallKeys) }
+	update := func(rs rawSide, kind string, i int, expr string, names map[string]string, vals map[string]types.AttributeValue) error {
+		_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &c.table, Key: keyOf(c.rawPK(rs, kind, i%smallKeys)), UpdateExpression: aws.String(expr),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: vals, ReturnConsumedCapacity: rs.cc,
+		})
+		return err
+	}
+	// lens tracks the raw lists' lengths (this client is their only writer),
+	// for RPOP's REMOVE of the last element.
+	lens := map[string]int{}
+	bin := func(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
+	const req = "UpdateItem, same change"
+	return []pair{
+		{command: "LPUSH", request: req,
+			redamo: func(i int) error { return rdb.LPush(ctx, key("xlist", i), c.value).Err() },
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					lens[rs.tag+strconv.Itoa(i%smallKeys)]++
+					return update(rs, "xl", i, "SET #l = list_append(:e, #l)", map[string]string{"#l": list.entries},
+						map[string]types.AttributeValue{":e": &types.AttributeValueMemberL{Value: []types.AttributeValue{bin(c.value)}}})
+				}
+			}},
+		{command: "RPOP", request: req,
+			redamo: func(i int) error { return rdb.RPop(ctx, key("xlist", i)).Err() },
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					k := rs.tag + strconv.Itoa(i%smallKeys)
+					if lens[k] == 0 {
+						return fmt.Errorf("raw list %s is empty", k)
+					}
+					lens[k]--
+					return update(rs, "xl", i, "REMOVE #l["+strconv.Itoa(lens[k])+"]", map[string]string{"#l": list.entries}, nil)
+				}
+			}},
+		{command: "SADD", request: req,
+			redamo: func(i int) error { return rdb.SAdd(ctx, key("xset", i), "m"+strconv.Itoa(i)).Err() },
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					return update(rs, "xs", i, "ADD #m :m", map[string]string{"#m": set.entries},
+						map[string]types.AttributeValue{":m": &types.AttributeValueMemberBS{Value: [][]byte{[]byte("m" + strconv.Itoa(i))}}})
+				}
+			}},
+		{command: "HSET", request: req,
+			redamo: func(i int) error { return rdb.HSet(ctx, key("xhash", i), "f"+strconv.Itoa(i), c.value).Err() },
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					f := "f" + strconv.Itoa(i)
+					return update(rs, "xh", i, "SET #f = :v ADD #n :n", map[string]string{"#f": f, "#n": hash.entries},
+						map[string]types.AttributeValue{":v": bin(c.value), ":n": &types.AttributeValueMemberBS{Value: [][]byte{[]byte(f)}}})
+				}
+			}},
+	}, nil
 }
 
 // fill adds n entries to a list, a set and a hash named prefix+"list" ...,
@@ -124,13 +255,13 @@ func (c *comparer) largePairs(n int) ([]pair, error) {
 		n, batch, took["list"].Round(time.Millisecond), took["set"].Round(time.Millisecond), took["hash"].Round(time.Millisecond))
 	label := func(cmd string) string { return cmd + " (" + strconv.Itoa(n) + ")" }
 	return []pair{
-		{command: label("LPUSH"), request: "UpdateItem", raw: c.rawUpdate("bl", 1),
+		{command: label("LPUSH"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bl", 1),
 			redamo: func(i int) error { return rdb.LPush(ctx, prefix+"list", c.value).Err() }},
-		{command: label("RPOP"), request: "UpdateItem", raw: c.rawUpdate("bl", 1),
+		{command: label("RPOP"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bl", 1),
 			redamo: func(i int) error { return rdb.RPop(ctx, prefix+"list").Err() }},
-		{command: label("SADD"), request: "UpdateItem", raw: c.rawUpdate("bs", 1),
+		{command: label("SADD"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bs", 1),
 			redamo: func(i int) error { return rdb.SAdd(ctx, prefix+"set", "x"+strconv.Itoa(i)).Err() }},
-		{command: label("HSET"), request: "UpdateItem", raw: c.rawUpdate("bh", 1),
+		{command: label("HSET"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bh", 1),
 			redamo: func(i int) error { return rdb.HSet(ctx, prefix+"hash", "x"+strconv.Itoa(i), c.value).Err() }},
 	}, nil
 }
