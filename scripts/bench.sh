@@ -8,8 +8,9 @@
 #   3. On DynamoDB Local, one client: each hot command through redamo vs the
 #      single raw DynamoDB request it maps to (bench/benchtool compare), the
 #      same for LPUSH/RPOP/SADD/HSET on small collections and on collections
-#      of REDAMO_BENCH_LARGE entries (vs one raw UpdateItem), and reads of
-#      1,000-entry collections next to redis-server's.
+#      of REDAMO_BENCH_LARGE entries (vs one raw UpdateItem ADD of a counter;
+#      small ones also vs the raw UpdateItem making the same change), and
+#      reads of 1,000-entry collections next to redis-server's.
 #   4. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   5. DynamoDB requests per command, from INFO (redamo section).
 # Everything it starts is stopped on exit, also on failure or Ctrl-C.
