@@ -3,6 +3,8 @@ package dynamo
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -49,6 +51,29 @@ const (
 	cannedUpdate   = `{"Attributes":{"t":{"S":"string"},"v":{"N":"42"},"ver":{"B":"AQIDBAUGBwg="}},` + cannedCapacity + `}`
 )
 
+// benchBatchKeys are an MGET of ten keys; cannedBatchGet answers it with
+// every item, as GET's answer has them.
+var (
+	benchBatchKeys = func() []dynastore.Key {
+		keys := make([]dynastore.Key, 10)
+		for i := range keys {
+			keys[i] = dynastore.Key{PK: fmt.Appendf(nil, "\x00key:%06d", i), SK: []byte{0}}
+		}
+		return keys
+	}()
+	cannedBatchGet = func() string {
+		b := []byte(`{"Responses":{"bench":[`)
+		for i, k := range benchBatchKeys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `{"pk":{"B":"%s"},"sk":{"B":"AA=="},"t":{"S":"string"},"v":{"B":"MDEyMzQ1Njc4OWFiY2RlZg=="},"ver":{"B":"AQIDBAUGBwg="}}`,
+				base64.StdEncoding.EncodeToString(k.PK))
+		}
+		return string(append(b, `]},"UnprocessedKeys":{},"ConsumedCapacity":[{"TableName":"bench","CapacityUnits":5.0}]}`...))
+	}()
+)
+
 func benchStore(b *testing.B, sdkOnly bool) *Store {
 	b.Helper()
 	s, err := New(context.Background(), Config{
@@ -57,7 +82,7 @@ func benchStore(b *testing.B, sdkOnly bool) *Store {
 		Endpoint: "http://127.0.0.1:1",
 		Logger:   slog.New(slog.DiscardHandler),
 		HTTPClient: &cannedClient{bodies: map[string]string{
-			"GetItem": cannedGet, "PutItem": cannedPut, "UpdateItem": cannedUpdate,
+			"GetItem": cannedGet, "PutItem": cannedPut, "UpdateItem": cannedUpdate, "BatchGetItem": cannedBatchGet,
 		}},
 	})
 	if err != nil {
@@ -104,6 +129,13 @@ var benchRequests = []struct {
 			Return:       dynastore.ReturnUpdatedNew,
 			OldOnFailure: true,
 		})
+		return err
+	}},
+	{"batch-get", func(ctx context.Context, s *Store) error {
+		items, err := s.BatchGet(ctx, benchBatchKeys)
+		if err == nil && items[len(items)-1] == nil {
+			err = fmt.Errorf("batch-get: item %d missing", len(items)-1)
+		}
 		return err
 	}},
 }
