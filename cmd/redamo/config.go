@@ -18,6 +18,16 @@ const (
 	storeDynamoDB = "dynamodb"
 )
 
+// DynamoDB clients accepted by --dynamodb-client.
+const (
+	// clientDirect sends the hot requests through redamo's own DynamoDB
+	// JSON path (dynastore/dynamo's wire.go) and the rest through the SDK.
+	clientDirect = "direct"
+	// clientSDK sends every request through the AWS SDK's client: the
+	// fallback should an environment need something only the SDK does.
+	clientSDK = "sdk"
+)
+
 // Redis's own bounds for proto-max-bulk-len: 512 MB by default, at least 1 MB.
 const (
 	defaultProtoMaxBulkLen = 512 << 20
@@ -38,6 +48,7 @@ type config struct {
 	Region          string
 	Endpoint        string
 	CreateTable     bool
+	DynamoDBClient  string
 	MetricsAddr     string
 	TLSCert         string
 	TLSKey          string
@@ -149,6 +160,8 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			str(&c.Endpoint, "")},
 		{"create-table", "REDAMO_CREATE_TABLE", "create the table (pk/sk binary, on-demand, TTL on ttl) if it does not exist", true,
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.CreateTable, name, false, usage) }},
+		{"dynamodb-client", "REDAMO_DYNAMODB_CLIENT", "how requests reach DynamoDB: direct (redamo's own JSON path for the hot requests, signed by the SDK) or sdk (the AWS SDK's client for all)", true,
+			str(&c.DynamoDBClient, clientDirect)},
 		{"metrics-addr", "REDAMO_METRICS_ADDR", "address serving Prometheus /metrics (empty: off)", false,
 			str(&c.MetricsAddr, "")},
 		{"tls-cert", "REDAMO_TLS_CERT", "PEM certificate file; with --tls-key, clients must connect with TLS", false,
@@ -207,6 +220,9 @@ func (c config) validate(opts []option, given map[string]string) error {
 	case storeDynamoDB:
 		if c.Table == "" {
 			return errors.New("--table must not be empty")
+		}
+		if c.DynamoDBClient != clientDirect && c.DynamoDBClient != clientSDK {
+			return fmt.Errorf("--dynamodb-client %q: must be %s or %s", c.DynamoDBClient, clientDirect, clientSDK)
 		}
 	default:
 		return fmt.Errorf("--store %q: must be %s or %s", c.Store, storeMemory, storeDynamoDB)

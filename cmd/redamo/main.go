@@ -190,7 +190,8 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	if cfg.Store == storeDynamoDB {
 		attrs = append(attrs, "table", cfg.Table,
 			"region", orDefault(cfg.Region, "(SDK default)"),
-			"endpoint", orDefault(cfg.Endpoint, "(AWS)"))
+			"endpoint", orDefault(cfg.Endpoint, "(AWS)"),
+			"dynamodb_client", cfg.DynamoDBClient)
 	}
 	if a.metricsLn != nil {
 		attrs = append(attrs, "metrics", "http://"+a.metricsLn.Addr().String()+"/metrics")
@@ -227,6 +228,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 			Region:      cfg.Region,
 			Endpoint:    cfg.Endpoint,
 			CreateTable: cfg.CreateTable,
+			SDKOnly:     cfg.DynamoDBClient == clientSDK,
 			Observer:    observer,
 			Logger:      logger,
 		})

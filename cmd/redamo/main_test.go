@@ -16,9 +16,13 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,8 +243,10 @@ func TestRunStopsOnCancel(t *testing.T) {
 	}
 }
 
-// TestServeDynamoDB runs the same wiring on DynamoDB Local: the table is
-// created, commands work, and requests are counted per command.
+// TestServeDynamoDB runs the same wiring on DynamoDB Local, with each
+// --dynamodb-client: the table is created, commands work, requests are
+// counted per command, and the data requests take the path asked for (told
+// apart by the User-Agent, seen by a proxy in front of DynamoDB Local).
 func TestServeDynamoDB(t *testing.T) {
 	ep := os.Getenv("REDAMO_TEST_DYNAMODB_ENDPOINT")
 	if ep == "" {
@@ -249,22 +255,53 @@ func TestServeDynamoDB(t *testing.T) {
 		}
 		t.Skip("REDAMO_TEST_DYNAMODB_ENDPOINT not set: no DynamoDB Local")
 	}
-	cfg := testConfig()
-	cfg.Store, cfg.Endpoint, cfg.Region, cfg.CreateTable = storeDynamoDB, ep, "us-east-1", true
-	cfg.Table = fmt.Sprintf("cmd_%d", time.Now().UnixNano())
-	cfg.MetricsAddr = "127.0.0.1:0"
-	a, logs := startApp(t, cfg)
-	require.Contains(t, logs.String(), "table="+cfg.Table)
-	require.Contains(t, logs.String(), "endpoint="+ep)
+	target, err := url.Parse(ep)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		client string
+		direct bool // GetItem goes out on redamo's own path
+	}{
+		{clientDirect, true},
+		{clientSDK, false},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			var mu sync.Mutex
+			agents := map[string]string{} // X-Amz-Target -> User-Agent
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				agents[r.Header.Get("X-Amz-Target")] = r.Header.Get("User-Agent")
+				mu.Unlock()
+				proxy.ServeHTTP(w, r)
+			}))
+			defer front.Close()
 
-	ctx := context.Background()
-	c := client(t, &redis.Options{Addr: a.ln.Addr().String()})
-	require.NoError(t, c.Set(ctx, "a", "v", 0).Err())
-	require.Equal(t, "v", c.Get(ctx, "a").Val())
-	require.Equal(t, int64(1), a.srv.Stats.Requests("get"))
-	require.Equal(t, int64(1), a.srv.Stats.Requests("set"))
-	body := scrapeMetrics(t, a)
-	require.Contains(t, body, `redamo_dynamodb_requests_total{command="get",operation="GetItem"} 1`+"\n")
-	require.True(t, strings.Contains(body, `redamo_dynamodb_consumed_read_capacity_units_total{command="get",operation="GetItem"}`),
-		"DynamoDB reports consumed capacity")
+			cfg := testConfig()
+			cfg.Store, cfg.Endpoint, cfg.Region, cfg.CreateTable = storeDynamoDB, front.URL, "us-east-1", true
+			cfg.DynamoDBClient = tc.client
+			cfg.Table = fmt.Sprintf("cmd_%d", time.Now().UnixNano())
+			cfg.MetricsAddr = "127.0.0.1:0"
+			a, logs := startApp(t, cfg)
+			require.Contains(t, logs.String(), "table="+cfg.Table)
+			require.Contains(t, logs.String(), "endpoint="+front.URL)
+			require.Contains(t, logs.String(), "dynamodb_client="+tc.client)
+
+			ctx := context.Background()
+			c := client(t, &redis.Options{Addr: a.ln.Addr().String()})
+			require.NoError(t, c.Set(ctx, "a", "v", 0).Err())
+			require.Equal(t, "v", c.Get(ctx, "a").Val())
+			require.Equal(t, int64(1), a.srv.Stats.Requests("get"))
+			require.Equal(t, int64(1), a.srv.Stats.Requests("set"))
+			body := scrapeMetrics(t, a)
+			require.Contains(t, body, `redamo_dynamodb_requests_total{command="get",operation="GetItem"} 1`+"\n")
+			require.True(t, strings.Contains(body, `redamo_dynamodb_consumed_read_capacity_units_total{command="get",operation="GetItem"}`),
+				"DynamoDB reports consumed capacity")
+
+			mu.Lock()
+			defer mu.Unlock()
+			ua, ok := agents["DynamoDB_20120810.GetItem"]
+			require.True(t, ok, "no GetItem went through the proxy: %v", agents)
+			require.Equal(t, tc.direct, strings.HasPrefix(ua, "redamo (direct"), "GetItem's User-Agent: %q", ua)
+		})
+	}
 }
