@@ -11,8 +11,11 @@
 #      of REDAMO_BENCH_LARGE entries (vs one raw UpdateItem ADD of a counter;
 #      small ones also vs the raw UpdateItem making the same change), and
 #      reads of 1,000-entry collections next to redis-server's.
-#   4. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
-#   5. DynamoDB requests per command, from INFO (redamo section).
+#   4. One client, on the memory store and redis-server: single-entry commands
+#      on a list, a set and a hash of REDAMO_BENCH_LARGE entries (benchtool
+#      large), with the time each took to build.
+#   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
+#   6. DynamoDB requests per command, from INFO (redamo section).
 # Everything it starts is stopped on exit, also on failure or Ctrl-C.
 #
 # Environment (defaults in brackets):
@@ -24,9 +27,9 @@
 #                         -ERR ... unavailable, as it should under overload)
 #   REDAMO_BENCH_LAT_N    requests per one-client latency test [20000; /10 on DynamoDB]
 #   REDAMO_BENCH_TIME     go test -benchtime [1s]
-#   REDAMO_BENCH_LARGE    entries of the large list/set/hash on DynamoDB Local [100000]
+#   REDAMO_BENCH_LARGE    entries of the large list/set/hash, on both stores [100000]
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
-#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare rss
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large rss
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -215,7 +218,13 @@ if ! skipped compare; then
 		--region us-east-1 --table "$table" --large "$LARGE" --redis-addr "127.0.0.1:$redis_port"
 fi
 
-# ---- 4. memory --------------------------------------------------------------------------
+# ---- 4. large collections on the memory store -------------------------------------------
+if ! skipped large; then
+	step "memory store, one client: single-entry commands on collections of $LARGE entries, next to redis-server"
+	"$work/benchtool" large --addr "127.0.0.1:$mem_port" --redis-addr "127.0.0.1:$redis_port" --n "$LARGE"
+fi
+
+# ---- 5. memory --------------------------------------------------------------------------
 # idle_rss NAME PORT CMD...: RSS of a fresh server listening on PORT, idle and
 # with $CONNS idle connections.
 idle_rss() {
@@ -258,7 +267,7 @@ if ! skipped rss; then
 	idle_rss redis-server "$p" redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no
 fi
 
-# ---- 5. DynamoDB requests per command -----------------------------------------------
+# ---- 6. DynamoDB requests per command -----------------------------------------------
 step "DynamoDB requests per command (INFO redamo and commandstats of the DynamoDB-backed instance, all runs above)"
 redis-cli -p "$ddb_port" info redamo | tr -d '\r' >"$work/info-redamo.txt"
 redis-cli -p "$ddb_port" info commandstats | tr -d '\r' >"$work/info-cmdstats.txt"

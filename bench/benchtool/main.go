@@ -3,6 +3,8 @@
 //	benchtool compare  one client: each hot Redis command through redamo vs
 //	                   the single raw DynamoDB request it maps to, side by
 //	                   side in the same run, on the same table
+//	benchtool large    one client: single-entry commands on a list, a set
+//	                   and a hash of N entries, on redamo and on redis-server
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
 //	benchtool port     prints a free TCP port on 127.0.0.1
@@ -24,6 +26,8 @@ func main() {
 	switch os.Args[1] {
 	case "compare":
 		err = runCompare(os.Args[2:])
+	case "large":
+		err = runLarge(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
 	case "port":
@@ -38,6 +42,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }
