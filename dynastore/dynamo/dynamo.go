@@ -1,10 +1,10 @@
 // Package dynamo is the dynastore.Store backend on Amazon DynamoDB, built on
 // aws-sdk-go-v2. It is the only package in redamo that imports the AWS SDK.
 //
-// The hot requests (single items, transactions, queries) take a direct
-// path (wire.go) that writes DynamoDB's JSON itself and uses only the SDK's
-// signer, credentials and endpoint resolution; everything else goes through
-// the SDK's client.
+// Data-plane requests (single items, transactions, queries, batched reads,
+// scans) take a direct path (wire.go) that writes DynamoDB's JSON itself
+// and uses only the SDK's signer, credentials and endpoint resolution;
+// table management goes through the SDK's client.
 //
 // It renders typed conditions and updates to expression strings, converts
 // values both ways, maps DynamoDB's errors to dynastore's sentinels, retries
@@ -527,6 +527,44 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 // batchChunk fetches keys (at most MaxBatchGet, distinct) into found at the
 // positions index gives. Chunks write disjoint positions.
 func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dynastore.Item, index map[string]int) error {
+	if s.wire == nil {
+		return s.sdkBatchChunk(ctx, keys, found, index)
+	}
+	wr := newWireRequest(dynastore.OpBatchGetItem)
+	defer wr.release()
+	*wr.buf = appendBatchGet(*wr.buf, s.table, keys)
+	wr.seal()
+	pending := len(keys)
+	return s.call(ctx, dynastore.OpBatchGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out := wireOutput{page: true, table: s.table}
+		if err := s.wire.send(ctx, wr, &out); err != nil {
+			return err
+		}
+		out.cc.addTo(r, false)
+		for _, it := range out.items {
+			if err := place(it, found, index); err != nil {
+				return err
+			}
+		}
+		if len(out.unprocessed) == 0 {
+			return nil
+		}
+		// The next attempt asks for the unprocessed keys as DynamoDB
+		// returned them, as the SDK path does.
+		b, err := appendBatchGetAgain((*wr.buf)[:0], s.table, out.unprocessed)
+		*wr.buf = b
+		if err != nil {
+			return err
+		}
+		wr.seal()
+		err = unprocessed(len(out.unprocessed), pending)
+		pending = len(out.unprocessed)
+		return err
+	})
+}
+
+// sdkBatchChunk is batchChunk through the SDK.
+func (s *Store) sdkBatchChunk(ctx context.Context, keys []dynastore.Key, found []dynastore.Item, index map[string]int) error {
 	pending := make([]map[string]types.AttributeValue, len(keys))
 	for i, k := range keys {
 		pending[i] = keyAV(k)
@@ -544,32 +582,82 @@ func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dy
 		for i := range out.ConsumedCapacity {
 			addCapacity(r, &out.ConsumedCapacity[i], false)
 		}
-		got := out.Responses[s.table]
-		for _, m := range got {
+		for _, m := range out.Responses[s.table] {
 			it, err := fromItem(m)
 			if err != nil {
 				return err
 			}
-			j, ok := index[keyString(it.Key())]
-			if !ok {
-				return fmt.Errorf("dynamo: BatchGetItem returned an item that was not asked for")
+			if err := place(it, found, index); err != nil {
+				return err
 			}
-			found[j] = it
 		}
 		unp := out.UnprocessedKeys[s.table].Keys
 		if len(unp) == 0 {
 			return nil
 		}
-		// DynamoDB returns part of a batch when it throttles or when the
-		// response would pass 16 MB; only the former needs backoff.
-		progress := len(unp) < len(pending)
+		err = unprocessed(len(unp), len(pending))
 		pending = unp
-		return &errRetry{
-			cause:    fmt.Errorf("%d unprocessed keys", len(unp)),
-			kind:     dynastore.ErrThrottled,
-			progress: progress,
-		}
+		return err
 	})
+}
+
+// place puts a BatchGetItem's item where index says its key goes.
+func place(it dynastore.Item, found []dynastore.Item, index map[string]int) error {
+	j, ok := index[keyString(it.Key())]
+	if !ok {
+		return fmt.Errorf("dynamo: BatchGetItem returned an item that was not asked for")
+	}
+	found[j] = it
+	return nil
+}
+
+// unprocessed asks for another attempt at a batch's n unprocessed keys, of
+// the pending keys the last attempt asked for.
+func unprocessed(n, pending int) error {
+	// DynamoDB returns part of a batch when it throttles or when the
+	// response would pass 16 MB; only the former needs backoff.
+	return &errRetry{
+		cause:    fmt.Errorf("%d unprocessed keys", n),
+		kind:     dynastore.ErrThrottled,
+		progress: n < pending,
+	}
+}
+
+// appendBatchGet appends a BatchGetItem request's JSON body for keys.
+func appendBatchGet(b []byte, table string, keys []dynastore.Key) []byte {
+	b = appendBatchGetStart(b, table)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendKey(b, k)
+	}
+	return appendBatchGetEnd(b)
+}
+
+// appendBatchGetAgain appends the body that asks again for unprocessed keys.
+func appendBatchGetAgain(b []byte, table string, keys []dynastore.Item) ([]byte, error) {
+	b = appendBatchGetStart(b, table)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendItem(b, k); err != nil {
+			return b, fmt.Errorf("unprocessed key: %w", err)
+		}
+	}
+	return appendBatchGetEnd(b), nil
+}
+
+func appendBatchGetStart(b []byte, table string) []byte {
+	b = append(b, `{"RequestItems":{`...)
+	b = appendString(b, table)
+	return append(b, `:{"Keys":[`...)
+}
+
+func appendBatchGetEnd(b []byte) []byte {
+	return append(b, `],"ConsistentRead":true}},"ReturnConsumedCapacity":"TOTAL"}`...)
 }
 
 func keyString(k dynastore.Key) string {
@@ -756,6 +844,75 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 	if err != nil {
 		return dynastore.ScanPage{}, err
 	}
+	if sc.After != nil {
+		if err := dynastore.ValidateKey(*sc.After); err != nil {
+			return dynastore.ScanPage{}, err
+		}
+	}
+	if s.wire == nil {
+		return s.sdkScan(ctx, sc, filter, e, lim)
+	}
+	wr := newWireRequest(dynastore.OpScan)
+	defer wr.release()
+	if *wr.buf, err = appendScan(*wr.buf, s.table, sc, filter, e, lim); err != nil {
+		return dynastore.ScanPage{}, err
+	}
+	wr.seal()
+	var page dynastore.ScanPage
+	err = s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		out := wireOutput{page: true}
+		if err := s.wire.send(ctx, wr, &out); err != nil {
+			return err
+		}
+		out.cc.addTo(r, false)
+		page = dynastore.ScanPage{Items: out.items}
+		if page.Items == nil {
+			page.Items = []dynastore.Item{}
+		}
+		if out.last != nil {
+			k, err := keyOf(out.last)
+			if err != nil {
+				return err
+			}
+			page.Next = &k
+		}
+		return nil
+	})
+	return page, err
+}
+
+// appendScan appends a Scan request's JSON body.
+func appendScan(b []byte, table string, sc dynastore.Scan, filter string, e *exprs, lim *int32) ([]byte, error) {
+	b = append(b, `{"TableName":`...)
+	b = appendString(b, table)
+	if filter != "" {
+		b = append(b, `,"FilterExpression":`...)
+		b = appendString(b, filter)
+	}
+	b, err := e.appendJSON(b)
+	if err != nil {
+		return b, err
+	}
+	if lim != nil {
+		b = append(b, `,"Limit":`...)
+		b = strconv.AppendInt(b, int64(*lim), 10)
+	}
+	b = append(b, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
+	if sc.Segments > 0 {
+		b = append(b, `,"Segment":`...)
+		b = strconv.AppendInt(b, int64(sc.Segment), 10)
+		b = append(b, `,"TotalSegments":`...)
+		b = strconv.AppendInt(b, int64(sc.Segments), 10)
+	}
+	if sc.After != nil {
+		b = append(b, `,"ExclusiveStartKey":`...)
+		b = appendKey(b, *sc.After)
+	}
+	return append(b, '}'), nil
+}
+
+// sdkScan sends a rendered scan through the SDK.
+func (s *Store) sdkScan(ctx context.Context, sc dynastore.Scan, filter string, e *exprs, lim *int32) (dynastore.ScanPage, error) {
 	in := &dynamodb.ScanInput{
 		TableName:                 &s.table,
 		FilterExpression:          optString(filter),
@@ -769,13 +926,10 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 		in.Segment, in.TotalSegments = aws.Int32(int32(sc.Segment)), aws.Int32(int32(sc.Segments))
 	}
 	if sc.After != nil {
-		if err := dynastore.ValidateKey(*sc.After); err != nil {
-			return dynastore.ScanPage{}, err
-		}
 		in.ExclusiveStartKey = keyAV(*sc.After)
 	}
 	var page dynastore.ScanPage
-	err = s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Scan(ctx, in)
 		if err != nil {
 			return err

@@ -4,14 +4,18 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +40,8 @@ type fakeDynamo struct {
 	// respond answers the n-th (0-based) request of op: a status, extra
 	// headers and a body, or a transport error.
 	respond func(op string, n int) (int, http.Header, string, error)
+	// serve, when set, answers instead of respond, from the request itself.
+	serve func(c captured, n int) (int, http.Header, string, error)
 }
 
 type captured struct {
@@ -63,13 +69,18 @@ func (f *fakeDynamo) Do(req *http.Request) (*http.Response, error) {
 	if host == "" {
 		host = req.URL.Host
 	}
+	c := captured{op: op, method: req.Method, url: req.URL.String(), host: host,
+		header: req.Header.Clone(), length: req.ContentLength, body: b}
 	f.mu.Lock()
-	f.reqs = append(f.reqs, captured{op: op, method: req.Method, url: req.URL.String(), host: host,
-		header: req.Header.Clone(), length: req.ContentLength, body: b})
+	f.reqs = append(f.reqs, c)
 	n := f.calls[op]
 	f.calls[op]++
 	f.mu.Unlock()
-	status, h, body, err := f.respond(op, n)
+	respond := f.respond
+	if f.serve != nil {
+		respond = func(string, int) (int, http.Header, string, error) { return f.serve(c, n) }
+	}
+	status, h, body, err := respond(op, n)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +247,19 @@ func TestDirectRequestsMatchSDK(t *testing.T) {
 			_, err := s.Query(context.Background(), dynastore.Query{PK: []byte("p")})
 			return err
 		}},
+		{"batch get with duplicate keys", func(s *Store) error {
+			_, err := s.BatchGet(context.Background(), []dynastore.Key{k, {PK: []byte("b\"\xfe"), SK: []byte{0}}, k, {PK: []byte("c"), SK: []byte{0, 7}}})
+			return err
+		}},
+		{"scan", func(s *Store) error {
+			_, err := s.Scan(context.Background(), dynastore.Scan{Limit: 50, Segment: 2, Segments: 3, After: &k,
+				Filter: dynastore.And{dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte("\x00")}, dynastore.Exists{Attr: "x y"}}})
+			return err
+		}},
+		{"scan whole table", func(s *Store) error {
+			_, err := s.Scan(context.Background(), dynastore.Scan{})
+			return err
+		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
@@ -368,6 +392,12 @@ func TestDirectResponsesMatchSDK(t *testing.T) {
 		dynastore.OpQuery: `{"Count":2,"Items":[` + item + `,{"pk":{"B":"cA=="},"sk":{"B":"bQ=="}}],"ScannedCount":3,` +
 			`"LastEvaluatedKey":{"pk":{"B":"cA=="},"sk":{"B":"bQ=="}},` + capTotal + `}`,
 		dynastore.OpTransactWriteItems: `{"ConsumedCapacity":[{"TableName":"tbl","CapacityUnits":4},{"TableName":"tbl","CapacityUnits":2,"WriteCapacityUnits":2}]}`,
+		// Another table's items and unprocessed keys are not this store's.
+		dynastore.OpBatchGetItem: `{"Responses":{"other":[{"pk":{"B":"AGs="},"sk":{"B":"AA=="},"o":{"S":"other"}}],"tbl":[` + item + `,{"pk":{"B":"cA=="},"sk":{"B":"bQ=="}}]},` +
+			`"UnprocessedKeys":{"other":{"Keys":[{"pk":{"B":"cQ=="},"sk":{"B":"AA=="}}],"ConsistentRead":true}},` +
+			`"ConsumedCapacity":[{"TableName":"other","CapacityUnits":0.5},{"TableName":"tbl","CapacityUnits":1.5,"ReadCapacityUnits":1.5}]}`,
+		dynastore.OpScan: `{"Count":2,"Items":[{"pk":{"B":"cA=="},"sk":{"B":"bQ=="}},` + item + `],"ScannedCount":9,` +
+			`"LastEvaluatedKey":{"sk":{"B":"AA=="},"pk":{"B":"AGs="}},` + capTotal + `}`,
 	}
 	k := dynastore.Key{PK: []byte("k"), SK: []byte{0}}
 	calls := []struct {
@@ -386,6 +416,11 @@ func TestDirectResponsesMatchSDK(t *testing.T) {
 		{"transaction", func(s *Store) (any, error) {
 			return nil, s.Transact(context.Background(), []dynastore.TxAction{{Op: dynastore.TxDelete, Key: k}})
 		}},
+		{"batch get", func(s *Store) (any, error) {
+			kk := dynastore.Key{PK: []byte("\x00k"), SK: []byte{0}}
+			return s.BatchGet(context.Background(), []dynastore.Key{kk, {PK: []byte("p"), SK: []byte("m")}, kk, {PK: []byte("q"), SK: []byte{0}}})
+		}},
+		{"scan", func(s *Store) (any, error) { return s.Scan(context.Background(), dynastore.Scan{Limit: 2}) }},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
@@ -442,11 +477,31 @@ func TestDirectErrorsMatchSDK(t *testing.T) {
 			{Op: dynastore.TxCheck, Key: dynastore.Key{PK: []byte("c"), SK: []byte{0}}, Cond: dynastore.Exists{Attr: "v"}, OldOnFailure: true},
 		})
 	}
+	batch := func(s *Store) error {
+		_, err := s.BatchGet(context.Background(), []dynastore.Key{k, k})
+		return err
+	}
+	scan := func(s *Store) error {
+		_, err := s.Scan(context.Background(), dynastore.Scan{Limit: 10})
+		return err
+	}
 	cases := []struct {
 		name    string
 		call    func(s *Store) error
 		respond func(string, int) (int, http.Header, string, error)
 	}{
+		{"throttled batch get", batch, apiErr(400, "ProvisionedThroughputExceededException", `"message":"x"`)},
+		{"batch get never processed", batch, raw(200, nil, `{"Responses":{"tbl":[]},"UnprocessedKeys":{"tbl":{"Keys":[{"pk":{"B":"aw=="},"sk":{"B":"AA=="}}]}}}`)},
+		{"batch get of an item not asked for", batch, raw(200, nil, `{"Responses":{"tbl":[{"pk":{"B":"eA=="},"sk":{"B":"AA=="}}]}}`)},
+		{"batch get with too many keys", batch, apiErr(400, "ValidationException", `"message":"Too many items requested for the BatchGetItem call"`)},
+		{"malformed batch get", batch, raw(200, nil, `{"Responses":{"tbl":[{"pk":]}}`)},
+		{"batch get cut short", batch, transport(io.ErrUnexpectedEOF)},
+		{"server error on a batch get", batch, apiErr(500, "InternalServerError", `"message":"x"`)},
+		{"throttled scan", scan, apiErr(400, "ThrottlingException", `"message":"Rate exceeded"`)},
+		{"unavailable scan", scan, apiErr(503, "ServiceUnavailable", ``)},
+		{"malformed scan", scan, raw(200, nil, `{"Items":[{"pk":{"B":"aw=="}},]}`)},
+		{"scan with a bad last key", scan, raw(200, nil, `{"Items":[],"LastEvaluatedKey":{"pk":{"S":"k"},"sk":{"B":"AA=="}}}`)},
+		{"scan of a missing table", scan, apiErr(400, "ResourceNotFoundException", `"message":"Requested resource not found"`)},
 		{"condition failed with the old item", update, apiErr(400, "ConditionalCheckFailedException", `"message":"The conditional request failed",`+old)},
 		{"condition failed without it", update, apiErr(400, "ConditionalCheckFailedException", `"message":"The conditional request failed"`)},
 		{"transaction canceled", tx, apiErr(400, "TransactionCanceledException",
@@ -661,4 +716,294 @@ func TestDirectChecksumMismatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, dynastore.B("k"), it[dynastore.AttrPK])
 	require.Equal(t, 2, f.count(dynastore.OpGetItem))
+}
+
+// batchKeys reads the keys a BatchGetItem body asks for on table tbl.
+func batchKeys(t *testing.T, body []byte) []any {
+	var in struct {
+		RequestItems map[string]struct {
+			Keys           []any
+			ConsistentRead bool
+		}
+		ReturnConsumedCapacity string
+	}
+	require.NoError(t, json.Unmarshal(body, &in))
+	require.Len(t, in.RequestItems, 1)
+	require.True(t, in.RequestItems["tbl"].ConsistentRead)
+	require.Equal(t, "TOTAL", in.ReturnConsumedCapacity)
+	return in.RequestItems["tbl"].Keys
+}
+
+// canonicalBodies returns bodies re-encoded with sorted members, sorted:
+// requests of parallel chunks arrive in any order.
+func canonicalBodies(t *testing.T, reqs []captured) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		var v any
+		require.NoError(t, json.Unmarshal(r.body, &v))
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		out[i] = string(b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Both paths ask for the same keys (duplicates once, chunks of
+// MaxBatchGet), ask again for the unprocessed keys DynamoDB hands back, and
+// return the same items in the callers' order, after the same attempts.
+func TestDirectBatchGetMatchesSDK(t *testing.T) {
+	keys := func(n int, dup bool) []dynastore.Key {
+		var out []dynastore.Key
+		for i := range n {
+			k := dynastore.Key{PK: fmt.Appendf(nil, "\x00k%03d\xff", i), SK: []byte{0}}
+			out = append(out, k)
+			if dup && i%3 == 0 {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		keys []dynastore.Key
+		// unprocessed is how many of a request's n keys come back
+		// unprocessed (the last ones), unless asked for twice before.
+		unprocessed func(n int) int
+		requests    int // BatchGetItem requests on each path
+	}{
+		{"all processed", keys(5, false), func(int) int { return 0 }, 1},
+		{"duplicate keys", keys(7, true), func(int) int { return 0 }, 1},
+		{"half unprocessed each time", keys(10, false), func(n int) int { return n / 2 }, 3},
+		// 100+100+30 distinct keys: each chunk in three requests.
+		{"chunks with duplicates, some unprocessed", keys(230, true), func(n int) int { return min(n/3, 20) }, 9},
+		// Twice no progress (backoff), and Responses null, which the SDK reads as none.
+		{"one unprocessed key, no progress at first", keys(1, false), func(n int) int { return n }, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var reqs [2][]captured
+			var results [2][]dynastore.Item
+			var stats [2]map[dynastore.StatKey]dynastore.StatRow
+			for i, sdkOnly := range []bool{true, false} {
+				var mu sync.Mutex
+				asked := map[string]int{} // how often each key was asked for
+				f := newFake(nil)
+				f.serve = func(r captured, _ int) (int, http.Header, string, error) {
+					ks := batchKeys(t, r.body)
+					mu.Lock()
+					defer mu.Unlock()
+					var items, unp []any
+					for j, k := range ks {
+						kb, err := json.Marshal(k)
+						require.NoError(t, err)
+						asked[string(kb)]++
+						if j >= len(ks)-c.unprocessed(len(ks)) && asked[string(kb)] < 3 {
+							unp = append(unp, k)
+							continue
+						}
+						it := maps.Clone(k.(map[string]any))
+						it["v"] = map[string]any{"B": it["pk"].(map[string]any)["B"]}
+						if j%4 == 3 {
+							continue // absent
+						}
+						items = append(items, it)
+					}
+					out := map[string]any{
+						"Responses":        map[string]any{"tbl": items},
+						"ConsumedCapacity": []any{map[string]any{"TableName": "tbl", "CapacityUnits": 0.5 * float64(len(ks))}},
+					}
+					if unp != nil {
+						out["UnprocessedKeys"] = map[string]any{"tbl": map[string]any{"Keys": unp}}
+					} else {
+						out["UnprocessedKeys"] = map[string]any{}
+					}
+					b, err := json.Marshal(out)
+					require.NoError(t, err)
+					return 200, nil, string(b), nil
+				}
+				sdk, direct := fakeStores(t, f, testCreds)
+				s := direct
+				if sdkOnly {
+					s = sdk
+				}
+				st := dynastore.NewStats()
+				s.obs = st
+				got, err := s.BatchGet(context.Background(), c.keys)
+				require.NoError(t, err)
+				require.Len(t, got, len(c.keys))
+				for j, k := range c.keys {
+					if got[j] != nil {
+						require.Equal(t, k, got[j].Key())
+						require.Equal(t, dynastore.B(k.PK), got[j]["v"])
+					}
+				}
+				// Equal keys do not share an item: callers may modify what they get.
+				for j := range got {
+					for l := j + 1; l < len(got); l++ {
+						if got[j] != nil && got[l] != nil {
+							got[j]["mark"] = dynastore.N("1")
+							require.NotContains(t, got[l], "mark")
+							delete(got[j], "mark")
+						}
+					}
+				}
+				f.mu.Lock()
+				reqs[i] = f.reqs
+				f.mu.Unlock()
+				require.Equal(t, c.requests, len(reqs[i]), "requests")
+				for _, r := range reqs[i] {
+					require.Equal(t, dynastore.OpBatchGetItem, r.op)
+					require.LessOrEqual(t, len(batchKeys(t, r.body)), dynastore.MaxBatchGet)
+					verifySigV4(t, r, testCreds)
+				}
+				results[i], stats[i] = got, st.Snapshot()
+			}
+			require.Equal(t, canonicalBodies(t, reqs[0]), canonicalBodies(t, reqs[1]))
+			require.Equal(t, results[0], results[1])
+			require.Equal(t, stats[0], stats[1])
+		})
+	}
+}
+
+// Both paths page through a table alike: same requests (ExclusiveStartKey
+// from the previous page's Next), same pages, same capacity.
+func TestDirectScanPagingMatchesSDK(t *testing.T) {
+	const size = 25
+	table := make([]map[string]any, size)
+	for i := range table {
+		table[i] = map[string]any{
+			"pk": map[string]any{"B": base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "\x00p%02d", i))},
+			"sk": map[string]any{"B": "AA=="},
+			"n":  map[string]any{"N": strconv.Itoa(i) + ".0"},
+		}
+	}
+	serve := func(t *testing.T) func(captured, int) (int, http.Header, string, error) {
+		return func(r captured, _ int) (int, http.Header, string, error) {
+			var in struct {
+				Limit             int
+				ExclusiveStartKey map[string]any
+				ConsistentRead    bool
+			}
+			require.NoError(t, json.Unmarshal(r.body, &in))
+			require.True(t, in.ConsistentRead)
+			start := 0
+			if in.ExclusiveStartKey != nil {
+				start = slices.IndexFunc(table, func(it map[string]any) bool {
+					return it["pk"].(map[string]any)["B"] == in.ExclusiveStartKey["pk"].(map[string]any)["B"]
+				}) + 1
+				require.Positive(t, start)
+			}
+			end := size
+			if in.Limit > 0 {
+				end = min(start+in.Limit, size)
+			}
+			out := map[string]any{
+				"Items":            table[start:end],
+				"Count":            end - start,
+				"ConsumedCapacity": map[string]any{"TableName": "tbl", "CapacityUnits": 0.5 * float64(end-start)},
+			}
+			if in.Limit > 0 && end-start == in.Limit {
+				out["LastEvaluatedKey"] = map[string]any{"pk": table[end-1]["pk"], "sk": table[end-1]["sk"]}
+			}
+			b, err := json.Marshal(out)
+			require.NoError(t, err)
+			return 200, nil, string(b), nil
+		}
+	}
+	cases := []struct {
+		name  string
+		scan  dynastore.Scan
+		pages int
+	}{
+		{"one page", dynastore.Scan{}, 1},
+		{"pages of 7", dynastore.Scan{Limit: 7}, 4},
+		{"pages of 5, the last one empty", dynastore.Scan{Limit: 5}, 6},
+		{"filtered segment", dynastore.Scan{Limit: 10, Segment: 1, Segments: 4, Filter: dynastore.Compare{Attr: "n", Op: dynastore.OpGE, Val: dynastore.N("0")}}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var reqs [2][]captured
+			var pages [2][]dynastore.ScanPage
+			var stats [2]map[dynastore.StatKey]dynastore.StatRow
+			for i, sdkOnly := range []bool{true, false} {
+				f := newFake(nil)
+				f.serve = serve(t)
+				sdk, direct := fakeStores(t, f, testCreds)
+				s := direct
+				if sdkOnly {
+					s = sdk
+				}
+				st := dynastore.NewStats()
+				s.obs = st
+				sc := c.scan
+				var all []dynastore.Item
+				for {
+					p, err := s.Scan(context.Background(), sc)
+					require.NoError(t, err)
+					pages[i] = append(pages[i], p)
+					all = append(all, p.Items...)
+					if p.Next == nil {
+						break
+					}
+					require.Less(t, len(pages[i]), 100)
+					sc.After = p.Next
+				}
+				require.Len(t, all, size)
+				for j, it := range all {
+					require.Equal(t, dynastore.N(strconv.Itoa(j)), it["n"])
+				}
+				f.mu.Lock()
+				reqs[i] = f.reqs
+				f.mu.Unlock()
+				for _, r := range reqs[i] {
+					require.Equal(t, dynastore.OpScan, r.op)
+					verifySigV4(t, r, testCreds)
+				}
+				stats[i] = st.Snapshot()
+			}
+			require.Len(t, pages[1], c.pages)
+			require.Equal(t, pages[0], pages[1])
+			require.Equal(t, stats[0], stats[1])
+			require.Equal(t, len(reqs[0]), len(reqs[1]))
+			for j := range reqs[0] {
+				require.Equal(t, reqs[0][j].url, reqs[1][j].url)
+				sameJSON(t, reqs[0][j].body, reqs[1][j].body, "body of page "+strconv.Itoa(j))
+			}
+		})
+	}
+}
+
+// BatchGetItem's answer is read for the store's table only, and nulls
+// where DynamoDB sends objects or lists read as nothing, as the SDK reads
+// them.
+func TestDecodeBatchGet(t *testing.T) {
+	key := `{"pk":{"B":"aw=="},"sk":{"B":"AA=="}}`
+	cases := []struct {
+		name              string
+		body              string
+		items, unp        int
+		rcu               float64
+		noResponsesMember bool
+	}{
+		{"items and unprocessed keys", `{"Responses":{"tbl":[` + key + `,` + key + `]},"UnprocessedKeys":{"tbl":{"Keys":[` + key + `],"ConsistentRead":true}},` +
+			`"ConsumedCapacity":[{"TableName":"tbl","CapacityUnits":2}]}`, 2, 1, 2, false},
+		{"other tables", `{"Responses":{"x":[` + key + `],"tbl":[],"y":[` + key + `]},"UnprocessedKeys":{"x":{"Keys":[` + key + `]},"tbl":{"Keys":[]}}}`, 0, 0, 0, false},
+		{"nulls", `{"Responses":{"tbl":null},"UnprocessedKeys":{"tbl":{"Keys":null,"ConsistentRead":null},"x":null},"ConsumedCapacity":null}`, 0, 0, 0, false},
+		{"null members", `{"Responses":null,"UnprocessedKeys":null}`, 0, 0, 0, false},
+		{"no members", `{}`, 0, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := wireOutput{page: true, table: "tbl"}
+			require.NoError(t, out.decode([]byte(c.body)))
+			require.Len(t, out.items, c.items)
+			require.Equal(t, c.noResponsesMember, out.items == nil)
+			require.Len(t, out.unprocessed, c.unp)
+			for _, k := range out.unprocessed {
+				require.Equal(t, dynastore.Key{PK: []byte("k"), SK: []byte{0}}, k.Key())
+			}
+			require.Equal(t, c.rcu, out.cc.total)
+		})
+	}
 }
