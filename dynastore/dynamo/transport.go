@@ -62,6 +62,26 @@ type persistConn struct {
 	used time.Time // when it was last put back
 }
 
+// doDetached sends req through hc with a body of its own. The direct path
+// reuses a request's buffer for its next attempt and pools it afterwards,
+// which only directClient allows: it has written the whole body when Do
+// returns, where net/http's Transport may go on reading a body after
+// RoundTrip returned (its contract says so), and would then send bytes of
+// another request.
+func doDetached(hc aws.HTTPClient, req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return hc.Do(req)
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	own := req.Clone(req.Context())
+	own.Body = io.NopCloser(bytes.NewReader(b))
+	own.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return hc.Do(own)
+}
+
 func newDirectClient(sdk *awshttp.BuildableClient) *directClient {
 	tr := sdk.GetTransport()
 	c := &directClient{
@@ -86,7 +106,7 @@ func newDirectClient(sdk *awshttp.BuildableClient) *directClient {
 // Do implements aws.HTTPClient.
 func (c *directClient) Do(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return c.fallback.Do(req)
+		return doDetached(c.fallback, req)
 	}
 	if c.proxy != nil {
 		u, err := c.proxy(req)
@@ -94,7 +114,7 @@ func (c *directClient) Do(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if u != nil {
-			return c.fallback.Do(req)
+			return doDetached(c.fallback, req)
 		}
 	}
 	ctx := req.Context()

@@ -333,7 +333,12 @@ func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error 
 	if err := w.signer.SignHTTP(ctx, creds, req, r.hash, ep.signingName, ep.signingRegion, now); err != nil {
 		return fmt.Errorf("sign http: %w", err)
 	}
-	resp, err := w.http.Do(req)
+	var resp *http.Response
+	if _, direct := w.http.(*directClient); direct {
+		resp, err = w.http.Do(req)
+	} else {
+		resp, err = doDetached(w.http, req)
+	}
 	if err != nil {
 		return &smithyhttp.RequestSendError{Err: err}
 	}

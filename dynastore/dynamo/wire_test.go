@@ -1007,3 +1007,48 @@ func TestDecodeBatchGet(t *testing.T) {
 		})
 	}
 }
+
+// lateReader is an HTTP client that answers at once and reads request
+// bodies only later, as net/http's Transport may.
+type lateReader struct {
+	mu     sync.Mutex
+	bodies []io.Reader
+}
+
+func (l *lateReader) Do(req *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.bodies = append(l.bodies, req.Body)
+	l.mu.Unlock()
+	return &http.Response{
+		StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body:   io.NopCloser(strings.NewReader("{}")), ContentLength: 2, Request: req,
+	}, nil
+}
+
+// TestDirectBodyOutlivesDo checks that a client other than directClient
+// gets request bodies of their own: the direct path reuses and pools its
+// buffers, and a body read after Do returned must still be its request's.
+func TestDirectBodyOutlivesDo(t *testing.T) {
+	cleanAWSEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", testCreds.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", testCreds.SecretAccessKey)
+	l := &lateReader{}
+	s, err := New(context.Background(), Config{
+		Table: "tbl", Endpoint: "http://ddb.test:8000", HTTPClient: l, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.NotNil(t, s.wire, "the direct path is on")
+	const n = 8
+	for i := range n {
+		_, err := s.Get(context.Background(), dynastore.Key{PK: []byte(fmt.Sprintf("key-%d", i)), SK: []byte{0}})
+		require.NoError(t, err)
+	}
+	require.Len(t, l.bodies, n)
+	for i, b := range l.bodies {
+		body, err := io.ReadAll(b)
+		require.NoError(t, err)
+		want := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("key-%d", i)))
+		require.Contains(t, string(body), want, "request %d's body, read after Do returned", i)
+	}
+}
