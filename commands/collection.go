@@ -2024,7 +2024,8 @@ func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastor
 
 // memberFast runs the single-request forms of a member write on key, in
 // turn: write, the blind write of one member (nil for several), on the
-// large collection the generation cache remembers; then the UpdateItem u
+// large collection the generation cache remembers; then, unless that cache
+// knows the key as large, the UpdateItem u
 // (nil: the members cannot be inline) under cond, whose returned old
 // attributes count turns into the command's count; then write again when
 // u failed on a large collection (its failure returns the key item). done
@@ -2036,7 +2037,11 @@ func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.U
 			return st, n, done, err
 		}
 	}
-	if !st.seeded && u != nil {
+	// A collection the generation cache knows as large has no inline
+	// entries: u would fail, costing a write unit, only to hand back the key
+	// item, which the general path reads for a read unit. (A stale entry
+	// costs the general path's read where u would have done.)
+	if !st.seeded && u != nil && cachedLarge(c, key, typ) == nil {
 		old, _, applied, cur, err := fastUpdate(c, key, *u, cond)
 		if err != nil || applied {
 			return st, count(old), applied, err

@@ -233,6 +233,26 @@ func TestCollectionRequestCounts(t *testing.T) {
 			name := strings.ToLower(a[0].(string))
 			require.Equal(t, tc.n, b.stats.Requests(name), "%s: requests %v", tc.cmd, b.stats.Keys())
 		}
+
+		// Several members of a known large collection: the key item, the
+		// members, one transaction; no inline UpdateItem first (it could
+		// only fail, for a write unit).
+		require.NoError(t, c.SAdd(ctx, "big", members...).Err())
+		for _, tc := range []struct{ cmd, want string }{
+			{"sadd big new3 new4 m1", "2"},
+			{"srem big new3 new4 zz", "2"},
+			{"hset bigh g1 a g2 b", "2"},
+			{"hdel bigh g1 g2", "2"},
+		} {
+			b.stats.Reset()
+			a := args(tc.cmd)
+			require.Equal(t, tc.want, do(t, c, a...), tc.cmd)
+			name := strings.ToLower(a[0].(string))
+			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpGetItem), "%s: requests %v", tc.cmd, b.stats.Keys())
+			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpBatchGetItem), tc.cmd)
+			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpTransactWriteItems), tc.cmd)
+			require.Equal(t, int64(3), b.stats.Requests(name), tc.cmd)
+		}
 	})
 }
 
