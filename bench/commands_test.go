@@ -198,3 +198,62 @@ func BenchmarkMGET(bm *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLargeReadRoundTrips reads a large hash and set whole (HGETALL,
+// SMEMBERS) on a store that takes a millisecond per request, as a remote
+// one does: ns/op counts the round trips a command waits for in a row. A
+// collection the instance knows is read in one (key item and first page
+// of members at once), a small one in one, a large one it does not know
+// yet in two.
+func BenchmarkLargeReadRoundTrips(bm *testing.B) {
+	const latency = time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		entries int
+		known   bool
+	}{
+		{"large-known", 1000, true},
+		{"large-unknown", 1000, false},
+		{"small", 10, true},
+	} {
+		bm.Run(tc.name, func(bm *testing.B) {
+			e := newEnv()
+			args := [][]byte{b("HSET"), b("h")}
+			members := [][]byte{b("SADD"), b("s")}
+			for i := range tc.entries {
+				f := b("f" + strconv.Itoa(i))
+				args = append(args, f, f)
+				members = append(members, f)
+			}
+			e.do(bm, args...)
+			e.do(bm, members...)
+			e.srv.Store.(*memory.Store).SetLatency(latency)
+			bm.ResetTimer()
+			for i := range bm.N {
+				if !tc.known {
+					// Another instance's view: no cached generation.
+					bm.StopTimer()
+					e = &env{srv: cloneServer(e.srv), conn: e.conn, w: e.w}
+					bm.StartTimer()
+				}
+				if i%2 == 0 {
+					e.do(bm, b("HGETALL"), b("h"))
+				} else {
+					e.do(bm, b("SMEMBERS"), b("s"))
+				}
+			}
+		})
+	}
+}
+
+// cloneServer returns a server on srv's store with empty caches, as
+// another redamo instance on the same table.
+func cloneServer(srv *commands.Server) *commands.Server {
+	return &commands.Server{
+		Store:    srv.Store,
+		Stats:    srv.Stats,
+		Table:    srv.Table,
+		Started:  srv.Started,
+		Commands: commands.NewCommandStats(),
+	}
+}

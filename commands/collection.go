@@ -641,9 +641,21 @@ func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m [
 // eachMemberPaged is eachMember that also calls nextPage (when not nil)
 // before it reads any page after the first.
 func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
+	return eachMemberFrom(ctx, st, gen, nil, fn, nextPage)
+}
+
+// eachMemberFrom is eachMemberPaged starting from first, the first page
+// when it was already read (nil: read it).
+func eachMemberFrom(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
 	var after []byte
 	for {
-		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems})
+		var page dynastore.QueryPage
+		var err error
+		if first != nil {
+			page, first = *first, nil
+		} else {
+			page, err = st.Query(ctx, membersPageQuery(gen, after))
+		}
 		if err != nil {
 			return err
 		}
@@ -660,6 +672,59 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, fn fun
 		}
 		after = page.Next
 	}
+}
+
+// membersPageQuery is the query of the page of gen's members that follows
+// the sort key after (nil: the first page).
+func membersPageQuery(gen, after []byte) dynastore.Query {
+	return dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems}
+}
+
+// prefetch is the first page of a large collection's members, read at the
+// same time as its key item: the generation cache names the partition, and
+// the page is used only if the key item read holds that generation. A
+// generation belongs to one collection for its whole life (largeGen), so
+// the page is then that collection's members at a moment within the
+// command, as the page read after the key item would be; the command waits
+// one round trip instead of two.
+type prefetch struct {
+	gen  []byte
+	done chan struct{}
+	page dynastore.QueryPage
+	err  error
+}
+
+// startPrefetch starts reading the first page of key's members when the
+// generation cache knows key as a large collection of type typ, and the
+// command reads the store itself (a transaction's buffer is not for
+// concurrent use). It returns nil otherwise.
+func startPrefetch(c *Ctx, key []byte, typ string) *prefetch {
+	lg := cachedLarge(c, key, typ)
+	if lg == nil || c.Store != c.Srv.Store {
+		return nil
+	}
+	p := &prefetch{gen: lg.gen, done: make(chan struct{})}
+	// The command's context, not c: a Ctx is reused once its command
+	// returns, and every path waits for the page before it returns.
+	ctx, st := c.Context, c.Store
+	go func() {
+		defer close(p.done)
+		p.page, p.err = st.Query(ctx, membersPageQuery(p.gen, nil))
+	}()
+	return p
+}
+
+// take waits for the page and returns it when cl, as read, is the
+// collection it was read from (nil otherwise, and when p is nil).
+func (p *prefetch) take(cl *collection) *dynastore.QueryPage {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	if p.err != nil || cl == nil || !cl.large() || !bytes.Equal(cl.gen, p.gen) {
+		return nil
+	}
+	return &p.page
 }
 
 // ---- the collection view -------------------------------------------------------
@@ -690,6 +755,9 @@ type collection struct {
 	replace bool
 	// pagesRead is set when a read took more than one query page.
 	pagesRead bool
+	// first is the first page of a large collection's members when it was
+	// read beside the key item (see prefetch); each uses it once.
+	first *dynastore.QueryPage
 	// exact: the command's result depends on the whole collection (it read
 	// it with each), so its commit must guard the key item's ver rather
 	// than only the members it changes.
@@ -991,7 +1059,9 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 		}
 		return nil
 	}
-	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, fn, func() { cl.pagesRead = true })
+	first := cl.first
+	cl.first = nil
+	return eachMemberFrom(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true })
 }
 
 // validateRead re-reads the key items of views whose reads were not one
@@ -1704,8 +1774,26 @@ func openChecked(c *Ctx, key []byte, typ string) (*collection, error) {
 // read, validateRead makes collRetry start over if a large collection
 // changed while read paged through it.
 func collRead(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
-	return collRetry(c, func(int) error {
+	return collReading(c, key, typ, false, read)
+}
+
+// collReadAll is collRead for a read that goes through every entry (each):
+// the first page of a large collection's members is read beside its key
+// item when the generation cache knows it (see prefetch).
+func collReadAll(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
+	return collReading(c, key, typ, true, read)
+}
+
+func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collection) error) error {
+	return collRetry(c, func(try int) error {
+		var p *prefetch
+		if all && try == 0 {
+			p = startPrefetch(c, key, typ)
+		}
 		cl, err := openChecked(c, key, typ)
+		if first := p.take(cl); err == nil {
+			cl.first = first
+		}
 		if err != nil {
 			return err
 		}

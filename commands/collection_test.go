@@ -741,10 +741,45 @@ func TestCollectionCachesAcrossInstances(t *testing.T) {
 		}
 		return strings.Join(parts, " ")
 	}
+	// setOf and hashOf are the normalized replies of SMEMBERS and HGETALL.
+	setOf := func(members string) string {
+		f := strings.Fields(members)
+		sort.Strings(f)
+		return "[" + strings.Join(f, " ") + "]"
+	}
+	hashOf := func(pairs string) string {
+		f := strings.Fields(pairs)
+		var kv []string
+		for i := 0; i+1 < len(f); i += 2 {
+			kv = append(kv, f[i]+"="+f[i+1])
+		}
+		sort.Strings(kv)
+		return "{" + strings.Join(kv, " ") + "}"
+	}
+	wrongType := "ERR: WRONGTYPE Operation against a key holding the wrong kind of value"
 	scripts := []struct {
 		name  string
 		steps []string
 	}{
+		// A whole read of a large collection a knows reads the first page
+		// of members beside the key item (2 requests); a page of a stale
+		// generation is dropped and read again (3).
+		{"large set read after changes elsewhere", []string{
+			"a sadd R " + big("m", 200) + " -> 200", "a scard R -> 200",
+			"a smembers R -> " + setOf(big("m", 200)) + " #2",
+			"b del R -> 1", "b sadd R " + big("n", 150) + " -> 150",
+			"a smembers R -> " + setOf(big("n", 150)) + " #3",
+			"a smembers R -> " + setOf(big("n", 150)) + " #2",
+			"b del R -> 1", "b set R v -> OK",
+			"a smembers R -> " + wrongType + " #2", "a smembers R -> " + wrongType + " #1",
+		}},
+		{"large hash read after a rename elsewhere", []string{
+			"a hset H " + bigPairs(100) + " -> 100", "a hgetall H -> " + hashOf(bigPairs(100)) + " #2",
+			"b rename H H2 -> OK", "b hset H x 1 -> 1",
+			"a hgetall H -> {x=1} #2", "a hgetall H -> {x=1} #1",
+			"a hgetall H2 -> " + hashOf(bigPairs(100)) + " #2",
+			"b del H2 -> 1", "a hgetall H2 -> {} #2", "a hgetall H2 -> {} #1",
+		}},
 		{"small set deleted and re-created", []string{
 			"a sadd s x -> 1", "a sadd s y -> 1 #1", "b del s -> 1", "a sadd s y -> 1 #2",
 			"b sadd s z -> 1", "a sadd s z -> 0 #1", "a srem s y -> 1 #1", "a smembers s -> [z]",

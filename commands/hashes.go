@@ -194,7 +194,7 @@ func cmdHlen(c *Ctx) { collLenCmd(c, TypeHash) }
 
 // hashAll reads a whole hash as one consistent state.
 func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err error) {
-	err = collRead(c, key, TypeHash, func(cl *collection) (err error) {
+	err = collReadAll(c, key, TypeHash, func(cl *collection) (err error) {
 		fields, vals, err = entriesOf(cl)
 		return err
 	})

@@ -104,7 +104,7 @@ func boolInt(b bool) int64 {
 
 func cmdSmembers(c *Ctx) {
 	var members [][]byte
-	err := collRead(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
+	err := collReadAll(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
 		members, err = setMembersOf(cl)
 		return err
 	})
