@@ -1784,6 +1784,7 @@ func collReadAll(c *Ctx, key []byte, typ string, read func(cl *collection) error
 	return collReading(c, key, typ, true, read)
 }
 
+// collReading is collRead, reading ahead (collReadAll) when all is set.
 func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collection) error) error {
 	return collRetry(c, func(try int) error {
 		var p *prefetch
@@ -2113,12 +2114,11 @@ func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastor
 // memberFast runs the single-request forms of a member write on key, in
 // turn: write, the blind write of one member (nil for several), on the
 // large collection the generation cache remembers; then, unless that cache
-// knows the key as large, the UpdateItem u
-// (nil: the members cannot be inline) under cond, whose returned old
-// attributes count turns into the command's count; then write again when
-// u failed on a large collection (its failure returns the key item). done
-// reports the command settled with count n; otherwise the general path
-// starts from st.
+// knows the key as large, the UpdateItem u (nil: the members cannot be
+// inline) under cond, whose returned old attributes count turns into the
+// command's count; then write again when u failed on a large collection
+// (its failure returns the key item). done reports the command settled
+// with count n; otherwise the general path starts from st.
 func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st memberStart, n int64, done bool, err error) {
 	if write != nil {
 		if n, done, err = st.blind(c, cachedLarge(c, key, typ), write); err != nil || done {
