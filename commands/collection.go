@@ -58,7 +58,8 @@ package commands
 // saw (gensOf), and starts the hot commands from them: a fast path whose
 // condition holds on the cached item goes out guarded by the item's ver
 // alone (fastUpdate), a single-member write of a known large collection is
-// its blind transaction at once (memberFast), a list push or pop skips the
+// its blind transaction at once and a write of several members reads only
+// them before its transaction (memberFast), a list push or pop skips the
 // read. Every such write is conditioned on what the cache claims, so
 // another instance's writes (DEL, RENAME, conversions, ...) only make it
 // fail and fall back: a stale entry costs requests, never a wrong reply.
@@ -392,11 +393,11 @@ type largeGen struct {
 func (g largeGen) weight() int { return 64 + len(g.gen) }
 
 // gensOf is the process's generation cache of large sets and hashes: a
-// single-member write to one goes straight to its blind transaction
-// (blindMember), whose conditions (the key item holds the generation and is
-// live) are all its correctness rests on. Unlike the item cache it needs no
-// exact item, so blind writes, which do not learn the new count, keep it
-// valid.
+// member write to one goes straight to its blind transaction (blindMembers;
+// several members are read first), whose conditions (the key item holds
+// the generation and is live) are all its correctness rests on. Unlike the
+// item cache it needs no exact item, so blind writes, which do not learn
+// the new count, keep it valid.
 func gensOf(c *Ctx) *keyCache[largeGen] { return &c.Srv.listRT().gens }
 
 // noteGen records in the generation cache that key, as a collection of
@@ -1982,25 +1983,51 @@ type blindResult struct {
 // cancellation reasons tell a wrong assumption (the member's condition
 // alone failed) from a changed key item, which the failure returns.
 func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta int64) (blindResult, error) {
-	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
-	if delta != 0 {
-		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
+	return blindMembers(c, cl, []dynastore.TxAction{memberAction}, delta)
+}
+
+// blindMembers is blindMember for up to maxBlindMembers member actions,
+// where blindMemberFailed means that member conditions alone failed. When
+// every action is a check, the command changes nothing: the key item is
+// checked under genLiveCond rather than updated, so its ver stays (a
+// WATCH of the key holds, as in Redis, which leaves a key it did not
+// modify alone).
+func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
+	keyAction := dynastore.TxAction{Op: dynastore.TxCheck, Key: itemKey(c.DB(), cl.key), Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
+	for _, a := range memberActions {
+		if a.Op != dynastore.TxCheck {
+			u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
+			if delta != 0 {
+				u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
+			}
+			keyAction.Op, keyAction.Update = dynastore.TxUpdate, u
+			break
+		}
 	}
-	err := c.Store.Transact(c, []dynastore.TxAction{
-		memberAction,
-		{Op: dynastore.TxUpdate, Key: itemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true},
-	})
+	actions := append(memberActions[:len(memberActions):len(memberActions)], keyAction)
+	err := c.Store.Transact(c, actions)
 	if err == nil {
 		return blindResult{out: blindApplied}, nil
 	}
 	var tc *dynastore.TxCanceledError
-	if errors.As(err, &tc) && len(tc.Reasons) == 2 {
-		member, keyItem := tc.Reasons[0], tc.Reasons[1]
-		switch {
-		case keyItem.Code == dynastore.ReasonConditionalFailed:
+	if errors.As(err, &tc) && len(tc.Reasons) == len(actions) {
+		switch keyItem := tc.Reasons[len(memberActions)]; keyItem.Code {
+		case dynastore.ReasonConditionalFailed:
 			return blindResult{out: blindUnknown, cur: keyItem.Old, known: true}, nil
-		case member.Code == dynastore.ReasonConditionalFailed && keyItem.Code == dynastore.ReasonNone:
-			return blindResult{out: blindMemberFailed}, nil
+		case dynastore.ReasonNone:
+			failed := false
+			for _, r := range tc.Reasons[:len(memberActions)] {
+				switch r.Code {
+				case dynastore.ReasonNone:
+				case dynastore.ReasonConditionalFailed:
+					failed = true
+				default:
+					return blindResult{out: blindUnknown}, nil
+				}
+			}
+			if failed {
+				return blindResult{out: blindMemberFailed}, nil
+			}
 		}
 		return blindResult{out: blindUnknown}, nil
 	}
@@ -2010,9 +2037,10 @@ func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta 
 	return blindResult{out: blindUnknown}, err
 }
 
-// blindWrite is a one-member change of a large collection made without
-// reading first (blindAdd, blindRemove): n is the command's count (1 when
-// the member was added or removed) and done whether the change settled the
+// blindWrite is a change of members of a large collection made without
+// reading its key item first (blindAdd, blindRemove, and for several
+// members blindAddMany, blindRemoveMany): n is the command's count (the
+// members added or removed) and done whether the change settled the
 // command; when it did not, res says why.
 type blindWrite func(cl *collection) (n int64, done bool, res blindResult, err error)
 
@@ -2047,6 +2075,89 @@ func blindRemove(c *Ctx, cl *collection, m []byte) (int64, bool, blindResult, er
 		return 0, false, res, err
 	}
 	return boolInt(res.out == blindApplied), true, res, nil
+}
+
+// maxBlindMembers is the most members one blind write changes: with the
+// key item's action they fill one transaction.
+const maxBlindMembers = dynastore.MaxTxActions - 1
+
+// blindFits reports whether a blind write of members (vals nil for a set
+// or a removal) fits one transaction, measured as plan measures a commit.
+func blindFits(members, vals [][]byte) bool {
+	if len(members) > maxBlindMembers {
+		return false
+	}
+	size := 0
+	for i, m := range members {
+		size += len(m) + 64
+		if vals != nil {
+			size += len(vals[i])
+		}
+	}
+	return size <= maxTxBytes
+}
+
+// blindAddMany adds several members (vals nil for a set) to the large
+// collection cl: it reads them (one BatchGet, under the generation cl
+// names), and one transaction writes the new ones on condition that they
+// are still absent, and checks that each present one still is (a hash
+// overwrites it on that condition), so the count it replies with holds
+// when it commits. A member that changed in between (a race with another
+// writer) does not settle the command: the general path does.
+func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, blindResult, error) {
+	_, present, err := cl.lookup(members)
+	if err != nil {
+		return 0, false, blindResult{out: blindUnknown}, err
+	}
+	actions := make([]dynastore.TxAction, len(members))
+	var added int64
+	for i, m := range members {
+		var v dynastore.Value
+		if vals != nil {
+			v = hashValue(vals[i])
+		}
+		switch {
+		case !present[i]:
+			added++
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
+		case v != nil:
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+		default:
+			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+		}
+	}
+	res, err := blindMembers(c, cl, actions, added)
+	if err != nil || res.out != blindApplied {
+		return 0, false, res, err
+	}
+	return added, true, res, nil
+}
+
+// blindRemoveMany removes several members from the large collection cl as
+// blindAddMany adds them: the present ones are deleted on condition that
+// they still are, the absent ones checked absent. Removing the last
+// members fails genLiveCond (the write that empties the collection must
+// delete its key item) and falls back, as blindRemove does.
+func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, blindResult, error) {
+	_, present, err := cl.lookup(members)
+	if err != nil {
+		return 0, false, blindResult{out: blindUnknown}, err
+	}
+	actions := make([]dynastore.TxAction, len(members))
+	var removed int64
+	for i, m := range members {
+		if present[i] {
+			removed++
+			actions[i] = dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+		} else {
+			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
+		}
+	}
+	res, err := blindMembers(c, cl, actions, -removed)
+	if err != nil || res.out != blindApplied {
+		return 0, false, res, err
+	}
+	return removed, true, res, nil
 }
 
 // largeFromSeed decodes the item a failed single-request attempt returned
@@ -2112,16 +2223,18 @@ func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastor
 }
 
 // memberFast runs the single-request forms of a member write on key, in
-// turn: write, the blind write of one member (nil for several), on the
-// large collection the generation cache remembers; then, unless that cache
-// knows the key as large, the UpdateItem u (nil: the members cannot be
-// inline) under cond, whose returned old attributes count turns into the
-// command's count; then write again when u failed on a large collection
-// (its failure returns the key item). done reports the command settled
-// with count n; otherwise the general path starts from st.
-func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st memberStart, n int64, done bool, err error) {
-	if write != nil {
-		if n, done, err = st.blind(c, cachedLarge(c, key, typ), write); err != nil || done {
+// turn: cached, a blind write (nil: none), on the large collection the
+// generation cache remembers; then, unless that cache knows the key as
+// large, the UpdateItem u (nil: the members cannot be inline) under cond,
+// whose returned old attributes count turns into the command's count; then
+// seeded, a blind write (nil: none), on the large collection a failed u or
+// cached returned. A blind write of several members reads them first, so
+// from a returned key item it would cost what the general path costs from
+// it: it is a cached write only. done reports the command settled with
+// count n; otherwise the general path starts from st.
+func memberFast(c *Ctx, key []byte, typ string, cached, seeded blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st memberStart, n int64, done bool, err error) {
+	if cached != nil {
+		if n, done, err = st.blind(c, cachedLarge(c, key, typ), cached); err != nil || done {
 			return st, n, done, err
 		}
 	}
@@ -2136,8 +2249,8 @@ func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.U
 		}
 		st.seed, st.seeded = cur, true
 	}
-	if st.seeded && write != nil {
-		n, done, err = st.blind(c, largeFromSeed(c, key, typ, st.seed), write)
+	if st.seeded && seeded != nil {
+		n, done, err = st.blind(c, largeFromSeed(c, key, typ, st.seed), seeded)
 	}
 	return st, n, done, err
 }
@@ -2145,17 +2258,22 @@ func memberFast(c *Ctx, key []byte, typ string, write blindWrite, u *dynastore.U
 // addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
 // (nil for a set, whose present members are left alone), and returns how
 // many were new. A small add to an inline collection is one UpdateItem,
-// one member of a large one a blind write (memberFast); anything else
-// reads, computes and commits. When ok is false it has replied with the
-// error.
+// one member of a large one a blind write (memberFast), several members of
+// a large one the generation cache knows a read of those members and a
+// blind write; anything else reads, computes and commits. When ok is false
+// it has replied with the error.
 func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added int64, ok bool) {
-	var write blindWrite
-	if len(members) == 1 {
+	var cached, seeded blindWrite
+	switch {
+	case len(members) == 1:
 		var v dynastore.Value
 		if vals != nil {
 			v = hashValue(vals[0])
 		}
-		write = func(cl *collection) (int64, bool, blindResult, error) { return blindAdd(c, cl, members[0], v) }
+		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindAdd(c, cl, members[0], v) }
+		seeded = cached
+	case blindFits(members, vals):
+		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindAddMany(c, cl, members, vals) }
 	}
 	var u *dynastore.Update
 	if allSmall(members) && allSmall(vals) && len(members) <= inlineLimit(typ) {
@@ -2170,7 +2288,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: dynastore.Lit{V: hashValue(v)}})
 		}
 	}
-	st, n, done, err := memberFast(c, key, typ, write, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
+	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
 			if !bsContains(old[attrValue], m) {
 				n++
@@ -2209,13 +2327,18 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 
 // removeMembersCmd is SREM and HDEL (key member [member ...]): it replies
 // with how many of the members were there. Like addMembers, a small remove
-// from an inline collection is one UpdateItem and one member of a large one
-// a blind delete.
+// from an inline collection is one UpdateItem, one member of a large one a
+// blind delete, and several members of a large one the generation cache
+// knows a read of those members and a blind write.
 func removeMembersCmd(c *Ctx, typ string) {
 	key, members := c.Args[1], dedupe(c.Args[2:])
-	var write blindWrite
-	if len(members) == 1 {
-		write = func(cl *collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
+	var cached, seeded blindWrite
+	switch {
+	case len(members) == 1:
+		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
+		seeded = cached
+	case blindFits(members, nil):
+		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindRemoveMany(c, cl, members) }
 	}
 	// An inline collection has at most inlineLimit entries: more arguments,
 	// or longer ones, cannot all be there (and would bloat the expression).
@@ -2231,7 +2354,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 			}
 		}
 	}
-	st, n, done, err := memberFast(c, key, typ, write, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
+	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
 			if bsContains(old[attrValue], m) {
 				n++

@@ -234,26 +234,47 @@ func TestCollectionRequestCounts(t *testing.T) {
 			require.Equal(t, tc.n, b.stats.Requests(name), "%s: requests %v", tc.cmd, b.stats.Keys())
 		}
 
-		// Several members of a known large collection: the key item, the
-		// members, one transaction; no inline UpdateItem first (it could
-		// only fail, for a write unit).
+		// Several members of a known large collection: the members, then
+		// one transaction (no key item read, no inline UpdateItem).
 		require.NoError(t, c.SAdd(ctx, "big", members...).Err())
-		for _, tc := range []struct{ cmd, want string }{
-			{"sadd big new3 new4 m1", "2"},
-			{"srem big new3 new4 zz", "2"},
-			{"hset bigh g1 a g2 b", "2"},
-			{"hdel bigh g1 g2", "2"},
+		// card is SCARD/HLEN afterwards, check a reply in argument order.
+		for _, tc := range []struct{ cmd, want, card, check, checkWant string }{
+			{"sadd big new3 new4 m1", "2", "scard big -> 302", "smismember big new3 new4 m1 m2", "[1 1 1 1]"},
+			{"sadd big m1 m2", "0", "scard big -> 302", "smismember big m1 m2", "[1 1]"},
+			{"srem big new3 new4 zz", "2", "scard big -> 300", "smismember big new3 new4 zz m1", "[0 0 0 1]"},
+			{"srem big zz yy", "0", "scard big -> 300", "smismember big zz yy", "[0 0]"},
+			{"hset bigh g1 a g2 b f1 c", "2", "hlen bigh -> 303", "hmget bigh g1 g2 f1 f2", "[a b c 7]"},
+			{"hmset bigh g1 x g3 y", "OK", "hlen bigh -> 304", "hmget bigh g1 g3 g2", "[x y b]"},
+			{"hdel bigh g1 g2 g3 nosuch", "3", "hlen bigh -> 301", "hmget bigh g1 g2 g3 f1", "[<nil> <nil> <nil> c]"},
 		} {
 			b.stats.Reset()
 			a := args(tc.cmd)
 			require.Equal(t, tc.want, do(t, c, a...), tc.cmd)
 			name := strings.ToLower(a[0].(string))
-			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpGetItem), "%s: requests %v", tc.cmd, b.stats.Keys())
+			require.Equal(t, int64(0), b.stats.Requests(name, dynastore.OpGetItem), "%s: requests %v", tc.cmd, b.stats.Keys())
 			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpBatchGetItem), tc.cmd)
 			require.Equal(t, int64(1), b.stats.Requests(name, dynastore.OpTransactWriteItems), tc.cmd)
-			require.Equal(t, int64(3), b.stats.Requests(name), tc.cmd)
+			require.Equal(t, int64(2), b.stats.Requests(name), tc.cmd)
+			card, cardWant, _ := strings.Cut(tc.card, " -> ")
+			require.Equal(t, cardWant, do(t, c, args(card)...), tc.cmd)
+			got, err := c.Do(ctx, args(tc.check)...).Result()
+			require.NoError(t, err, tc.check)
+			require.Equal(t, tc.checkWant, fmt.Sprint(got), tc.check)
 		}
+		require.ElementsMatch(t, members, toAny(c.SMembers(ctx, "big").Val()))
+		h := c.HGetAll(ctx, "bigh").Val()
+		require.Len(t, h, 301)
+		require.Equal(t, "c", h["f1"])
+		require.Equal(t, "v", h["brandnew"])
 	})
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // TestCollectionLayouts covers conversion to the large layout, expiry,
@@ -508,13 +529,32 @@ func TestCollectionConcurrency(t *testing.T) {
 	for _, b := range collBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
+			st := b.store
+			if b.name == "memory" {
+				// Open the window between a read and the transaction
+				// that depends on it, as DynamoDB's latency does.
+				st = slowReads{st}
+			}
 			var clients []*redis.Client
 			for i := 0; i < 3; i++ {
 				// A contended command may retry for seconds on a loaded
 				// machine; this test is about the sums, not latency.
-				clients = append(clients, testserver.Start(t, b.store).Client(t, slowOK))
+				clients = append(clients, testserver.Start(t, st).Client(t, slowOK))
 			}
 			const workers, ops = 9, 40
+			// A large set every instance knows: its writes of several
+			// members read them and commit in one transaction; their
+			// replies must add up to its count.
+			const largeInit = 200
+			large := make([]any, largeInit)
+			for i := range large {
+				large[i] = "l" + strconv.Itoa(i)
+			}
+			require.NoError(t, clients[0].SAdd(ctx, "ls", large...).Err())
+			for _, c := range clients {
+				require.EqualValues(t, largeInit, c.SCard(ctx, "ls").Val())
+			}
+			var largeAdded, largeRemoved atomic.Int64
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
 			for w := 0; w < workers; w++ {
@@ -538,6 +578,23 @@ func TestCollectionConcurrency(t *testing.T) {
 								return
 							}
 						}
+						if i%2 == 0 {
+							// Overlapping picks from 260 members, so
+							// writers race on the same ones.
+							pick := func(k int) string { return "l" + strconv.Itoa((w*37+i*11+k*53)%260) }
+							n, err := c.SAdd(ctx, "ls", pick(0), pick(1), pick(2)).Result()
+							if err != nil {
+								errs <- fmt.Errorf("sadd ls: %w", err)
+								return
+							}
+							largeAdded.Add(n)
+							n, err = c.SRem(ctx, "ls", pick(3), pick(4)).Result()
+							if err != nil {
+								errs <- fmt.Errorf("srem ls: %w", err)
+								return
+							}
+							largeRemoved.Add(n)
+						}
 					}
 				}(w)
 			}
@@ -555,8 +612,20 @@ func TestCollectionConcurrency(t *testing.T) {
 			}
 			require.EqualValues(t, workers*ops, total)
 			require.EqualValues(t, len(c.SMembers(ctx, "s").Val()), c.SCard(ctx, "s").Val())
+			card := c.SCard(ctx, "ls").Val()
+			require.EqualValues(t, len(c.SMembers(ctx, "ls").Val()), card)
+			require.EqualValues(t, largeInit+largeAdded.Load()-largeRemoved.Load(), card)
 		})
 	}
+}
+
+// slowReads answers each BatchGet after a short pause.
+type slowReads struct{ dynastore.Store }
+
+func (s slowReads) BatchGet(ctx context.Context, k []dynastore.Key) ([]dynastore.Item, error) {
+	items, err := s.Store.BatchGet(ctx, k)
+	time.Sleep(200 * time.Microsecond)
+	return items, err
 }
 
 // TestCollectionsAtSize builds a set and a hash of b.big entries with one
@@ -837,6 +906,59 @@ func TestCollectionCachesAcrossInstances(t *testing.T) {
 			"b srem L " + strings.TrimPrefix(big("m", 129), big("m", 64)+" ") + " -> 65",
 			"a srem L m129 -> 1 #3", "a exists L -> 0",
 		}},
+		// Several members of a large collection a knows: a reads them and
+		// writes them in one transaction (#2); when the key item no longer
+		// holds the generation, the transaction hands it back and the
+		// general path goes on from it.
+		{"several members after re-creation elsewhere", []string{
+			"a sadd L " + big("m", 200) + " -> 200", "a scard L -> 200",
+			"a sadd L m1 m2 x1 -> 1 #2",
+			"b del L -> 1", "b sadd L " + big("n", 150) + " -> 150",
+			"a sadd L m1 n1 x -> 2 #4", "a scard L -> 152",
+			"a sismember L m1 -> 1", "a sismember L x -> 1", "a sismember L m2 -> 0", "a sismember L x1 -> 0",
+			"a srem L n1 n2 zz -> 2 #2", "a scard L -> 150", "a sismember L n1 -> 0", "a sismember L n3 -> 1",
+			"b del L -> 1", "a srem L n3 n4 -> 0 #2", "a exists L -> 0",
+		}},
+		{"several members of a large hash after re-creation elsewhere", []string{
+			"a hset H " + bigPairs(100) + " -> 100", "a hlen H -> 100",
+			"b del H -> 1", "b hset H " + bigPairs(70) + " -> 70",
+			"a hset H f1 x f99 y -> 1 #4", "a hlen H -> 71", "a hget H f1 -> x", "a hget H f99 -> y", "a hget H f98 -> nil",
+			"a hdel H f1 f2 f98 -> 2 #2", "a hlen H -> 69", "a hget H f1 -> nil", "a hget H f3 -> 3",
+		}},
+		{"several members after a rename elsewhere", []string{
+			"a sadd L " + big("m", 200) + " -> 200", "a scard L -> 200",
+			"b rename L L2 -> OK",
+			"a sadd L m1 z -> 2 #3", "a smembers L -> [m1 z]", "a scard L2 -> 200",
+			"a srem L2 m1 m2 zz -> 2 #2", "a srem L2 m3 m4 -> 2 #2", "a scard L2 -> 196",
+			"b rename L2 L -> OK", "a srem L2 m5 m6 -> 0 #2", "a srem L m5 m6 -> 2", "a scard L -> 194",
+		}},
+		{"several members changed elsewhere first", []string{
+			"a sadd L " + big("m", 200) + " -> 200", "a scard L -> 200",
+			"b srem L m5 -> 1", "b sadd L x -> 1",
+			"a sadd L m5 x y -> 2 #2", "a scard L -> 202", "a sismember L m5 -> 1", "a sismember L y -> 1",
+			"b srem L m6 -> 1", "b sadd L zz -> 1",
+			"a srem L x m6 m7 zz -> 3 #2", "a scard L -> 199", "a sismember L m6 -> 0", "a sismember L zz -> 0",
+			"a hset H " + bigPairs(100) + " -> 100", "a hlen H -> 100",
+			"b hdel H f1 -> 1", "b hset H new1 x -> 1",
+			"a hset H f1 a f2 b new1 c new2 d -> 2 #2", "a hlen H -> 102",
+			"a hget H f1 -> a", "a hget H f2 -> b", "a hget H new1 -> c", "a hget H new2 -> d",
+		}},
+		{"several members of a large hash that became a string", []string{
+			"a hset H " + bigPairs(100) + " -> 100", "a hlen H -> 100",
+			"b del H -> 1", "b set H v -> OK",
+			"a hset H f1 x f2 y -> " + wrongType + " #2",
+			"a hdel H f1 f2 -> " + wrongType, "a get H -> v",
+		}},
+		{"large set emptied by several members", []string{
+			"a sadd L " + big("m", 130) + " -> 130", "a scard L -> 130",
+			"b srem L " + big("m", 64) + " -> 64",
+			"b srem L " + strings.TrimPrefix(big("m", 127), big("m", 64)+" ") + " -> 63",
+			// Down to m127..m129: a's removal of two keeps one member;
+			// the one that would empty L fails genLiveCond and the general
+			// path deletes the key item.
+			"a srem L m127 zz -> 1 #2", "a scard L -> 2",
+			"a srem L m128 m129 zz -> 2 #4", "a exists L -> 0",
+		}},
 	}
 	for _, b := range collBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -998,6 +1120,132 @@ func TestCollectionGuardedWrites(t *testing.T) {
 					kinds = append(kinds, guardKind(c))
 				}
 				require.Equal(t, st.conds, "["+strings.Join(kinds, " ")+"]", st.cmd)
+			}
+		})
+	}
+}
+
+// raceStore is instance a's view of the store in TestCollectionBlindRaces:
+// it counts a's requests, runs hook (once) right after a BatchGet, between
+// a multi-member write's read of its members and its transaction, and can
+// fail the next transaction as a timeout would.
+type raceStore struct {
+	dynastore.Store
+	hook   atomic.Pointer[func()]
+	failTx atomic.Bool
+
+	gets, batchGets, txs, writes atomic.Int64
+}
+
+func (s *raceStore) requests() int64 {
+	return s.gets.Load() + s.batchGets.Load() + s.txs.Load() + s.writes.Load()
+}
+
+func (s *raceStore) reset() {
+	s.gets.Store(0)
+	s.batchGets.Store(0)
+	s.txs.Store(0)
+	s.writes.Store(0)
+}
+
+func (s *raceStore) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, k)
+}
+
+func (s *raceStore) BatchGet(ctx context.Context, k []dynastore.Key) ([]dynastore.Item, error) {
+	s.batchGets.Add(1)
+	items, err := s.Store.BatchGet(ctx, k)
+	if h := s.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return items, err
+}
+
+func (s *raceStore) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	s.writes.Add(1)
+	return s.Store.Put(ctx, it, o)
+}
+
+func (s *raceStore) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	s.writes.Add(1)
+	return s.Store.Update(ctx, k, u, o)
+}
+
+func (s *raceStore) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	s.writes.Add(1)
+	return s.Store.Delete(ctx, k, o)
+}
+
+func (s *raceStore) Transact(ctx context.Context, a []dynastore.TxAction) error {
+	s.txs.Add(1)
+	if s.failTx.Swap(false) {
+		return errInjected
+	}
+	return s.Store.Transact(ctx, a)
+}
+
+// TestCollectionBlindRaces makes another instance (b) change a large
+// collection between the read of the members and the transaction of a's
+// write of several of them: a's transaction must fail on the member (or
+// key item) condition and the general path must give Redis's reply. n is
+// what a's command costs: 2 when nothing interferes, 5 when a member's
+// condition fails (2, then GetItem, BatchGetItem, TransactWriteItems).
+func TestCollectionBlindRaces(t *testing.T) {
+	cases := []struct {
+		cmd, hook, want string
+		n               int64
+		after           []string // "command -> reply" on a
+	}{
+		{"sadd S new0 new1", "", "2", 2, []string{"scard S -> 202"}},
+		{"sadd S m1 new2 new3", "srem S m1", "3", 5, []string{"scard S -> 204", "sismember S m1 -> 1", "sismember S new3 -> 1"}},
+		{"sadd S new4 new5", "sadd S new4", "1", 5, []string{"scard S -> 206", "sismember S new5 -> 1"}},
+		{"srem S m2 m3", "srem S m2", "1", 5, []string{"scard S -> 204", "sismember S m3 -> 0"}},
+		{"srem S m4 zz", "sadd S zz", "2", 5, []string{"scard S -> 203", "sismember S zz -> 0", "sismember S m4 -> 0"}},
+		{"srem S m5 m6", "timeout", "ERR: " + commands.MsgUnavailable, 2, []string{"scard S -> 203", "sismember S m5 -> 1"}},
+		{"srem S m5 m6", "", "2", 2, []string{"scard S -> 201"}},
+		{"hset H f1 a newf b", "hdel H f1", "2", 5, []string{"hlen H -> 101", "hget H f1 -> a", "hget H newf -> b"}},
+		{"hset H f2 a newg b", "hset H newg c", "0", 5, []string{"hlen H -> 102", "hget H f2 -> a", "hget H newg -> b"}},
+		{"hdel H f3 f4", "hdel H f3", "1", 5, []string{"hlen H -> 100", "hget H f4 -> nil"}},
+		{"hdel H f5 nosuch", "hset H nosuch 1", "2", 5, []string{"hlen H -> 99", "hget H nosuch -> nil"}},
+		// The key item changes instead: the transaction returns it.
+		{"srem S m7 m8", "del S", "0", 2, []string{"exists S -> 0"}},
+		{"hset H f6 x f7 y", "rename H H2", "2", 3, []string{"hgetall H -> {f6=x f7=y}", "hlen H2 -> 99"}},
+	}
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			rs := &raceStore{Store: b.store}
+			a := testserver.Start(t, rs).Client(t, slowOK)
+			other := testserver.Start(t, b.store).Client(t, slowOK)
+			members := make([]any, 200)
+			for i := range members {
+				members[i] = "m" + strconv.Itoa(i)
+			}
+			pairs := make([]any, 0, 200)
+			for i := 0; i < 100; i++ {
+				pairs = append(pairs, "f"+strconv.Itoa(i), strconv.Itoa(i))
+			}
+			require.NoError(t, a.SAdd(ctx, "S", members...).Err())
+			require.NoError(t, a.HSet(ctx, "H", pairs...).Err())
+			for _, tc := range cases {
+				rs.reset()
+				switch tc.hook {
+				case "":
+				case "timeout":
+					rs.failTx.Store(true)
+				default:
+					hook := func() { require.NoError(t, other.Do(ctx, args(tc.hook)...).Err(), tc.hook) }
+					rs.hook.Store(&hook)
+				}
+				require.Equal(t, tc.want, do(t, a, args(tc.cmd)...), "%s (%s)", tc.cmd, tc.hook)
+				require.Nil(t, rs.hook.Load(), "%s: the hook did not run", tc.cmd)
+				require.Equal(t, tc.n, rs.requests(), "%s (%s): GetItem %d, BatchGetItem %d, TransactWriteItems %d, others %d",
+					tc.cmd, tc.hook, rs.gets.Load(), rs.batchGets.Load(), rs.txs.Load(), rs.writes.Load())
+				for _, st := range tc.after {
+					cmd, want, _ := strings.Cut(st, " -> ")
+					require.Equal(t, want, do(t, a, args(cmd)...), "after %s: %s", tc.cmd, cmd)
+				}
 			}
 		})
 	}
