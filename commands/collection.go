@@ -1987,23 +1987,13 @@ func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta 
 }
 
 // blindMembers is blindMember for up to maxBlindMembers member actions,
-// where blindMemberFailed means that member conditions alone failed. When
-// every action is a check, the command changes nothing: the key item is
-// checked under genLiveCond rather than updated, so its ver stays (a
-// WATCH of the key holds, as in Redis, which leaves a key it did not
-// modify alone).
+// where blindMemberFailed means that member conditions alone failed.
 func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
-	keyAction := dynastore.TxAction{Op: dynastore.TxCheck, Key: itemKey(c.DB(), cl.key), Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
-	for _, a := range memberActions {
-		if a.Op != dynastore.TxCheck {
-			u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
-			if delta != 0 {
-				u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
-			}
-			keyAction.Op, keyAction.Update = dynastore.TxUpdate, u
-			break
-		}
+	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
+	if delta != 0 {
+		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
 	}
+	keyAction := dynastore.TxAction{Op: dynastore.TxUpdate, Key: itemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
 	actions := append(memberActions[:len(memberActions):len(memberActions)], keyAction)
 	err := c.Store.Transact(c, actions)
 	if err == nil {
@@ -2097,17 +2087,49 @@ func blindFits(members, vals [][]byte) bool {
 	return size <= maxTxBytes
 }
 
-// blindAddMany adds several members (vals nil for a set) to the large
-// collection cl: it reads them (one BatchGet, under the generation cl
-// names), and one transaction writes the new ones on condition that they
-// are still absent, and checks that each present one still is (a hash
-// overwrites it on that condition), so the count it replies with holds
-// when it commits. A member that changed in between (a race with another
-// writer) does not settle the command: the general path does.
-func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, blindResult, error) {
-	_, present, err := cl.lookup(members)
+// blindRead reads, in one BatchGet, the key item of the large collection
+// cl and its members: present says which are there, and seed hands the
+// key item to the general path should the write need it. When the key item
+// no longer holds cl's generation (deleted, replaced, renamed, expired), ok
+// is false.
+func blindRead(c *Ctx, cl *collection, members [][]byte) (present []bool, n int64, seed blindResult, ok bool, err error) {
+	keys := make([]dynastore.Key, 0, 1+len(members))
+	keys = append(keys, itemKey(c.DB(), cl.key))
+	for _, m := range members {
+		keys = append(keys, memberKey(cl.gen, m))
+	}
+	items, err := c.Store.BatchGet(c, keys)
 	if err != nil {
-		return 0, false, blindResult{out: blindUnknown}, err
+		return nil, 0, blindResult{out: blindUnknown}, false, err
+	}
+	cur, err := collectionFromItem(c, cl.key, cl.typ, items[0])
+	if err != nil {
+		return nil, 0, blindResult{out: blindUnknown}, false, err
+	}
+	seed = blindResult{out: blindUnknown, cur: items[0], known: true}
+	if cur.wrongType || !cur.large() || !bytes.Equal(cur.gen, cl.gen) {
+		return nil, 0, seed, false, nil
+	}
+	present = make([]bool, len(members))
+	for i, it := range items[1:] {
+		present[i] = it != nil && bytes.Equal(decodeMember(it), members[i])
+	}
+	return present, cur.n, seed, true, nil
+}
+
+// blindAddMany adds several members (vals nil for a set) to the large
+// collection cl: it reads its key item and them (blindRead), and one
+// transaction writes the new ones on condition that they are still absent,
+// and checks that each present one still is (a hash overwrites it on that
+// condition), so the count it replies with holds when it commits. A set
+// add of members all there writes nothing, as Redis (the read showed the
+// key item holding the generation, and a generation's members are only
+// added while it does). A member that changed in between (a race with
+// another writer) does not settle the command: the general path does.
+func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, blindResult, error) {
+	present, _, seed, ok, err := blindRead(c, cl, members)
+	if !ok {
+		return 0, false, seed, err
 	}
 	actions := make([]dynastore.TxAction, len(members))
 	var added int64
@@ -2126,6 +2148,9 @@ func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, 
 			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		}
 	}
+	if vals == nil && added == 0 {
+		return 0, true, blindResult{}, nil
+	}
 	res, err := blindMembers(c, cl, actions, added)
 	if err != nil || res.out != blindApplied {
 		return 0, false, res, err
@@ -2135,13 +2160,15 @@ func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, 
 
 // blindRemoveMany removes several members from the large collection cl as
 // blindAddMany adds them: the present ones are deleted on condition that
-// they still are, the absent ones checked absent. Removing the last
-// members fails genLiveCond (the write that empties the collection must
-// delete its key item) and falls back, as blindRemove does.
+// they still are, the absent ones checked absent; none present writes
+// nothing. Removing the last members is left to the general path (the
+// write that empties the collection must delete its key item), from the
+// key item read; genLiveCond's count condition makes the transaction fail
+// should that happen in between.
 func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, blindResult, error) {
-	_, present, err := cl.lookup(members)
-	if err != nil {
-		return 0, false, blindResult{out: blindUnknown}, err
+	present, n, seed, ok, err := blindRead(c, cl, members)
+	if !ok {
+		return 0, false, seed, err
 	}
 	actions := make([]dynastore.TxAction, len(members))
 	var removed int64
@@ -2152,6 +2179,12 @@ func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, bli
 		} else {
 			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
 		}
+	}
+	switch {
+	case removed == 0:
+		return 0, true, blindResult{}, nil
+	case removed >= n:
+		return 0, false, seed, nil
 	}
 	res, err := blindMembers(c, cl, actions, -removed)
 	if err != nil || res.out != blindApplied {
