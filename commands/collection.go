@@ -636,18 +636,13 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 
 // eachMember pages through a generation's members.
 func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error) error {
-	return eachMemberPaged(ctx, st, gen, fn, nil)
+	return eachMemberPaged(ctx, st, gen, nil, fn, nil)
 }
 
-// eachMemberPaged is eachMember that also calls nextPage (when not nil)
-// before it reads any page after the first.
-func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
-	return eachMemberFrom(ctx, st, gen, nil, fn, nextPage)
-}
-
-// eachMemberFrom is eachMemberPaged starting from first, the first page
-// when it was already read (nil: read it).
-func eachMemberFrom(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
+// eachMemberPaged is eachMember starting from first, the first page when
+// it was already read (nil: read it), that also calls nextPage (when not
+// nil) before it reads any page after the first.
+func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
 	var after []byte
 	for {
 		var page dynastore.QueryPage
@@ -1062,7 +1057,7 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 	}
 	first := cl.first
 	cl.first = nil
-	return eachMemberFrom(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true })
+	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true })
 }
 
 // validateRead re-reads the key items of views whose reads were not one

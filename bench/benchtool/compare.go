@@ -251,20 +251,21 @@ func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
+// expect(reply, err)(want) checks a reply.
+func expect(got any, err error) func(want any) error {
+	return func(want any) error {
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("got %v, want %v", got, want)
+		}
+		return nil
+	}
+}
+
 func (c *comparer) pairs() []pair {
 	ctx, rdb := c.ctx, c.rdb
-	// expect(reply, err)(want) checks a redamo reply.
-	expect := func(got any, err error) func(want any) error {
-		return func(want any) error {
-			if err != nil {
-				return err
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("got %v, want %v", got, want)
-			}
-			return nil
-		}
-	}
 	return []pair{
 		{
 			command: "SET", request: "PutItem",

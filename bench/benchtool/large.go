@@ -26,8 +26,10 @@ func runLarge(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *n < 1 || *ops < 1 {
-		return errors.New("need -n >= 1 and -ops >= 1")
+	// RPOP takes the n original elements from the tail, LINDEX reads the
+	// first half.
+	if *n < 2 || *ops < 1 || *ops > *n {
+		return errors.New("need -n >= 2 and 1 <= -ops <= -n")
 	}
 	servers := []struct{ name, addr string }{{"redamo", *addr}}
 	if *redisAddr != "" {
@@ -128,44 +130,30 @@ func largeCommands(prefix string, n int) []largeCommand {
 	list, set, hash := prefix+"list", prefix+"set", prefix+"hash"
 	// spread visits the entries in a scattered order.
 	spread := func(i int) string { return "e" + strconv.Itoa(int(uint64(i)*7919%uint64(n))) }
-	want := func(got any, err error, w any) error {
-		if err != nil {
-			return err
-		}
-		if fmt.Sprint(got) != fmt.Sprint(w) {
-			return fmt.Errorf("got %v, want %v", got, w)
-		}
-		return nil
-	}
 	return []largeCommand{
 		{"LPUSH", func(ctx context.Context, rdb *redis.Client, i int) error {
 			return rdb.LPush(ctx, list, "x"+strconv.Itoa(i)).Err()
 		}},
 		{"RPOP", func(ctx context.Context, rdb *redis.Client, i int) error {
-			got, err := rdb.RPop(ctx, list).Result()
-			return want(got, err, "e"+strconv.Itoa(n-1-i))
+			return expect(rdb.RPop(ctx, list).Result())("e" + strconv.Itoa(n-1-i))
 		}},
 		{"LINDEX", func(ctx context.Context, rdb *redis.Client, i int) error {
 			return rdb.LIndex(ctx, list, int64(uint64(i)*7919%uint64(n/2))).Err()
 		}},
 		{"LLEN", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.LLen(ctx, list).Err() }},
 		{"SADD", func(ctx context.Context, rdb *redis.Client, i int) error {
-			got, err := rdb.SAdd(ctx, set, "x"+strconv.Itoa(i)).Result()
-			return want(got, err, 1)
+			return expect(rdb.SAdd(ctx, set, "x"+strconv.Itoa(i)).Result())(1)
 		}},
 		{"SISMEMBER", func(ctx context.Context, rdb *redis.Client, i int) error {
-			got, err := rdb.SIsMember(ctx, set, spread(i)).Result()
-			return want(got, err, true)
+			return expect(rdb.SIsMember(ctx, set, spread(i)).Result())(true)
 		}},
 		{"SCARD", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.SCard(ctx, set).Err() }},
 		{"HSET", func(ctx context.Context, rdb *redis.Client, i int) error {
-			got, err := rdb.HSet(ctx, hash, "x"+strconv.Itoa(i), "v").Result()
-			return want(got, err, 1)
+			return expect(rdb.HSet(ctx, hash, "x"+strconv.Itoa(i), "v").Result())(1)
 		}},
 		{"HGET", func(ctx context.Context, rdb *redis.Client, i int) error {
 			f := spread(i)
-			got, err := rdb.HGet(ctx, hash, f).Result()
-			return want(got, err, f)
+			return expect(rdb.HGet(ctx, hash, f).Result())(f)
 		}},
 		{"HLEN", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.HLen(ctx, hash).Err() }},
 	}

@@ -702,33 +702,49 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 	if s.wire == nil {
 		return s.sdkQuery(ctx, q, kc, filter, e, lim)
 	}
-	wr := newWireRequest(dynastore.OpQuery)
+	items, last, err := s.wirePage(ctx, dynastore.OpQuery, func(b []byte) ([]byte, error) {
+		return appendQuery(b, s.table, q, kc, filter, e, lim)
+	})
+	page := dynastore.QueryPage{Items: items}
+	if last != nil {
+		page.Next = last.SK
+	}
+	return page, err
+}
+
+// wirePage sends a Query or Scan, whose body render appends, on the direct
+// path: the page's items (never nil) and the key to go on after (nil at
+// the end).
+func (s *Store) wirePage(ctx context.Context, op string, render func([]byte) ([]byte, error)) ([]dynastore.Item, *dynastore.Key, error) {
+	wr := newWireRequest(op)
 	defer wr.release()
-	if *wr.buf, err = appendQuery(*wr.buf, s.table, q, kc, filter, e, lim); err != nil {
-		return dynastore.QueryPage{}, err
+	var err error
+	if *wr.buf, err = render(*wr.buf); err != nil {
+		return nil, nil, err
 	}
 	wr.seal()
-	var page dynastore.QueryPage
-	err = s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	var items []dynastore.Item
+	var last *dynastore.Key
+	err = s.call(ctx, op, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
 		}
 		out.cc.addTo(r, false)
-		page = dynastore.QueryPage{Items: out.items}
-		if page.Items == nil {
-			page.Items = []dynastore.Item{}
+		items, last = out.items, nil
+		if items == nil {
+			items = []dynastore.Item{}
 		}
 		if out.last != nil {
 			k, err := keyOf(out.last)
 			if err != nil {
 				return err
 			}
-			page.Next = k.SK
+			last = &k
 		}
 		return nil
 	})
-	return page, err
+	return items, last, err
 }
 
 // appendQuery appends a Query request's JSON body.
@@ -852,33 +868,10 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 	if s.wire == nil {
 		return s.sdkScan(ctx, sc, filter, e, lim)
 	}
-	wr := newWireRequest(dynastore.OpScan)
-	defer wr.release()
-	if *wr.buf, err = appendScan(*wr.buf, s.table, sc, filter, e, lim); err != nil {
-		return dynastore.ScanPage{}, err
-	}
-	wr.seal()
-	var page dynastore.ScanPage
-	err = s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
-		out := wireOutput{page: true}
-		if err := s.wire.send(ctx, wr, &out); err != nil {
-			return err
-		}
-		out.cc.addTo(r, false)
-		page = dynastore.ScanPage{Items: out.items}
-		if page.Items == nil {
-			page.Items = []dynastore.Item{}
-		}
-		if out.last != nil {
-			k, err := keyOf(out.last)
-			if err != nil {
-				return err
-			}
-			page.Next = &k
-		}
-		return nil
+	items, last, err := s.wirePage(ctx, dynastore.OpScan, func(b []byte) ([]byte, error) {
+		return appendScan(b, s.table, sc, filter, e, lim)
 	})
-	return page, err
+	return dynastore.ScanPage{Items: items, Next: last}, err
 }
 
 // appendScan appends a Scan request's JSON body.

@@ -124,6 +124,17 @@ func answer(bodies map[string]string) func(string, int) (int, http.Header, strin
 // testCreds are the credentials the fake stores sign with.
 var testCreds = aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret/key+x", Source: "test"}
 
+// fakeStore is fakeStores' store on one path (with testCreds), the SDK's
+// when sdkOnly.
+func fakeStore(t *testing.T, f *fakeDynamo, sdkOnly bool) *Store {
+	t.Helper()
+	sdk, direct := fakeStores(t, f, testCreds)
+	if sdkOnly {
+		return sdk
+	}
+	return direct
+}
+
 // fakeStores returns a store on each path, both sending to f, with static
 // credentials and quick retries.
 func fakeStores(t *testing.T, f *fakeDynamo, creds aws.Credentials) (sdk, direct *Store) {
@@ -428,11 +439,7 @@ func TestDirectResponsesMatchSDK(t *testing.T) {
 			results := map[bool]any{}
 			for _, sdkOnly := range []bool{true, false} {
 				f := newFake(answer(bodies))
-				sdk, direct := fakeStores(t, f, testCreds)
-				s := direct
-				if sdkOnly {
-					s = sdk
-				}
+				s := fakeStore(t, f, sdkOnly)
 				stats[sdkOnly] = dynastore.NewStats()
 				s.obs = stats[sdkOnly]
 				got, err := c.call(s)
@@ -538,11 +545,7 @@ func TestDirectErrorsMatchSDK(t *testing.T) {
 			attempts := map[bool]int{}
 			for _, sdkOnly := range []bool{true, false} {
 				f := newFake(c.respond)
-				sdk, direct := fakeStores(t, f, testCreds)
-				s := direct
-				if sdkOnly {
-					s = sdk
-				}
+				s := fakeStore(t, f, sdkOnly)
 				errs[sdkOnly] = c.call(s)
 				require.Error(t, errs[sdkOnly])
 				f.mu.Lock()
@@ -822,11 +825,7 @@ func TestDirectBatchGetMatchesSDK(t *testing.T) {
 					require.NoError(t, err)
 					return 200, nil, string(b), nil
 				}
-				sdk, direct := fakeStores(t, f, testCreds)
-				s := direct
-				if sdkOnly {
-					s = sdk
-				}
+				s := fakeStore(t, f, sdkOnly)
 				st := dynastore.NewStats()
 				s.obs = st
 				got, err := s.BatchGet(context.Background(), c.keys)
@@ -929,11 +928,7 @@ func TestDirectScanPagingMatchesSDK(t *testing.T) {
 			for i, sdkOnly := range []bool{true, false} {
 				f := newFake(nil)
 				f.serve = serve(t)
-				sdk, direct := fakeStores(t, f, testCreds)
-				s := direct
-				if sdkOnly {
-					s = sdk
-				}
+				s := fakeStore(t, f, sdkOnly)
 				st := dynastore.NewStats()
 				s.obs = st
 				sc := c.scan
