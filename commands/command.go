@@ -275,11 +275,21 @@ type Conn struct {
 	// tally holds the connection's calls not yet in the command statistics
 	// (owner-only).
 	tally commandTally
+	// Requests, when set, holds the store requests of the connection's
+	// commands until FlushStats (the server puts it in their contexts with
+	// dynastore.WithTally).
+	Requests *dynastore.Tally
 }
 
-// FlushStats adds the connection's calls counted so far to the command
-// statistics. The server calls it before it writes replies.
-func (c *Conn) FlushStats() { c.tally.flush() }
+// FlushStats adds the connection's calls and store requests counted so far
+// to the command and request statistics. The server calls it before it
+// writes replies.
+func (c *Conn) FlushStats() {
+	c.tally.flush()
+	if c.Requests != nil {
+		c.Requests.Flush()
+	}
+}
 
 // Publish makes DB and Proto visible to other connections (CLIENT LIST); the
 // server calls it after every command of this connection.

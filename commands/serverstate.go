@@ -205,9 +205,9 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		before = errs.Errors()
 	}
 	if c.Conn != nil && c.Conn.tally.name != cmd.Name {
-		// The calls before this one count before it runs (INFO, CONFIG
-		// RESETSTAT see them).
-		c.Conn.tally.flush()
+		// The calls and requests before this one count before it runs
+		// (INFO, CONFIG RESETSTAT see them).
+		c.Conn.FlushStats()
 	}
 	var start time.Time
 	if s.Clock == nil {

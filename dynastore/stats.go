@@ -35,6 +35,35 @@ func (os Observers) Observe(ctx context.Context, r Request) {
 	}
 }
 
+// IgnoresDuration implements DurationIgnorer: true when every observer
+// ignores durations.
+func (os Observers) IgnoresDuration() bool {
+	for _, o := range os {
+		if Timed(o) {
+			return false
+		}
+	}
+	return true
+}
+
+// DurationIgnorer is implemented by an observer that never reads
+// Request.Duration.
+type DurationIgnorer interface {
+	IgnoresDuration() bool
+}
+
+// Timed reports whether o (nil: none) may read Request.Duration. A backend
+// whose requests take about as long as two clock readings (the memory
+// store: reading the clock was ~4% of a pipelined GET's CPU) leaves
+// Duration 0 when it is false.
+func Timed(o Observer) bool {
+	if o == nil {
+		return false
+	}
+	d, ok := o.(DurationIgnorer)
+	return !ok || !d.IgnoresDuration()
+}
+
 // StatKey names one counter row.
 type StatKey struct {
 	Label, Op string
@@ -86,23 +115,104 @@ func NewStats() *Stats {
 	return &Stats{}
 }
 
-// Observe implements Observer.
-func (s *Stats) Observe(_ context.Context, r Request) {
-	k := StatKey{r.Label, r.Op}
+// Observe implements Observer. A request whose context carries a Tally of
+// s (WithTally) waits in it until its Flush.
+func (s *Stats) Observe(ctx context.Context, r Request) {
+	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok && t.stats == s {
+		t.add(r)
+		return
+	}
+	s.add(StatKey{r.Label, r.Op}, rowOf(r))
+}
+
+// IgnoresDuration implements DurationIgnorer: Stats counts requests, it
+// does not time them.
+func (s *Stats) IgnoresDuration() bool { return true }
+
+// rowOf is one request as a row of totals.
+func rowOf(r Request) StatRow {
+	row := StatRow{Requests: 1, RCU: r.RCU, WCU: r.WCU}
+	if r.Attempts > 1 {
+		row.Retries = int64(r.Attempts - 1)
+	}
+	if r.Err != nil {
+		row.Errors = 1
+	}
+	return row
+}
+
+// add adds d to the row of k.
+func (s *Stats) add(k StatKey, d StatRow) {
 	v, ok := s.rows.Load(k)
 	if !ok {
 		v, _ = s.rows.LoadOrStore(k, &statRow{})
 	}
 	row := v.(*statRow)
-	row.requests.Add(1)
-	if r.Attempts > 1 {
-		row.retries.Add(int64(r.Attempts - 1))
+	row.requests.Add(d.Requests)
+	if d.Retries != 0 {
+		row.retries.Add(d.Retries)
 	}
-	if r.Err != nil {
-		row.errors.Add(1)
+	if d.Errors != 0 {
+		row.errors.Add(d.Errors)
 	}
-	addFloat(&row.rcu, r.RCU)
-	addFloat(&row.wcu, r.WCU)
+	addFloat(&row.rcu, d.RCU)
+	addFloat(&row.wcu, d.WCU)
+}
+
+// Tally holds one client connection's requests until Flush adds them to
+// its Stats. Counting every request of a pipeline in the shared rows made
+// the cores take turns at the same cache lines (the atomics of one row per
+// command and operation): about 4% of a pipelined GET's CPU on the memory
+// store. A request reaches a Tally through its context (WithTally). A Tally
+// is safe for concurrent use, since a command may run requests in parallel;
+// its lock is in practice only ever taken by the connection's goroutine.
+type Tally struct {
+	stats *Stats
+	mu    sync.Mutex
+	rows  []tallyRow
+}
+
+type tallyRow struct {
+	key StatKey
+	row StatRow
+}
+
+// NewTally returns an empty Tally for s.
+func (s *Stats) NewTally() *Tally { return &Tally{stats: s} }
+
+type tallyKey struct{}
+
+// WithTally makes the requests made with ctx wait in t (when t's Stats
+// observes them).
+func WithTally(ctx context.Context, t *Tally) context.Context {
+	return context.WithValue(ctx, tallyKey{}, t)
+}
+
+func (t *Tally) add(r Request) {
+	d := rowOf(r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.rows {
+		if row := &t.rows[i]; row.key.Label == r.Label && row.key.Op == r.Op {
+			row.row.Requests += d.Requests
+			row.row.Retries += d.Retries
+			row.row.Errors += d.Errors
+			row.row.RCU += d.RCU
+			row.row.WCU += d.WCU
+			return
+		}
+	}
+	t.rows = append(t.rows, tallyRow{StatKey{r.Label, r.Op}, d})
+}
+
+// Flush adds the requests held so far to the Stats.
+func (t *Tally) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, row := range t.rows {
+		t.stats.add(row.key, row.row)
+	}
+	t.rows = t.rows[:0]
 }
 
 // Snapshot returns a copy of all rows.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
 )
 
 const (
@@ -74,6 +75,9 @@ type conn struct {
 	// allocation per request otherwise) depends on nothing else.
 	labelName string
 	labelCtx  context.Context
+	// tallyCtx is the server's context with the connection's request tally
+	// (commands.Conn.Requests), the parent of labelCtx.
+	tallyCtx context.Context
 
 	// killed drops the rest of a pipeline after CLIENT KILL.
 	killed atomic.Bool
@@ -100,6 +104,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		Authed:    s.srv.RequirePass() == "",
 	}
 	c.cn.Touch("NULL", now)
+	c.tallyCtx = s.ctx
+	if s.srv.Stats != nil {
+		c.cn.Requests = s.srv.Stats.NewTally()
+		c.tallyCtx = dynastore.WithTally(s.ctx, c.cn.Requests)
+	}
 	c.p.maxBulk = s.srv.ProtoMaxBulkLen
 	c.p.authRequired = func() bool { return s.srv.AuthRequired(c.cn) }
 	return c

@@ -266,7 +266,13 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		return
 	}
 	if c.labelCtx == nil || c.labelName != cmd.Name {
-		c.labelName, c.labelCtx = cmd.Name, dynastore.WithLabel(s.ctx, cmd.Name)
+		parent := c.tallyCtx
+		if cmd.HasFlag(commands.FlagBlocking) {
+			// A command that may wait for long counts its requests as
+			// they happen, not when it replies.
+			parent = s.ctx
+		}
+		c.labelName, c.labelCtx = cmd.Name, dynastore.WithLabel(parent, cmd.Name)
 	}
 	ctx := c.labelCtx
 	if cmd.HasFlag(commands.FlagBlocking) {

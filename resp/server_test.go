@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
 )
 
@@ -35,7 +37,12 @@ func start(t *testing.T, cfg commands.Config, extra ...*commands.Command) *testS
 	t.Helper()
 	table := commands.NewTable()
 	table.Register(extra...)
-	srv := &commands.Server{Table: table, Config: cfg}
+	return serve(t, &commands.Server{Table: table, Config: cfg})
+}
+
+// serve serves srv on a free port until the test ends.
+func serve(t *testing.T, srv *commands.Server) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ts := &testServer{addr: ln.Addr().String(), srv: srv, done: make(chan struct{})}
@@ -650,4 +657,31 @@ func TestCommandStatsSeePipelinedCalls(t *testing.T) {
 			tc.run(t)
 		})
 	}
+}
+
+// TestStoreStatsSeePipelinedRequests checks when a connection's store
+// requests reach the request statistics (they wait in the connection's
+// dynastore.Tally): all of a pipeline's once its replies are written, and
+// those of a blocking command as they happen, not when it replies.
+func TestStoreStatsSeePipelinedRequests(t *testing.T) {
+	stats := dynastore.NewStats()
+	ts := serve(t, &commands.Server{
+		Table: commands.NewTable(),
+		Store: memory.New(memory.Options{Observer: stats}),
+		Stats: stats,
+	})
+	a, b := ts.dial(t), ts.dial(t)
+
+	a.send(cmd("SET", "k", "v") + strings.Repeat(cmd("GET", "k"), 5) + cmd("DEL", "k"))
+	a.expect("+OK\r\n" + strings.Repeat("$1\r\nv\r\n", 5) + ":1\r\n")
+	require.Equal(t, int64(1), stats.Requests("set"))
+	require.Equal(t, int64(5), stats.Requests("get", dynastore.OpGetItem))
+	require.Equal(t, int64(1), stats.Requests("del"))
+
+	a.send(cmd("BLPOP", "q", "0"))
+	require.Eventually(t, func() bool { return stats.Requests("blpop") > 0 }, 5*time.Second, 10*time.Millisecond,
+		"a blocked command's first attempt counts before it replies")
+	b.send(cmd("RPUSH", "q", "x"))
+	b.expect(":1\r\n")
+	a.expect("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")
 }

@@ -33,6 +33,8 @@ type Options struct {
 // (see index.go).
 type Store struct {
 	obs dynastore.Observer
+	// timed is set when obs may read a request's Duration (dynastore.Timed).
+	timed bool
 
 	seed   maphash.Seed // picks an item's shard
 	shards [nShards]shard
@@ -58,7 +60,7 @@ type failure struct {
 
 // New returns an empty store.
 func New(o Options) *Store {
-	s := &Store{obs: o.Observer, seed: maphash.MakeSeed()}
+	s := &Store{obs: o.Observer, timed: dynastore.Timed(o.Observer), seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].shardState = newShard()
 	}
@@ -99,22 +101,28 @@ func (s *Store) SetLatency(d time.Duration) {
 // request runs one request: hooks first, then fn, then the observer.
 // fn returns the consumed capacity and the request's error.
 func (s *Store) request(ctx context.Context, op string, fn func() (rcu, wcu float64, err error)) error {
-	start := monotonic()
+	var start time.Duration
+	if s.timed {
+		start = monotonic()
+	}
 	var rcu, wcu float64
 	err := s.hooks(ctx, op)
 	if err == nil {
 		rcu, wcu, err = fn()
 	}
 	if s.obs != nil {
-		s.obs.Observe(ctx, dynastore.Request{
+		r := dynastore.Request{
 			Label:    dynastore.Label(ctx),
 			Op:       op,
 			Attempts: 1,
 			RCU:      rcu,
 			WCU:      wcu,
-			Duration: monotonic() - start,
 			Err:      err,
-		})
+		}
+		if s.timed {
+			r.Duration = monotonic() - start
+		}
+		s.obs.Observe(ctx, r)
 	}
 	return err
 }

@@ -372,3 +372,36 @@ func TestOrderAcrossFlushes(t *testing.T) {
 	}
 	require.Equal(t, sks, gotSKs)
 }
+
+// durations records the Duration of every request it observes.
+type durations struct {
+	mu     sync.Mutex
+	ignore bool
+	seen   []time.Duration
+}
+
+func (d *durations) Observe(_ context.Context, r dynastore.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seen = append(d.seen, r.Duration)
+}
+
+func (d *durations) IgnoresDuration() bool { return d.ignore }
+
+// TestRequestTiming checks that requests are timed when an observer may
+// read their durations, and only then (dynastore.Timed).
+func TestRequestTiming(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		d := &durations{ignore: ignore}
+		s := memory.New(memory.Options{Observer: dynastore.Observers{dynastore.NewStats(), d}})
+		s.SetLatency(2 * time.Millisecond)
+		_, err := s.Get(context.Background(), dynastore.Key{PK: []byte("k"), SK: []byte{0}})
+		require.NoError(t, err)
+		require.Len(t, d.seen, 1)
+		if ignore {
+			require.Zero(t, d.seen[0])
+		} else {
+			require.GreaterOrEqual(t, d.seen[0], 2*time.Millisecond)
+		}
+	}
+}
