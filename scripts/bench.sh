@@ -20,6 +20,8 @@
 #
 # Environment (defaults in brackets):
 #   REDAMO_BENCH_N        requests per test, redis and memory store [200000]
+#   REDAMO_BENCH_ROUNDS   throughput rounds on redis and the memory store, the
+#                         median kept [3]
 #   REDAMO_BENCH_DDB_N    requests per test, DynamoDB Local [5000]
 #   REDAMO_BENCH_DDB_P    pipeline depth against DynamoDB Local [1]: one JVM on a
 #                         small machine cannot hold 50x16 requests in flight
@@ -36,6 +38,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 N="${REDAMO_BENCH_N:-200000}"
+ROUNDS="${REDAMO_BENCH_ROUNDS:-3}"
 DDB_N="${REDAMO_BENCH_DDB_N:-5000}"
 DDB_P="${REDAMO_BENCH_DDB_P:-1}"
 LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
@@ -171,12 +174,15 @@ bench_csv() {
 report() {
 	echo
 	echo "$1"
+	local cpus=()
+	[ -f "$work/redis-$2.cpu" ] && cpus=("$work/redis-$2.cpu" "$work/memory-$2.cpu")
 	awk -F, '
 		function unq(s) { gsub(/"/, "", s); return s }
-		FNR == 1 { target = FILENAME; sub(/.*\//, "", target); sub(/-.*/, "", target); next }
+		FNR == 1 { target = FILENAME; sub(/.*\//, "", target); cpufile = (target ~ /\.cpu$/); sub(/-.*/, "", target); next }
+		cpufile { cpu[target, $1] = $2; next }
 		{ t = unq($1); rps[target, t] = unq($2); p50[target, t] = unq($5); p99[target, t] = unq($7); tests[t] = 1 }
 		END {
-			printf "%-6s %-16s %12s %9s %9s %13s\n", "test", "server", "ops/s", "p50 ms", "p99 ms", "vs redis"
+			printf "%-6s %-16s %12s %9s %9s %13s %11s\n", "test", "server", "ops/s", "p50 ms", "p99 ms", "vs redis", "CPU us/op"
 			n = split("SET GET INCR", order, " ")
 			for (i = 1; i <= n; i++) {
 				t = order[i]
@@ -189,16 +195,68 @@ report() {
 						continue
 					}
 					ratio = (s == "redis" || rps["redis", t] == 0) ? "" : sprintf("%.2fx", rps[s, t] / rps["redis", t])
-					printf "%-6s %-16s %12.0f %9.3f %9.3f %13s\n", (j == 1 ? t : ""), label, rps[s, t], p50[s, t], p99[s, t], ratio
+					c = ((s, t) in cpu) ? sprintf("%.2f", cpu[s, t]) : ""
+					printf "%-6s %-16s %12.0f %9.3f %9.3f %13s %11s\n", (j == 1 ? t : ""), label, rps[s, t], p50[s, t], p99[s, t], ratio, c
 				}
 			}
-		}' "$work/redis-$2.csv" "$work/memory-$2.csv" "$work/dynamodb-$2.csv"
+		}' "$work/redis-$2.csv" "$work/memory-$2.csv" "$work/dynamodb-$2.csv" "${cpus[@]}"
+}
+
+# cpu_ticks PID: the process's user+system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# tput_rounds: redis-server and redamo on the memory store take turns,
+# $ROUNDS rounds of one redis-benchmark run per test and server, each with
+# the server's CPU time. Two cores are shared by redis-benchmark and the
+# server, so one run's rate swings by 10-15%: the report keeps, per test,
+# the round with the median rate ($work/{redis,memory}-tput.csv) and the
+# median CPU time per request ($work/{redis,memory}-tput.cpu).
+tput_rounds() {
+	local t r name port pid c0 c1 tick
+	tick="$(getconf CLK_TCK)"
+	for t in SET GET INCR; do
+		for r in $(seq 1 "$ROUNDS"); do
+			for name in redis memory; do
+				port="$redis_port" pid="${pid_of[redis]}"
+				if [ "$name" = memory ]; then
+					port="$mem_port" pid="${pid_of[redamo-memory]}"
+				fi
+				c0="$(cpu_ticks "$pid")"
+				timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -t "$t" -r 100000 -n "$N" -c 50 -P 16 --csv \
+					2>/dev/null | grep -v '^"test"' >>"$work/$name-tput.rounds" || true
+				c1="$(cpu_ticks "$pid")"
+				awk -v t="$t" -v d=$((c1 - c0)) -v hz="$tick" -v n="$N" \
+					'BEGIN { printf "%s,%.3f\n", t, d / hz * 1e6 / n }' >>"$work/$name-tput.cpus"
+			done
+		done
+	done
+	for name in redis memory; do
+		median_rows "$work/$name-tput.rounds" 2 '"test","rps"' >"$work/$name-tput.csv"
+		median_rows "$work/$name-tput.cpus" 2 'test,cpu_us' >"$work/$name-tput.cpu"
+	done
+}
+
+# median_rows FILE COL HEADER: HEADER, then for each test (column 1) of the
+# CSV lines in FILE the line whose column COL is the median (quotes ignored).
+median_rows() {
+	echo "$3"
+	awk -F, -v col="$2" '
+		function unq(s) { gsub(/"/, "", s); return s }
+		{
+			t = unq($1); k = ++n[t]; v[t, k] = unq($col) + 0; row[t, k] = $0
+			# insertion sort by value within the test
+			while (k > 1 && v[t, k - 1] > v[t, k]) {
+				x = v[t, k]; v[t, k] = v[t, k - 1]; v[t, k - 1] = x
+				x = row[t, k]; row[t, k] = row[t, k - 1]; row[t, k - 1] = x
+				k--
+			}
+		}
+		END { for (t in n) print row[t, int((n[t] + 1) / 2)] }' "$1"
 }
 
 if ! skipped tcp; then
-	step "redis-benchmark: throughput, -c 50 -P 16 (p50/p99 are per pipelined batch)"
-	bench_csv redis-tput "$redis_port" "$N" -c 50 -P 16
-	bench_csv memory-tput "$mem_port" "$N" -c 50 -P 16
+	step "redis-benchmark: throughput, -c 50 -P 16 -r 100000, $ROUNDS rounds taking turns (p50/p99 are per pipelined batch)"
+	tput_rounds
 	# DynamoDB Local's JVM is slow until its code is compiled: warm it up.
 	bench_csv dynamodb-warmup "$ddb_port" 500 -c 4
 	bench_csv dynamodb-tput "$ddb_port" "$DDB_N" -c 50 -P "$DDB_P"
