@@ -397,6 +397,42 @@ func valueSize(v Value) int {
 	return 0
 }
 
+// UpdatePayloadSize is an update's share of a transaction's request
+// payload (MaxTxSize): the attribute names and literal values it carries.
+func UpdatePayloadSize(u *Update) int {
+	n := 0
+	for _, s := range u.Set {
+		n += len(s.Attr) + operandSize(s.Val)
+	}
+	for _, a := range u.Remove {
+		n += len(a)
+	}
+	for _, as := range [][]AttrValue{u.Add, u.Delete} {
+		for _, a := range as {
+			n += len(a.Attr) + valueSize(a.Val)
+		}
+	}
+	return n
+}
+
+func operandSize(o Operand) int {
+	switch x := o.(type) {
+	case Lit:
+		return valueSize(x.V)
+	case IfNotExists:
+		return len(x.Attr) + valueSize(x.Default)
+	case Ref:
+		return len(x.Attr)
+	case Plus:
+		return operandSize(x.A) + operandSize(x.B)
+	case Minus:
+		return operandSize(x.A) + operandSize(x.B)
+	case ListAppend:
+		return operandSize(x.A) + operandSize(x.B)
+	}
+	return 0
+}
+
 // Capacity unit sizes: a strongly consistent read unit covers 4 KB, a write
 // unit 1 KB; transactional requests cost TxCapacityFactor times as much.
 const (

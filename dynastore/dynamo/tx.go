@@ -202,7 +202,7 @@ func txItem(a dynastore.TxAction, r *itemRequest) (int, error) {
 		if cond, err = e.Cond(a.Cond); err != nil {
 			return 0, err
 		}
-		size = keySize(a.Key) + updateSize(*a.Update)
+		size = keySize(a.Key) + dynastore.UpdatePayloadSize(a.Update)
 		*r = itemRequest{op: dynastore.OpUpdateItem, key: a.Key, update: upd}
 	case dynastore.TxDelete:
 		if err := dynastore.ValidateKey(a.Key); err != nil {
@@ -234,39 +234,6 @@ func txItem(a dynastore.TxAction, r *itemRequest) (int, error) {
 
 func keySize(k dynastore.Key) int {
 	return len(dynastore.AttrPK) + len(k.PK) + len(dynastore.AttrSK) + len(k.SK)
-}
-
-// updateSize is what an update sends: its names and literal values.
-func updateSize(u dynastore.Update) int {
-	n := 0
-	for _, s := range u.Set {
-		n += len(s.Attr) + operandSize(s.Val)
-	}
-	for _, a := range u.Remove {
-		n += len(a)
-	}
-	for _, av := range append(append([]dynastore.AttrValue(nil), u.Add...), u.Delete...) {
-		n += dynastore.ItemSize(dynastore.Item{av.Attr: av.Val})
-	}
-	return n
-}
-
-func operandSize(o dynastore.Operand) int {
-	switch x := o.(type) {
-	case dynastore.Lit:
-		return dynastore.ItemSize(dynastore.Item{"": x.V})
-	case dynastore.IfNotExists:
-		return len(x.Attr) + dynastore.ItemSize(dynastore.Item{"": x.Default})
-	case dynastore.Ref:
-		return len(x.Attr)
-	case dynastore.Plus:
-		return operandSize(x.A) + operandSize(x.B)
-	case dynastore.Minus:
-		return operandSize(x.A) + operandSize(x.B)
-	case dynastore.ListAppend:
-		return operandSize(x.A) + operandSize(x.B)
-	}
-	return 0
 }
 
 // txReason is one cancellation reason as DynamoDB gives it.

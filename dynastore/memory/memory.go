@@ -496,7 +496,7 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 			if err := dynastore.ValidateUpdate(*a.Update); err != nil {
 				return nil, err
 			}
-			payload += len(a.Key.PK) + len(a.Key.SK) + updateSize(a.Update)
+			payload += len(a.Key.PK) + len(a.Key.SK) + dynastore.UpdatePayloadSize(a.Update)
 		case dynastore.TxDelete:
 			payload += len(a.Key.PK) + len(a.Key.SK)
 		case dynastore.TxCheck:
@@ -527,38 +527,4 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 		return nil, fmt.Errorf("%w: Transaction payload size cannot exceed 4MB. Payload Size: %d", dynastore.ErrTxTooLarge, payload)
 	}
 	return acts, nil
-}
-
-// updateSize approximates an update's share of the request payload: the
-// attribute names and literal values it carries.
-func updateSize(u *dynastore.Update) int {
-	n := 0
-	for _, s := range u.Set {
-		n += len(s.Attr) + operandSize(s.Val)
-	}
-	for _, a := range u.Remove {
-		n += len(a)
-	}
-	for _, a := range append(append([]dynastore.AttrValue{}, u.Add...), u.Delete...) {
-		n += dynastore.ItemSize(dynastore.Item{a.Attr: a.Val})
-	}
-	return n
-}
-
-func operandSize(o dynastore.Operand) int {
-	switch x := o.(type) {
-	case dynastore.Lit:
-		return dynastore.ItemSize(dynastore.Item{"": x.V})
-	case dynastore.IfNotExists:
-		return len(x.Attr) + dynastore.ItemSize(dynastore.Item{"": x.Default})
-	case dynastore.Plus:
-		return operandSize(x.A) + operandSize(x.B)
-	case dynastore.Minus:
-		return operandSize(x.A) + operandSize(x.B)
-	case dynastore.ListAppend:
-		return operandSize(x.A) + operandSize(x.B)
-	case dynastore.Ref:
-		return len(x.Attr)
-	}
-	return 0
 }
