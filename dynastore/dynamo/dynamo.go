@@ -643,7 +643,7 @@ func appendBatchGetAgain(b []byte, table string, keys []dynastore.Item) ([]byte,
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendItem(b, k); err != nil {
+		if b, err = appendAVs(b, k); err != nil {
 			return b, fmt.Errorf("unprocessed key: %w", err)
 		}
 	}
@@ -798,20 +798,13 @@ func (s *Store) sdkQuery(ctx context.Context, q dynastore.Query, kc, filter stri
 			return err
 		}
 		addCapacity(r, out.ConsumedCapacity, false)
-		page = dynastore.QueryPage{Items: make([]dynastore.Item, 0, len(out.Items))}
-		for _, m := range out.Items {
-			it, err := fromItem(m)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, it)
+		items, next, err := fromPage(out.Items, out.LastEvaluatedKey)
+		if err != nil {
+			return err
 		}
-		if out.LastEvaluatedKey != nil {
-			k, err := keyFromAV(out.LastEvaluatedKey)
-			if err != nil {
-				return err
-			}
-			page.Next = k.SK
+		page = dynastore.QueryPage{Items: items}
+		if next != nil {
+			page.Next = next.SK
 		}
 		return nil
 	})
@@ -928,22 +921,9 @@ func (s *Store) sdkScan(ctx context.Context, sc dynastore.Scan, filter string, e
 			return err
 		}
 		addCapacity(r, out.ConsumedCapacity, false)
-		page = dynastore.ScanPage{Items: make([]dynastore.Item, 0, len(out.Items))}
-		for _, m := range out.Items {
-			it, err := fromItem(m)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, it)
-		}
-		if out.LastEvaluatedKey != nil {
-			k, err := keyFromAV(out.LastEvaluatedKey)
-			if err != nil {
-				return err
-			}
-			page.Next = &k
-		}
-		return nil
+		items, next, err := fromPage(out.Items, out.LastEvaluatedKey)
+		page = dynastore.ScanPage{Items: items, Next: next}
+		return err
 	})
 	return page, err
 }

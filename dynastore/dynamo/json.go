@@ -136,21 +136,10 @@ func appendAV(b []byte, v dynastore.Value) ([]byte, error) {
 		}
 		b = append(b, ']')
 	case dynastore.M:
-		b = append(b, `{"M":{`...)
-		first := true
-		for k, e := range v {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendAV(b, e); err != nil {
-				return b, err
-			}
+		var err error
+		if b, err = appendAVs(append(b, `{"M":`...), v); err != nil {
+			return b, err
 		}
-		b = append(b, '}')
 	case dynastore.BOOL:
 		if v {
 			b = append(b, `{"BOOL":true`...)
@@ -165,11 +154,12 @@ func appendAV(b []byte, v dynastore.Value) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendItem appends an item's attributes as a JSON object.
-func appendItem(b []byte, it dynastore.Item) ([]byte, error) {
+// appendAVs appends named values (an item's attributes, a map's entries)
+// as a JSON object.
+func appendAVs[V ~map[string]dynastore.Value](b []byte, vs V) ([]byte, error) {
 	b = append(b, '{')
 	first := true
-	for k, v := range it {
+	for k, v := range vs {
 		if !first {
 			b = append(b, ',')
 		}

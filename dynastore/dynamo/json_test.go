@@ -61,7 +61,7 @@ func TestValueJSONRoundTrip(t *testing.T) {
 	}
 	_, err := appendAV(nil, dynastore.L{nil})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
-	_, err = appendItem(nil, dynastore.Item{"x": dynastore.M{"y": nil}})
+	_, err = appendAVs(nil, dynastore.Item{"x": dynastore.M{"y": nil}})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
 	require.ErrorContains(t, err, `attribute "x"`)
 }
@@ -162,7 +162,7 @@ func FuzzDecodeItem(f *testing.F) {
 		if it == nil {
 			return
 		}
-		out, err := appendItem(nil, it)
+		out, err := appendAVs(nil, it)
 		require.NoError(t, err)
 		d2 := newDecoder(out)
 		require.Equal(t, it, d2.item())

@@ -106,6 +106,27 @@ func toItem(it dynastore.Item) (map[string]types.AttributeValue, error) {
 	return out, nil
 }
 
+// fromPage converts the items of a Query or Scan page and the key it
+// stopped after (nil on the last page).
+func fromPage(ms []map[string]types.AttributeValue, last map[string]types.AttributeValue) ([]dynastore.Item, *dynastore.Key, error) {
+	items := make([]dynastore.Item, 0, len(ms))
+	for _, m := range ms {
+		it, err := fromItem(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		items = append(items, it)
+	}
+	if last == nil {
+		return items, nil, nil
+	}
+	k, err := keyFromAV(last)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, &k, nil
+}
+
 // fromItem converts a returned item; an empty or nil map is a nil Item
 // (DynamoDB returns no attributes for a missing item).
 func fromItem(m map[string]types.AttributeValue) (dynastore.Item, error) {
