@@ -47,7 +47,9 @@ CONNS="${REDAMO_BENCH_CONNS:-1000}"
 LARGE="${REDAMO_BENCH_LARGE:-100000}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
-step() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
+step() { printf '\n==> %s\n' "$*"; } # a blank line between the parts
 die() {
 	echo "bench: error: $*" >&2
 	exit 1
@@ -55,19 +57,8 @@ die() {
 skipped() { [[ "$SKIP" == *" $1 "* ]]; }
 
 # ---- prerequisites ----------------------------------------------------------------
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo -n "$@"
-	else
-		die "need root to run: $*"
-	fi
-}
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
-	step "apt-get install redis-server redis-tools"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server redis-tools
+	apt_install redis-server redis-tools
 fi
 
 # ---- process bookkeeping ----------------------------------------------------------

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by scripts/test.sh and scripts/compat.sh, which source it after
+# Shared by scripts/test.sh, compat.sh and bench.sh, which source it after
 # setting root (the repository) and cd'ing there; it runs nothing itself.
 
 step() { echo "==> $*"; }
