@@ -4,7 +4,8 @@
 #   2. redis-benchmark GET/SET/INCR over TCP against a real redis-server,
 #      redamo on the memory store and redamo on DynamoDB Local, in the same
 #      run: throughput (-c 50 -P 16) and one-client latency, side by side with
-#      the ratio redamo/redis.
+#      the ratio redamo/redis; redis and the memory store take turns for
+#      REDAMO_BENCH_ROUNDS rounds, the median kept, with CPU time per request.
 #   3. On DynamoDB Local, one client: each hot command through redamo vs the
 #      single raw DynamoDB request it maps to (bench/benchtool compare), the
 #      same for LPUSH/RPOP/SADD/HSET on small collections and on collections
@@ -213,9 +214,13 @@ tput_rounds() {
 					port="$mem_port" pid="${pid_of[redamo-memory]}"
 				fi
 				c0="$(cpu_ticks "$pid")"
-				timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -t "$t" -r 100000 -n "$N" -c 50 -P 16 --csv \
-					2>/dev/null | grep -v '^"test"' >>"$work/$name-tput.rounds" || true
+				if ! timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -t "$t" -r 100000 -n "$N" -c 50 -P 16 --csv \
+					>"$work/round.csv" 2>"$work/round.err"; then
+					echo "redis-benchmark $t against $name failed: $(grep -v '^WARNING' "$work/round.err" | tail -n 3)"
+					continue
+				fi
 				c1="$(cpu_ticks "$pid")"
+				grep -v '^"test"' "$work/round.csv" >>"$work/$name-tput.rounds"
 				awk -v t="$t" -v d=$((c1 - c0)) -v hz="$tick" -v n="$N" \
 					'BEGIN { printf "%s,%.3f\n", t, d / hz * 1e6 / n }' >>"$work/$name-tput.cpus"
 			done
