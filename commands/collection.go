@@ -1593,17 +1593,6 @@ func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 	}
 }
 
-// condUnexpired holds when the item has no expiry or one after nowMS: it is
-// condLive without attribute_exists(pk), for conditions whose other terms
-// already hold only on an existing item (an ordered comparison of an
-// attribute, or of its size, is false when the attribute is missing).
-func condUnexpired(nowMS int64) dynastore.Cond {
-	return dynastore.Or{
-		dynastore.NotExists{Attr: attrExpiry},
-		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
-	}
-}
-
 // genLiveCond is the condition of a commutative change of a large
 // collection's key item: it still holds generation gen (so it is still that
 // collection: see largeGen; the comparison also implies the item exists)

@@ -225,7 +225,7 @@ func parseExpireOpts(args [][]byte) (uint8, string) {
 // key being live and on the NX/XX/GT/LT rule (GT and LT treat a key without
 // expiry as having an infinite TTL, as Redis does).
 func expireGeneric(c *Ctx, basetime int64, seconds bool) {
-	name := strings.ToLower(string(c.Args[0]))
+	invalid := func() string { return fmt.Sprintf(MsgInvalidExpire, strings.ToLower(string(c.Args[0]))) }
 	flags, msg := parseExpireOpts(c.Args[3:])
 	if msg != "" {
 		c.W.Error(msg)
@@ -238,13 +238,13 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	}
 	if seconds {
 		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
-			c.W.Error(fmt.Sprintf(MsgInvalidExpire, name))
+			c.W.Error(invalid())
 			return
 		}
 		when *= 1000
 	}
 	if when > math.MaxInt64-basetime {
-		c.W.Error(fmt.Sprintf(MsgInvalidExpire, name))
+		c.W.Error(invalid())
 		return
 	}
 	when += basetime
@@ -254,22 +254,26 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 		return
 	}
 	now := c.NowMS()
-	cond := dynastore.And{condLive(now)}
+	var rule dynastore.And // the NX/XX/GT/LT terms
 	switch {
 	case flags&expNX != 0:
-		cond = append(cond, dynastore.NotExists{Attr: attrExpiry})
+		rule = append(rule, dynastore.NotExists{Attr: attrExpiry})
 	case flags&expXX != 0:
-		cond = append(cond, dynastore.Exists{Attr: attrExpiry})
+		rule = append(rule, dynastore.Exists{Attr: attrExpiry})
 	}
 	switch {
 	case flags&expGT != 0:
-		cond = append(cond, dynastore.Exists{Attr: attrExpiry},
+		rule = append(rule, dynastore.Exists{Attr: attrExpiry},
 			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLT, Val: nInt(when)})
 	case flags&expLT != 0:
-		cond = append(cond, dynastore.Or{
+		rule = append(rule, dynastore.Or{
 			dynastore.NotExists{Attr: attrExpiry},
 			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(when)},
 		})
+	}
+	cond := condLive(now)
+	if len(rule) > 0 {
+		cond = append(dynastore.And{cond}, rule...)
 	}
 	k := itemKey(c.DB(), key)
 	var err error

@@ -33,6 +33,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -177,25 +178,54 @@ func ttlSeconds(expiryMS int64) dynastore.N {
 
 // ---- conditions ------------------------------------------------------------
 
-// condLive holds when the key item exists and has not expired at nowMS.
-func condLive(nowMS int64) dynastore.Cond {
-	return dynastore.And{
-		dynastore.Exists{Attr: dynastore.AttrPK},
-		dynastore.Or{
-			dynastore.NotExists{Attr: attrExpiry},
-			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
+// clockConds are the conditions that depend on the clock alone, for one
+// millisecond. Under load the commands in a row mostly share their
+// millisecond, and building these trees for each (a formatted number and
+// six nodes) was a third of the allocations of a SET NX PX or an EXPIRE.
+// Conditions are read-only to stores, so every goroutine may share them;
+// callers that add terms wrap them in a new And or Or.
+type clockConds struct {
+	nowMS                    int64
+	unexpired, live, notLive dynastore.Cond
+}
+
+// lastClockConds is the most recently built clockConds.
+var lastClockConds atomic.Pointer[clockConds]
+
+func condsAt(nowMS int64) *clockConds {
+	if cc := lastClockConds.Load(); cc != nil && cc.nowMS == nowMS {
+		return cc
+	}
+	now := nInt(nowMS)
+	unexpired := dynastore.Or{
+		dynastore.NotExists{Attr: attrExpiry},
+		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: now},
+	}
+	cc := &clockConds{
+		nowMS:     nowMS,
+		unexpired: unexpired,
+		live:      dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, unexpired},
+		notLive: dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: now},
 		},
 	}
+	lastClockConds.Store(cc)
+	return cc
 }
+
+// condLive holds when the key item exists and has not expired at nowMS.
+func condLive(nowMS int64) dynastore.Cond { return condsAt(nowMS).live }
 
 // condNotLive holds when the key is absent or expired at nowMS: a write
 // under it takes over an expired key in the same request.
-func condNotLive(nowMS int64) dynastore.Cond {
-	return dynastore.Or{
-		dynastore.NotExists{Attr: dynastore.AttrPK},
-		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: nInt(nowMS)},
-	}
-}
+func condNotLive(nowMS int64) dynastore.Cond { return condsAt(nowMS).notLive }
+
+// condUnexpired holds when the item has no expiry or one after nowMS: it is
+// condLive without attribute_exists(pk), for conditions whose other terms
+// already hold only on an existing item (an ordered comparison of an
+// attribute, or of its size, is false when the attribute is missing).
+func condUnexpired(nowMS int64) dynastore.Cond { return condsAt(nowMS).unexpired }
 
 // condType holds when the item's type is typ.
 func condType(typ string) dynastore.Cond {
@@ -529,10 +559,7 @@ func keyFilter(db int, prefix []byte, nowMS int64) dynastore.Cond {
 	return dynastore.And{
 		dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: pfx},
 		dynastore.Compare{Attr: dynastore.AttrSK, Op: dynastore.OpEQ, Val: dynastore.B(keyItemSK)},
-		dynastore.Or{
-			dynastore.NotExists{Attr: attrExpiry},
-			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(nowMS)},
-		},
+		condUnexpired(nowMS),
 	}
 }
 
