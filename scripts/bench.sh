@@ -22,7 +22,7 @@
 # Environment (defaults in brackets):
 #   REDAMO_BENCH_N        requests per test, redis and memory store [200000]
 #   REDAMO_BENCH_ROUNDS   throughput rounds on redis and the memory store, the
-#                         median kept [3]
+#                         median kept [5]
 #   REDAMO_BENCH_DDB_N    requests per test, DynamoDB Local [5000]
 #   REDAMO_BENCH_DDB_P    pipeline depth against DynamoDB Local [1]: one JVM on a
 #                         small machine cannot hold 50x16 requests in flight
@@ -39,7 +39,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 N="${REDAMO_BENCH_N:-200000}"
-ROUNDS="${REDAMO_BENCH_ROUNDS:-3}"
+ROUNDS="${REDAMO_BENCH_ROUNDS:-5}"
 DDB_N="${REDAMO_BENCH_DDB_N:-5000}"
 DDB_P="${REDAMO_BENCH_DDB_P:-1}"
 LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
