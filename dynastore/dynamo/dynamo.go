@@ -749,10 +749,27 @@ func (s *Store) wirePage(ctx context.Context, op string, render func([]byte) ([]
 
 // appendQuery appends a Query request's JSON body.
 func appendQuery(b []byte, table string, q dynastore.Query, kc, filter string, e *exprs, lim *int32) ([]byte, error) {
-	b = append(b, `{"TableName":`...)
-	b = appendString(b, table)
+	b, err := appendPageRequest(b, table, filter, e, lim)
+	if err != nil {
+		return b, err
+	}
 	b = append(b, `,"KeyConditionExpression":`...)
 	b = appendString(b, kc)
+	b = append(b, `,"ScanIndexForward":`...)
+	b = strconv.AppendBool(b, !q.Reverse)
+	if q.After != nil {
+		b = append(b, `,"ExclusiveStartKey":`...)
+		b = appendKey(b, dynastore.Key{PK: q.PK, SK: q.After})
+	}
+	return append(b, '}'), nil
+}
+
+// appendPageRequest opens the JSON body of a Query or Scan with what both
+// carry: the table, filter, expression names and values, page limit,
+// strong consistency and the capacity report.
+func appendPageRequest(b []byte, table, filter string, e *exprs, lim *int32) ([]byte, error) {
+	b = append(b, `{"TableName":`...)
+	b = appendString(b, table)
 	if filter != "" {
 		b = append(b, `,"FilterExpression":`...)
 		b = appendString(b, filter)
@@ -761,18 +778,11 @@ func appendQuery(b []byte, table string, q dynastore.Query, kc, filter string, e
 	if err != nil {
 		return b, err
 	}
-	b = append(b, `,"ScanIndexForward":`...)
-	b = strconv.AppendBool(b, !q.Reverse)
 	if lim != nil {
 		b = append(b, `,"Limit":`...)
 		b = strconv.AppendInt(b, int64(*lim), 10)
 	}
-	b = append(b, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
-	if q.After != nil {
-		b = append(b, `,"ExclusiveStartKey":`...)
-		b = appendKey(b, dynastore.Key{PK: q.PK, SK: q.After})
-	}
-	return append(b, '}'), nil
+	return append(b, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...), nil
 }
 
 // sdkQuery sends a rendered query through the SDK.
@@ -869,21 +879,10 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 
 // appendScan appends a Scan request's JSON body.
 func appendScan(b []byte, table string, sc dynastore.Scan, filter string, e *exprs, lim *int32) ([]byte, error) {
-	b = append(b, `{"TableName":`...)
-	b = appendString(b, table)
-	if filter != "" {
-		b = append(b, `,"FilterExpression":`...)
-		b = appendString(b, filter)
-	}
-	b, err := e.appendJSON(b)
+	b, err := appendPageRequest(b, table, filter, e, lim)
 	if err != nil {
 		return b, err
 	}
-	if lim != nil {
-		b = append(b, `,"Limit":`...)
-		b = strconv.AppendInt(b, int64(*lim), 10)
-	}
-	b = append(b, `,"ConsistentRead":true,"ReturnConsumedCapacity":"TOTAL"`...)
 	if sc.Segments > 0 {
 		b = append(b, `,"Segment":`...)
 		b = strconv.AppendInt(b, int64(sc.Segment), 10)
