@@ -178,40 +178,55 @@ func ttlSeconds(expiryMS int64) dynastore.N {
 
 // ---- conditions ------------------------------------------------------------
 
-// clockConds are the conditions that depend on the clock alone, for one
-// millisecond. Under load the commands in a row mostly share their
-// millisecond, and building these trees for each (a formatted number and
-// six nodes) was 5 of the 26 allocations of a SET NX PX.
-// Conditions are read-only to stores, so every goroutine may share them;
+// latest keeps the value it last built and hands it out again while its
+// key stays the same. Under load the commands in a row mostly share their
+// millisecond, and building a condition from the clock for each was a good
+// part of a write's allocations (5 of the 26 of a SET NX PX, a tree of
+// eight nodes and two formatted numbers for INCR). The values are
+// conditions, read-only to stores, so every goroutine may share them;
 // callers that add terms wrap them in a new And or Or.
+type latest[K comparable, V any] struct {
+	last atomic.Pointer[keyed[K, V]]
+}
+
+type keyed[K comparable, V any] struct {
+	key K
+	val V
+}
+
+func (l *latest[K, V]) get(key K, build func(K) V) V {
+	if e := l.last.Load(); e != nil && e.key == key {
+		return e.val
+	}
+	v := build(key)
+	l.last.Store(&keyed[K, V]{key, v})
+	return v
+}
+
+// clockConds are the conditions that depend on the clock alone, for one
+// millisecond.
 type clockConds struct {
-	nowMS                    int64
 	unexpired, live, notLive dynastore.Cond
 }
 
-// lastClockConds is the most recently built clockConds.
-var lastClockConds atomic.Pointer[clockConds]
+var clockCondsAt latest[int64, clockConds]
 
-func condsAt(nowMS int64) *clockConds {
-	if cc := lastClockConds.Load(); cc != nil && cc.nowMS == nowMS {
-		return cc
-	}
-	now := nInt(nowMS)
-	unexpired := dynastore.Or{
-		dynastore.NotExists{Attr: attrExpiry},
-		dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: now},
-	}
-	cc := &clockConds{
-		nowMS:     nowMS,
-		unexpired: unexpired,
-		live:      dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, unexpired},
-		notLive: dynastore.Or{
-			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: now},
-		},
-	}
-	lastClockConds.Store(cc)
-	return cc
+func condsAt(nowMS int64) clockConds {
+	return clockCondsAt.get(nowMS, func(nowMS int64) clockConds {
+		now := nInt(nowMS)
+		unexpired := dynastore.Or{
+			dynastore.NotExists{Attr: attrExpiry},
+			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: now},
+		}
+		return clockConds{
+			unexpired: unexpired,
+			live:      dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, unexpired},
+			notLive: dynastore.Or{
+				dynastore.NotExists{Attr: dynastore.AttrPK},
+				dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: now},
+			},
+		}
+	})
 }
 
 // condLive holds when the key item exists and has not expired at nowMS.

@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -932,41 +931,30 @@ func deltaValue(d int64) dynastore.Value {
 	return nInt(d)
 }
 
-// incrGuard is the condition of INCR's fast path for one clock reading and
-// delta: the key is absent, or a live Number that d cannot overflow.
-type incrGuard struct {
-	nowMS, d int64
-	cond     dynastore.Cond
-}
+// incrConds holds INCR's fast-path condition for the last clock reading
+// and delta (see latest).
+var incrConds latest[[2]int64, dynastore.Cond]
 
-// lastIncrGuard is the most recently built incrGuard. Under load many INCRs
-// in a row share their millisecond and delta, and building the condition (a
-// tree of eight nodes, two formatted numbers) was about 7% of INCR's CPU
-// under redis-benchmark.
-// Conditions are read-only to stores, so every goroutine may share it.
-var lastIncrGuard atomic.Pointer[incrGuard]
-
-// incrCond returns the condition of INCR's fast path at nowMS for delta d.
+// incrCond returns the condition of INCR's fast path at nowMS for delta d:
+// the key is absent, or a live Number that d cannot overflow.
 func incrCond(nowMS, d int64) dynastore.Cond {
-	if g := lastIncrGuard.Load(); g != nil && g.nowMS == nowMS && g.d == d {
-		return g.cond
-	}
-	// No type check: only a string key ever holds a Number in v (collections
-	// keep a set or a list there), so a Number v is a string's. Past the
-	// NotExists the item exists, and room, an ordered comparison with a
-	// Number, holds only on a Number: the condition says neither again
-	// (the embedded store evaluates every node; DynamoDB's expression
-	// builder drops implied ones anyway).
-	var live dynastore.Cond = dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}
-	if room := incrRoom(attrValue, d); room != nil {
-		live = room
-	}
-	g := &incrGuard{nowMS: nowMS, d: d, cond: dynastore.Or{
-		dynastore.NotExists{Attr: dynastore.AttrPK},
-		dynastore.And{condUnexpired(nowMS), live},
-	}}
-	lastIncrGuard.Store(g)
-	return g.cond
+	return incrConds.get([2]int64{nowMS, d}, func(k [2]int64) dynastore.Cond {
+		nowMS, d := k[0], k[1]
+		// No type check: only a string key ever holds a Number in v
+		// (collections keep a set or a list there), so a Number v is a
+		// string's. Past the NotExists the item exists, and room, an
+		// ordered comparison with a Number, holds only on a Number: the
+		// condition says neither again (the embedded store evaluates every
+		// node; DynamoDB's expression builder drops implied ones anyway).
+		var live dynastore.Cond = dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}
+		if room := incrRoom(attrValue, d); room != nil {
+			live = room
+		}
+		return dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.And{condUnexpired(nowMS), live},
+		}
+	})
 }
 
 // cmdIncrByFloat reads the value, adds in long double arithmetic and writes

@@ -104,15 +104,20 @@ func TestSubstring(t *testing.T) {
 	require.Equal(t, "", string(substring(nil, 0, -1)))
 }
 
-// TestIncrCond: the cached fast-path condition is always the one built for
-// the clock reading and delta asked for, whatever was asked before.
-func TestIncrCond(t *testing.T) {
+// TestCachedConds: the conditions kept for the last clock reading (see
+// latest) are always the ones built for the clock reading (and delta)
+// asked for, whatever was asked before.
+func TestCachedConds(t *testing.T) {
 	for _, tc := range []struct{ now, d int64 }{
 		{1000, 1}, {1000, 1}, {1000, -1}, {1000, 1}, {1001, 1}, {1001, 0}, {1001, math.MaxInt64}, {999, math.MinInt64 + 1},
 	} {
-		got := incrCond(tc.now, tc.d)
-		lastIncrGuard.Store(nil)
-		require.Equal(t, incrCond(tc.now, tc.d), got, "now %d, d %d", tc.now, tc.d)
+		incr, live, notLive, unexpired := incrCond(tc.now, tc.d), condLive(tc.now), condNotLive(tc.now), condUnexpired(tc.now)
+		incrConds.last.Store(nil)
+		clockCondsAt.last.Store(nil)
+		require.Equal(t, incrCond(tc.now, tc.d), incr, "now %d, d %d", tc.now, tc.d)
+		require.Equal(t, condLive(tc.now), live, "now %d", tc.now)
+		require.Equal(t, condNotLive(tc.now), notLive, "now %d", tc.now)
+		require.Equal(t, condUnexpired(tc.now), unexpired, "now %d", tc.now)
 	}
 }
 
