@@ -294,11 +294,11 @@ func listHasElements(it dynastore.Item, nowMS int64) bool {
 	if err != nil || !ks.Live || ks.Type != TypeList {
 		return false
 	}
-	if _, large := it[attrGen]; large {
-		n, err := numberInt(it[attrCount])
+	if it.Has(attrGen) {
+		n, err := numberInt(it.Get(attrCount))
 		return err == nil && n > 0
 	}
-	l, _ := it[attrValue].(dynastore.L)
+	l, _ := it.Get(attrValue).(dynastore.L)
 	return len(l) > 0
 }
 

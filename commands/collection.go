@@ -100,6 +100,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -356,7 +357,7 @@ func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64)
 
 func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
 	if it != nil {
-		switch t, _ := it[attrType].(dynastore.S); t {
+		switch t, _ := it.Get(attrType).(dynastore.S); t {
 		case TypeList, TypeSet, TypeHash:
 		default:
 			ic.drop(db, key)
@@ -454,24 +455,24 @@ func memberKey(gen, m []byte) dynastore.Key {
 // memberItem builds a member item; v is nil for sets.
 func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 	it := dynastore.Item{
-		dynastore.AttrPK: dynastore.B(membersPK(gen)),
-		dynastore.AttrSK: dynastore.B(memberSK(m)),
+		{Name: dynastore.AttrPK, Value: dynastore.B(membersPK(gen))},
+		{Name: dynastore.AttrSK, Value: dynastore.B(memberSK(m))},
 	}
 	if len(m) > maxPlainSK {
-		it[attrMember] = dynastore.B(bytes.Clone(m))
+		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
 	}
 	if v != nil {
-		it[attrValue] = v
+		it.Set(attrValue, v)
 	}
 	return it
 }
 
 // decodeMember returns a member item's member and value (nil for sets).
 func decodeMember(it dynastore.Item) []byte {
-	if m, ok := it[attrMember].(dynastore.B); ok {
+	if m, ok := it.Get(attrMember).(dynastore.B); ok {
 		return m
 	}
-	sk, _ := it[dynastore.AttrSK].(dynastore.B)
+	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
 	if len(sk) == 0 {
 		return nil
 	}
@@ -541,7 +542,7 @@ func genAliveCheck(gen []byte) dynastore.TxAction {
 // registry entry must name its new owner in the same transaction, or the
 // sweeper would take the generation for dead.
 func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxAction {
-	g, ok := it[attrGen].(dynastore.B)
+	g, ok := it.Get(attrGen).(dynastore.B)
 	if !ok || len(g) == 0 {
 		return nil
 	}
@@ -561,14 +562,11 @@ func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxActi
 // Redis too); the returned actions must join the transaction that writes the
 // returned item.
 func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.Item, dstPK []byte, nowMS int64) (dynastore.Item, []dynastore.TxAction, error) {
-	out := make(dynastore.Item, len(src))
-	for k, v := range src {
-		out[k] = v
-	}
-	out[dynastore.AttrPK] = dynastore.B(bytes.Clone(dstPK))
-	out[dynastore.AttrSK] = dynastore.B(keyItemSK)
-	out[attrVer] = newVer()
-	g, ok := src[attrGen].(dynastore.B)
+	out := src.Clone(0)
+	out.Set(dynastore.AttrPK, dynastore.B(bytes.Clone(dstPK)))
+	out.Set(dynastore.AttrSK, dynastore.B(keyItemSK))
+	out.Set(attrVer, newVer())
+	g, ok := src.Get(attrGen).(dynastore.B)
 	if !ok {
 		return out, nil, nil
 	}
@@ -578,7 +576,7 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 	if err != nil {
 		return nil, nil, err
 	}
-	out[attrGen] = dynastore.B(gen)
+	out.Set(attrGen, dynastore.B(gen))
 	return out, []dynastore.TxAction{genAliveCheck(gen)}, nil
 }
 
@@ -589,10 +587,10 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 	gen := newGenID()
 	reg := genRegKey(gen)
 	_, err := st.Put(ctx, dynastore.Item{
-		dynastore.AttrPK: dynastore.B(reg.PK),
-		dynastore.AttrSK: dynastore.B(reg.SK),
-		attrOwner:        dynastore.B(bytes.Clone(ownerPK)),
-		attrCreated:      nInt(nowMS),
+		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(reg.SK)},
+		{Name: attrOwner, Value: dynastore.B(bytes.Clone(ownerPK))},
+		{Name: attrCreated, Value: nInt(nowMS)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("registering generation: %w", err)
@@ -656,7 +654,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 			return err
 		}
 		for _, it := range page.Items {
-			if err := fn(decodeMember(it), it[attrValue]); err != nil {
+			if err := fn(decodeMember(it), it.Get(attrValue)); err != nil {
 				return err
 			}
 		}
@@ -788,7 +786,7 @@ func (cl *collection) keyAttr(name string) dynastore.Value {
 	if !cl.ks.Live || cl.replace {
 		return nil
 	}
-	return cl.ks.Raw[name]
+	return cl.ks.Raw.Get(name)
 }
 
 type memberState struct {
@@ -850,9 +848,9 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 		cl.wrongType = true
 		return cl, nil
 	}
-	if g, ok := it[attrGen].(dynastore.B); ok {
+	if g, ok := it.Get(attrGen).(dynastore.B); ok {
 		cl.gen = g
-		if cl.n, err = numberInt(it[attrCount]); err != nil {
+		if cl.n, err = numberInt(it.Get(attrCount)); err != nil {
 			return nil, fmt.Errorf("commands: collection count: %w", err)
 		}
 		return cl, nil
@@ -873,47 +871,63 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 // from its register function, before any command runs.
 type inlineCodec struct {
 	decode func(it dynastore.Item) (map[string]dynastore.Value, error)
-	encode func(it dynastore.Item, entries map[string]dynastore.Value)
+	encode func(it *dynastore.Item, entries map[string]dynastore.Value)
 }
 
 var inlineCodecs = map[string]inlineCodec{
 	TypeSet: {
 		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it[attrValue].(dynastore.BS)
+			names, _ := it.Get(attrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
 				out[string(m)] = nil
 			}
 			return out, nil
 		},
-		encode: func(it dynastore.Item, entries map[string]dynastore.Value) {
+		encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
 			names := make(dynastore.BS, 0, len(entries))
 			for m := range entries {
 				names = append(names, []byte(m))
 			}
-			it[attrValue] = names
+			it.Set(attrValue, names)
 		},
 	},
 	TypeHash: {
 		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it[attrValue].(dynastore.BS)
+			names, _ := it.Get(attrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
-				v, ok := it[fieldAttr(m)]
+				out[string(m)] = nil
+			}
+			// One pass over the attributes: a search of the item per
+			// field would be quadratic in the fields.
+			found := 0
+			for _, a := range it {
+				enc, ok := strings.CutPrefix(a.Name, attrFieldPrefix)
 				if !ok {
-					return nil, fmt.Errorf("commands: hash field without a value: %w", dynastore.ErrInvalid)
+					continue
 				}
-				out[string(m)] = v
+				f, err := base64.RawURLEncoding.DecodeString(enc)
+				if err != nil {
+					return nil, fmt.Errorf("commands: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
+				}
+				if v, listed := out[string(f)]; listed && v == nil {
+					out[string(f)] = a.Value
+					found++
+				}
+			}
+			if found != len(names) {
+				return nil, fmt.Errorf("commands: hash field without a value: %w", dynastore.ErrInvalid)
 			}
 			return out, nil
 		},
-		encode: func(it dynastore.Item, entries map[string]dynastore.Value) {
+		encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
 			names := make(dynastore.BS, 0, len(entries))
 			for m, v := range entries {
 				names = append(names, []byte(m))
-				it[fieldAttr([]byte(m))] = v
+				it.Set(fieldAttr([]byte(m)), v)
 			}
-			it[attrValue] = names
+			it.Set(attrValue, names)
 		},
 	},
 }
@@ -1007,7 +1021,7 @@ func (cl *collection) fetch(members [][]byte) error {
 	for i, it := range items {
 		st := memberState{}
 		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
-			st = memberState{present: true, v: it[attrValue]}
+			st = memberState{present: true, v: it.Get(attrValue)}
 		}
 		cl.known[string(want[i])] = st
 	}
@@ -1092,8 +1106,8 @@ func sameVer(a, b dynastore.Item) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	va, _ := a[attrVer].(dynastore.N)
-	vb, _ := b[attrVer].(dynastore.N)
+	va, _ := a.Get(attrVer).(dynastore.N)
+	vb, _ := b.Get(attrVer).(dynastore.N)
 	return va == vb
 }
 
@@ -1136,7 +1150,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 				return ms, vs, nil
 			}
 			ms = append(ms, m)
-			vs = append(vs, it[attrValue])
+			vs = append(vs, it.Get(attrValue))
 		}
 		if page.Next != nil {
 			cl.pagesRead = true
@@ -1211,17 +1225,17 @@ func fitsInline(typ string, entries map[string]dynastore.Value) bool {
 func (cl *collection) baseKeyItem() dynastore.Item {
 	k := itemKey(cl.c.DB(), cl.key)
 	it := dynastore.Item{
-		dynastore.AttrPK: dynastore.B(k.PK),
-		dynastore.AttrSK: dynastore.B(k.SK),
-		attrType:         dynastore.S(cl.typ),
-		attrVer:          newVer(),
+		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+		{Name: attrType, Value: dynastore.S(cl.typ)},
+		{Name: attrVer, Value: newVer()},
 	}
 	if !cl.replace && cl.ks.Live && cl.ks.HasExpiry {
-		it[attrExpiry] = nInt(cl.ks.Expiry)
-		it[dynastore.AttrTTL] = ttlSeconds(cl.ks.Expiry)
+		it.Set(attrExpiry, nInt(cl.ks.Expiry))
+		it.Set(dynastore.AttrTTL, ttlSeconds(cl.ks.Expiry))
 	}
 	for name, v := range cl.keyAttrs {
-		it[name] = v
+		it.Set(name, v)
 	}
 	return it
 }
@@ -1238,7 +1252,7 @@ func (cl *collection) keyAttrSets() []dynastore.SetAction {
 // inlineItem is the key item of an inline collection holding entries.
 func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.Item {
 	it := cl.baseKeyItem()
-	inlineCodecs[cl.typ].encode(it, entries)
+	inlineCodecs[cl.typ].encode(&it, entries)
 	return it
 }
 
@@ -1305,8 +1319,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			return nil, nil, err
 		}
 		it := cl.baseKeyItem()
-		it[attrGen] = dynastore.B(gen)
-		it[attrCount] = nInt(n)
+		it.Set(attrGen, dynastore.B(gen))
+		it.Set(attrCount, nInt(n))
 		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
 	}
 
@@ -1671,8 +1685,8 @@ func onKnownItem(it dynastore.Item, u dynastore.Update) dynastore.Update {
 	for i, a := range u.Set {
 		keep, changed := true, false
 		if lit, ok := a.Val.(dynastore.Lit); ok {
-			cur, has := it[a.Attr]
-			keep = !has || !dynastore.ValuesEqual(cur, lit.V)
+			cur := it.Get(a.Attr)
+			keep = cur == nil || !dynastore.ValuesEqual(cur, lit.V)
 		} else {
 			a.Val, changed = knownOperand(it, a.Val)
 		}
@@ -1700,7 +1714,7 @@ func knownOperand(it dynastore.Item, op dynastore.Operand) (_ dynastore.Operand,
 	}
 	switch o := op.(type) {
 	case dynastore.IfNotExists:
-		if _, ok := it[o.Attr]; ok {
+		if it.Has(o.Attr) {
 			return dynastore.Ref{Attr: o.Attr}, true
 		}
 	case dynastore.ListAppend:
@@ -1852,8 +1866,8 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		g, _ := it[attrGen].(dynastore.B)
-		a, _ := it["a"].(dynastore.B)
+		g, _ := it.Get(attrGen).(dynastore.B)
+		a, _ := it.Get("a").(dynastore.B)
 		if it == nil || !bytes.Equal(g, cl.gen) || len(a) == 0 {
 			return nil, nil, 0, nil
 		}
@@ -1866,7 +1880,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	ms := make([][]byte, len(page.Items))
 	vs := make([]dynastore.Value, len(page.Items))
 	for i, it := range page.Items {
-		ms[i], vs[i] = decodeMember(it), it[attrValue]
+		ms[i], vs[i] = decodeMember(it), it.Get(attrValue)
 	}
 	if page.Next == nil {
 		return ms, vs, 0, nil
@@ -1874,11 +1888,11 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	next := rand.Uint64()>>1 + 1
 	k := scanCursorKey(next)
 	_, err = cl.c.Store.Put(cl.c, dynastore.Item{
-		dynastore.AttrPK:  dynastore.B(k.PK),
-		dynastore.AttrSK:  dynastore.B(k.SK),
-		attrGen:           dynastore.B(cl.gen),
-		"a":               dynastore.B(page.Next),
-		dynastore.AttrTTL: nInt(cl.c.NowMS()/1000 + 3600),
+		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+		{Name: attrGen, Value: dynastore.B(cl.gen)},
+		{Name: "a", Value: dynastore.B(page.Next)},
+		{Name: dynastore.AttrTTL, Value: nInt(cl.c.NowMS()/1000 + 3600)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, nil, 0, err
@@ -2307,7 +2321,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 	}
 	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if !bsContains(old[attrValue], m) {
+			if !bsContains(old.Get(attrValue), m) {
 				n++
 			}
 		}
@@ -2373,7 +2387,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 	}
 	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if bsContains(old[attrValue], m) {
+			if bsContains(old.Get(attrValue), m) {
 				n++
 			}
 		}

@@ -24,10 +24,10 @@ func TestKeyCacheBounds(t *testing.T) {
 	var items itemCache
 	heavy := func(i int) dynastore.Item {
 		return dynastore.Item{
-			dynastore.AttrPK: dynastore.B("k" + strconv.Itoa(i)),
-			dynastore.AttrSK: dynastore.B{0},
-			attrType:         dynastore.S(TypeList),
-			attrValue:        dynastore.L{dynastore.B(make([]byte, 1<<20))},
+			{Name: dynastore.AttrPK, Value: dynastore.B("k" + strconv.Itoa(i))},
+			{Name: dynastore.AttrSK, Value: dynastore.B{0}},
+			{Name: attrType, Value: dynastore.S(TypeList)},
+			{Name: attrValue, Value: dynastore.L{dynastore.B(make([]byte, 1<<20))}},
 		}
 	}
 	for i := 0; i < 20; i++ {
@@ -50,7 +50,7 @@ func TestKeyCacheBounds(t *testing.T) {
 // guarded writes after a contended one.
 func TestItemCacheEntries(t *testing.T) {
 	var ic itemCache
-	set := dynastore.Item{attrType: dynastore.S(TypeSet), attrVer: dynastore.N("1")}
+	set := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeSet)}, {Name: attrVer, Value: dynastore.N("1")}}
 	cases := []struct {
 		name    string
 		it      dynastore.Item
@@ -59,7 +59,7 @@ func TestItemCacheEntries(t *testing.T) {
 	}{
 		{"set", set, true, set},
 		{"absent", nil, true, nil},
-		{"string", dynastore.Item{attrType: dynastore.S(TypeString)}, false, nil},
+		{"string", dynastore.Item{{Name: attrType, Value: dynastore.S(TypeString)}}, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestItemCacheEntries(t *testing.T) {
 	ic.put(0, []byte("k"), nil)
 	_, ok := ic.get(0, []byte("k"))
 	require.True(t, ok)
-	ic.put(0, []byte("k"), dynastore.Item{attrType: dynastore.S(TypeString)})
+	ic.put(0, []byte("k"), dynastore.Item{{Name: attrType, Value: dynastore.S(TypeString)}})
 	_, ok = ic.get(0, []byte("k"))
 	require.False(t, ok, "a key now of another type is forgotten")
 
@@ -92,9 +92,9 @@ func TestItemCacheEntries(t *testing.T) {
 // update would.
 func TestOnKnownItem(t *testing.T) {
 	key := itemKey(0, []byte("k"))
-	set := dynastore.Item{attrType: dynastore.S(TypeSet), attrVer: dynastore.N("1"), attrValue: dynastore.BS{[]byte("a")}}
-	list := dynastore.Item{attrType: dynastore.S(TypeList), attrVer: dynastore.N("1"), attrValue: dynastore.L{dynastore.B("a")}}
-	bare := dynastore.Item{attrType: dynastore.S(TypeList), attrVer: dynastore.N("1")}
+	set := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeSet)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.BS{[]byte("a")}}}
+	list := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.L{dynastore.B("a")}}}
+	bare := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}}
 	ver := dynastore.SetAction{Attr: attrVer, Val: dynastore.Lit{V: dynastore.N("2")}}
 	typ := func(t string) dynastore.SetAction {
 		return dynastore.SetAction{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(t)}}

@@ -285,7 +285,7 @@ func cmdHincrby(c *Ctx) {
 		_, nw, applied, cur, err := fastUpdate(c, key, u, cond)
 		if err == nil && applied {
 			var n int64
-			if n, err = numberInt(nw[fa]); err == nil {
+			if n, err = numberInt(nw.Get(fa)); err == nil {
 				c.W.Int(n)
 				return
 			}

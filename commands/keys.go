@@ -581,7 +581,7 @@ func cmdKeys(c *Ctx) {
 	all := len(pat) == 1 && pat[0] == '*'
 	var keys [][]byte
 	err := scanAll(c, c.Store, keyFilter(c.DB(), globPrefix(pat), c.NowMS()), func(it dynastore.Item) error {
-		pk, _ := it[dynastore.AttrPK].(dynastore.B)
+		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 		if _, key, ok := redisKeyOf(pk); ok && (all || globMatch(pat, key)) {
 			keys = append(keys, key)
 		}
@@ -716,8 +716,8 @@ func cmdScan(c *Ctx) {
 			c.Fail(err)
 			return
 		}
-		pk, ok1 := it[attrCursorPK].(dynastore.B)
-		sk, ok2 := it[attrCursorSK].(dynastore.B)
+		pk, ok1 := it.Get(attrCursorPK).(dynastore.B)
+		sk, ok2 := it.Get(attrCursorSK).(dynastore.B)
 		if !ok1 || !ok2 {
 			// Not a cursor redamo handed out (or one garbage-collected
 			// after a day): continuing from anywhere would silently skip
@@ -741,7 +741,7 @@ func cmdScan(c *Ctx) {
 			return
 		}
 		for _, it := range page.Items {
-			pk, _ := it[dynastore.AttrPK].(dynastore.B)
+			pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 			if _, key, ok := redisKeyOf(pk); ok && (o.pattern == nil || globMatch(o.pattern, key)) {
 				keys = append(keys, key)
 			}
@@ -796,11 +796,11 @@ func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
 	}
 	k := cursorKey(id)
 	_, err := c.Store.Put(c, dynastore.Item{
-		dynastore.AttrPK:  dynastore.B(k.PK),
-		dynastore.AttrSK:  dynastore.B(k.SK),
-		attrCursorPK:      dynastore.B(pos.PK),
-		attrCursorSK:      dynastore.B(pos.SK),
-		dynastore.AttrTTL: nInt(c.NowMS()/1000 + cursorLifetimeSec),
+		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+		{Name: attrCursorPK, Value: dynastore.B(pos.PK)},
+		{Name: attrCursorSK, Value: dynastore.B(pos.SK)},
+		{Name: dynastore.AttrTTL, Value: nInt(c.NowMS()/1000 + cursorLifetimeSec)},
 	}, dynastore.WriteOptions{})
 	return id, err
 }
@@ -833,7 +833,7 @@ gather:
 				return
 			}
 			for _, it := range page.Items {
-				pk, _ := it[dynastore.AttrPK].(dynastore.B)
+				pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 				if _, key, ok := redisKeyOf(pk); ok && !seen[string(key)] {
 					seen[string(key)] = true
 					candidates = append(candidates, key)
@@ -912,7 +912,7 @@ func flushPrefix(c *Ctx, prefix []byte) {
 			defer wg.Done()
 			for it := range work {
 				var cond dynastore.Cond
-				if v, ok := it[attrVer]; ok {
+				if v := it.Get(attrVer); v != nil {
 					cond = dynastore.Compare{Attr: attrVer, Op: dynastore.OpEQ, Val: v}
 				}
 				_, err := c.Store.Delete(c, it.Key(), dynastore.WriteOptions{Cond: cond})
@@ -1085,13 +1085,13 @@ type DBKeyspace struct {
 func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 	var counts [NumDBs]DBKeyspace
 	err := scanAll(c, c.Store, keyFilter(-1, nil, c.NowMS()), func(it dynastore.Item) error {
-		pk, _ := it[dynastore.AttrPK].(dynastore.B)
+		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 		db, _, ok := redisKeyOf(pk)
 		if !ok || db >= NumDBs {
 			return nil
 		}
 		counts[db].Keys++
-		if _, ok := it[attrExpiry]; ok {
+		if it.Has(attrExpiry) {
 			counts[db].Expires++
 		}
 		return nil

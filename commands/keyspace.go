@@ -281,7 +281,7 @@ func decodeKey(it dynastore.Item, nowMS int64) (keyState, error) {
 	if it == nil {
 		return ks, nil
 	}
-	if x, ok := it[attrExpiry]; ok {
+	if x := it.Get(attrExpiry); x != nil {
 		n, err := numberInt(x)
 		if err != nil {
 			return ks, fmt.Errorf("commands: key item expiry: %w", err)
@@ -292,7 +292,7 @@ func decodeKey(it dynastore.Item, nowMS int64) (keyState, error) {
 			return ks, nil
 		}
 	}
-	t, ok := it[attrType].(dynastore.S)
+	t, ok := it.Get(attrType).(dynastore.S)
 	if !ok {
 		return ks, fmt.Errorf("commands: key item without a type: %w", dynastore.ErrInvalid)
 	}
@@ -306,7 +306,7 @@ func (ks keyState) guard() dynastore.Cond {
 	if ks.Raw == nil {
 		return dynastore.NotExists{Attr: dynastore.AttrPK}
 	}
-	if v, ok := ks.Raw[attrVer]; ok {
+	if v := ks.Raw.Get(attrVer); v != nil {
 		return dynastore.Compare{Attr: attrVer, Op: dynastore.OpEQ, Val: v}
 	}
 	// Every write sets ver, so this only guards items written by hand.
@@ -315,7 +315,7 @@ func (ks keyState) guard() dynastore.Cond {
 
 // stringValue returns a live string key's value.
 func (ks keyState) stringValue() ([]byte, error) {
-	return decodeValue(ks.Raw[attrValue])
+	return decodeValue(ks.Raw.Get(attrValue))
 }
 
 // readKey reads one key item (one GetItem). A key too long to exist reads as absent.
@@ -426,10 +426,10 @@ func valueLen(v dynastore.Value) int64 {
 
 // stringEncoding is the encoding Redis would report for a string key item.
 func stringEncoding(it dynastore.Item) string {
-	if e, ok := it[attrEnc].(dynastore.S); ok {
+	if e, ok := it.Get(attrEnc).(dynastore.S); ok {
 		return string(e)
 	}
-	switch v := it[attrValue].(type) {
+	switch v := it.Get(attrValue).(type) {
 	case dynastore.N:
 		return encInt
 	case dynastore.L:
@@ -446,7 +446,7 @@ func stringEncoding(it dynastore.Item) string {
 		}
 		return encRaw
 	}
-	if valueLen(it[attrValue]) <= embstrLimit {
+	if valueLen(it.Get(attrValue)) <= embstrLimit {
 		return encEmbstr
 	}
 	return encRaw
@@ -460,19 +460,22 @@ func stringItem(db int, key, val []byte, origin strOrigin, expiryMS int64) dynas
 	buf = append(append(buf, nsKey, byte(db)), key...)
 	pk := buf[:len(buf):len(buf)]
 	v, e := encodeValue(buf, val, origin)
-	it := dynastore.Item{
-		dynastore.AttrPK: dynastore.B(pk),
-		dynastore.AttrSK: keyItemSKValue,
-		attrType:         dynastore.S(TypeString),
-		attrValue:        v,
-		attrVer:          newVer(),
-	}
+	// Room for every attribute a string key item can have, in one
+	// allocation; each is appended once, so none needs Set's search.
+	it := append(make(dynastore.Item, 0, 8),
+		dynastore.Attr{Name: dynastore.AttrPK, Value: dynastore.B(pk)},
+		dynastore.Attr{Name: dynastore.AttrSK, Value: keyItemSKValue},
+		dynastore.Attr{Name: attrType, Value: dynastore.S(TypeString)},
+		dynastore.Attr{Name: attrValue, Value: v},
+		dynastore.Attr{Name: attrVer, Value: newVer()},
+	)
 	if e != nil {
-		it[attrEnc] = e
+		it = append(it, dynastore.Attr{Name: attrEnc, Value: e})
 	}
 	if expiryMS != 0 {
-		it[attrExpiry] = nInt(expiryMS)
-		it[dynastore.AttrTTL] = ttlSeconds(expiryMS)
+		it = append(it,
+			dynastore.Attr{Name: attrExpiry, Value: nInt(expiryMS)},
+			dynastore.Attr{Name: dynastore.AttrTTL, Value: ttlSeconds(expiryMS)})
 	}
 	return it
 }
@@ -480,13 +483,10 @@ func stringItem(db int, key, val []byte, origin strOrigin, expiryMS int64) dynas
 // retarget returns a copy of a key item under another key with a fresh
 // version (RENAME, COPY); expiry and every other attribute are kept.
 func retarget(it dynastore.Item, db int, key []byte) dynastore.Item {
-	out := make(dynastore.Item, len(it))
-	for k, v := range it {
-		out[k] = v
-	}
-	out[dynastore.AttrPK] = dynastore.B(keyPK(db, key))
-	out[dynastore.AttrSK] = keyItemSKValue
-	out[attrVer] = newVer()
+	out := it.Clone(0)
+	out.Set(dynastore.AttrPK, dynastore.B(keyPK(db, key)))
+	out.Set(dynastore.AttrSK, keyItemSKValue)
+	out.Set(attrVer, newVer())
 	return out
 }
 

@@ -76,21 +76,21 @@ func TestEncodeValueAndEncoding(t *testing.T) {
 		{long, originEdited, dynastore.KindB, encRaw},
 	} {
 		it := stringItem(0, []byte("k"), []byte(tc.val), tc.origin, 0)
-		require.Equal(t, tc.kind, it[attrValue].Kind(), "%q", tc.val)
+		require.Equal(t, tc.kind, it.Get(attrValue).Kind(), "%q", tc.val)
 		require.Equal(t, tc.enc, stringEncoding(it), "%q", tc.val)
-		got, err := decodeValue(it[attrValue])
+		got, err := decodeValue(it.Get(attrValue))
 		require.NoError(t, err)
 		require.Equal(t, tc.val, string(got))
 	}
 	// Chunked values: one chunk is APPEND to a missing key, encoded like SET.
-	one := dynastore.Item{attrValue: dynastore.L{dynastore.B("12")}}
+	one := dynastore.Item{{Name: attrValue, Value: dynastore.L{dynastore.B("12")}}}
 	require.Equal(t, encInt, stringEncoding(one))
-	two := dynastore.Item{attrValue: dynastore.L{dynastore.B("1"), dynastore.B("2")}}
+	two := dynastore.Item{{Name: attrValue, Value: dynastore.L{dynastore.B("1"), dynastore.B("2")}}}
 	require.Equal(t, encRaw, stringEncoding(two))
-	v, err := decodeValue(two[attrValue])
+	v, err := decodeValue(two.Get(attrValue))
 	require.NoError(t, err)
 	require.Equal(t, "12", string(v))
-	require.EqualValues(t, 2, valueLen(two[attrValue]))
+	require.EqualValues(t, 2, valueLen(two.Get(attrValue)))
 }
 
 func TestDecodeKeyExpiry(t *testing.T) {
@@ -104,11 +104,11 @@ func TestDecodeKeyExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ks.Live, "an item expires at its deadline")
 	require.NotNil(t, ks.Raw, "the raw item is kept for guards")
-	db, key, ok := redisKeyOf(it[dynastore.AttrPK].(dynastore.B))
+	db, key, ok := redisKeyOf(it.Get(dynastore.AttrPK).(dynastore.B))
 	require.True(t, ok)
 	require.Equal(t, 3, db)
 	require.Equal(t, "k", string(key))
-	require.Equal(t, dynastore.N("2"), it[dynastore.AttrTTL], "GC seconds are never early")
+	require.Equal(t, dynastore.N("2"), it.Get(dynastore.AttrTTL), "GC seconds are never early")
 }
 
 // ---- the store-backed harness ----------------------------------------------------------

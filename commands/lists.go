@@ -271,18 +271,18 @@ func listFromItem(c *Ctx, key []byte, it dynastore.Item) (*listView, error) {
 		l.wrongType = true
 		return l, nil
 	}
-	if g, ok := it[attrGen].(dynastore.B); ok {
+	if g, ok := it.Get(attrGen).(dynastore.B); ok {
 		l.gen = g
-		if l.h, err = numberInt(it[attrListHead]); err != nil {
+		if l.h, err = numberInt(it.Get(attrListHead)); err != nil {
 			return nil, fmt.Errorf("commands: list head: %w", err)
 		}
-		if l.t, err = numberInt(it[attrListTail]); err != nil {
+		if l.t, err = numberInt(it.Get(attrListTail)); err != nil {
 			return nil, fmt.Errorf("commands: list tail: %w", err)
 		}
 		l.nh, l.nt = l.h, l.t
 		return l, nil
 	}
-	vs, ok := it[attrValue].(dynastore.L)
+	vs, ok := it.Get(attrValue).(dynastore.L)
 	if !ok {
 		return nil, fmt.Errorf("commands: list without elements: %w", dynastore.ErrInvalid)
 	}
@@ -490,7 +490,7 @@ func (l *listView) index(i int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := it[attrValue].(dynastore.B)
+	v, ok := it.Get(attrValue).(dynastore.B)
 	if !ok {
 		return nil, fmt.Errorf("commands: list member %d of [%d,%d) missing: %w", p, l.h, l.t, errCollRetry)
 	}
@@ -552,7 +552,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 					// A hole: the list changed since its key item was read.
 					return errCollRetry
 				}
-				v, _ := it[attrValue].(dynastore.B)
+				v, _ := it.Get(attrValue).(dynastore.B)
 				if sv, ok := l.puts[p]; ok {
 					v = sv
 				}
@@ -636,14 +636,14 @@ func fitsInlineList(elems [][]byte) bool {
 func (l *listView) baseItem() dynastore.Item {
 	k := itemKey(l.c.DB(), l.key)
 	it := dynastore.Item{
-		dynastore.AttrPK: dynastore.B(k.PK),
-		dynastore.AttrSK: dynastore.B(k.SK),
-		attrType:         dynastore.S(TypeList),
-		attrVer:          newVer(),
+		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+		{Name: attrType, Value: dynastore.S(TypeList)},
+		{Name: attrVer, Value: newVer()},
 	}
 	if l.ks.Live && l.ks.HasExpiry {
-		it[attrExpiry] = nInt(l.ks.Expiry)
-		it[dynastore.AttrTTL] = ttlSeconds(l.ks.Expiry)
+		it.Set(attrExpiry, nInt(l.ks.Expiry))
+		it.Set(dynastore.AttrTTL, ttlSeconds(l.ks.Expiry))
 	}
 	return it
 }
@@ -653,7 +653,7 @@ func inlineListItem(it dynastore.Item, elems [][]byte) dynastore.Item {
 	for i, e := range elems {
 		vs[i] = dynastore.B(bytes.Clone(e))
 	}
-	it[attrValue] = vs
+	it.Set(attrValue, vs)
 	return it
 }
 
@@ -732,12 +732,12 @@ func (l *listView) plan() (*listCommit, error) {
 	for p := max(l.h, l.nt); p < l.t; p++ {
 		gone = append(gone, p)
 	}
-	after := dynastore.Item{}
-	for k, v := range l.ks.Raw {
-		after[k] = v
-	}
+	after := l.ks.Raw.Clone(4)
 	ver := newVer()
-	after[attrListHead], after[attrListTail], after[attrCount], after[attrVer] = nInt(l.nh), nInt(l.nt), nInt(l.nt-l.nh), ver
+	after.Set(attrListHead, nInt(l.nh))
+	after.Set(attrListTail, nInt(l.nt))
+	after.Set(attrCount, nInt(l.nt-l.nh))
+	after.Set(attrVer, ver)
 	keyUpdate := dynastore.TxAction{
 		Op:  dynastore.TxUpdate,
 		Key: key,
@@ -782,7 +782,7 @@ func (l *listView) plan() (*listCommit, error) {
 			return nil, fmt.Errorf("commands: list plan too large: %w", dynastore.ErrTxTooLarge)
 		}
 		batch = append(batch, m)
-		bsize += len(m.Item[attrValue].(dynastore.B)) + 64
+		bsize += len(m.Item.Get(attrValue).(dynastore.B)) + 64
 		if len(batch) == listTxMembers || bsize >= maxTxBytes {
 			if err := flush(); err != nil {
 				return nil, err
@@ -816,10 +816,10 @@ func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) e
 		return nil, err
 	}
 	it := l.baseItem()
-	it[attrGen] = dynastore.B(gen)
-	it[attrCount] = nInt(n)
-	it[attrListHead] = nInt(0)
-	it[attrListTail] = nInt(n)
+	it.Set(attrGen, dynastore.B(gen))
+	it.Set(attrCount, nInt(n))
+	it.Set(attrListHead, nInt(0))
+	it.Set(attrListTail, nInt(n))
 	return &listCommit{
 		actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)},
 		after:   it,
@@ -997,7 +997,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 			return 0, err
 		}
 		if applied {
-			l, _ := nw[attrValue].(dynastore.L)
+			l, _ := nw.Get(attrValue).(dynastore.L)
 			c.Srv.listRT().notify(c.DB(), key)
 			return int64(len(l)), nil
 		}
@@ -1043,7 +1043,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 // UpdateItem, which fails on a large list.
 func cachedLargeList(c *Ctx, key []byte) bool {
 	e, ok := itemsOf(c).get(c.DB(), key)
-	if !ok || e.it[attrGen] == nil {
+	if !ok || e.it.Get(attrGen) == nil {
 		return false
 	}
 	ks, err := decodeKey(e.it, c.NowMS())

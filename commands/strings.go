@@ -77,7 +77,7 @@ func cmdStrlen(c *Ctx) {
 	case ks.Type != TypeString:
 		c.W.Error(MsgWrongType)
 	default:
-		c.W.Int(valueLen(ks.Raw[attrValue]))
+		c.W.Int(valueLen(ks.Raw.Get(attrValue)))
 	}
 }
 
@@ -712,7 +712,7 @@ func cmdAppend(c *Ctx) {
 		OldOnFailure: true,
 	})
 	if err == nil {
-		c.W.Int(valueLen(newItem[attrValue]))
+		c.W.Int(valueLen(newItem.Get(attrValue)))
 		return
 	}
 	start, ok := condFailedStart(c, err, now)
@@ -728,12 +728,12 @@ func cmdAppend(c *Ctx) {
 		if ks.Type != TypeString {
 			return nil, redisError(MsgWrongType)
 		}
-		oldLen := valueLen(ks.Raw[attrValue])
+		oldLen := valueLen(ks.Raw.Get(attrValue))
 		if !checkStringLength(c, oldLen, int64(len(val))) {
 			return nil, redisError(MsgStringTooLong)
 		}
 		var chunks dynastore.L
-		switch v := ks.Raw[attrValue].(type) {
+		switch v := ks.Raw.Get(attrValue).(type) {
 		case dynastore.L:
 			chunks = append(append(dynastore.L{}, v...), chunk[0])
 		default:
@@ -745,8 +745,8 @@ func cmdAppend(c *Ctx) {
 		}
 		newLen = oldLen + int64(len(val))
 		it := stringItem(c.DB(), key, nil, originArg, ks.Expiry)
-		it[attrValue] = chunks
-		delete(it, attrEnc)
+		it.Set(attrValue, chunks)
+		it.Delete(attrEnc)
 		return &keyWrite{Put: it}, nil
 	})
 	if err != nil {
@@ -862,7 +862,7 @@ func incrBy(c *Ctx, d int64) {
 		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
 	}
 	// ALL_NEW rather than UPDATED_NEW: the embedded store returns its new
-	// item as is, where UPDATED_NEW built a map of t, ver and v for every
+	// item as is, where UPDATED_NEW built an item of t, ver and v for every
 	// INCR only for v to be read; DynamoDB charges the same for both.
 	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
 		Set:    acts.set[:],
@@ -874,7 +874,7 @@ func incrBy(c *Ctx, d int64) {
 		OldOnFailure: true,
 	})
 	if err == nil {
-		n, err := numberInt(newItem[attrValue])
+		n, err := numberInt(newItem.Get(attrValue))
 		if err != nil {
 			c.Fail(err)
 			return

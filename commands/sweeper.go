@@ -156,10 +156,10 @@ func (s *Sweeper) SweepOnce(ctx context.Context) error {
 func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	k := reg.Key()
 	gen := k.SK
-	if _, dying := reg[attrDying]; dying {
+	if reg.Has(attrDying) {
 		return s.purge(ctx, k, gen)
 	}
-	owner, _ := reg[attrOwner].(dynastore.B)
+	owner, _ := reg.Get(attrOwner).(dynastore.B)
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		}
 	}
 	if pointsTo(key, gen, nowMS) {
-		if _, marked := reg[attrDeadAt]; marked {
+		if reg.Has(attrDeadAt) {
 			// Published after it was first seen: alive after all.
 			if err := s.wait(ctx); err != nil {
 				return err
@@ -187,7 +187,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		}
 		return nil
 	}
-	deadAt, err := numberInt(reg[attrDeadAt])
+	deadAt, err := numberInt(reg.Get(attrDeadAt))
 	if err != nil {
 		// First time seen dead: start its grace period.
 		if err := s.wait(ctx); err != nil {
@@ -245,11 +245,11 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 	if it == nil {
 		return false
 	}
-	g, _ := it[attrGen].(dynastore.B)
+	g, _ := it.Get(attrGen).(dynastore.B)
 	if !bytes.Equal(g, gen) {
 		return false
 	}
-	if x, err := numberInt(it[attrExpiry]); err == nil && x <= nowMS {
+	if x, err := numberInt(it.Get(attrExpiry)); err == nil && x <= nowMS {
 		return false
 	}
 	return true

@@ -42,21 +42,6 @@ type Key struct {
 	PK, SK []byte
 }
 
-// Item is one item's attributes by name, including pk and sk.
-type Item map[string]Value
-
-// Key returns the item's key, nil slices if absent.
-func (it Item) Key() Key {
-	k := Key{}
-	if b, ok := it[AttrPK].(B); ok {
-		k.PK = b
-	}
-	if b, ok := it[AttrSK].(B); ok {
-		k.SK = b
-	}
-	return k
-}
-
 // Kind is a DynamoDB attribute type.
 type Kind uint8
 
@@ -265,7 +250,7 @@ type WriteOptions struct {
 	// *ConditionFailedError.
 	OldOnFailure bool
 	// Handover (PutItem only) gives the item to the store rather than
-	// lending it: the store may keep the map and the values in it as the
+	// lending it: the store may keep the item and the values in it as the
 	// stored item, and make its numbers canonical in place, where it would
 	// otherwise copy them. Once the call is made, whatever its outcome, the
 	// caller must neither read nor modify the item or anything it refers

@@ -3,7 +3,6 @@ package dynastore
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -118,9 +117,8 @@ func AdoptItem(it Item) (Item, int, error) {
 // normalizeItem is NormalizeItemSize; with adopt it makes it canonical in
 // place instead of copying it.
 func normalizeItem(it Item, adopt bool) (Item, int, error) {
-	pk, okp := it[AttrPK]
-	sk, oks := it[AttrSK]
-	if !okp || !oks {
+	pk, sk := it.Get(AttrPK), it.Get(AttrSK)
+	if pk == nil || sk == nil {
 		return nil, 0, invalidf("%s", msgKeyMissing)
 	}
 	if _, ok := pk.(B); !ok {
@@ -132,36 +130,65 @@ func normalizeItem(it Item, adopt bool) (Item, int, error) {
 	if err := ValidateKey(it.Key()); err != nil {
 		return nil, 0, err
 	}
+	if err := checkNames(it); err != nil {
+		return nil, 0, err
+	}
 	out := it
 	if !adopt {
 		out = make(Item, len(it))
 	}
 	size := 0 // ItemSize(out), counted on the way
-	for name, v := range it {
-		if name == "" {
-			return nil, 0, invalidf("%s", msgEmptyName)
-		}
+	for i, a := range it {
 		var nv Value
 		var err error
 		changed := true
 		if adopt {
-			nv, changed, err = adoptValue(v)
+			nv, changed, err = adoptValue(a.Value)
 		} else {
-			nv, err = NormalizeValue(v)
+			nv, err = NormalizeValue(a.Value)
 		}
 		if err != nil {
 			return nil, 0, err
 		}
 		if changed {
-			// Replacing the value of a key being ranged over is allowed.
-			out[name] = nv
+			out[i] = Attr{Name: a.Name, Value: nv}
 		}
-		size += len(name) + valueSize(nv)
+		size += len(a.Name) + valueSize(nv)
 	}
 	if size > MaxItemSize {
 		return nil, 0, fmt.Errorf("%w: %s", ErrItemTooLarge, msgItemTooLarge)
 	}
 	return out, size, nil
+}
+
+// checkNames rejects an empty attribute name and a name given twice (which
+// a DynamoDB request's JSON map cannot carry, and an Item must not).
+func checkNames(it Item) error {
+	// Items have a handful of attributes: comparing every pair costs
+	// less than a set would, up to a few dozen.
+	const pairwise = 32
+	var seen map[string]bool
+	if len(it) > pairwise {
+		seen = make(map[string]bool, len(it))
+	}
+	for i, a := range it {
+		if a.Name == "" {
+			return invalidf("%s", msgEmptyName)
+		}
+		dup := false
+		if seen != nil {
+			dup = seen[a.Name]
+			seen[a.Name] = true
+		} else {
+			for _, b := range it[:i] {
+				dup = dup || b.Name == a.Name
+			}
+		}
+		if dup {
+			return invalidf("attribute %q appears twice", a.Name)
+		}
+	}
+	return nil
 }
 
 // NormalizeValue returns a deep copy of v with numbers in canonical form, or
@@ -297,8 +324,8 @@ func CloneItem(it Item) Item {
 		return nil
 	}
 	out := make(Item, len(it))
-	for k, v := range it {
-		out[k] = CloneValue(v)
+	for i, a := range it {
+		out[i] = Attr{Name: a.Name, Value: CloneValue(a.Value)}
 	}
 	return out
 }
@@ -340,8 +367,8 @@ func CloneValue(v Value) Value {
 // capacity units: attribute name bytes plus value sizes (see valueSize).
 func ItemSize(it Item) int {
 	n := 0
-	for name, v := range it {
-		n += len(name) + valueSize(v)
+	for _, a := range it {
+		n += len(a.Name) + valueSize(a.Value)
 	}
 	return n
 }
@@ -352,9 +379,9 @@ func ItemSize(it Item) int {
 // miss).
 func ItemSizeAt(k Key, it Item) int {
 	n := len(AttrPK) + len(k.PK) + len(AttrSK) + len(k.SK)
-	for name, v := range it {
-		if name != AttrPK && name != AttrSK {
-			n += len(name) + valueSize(v)
+	for _, a := range it {
+		if a.Name != AttrPK && a.Name != AttrSK {
+			n += len(a.Name) + valueSize(a.Value)
 		}
 	}
 	return n
@@ -523,9 +550,9 @@ func ItemsEqual(a, b Item) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || !ValuesEqual(v, w) {
+	for _, x := range a {
+		w := b.Get(x.Name)
+		if w == nil || !ValuesEqual(x.Value, w) {
 			return false
 		}
 	}
@@ -644,23 +671,21 @@ func evalCond(it Item, c Cond) bool {
 	case nil:
 		return true
 	case Exists:
-		_, ok := it[x.Attr]
-		return ok
+		return it.Has(x.Attr)
 	case NotExists:
-		_, ok := it[x.Attr]
-		return !ok
+		return !it.Has(x.Attr)
 	case Compare:
-		v, ok := it[x.Attr]
-		if !ok {
+		v := it.Get(x.Attr)
+		if v == nil {
 			return x.Op == OpNE
 		}
 		return compareValues(v, x.Op, x.Val)
 	case IsType:
-		v, ok := it[x.Attr]
-		return ok && v.Kind() == x.Type
+		v := it.Get(x.Attr)
+		return v != nil && v.Kind() == x.Type
 	case SizeCompare:
-		v, ok := it[x.Attr]
-		if !ok {
+		v := it.Get(x.Attr)
+		if v == nil {
 			return x.Op == OpNE
 		}
 		n, ok := sizeOf(v)
@@ -669,10 +694,10 @@ func evalCond(it Item, c Cond) bool {
 		}
 		return cmpResult(cmpInt(n, x.Size), x.Op)
 	case BeginsWith:
-		v, ok := it[x.Attr].(B)
+		v, ok := it.Get(x.Attr).(B)
 		return ok && bytes.HasPrefix(v, x.Prefix)
 	case Contains:
-		return contains(it[x.Attr], x.Val)
+		return contains(it.Get(x.Attr), x.Val)
 	case And:
 		for _, e := range x {
 			if !evalCond(it, e) {
@@ -965,11 +990,11 @@ func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 		if share && len(k.SK) == 1 {
 			sk = oneByteB[k.SK[0]]
 		}
-		out = Item{AttrPK: B(bytes.Clone(k.PK)), AttrSK: sk}
+		out = make(Item, 2, 2+len(u.Set)+len(u.Add))
+		out[0] = Attr{Name: AttrPK, Value: B(bytes.Clone(k.PK))}
+		out[1] = Attr{Name: AttrSK, Value: sk}
 	case share:
-		// maps.Clone copies a small map's slots in one go, where inserting
-		// them one by one hashed every name again.
-		out = maps.Clone(old)
+		out = old.Clone(len(u.Set) + len(u.Add))
 	default:
 		out = CloneItem(old)
 	}
@@ -978,21 +1003,21 @@ func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[s.Attr] = v
+		out.Set(s.Attr, v)
 	}
 	for _, a := range u.Remove {
-		delete(out, a)
+		out.Delete(a)
 	}
 	for _, a := range u.Add {
-		v, err := addValue(old[a.Attr], a.Val)
+		v, err := addValue(old.Get(a.Attr), a.Val)
 		if err != nil {
 			return nil, err
 		}
-		out[a.Attr] = v
+		out.Set(a.Attr, v)
 	}
 	for _, a := range u.Delete {
-		cur, ok := old[a.Attr]
-		if !ok {
+		cur := old.Get(a.Attr)
+		if cur == nil {
 			continue
 		}
 		set, ok := cur.(BS)
@@ -1001,9 +1026,9 @@ func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 		}
 		rest := setMinus(set, a.Val.(BS))
 		if len(rest) == 0 {
-			delete(out, a.Attr)
+			out.Delete(a.Attr)
 		} else {
-			out[a.Attr] = rest
+			out.Set(a.Attr, rest)
 		}
 	}
 	return out, nil
@@ -1016,8 +1041,8 @@ func evalOperand(old Item, o Operand, share bool) (Value, error) {
 	case Lit:
 		return NormalizeValue(x.V)
 	case Ref:
-		v, ok := old[x.Attr]
-		if !ok {
+		v := old.Get(x.Attr)
+		if v == nil {
 			return nil, invalidf("%s", msgNoSuchAttr)
 		}
 		if share {
@@ -1025,7 +1050,7 @@ func evalOperand(old Item, o Operand, share bool) (Value, error) {
 		}
 		return CloneValue(v), nil
 	case IfNotExists:
-		if v, ok := old[x.Attr]; ok {
+		if v := old.Get(x.Attr); v != nil {
 			if share {
 				return v, nil
 			}
@@ -1166,11 +1191,8 @@ func Projection(rv ReturnValues, old, new Item, u *Update) Item {
 		}
 		var out Item
 		take := func(a string) {
-			if v, ok := src[a]; ok {
-				if out == nil {
-					out = Item{}
-				}
-				out[a] = v
+			if v := src.Get(a); v != nil {
+				out.Set(a, v)
 			}
 		}
 		// The attributes of UpdatedAttrs, without building the list.

@@ -10,16 +10,16 @@ import (
 
 func evalItem() Item {
 	return Item{
-		AttrPK: B("p"), AttrSK: B{0},
-		"n":   N("5"),
-		"s":   S("abc"),
-		"b":   B{0x00, 0xff, 'a', 'b'},
-		"eb":  B{},
-		"bs":  BS{[]byte("x"), []byte("y")},
-		"l":   L{S("x"), N("1")},
-		"m":   M{"a": N("1")},
-		"t":   BOOL(true),
-		"nul": NULL{},
+		{Name: AttrPK, Value: B("p")}, {Name: AttrSK, Value: B{0}},
+		{Name: "n", Value: N("5")},
+		{Name: "s", Value: S("abc")},
+		{Name: "b", Value: B{0x00, 0xff, 'a', 'b'}},
+		{Name: "eb", Value: B{}},
+		{Name: "bs", Value: BS{[]byte("x"), []byte("y")}},
+		{Name: "l", Value: L{S("x"), N("1")}},
+		{Name: "m", Value: M{"a": N("1")}},
+		{Name: "t", Value: BOOL(true)},
+		{Name: "nul", Value: NULL{}},
 	}
 }
 
@@ -146,16 +146,16 @@ func TestEvalCondAbsentItem(t *testing.T) {
 func TestApplyUpdate(t *testing.T) {
 	k := Key{PK: []byte("p"), SK: []byte{0}}
 	base := func() Item {
-		return Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("5"), "s": S("abc"), "bs": BS{[]byte("x"), []byte("y")}, "l": L{S("x")}}
+		return Item{{Name: AttrPK, Value: B("p")}, {Name: AttrSK, Value: B{0}}, {Name: "n", Value: N("5")}, {Name: "s", Value: S("abc")}, {Name: "bs", Value: BS{[]byte("x"), []byte("y")}}, {Name: "l", Value: L{S("x")}}}
 	}
 	with := func(kv ...any) Item {
 		it := base()
 		for i := 0; i < len(kv); i += 2 {
 			if kv[i+1] == nil {
-				delete(it, kv[i].(string))
+				it.Delete(kv[i].(string))
 				continue
 			}
-			it[kv[i].(string)] = kv[i+1].(Value)
+			it.Set(kv[i].(string), kv[i+1].(Value))
 		}
 		return it
 	}
@@ -166,7 +166,7 @@ func TestApplyUpdate(t *testing.T) {
 		want    Item
 		invalid string // substring of the ErrInvalid message
 	}{
-		{name: "create from key", old: nil, u: Update{}, want: Item{AttrPK: B("p"), AttrSK: B{0}}},
+		{name: "create from key", old: nil, u: Update{}, want: Item{{Name: AttrPK, Value: B("p")}, {Name: AttrSK, Value: B{0}}}},
 		{name: "set literal", old: base(), u: Update{Set: []SetAction{{"a", Lit{S("v")}}}}, want: with("a", S("v"))},
 		{name: "set canonical number", old: base(), u: Update{Set: []SetAction{{"a", Lit{N("007.50")}}}}, want: with("a", N("7.5"))},
 		{name: "set ref", old: base(), u: Update{Set: []SetAction{{"a", Ref{"n"}}}}, want: with("a", N("5"))},
@@ -174,7 +174,7 @@ func TestApplyUpdate(t *testing.T) {
 		{name: "swap", old: base(), u: Update{Set: []SetAction{{"n", Ref{"s"}}, {"s", Ref{"n"}}}}, want: with("n", S("abc"), "s", N("5"))},
 		{name: "if_not_exists missing", old: base(), u: Update{Set: []SetAction{{"a", IfNotExists{"zz", N("1")}}}}, want: with("a", N("1"))},
 		{name: "if_not_exists present", old: base(), u: Update{Set: []SetAction{{"a", IfNotExists{"n", N("1")}}}}, want: with("a", N("5"))},
-		{name: "counter from nothing", old: nil, u: Update{Set: []SetAction{{"n", Plus{IfNotExists{"n", N("0")}, Lit{N("1")}}}}}, want: Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("1")}},
+		{name: "counter from nothing", old: nil, u: Update{Set: []SetAction{{"n", Plus{IfNotExists{"n", N("0")}, Lit{N("1")}}}}}, want: Item{{Name: AttrPK, Value: B("p")}, {Name: AttrSK, Value: B{0}}, {Name: "n", Value: N("1")}}},
 		{name: "plus", old: base(), u: Update{Set: []SetAction{{"n", Plus{Ref{"n"}, Lit{N("0.5")}}}}}, want: with("n", N("5.5"))},
 		{name: "minus", old: base(), u: Update{Set: []SetAction{{"a", Minus{Ref{"n"}, Lit{N("10.25")}}}}}, want: with("a", N("-5.25"))},
 		{name: "list_append", old: base(), u: Update{Set: []SetAction{{"l", ListAppend{Ref{"l"}, Lit{L{N("1")}}}}}}, want: with("l", L{S("x"), N("1")})},
@@ -238,7 +238,7 @@ func TestApplyUpdate(t *testing.T) {
 			// The sharing variant makes the same item, sized alike from its key.
 			shared, err := ApplyValidUpdate(k, c.old, c.u)
 			require.NoError(t, err)
-			require.Equal(t, got, shared)
+			require.Equal(t, got.Sorted(), shared.Sorted())
 			require.Equal(t, ItemSize(got), ItemSizeAt(k, shared))
 		})
 	}
@@ -281,7 +281,7 @@ func TestItemSize(t *testing.T) {
 		{"utf-8 string", S("é"), 2},
 		{"empty binary", B{}, 0},
 	} {
-		it := Item{AttrPK: B("a"), AttrSK: B{0}, "s": c.v}
+		it := Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "s", Value: c.v}}
 		require.Equal(t, 6+1+c.size, ItemSize(it), c.name)
 	}
 }
@@ -293,22 +293,27 @@ func TestNormalizeItem(t *testing.T) {
 		it   Item
 		err  error
 		want Item
+		msg  string // substring of the error, if set
 	}{
-		{"canonical", Item{AttrPK: B("a"), AttrSK: B{0}, "n": N("1.50"), "l": L{N("007")}, "m": M{"x": N("-0")}},
-			nil, Item{AttrPK: B("a"), AttrSK: B{0}, "n": N("1.5"), "l": L{N("7")}, "m": M{"x": N("0")}}},
-		{"at the limit", Item{AttrPK: B("a"), AttrSK: B{0}, "v": B(big)}, nil, nil},
-		{"over the limit", Item{AttrPK: B("a"), AttrSK: B{0}, "v": B(big + "x")}, ErrItemTooLarge, nil},
-		{"no sk", Item{AttrPK: B("a")}, ErrInvalid, nil},
-		{"string pk", Item{AttrPK: S("a"), AttrSK: B{0}}, ErrInvalid, nil},
-		{"empty pk", Item{AttrPK: B{}, AttrSK: B{0}}, ErrKeyTooLarge, nil},
-		{"long pk", Item{AttrPK: B(strings.Repeat("k", MaxPKSize+1)), AttrSK: B{0}}, ErrKeyTooLarge, nil},
-		{"long sk", Item{AttrPK: B("a"), AttrSK: B(strings.Repeat("k", MaxSKSize+1))}, ErrKeyTooLarge, nil},
-		{"empty set", Item{AttrPK: B("a"), AttrSK: B{0}, "s": BS{}}, ErrInvalid, nil},
-		{"nested empty set", Item{AttrPK: B("a"), AttrSK: B{0}, "l": L{BS{}}}, ErrInvalid, nil},
-		{"empty map key", Item{AttrPK: B("a"), AttrSK: B{0}, "m": M{"": NULL{}}}, ErrInvalid, nil},
-		{"empty attr name", Item{AttrPK: B("a"), AttrSK: B{0}, "": NULL{}}, ErrInvalid, nil},
-		{"nil value", Item{AttrPK: B("a"), AttrSK: B{0}, "x": nil}, ErrInvalid, nil},
-		{"empty member is fine", Item{AttrPK: B("a"), AttrSK: B{0}, "s": BS{{}, []byte("x")}}, nil, nil},
+		{"canonical", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "n", Value: N("1.50")}, {Name: "l", Value: L{N("007")}}, {Name: "m", Value: M{"x": N("-0")}}},
+			nil, Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "n", Value: N("1.5")}, {Name: "l", Value: L{N("7")}}, {Name: "m", Value: M{"x": N("0")}}}, ""},
+		{"at the limit", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "v", Value: B(big)}}, nil, nil, ""},
+		{"over the limit", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "v", Value: B(big + "x")}}, ErrItemTooLarge, nil, ""},
+		{"no sk", Item{{Name: AttrPK, Value: B("a")}}, ErrInvalid, nil, ""},
+		{"string pk", Item{{Name: AttrPK, Value: S("a")}, {Name: AttrSK, Value: B{0}}}, ErrInvalid, nil, ""},
+		{"empty pk", Item{{Name: AttrPK, Value: B{}}, {Name: AttrSK, Value: B{0}}}, ErrKeyTooLarge, nil, ""},
+		{"long pk", Item{{Name: AttrPK, Value: B(strings.Repeat("k", MaxPKSize+1))}, {Name: AttrSK, Value: B{0}}}, ErrKeyTooLarge, nil, ""},
+		{"long sk", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B(strings.Repeat("k", MaxSKSize+1))}}, ErrKeyTooLarge, nil, ""},
+		{"empty set", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "s", Value: BS{}}}, ErrInvalid, nil, ""},
+		{"nested empty set", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "l", Value: L{BS{}}}}, ErrInvalid, nil, ""},
+		{"empty map key", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "m", Value: M{"": NULL{}}}}, ErrInvalid, nil, ""},
+		{"empty attr name", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "", Value: NULL{}}}, ErrInvalid, nil, ""},
+		{"nil value", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "x", Value: nil}}, ErrInvalid, nil, ""},
+		{"empty member is fine", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "s", Value: BS{{}, []byte("x")}}}, nil, nil, ""},
+		{"attr name twice", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "x", Value: N("1")}, {Name: "x", Value: N("1")}}, ErrInvalid, nil, "appears twice"},
+		{"key name twice", Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: AttrPK, Value: B("a")}}, ErrInvalid, nil, "appears twice"},
+		{"attr name twice among many", append(manyAttrs(40), Attr{Name: "r3", Value: N("1")}), ErrInvalid, nil, "appears twice"},
+		{"many attrs", manyAttrs(40), nil, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := CloneItem(c.it)
@@ -317,6 +322,7 @@ func TestNormalizeItem(t *testing.T) {
 			adopted, adoptedSize, adoptErr := AdoptItem(in)
 			if c.err != nil {
 				require.ErrorIs(t, err, c.err)
+				require.ErrorContains(t, err, c.msg)
 				require.EqualError(t, adoptErr, err.Error())
 				return
 			}
@@ -324,25 +330,35 @@ func TestNormalizeItem(t *testing.T) {
 			require.NoError(t, adoptErr)
 			require.Equal(t, ItemSize(got), size)
 			require.Equal(t, size, adoptedSize)
-			require.Equal(t, got, adopted)
-			require.Equal(t, got, in, "adopted in place")
+			require.Equal(t, got.Sorted(), adopted.Sorted())
+			require.Equal(t, got.Sorted(), in.Sorted(), "adopted in place")
 			if c.want != nil {
-				require.Equal(t, c.want, got)
+				require.Equal(t, c.want.Sorted(), got.Sorted())
 			}
 		})
 	}
 }
 
+// manyAttrs returns a valid item of the key and n more attributes, more
+// than checkNames compares pairwise when n is over 30.
+func manyAttrs(n int) Item {
+	it := Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}}
+	for _, name := range names(n) {
+		it = append(it, Attr{Name: name, Value: N("1")})
+	}
+	return it
+}
+
 func TestNormalizeItemCopies(t *testing.T) {
-	in := Item{AttrPK: B("a"), AttrSK: B{0}, "b": B("xy"), "bs": BS{[]byte("m")}, "l": L{B("q")}}
+	in := Item{{Name: AttrPK, Value: B("a")}, {Name: AttrSK, Value: B{0}}, {Name: "b", Value: B("xy")}, {Name: "bs", Value: BS{[]byte("m")}}, {Name: "l", Value: L{B("q")}}}
 	out, err := NormalizeItem(in)
 	require.NoError(t, err)
-	in["b"].(B)[0] = 'Z'
-	in["bs"].(BS)[0][0] = 'Z'
-	in["l"].(L)[0].(B)[0] = 'Z'
-	require.Equal(t, B("xy"), out["b"])
-	require.Equal(t, BS{[]byte("m")}, out["bs"])
-	require.Equal(t, L{B("q")}, out["l"])
+	in.Get("b").(B)[0] = 'Z'
+	in.Get("bs").(BS)[0][0] = 'Z'
+	in.Get("l").(L)[0].(B)[0] = 'Z'
+	require.Equal(t, B("xy"), out.Get("b"))
+	require.Equal(t, BS{[]byte("m")}, out.Get("bs"))
+	require.Equal(t, L{B("q")}, out.Get("l"))
 }
 
 func TestValidateKey(t *testing.T) {
@@ -367,7 +383,7 @@ func TestCapacityUnits(t *testing.T) {
 }
 
 func TestProjection(t *testing.T) {
-	old := Item{AttrPK: B("p"), AttrSK: B{0}, "n": N("5"), "gone": S("x"), "same": S("y")}
+	old := Item{{Name: AttrPK, Value: B("p")}, {Name: AttrSK, Value: B{0}}, {Name: "n", Value: N("5")}, {Name: "gone", Value: S("x")}, {Name: "same", Value: S("y")}}
 	u := &Update{Set: []SetAction{{"n", Lit{N("6")}}, {"same", Lit{S("y")}}, {"new", Lit{S("z")}}}, Remove: []string{"gone", "never"}}
 	nw, err := ApplyUpdate(old.Key(), old, *u)
 	require.NoError(t, err)
@@ -378,10 +394,10 @@ func TestProjection(t *testing.T) {
 		{ReturnNone, nil},
 		{ReturnAllOld, old},
 		{ReturnAllNew, nw},
-		{ReturnUpdatedOld, Item{"n": N("5"), "gone": S("x"), "same": S("y")}},
-		{ReturnUpdatedNew, Item{"n": N("6"), "same": S("y"), "new": S("z")}},
+		{ReturnUpdatedOld, Item{{Name: "n", Value: N("5")}, {Name: "gone", Value: S("x")}, {Name: "same", Value: S("y")}}},
+		{ReturnUpdatedNew, Item{{Name: "n", Value: N("6")}, {Name: "same", Value: S("y")}, {Name: "new", Value: S("z")}}},
 	} {
-		require.Equal(t, c.want, Projection(c.rv, old, nw, u), "rv %d", c.rv)
+		require.Equal(t, c.want.Sorted(), Projection(c.rv, old, nw, u).Sorted(), "rv %d", c.rv)
 	}
 	require.Nil(t, Projection(ReturnUpdatedOld, nil, nw, &Update{Remove: []string{"x"}}))
 	require.Nil(t, Projection(ReturnAllOld, nil, nw, u))
@@ -407,7 +423,9 @@ func TestValuesEqual(t *testing.T) {
 	require.False(t, ValuesEqual(M{"a": N("1")}, M{"b": N("1")}))
 	require.False(t, ValuesEqual(nil, nil))
 	require.True(t, ItemsEqual(nil, Item{}))
-	require.False(t, ItemsEqual(Item{"a": N("1")}, Item{"a": N("2")}))
+	require.False(t, ItemsEqual(Item{{Name: "a", Value: N("1")}}, Item{{Name: "a", Value: N("2")}}))
+	require.True(t, ItemsEqual(Item{{Name: "a", Value: N("1")}, {Name: "b", Value: S("x")}}, Item{{Name: "b", Value: S("x")}, {Name: "a", Value: N("1.0")}}), "in any order")
+	require.False(t, ItemsEqual(Item{{Name: "a", Value: N("1")}}, Item{{Name: "b", Value: N("1")}}))
 }
 
 // checkValue must reject exactly what NormalizeValue rejects, with its error.

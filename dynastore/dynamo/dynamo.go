@@ -512,7 +512,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 	for i, k := range keys {
 		out[i] = found[index[keyString(k)]]
 	}
-	// Two equal keys must not share one map: callers may modify what they get.
+	// Two equal keys must not share one item: callers may modify what they get.
 	seen := make(map[int]bool, len(uniq))
 	for i, k := range keys {
 		j := index[keyString(k)]
@@ -643,7 +643,7 @@ func appendBatchGetAgain(b []byte, table string, keys []dynastore.Item) ([]byte,
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendAVs(b, k); err != nil {
+		if b, err = appendItem(b, k); err != nil {
 			return b, fmt.Errorf("unprocessed key: %w", err)
 		}
 	}

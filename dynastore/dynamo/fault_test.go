@@ -293,7 +293,7 @@ func TestFaults(t *testing.T) {
 				if tc.n == 0 {
 					require.Nil(t, got)
 				} else {
-					require.Equal(t, dynastore.N(strconv.Itoa(tc.n)), got["n"])
+					require.Equal(t, dynastore.N(strconv.Itoa(tc.n)), got.Get("n"))
 				}
 			}
 		})

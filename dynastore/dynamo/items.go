@@ -219,7 +219,7 @@ func (r *itemRequest) appendJSON(b []byte, table string, inTx bool) ([]byte, err
 	var err error
 	if r.op == dynastore.OpPutItem {
 		b = append(b, `,"Item":`...)
-		if b, err = appendAVs(b, r.item); err != nil {
+		if b, err = appendItem(b, r.item); err != nil {
 			return b, err
 		}
 	} else {

@@ -137,7 +137,7 @@ func appendAV(b []byte, v dynastore.Value) ([]byte, error) {
 		b = append(b, ']')
 	case dynastore.M:
 		var err error
-		if b, err = appendAVs(append(b, `{"M":`...), v); err != nil {
+		if b, err = appendM(append(b, `{"M":`...), v); err != nil {
 			return b, err
 		}
 	case dynastore.BOOL:
@@ -154,24 +154,48 @@ func appendAV(b []byte, v dynastore.Value) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendAVs appends named values (an item's attributes, a map's entries)
-// as a JSON object.
-func appendAVs[V ~map[string]dynastore.Value](b []byte, vs V) ([]byte, error) {
+// appendItem appends an item's attributes as a JSON object.
+func appendItem(b []byte, it dynastore.Item) ([]byte, error) {
+	b = append(b, '{')
+	for i, a := range it {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendNamed(b, a.Name, a.Value); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendM appends a map's entries as a JSON object.
+func appendM(b []byte, m dynastore.M) ([]byte, error) {
 	b = append(b, '{')
 	first := true
-	for k, v := range vs {
+	for k, v := range m {
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, k)
-		b = append(b, ':')
 		var err error
-		if b, err = appendAV(b, v); err != nil {
-			return b, fmt.Errorf("attribute %q: %w", k, err)
+		if b, err = appendNamed(b, k, v); err != nil {
+			return b, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendNamed appends one named value (an item's attribute, a map's entry)
+// as a JSON object member.
+func appendNamed(b []byte, name string, v dynastore.Value) ([]byte, error) {
+	b = appendString(b, name)
+	b = append(b, ':')
+	b, err := appendAV(b, v)
+	if err != nil {
+		return b, fmt.Errorf("attribute %q: %w", name, err)
+	}
+	return b, nil
 }
 
 // appendKey appends a primary key as an attribute map.
@@ -646,9 +670,9 @@ func (d *jsonDecoder) item() dynastore.Item {
 			return nil
 		}
 		if it == nil {
-			it = make(dynastore.Item, 8)
+			it = make(dynastore.Item, 0, 8)
 		}
-		it[name] = v
+		it = append(it, dynastore.Attr{Name: name, Value: v})
 	}
 	return it
 }

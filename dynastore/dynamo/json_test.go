@@ -61,7 +61,7 @@ func TestValueJSONRoundTrip(t *testing.T) {
 	}
 	_, err := appendAV(nil, dynastore.L{nil})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
-	_, err = appendAVs(nil, dynastore.Item{"x": dynastore.M{"y": nil}})
+	_, err = appendItem(nil, dynastore.Item{{Name: "x", Value: dynastore.M{"y": nil}}})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
 	require.ErrorContains(t, err, `attribute "x"`)
 }
@@ -76,12 +76,12 @@ func TestDecodeItem(t *testing.T) {
 		{name: "empty is nil", in: `{}`},
 		{name: "null is nil", in: `null`},
 		{name: "spaces and escapes", in: " {\n\t\"a\\u00e9\" : { \"S\" : \"\\ud83d\\ude00\\/\\\"\" } } ",
-			want: dynastore.Item{"aé": dynastore.S("😀/\"")}},
-		{name: "invalid UTF-8", in: "{\"a\\n\xff\":{\"S\":\"x\xffy\\n\"}}", want: dynastore.Item{"a\n\ufffd": dynastore.S("x\ufffdy\n")}},
-		{name: "lone surrogate", in: `{"a":{"S":"\ud83d!"}}`, want: dynastore.Item{"a": dynastore.S("\ufffd!")}},
+			want: dynastore.Item{{Name: "aé", Value: dynastore.S("😀/\"")}}},
+		{name: "invalid UTF-8", in: "{\"a\\n\xff\":{\"S\":\"x\xffy\\n\"}}", want: dynastore.Item{{Name: "a\n\ufffd", Value: dynastore.S("x\ufffdy\n")}}},
+		{name: "lone surrogate", in: `{"a":{"S":"\ud83d!"}}`, want: dynastore.Item{{Name: "a", Value: dynastore.S("\ufffd!")}}},
 		{name: "numbers canonical", in: `{"a":{"N":"3.0"},"b":{"N":"-0"},"c":{"N":"1E+2"}}`,
-			want: dynastore.Item{"a": dynastore.N("3"), "b": dynastore.N("0"), "c": dynastore.N("100")}},
-		{name: "escaped base64", in: `{"a":{"B":"YS9i\/w=="}}`, want: dynastore.Item{"a": dynastore.B("a/b\xff")}},
+			want: dynastore.Item{{Name: "a", Value: dynastore.N("3")}, {Name: "b", Value: dynastore.N("0")}, {Name: "c", Value: dynastore.N("100")}}},
+		{name: "escaped base64", in: `{"a":{"B":"YS9i\/w=="}}`, want: dynastore.Item{{Name: "a", Value: dynastore.B("a/b\xff")}}},
 		{name: "unsupported type", in: `{"a":{"SS":["x"]}}`, err: `attribute "a": dynamo: unsupported attribute type "SS"`},
 		{name: "nested unsupported type", in: `{"a":{"M":{"b":{"NS":["1"]}}}}`, err: `attribute "a"`},
 		{name: "two types", in: `{"a":{"S":"x","N":"1"}}`, syntax: true},
@@ -109,7 +109,7 @@ func TestDecodeItem(t *testing.T) {
 				require.False(t, errors.As(d.err, &se))
 			default:
 				require.NoError(t, d.err)
-				require.Equal(t, c.want, got)
+				require.Equal(t, c.want.Sorted(), got.Sorted())
 			}
 		})
 	}
@@ -122,11 +122,11 @@ func TestDecodedBinariesAreSeparate(t *testing.T) {
 	d.str = string(d.b)
 	it := d.item()
 	require.NoError(t, d.err)
-	a := it["a"].(dynastore.B)
+	a := it.Get("a").(dynastore.B)
 	require.Equal(t, len(a), cap(a))
 	_ = append(a, 'x')
-	require.Equal(t, dynastore.B("b"), it["b"])
-	require.Len(t, it["big"], 6000)
+	require.Equal(t, dynastore.B("b"), it.Get("b"))
+	require.Len(t, it.Get("big"), 6000)
 }
 
 // An item of a Query page is read from its own copy of its text.
@@ -138,11 +138,11 @@ func TestOwnItem(t *testing.T) {
 		items = append(items, d.ownItem())
 	}
 	require.NoError(t, d.err)
-	require.Equal(t, []dynastore.Item{{"a": dynastore.S("x")}, {"b": dynastore.S(strings.Repeat("y", 100))}}, items)
+	require.Equal(t, []dynastore.Item{{{Name: "a", Value: dynastore.S("x")}}, {{Name: "b", Value: dynastore.S(strings.Repeat("y", 100))}}}, items)
 	for i := range in {
 		in[i] = 0
 	}
-	require.Equal(t, dynastore.S("x"), items[0]["a"], "nothing aliases the input")
+	require.Equal(t, dynastore.S("x"), items[0].Get("a"), "nothing aliases the input")
 }
 
 // The decoder never panics, accepts only valid JSON, and what it accepts
@@ -162,10 +162,10 @@ func FuzzDecodeItem(f *testing.F) {
 		if it == nil {
 			return
 		}
-		out, err := appendAVs(nil, it)
+		out, err := appendItem(nil, it)
 		require.NoError(t, err)
 		d2 := newDecoder(out)
-		require.Equal(t, it, d2.item())
+		require.Equal(t, it.Sorted(), d2.item().Sorted())
 		require.NoError(t, d2.err)
 	})
 }

@@ -105,8 +105,8 @@ var benchRequests = []struct {
 	}},
 	{"put", func(ctx context.Context, s *Store) error {
 		_, err := s.Put(ctx, dynastore.Item{
-			dynastore.AttrPK: dynastore.B("\x00key:000000"), dynastore.AttrSK: dynastore.B{0},
-			"t": dynastore.S("string"), "v": dynastore.B("0123456789abcdef"), "ver": dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08"),
+			{Name: dynastore.AttrPK, Value: dynastore.B("\x00key:000000")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}},
+			{Name: "t", Value: dynastore.S("string")}, {Name: "v", Value: dynastore.B("0123456789abcdef")}, {Name: "ver", Value: dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08")},
 		}, dynastore.WriteOptions{
 			Cond:         dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.Compare{Attr: "x", Op: dynastore.OpLE, Val: dynastore.N("1700000000000")}},
 			OldOnFailure: true,

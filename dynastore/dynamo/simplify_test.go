@@ -57,7 +57,7 @@ func TestSimplifyKeepsMeaning(t *testing.T) {
 		it := dynastore.Item{}
 		for _, a := range attrs {
 			if rng.IntN(3) > 0 {
-				it[a] = vals[rng.IntN(len(vals))]
+				it.Set(a, vals[rng.IntN(len(vals))])
 			}
 		}
 		items = append(items, it)

@@ -96,12 +96,12 @@ func fromAV(av types.AttributeValue) (dynastore.Value, error) {
 
 func toItem(it dynastore.Item) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(it))
-	for k, v := range it {
-		av, err := toAV(v)
+	for _, a := range it {
+		av, err := toAV(a.Value)
 		if err != nil {
-			return nil, fmt.Errorf("attribute %q: %w", k, err)
+			return nil, fmt.Errorf("attribute %q: %w", a.Name, err)
 		}
-		out[k] = av
+		out[a.Name] = av
 	}
 	return out, nil
 }
@@ -133,13 +133,13 @@ func fromItem(m map[string]types.AttributeValue) (dynastore.Item, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	out := make(dynastore.Item, len(m))
+	out := make(dynastore.Item, 0, len(m))
 	for k, av := range m {
 		v, err := fromAV(av)
 		if err != nil {
 			return nil, fmt.Errorf("attribute %q: %w", k, err)
 		}
-		out[k] = v
+		out = append(out, dynastore.Attr{Name: k, Value: v})
 	}
 	return out, nil
 }
@@ -163,10 +163,10 @@ func keyFromAV(m map[string]types.AttributeValue) (dynastore.Key, error) {
 
 // keyOf reads a LastEvaluatedKey the direct path decoded.
 func keyOf(it dynastore.Item) (dynastore.Key, error) {
-	pk, ok1 := it[dynastore.AttrPK].(dynastore.B)
-	sk, ok2 := it[dynastore.AttrSK].(dynastore.B)
+	pk, ok1 := it.Get(dynastore.AttrPK).(dynastore.B)
+	sk, ok2 := it.Get(dynastore.AttrSK).(dynastore.B)
 	if !ok1 || !ok2 {
-		return dynastore.Key{}, fmt.Errorf("dynamo: unexpected key shape %v", it)
+		return dynastore.Key{}, fmt.Errorf("dynamo: unexpected key shape %v", it.Sorted())
 	}
 	return dynastore.Key{PK: pk, SK: sk}, nil
 }

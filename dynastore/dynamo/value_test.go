@@ -56,7 +56,7 @@ func TestNumbersCanonical(t *testing.T) {
 func TestValueErrors(t *testing.T) {
 	_, err := toAV(nil)
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
-	_, err = toItem(dynastore.Item{"x": dynastore.L{nil}})
+	_, err = toItem(dynastore.Item{{Name: "x", Value: dynastore.L{nil}}})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
 	_, err = fromAV(&types.AttributeValueMemberSS{Value: []string{"a"}})
 	require.Error(t, err, "types redamo never writes are not converted silently")

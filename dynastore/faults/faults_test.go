@@ -26,7 +26,7 @@ func TestConformanceWithoutFaults(t *testing.T) {
 func key(s string) dynastore.Key { return dynastore.Key{PK: []byte(s), SK: []byte{0}} }
 
 func item(s string) dynastore.Item {
-	return dynastore.Item{dynastore.AttrPK: dynastore.B(s), dynastore.AttrSK: dynastore.B{0}}
+	return dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B(s)}, {Name: dynastore.AttrSK, Value: dynastore.B{0}}}
 }
 
 func newStore() (*faults.Store, *memory.Store) {
@@ -79,7 +79,7 @@ func TestFailNextAfter(t *testing.T) {
 	require.Nil(t, got, "the answer is lost")
 	it, err := m.Get(ctx, key("c"))
 	require.NoError(t, err)
-	require.Equal(t, dynastore.N("1"), it["n"], "but the write happened")
+	require.Equal(t, dynastore.N("1"), it.Get("n"), "but the write happened")
 }
 
 func TestFailRateIsSeeded(t *testing.T) {
@@ -201,7 +201,7 @@ func TestNoHalfAppliedWrites(t *testing.T) {
 		it, err := m.Get(ctx, key("src"+strconv.Itoa(w)))
 		require.NoError(t, err)
 		if it != nil {
-			n, _ := strconv.Atoi(string(it["n"].(dynastore.N)))
+			n, _ := strconv.Atoi(string(it.Get("n").(dynastore.N)))
 			sum += n
 		}
 	}
@@ -209,7 +209,7 @@ func TestNoHalfAppliedWrites(t *testing.T) {
 		it, err := m.Get(ctx, key("total"+strconv.Itoa(i)))
 		require.NoError(t, err)
 		if it != nil {
-			n, _ := strconv.Atoi(string(it["n"].(dynastore.N)))
+			n, _ := strconv.Atoi(string(it.Get("n").(dynastore.N)))
 			total += n
 		}
 	}

@@ -97,7 +97,7 @@ type entry struct {
 	// allocation: finding an entry compares its id and then reads the
 	// entry, one cache miss instead of two. On 100,000 random keys, point
 	// requests spend much of their time waiting for memory. 48 bytes make
-	// an entry 96 bytes, a Go size class, and fit redamo's key items of
+	// an entry 112 bytes, a Go size class, and fit redamo's key items of
 	// keys up to about 40 bytes.
 	idBuf [48]byte
 }

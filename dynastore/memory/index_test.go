@@ -68,7 +68,7 @@ func TestWriteRedecidesAfterConflict(t *testing.T) {
 	stored := func() dynastore.Item { return itemOf(s.shard(s.shardOf(k.PK)).get(appendID(nil, k.PK, k.SK))) }
 	put := func(v string) func(dynastore.Item) (dynastore.Item, int, error) {
 		return func(dynastore.Item) (dynastore.Item, int, error) {
-			return dynastore.Item{"v": dynastore.S(v)}, 1, nil
+			return dynastore.Item{{Name: "v", Value: dynastore.S(v)}}, 1, nil
 		}
 	}
 	for _, tc := range []struct {
@@ -96,17 +96,17 @@ func TestWriteRedecidesAfterConflict(t *testing.T) {
 					_, err := s.write(k, false, interleaved)
 					require.NoError(t, err)
 				}
-				return dynastore.Item{"v": dynastore.S("mine"), "saw": dynastore.BOOL(old != nil)}, 2, nil
+				return dynastore.Item{{Name: "v", Value: dynastore.S("mine")}, {Name: "saw", Value: dynastore.BOOL(old != nil)}}, 2, nil
 			})
 			require.NoError(t, err)
 			require.Len(t, seen, 2, "decided again")
 			var now dynastore.Item
 			if tc.other != "" {
-				now = dynastore.Item{"v": dynastore.S(tc.other)}
+				now = dynastore.Item{{Name: "v", Value: dynastore.S(tc.other)}}
 			}
 			require.Equal(t, now, seen[1])
 			require.Equal(t, now, o.old)
-			require.Equal(t, dynastore.Item{"v": dynastore.S("mine"), "saw": dynastore.BOOL(now != nil)}, stored())
+			require.Equal(t, dynastore.Item{{Name: "v", Value: dynastore.S("mine")}, {Name: "saw", Value: dynastore.BOOL(now != nil)}}, stored())
 			_, err = s.write(k, false, onCond(nil, nil, 0))
 			require.NoError(t, err)
 		})

@@ -77,7 +77,7 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 		}
 		seen++
 		s.ttlPos.after = e.id
-		if ttl, ok := e.item[dynastore.AttrTTL].(dynastore.N); ok {
+		if ttl, ok := e.item.Get(dynastore.AttrTTL).(dynastore.N); ok {
 			if c, err := dynastore.CompareNumbers(ttl, limit); err == nil && c <= 0 {
 				dead = append(dead, deadEntry{e, e.ver})
 			}

@@ -19,14 +19,14 @@ func TestExpireTTL(t *testing.T) {
 	const n = ttlBatch*2 + 10
 	for i := range n {
 		it := dynastore.Item{
-			dynastore.AttrPK: dynastore.B(fmt.Sprintf("k%06d", i)),
-			dynastore.AttrSK: dynastore.B{0},
+			{Name: dynastore.AttrPK, Value: dynastore.B(fmt.Sprintf("k%06d", i))},
+			{Name: dynastore.AttrSK, Value: dynastore.B{0}},
 		}
 		switch i % 3 {
 		case 0: // expired a second ago
-			it[dynastore.AttrTTL] = dynastore.N(fmt.Sprint(now.Unix() - 1))
+			it.Set(dynastore.AttrTTL, dynastore.N(fmt.Sprint(now.Unix()-1)))
 		case 1: // expires in the future
-			it[dynastore.AttrTTL] = dynastore.N(fmt.Sprint(now.Unix() + 60))
+			it.Set(dynastore.AttrTTL, dynastore.N(fmt.Sprint(now.Unix()+60)))
 		}
 		_, err := s.Put(ctx, it, dynastore.WriteOptions{})
 		require.NoError(t, err)
@@ -50,9 +50,9 @@ func TestExpireTTL(t *testing.T) {
 func TestRunTTLStopsWithContext(t *testing.T) {
 	s := New(Options{})
 	_, err := s.Put(context.Background(), dynastore.Item{
-		dynastore.AttrPK:  dynastore.B("k"),
-		dynastore.AttrSK:  dynastore.B{0},
-		dynastore.AttrTTL: dynastore.N("1"),
+		{Name: dynastore.AttrPK, Value: dynastore.B("k")},
+		{Name: dynastore.AttrSK, Value: dynastore.B{0}},
+		{Name: dynastore.AttrTTL, Value: dynastore.N("1")},
 	}, dynastore.WriteOptions{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -63,10 +63,10 @@ func testEmptyValues(t *testing.T, s dynastore.Store) {
 	k := key("empty")
 	put(t, s, item(k, "eb", B{}, "es", S(""), "l", L{B{}}))
 	got := get(t, s, k)
-	require.Contains(t, got, "eb", "an empty binary is a value, not a missing attribute")
-	require.Equal(t, dynastore.KindB, got["eb"].Kind())
-	require.Len(t, got["eb"], 0)
-	require.Equal(t, S(""), got["es"])
+	require.True(t, got.Has("eb"), "an empty binary is a value, not a missing attribute")
+	require.Equal(t, dynastore.KindB, got.Get("eb").Kind())
+	require.Len(t, got.Get("eb"), 0)
+	require.Equal(t, S(""), got.Get("es"))
 	requireItem(t, item(k, "eb", B{}, "es", S(""), "l", L{B{}}), got)
 
 	// And through an update, compared with a condition.
@@ -133,8 +133,8 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 		{dynastore.ReturnNone, nil},
 		{dynastore.ReturnAllOld, item(k, "a", N("1"), "b", S("x"))},
 		{dynastore.ReturnAllNew, item(k, "a", N("2"), "c", S("new"))},
-		{dynastore.ReturnUpdatedOld, Item{"a": N("1"), "b": S("x")}},
-		{dynastore.ReturnUpdatedNew, Item{"a": N("2"), "c": S("new")}},
+		{dynastore.ReturnUpdatedOld, Item{{Name: "a", Value: N("1")}, {Name: "b", Value: S("x")}}},
+		{dynastore.ReturnUpdatedNew, Item{{Name: "a", Value: N("2")}, {Name: "c", Value: S("new")}}},
 	} {
 		put(t, s, v1)
 		got, err := s.Update(ctx, k, u, dynastore.WriteOptions{Return: c.rv})
@@ -183,10 +183,11 @@ func testOwnership(t *testing.T, s dynastore.Store) {
 	_, err := s.Put(ctx, in, dynastore.WriteOptions{})
 	require.NoError(t, err)
 	// The caller may reuse what it lent.
-	in["b"].(B)[0] = 'Z'
-	in["l"].(L)[0].(B)[0] = 'Z'
-	in["bs"].(BS)[0][0] = 'Z'
-	in["extra"] = S("x")
+	in.Get("b").(B)[0] = 'Z'
+	in.Get("l").(L)[0].(B)[0] = 'Z'
+	in.Get("bs").(BS)[0][0] = 'Z'
+	in.Set("n", N("2")) // in place: a store that kept in itself would see it
+	in.Set("extra", S("x"))
 	requireItem(t, want, get(t, s, k))
 	// A handed-over item is the store's from the call on (never touched
 	// again here), stored as a copy of it would have been.
@@ -195,7 +196,7 @@ func testOwnership(t *testing.T, s dynastore.Store) {
 	require.NoError(t, err)
 	wantHanded := item(hk, "b", B("abc"), "l", L{B("x")}, "m", M{"k": B("v")}, "bs", BS{[]byte("m")}, "n", N("1"))
 	requireItem(t, wantHanded, get(t, s, hk))
-	require.Equal(t, N("1"), get(t, s, hk)["n"], "a handed-over number is made canonical")
+	require.Equal(t, N("1"), get(t, s, hk).Get("n"), "a handed-over number is made canonical")
 
 	for _, c := range []struct {
 		k    dynastore.Key
@@ -234,7 +235,7 @@ func testOwnership(t *testing.T, s dynastore.Store) {
 		for i, snap := range snapshots {
 			requireItem(t, c.want, snap, "%q: snapshot %d changed by later writes", c.k.PK, i)
 		}
-		require.Equal(t, L{B("x"), B("y")}, old["l"], "the item as the update left it")
+		require.Equal(t, L{B("x"), B("y")}, old.Get("l"), "the item as the update left it")
 	}
 }
 

@@ -39,10 +39,10 @@ func testItemSizeLimit(t *testing.T, s dynastore.Store) {
 	// exactly 400 KB too.
 	mixed := item(k, "n", N("-12.5"), "l", L{N("1"), B("xyz")}, "m", M{"ab": NULL{}})
 	rest := dynastore.MaxItemSize - dynastore.ItemSize(mixed) - 1
-	mixed["v"] = B(make([]byte, rest))
+	mixed.Set("v", B(make([]byte, rest)))
 	require.Equal(t, dynastore.MaxItemSize, dynastore.ItemSize(mixed))
 	put(t, s, mixed)
-	mixed["v"] = B(make([]byte, rest+1))
+	mixed.Set("v", B(make([]byte, rest+1)))
 	_, err = s.Put(ctx, mixed, dynastore.WriteOptions{})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 }

@@ -71,7 +71,7 @@ func testScanPaging(t *testing.T, s dynastore.Store) {
 
 	var odd []Item
 	for _, it := range all {
-		if it["odd"] == BOOL(true) {
+		if it.Get("odd") == BOOL(true) {
 			odd = append(odd, it)
 		}
 	}
@@ -246,7 +246,7 @@ func incrementOnce(ctx context.Context, s dynastore.Store, k dynastore.Key) erro
 	if err != nil {
 		return err
 	}
-	seen := it["n"].(N)
+	seen := it.Get("n").(N)
 	next, err := dynastore.AddNumbers(seen, "1")
 	if err != nil {
 		return err

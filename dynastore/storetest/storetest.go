@@ -128,9 +128,10 @@ func key(pk string, sk ...byte) dynastore.Key {
 
 // item builds an item at k from name/value pairs.
 func item(k dynastore.Key, kv ...any) dynastore.Item {
-	it := dynastore.Item{dynastore.AttrPK: dynastore.B(k.PK), dynastore.AttrSK: dynastore.B(k.SK)}
+	it := make(dynastore.Item, 0, 2+len(kv)/2) // room for every attribute
+	it = append(it, dynastore.Attr{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)}, dynastore.Attr{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)})
 	for i := 0; i < len(kv); i += 2 {
-		it[kv[i].(string)] = kv[i+1].(dynastore.Value)
+		it.Set(kv[i].(string), kv[i+1].(dynastore.Value))
 	}
 	return it
 }
@@ -208,21 +209,28 @@ func fmtItem(it dynastore.Item) string {
 	if it == nil {
 		return "<nil>"
 	}
-	names := make([]string, 0, len(it))
-	for n := range it {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("{")
-	for i, n := range names {
+	for i, a := range it.Sorted() {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s: %s", n, fmtValue(it[n]))
+		fmt.Fprintf(&b, "%s: %s", a.Name, fmtValue(a.Value))
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+// fmtMap formats a map value as fmtItem formats an item.
+func fmtMap(m dynastore.M) string {
+	if m == nil {
+		return "<nil>"
+	}
+	it := make(dynastore.Item, 0, len(m))
+	for n, v := range m {
+		it = append(it, dynastore.Attr{Name: n, Value: v})
+	}
+	return fmtItem(it)
 }
 
 func fmtValue(v dynastore.Value) string {
@@ -247,7 +255,7 @@ func fmtValue(v dynastore.Value) string {
 		}
 		return "L[" + strings.Join(es, " ") + "]"
 	case dynastore.M:
-		return "M" + fmtItem(dynastore.Item(x))
+		return "M" + fmtMap(x)
 	case dynastore.BOOL:
 		return fmt.Sprintf("BOOL(%v)", bool(x))
 	case dynastore.NULL:

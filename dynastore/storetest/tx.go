@@ -178,7 +178,7 @@ func testTxSizeLimit(t *testing.T, s dynastore.Store) {
 	})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 	got := get(t, s, k)
-	require.NotContains(t, got, "b")
+	require.False(t, got.Has("b"))
 }
 
 func testTxInvalid(t *testing.T, s dynastore.Store) {

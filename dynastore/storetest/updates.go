@@ -31,10 +31,10 @@ func with(k dynastore.Key, kv ...any) Item {
 	it := updBase(k)
 	for i := 0; i < len(kv); i += 2 {
 		if kv[i+1] == nil {
-			delete(it, kv[i].(string))
+			it.Delete(kv[i].(string))
 			continue
 		}
-		it[kv[i].(string)] = kv[i+1].(dynastore.Value)
+		it.Set(kv[i].(string), kv[i+1].(dynastore.Value))
 	}
 	return it
 }
@@ -195,7 +195,7 @@ func testNumberArithmetic(t *testing.T, s dynastore.Store) {
 			Set: []set{{Attr: "b", Val: dynastore.Plus{A: ref{Attr: "b"}, B: lit{V: N(c.add)}}}},
 		}, dynastore.WriteOptions{Return: dynastore.ReturnUpdatedNew})
 		require.NoError(t, err, "%s + %s", c.start, c.add)
-		requireSameItem(t, Item{"a": N(c.want), "b": N(c.want)}, got, "%s + %s", c.start, c.add)
+		requireSameItem(t, Item{{Name: "a", Value: N(c.want)}, {Name: "b", Value: N(c.want)}}, got, "%s + %s", c.start, c.add)
 		requireSameItem(t, item(k, "a", N(c.want), "b", N(c.want)), get(t, s, k))
 	}
 }
