@@ -65,7 +65,10 @@ func TestRefOrder(t *testing.T) {
 func TestWriteRedecidesAfterConflict(t *testing.T) {
 	s := New(Options{})
 	k := dynastore.Key{PK: []byte("k"), SK: []byte{0}}
-	stored := func() dynastore.Item { return itemOf(s.shard(s.shardOf(k.PK)).get(appendID(nil, k.PK, k.SK))) }
+	stored := func() dynastore.Item {
+		id := appendID(nil, k.PK, k.SK)
+		return itemOf(s.shard(s.shardOf(k.PK)).get(id, idHash(id)))
+	}
 	put := func(v string) func(dynastore.Item) (dynastore.Item, int, error) {
 		return func(dynastore.Item) (dynastore.Item, int, error) {
 			return dynastore.Item{{Name: "v", Value: dynastore.S(v)}}, 1, nil

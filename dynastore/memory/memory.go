@@ -73,7 +73,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
-		n += len(sh.byID)
+		n += sh.byID.len()
 		sh.mu.RUnlock()
 	}
 	return n
@@ -194,8 +194,9 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 		}
 		var buf [idBufSize]byte
 		sh, id := s.shard(s.shardOf(k.PK)), appendID(buf[:0], k.PK, k.SK)
+		h := idHash(id)
 		sh.mu.RLock()
-		e := sh.get(id)
+		e := sh.get(id, h)
 		it, size := itemOf(e), sizeOf(e)
 		sh.mu.RUnlock()
 		out = it
@@ -220,6 +221,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 	type place struct {
 		sh *shardState
 		id []byte
+		h  uint64
 	}
 	var buf []byte
 	places := make([]place, 0, min(len(keys), dynastore.MaxBatchGet))
@@ -234,7 +236,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 				start := len(buf)
 				buf = appendID(buf, k.PK, k.SK)
 				n := s.shardOf(k.PK)
-				places = append(places, place{s.shard(n), buf[start:]})
+				places = append(places, place{s.shard(n), buf[start:], idHash(buf[start:])})
 				set |= 1 << n
 			}
 			var rcu float64
@@ -242,7 +244,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 				s.shards[n].mu.RLock()
 			}
 			for i, p := range places {
-				e := p.sh.get(p.id)
+				e := p.sh.get(p.id, p.h)
 				out[lo+i] = itemOf(e)
 				rcu += dynastore.ReadUnits(sizeOf(e))
 			}
@@ -368,6 +370,7 @@ type txAction struct {
 	a   dynastore.TxAction
 	key dynastore.Key
 	id  []byte
+	h   uint64 // idHash(id)
 	sh  *shardState
 	// item is what the action leaves at key (nil for a delete), of size bytes:
 	// the normalized item of a TxPut, the result of a TxUpdate.
@@ -428,7 +431,7 @@ func transact(acts []txAction) (rcu, wcu float64, err error) {
 	canceled := false
 	for i := range acts {
 		t := &acts[i]
-		t.cur = t.sh.get(t.id)
+		t.cur = t.sh.get(t.id, t.h)
 		t.old = itemOf(t.cur)
 		oldSize := sizeOf(t.cur)
 		if t.a.Op == dynastore.TxCheck {
@@ -460,7 +463,7 @@ func transact(acts []txAction) (rcu, wcu float64, err error) {
 	}
 	for _, t := range acts {
 		if t.a.Op != dynastore.TxCheck {
-			t.sh.set(t.cur, t.id, t.item, t.size)
+			t.sh.set(t.cur, t.id, t.h, t.item, t.size)
 		}
 	}
 	return rcu, wcu, nil
@@ -517,6 +520,7 @@ func validateTx(actions []dynastore.TxAction) ([]txAction, error) {
 		start := len(ids)
 		ids = appendID(ids, t.key.PK, t.key.SK)
 		t.id = ids[start:]
+		t.h = idHash(t.id)
 		if seen[string(t.id)] {
 			return nil, fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
 		}
