@@ -460,9 +460,16 @@ func stringItem(db int, key, val []byte, origin strOrigin, expiryMS int64) dynas
 	buf = append(append(buf, nsKey, byte(db)), key...)
 	pk := buf[:len(buf):len(buf)]
 	v, e := encodeValue(buf, val, origin)
-	// Room for every attribute a string key item can have, in one
-	// allocation; each is appended once, so none needs Set's search.
-	it := append(make(dynastore.Item, 0, 8),
+	// Exactly the room the attributes need, in one allocation; each is
+	// appended once, so none needs Set's search.
+	n := 5
+	if e != nil {
+		n++
+	}
+	if expiryMS != 0 {
+		n += 2
+	}
+	it := append(make(dynastore.Item, 0, n),
 		dynastore.Attr{Name: dynastore.AttrPK, Value: dynastore.B(pk)},
 		dynastore.Attr{Name: dynastore.AttrSK, Value: keyItemSKValue},
 		dynastore.Attr{Name: attrType, Value: dynastore.S(TypeString)},
