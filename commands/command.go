@@ -279,6 +279,8 @@ type Conn struct {
 	// commands until FlushStats (the server puts it in their contexts with
 	// dynastore.WithTally).
 	Requests *dynastore.Tally
+	// prefetch is Server.Prefetch's reused memory (owner-only).
+	prefetch prefetchScratch
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

@@ -89,9 +89,12 @@ var errKeyTooLong = fmt.Errorf("commands: key longer than %d bytes: %w", MaxKeyL
 
 // keyPK is the partition key of a Redis key in database db.
 func keyPK(db int, key []byte) []byte {
-	pk := make([]byte, 0, 2+len(key))
-	pk = append(pk, nsKey, byte(db))
-	return append(pk, key...)
+	return appendKeyPK(make([]byte, 0, 2+len(key)), db, key)
+}
+
+// appendKeyPK appends keyPK(db, key) to dst.
+func appendKeyPK(dst []byte, db int, key []byte) []byte {
+	return append(append(dst, nsKey, byte(db)), key...)
 }
 
 // dbPrefix is the pk prefix shared by every key of database db.

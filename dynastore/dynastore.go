@@ -368,6 +368,15 @@ type Store interface {
 	Scan(ctx context.Context, s Scan) (ScanPage, error)
 }
 
+// Prefetcher is implemented by a Store that can bring items closer ahead
+// of the requests that will read or write them: the embedded store loads
+// them into the CPU's caches, so that a pipeline's requests do not each
+// wait for memory in turn. Prefetch is a hint and nothing more: it makes no
+// request, never blocks, and changes nothing any request sees.
+type Prefetcher interface {
+	Prefetch(keys []Key)
+}
+
 // ---- errors ----------------------------------------------------------------
 
 // Sentinel errors. Backends wrap them; use errors.Is.

@@ -685,3 +685,46 @@ func TestStoreStatsSeePipelinedRequests(t *testing.T) {
 	b.expect(":1\r\n")
 	a.expect("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")
 }
+
+// prefetchLog is a memory store that records the keys of every Prefetch.
+type prefetchLog struct {
+	*memory.Store
+	mu   sync.Mutex
+	keys []string
+}
+
+func (p *prefetchLog) Prefetch(keys []dynastore.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		p.keys = append(p.keys, string(k.PK[2:]))
+	}
+	p.Store.Prefetch(keys)
+}
+
+func (p *prefetchLog) taken() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keys
+}
+
+// A pipeline's reads are handed to the store's Prefetch before they run,
+// as far as they have arrived whole; a lone request and writes are not.
+func TestPipelinePrefetch(t *testing.T) {
+	st := &prefetchLog{Store: memory.New(memory.Options{})}
+	ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: st})
+	c := ts.dial(t)
+
+	c.send(cmd("GET", "a"))
+	c.expect("$-1\r\n")
+	c.send(cmd("SET", "a", "1") + cmd("SET", "b", "2"))
+	c.expect("+OK\r\n+OK\r\n")
+	require.Empty(t, st.taken())
+
+	c.send(cmd("GET", "a") + cmd("SET", "c", "3") + cmd("GET", "b") + cmd("EXISTS", "zz") + "*2\r\n$3\r\nGET\r\n$1\r")
+	c.expect("$1\r\n1\r\n+OK\r\n$1\r\n2\r\n:0\r\n")
+	require.Equal(t, []string{"a", "b", "zz"}, st.taken())
+	c.send("\nc\r\n")
+	c.expect("$1\r\n3\r\n")
+	require.Equal(t, []string{"a", "b", "zz"}, st.taken(), "a request alone in its read")
+}
