@@ -30,6 +30,22 @@ var basicScenarios = []scenario{
 	{"Ownership", testOwnership},
 	{"BinaryKeys", testBinaryKeys},
 	{"BatchGet", testBatchGet},
+	{"DuplicateAttributeName", testDuplicateAttribute},
+}
+
+// An item naming an attribute twice (which DynamoDB's JSON item cannot
+// carry) is rejected before anything is written, alone, handed over or in
+// a transaction.
+func testDuplicateAttribute(t *testing.T, s dynastore.Store) {
+	k := key("dup")
+	dup := func() Item { return append(item(k, "a", N("1")), dynastore.Attr{Name: "a", Value: N("2")}) }
+	_, err := s.Put(ctxOf(t), dup(), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, dynastore.ErrInvalid)
+	_, err = s.Put(ctxOf(t), dup(), dynastore.WriteOptions{Handover: true})
+	require.ErrorIs(t, err, dynastore.ErrInvalid)
+	err = s.Transact(ctxOf(t), []dynastore.TxAction{{Op: dynastore.TxPut, Item: dup()}})
+	require.ErrorIs(t, err, dynastore.ErrInvalid)
+	require.Nil(t, get(t, s, k))
 }
 
 func testGetMissing(t *testing.T, s dynastore.Store) {
