@@ -674,30 +674,30 @@ func membersPageQuery(gen, after []byte) dynastore.Query {
 	return dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems}
 }
 
-// prefetch is the first page of a large collection's members, read at the
+// pageAhead is the first page of a large collection's members, read at the
 // same time as its key item: the generation cache names the partition, and
 // the page is used only if the key item read holds that generation. A
 // generation belongs to one collection for its whole life (largeGen), so
 // the page is then that collection's members at a moment within the
 // command, as the page read after the key item would be; the command waits
 // one round trip instead of two.
-type prefetch struct {
+type pageAhead struct {
 	gen  []byte
 	done chan struct{}
 	page dynastore.QueryPage
 	err  error
 }
 
-// startPrefetch starts reading the first page of key's members when the
+// startPageAhead starts reading the first page of key's members when the
 // generation cache knows key as a large collection of type typ, and the
 // command reads the store itself (a transaction's buffer is not for
 // concurrent use). It returns nil otherwise.
-func startPrefetch(c *Ctx, key []byte, typ string) *prefetch {
+func startPageAhead(c *Ctx, key []byte, typ string) *pageAhead {
 	lg := cachedLarge(c, key, typ)
 	if lg == nil || c.Store != c.Srv.Store {
 		return nil
 	}
-	p := &prefetch{gen: lg.gen, done: make(chan struct{})}
+	p := &pageAhead{gen: lg.gen, done: make(chan struct{})}
 	// The command's context, not c: a Ctx is reused once its command
 	// returns, and every path waits for the page before it returns.
 	ctx, st := c.Context, c.Store
@@ -710,7 +710,7 @@ func startPrefetch(c *Ctx, key []byte, typ string) *prefetch {
 
 // take waits for the page and returns it when cl, as read, is the
 // collection it was read from (nil otherwise, and when p is nil).
-func (p *prefetch) take(cl *collection) *dynastore.QueryPage {
+func (p *pageAhead) take(cl *collection) *dynastore.QueryPage {
 	if p == nil {
 		return nil
 	}
@@ -750,7 +750,7 @@ type collection struct {
 	// pagesRead is set when a read took more than one query page.
 	pagesRead bool
 	// first is the first page of a large collection's members when it was
-	// read beside the key item (see prefetch); each uses it once.
+	// read beside the key item (see pageAhead); each uses it once.
 	first *dynastore.QueryPage
 	// exact: the command's result depends on the whole collection (it read
 	// it with each), so its commit must guard the key item's ver rather
@@ -1778,7 +1778,7 @@ func collRead(c *Ctx, key []byte, typ string, read func(cl *collection) error) e
 
 // collReadAll is collRead for a read that goes through every entry (each):
 // the first page of a large collection's members is read beside its key
-// item when the generation cache knows it (see prefetch).
+// item when the generation cache knows it (see pageAhead).
 func collReadAll(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
 	return collReading(c, key, typ, true, read)
 }
@@ -1786,9 +1786,9 @@ func collReadAll(c *Ctx, key []byte, typ string, read func(cl *collection) error
 // collReading is collRead, reading ahead (collReadAll) when all is set.
 func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collection) error) error {
 	return collRetry(c, func(try int) error {
-		var p *prefetch
+		var p *pageAhead
 		if all && try == 0 {
-			p = startPrefetch(c, key, typ)
+			p = startPageAhead(c, key, typ)
 		}
 		cl, err := openChecked(c, key, typ)
 		if first := p.take(cl); err == nil {

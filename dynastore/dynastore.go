@@ -369,7 +369,7 @@ type Store interface {
 }
 
 // Prefetcher is implemented by a Store that can bring items closer ahead
-// of the requests that will read or write them: the embedded store loads
+// of the requests that will read them: the embedded store loads
 // them into the CPU's caches, so that a pipeline's requests do not each
 // wait for memory in turn. Prefetch is a hint and nothing more: it makes no
 // request, never blocks, and changes nothing any request sees.

@@ -63,6 +63,19 @@ func (x *idIndex) find(id []byte, h uint64) *entry {
 	}
 }
 
+// atHome returns the entry in the home slot of hash h when it is filed
+// under h (nil otherwise): a lookup that follows no probe run and compares
+// no id, enough for a prefetch.
+func (x *idIndex) atHome(h uint64) *entry {
+	if len(x.slots) == 0 {
+		return nil
+	}
+	if s := x.slots[h&uint64(len(x.slots)-1)]; s.hash == h {
+		return s.e
+	}
+	return nil
+}
+
 // insert adds e, whose id is not in the index yet, filed under hash h.
 func (x *idIndex) insert(e *entry, h uint64) {
 	// At most three quarters full: linear probing's runs stay short.

@@ -51,12 +51,7 @@ func (s *Store) Prefetch(keys []dynastore.Key) {
 		if a.n == 0 || held&(1<<(a.n-1)) == 0 {
 			continue
 		}
-		// The home slot only: a prefetch need not follow a probe run.
-		if slots := s.shard(a.n - 1).byID.slots; len(slots) > 0 {
-			if sl := slots[a.h&uint64(len(slots)-1)]; sl.hash == a.h {
-				a.e = sl.e
-			}
-		}
+		a.e = s.shard(a.n - 1).byID.atHome(a.h)
 	}
 	var items [maxPrefetch]dynastore.Item
 	for i := range keys {
