@@ -41,7 +41,7 @@ func (s *Server) Prefetch(cn *Conn, reqs []Upcoming) {
 	sc := &cn.prefetch
 	sc.pks, sc.keys = sc.pks[:0], sc.keys[:0]
 	for _, r := range reqs {
-		cmd := s.Table.lookupBytes(r.Name)
+		cmd := lookup(s.Table, r.Name)
 		if cmd == nil || cmd.FirstKey != 1 || !cmd.HasFlag(FlagReadonly) || r.Arg == nil || !keyFits(r.Arg) {
 			continue
 		}

@@ -477,7 +477,7 @@ func cmdCommandList(c *Ctx) {
 // getKeysReply is COMMAND GETKEYS and GETKEYSANDFLAGS.
 func getKeysReply(c *Ctx, withFlags bool) {
 	args := c.Args[2:]
-	cmd := c.Srv.Table.lookupBytes(args[0])
+	cmd := lookup(c.Srv.Table, args[0])
 	if cmd != nil && len(cmd.Subcommands) > 0 && len(args) >= 2 {
 		cmd = cmd.Subcommand(args[1])
 	}

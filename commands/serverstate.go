@@ -139,7 +139,7 @@ func (t *Table) Resolve(args [][]byte) (cmd *Command, errMsg string) {
 	if len(args) == 0 {
 		return nil, ErrUnknownCommand("", nil)
 	}
-	cmd = t.lookupBytes(args[0])
+	cmd = lookup(t, args[0])
 	if cmd == nil {
 		return nil, ErrUnknownCommand(string(args[0]), args[1:])
 	}
@@ -154,25 +154,6 @@ func (t *Table) Resolve(args [][]byte) (cmd *Command, errMsg string) {
 		return cmd, ErrWrongArgs(cmd.Name)
 	}
 	return cmd, ""
-}
-
-// lookupBytes is Lookup without allocating for names already in lower case.
-func (t *Table) lookupBytes(name []byte) *Command {
-	if c, ok := t.cmds[string(name)]; ok {
-		return c
-	}
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return t.cmds[strings.ToLower(string(name))]
-	}
-	low := buf[:len(name)]
-	for i, b := range name {
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		low[i] = b
-	}
-	return t.cmds[string(low)]
 }
 
 // Subcommand finds a container command's subcommand by its name alone

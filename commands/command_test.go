@@ -1,0 +1,31 @@
+package commands
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every command is found by its name in any case, as a string and as the
+// bytes a client sent; nothing else is found, not even what Unicode case
+// folding would turn into a name (Redis compares names in ASCII).
+func TestLookup(t *testing.T) {
+	tab := NewTable()
+	extra := &Command{Name: "X.Extra", Arity: 1}
+	tab.Register(extra)
+	all := tab.All()
+	require.Greater(t, len(all), 100)
+	for _, c := range all {
+		for _, name := range []string{c.Name, strings.ToUpper(c.Name), strings.ToUpper(c.Name[:1]) + c.Name[1:]} {
+			require.Same(t, c, tab.Lookup(name), name)
+			require.Same(t, c, lookup(tab, []byte(name)), name)
+		}
+	}
+	require.Same(t, extra, tab.Lookup("x.extra"))
+	for _, name := range []string{"", "ge", "gett", "get ", "\u212Aeys", "client|list", strings.Repeat("get", 400)} {
+		require.Nil(t, tab.Lookup(name), "%q", name)
+		require.Nil(t, lookup(tab, []byte(name)), "%q", name)
+	}
+	require.Nil(t, (&Table{}).Lookup("get"))
+}
