@@ -102,6 +102,10 @@ type Command struct {
 	KeySpecs []KeySpec
 	History  [][2]string
 	Args     []Arg
+
+	// prefetch is set by Register on the commands whose key Prefetch
+	// hints to the store (see prefetched).
+	prefetch bool
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -200,6 +204,7 @@ func (t *Table) Register(cmds ...*Command) {
 			panic(fmt.Sprintf("commands: %q registered twice", name))
 		}
 		c.Name = name
+		c.prefetch = prefetched(c)
 		t.cmds[name] = c
 	}
 	n := 64

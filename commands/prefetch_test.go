@@ -35,8 +35,9 @@ func TestPrefetch(t *testing.T) {
 	}{
 		{"reads in order", 0, true,
 			[]Upcoming{up("GET", "a"), up("strlen", "b"), up("HGET", "c")}, []string{"a", "b", "c"}},
-		{"writes are left out", 0, true,
-			[]Upcoming{up("GET", "a"), up("SET", "b"), up("INCR", "c"), up("GET", "d")}, []string{"a", "d"}},
+		{"writes are left out, but counters", 0, true,
+			[]Upcoming{up("GET", "a"), up("SET", "b"), up("INCR", "c"), up("APPEND", "d"), up("decrby", "e"), up("GET", "f")},
+			[]string{"a", "c", "e", "f"}},
 		{"commands without a key at 1 are left out", 0, true,
 			[]Upcoming{up("GET", "a"), up("PING", "x"), up("SELECT", "1"), up("NOSUCH", "y"), up("OBJECT", "ENCODING"), up("MGET", "m")},
 			[]string{"a", "m"}},
@@ -87,4 +88,16 @@ func TestPrefetchScratch(t *testing.T) {
 	require.Len(t, rec.calls, 2)
 	require.Len(t, rec.calls[1], 20)
 	require.Nil(t, cn.prefetch.pks, "over maxPrefetchScratch: let go")
+}
+
+// Every write Prefetch hints is a registered command with its key first.
+func TestPrefetchedWrites(t *testing.T) {
+	tab := NewTable()
+	for _, name := range prefetchedWrites {
+		c := tab.Lookup(name)
+		require.NotNil(t, c, name)
+		require.Equal(t, 1, c.FirstKey, name)
+		require.True(t, c.prefetch, name)
+	}
+	require.False(t, tab.Lookup("set").prefetch)
 }
