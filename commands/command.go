@@ -343,6 +343,8 @@ type Conn struct {
 	Requests *dynastore.Tally
 	// prefetch is Server.Prefetch's reused memory (owner-only).
 	prefetch prefetchScratch
+	// scratch is memory its commands hand the store and reuse (owner-only).
+	scratch requestScratch
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

@@ -105,6 +105,29 @@ func itemKey(db int, key []byte) dynastore.Key {
 	return dynastore.Key{PK: keyPK(db, key), SK: keyItemSK}
 }
 
+// requestScratch is memory a connection's commands reuse from one request
+// to the next for what they hand the store in one call and no longer need
+// once it returns, as a Store copies what it is given: readKey's and
+// INCR's key, INCR's update. A pipelined INCR allocated 356 bytes in 7
+// objects; these were 120 bytes in 2, and without them it takes 7% less
+// time (in process, over 100,000 keys). GET allocates nothing.
+type requestScratch struct {
+	pk   []byte
+	incr incrActs
+}
+
+// scratchItemKey is itemKey(c.DB(), key) in the connection's scratch
+// memory, valid until its next scratchItemKey: for a key handed to a
+// single store call.
+func (c *Ctx) scratchItemKey(key []byte) dynastore.Key {
+	if c.Conn == nil {
+		return itemKey(c.DB(), key)
+	}
+	s := &c.Conn.scratch
+	s.pk = appendKeyPK(s.pk[:0], c.DB(), key)
+	return dynastore.Key{PK: s.pk, SK: keyItemSK}
+}
+
 // keyFits reports whether key can be stored at all. A key that cannot fit
 // can never exist, so reads answer "absent" and writes fail with MsgKeyTooLong.
 func keyFits(key []byte) bool { return len(key) <= MaxKeyLen }
@@ -326,7 +349,7 @@ func readKey(c *Ctx, key []byte) (keyState, error) {
 	if !keyFits(key) {
 		return keyState{}, nil
 	}
-	it, err := c.Store.Get(c, itemKey(c.DB(), key))
+	it, err := c.Store.Get(c, c.scratchItemKey(key))
 	if err != nil {
 		return keyState{}, err
 	}

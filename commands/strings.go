@@ -850,21 +850,22 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	now := c.NowMS()
-	// One allocation for the update's actions.
-	acts := &struct {
-		set [2]dynastore.SetAction
-		add [1]dynastore.AttrValue
-	}{
+	// The update's actions in reused memory, as its key (see
+	// requestScratch).
+	var acts *incrActs
+	if c.Conn != nil {
+		acts = &c.Conn.scratch.incr
+	} else {
+		acts = new(incrActs)
+	}
+	*acts = incrActs{
 		set: [2]dynastore.SetAction{
 			{Attr: attrType, Val: litTypeString},
 			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
 		},
 		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
 	}
-	// ALL_NEW rather than UPDATED_NEW: the embedded store returns its new
-	// item as is, where UPDATED_NEW built an item of t, ver and v for every
-	// INCR only for v to be read; DynamoDB charges the same for both.
-	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+	newItem, err := c.Store.Update(c, c.scratchItemKey(key), dynastore.Update{
 		Set:    acts.set[:],
 		Add:    acts.add[:],
 		Remove: removeEnc,
@@ -910,6 +911,12 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	c.W.Int(result)
+}
+
+// incrActs are the actions of INCR's update.
+type incrActs struct {
+	set [2]dynastore.SetAction
+	add [1]dynastore.AttrValue
 }
 
 // litTypeString and removeEnc are parts of the updates of INCR, built once
