@@ -1098,7 +1098,7 @@ func evalOperand(old Item, o Operand, share bool) (Value, error) {
 			return nil, invalidf("%s", msgOperandType)
 		}
 		if _, ok := x.(Plus); ok {
-			return AddNumbers(na, nb)
+			return sumValue(na, nb)
 		}
 		return SubtractNumbers(na, nb)
 	case ListAppend:
@@ -1132,7 +1132,7 @@ func addValue(cur, v Value) (Value, error) {
 		if !ok {
 			return nil, invalidf("%s", msgOperandType)
 		}
-		return AddNumbers(n, x)
+		return sumValue(n, x)
 	case BS:
 		if cur == nil {
 			return CloneValue(x), nil

@@ -69,6 +69,14 @@ func TestNumberCases(t *testing.T) {
 				var n N
 				n, err = AddNumbers(N(c.a), N(c.b))
 				got = string(n)
+				// A store's sums, shared or not, are the same numbers.
+				v, verr := sumValue(N(c.a), N(c.b))
+				if err == nil {
+					require.NoError(t, verr)
+					require.Equal(t, Value(n), v)
+				} else {
+					require.Equal(t, err.Error(), verr.Error())
+				}
 			case "sub":
 				var n N
 				n, err = SubtractNumbers(N(c.a), N(c.b))
@@ -88,6 +96,23 @@ func TestNumberCases(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, got)
 		})
+	}
+}
+
+// A sum below 10000 is a box made once, not an allocation.
+func TestSumValueShared(t *testing.T) {
+	for _, c := range []struct {
+		a, b   N
+		allocs float64
+	}{
+		{"41", "1", 0}, {"9998", "1", 0}, {"-1", "1", 0}, {"9999", "1", 2}, {"-2", "1", 2},
+	} {
+		got := testing.AllocsPerRun(10, func() {
+			if _, err := sumValue(c.a, c.b); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Equal(t, c.allocs, got, "%s + %s", c.a, c.b)
 	}
 }
 
