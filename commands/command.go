@@ -103,9 +103,9 @@ type Command struct {
 	History  [][2]string
 	Args     []Arg
 
-	// prefetch is set by Register on the commands whose key Prefetch
-	// hints to the store (see prefetched).
-	prefetch bool
+	// hint is what Prefetch tells the store of the command's key, set by
+	// Register (see hintOf).
+	hint prefetchHint
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -204,7 +204,7 @@ func (t *Table) Register(cmds ...*Command) {
 			panic(fmt.Sprintf("commands: %q registered twice", name))
 		}
 		c.Name = name
-		c.prefetch = prefetched(c)
+		c.hint = hintOf(c)
 		t.cmds[name] = c
 	}
 	n := 64

@@ -12,43 +12,47 @@ import (
 // prefetchRecorder is a store that records what Prefetch is given.
 type prefetchRecorder struct {
 	dynastore.Store
-	calls [][]dynastore.Key
+	calls [][2][]dynastore.Key // reads, replaced
 }
 
-func (p *prefetchRecorder) Prefetch(keys []dynastore.Key) {
-	cp := make([]dynastore.Key, len(keys))
-	for i, k := range keys {
-		cp[i] = dynastore.Key{PK: append([]byte(nil), k.PK...), SK: append([]byte(nil), k.SK...)}
+func (p *prefetchRecorder) Prefetch(reads, replaced []dynastore.Key) {
+	cp := func(keys []dynastore.Key) []dynastore.Key {
+		var out []dynastore.Key
+		for _, k := range keys {
+			out = append(out, dynastore.Key{PK: append([]byte(nil), k.PK...), SK: append([]byte(nil), k.SK...)})
+		}
+		return out
 	}
-	p.calls = append(p.calls, cp)
+	p.calls = append(p.calls, [2][]dynastore.Key{cp(reads), cp(replaced)})
 }
 
 func TestPrefetch(t *testing.T) {
 	up := func(name, arg string) Upcoming { return Upcoming{Name: []byte(name), Arg: []byte(arg)} }
 	long := string(make([]byte, MaxKeyLen+1))
 	cases := []struct {
-		name   string
-		db     int
-		authed bool
-		reqs   []Upcoming
-		want   []string // Redis keys prefetched, in order (nil: no call)
+		name           string
+		db             int
+		authed         bool
+		reqs           []Upcoming
+		reads, replace []string // Redis keys prefetched, in order (both nil: no call)
 	}{
 		{"reads in order", 0, true,
-			[]Upcoming{up("GET", "a"), up("strlen", "b"), up("HGET", "c")}, []string{"a", "b", "c"}},
-		{"writes are left out, but counters", 0, true,
-			[]Upcoming{up("GET", "a"), up("SET", "b"), up("INCR", "c"), up("APPEND", "d"), up("decrby", "e"), up("GET", "f")},
-			[]string{"a", "c", "e", "f"}},
+			[]Upcoming{up("GET", "a"), up("strlen", "b"), up("HGET", "c")}, []string{"a", "b", "c"}, nil},
+		{"counters read, SETs replace, other writes are left out", 0, true,
+			[]Upcoming{up("GET", "a"), up("SET", "b"), up("INCR", "c"), up("APPEND", "d"), up("decrby", "e"), up("psetex", "f"), up("DEL", "g"), up("GET", "h")},
+			[]string{"a", "c", "e", "h"}, []string{"b", "f"}},
+		{"replaced alone", 0, true, []Upcoming{up("SET", "a"), up("SETEX", "b")}, nil, []string{"a", "b"}},
 		{"commands without a key at 1 are left out", 0, true,
 			[]Upcoming{up("GET", "a"), up("PING", "x"), up("SELECT", "1"), up("NOSUCH", "y"), up("OBJECT", "ENCODING"), up("MGET", "m")},
-			[]string{"a", "m"}},
-		{"in the selected database", 3, true, []Upcoming{up("GET", "a"), up("GET", "b")}, []string{"a", "b"}},
+			[]string{"a", "m"}, nil},
+		{"in the selected database", 3, true, []Upcoming{up("GET", "a"), up("GET", "b")}, []string{"a", "b"}, nil},
 		{"a missing argument is skipped", 0, true,
-			[]Upcoming{{Name: []byte("GET")}, up("GET", "a"), up("GET", "b")}, []string{"a", "b"}},
+			[]Upcoming{{Name: []byte("GET")}, up("GET", "a"), up("GET", "b")}, []string{"a", "b"}, nil},
 		{"a key too long to exist is skipped", 0, true,
-			[]Upcoming{up("GET", long), up("GET", "a"), up("GET", "b")}, []string{"a", "b"}},
-		{"one request: nothing to overlap", 0, true, []Upcoming{up("GET", "a")}, nil},
-		{"one key left: nothing to overlap", 0, true, []Upcoming{up("GET", "a"), up("PING", "")}, nil},
-		{"not before AUTH", 0, false, []Upcoming{up("GET", "a"), up("GET", "b")}, nil},
+			[]Upcoming{up("GET", long), up("GET", "a"), up("GET", "b")}, []string{"a", "b"}, nil},
+		{"one request: nothing to overlap", 0, true, []Upcoming{up("GET", "a")}, nil, nil},
+		{"one key left: nothing to overlap", 0, true, []Upcoming{up("GET", "a"), up("PING", "")}, nil, nil},
+		{"not before AUTH", 0, false, []Upcoming{up("GET", "a"), up("GET", "b")}, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,16 +61,20 @@ func TestPrefetch(t *testing.T) {
 			srv.SetRequirePass("secret")
 			cn := &Conn{DB: c.db, Authed: c.authed}
 			srv.Prefetch(cn, c.reqs)
-			if c.want == nil {
+			if c.reads == nil && c.replace == nil {
 				require.Empty(t, rec.calls)
 				return
 			}
 			require.Len(t, rec.calls, 1)
-			var want []dynastore.Key
-			for _, k := range c.want {
-				want = append(want, itemKey(c.db, []byte(k)))
+			keys := func(names []string) []dynastore.Key {
+				var out []dynastore.Key
+				for _, k := range names {
+					out = append(out, itemKey(c.db, []byte(k)))
+				}
+				return out
 			}
-			require.Equal(t, want, rec.calls[0])
+			require.Equal(t, keys(c.reads), rec.calls[0][0], "reads")
+			require.Equal(t, keys(c.replace), rec.calls[0][1], "replaced")
 		})
 	}
 }
@@ -86,18 +94,23 @@ func TestPrefetchScratch(t *testing.T) {
 	}
 	srv.Prefetch(cn, reqs)
 	require.Len(t, rec.calls, 2)
-	require.Len(t, rec.calls[1], 20)
+	require.Len(t, rec.calls[1][0], 20)
 	require.Nil(t, cn.prefetch.pks, "over maxPrefetchScratch: let go")
 }
 
 // Every write Prefetch hints is a registered command with its key first.
 func TestPrefetchedWrites(t *testing.T) {
 	tab := NewTable()
-	for _, name := range prefetchedWrites {
-		c := tab.Lookup(name)
-		require.NotNil(t, c, name)
-		require.Equal(t, 1, c.FirstKey, name)
-		require.True(t, c.prefetch, name)
+	for _, names := range [][]string{readWrites, replacingWrites} {
+		for _, name := range names {
+			c := tab.Lookup(name)
+			require.NotNil(t, c, name)
+			require.Equal(t, 1, c.FirstKey, name)
+			require.NotEqual(t, hintNone, c.hint, name)
+		}
 	}
-	require.False(t, tab.Lookup("set").prefetch)
+	require.Equal(t, hintRead, tab.Lookup("get").hint)
+	require.Equal(t, hintRead, tab.Lookup("incr").hint)
+	require.Equal(t, hintReplace, tab.Lookup("set").hint)
+	require.Equal(t, hintNone, tab.Lookup("del").hint)
 }

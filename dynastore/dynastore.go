@@ -369,12 +369,15 @@ type Store interface {
 }
 
 // Prefetcher is implemented by a Store that can bring items closer ahead
-// of the requests that will read them: the embedded store loads
-// them into the CPU's caches, so that a pipeline's requests do not each
-// wait for memory in turn. Prefetch is a hint and nothing more: it makes no
+// of the requests that will use them: the embedded store loads them into
+// the CPU's caches, so that a pipeline's requests do not each wait for
+// memory in turn. reads are the keys of items requests will read (a GET;
+// an INCR, whose update is decided on the item), replaced those of items
+// requests will replace without reading them (a SET), for which only what
+// finds the item helps. Prefetch is a hint and nothing more: it makes no
 // request, never blocks, and changes nothing any request sees.
 type Prefetcher interface {
-	Prefetch(keys []Key)
+	Prefetch(reads, replaced []Key)
 }
 
 // ---- errors ----------------------------------------------------------------

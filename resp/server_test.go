@@ -686,20 +686,24 @@ func TestStoreStatsSeePipelinedRequests(t *testing.T) {
 	a.expect("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")
 }
 
-// prefetchLog is a memory store that records the keys of every Prefetch.
+// prefetchLog is a memory store that records the keys of every Prefetch,
+// a replaced item's with a "!".
 type prefetchLog struct {
 	*memory.Store
 	mu   sync.Mutex
 	keys []string
 }
 
-func (p *prefetchLog) Prefetch(keys []dynastore.Key) {
+func (p *prefetchLog) Prefetch(reads, replaced []dynastore.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, k := range keys {
+	for _, k := range reads {
 		p.keys = append(p.keys, string(k.PK[2:]))
 	}
-	p.Store.Prefetch(keys)
+	for _, k := range replaced {
+		p.keys = append(p.keys, "!"+string(k.PK[2:]))
+	}
+	p.Store.Prefetch(reads, replaced)
 }
 
 func (p *prefetchLog) taken() []string {
@@ -708,8 +712,9 @@ func (p *prefetchLog) taken() []string {
 	return p.keys
 }
 
-// A pipeline's reads are handed to the store's Prefetch before they run,
-// as far as they have arrived whole; a lone request and writes are not.
+// A pipeline's reads and the items its SETs replace are handed to the
+// store's Prefetch before they run, as far as they have arrived whole; a
+// lone request and other writes are not.
 func TestPipelinePrefetch(t *testing.T) {
 	st := &prefetchLog{Store: memory.New(memory.Options{})}
 	ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: st})
@@ -717,14 +722,14 @@ func TestPipelinePrefetch(t *testing.T) {
 
 	c.send(cmd("GET", "a"))
 	c.expect("$-1\r\n")
-	c.send(cmd("SET", "a", "1") + cmd("SET", "b", "2"))
-	c.expect("+OK\r\n+OK\r\n")
-	require.Empty(t, st.taken())
+	c.send(cmd("SET", "a", "1") + cmd("APPEND", "b", "2"))
+	c.expect("+OK\r\n:1\r\n")
+	require.Empty(t, st.taken(), "one key left: nothing to overlap")
 
-	c.send(cmd("GET", "a") + cmd("SET", "c", "3") + cmd("GET", "b") + cmd("EXISTS", "zz") + "*2\r\n$3\r\nGET\r\n$1\r")
-	c.expect("$1\r\n1\r\n+OK\r\n$1\r\n2\r\n:0\r\n")
-	require.Equal(t, []string{"a", "b", "zz"}, st.taken())
+	c.send(cmd("GET", "a") + cmd("SET", "c", "3") + cmd("GET", "b") + cmd("DEL", "x") + cmd("EXISTS", "zz") + "*2\r\n$3\r\nGET\r\n$1\r")
+	c.expect("$1\r\n1\r\n+OK\r\n$1\r\n2\r\n:0\r\n:0\r\n")
+	require.Equal(t, []string{"a", "b", "zz", "!c"}, st.taken())
 	c.send("\nc\r\n")
 	c.expect("$1\r\n3\r\n")
-	require.Equal(t, []string{"a", "b", "zz"}, st.taken(), "a request alone in its read")
+	require.Equal(t, []string{"a", "b", "zz", "!c"}, st.taken(), "a request alone in its read")
 }

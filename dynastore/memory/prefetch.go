@@ -14,17 +14,20 @@ const maxPrefetch = 64
 var prefetched atomic.Uint32
 
 // Prefetch implements dynastore.Prefetcher: it reads, for each key, the
-// index slot, the entry, the item's attributes and their values' first
-// bytes, each stage for every key before the next stage, so that the
-// cache misses of different keys overlap instead of following one another
-// (GET over 100,000 keys, in pipelines of 16: 20% less time in process).
-// It reads under the read locks of the shards it touches, taken with
-// TryRLock: a shard being written, or waited for by a writer, is skipped
-// rather than waited for. The locks are held for the few cache misses the
-// stages take, during which writers of those shards wait: hint the items
-// requests are about to read, not the ones they will replace.
-func (s *Store) Prefetch(keys []dynastore.Key) {
-	keys = keys[:min(len(keys), maxPrefetch)]
+// index slot and the entry, and for the items of reads their attributes
+// and their values' first bytes, each stage for every key before the next
+// stage, so that the cache misses of different keys overlap instead of
+// following one another (GET over 100,000 keys, in pipelines of 16: 20%
+// less time in process; SET, the index alone: 8%). It reads under the
+// read locks of the shards it touches, taken with TryRLock: a shard being
+// written, or waited for by a writer, is skipped rather than waited for.
+// The locks are held for the few cache misses the stages take, during
+// which writers of those shards wait: reading the items a pipeline of SETs
+// replaces, rather than only finding them, cost SET 9% more time.
+func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
+	reads = reads[:min(len(reads), maxPrefetch)]
+	replaced = replaced[:min(len(replaced), maxPrefetch-len(reads))]
+	n := len(reads) + len(replaced)
 	type at struct {
 		n uint // the shard, +1 (0: the key is skipped)
 		h uint64
@@ -33,20 +36,21 @@ func (s *Store) Prefetch(keys []dynastore.Key) {
 	var ats [maxPrefetch]at
 	var want, held shards
 	var buf [idBufSize]byte
-	for i, k := range keys {
+	for i := range n {
+		k := keyAt(reads, replaced, i)
 		if len(k.PK)+len(k.SK) > idBufSize/2 {
 			continue // its id may not fit buf; not worth an allocation
 		}
-		n := s.shardOf(k.PK)
-		ats[i] = at{n: n + 1, h: idHash(appendID(buf[:0], k.PK, k.SK))}
-		want |= 1 << n
+		sh := s.shardOf(k.PK)
+		ats[i] = at{n: sh + 1, h: idHash(appendID(buf[:0], k.PK, k.SK))}
+		want |= 1 << sh
 	}
-	for n := range want.all {
-		if s.shards[n].mu.TryRLock() {
-			held |= 1 << n
+	for sh := range want.all {
+		if s.shards[sh].mu.TryRLock() {
+			held |= 1 << sh
 		}
 	}
-	for i := range keys {
+	for i := range n {
 		a := &ats[i]
 		if a.n == 0 || held&(1<<(a.n-1)) == 0 {
 			continue
@@ -54,13 +58,14 @@ func (s *Store) Prefetch(keys []dynastore.Key) {
 		a.e = s.shard(a.n - 1).byID.atHome(a.h)
 	}
 	var items [maxPrefetch]dynastore.Item
-	for i := range keys {
+	var last byte
+	for i := range n {
 		if e := ats[i].e; e != nil {
 			items[i] = e.item
+			last += byte(len(e.item))
 		}
 	}
-	var last byte
-	for _, it := range items[:len(keys)] {
+	for _, it := range items[:len(reads)] {
 		for _, a := range it {
 			switch v := a.Value.(type) {
 			case dynastore.B:
@@ -78,8 +83,16 @@ func (s *Store) Prefetch(keys []dynastore.Key) {
 			}
 		}
 	}
-	for n := range held.all {
-		s.shards[n].mu.RUnlock()
+	for sh := range held.all {
+		s.shards[sh].mu.RUnlock()
 	}
 	prefetched.Store(uint32(last))
+}
+
+// keyAt is the i-th key of reads followed by replaced.
+func keyAt(reads, replaced []dynastore.Key, i int) dynastore.Key {
+	if i < len(reads) {
+		return reads[i]
+	}
+	return replaced[i-len(reads)]
 }

@@ -32,7 +32,8 @@ func TestPrefetchNeverBlocks(t *testing.T) {
 	sh.mu.Lock()
 	done := make(chan struct{})
 	go func() {
-		s.Prefetch(keys)
+		s.Prefetch(keys[:2], keys[2:])
+		s.Prefetch(nil, keys)
 		close(done)
 	}()
 	select {
@@ -43,7 +44,8 @@ func TestPrefetchNeverBlocks(t *testing.T) {
 	sh.mu.Unlock()
 	require.True(t, sh.mu.TryLock(), "Prefetch left no lock behind")
 	sh.mu.Unlock()
-	s.Prefetch(keys)
+	s.Prefetch(keys, nil)
+	s.Prefetch(keys[2:], keys[:2])
 	require.Equal(t, before, stats.Snapshot(), "no request counted")
 	for _, k := range keys[:2] {
 		it, err := s.Get(ctx, k)
@@ -80,7 +82,9 @@ func TestPrefetchWithWrites(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := 0; i+maxPrefetch <= n; i += 7 {
-			s.Prefetch(keys[i : i+maxPrefetch])
+			// Reads and replaced items, and more keys than Prefetch takes.
+			s.Prefetch(keys[i:i+maxPrefetch/2], keys[i+maxPrefetch/2:i+maxPrefetch])
+			s.Prefetch(keys[i:i+maxPrefetch], keys[i:i+maxPrefetch])
 		}
 	})
 	wg.Wait()
