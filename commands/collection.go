@@ -550,7 +550,7 @@ func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxActi
 		Op:  dynastore.TxUpdate,
 		Key: genRegKey(g),
 		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrOwner, Val: dynastore.Lit{V: dynastore.B(bytes.Clone(newPK))}},
+			{Attr: attrOwner, Val: dynastore.B(bytes.Clone(newPK))},
 		}},
 		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
 	}}
@@ -1244,7 +1244,7 @@ func (cl *collection) baseKeyItem() dynastore.Item {
 func (cl *collection) keyAttrSets() []dynastore.SetAction {
 	var out []dynastore.SetAction
 	for name, v := range cl.keyAttrs {
-		out = append(out, dynastore.SetAction{Attr: name, Val: dynastore.Lit{V: v}})
+		out = append(out, dynastore.SetAction{Attr: name, Val: v})
 	}
 	return out
 }
@@ -1371,8 +1371,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			Op:  dynastore.TxUpdate,
 			Key: key,
 			Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-				{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+				{Attr: attrCount, Val: nInt(n)},
+				{Attr: attrVer, Val: newVer()},
 			}, cl.keyAttrSets()...)},
 			Cond: guard,
 		}
@@ -1383,7 +1383,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			// guarded path above on its re-run).
 			delta := n - cl.n
 			keyUpdate.Update = &dynastore.Update{
-				Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+				Set: []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
 				Add: []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}},
 			}
 			keyUpdate.Cond = genLiveCond(cl.gen, cl.c.NowMS(), delta)
@@ -1415,9 +1415,9 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-			{Attr: attrGen, Val: dynastore.Lit{V: dynastore.B(gen)}},
-			{Attr: attrCount, Val: dynastore.Lit{V: nInt(n)}},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrGen, Val: dynastore.B(gen)},
+			{Attr: attrCount, Val: nInt(n)},
+			{Attr: attrVer, Val: newVer()},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
@@ -1684,9 +1684,9 @@ func onKnownItem(it dynastore.Item, u dynastore.Update) dynastore.Update {
 	var set []dynastore.SetAction
 	for i, a := range u.Set {
 		keep, changed := true, false
-		if lit, ok := a.Val.(dynastore.Lit); ok {
+		if lit, ok := a.Val.(dynastore.Value); ok {
 			cur := it.Get(a.Attr)
-			keep = cur == nil || !dynastore.ValuesEqual(cur, lit.V)
+			keep = cur == nil || !dynastore.ValuesEqual(cur, lit)
 		} else {
 			a.Val, changed = knownOperand(it, a.Val)
 		}
@@ -1987,7 +1987,7 @@ func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta 
 // blindMembers is blindMember for up to maxBlindMembers member actions,
 // where blindMemberFailed means that member conditions alone failed.
 func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
-	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}}}
+	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: newVer()}}}
 	if delta != 0 {
 		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
 	}
@@ -2310,13 +2310,13 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 	if allSmall(members) && allSmall(vals) && len(members) <= inlineLimit(typ) {
 		u = &dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(typ)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+				{Attr: attrType, Val: dynastore.S(typ)},
+				{Attr: attrVer, Val: newVer()},
 			},
 			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
 		}
 		for i, v := range vals {
-			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: dynastore.Lit{V: hashValue(v)}})
+			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: hashValue(v)})
 		}
 	}
 	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
@@ -2376,7 +2376,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 	var u *dynastore.Update
 	if len(members) <= inlineLimit(typ) && allSmall(members) {
 		u = &dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
 			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
 		}
 		if typ == TypeHash { // each value is an attribute of its own

@@ -95,16 +95,16 @@ func TestOnKnownItem(t *testing.T) {
 	set := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeSet)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.BS{[]byte("a")}}}
 	list := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.L{dynastore.B("a")}}}
 	bare := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}}
-	ver := dynastore.SetAction{Attr: attrVer, Val: dynastore.Lit{V: dynastore.N("2")}}
+	ver := dynastore.SetAction{Attr: attrVer, Val: dynastore.N("2")}
 	typ := func(t string) dynastore.SetAction {
-		return dynastore.SetAction{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(t)}}
+		return dynastore.SetAction{Attr: attrType, Val: dynastore.S(t)}
 	}
 	push := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
-		A: dynastore.Lit{V: dynastore.L{dynastore.B("b")}},
+		A: dynastore.L{dynastore.B("b")},
 		B: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
 	}}
 	pushKnown := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
-		A: dynastore.Lit{V: dynastore.L{dynastore.B("b")}},
+		A: dynastore.L{dynastore.B("b")},
 		B: dynastore.Ref{Attr: attrValue},
 	}}
 	add := []dynastore.AttrValue{{Attr: attrValue, Val: dynastore.BS{[]byte("b")}}}

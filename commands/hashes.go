@@ -113,9 +113,9 @@ func cmdHsetnx(c *Ctx) {
 		cond := dynastore.And{inlineFastCond(c.NowMS(), TypeHash, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
 		_, _, applied, cur, err := fastUpdate(c, key, dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeHash)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
-				{Attr: fieldAttr(f), Val: dynastore.Lit{V: hashValue(v)}},
+				{Attr: attrType, Val: dynastore.S(TypeHash)},
+				{Attr: attrVer, Val: newVer()},
+				{Attr: fieldAttr(f), Val: hashValue(v)},
 			},
 			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf([][]byte{f})}},
 		}, cond)
@@ -270,8 +270,8 @@ func cmdHincrby(c *Ctx) {
 		}
 		u := dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeHash)}},
-				{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+				{Attr: attrType, Val: dynastore.S(TypeHash)},
+				{Attr: attrVer, Val: newVer()},
 			},
 			Add: []dynastore.AttrValue{
 				{Attr: fa, Val: nInt(incr)},

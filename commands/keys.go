@@ -281,9 +281,9 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 		_, err = c.Store.Delete(c, k, dynastore.WriteOptions{Cond: cond})
 	} else {
 		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrExpiry, Val: dynastore.Lit{V: nInt(when)}},
-			{Attr: dynastore.AttrTTL, Val: dynastore.Lit{V: ttlSeconds(when)}},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrExpiry, Val: nInt(when)},
+			{Attr: dynastore.AttrTTL, Val: ttlSeconds(when)},
+			{Attr: attrVer, Val: newVer()},
 		}}, dynastore.WriteOptions{Cond: cond})
 	}
 	replyCondWrite(c, err)
@@ -344,7 +344,7 @@ func cmdPersist(c *Ctx) {
 		return
 	}
 	_, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+		Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
 		Remove: []string{attrExpiry, dynastore.AttrTTL},
 	}, dynastore.WriteOptions{Cond: dynastore.And{condLive(c.NowMS()), dynastore.Exists{Attr: attrExpiry}}})
 	replyCondWrite(c, err)

@@ -742,10 +742,10 @@ func (l *listView) plan() (*listCommit, error) {
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrListHead, Val: dynastore.Lit{V: nInt(l.nh)}},
-			{Attr: attrListTail, Val: dynastore.Lit{V: nInt(l.nt)}},
-			{Attr: attrCount, Val: dynastore.Lit{V: nInt(l.nt - l.nh)}},
-			{Attr: attrVer, Val: dynastore.Lit{V: ver}},
+			{Attr: attrListHead, Val: nInt(l.nh)},
+			{Attr: attrListTail, Val: nInt(l.nt)},
+			{Attr: attrCount, Val: nInt(l.nt - l.nh)},
+			{Attr: attrVer, Val: ver},
 		}},
 		Cond: guard,
 	}
@@ -984,14 +984,14 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 			}
 		}
 		list := dynastore.Operand(dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}})
-		val := dynastore.ListAppend{A: list, B: dynastore.Lit{V: add}}
+		val := dynastore.ListAppend{A: list, B: add}
 		if left {
-			val = dynastore.ListAppend{A: dynastore.Lit{V: add}, B: list}
+			val = dynastore.ListAppend{A: add, B: list}
 		}
 		_, nw, applied, cur, err := fastUpdate(c, key, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeList)}},
+			{Attr: attrType, Val: dynastore.S(TypeList)},
 			{Attr: attrValue, Val: val},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrVer, Val: newVer()},
 		}}, inlineFastCond(c.NowMS(), TypeList, len(vals), mustExist))
 		if err != nil {
 			return 0, err

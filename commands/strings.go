@@ -418,12 +418,12 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 	nx, xx := o.flags&setNX != 0, o.flags&setXX != 0
 	v, e := encodeValue(make([]byte, 0, len(o.val)), o.val, originArg)
 	u := dynastore.Update{Set: []dynastore.SetAction{
-		{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
-		{Attr: attrValue, Val: dynastore.Lit{V: v}},
-		{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+		{Attr: attrType, Val: dynastore.S(TypeString)},
+		{Attr: attrValue, Val: v},
+		{Attr: attrVer, Val: newVer()},
 	}}
 	if e != nil {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrEnc, Val: dynastore.Lit{V: e}})
+		u.Set = append(u.Set, dynastore.SetAction{Attr: attrEnc, Val: e})
 	} else {
 		u.Remove = []string{attrEnc}
 	}
@@ -557,7 +557,7 @@ func cmdGetEx(c *Ctx) {
 		// Only a key with an expiry is written; for one without, the failed
 		// condition hands back the value.
 		old, err = c.Store.Update(c, k, dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: dynastore.Lit{V: newVer()}}},
+			Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
 			Remove: []string{attrExpiry, dynastore.AttrTTL},
 		}, dynastore.WriteOptions{
 			Cond:         dynastore.And{live, dynastore.Exists{Attr: attrExpiry}},
@@ -566,9 +566,9 @@ func cmdGetEx(c *Ctx) {
 		})
 	default:
 		old, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrExpiry, Val: dynastore.Lit{V: nInt(at)}},
-			{Attr: dynastore.AttrTTL, Val: dynastore.Lit{V: ttlSeconds(at)}},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrExpiry, Val: nInt(at)},
+			{Attr: dynastore.AttrTTL, Val: ttlSeconds(at)},
+			{Attr: attrVer, Val: newVer()},
 		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	}
 	replyOldString(c, old, err, now)
@@ -695,12 +695,12 @@ func cmdAppend(c *Ctx) {
 	chunk := dynastore.L{dynastore.B(append([]byte{}, val...))}
 	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
 		Set: []dynastore.SetAction{
-			{Attr: attrType, Val: dynastore.Lit{V: dynastore.S(TypeString)}},
+			{Attr: attrType, Val: dynastore.S(TypeString)},
 			{Attr: attrValue, Val: dynastore.ListAppend{
 				A: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
-				B: dynastore.Lit{V: chunk},
+				B: chunk,
 			}},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrVer, Val: newVer()},
 		},
 		Remove: []string{attrEnc},
 	}, dynastore.WriteOptions{
@@ -861,7 +861,7 @@ func incrBy(c *Ctx, d int64) {
 	*acts = incrActs{
 		set: [2]dynastore.SetAction{
 			{Attr: attrType, Val: litTypeString},
-			{Attr: attrVer, Val: dynastore.Lit{V: newVer()}},
+			{Attr: attrVer, Val: newVer()},
 		},
 		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
 	}
@@ -922,7 +922,7 @@ type incrActs struct {
 // litTypeString and removeEnc are parts of the updates of INCR, built once
 // (updates are read-only to stores).
 var (
-	litTypeString dynastore.Operand = dynastore.Lit{V: dynastore.S(TypeString)}
+	litTypeString dynastore.Operand = dynastore.S(TypeString)
 	removeEnc                       = []string{attrEnc}
 )
 

@@ -194,7 +194,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			return err
 		}
 		_, err := s.Store.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrDeadAt, Val: dynastore.Lit{V: nInt(nowMS)}},
+			{Attr: attrDeadAt, Val: nInt(nowMS)},
 		}}, dynastore.WriteOptions{Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}}})
 		if _, failed := isCondFailed(err); failed {
 			return nil
@@ -214,7 +214,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			Op:  dynastore.TxUpdate,
 			Key: k,
 			Update: &dynastore.Update{Set: []dynastore.SetAction{
-				{Attr: attrDying, Val: dynastore.Lit{V: nInt(nowMS)}},
+				{Attr: attrDying, Val: nInt(nowMS)},
 			}},
 			Cond: dynastore.And{
 				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},

@@ -57,9 +57,12 @@ const (
 	KindNULL                 // null
 )
 
-// Value is one attribute value: B, N, S, BS, L, M, BOOL or NULL.
+// Value is one attribute value: B, N, S, BS, L, M, BOOL or NULL. A Value
+// is an Operand too: the literal value, with no box of its own around it
+// (a literal operand type cost an allocation in each of INCR's updates).
 type Value interface {
 	Kind() Kind
+	Operand
 }
 
 type (
@@ -89,6 +92,15 @@ func (L) Kind() Kind    { return KindL }
 func (M) Kind() Kind    { return KindM }
 func (BOOL) Kind() Kind { return KindBOOL }
 func (NULL) Kind() Kind { return KindNULL }
+
+func (B) isOperand()    {}
+func (N) isOperand()    {}
+func (S) isOperand()    {}
+func (BS) isOperand()   {}
+func (L) isOperand()    {}
+func (M) isOperand()    {}
+func (BOOL) isOperand() {}
+func (NULL) isOperand() {}
 
 // ---- conditions ----------------------------------------------------------
 
@@ -195,14 +207,13 @@ type AttrValue struct {
 	Val  Value
 }
 
-// Operand is the right-hand side of a SET action.
+// Operand is the right-hand side of a SET action: a Value (a literal) or
+// one of the operand types below.
 type Operand interface {
 	isOperand()
 }
 
 type (
-	// Lit is a literal value.
-	Lit struct{ V Value }
 	// Ref is the current value of another attribute (an error if missing).
 	Ref struct{ Attr string }
 	// IfNotExists is if_not_exists(Attr, Default).
@@ -218,7 +229,6 @@ type (
 	ListAppend struct{ A, B Operand }
 )
 
-func (Lit) isOperand()         {}
 func (Ref) isOperand()         {}
 func (IfNotExists) isOperand() {}
 func (Plus) isOperand()        {}

@@ -444,8 +444,8 @@ func UpdatePayloadSize(u *Update) int {
 
 func operandSize(o Operand) int {
 	switch x := o.(type) {
-	case Lit:
-		return valueSize(x.V)
+	case Value:
+		return valueSize(x)
 	case IfNotExists:
 		return len(x.Attr) + valueSize(x.Default)
 	case Ref:
@@ -905,16 +905,16 @@ func validateOperand(o Operand, want string) error {
 	switch x := o.(type) {
 	case nil:
 		return invalidf("nil operand")
-	case Lit:
-		if err := checkValue(x.V); err != nil {
+	case Value:
+		if err := checkValue(x); err != nil {
 			return err
 		}
-		if want != "" && x.V.Kind().String() != want {
+		if want != "" && x.Kind().String() != want {
 			fn := "+"
 			if want == "L" {
 				fn = "list_append"
 			}
-			return invalidf("Invalid UpdateExpression: "+msgOpType, fn, x.V.Kind())
+			return invalidf("Invalid UpdateExpression: "+msgOpType, fn, x.Kind())
 		}
 		return nil
 	case Ref:
@@ -1057,8 +1057,8 @@ func newAttrs(old Item, u Update) int {
 // copied.
 func evalOperand(old Item, o Operand, share bool) (Value, error) {
 	switch x := o.(type) {
-	case Lit:
-		return NormalizeValue(x.V)
+	case Value:
+		return NormalizeValue(x)
 	case Ref:
 		v := old.Get(x.Attr)
 		if v == nil {

@@ -68,7 +68,7 @@ func TestConditionFailedReturnsOld(t *testing.T) {
 	require.ErrorAs(t, err, &cf)
 	require.Nil(t, cf.Old)
 
-	got, err := s.Update(ctx, key("k"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "v", Val: dynastore.Lit{V: dynastore.B("new")}}}},
+	got, err := s.Update(ctx, key("k"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "v", Val: dynastore.B("new")}}},
 		dynastore.WriteOptions{Cond: dynastore.Compare{Attr: "n", Op: dynastore.OpEQ, Val: dynastore.N("7")}, Return: dynastore.ReturnAllOld})
 	require.NoError(t, err)
 	require.Equal(t, old.Sorted(), got.Sorted())
@@ -192,6 +192,6 @@ func TestClientSideLimits(t *testing.T) {
 	// DynamoDB's own check agrees: an update that grows an item too far.
 	_, err = s.Put(ctx, item("grow", "a", dynastore.B(make([]byte, 300*1024))), dynastore.WriteOptions{})
 	require.NoError(t, err)
-	_, err = s.Update(ctx, key("grow"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "b", Val: dynastore.Lit{V: dynastore.B(make([]byte, 200*1024))}}}}, dynastore.WriteOptions{})
+	_, err = s.Update(ctx, key("grow"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "b", Val: dynastore.B(make([]byte, 200*1024))}}}, dynastore.WriteOptions{})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 }

@@ -570,8 +570,8 @@ func (e *exprs) Update(u dynastore.Update) (string, error) {
 // ValidationException there, and is rejected here before the round trip.
 func (e *exprs) operand(b *strings.Builder, o dynastore.Operand, top bool) error {
 	switch x := o.(type) {
-	case dynastore.Lit:
-		v, err := e.value(x.V)
+	case dynastore.Value:
+		v, err := e.value(x)
 		if err != nil {
 			return err
 		}

@@ -97,15 +97,15 @@ var exprCases = []exprCase{
 
 	{name: "update empty", upd: &dynastore.Update{}},
 	{name: "update set literal", upd: &dynastore.Update{Set: []dynastore.SetAction{
-		{Attr: "v", Val: dynastore.Lit{V: dynastore.B("hello")}},
-		{Attr: "type", Val: dynastore.Lit{V: dynastore.S("string")}},
+		{Attr: "v", Val: dynastore.B("hello")},
+		{Attr: "type", Val: dynastore.S("string")},
 	}}},
 	{name: "update set operands", upd: &dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: "copy", Val: dynastore.Ref{Attr: "v"}},
 		{Attr: "n", Val: dynastore.IfNotExists{Attr: "n", Default: dynastore.N("0")}},
-		{Attr: "version", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "version", Default: dynastore.N("0")}, B: dynastore.Lit{V: dynastore.N("1")}}},
-		{Attr: "left", Val: dynastore.Minus{A: dynastore.Ref{Attr: "left"}, B: dynastore.Lit{V: dynastore.N("2")}}},
-		{Attr: "l", Val: dynastore.ListAppend{A: dynastore.IfNotExists{Attr: "l", Default: dynastore.L{}}, B: dynastore.Lit{V: dynastore.L{dynastore.B("x")}}}},
+		{Attr: "version", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "version", Default: dynastore.N("0")}, B: dynastore.N("1")}},
+		{Attr: "left", Val: dynastore.Minus{A: dynastore.Ref{Attr: "left"}, B: dynastore.N("2")}},
+		{Attr: "l", Val: dynastore.ListAppend{A: dynastore.IfNotExists{Attr: "l", Default: dynastore.L{}}, B: dynastore.L{dynastore.B("x")}}},
 	}}},
 	{name: "update remove", upd: &dynastore.Update{Remove: []string{"expiry", "ttl"}}},
 	{name: "update add and delete", upd: &dynastore.Update{
@@ -113,13 +113,13 @@ var exprCases = []exprCase{
 		Delete: []dynastore.AttrValue{{Attr: "t", Val: dynastore.BS{[]byte("c")}}},
 	}},
 	{name: "update every clause with condition", upd: &dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: "v", Val: dynastore.Lit{V: dynastore.N("1")}}},
+		Set:    []dynastore.SetAction{{Attr: "v", Val: dynastore.N("1")}},
 		Remove: []string{"expiry"},
 		Add:    []dynastore.AttrValue{{Attr: "version", Val: dynastore.N("1")}},
 		Delete: []dynastore.AttrValue{{Attr: "s", Val: dynastore.BS{[]byte("z")}}},
 	}, cond: dynastore.Or{dynastore.NotExists{Attr: "pk"}, dynastore.Compare{Attr: "version", Op: dynastore.OpEQ, Val: dynastore.N("3")}}},
 	{name: "update nested arithmetic", err: dynastore.ErrInvalid, upd: &dynastore.Update{Set: []dynastore.SetAction{
-		{Attr: "n", Val: dynastore.Plus{A: dynastore.Plus{A: dynastore.Ref{Attr: "n"}, B: dynastore.Lit{V: dynastore.N("1")}}, B: dynastore.Lit{V: dynastore.N("1")}}},
+		{Attr: "n", Val: dynastore.Plus{A: dynastore.Plus{A: dynastore.Ref{Attr: "n"}, B: dynastore.N("1")}, B: dynastore.N("1")}},
 	}}},
 	{name: "update nested list_append", err: dynastore.ErrInvalid, upd: &dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: "l", Val: dynastore.ListAppend{A: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Ref{Attr: "l"}}, B: dynastore.Ref{Attr: "l"}}},

@@ -116,8 +116,8 @@ var benchRequests = []struct {
 	{"update", func(ctx context.Context, s *Store) error {
 		_, err := s.Update(ctx, dynastore.Key{PK: []byte("\x00key:000000"), SK: []byte{0}}, dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: "t", Val: dynastore.Lit{V: dynastore.S("string")}},
-				{Attr: "ver", Val: dynastore.Lit{V: dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08")}},
+				{Attr: "t", Val: dynastore.S("string")},
+				{Attr: "ver", Val: dynastore.B("\x01\x02\x03\x04\x05\x06\x07\x08")},
 			},
 			Add:    []dynastore.AttrValue{{Attr: "v", Val: dynastore.N("1")}},
 			Remove: []string{"e"},

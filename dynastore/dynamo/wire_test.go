@@ -232,9 +232,9 @@ func TestDirectRequestsMatchSDK(t *testing.T) {
 	k := dynastore.Key{PK: []byte("\x00k\xff"), SK: []byte{0, 1}}
 	upd := dynastore.Update{
 		Set: []dynastore.SetAction{
-			{Attr: "v", Val: dynastore.Lit{V: dynastore.B("hello")}},
-			{Attr: "n", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "n", Default: dynastore.N("0")}, B: dynastore.Lit{V: dynastore.N("1")}}},
-			{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Lit{V: dynastore.L{dynastore.S("é\"")}}}},
+			{Attr: "v", Val: dynastore.B("hello")},
+			{Attr: "n", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "n", Default: dynastore.N("0")}, B: dynastore.N("1")}},
+			{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.L{dynastore.S("é\"")}}},
 		},
 		Remove: []string{"x", "ttl"},
 		Add:    []dynastore.AttrValue{{Attr: "c", Val: dynastore.N("-3")}},

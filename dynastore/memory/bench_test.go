@@ -33,8 +33,8 @@ func benchItem(k dynastore.Key) dynastore.Item {
 var (
 	benchIncr = dynastore.Update{
 		Set: []dynastore.SetAction{
-			{Attr: "t", Val: dynastore.Lit{V: dynastore.S("string")}},
-			{Attr: "ver", Val: dynastore.Lit{V: dynastore.N("1234567890123456789")}},
+			{Attr: "t", Val: dynastore.S("string")},
+			{Attr: "ver", Val: dynastore.N("1234567890123456789")},
 		},
 		Add:    []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}},
 		Remove: []string{"e"},

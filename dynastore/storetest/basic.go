@@ -86,7 +86,7 @@ func testEmptyValues(t *testing.T, s dynastore.Store) {
 	requireItem(t, item(k, "eb", B{}, "es", S(""), "l", L{B{}}), got)
 
 	// And through an update, compared with a condition.
-	_, err := s.Update(ctxOf(t), k, dynastore.Update{Set: []dynastore.SetAction{{Attr: "eb2", Val: dynastore.Lit{V: B{}}}}},
+	_, err := s.Update(ctxOf(t), k, dynastore.Update{Set: []dynastore.SetAction{{Attr: "eb2", Val: B{}}}},
 		dynastore.WriteOptions{Cond: dynastore.Compare{Attr: "eb", Op: dynastore.OpEQ, Val: B{}}})
 	require.NoError(t, err)
 	_, err = s.Put(ctxOf(t), item(k), dynastore.WriteOptions{Cond: dynastore.SizeCompare{Attr: "eb2", Op: dynastore.OpEQ, Size: 0}})
@@ -139,7 +139,7 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 	// UpdateItem: all five.
 	put(t, s, v1)
 	u := dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: "a", Val: dynastore.Plus{A: dynastore.Ref{Attr: "a"}, B: dynastore.Lit{V: N("1")}}}, {Attr: "c", Val: dynastore.Lit{V: S("new")}}},
+		Set:    []dynastore.SetAction{{Attr: "a", Val: dynastore.Plus{A: dynastore.Ref{Attr: "a"}, B: N("1")}}, {Attr: "c", Val: S("new")}},
 		Remove: []string{"b", "never"},
 	}
 	for _, c := range []struct {
@@ -160,7 +160,7 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 
 	// UpdateItem creating the item.
 	k2 := key("rv2")
-	got, err = s.Update(ctx, k2, dynastore.Update{Set: []dynastore.SetAction{{Attr: "a", Val: dynastore.Lit{V: N("7")}}}}, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+	got, err = s.Update(ctx, k2, dynastore.Update{Set: []dynastore.SetAction{{Attr: "a", Val: N("7")}}}, dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
 	require.NoError(t, err)
 	require.Nil(t, got)
 	_, err = s.Delete(ctx, k2, dynastore.WriteOptions{})
@@ -237,8 +237,8 @@ func testOwnership(t *testing.T, s dynastore.Store) {
 
 		_, err = s.Update(ctx, c.k, dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: "b", Val: dynastore.Lit{V: B("new")}},
-				{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: dynastore.Lit{V: L{B("y")}}}},
+				{Attr: "b", Val: B("new")},
+				{Attr: "l", Val: dynastore.ListAppend{A: dynastore.Ref{Attr: "l"}, B: L{B("y")}}},
 			},
 			Add:    []dynastore.AttrValue{{Attr: "bs", Val: BS{[]byte("m2")}}, {Attr: "n", Val: N("1")}},
 			Remove: []string{"m"},

@@ -206,7 +206,7 @@ func testConditionsEveryWrite(t *testing.T, s dynastore.Store) {
 	base := item(k, "v", N("1"))
 	pass := cmp("v", dynastore.OpEQ, N("1"))
 	fail := cmp("v", dynastore.OpEQ, N("2"))
-	touch := dynastore.Update{Set: []dynastore.SetAction{{Attr: "w", Val: dynastore.Lit{V: S("x")}}}}
+	touch := dynastore.Update{Set: []dynastore.SetAction{{Attr: "w", Val: S("x")}}}
 
 	put(t, s, base)
 	_, err := s.Put(ctx, item(k, "v", N("1"), "p", S("put")), dynastore.WriteOptions{Cond: fail})
@@ -307,7 +307,7 @@ func testConditionBeforeUpdateErrors(t *testing.T, s dynastore.Store) {
 
 	_, err = s.Update(ctx, k, dynastore.Update{Add: []dynastore.AttrValue{{Attr: "s", Val: N("1")}}}, dynastore.WriteOptions{})
 	require.ErrorIs(t, err, dynastore.ErrInvalid)
-	_, err = s.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{{Attr: "s", Val: dynastore.Lit{V: N("1")}}}, Remove: []string{"s"}}, dynastore.WriteOptions{Cond: fail})
+	_, err = s.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{{Attr: "s", Val: N("1")}}, Remove: []string{"s"}}, dynastore.WriteOptions{Cond: fail})
 	require.ErrorIs(t, err, dynastore.ErrInvalid, "an attribute in two actions is rejected before the condition")
 	requireItem(t, item(k, "s", S("str")), get(t, s, k))
 }

@@ -31,7 +31,7 @@ func testItemSizeLimit(t *testing.T, s dynastore.Store) {
 	requireItem(t, small, get(t, s, k), "nothing written")
 
 	// Growing past the limit with an update.
-	_, err = s.Update(ctx, k, dynastore.Update{Set: []set{{Attr: "w", Val: lit{V: B(make([]byte, dynastore.MaxItemSize-overhead))}}}}, dynastore.WriteOptions{})
+	_, err = s.Update(ctx, k, dynastore.Update{Set: []set{{Attr: "w", Val: B(make([]byte, dynastore.MaxItemSize-overhead))}}}, dynastore.WriteOptions{})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 	requireItem(t, small, get(t, s, k), "nothing written")
 

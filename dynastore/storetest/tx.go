@@ -42,10 +42,10 @@ func testTxAppliesEveryKind(t *testing.T, s dynastore.Store) {
 	put(t, s, item(d, "v", S("checked")))
 	err := s.Transact(ctx, []dynastore.TxAction{
 		txPut(item(a, "v", S("new"), "n", N("1.50")), dynastore.NotExists{Attr: dynastore.AttrPK}),
-		txUpdate(b, dynastore.Update{Add: []av{{Attr: "n", Val: N("41")}}, Set: []set{{Attr: "w", Val: lit{V: BS{[]byte("m")}}}}}, dynastore.Exists{Attr: dynastore.AttrPK}),
+		txUpdate(b, dynastore.Update{Add: []av{{Attr: "n", Val: N("41")}}, Set: []set{{Attr: "w", Val: BS{[]byte("m")}}}}, dynastore.Exists{Attr: dynastore.AttrPK}),
 		txDelete(c, cmp("v", dynastore.OpEQ, S("gone"))),
 		txCheck(d, cmp("v", dynastore.OpEQ, S("checked"))),
-		txUpdate(e, dynastore.Update{Set: []set{{Attr: "x", Val: lit{V: N("1")}}}}, nil),
+		txUpdate(e, dynastore.Update{Set: []set{{Attr: "x", Val: N("1")}}}, nil),
 	})
 	require.NoError(t, err)
 	requireSameItem(t, item(a, "v", S("new"), "n", N("1.5")), get(t, s, a))
@@ -174,7 +174,7 @@ func testTxSizeLimit(t *testing.T, s dynastore.Store) {
 	k := key("txgrow")
 	put(t, s, item(k, "a", B(make([]byte, 300*1024))))
 	err = s.Transact(ctx, []dynastore.TxAction{
-		txUpdate(k, dynastore.Update{Set: []set{{Attr: "b", Val: lit{V: B(make([]byte, 200*1024))}}}}, nil),
+		txUpdate(k, dynastore.Update{Set: []set{{Attr: "b", Val: B(make([]byte, 200*1024))}}}, nil),
 	})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 	got := get(t, s, k)

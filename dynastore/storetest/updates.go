@@ -18,7 +18,6 @@ var updateScenarios = []scenario{
 type (
 	set = dynastore.SetAction
 	av  = dynastore.AttrValue
-	lit = dynastore.Lit
 	ref = dynastore.Ref
 )
 
@@ -46,20 +45,20 @@ func testUpdateActions(t *testing.T, s dynastore.Store) {
 		u      dynastore.Update
 		want   func(k dynastore.Key) Item
 	}{
-		{"SET literal", false, dynastore.Update{Set: []set{{Attr: "a", Val: lit{V: S("v")}}}}, func(k dynastore.Key) Item { return with(k, "a", S("v")) }},
-		{"SET overwrites another type", false, dynastore.Update{Set: []set{{Attr: "n", Val: lit{V: L{BOOL(true)}}}}}, func(k dynastore.Key) Item { return with(k, "n", L{BOOL(true)}) }},
+		{"SET literal", false, dynastore.Update{Set: []set{{Attr: "a", Val: S("v")}}}, func(k dynastore.Key) Item { return with(k, "a", S("v")) }},
+		{"SET overwrites another type", false, dynastore.Update{Set: []set{{Attr: "n", Val: L{BOOL(true)}}}}, func(k dynastore.Key) Item { return with(k, "n", L{BOOL(true)}) }},
 		{"SET Ref", false, dynastore.Update{Set: []set{{Attr: "a", Val: ref{Attr: "bs"}}}}, func(k dynastore.Key) Item { return with(k, "a", BS{[]byte("x"), []byte("y")}) }},
 		{"SET if_not_exists absent", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.IfNotExists{Attr: "zz", Default: N("1")}}}}, func(k dynastore.Key) Item { return with(k, "a", N("1")) }},
 		{"SET if_not_exists present", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.IfNotExists{Attr: "s", Default: S("d")}}}}, func(k dynastore.Key) Item { return with(k, "a", S("abc")) }},
 		{"SET self if_not_exists", false, dynastore.Update{Set: []set{{Attr: "s", Val: dynastore.IfNotExists{Attr: "s", Default: S("d")}}}}, func(k dynastore.Key) Item { return updBase(k) }},
-		{"SET plus", false, dynastore.Update{Set: []set{{Attr: "n", Val: dynastore.Plus{A: ref{Attr: "n"}, B: lit{V: N("0.5")}}}}}, func(k dynastore.Key) Item { return with(k, "n", N("5.5")) }},
-		{"SET minus", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: ref{Attr: "n"}, B: lit{V: N("10.25")}}}}}, func(k dynastore.Key) Item { return with(k, "a", N("-5.25")) }},
-		{"SET minus literals", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: lit{V: N("1")}, B: lit{V: N("1")}}}}}, func(k dynastore.Key) Item { return with(k, "a", N("0")) }},
-		{"SET counter on absent item", true, dynastore.Update{Set: []set{{Attr: "n", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "n", Default: N("0")}, B: lit{V: N("3")}}}}}, func(k dynastore.Key) Item { return item(k, "n", N("3")) }},
-		{"SET list_append", false, dynastore.Update{Set: []set{{Attr: "l", Val: dynastore.ListAppend{A: ref{Attr: "l"}, B: lit{V: L{N("1"), B("b")}}}}}}, func(k dynastore.Key) Item { return with(k, "l", L{S("x"), N("1"), B("b")}) }},
-		{"SET list_append prepend", false, dynastore.Update{Set: []set{{Attr: "l", Val: dynastore.ListAppend{A: lit{V: L{N("1")}}, B: ref{Attr: "l"}}}}}, func(k dynastore.Key) Item { return with(k, "l", L{N("1"), S("x")}) }},
-		{"SET list_append if_not_exists", false, dynastore.Update{Set: []set{{Attr: "q", Val: dynastore.ListAppend{A: dynastore.IfNotExists{Attr: "q", Default: L{}}, B: lit{V: L{N("1")}}}}}}, func(k dynastore.Key) Item { return with(k, "q", L{N("1")}) }},
-		{"SET several", false, dynastore.Update{Set: []set{{Attr: "a", Val: lit{V: N("1")}}, {Attr: "b", Val: lit{V: M{"k": NULL{}}}}}}, func(k dynastore.Key) Item { return with(k, "a", N("1"), "b", M{"k": NULL{}}) }},
+		{"SET plus", false, dynastore.Update{Set: []set{{Attr: "n", Val: dynastore.Plus{A: ref{Attr: "n"}, B: N("0.5")}}}}, func(k dynastore.Key) Item { return with(k, "n", N("5.5")) }},
+		{"SET minus", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: ref{Attr: "n"}, B: N("10.25")}}}}, func(k dynastore.Key) Item { return with(k, "a", N("-5.25")) }},
+		{"SET minus literals", false, dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: N("1"), B: N("1")}}}}, func(k dynastore.Key) Item { return with(k, "a", N("0")) }},
+		{"SET counter on absent item", true, dynastore.Update{Set: []set{{Attr: "n", Val: dynastore.Plus{A: dynastore.IfNotExists{Attr: "n", Default: N("0")}, B: N("3")}}}}, func(k dynastore.Key) Item { return item(k, "n", N("3")) }},
+		{"SET list_append", false, dynastore.Update{Set: []set{{Attr: "l", Val: dynastore.ListAppend{A: ref{Attr: "l"}, B: L{N("1"), B("b")}}}}}, func(k dynastore.Key) Item { return with(k, "l", L{S("x"), N("1"), B("b")}) }},
+		{"SET list_append prepend", false, dynastore.Update{Set: []set{{Attr: "l", Val: dynastore.ListAppend{A: L{N("1")}, B: ref{Attr: "l"}}}}}, func(k dynastore.Key) Item { return with(k, "l", L{N("1"), S("x")}) }},
+		{"SET list_append if_not_exists", false, dynastore.Update{Set: []set{{Attr: "q", Val: dynastore.ListAppend{A: dynastore.IfNotExists{Attr: "q", Default: L{}}, B: L{N("1")}}}}}, func(k dynastore.Key) Item { return with(k, "q", L{N("1")}) }},
+		{"SET several", false, dynastore.Update{Set: []set{{Attr: "a", Val: N("1")}, {Attr: "b", Val: M{"k": NULL{}}}}}, func(k dynastore.Key) Item { return with(k, "a", N("1"), "b", M{"k": NULL{}}) }},
 		{"REMOVE", false, dynastore.Update{Remove: []string{"n", "s"}}, func(k dynastore.Key) Item { return with(k, "n", nil, "s", nil) }},
 		{"REMOVE missing", false, dynastore.Update{Remove: []string{"zz"}}, func(k dynastore.Key) Item { return updBase(k) }},
 		{"ADD number", false, dynastore.Update{Add: []av{{Attr: "n", Val: N("-7")}}}, func(k dynastore.Key) Item { return with(k, "n", N("-2")) }},
@@ -71,7 +70,7 @@ func testUpdateActions(t *testing.T, s dynastore.Store) {
 		{"DELETE emptying a set removes it", false, dynastore.Update{Delete: []av{{Attr: "bs", Val: BS{[]byte("x"), []byte("y")}}}}, func(k dynastore.Key) Item { return with(k, "bs", nil) }},
 		{"DELETE from missing", false, dynastore.Update{Delete: []av{{Attr: "zz", Val: BS{[]byte("x")}}}}, func(k dynastore.Key) Item { return updBase(k) }},
 		{"all four actions", false, dynastore.Update{
-			Set:    []set{{Attr: "a", Val: lit{V: S("set")}}},
+			Set:    []set{{Attr: "a", Val: S("set")}},
 			Remove: []string{"l"},
 			Add:    []av{{Attr: "n", Val: N("1")}},
 			Delete: []av{{Attr: "bs", Val: BS{[]byte("x")}}},
@@ -102,7 +101,7 @@ func testUpdateOldOperands(t *testing.T, s dynastore.Store) {
 		{Attr: "a", Val: ref{Attr: "b"}},
 		{Attr: "b", Val: ref{Attr: "a"}},
 		{Attr: "c", Val: ref{Attr: "n"}},
-		{Attr: "n", Val: dynastore.Plus{A: ref{Attr: "n"}, B: lit{V: N("1")}}},
+		{Attr: "n", Val: dynastore.Plus{A: ref{Attr: "n"}, B: N("1")}},
 	}}, dynastore.WriteOptions{Return: dynastore.ReturnAllNew})
 	require.NoError(t, err)
 	requireSameItem(t, item(k, "a", S("B"), "b", S("A"), "c", N("1"), "n", N("2")), got)
@@ -113,11 +112,11 @@ func testInvalidUpdates(t *testing.T, s dynastore.Store) {
 		name string
 		u    dynastore.Update
 	}{
-		{"SET twice", dynastore.Update{Set: []set{{Attr: "n", Val: lit{V: N("1")}}, {Attr: "n", Val: lit{V: N("2")}}}}},
-		{"SET and REMOVE", dynastore.Update{Set: []set{{Attr: "n", Val: lit{V: N("1")}}}, Remove: []string{"n"}}},
+		{"SET twice", dynastore.Update{Set: []set{{Attr: "n", Val: N("1")}, {Attr: "n", Val: N("2")}}}},
+		{"SET and REMOVE", dynastore.Update{Set: []set{{Attr: "n", Val: N("1")}}, Remove: []string{"n"}}},
 		{"ADD and DELETE", dynastore.Update{Add: []av{{Attr: "bs", Val: BS{[]byte("a")}}}, Delete: []av{{Attr: "bs", Val: BS{[]byte("b")}}}}},
-		{"SET and ADD", dynastore.Update{Set: []set{{Attr: "n", Val: lit{V: N("1")}}}, Add: []av{{Attr: "n", Val: N("1")}}}},
-		{"SET pk", dynastore.Update{Set: []set{{Attr: dynastore.AttrPK, Val: lit{V: B("z")}}}}},
+		{"SET and ADD", dynastore.Update{Set: []set{{Attr: "n", Val: N("1")}}, Add: []av{{Attr: "n", Val: N("1")}}}},
+		{"SET pk", dynastore.Update{Set: []set{{Attr: dynastore.AttrPK, Val: B("z")}}}},
 		{"REMOVE sk", dynastore.Update{Remove: []string{dynastore.AttrSK}}},
 		{"ADD to pk", dynastore.Update{Add: []av{{Attr: dynastore.AttrPK, Val: BS{[]byte("z")}}}}},
 		{"ADD number to string", dynastore.Update{Add: []av{{Attr: "s", Val: N("1")}}}},
@@ -130,16 +129,16 @@ func testInvalidUpdates(t *testing.T, s dynastore.Store) {
 		{"DELETE a number", dynastore.Update{Delete: []av{{Attr: "n", Val: N("1")}}}},
 		{"DELETE from a number", dynastore.Update{Delete: []av{{Attr: "n", Val: BS{[]byte("1")}}}}},
 		{"Ref missing", dynastore.Update{Set: []set{{Attr: "a", Val: ref{Attr: "zz"}}}}},
-		{"plus missing", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "zz"}, B: lit{V: N("1")}}}}}},
-		{"plus on a string attribute", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "s"}, B: lit{V: N("1")}}}}}},
-		{"plus a string literal", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "n"}, B: lit{V: S("1")}}}}}},
-		{"minus on a set", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: ref{Attr: "bs"}, B: lit{V: N("1")}}}}}},
-		{"list_append on a string", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "s"}, B: lit{V: L{}}}}}}},
-		{"list_append missing", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "zz"}, B: lit{V: L{N("1")}}}}}}},
-		{"list_append a number", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "l"}, B: lit{V: N("1")}}}}}},
-		{"SET an empty set", dynastore.Update{Set: []set{{Attr: "a", Val: lit{V: BS{}}}}}},
-		{"SET a malformed number", dynastore.Update{Set: []set{{Attr: "a", Val: lit{V: N("one")}}}}},
-		{"SET an empty name", dynastore.Update{Set: []set{{Attr: "", Val: lit{V: N("1")}}}}},
+		{"plus missing", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "zz"}, B: N("1")}}}}},
+		{"plus on a string attribute", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "s"}, B: N("1")}}}}},
+		{"plus a string literal", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Plus{A: ref{Attr: "n"}, B: S("1")}}}}},
+		{"minus on a set", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.Minus{A: ref{Attr: "bs"}, B: N("1")}}}}},
+		{"list_append on a string", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "s"}, B: L{}}}}}},
+		{"list_append missing", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "zz"}, B: L{N("1")}}}}}},
+		{"list_append a number", dynastore.Update{Set: []set{{Attr: "a", Val: dynastore.ListAppend{A: ref{Attr: "l"}, B: N("1")}}}}},
+		{"SET an empty set", dynastore.Update{Set: []set{{Attr: "a", Val: BS{}}}}},
+		{"SET a malformed number", dynastore.Update{Set: []set{{Attr: "a", Val: N("one")}}}},
+		{"SET an empty name", dynastore.Update{Set: []set{{Attr: "", Val: N("1")}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			k := key("bad" + itoa(i))
@@ -192,7 +191,7 @@ func testNumberArithmetic(t *testing.T, s dynastore.Store) {
 		put(t, s, item(k, "a", N(c.start), "b", N(c.start)))
 		got, err := s.Update(ctx, k, dynastore.Update{
 			Add: []av{{Attr: "a", Val: N(c.add)}},
-			Set: []set{{Attr: "b", Val: dynastore.Plus{A: ref{Attr: "b"}, B: lit{V: N(c.add)}}}},
+			Set: []set{{Attr: "b", Val: dynastore.Plus{A: ref{Attr: "b"}, B: N(c.add)}}},
 		}, dynastore.WriteOptions{Return: dynastore.ReturnUpdatedNew})
 		require.NoError(t, err, "%s + %s", c.start, c.add)
 		requireSameItem(t, Item{{Name: "a", Value: N(c.want)}, {Name: "b", Value: N(c.want)}}, got, "%s + %s", c.start, c.add)
@@ -218,7 +217,7 @@ func testNumberLimits(t *testing.T, s dynastore.Store) {
 		{Add: []av{{Attr: "n", Val: N("1")}}},      // 39 digits
 		{Add: []av{{Attr: "n", Val: N("1e-100")}}}, // far too many digits
 		{Add: []av{{Attr: "m", Val: N("1e125")}}},  // overflow
-		{Set: []set{{Attr: "m", Val: dynastore.Minus{A: lit{V: N("-9e125")}, B: ref{Attr: "m"}}}}},
+		{Set: []set{{Attr: "m", Val: dynastore.Minus{A: N("-9e125"), B: ref{Attr: "m"}}}}},
 	} {
 		_, err := s.Update(ctx, k, u, dynastore.WriteOptions{})
 		require.ErrorIs(t, err, dynastore.ErrInvalid, "%+v", u)
