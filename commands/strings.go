@@ -865,6 +865,9 @@ func incrBy(c *Ctx, d int64) {
 		},
 		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
 	}
+	// ALL_NEW rather than UPDATED_NEW: the embedded store returns its new
+	// item as is, where UPDATED_NEW built an item of t, ver and v for every
+	// INCR only for v to be read; DynamoDB charges the same for both.
 	newItem, err := c.Store.Update(c, c.scratchItemKey(key), dynastore.Update{
 		Set:    acts.set[:],
 		Add:    acts.add[:],
