@@ -120,9 +120,6 @@ type requestScratch struct {
 // memory, valid until its next scratchItemKey: for a key handed to a
 // single store call.
 func (c *Ctx) scratchItemKey(key []byte) dynastore.Key {
-	if c.Conn == nil {
-		return itemKey(c.DB(), key)
-	}
 	s := &c.Conn.scratch
 	s.pk = appendKeyPK(s.pk[:0], c.DB(), key)
 	return dynastore.Key{PK: s.pk, SK: keyItemSK}

@@ -852,12 +852,7 @@ func incrBy(c *Ctx, d int64) {
 	now := c.NowMS()
 	// The update's actions in reused memory, as its key (see
 	// requestScratch).
-	var acts *incrActs
-	if c.Conn != nil {
-		acts = &c.Conn.scratch.incr
-	} else {
-		acts = new(incrActs)
-	}
+	acts := &c.Conn.scratch.incr
 	*acts = incrActs{
 		set: [2]dynastore.SetAction{
 			{Attr: attrType, Val: litTypeString},
