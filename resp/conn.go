@@ -155,7 +155,8 @@ func (c *conn) serve() {
 // protocol error, a kill, or when the server shuts down (the requests not
 // yet started then do not run).
 func (c *conn) process() bool {
-	// First a hint to the store of the keys the buffered requests read.
+	// First a hint to the store of the keys the buffered requests read
+	// or replace.
 	var ahead [maxAhead]commands.Upcoming
 	c.s.srv.Prefetch(c.cn, scanAhead(c.buf[c.pos:], ahead[:0]))
 	for {

@@ -61,11 +61,13 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 	var last byte
 	for i := range n {
 		if e := ats[i].e; e != nil {
-			items[i] = e.item
-			last += byte(len(e.item))
-			// And the end of the id, which a lookup compares: an entry
-			// starts anywhere in a cache line, and its id often ends in
-			// the next one (2-4% less time for GET, SET and INCR).
+			if i < len(reads) {
+				items[i] = e.item
+			}
+			// The entry's head (its id and item) and the end of its id,
+			// which a lookup compares: an entry starts anywhere in a cache
+			// line, and its id often ends in the next one (2-4% less time
+			// for GET, SET and INCR).
 			if len(e.id) > 0 {
 				last += e.id[len(e.id)-1]
 			}
