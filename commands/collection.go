@@ -1106,8 +1106,8 @@ func sameVer(a, b dynastore.Item) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	va, _ := a.Get(attrVer).(dynastore.N)
-	vb, _ := b.Get(attrVer).(dynastore.N)
+	va, _ := a.Get(attrVer).(dynastore.S)
+	vb, _ := b.Get(attrVer).(dynastore.S)
 	return va == vb
 }
 

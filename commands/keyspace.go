@@ -137,11 +137,23 @@ func redisKeyOf(pk []byte) (db int, key []byte, ok bool) {
 	return int(pk[1]), pk[2:], true
 }
 
-// newVer returns a fresh version token (a random non-negative 63-bit
-// number). Tokens must not repeat, not be secret: math/rand/v2's generator
-// (ChaCha8, seeded from the OS) is unpredictable enough and costs no syscall.
-func newVer() dynastore.N {
-	return dynastore.N(strconv.FormatUint(rand.Uint64()>>1, 10))
+// newVer returns a fresh version token: 64 random bits as 11 base64url
+// characters. Tokens must not repeat, not be secret: math/rand/v2's
+// generator (ChaCha8, seeded from the OS) is unpredictable enough and costs
+// no syscall. A string rather than a Number: a store parses a Number to
+// validate, normalize and size it, three times per write, and the decimal
+// form takes 19 digits where these 11 bytes fit Go's tiny allocator;
+// version tokens are only ever compared for equality. The pipelined INCR
+// and SET each took 4% less CPU in process.
+func newVer() dynastore.S {
+	const digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var b [11]byte
+	r := rand.Uint64()
+	for i := range b {
+		b[i] = digits[r&63]
+		r >>= 6
+	}
+	return dynastore.S(b[:])
 }
 
 // nInt formats an int64 as a Number.
