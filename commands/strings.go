@@ -955,10 +955,10 @@ func incrCond(nowMS, d int64) dynastore.Cond {
 		if room := incrRoom(attrValue, d); room != nil {
 			live = room
 		}
-		return dynastore.Or{
+		return checked(dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.And{condUnexpired(nowMS), live},
-		}
+		})
 	})
 }
 

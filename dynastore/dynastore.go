@@ -170,6 +170,31 @@ type (
 	Not struct{ C Cond }
 )
 
+// Checked is a condition that ValidateCond accepted once (see Check);
+// stores take it as the condition it holds without validating it again.
+// Commands build their hot conditions once and reuse them (INCR's, for
+// each millisecond and delta): validating the same tree on every request
+// was 5% of a pipelined INCR's CPU on the embedded store.
+type Checked struct{ c Cond }
+
+// Check validates c and returns it as a *Checked, ready to be reused (nil
+// for nil).
+func Check(c Cond) (Cond, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if err := ValidateCond(c); err != nil {
+		return nil, err
+	}
+	if x, ok := c.(*Checked); ok {
+		return x, nil
+	}
+	return &Checked{c: c}, nil
+}
+
+// Cond returns the condition c holds.
+func (c *Checked) Cond() Cond { return c.c }
+
 func (Exists) isCond()      {}
 func (NotExists) isCond()   {}
 func (Compare) isCond()     {}
@@ -180,6 +205,7 @@ func (Contains) isCond()    {}
 func (And) isCond()         {}
 func (Or) isCond()          {}
 func (Not) isCond()         {}
+func (*Checked) isCond()    {}
 
 // ---- updates -------------------------------------------------------------
 

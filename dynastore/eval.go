@@ -639,6 +639,11 @@ func ValidateCond(c Cond) error {
 			return invalidf("nil condition in Not")
 		}
 		return ValidateCond(x.C)
+	case *Checked:
+		if x == nil {
+			return invalidf("nil Checked condition")
+		}
+		return nil
 	}
 	return invalidf("unsupported condition %T", c)
 }
@@ -714,6 +719,8 @@ func evalCond(it Item, c Cond) bool {
 		return false
 	case Not:
 		return !evalCond(it, x.C)
+	case *Checked:
+		return evalCond(it, x.c)
 	}
 	return false
 }

@@ -115,14 +115,31 @@ func TestEvalCond(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := EvalCond(it, c.cond)
+			checked, checkErr := Check(c.cond)
 			if c.invalid {
 				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, checkErr, ErrInvalid)
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, c.want, got)
+			// Checked once, the condition means the same, alone and
+			// inside another.
+			require.NoError(t, checkErr)
+			got, err = EvalCond(it, checked)
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+			if c.cond != nil {
+				got, err = EvalCond(it, Not{checked})
+				require.NoError(t, err)
+				require.Equal(t, !c.want, got)
+			}
+			again, err := Check(checked)
+			require.NoError(t, err)
+			require.Equal(t, checked, again, "checking a Checked returns it")
 		})
 	}
+	require.ErrorIs(t, ValidateCond((*Checked)(nil)), ErrInvalid)
 }
 
 func TestEvalCondAbsentItem(t *testing.T) {

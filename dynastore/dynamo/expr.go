@@ -214,6 +214,10 @@ func simplifyKnowing(c dynastore.Cond, known *facts) (out dynastore.Cond, t trut
 	switch x := c.(type) {
 	case nil:
 		return nil, alwaysTrue, false
+	case *dynastore.Checked:
+		// Not c: the result is what the check holds, never the wrapper.
+		s, t, _ := simplifyKnowing(x.Cond(), known)
+		return s, t, false
 	case dynastore.Exists:
 		if ex, ok := known.lookup(x.Attr); ok {
 			return nil, truthOf(ex), false

@@ -40,6 +40,11 @@ func TestSimplifyKeepsMeaning(t *testing.T) {
 			ops := []dynastore.CmpOp{dynastore.OpNE, dynastore.OpLE, dynastore.OpGT}
 			return dynastore.SizeCompare{Attr: attr, Op: ops[rng.IntN(len(ops))], Size: int64(rng.IntN(3))}
 		case 5:
+			if rng.IntN(2) == 0 {
+				c, err := dynastore.Check(gen(depth + 1))
+				require.NoError(t, err)
+				return c
+			}
 			return dynastore.Not{C: gen(depth + 1)}
 		}
 		n := rng.IntN(4)
