@@ -3,7 +3,6 @@ package dynastore
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -839,12 +838,16 @@ func contains(a, v Value) bool {
 // something other than a number or set, a DELETE of something other than a
 // set, and literal operands of the wrong type are ErrInvalid.
 func ValidateUpdate(u Update) error {
-	// The names seen so far. An update names a few attributes: comparing
-	// with each costs less than hashing them into a map (ValidateUpdate was
-	// 4% of INCR's CPU, mostly that map); many names still go to a map.
-	var few [16]string
-	seen := few[:0]
-	var many map[string]bool
+	// An update names a few attributes: comparing each name with those
+	// before it costs less than collecting them (ValidateUpdate was 6% of
+	// a pipelined INCR's CPU, most of it the names); many go to a map.
+	const pairwise = 16
+	n := len(u.Set) + len(u.Remove) + len(u.Add) + len(u.Delete)
+	var seen map[string]bool
+	if n > pairwise {
+		seen = make(map[string]bool, n)
+	}
+	i := 0 // the action's position, as attrAt counts
 	name := func(a string) error {
 		if err := checkName(a); err != nil {
 			return err
@@ -852,20 +855,22 @@ func ValidateUpdate(u Update) error {
 		if a == AttrPK || a == AttrSK {
 			return invalidf(msgKeyAttr, a)
 		}
-		if many == nil && len(seen) == len(few) {
-			many = make(map[string]bool, 2*len(few))
-			for _, s := range seen {
-				many[s] = true
+		dup := false
+		if seen != nil {
+			dup = seen[a]
+			seen[a] = true
+		} else {
+			for j := range i {
+				if u.attrAt(j) == a {
+					dup = true
+					break
+				}
 			}
 		}
-		if many[a] || (many == nil && slices.Contains(seen, a)) {
+		if dup {
 			return invalidf(msgPathsOverlap, a, a)
 		}
-		if many != nil {
-			many[a] = true
-		} else {
-			seen = append(seen, a)
-		}
+		i++
 		return nil
 	}
 	for _, s := range u.Set {
@@ -904,6 +909,23 @@ func ValidateUpdate(u Update) error {
 		}
 	}
 	return nil
+}
+
+// attrAt is the attribute that u's i-th action names, counting the SET
+// actions first, then REMOVE, ADD and DELETE.
+func (u *Update) attrAt(i int) string {
+	if i < len(u.Set) {
+		return u.Set[i].Attr
+	}
+	i -= len(u.Set)
+	if i < len(u.Remove) {
+		return u.Remove[i]
+	}
+	i -= len(u.Remove)
+	if i < len(u.Add) {
+		return u.Add[i].Attr
+	}
+	return u.Delete[i-len(u.Add)].Attr
 }
 
 // validateOperand checks an operand tree; want is the type its parent needs

@@ -208,6 +208,8 @@ func TestApplyUpdate(t *testing.T) {
 
 		{name: "same attribute twice", old: base(), u: Update{Set: []SetAction{{"n", N("1")}, {"n", N("2")}}}, invalid: "overlap"},
 		{name: "set and remove", old: base(), u: Update{Set: []SetAction{{"n", N("1")}}, Remove: []string{"n"}}, invalid: "overlap"},
+		{name: "remove and add", old: base(), u: Update{Remove: []string{"x", "n"}, Add: []AttrValue{{"n", N("1")}}}, invalid: "overlap"},
+		{name: "set and delete", old: base(), u: Update{Set: []SetAction{{"bs", N("1")}}, Remove: []string{"x"}, Add: []AttrValue{{"n", N("1")}}, Delete: []AttrValue{{"bs", BS{[]byte("b")}}}}, invalid: "overlap"},
 		{name: "add and delete", old: base(), u: Update{Add: []AttrValue{{"bs", BS{[]byte("a")}}}, Delete: []AttrValue{{"bs", BS{[]byte("b")}}}}, invalid: "overlap"},
 		{name: "set pk", old: base(), u: Update{Set: []SetAction{{AttrPK, B("z")}}}, invalid: "part of the key"},
 		{name: "remove sk", old: base(), u: Update{Remove: []string{AttrSK}}, invalid: "part of the key"},
