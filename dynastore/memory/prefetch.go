@@ -18,12 +18,12 @@ var prefetched atomic.Uint32
 // and their values' first bytes, each stage for every key before the next
 // stage, so that the cache misses of different keys overlap instead of
 // following one another (GET over 100,000 keys, in pipelines of 16: 20%
-// less time in process; SET, the index alone: 8%). It reads under the
-// read locks of the shards it touches, taken with TryRLock: a shard being
-// written, or waited for by a writer, is skipped rather than waited for.
-// The locks are held for the few cache misses the stages take, during
-// which writers of those shards wait: reading the items a pipeline of SETs
-// replaces, rather than only finding them, cost SET 9% more time.
+// less time in process; SET, the index alone: 8%). It finds the entries
+// under the read locks of the shards it touches, taken with TryRLock: a
+// shard being written, or waited for by a writer, is skipped rather than
+// waited for. Writers of those shards wait for the misses taken under the
+// locks: reading the items a pipeline of SETs replaces, rather than only
+// finding them, cost SET 9% more time.
 func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 	reads = reads[:min(len(reads), maxPrefetch)]
 	replaced = replaced[:min(len(replaced), maxPrefetch-len(reads))]
@@ -73,6 +73,13 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 			}
 		}
 	}
+	// Stored items are never changed, only replaced: their attributes and
+	// values are read after the locks are released, so that writers wait
+	// for half the stages. Two goroutines running pipelined INCRs on two
+	// cores in process went 9% faster.
+	for sh := range held.all {
+		s.shards[sh].mu.RUnlock()
+	}
 	for _, it := range items[:len(reads)] {
 		for _, a := range it {
 			switch v := a.Value.(type) {
@@ -90,9 +97,6 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 				}
 			}
 		}
-	}
-	for sh := range held.all {
-		s.shards[sh].mu.RUnlock()
 	}
 	prefetched.Store(uint32(last))
 }
