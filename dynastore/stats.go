@@ -119,26 +119,29 @@ func NewStats() *Stats {
 // s (WithTally) waits in it until its Flush.
 func (s *Stats) Observe(ctx context.Context, r Request) {
 	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok && t.stats == s {
-		t.add(r)
+		t.add(&r)
 		return
 	}
-	s.add(StatKey{r.Label, r.Op}, rowOf(r))
+	var row StatRow
+	row.count(&r)
+	s.add(StatKey{r.Label, r.Op}, row)
 }
 
 // IgnoresDuration implements DurationIgnorer: Stats counts requests, it
 // does not time them.
 func (s *Stats) IgnoresDuration() bool { return true }
 
-// rowOf is one request as a row of totals.
-func rowOf(r Request) StatRow {
-	row := StatRow{Requests: 1, RCU: r.RCU, WCU: r.WCU}
+// count adds request r to the row.
+func (row *StatRow) count(r *Request) {
+	row.Requests++
 	if r.Attempts > 1 {
-		row.Retries = int64(r.Attempts - 1)
+		row.Retries += int64(r.Attempts - 1)
 	}
 	if r.Err != nil {
-		row.Errors = 1
+		row.Errors++
 	}
-	return row
+	row.RCU += r.RCU
+	row.WCU += r.WCU
 }
 
 // add adds d to the row of k.
@@ -188,21 +191,18 @@ func WithTally(ctx context.Context, t *Tally) context.Context {
 	return context.WithValue(ctx, tallyKey{}, t)
 }
 
-func (t *Tally) add(r Request) {
-	d := rowOf(r)
+func (t *Tally) add(r *Request) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	for i := range t.rows {
 		if row := &t.rows[i]; row.key.Label == r.Label && row.key.Op == r.Op {
-			row.row.Requests += d.Requests
-			row.row.Retries += d.Retries
-			row.row.Errors += d.Errors
-			row.row.RCU += d.RCU
-			row.row.WCU += d.WCU
+			row.row.count(r)
+			t.mu.Unlock()
 			return
 		}
 	}
-	t.rows = append(t.rows, tallyRow{StatKey{r.Label, r.Op}, d})
+	t.rows = append(t.rows, tallyRow{key: StatKey{r.Label, r.Op}})
+	t.rows[len(t.rows)-1].row.count(r)
+	t.mu.Unlock()
 }
 
 // Flush adds the requests held so far to the Stats.
