@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -66,6 +67,21 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		// grow to 5x the live data (RSS there 316 MB rather than 270 MB).
 		// On DynamoDB the heap holds no data, so the headroom costs little.
 		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMAXPROCS") == "" {
+		// Two Ps per CPU. Each pipeline costs a read and a write system
+		// call, and with one P per CPU the scheduler parked and woke its
+		// threads some 28,000 times a second under redis-benchmark -c 50
+		// -P 16 on two cores, which then sat 20% idle while clients
+		// waited. With two per CPU an idle P's thread is already waiting
+		// on the network poller: 15,000 switches a second, 8% idle, and
+		// 10-20% more requests per second for SET, GET and INCR at no more
+		// CPU per request (runs of 3,000,000 requests over 200,000 keys:
+		// INCR 581,000-595,000/s at 2.41-2.45 us against 455,000-541,000/s
+		// at 2.55-2.64 us). Setting GOMAXPROCS stops
+		// the runtime from following later changes of a container's CPU
+		// limit; the limit at start counts.
+		runtime.GOMAXPROCS(procsPerCPU * startProcs)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -210,6 +226,14 @@ func orDefault(s, d string) string {
 	}
 	return s
 }
+
+// procsPerCPU is GOMAXPROCS per CPU the runtime would use, when GOMAXPROCS
+// is not set; startProcs is that number of CPUs (a container's CPU limit
+// included), read once so that a second realMain in tests does not double
+// it again.
+const procsPerCPU = 2
+
+var startProcs = runtime.GOMAXPROCS(0)
 
 // gcPercent is the garbage collector's target when GOGC is not set.
 const gcPercent = 400
