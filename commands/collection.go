@@ -1106,9 +1106,10 @@ func sameVer(a, b dynastore.Item) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	va, _ := a.Get(attrVer).(dynastore.S)
-	vb, _ := b.Get(attrVer).(dynastore.S)
-	return va == vb
+	// Whatever the token's type: items written before versions became
+	// strings hold Numbers.
+	va, vb := a.Get(attrVer), b.Get(attrVer)
+	return (va == nil && vb == nil) || dynastore.ValuesEqual(va, vb)
 }
 
 // randomMembers returns up to count distinct members (values included)

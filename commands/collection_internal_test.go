@@ -144,3 +144,33 @@ func TestOnKnownItem(t *testing.T) {
 		})
 	}
 }
+
+// TestSameVer compares version tokens of either type: strings, and the
+// Numbers of items written before tokens became strings.
+func TestSameVer(t *testing.T) {
+	item := func(ver dynastore.Value) dynastore.Item {
+		it := dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B("k")}}
+		if ver != nil {
+			it.Set(attrVer, ver)
+		}
+		return it
+	}
+	s1, s2 := dynastore.S("AAAAAAAAAAA"), dynastore.S("AAAAAAAAAAB")
+	for _, c := range []struct {
+		name string
+		a, b dynastore.Item
+		same bool
+	}{
+		{"same string", item(s1), item(s1), true},
+		{"other string", item(s1), item(s2), false},
+		{"same number", item(dynastore.N("42")), item(dynastore.N("42")), true},
+		{"other number", item(dynastore.N("42")), item(dynastore.N("43")), false},
+		{"number then string", item(dynastore.N("42")), item(s1), false},
+		{"neither has one", item(nil), item(nil), true},
+		{"one has one", item(nil), item(s1), false},
+		{"both absent", nil, nil, true},
+		{"one absent", nil, item(s1), false},
+	} {
+		require.Equal(t, c.same, sameVer(c.a, c.b), c.name)
+	}
+}
