@@ -254,25 +254,14 @@ func condsAt(nowMS int64) clockConds {
 			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: now},
 		}
 		return clockConds{
-			unexpired: checked(unexpired),
-			live:      checked(dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, unexpired}),
-			notLive: checked(dynastore.Or{
+			unexpired: dynastore.MustCheck(unexpired),
+			live:      dynastore.MustCheck(dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, unexpired}),
+			notLive: dynastore.MustCheck(dynastore.Or{
 				dynastore.NotExists{Attr: dynastore.AttrPK},
 				dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: now},
 			}),
 		}
 	})
-}
-
-// checked validates once a condition that is to be reused (see
-// dynastore.Checked). The conditions it takes are built by redamo's own
-// code, not from input: one that fails is a bug.
-func checked(c dynastore.Cond) dynastore.Cond {
-	c, err := dynastore.Check(c)
-	if err != nil {
-		panic(err)
-	}
-	return c
 }
 
 // condLive holds when the key item exists and has not expired at nowMS.

@@ -955,7 +955,7 @@ func incrCond(nowMS, d int64) dynastore.Cond {
 		if room := incrRoom(attrValue, d); room != nil {
 			live = room
 		}
-		return checked(dynastore.Or{
+		return dynastore.MustCheck(dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.And{condUnexpired(nowMS), live},
 		})

@@ -192,6 +192,16 @@ func Check(c Cond) (Cond, error) {
 	return &Checked{c: c}, nil
 }
 
+// MustCheck is Check for a condition built by code rather than from input,
+// which is valid unless the code is wrong: it panics on an invalid one.
+func MustCheck(c Cond) Cond {
+	c, err := Check(c)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 // Cond returns the condition c holds.
 func (c *Checked) Cond() Cond { return c.c }
 

@@ -140,6 +140,7 @@ func TestEvalCond(t *testing.T) {
 		})
 	}
 	require.ErrorIs(t, ValidateCond((*Checked)(nil)), ErrInvalid)
+	require.Panics(t, func() { MustCheck(Not{}) })
 }
 
 func TestEvalCondAbsentItem(t *testing.T) {

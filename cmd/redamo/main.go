@@ -56,33 +56,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "redamo %s (Redis %s protocol)\n", version, commands.Version)
 		return 0
 	}
-	if getenv("GOGC") == "" {
-		// Every command allocates short-lived request and reply values, and
-		// each collection marks the whole heap, which on the embedded store
-		// holds every key. A quarter of the CPU went to the collector at
-		// Go's default of 100; 200 served 15-30% more requests per second
-		// (redis-benchmark -c 50 -P 16). 400 takes another 6% off the CPU
-		// of a pipelined INCR over 200,000 keys (runs of 3,000,000
-		// requests: 2.48-2.52 us against 2.63-2.72), for a heap that may
-		// grow to 5x the live data (RSS there 316 MB rather than 270 MB).
-		// On DynamoDB the heap holds no data, so the headroom costs little.
-		debug.SetGCPercent(gcPercent)
-	}
-	if getenv("GOMAXPROCS") == "" {
-		// Two Ps per CPU. Each pipeline costs a read and a write system
-		// call, and with one P per CPU the scheduler parked and woke its
-		// threads some 28,000 times a second under redis-benchmark -c 50
-		// -P 16 on two cores, which then sat 20% idle while clients
-		// waited. With two per CPU an idle P's thread is already waiting
-		// on the network poller: 15,000 switches a second, 8% idle, and
-		// 10-20% more requests per second for SET, GET and INCR at no more
-		// CPU per request (runs of 3,000,000 requests over 200,000 keys:
-		// INCR 581,000-595,000/s at 2.41-2.45 us against 455,000-541,000/s
-		// at 2.55-2.64 us). Setting GOMAXPROCS stops
-		// the runtime from following later changes of a container's CPU
-		// limit; the limit at start counts.
-		runtime.GOMAXPROCS(procsPerCPU * startProcs)
-	}
+	tuneRuntime(getenv)
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -227,12 +201,43 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// procsPerCPU is GOMAXPROCS per CPU the runtime would use, when GOMAXPROCS
-// is not set; startProcs is that number of CPUs (a container's CPU limit
-// included), read once so that a second realMain in tests does not double
-// it again.
+// tuneRuntime sets the collector's target and the number of Ps, each unless
+// its environment variable is set.
+func tuneRuntime(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		// Every command allocates short-lived request and reply values, and
+		// each collection marks the whole heap, which on the embedded store
+		// holds every key. A quarter of the CPU went to the collector at
+		// Go's default of 100; 200 served 15-30% more requests per second
+		// (redis-benchmark -c 50 -P 16). 400 takes another 6% off the CPU
+		// of a pipelined INCR over 200,000 keys (runs of 3,000,000
+		// requests: 2.48-2.52 us against 2.63-2.72), for a heap that may
+		// grow to 5x the live data (RSS there 316 MB rather than 270 MB).
+		// On DynamoDB the heap holds no data, so the headroom costs little.
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMAXPROCS") == "" {
+		// Each pipeline costs a read and a write system call, and with one
+		// P per CPU the scheduler parked and woke its threads some 28,000
+		// times a second under redis-benchmark -c 50 -P 16 on two cores,
+		// which then sat 20% idle while clients waited. With two per CPU
+		// an idle P's thread is already waiting on the network poller:
+		// 15,000 switches a second, 8% idle, and 10-20% more requests per
+		// second for SET, GET and INCR at no more CPU per request (runs of
+		// 3,000,000 requests over 200,000 keys: INCR 581,000-595,000/s at
+		// 2.41-2.45 us against 455,000-541,000/s at 2.55-2.64 us). Setting
+		// GOMAXPROCS stops the runtime from following later changes of a
+		// container's CPU limit; the limit at start counts.
+		runtime.GOMAXPROCS(procsPerCPU * startProcs)
+	}
+}
+
+// procsPerCPU is the number of Ps per CPU when GOMAXPROCS is not set.
 const procsPerCPU = 2
 
+// startProcs is the runtime's own GOMAXPROCS at start: the CPUs, a
+// container's CPU limit included. Read once, so that calling tuneRuntime
+// again does not multiply it again.
 var startProcs = runtime.GOMAXPROCS(0)
 
 // gcPercent is the garbage collector's target when GOGC is not set.

@@ -26,14 +26,6 @@ type exprCase struct {
 	err error
 }
 
-func mustCheck(c dynastore.Cond) dynastore.Cond {
-	c, err := dynastore.Check(c)
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-
 var exprCases = []exprCase{
 	{name: "nil condition", cond: nil},
 	{name: "exists", cond: dynastore.Exists{Attr: "pk"}},
@@ -62,8 +54,8 @@ var exprCases = []exprCase{
 		dynastore.Not{C: dynastore.Or{dynastore.IsType{Attr: "v", Type: dynastore.KindL}, dynastore.IsType{Attr: "v", Type: dynastore.KindM}}},
 	}},
 	{name: "checked condition inside another", cond: dynastore.And{
-		mustCheck(dynastore.Or{dynastore.NotExists{Attr: "pk"}, dynastore.Compare{Attr: "expiry", Op: dynastore.OpLE, Val: dynastore.N("5")}}),
-		mustCheck(dynastore.And{dynastore.Exists{Attr: "v"}, dynastore.IsType{Attr: "v", Type: dynastore.KindN}}),
+		dynastore.MustCheck(dynastore.Or{dynastore.NotExists{Attr: "pk"}, dynastore.Compare{Attr: "expiry", Op: dynastore.OpLE, Val: dynastore.N("5")}}),
+		dynastore.MustCheck(dynastore.And{dynastore.Exists{Attr: "v"}, dynastore.IsType{Attr: "v", Type: dynastore.KindN}}),
 	}},
 	{name: "same attribute reuses its placeholder", cond: dynastore.Or{
 		dynastore.NotExists{Attr: "expiry"},
