@@ -860,9 +860,15 @@ func incrBy(c *Ctx, d int64) {
 		},
 		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
 	}
-	// ALL_NEW rather than UPDATED_NEW: the embedded store returns its new
-	// item as is, where UPDATED_NEW built an item of t, ver and v for every
-	// INCR only for v to be read; DynamoDB charges the same for both.
+	// ALL_NEW (DynamoDB charges the same as UPDATED_NEW) in the
+	// connection's memory: the embedded store copies its new item there,
+	// so that nobody holds its own and the next INCR of the key changes it
+	// in place; UPDATED_NEW built an item of t, ver and v for every INCR
+	// only for v to be read.
+	returned := &c.Conn.scratch.returned
+	if *returned == nil {
+		*returned = make(dynastore.Item, 0, 8) // a key item's attributes
+	}
 	newItem, err := c.Store.Update(c, c.scratchItemKey(key), dynastore.Update{
 		Set:    acts.set[:],
 		Add:    acts.add[:],
@@ -870,6 +876,7 @@ func incrBy(c *Ctx, d int64) {
 	}, dynastore.WriteOptions{
 		Cond:         incrCond(now, d),
 		Return:       dynastore.ReturnAllNew,
+		ReturnInto:   *returned,
 		OldOnFailure: true,
 	})
 	if err == nil {

@@ -295,6 +295,13 @@ type WriteOptions struct {
 	// (ReturnValuesOnConditionCheckFailure = ALL_OLD); it comes in the
 	// *ConditionFailedError.
 	OldOnFailure bool
+	// ReturnInto, when not nil, is memory the caller lends for the item
+	// returned with ReturnAllOld or ReturnAllNew: a backend may build that
+	// item from ReturnInto[:0] instead of allocating it or handing out an
+	// item it keeps, which lets the embedded store go on changing its item
+	// in place. The returned item may then share ReturnInto's memory, until
+	// the caller reuses it.
+	ReturnInto Item
 	// Handover (PutItem only) gives the item to the store rather than
 	// lending it: the store may keep the item and the values in it as the
 	// stored item, and make its numbers canonical in place, where it would
@@ -391,10 +398,10 @@ type ScanPage struct {
 // the one exception), and what it returns is read-only:
 // items from reads, write return values, ConditionFailedError.Old and
 // TxReason.Old may share memory with the store (the embedded backend hands
-// out its stored items, which no write ever changes in place: a write
-// stores a new item). A caller that wants to modify one clones it first
-// (CloneItem). Copying every item read cost the embedded store about a
-// third of a GET's CPU.
+// out its stored items, which no write changes in place once handed out: a
+// write then stores a new item). A caller that wants to modify one clones
+// it first (CloneItem). Copying every item read cost the embedded store
+// about a third of a GET's CPU.
 //
 // Failures are reported with the sentinel errors below (wrapped), so callers
 // test them with errors.Is / errors.As.

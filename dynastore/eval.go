@@ -985,7 +985,7 @@ func ApplyUpdate(k Key, old Item, u Update) (Item, error) {
 	if err := ValidateUpdate(u); err != nil {
 		return nil, err
 	}
-	return applyUpdate(k, old, u, false)
+	return applyUpdate(k, old, u, false, nil)
 }
 
 // ApplyValidUpdate is ApplyUpdate for an update ValidateUpdate accepted,
@@ -994,7 +994,14 @@ func ApplyUpdate(k Key, old Item, u Update) (Item, error) {
 // Values taken from u are still copied (and normalized); a one-byte sort key
 // of a new item is a value every such item shares.
 func ApplyValidUpdate(k Key, old Item, u Update) (Item, error) {
-	return applyUpdate(k, old, u, true)
+	return applyUpdate(k, old, u, true, nil)
+}
+
+// ApplyValidUpdateInto is ApplyValidUpdate building an update of an
+// existing item in dst's memory (from dst[:0]) where it fits: for a store
+// that reuses memory of its own for the result.
+func ApplyValidUpdateInto(k Key, old Item, u Update, dst Item) (Item, error) {
+	return applyUpdate(k, old, u, true, dst)
 }
 
 // oneByteB holds every one-byte binary value, boxed once: the items updates
@@ -1008,7 +1015,10 @@ var oneByteB = func() (vs [256]Value) {
 	return vs
 }()
 
-func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
+// applyUpdate applies u to old; with share the result shares old's values,
+// and a result that keeps old's attributes starts from dst when it is not
+// nil.
+func applyUpdate(k Key, old Item, u Update, share bool, dst Item) (Item, error) {
 	var out Item
 	switch {
 	case old == nil:
@@ -1022,6 +1032,8 @@ func applyUpdate(k Key, old Item, u Update, share bool) (Item, error) {
 		out = make(Item, 2, 2+newAttrs(old, u))
 		out[0] = Attr{Name: AttrPK, Value: B(bytes.Clone(k.PK))}
 		out[1] = Attr{Name: AttrSK, Value: sk}
+	case share && dst != nil:
+		out = append(dst[:0], old...)
 	case share:
 		out = old.Clone(newAttrs(old, u))
 	default:

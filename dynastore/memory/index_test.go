@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/redamo/redamo/dynastore"
 )
 
 // Ids must sort exactly as DynamoDB orders items: by pk, then by sk, both as
@@ -57,61 +55,5 @@ func TestRefOrder(t *testing.T) {
 			require.Equal(t, a < b, refLess(ra, rb), "%q < %q", a, b)
 			require.Equal(t, b < a, refLess(rb, ra), "%q < %q", b, a)
 		}
-	}
-}
-
-// A write decided on an item that another write replaced in the meantime
-// decides again on the current item, under the lock, and stores that.
-func TestWriteRedecidesAfterConflict(t *testing.T) {
-	s := New(Options{})
-	k := dynastore.Key{PK: []byte("k"), SK: []byte{0}}
-	stored := func() dynastore.Item {
-		id := appendID(nil, k.PK, k.SK)
-		return itemOf(s.shard(s.shardOf(k.PK)).get(id, idHash(id)))
-	}
-	put := func(v string) func(dynastore.Item) (dynastore.Item, int, error) {
-		return func(dynastore.Item) (dynastore.Item, int, error) {
-			return dynastore.Item{{Name: "v", Value: dynastore.S(v)}}, 1, nil
-		}
-	}
-	for _, tc := range []struct {
-		name  string
-		start bool   // whether the item exists before
-		other string // what the interleaved write leaves ("": deletes it)
-	}{
-		{"replaced", true, "other"},
-		{"created", false, "other"},
-		{"deleted", true, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.start {
-				_, err := s.write(k, false, put("start"))
-				require.NoError(t, err)
-			}
-			var seen []dynastore.Item
-			o, err := s.write(k, true, func(old dynastore.Item) (dynastore.Item, int, error) {
-				seen = append(seen, old)
-				if len(seen) == 1 { // the first decision, outside the lock
-					interleaved := put(tc.other)
-					if tc.other == "" {
-						interleaved = func(dynastore.Item) (dynastore.Item, int, error) { return nil, 0, nil }
-					}
-					_, err := s.write(k, false, interleaved)
-					require.NoError(t, err)
-				}
-				return dynastore.Item{{Name: "v", Value: dynastore.S("mine")}, {Name: "saw", Value: dynastore.BOOL(old != nil)}}, 2, nil
-			})
-			require.NoError(t, err)
-			require.Len(t, seen, 2, "decided again")
-			var now dynastore.Item
-			if tc.other != "" {
-				now = dynastore.Item{{Name: "v", Value: dynastore.S(tc.other)}}
-			}
-			require.Equal(t, now, seen[1])
-			require.Equal(t, now, o.old)
-			require.Equal(t, dynastore.Item{{Name: "v", Value: dynastore.S("mine")}, {Name: "saw", Value: dynastore.BOOL(now != nil)}}, stored())
-			_, err = s.write(k, false, onCond(nil, nil, 0))
-			require.NoError(t, err)
-		})
 	}
 }

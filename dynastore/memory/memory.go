@@ -197,7 +197,7 @@ func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error
 		h := idHash(id)
 		sh.mu.RLock()
 		e := sh.get(id, h)
-		it, size := itemOf(e), sizeOf(e)
+		it, size := e.lend(), sizeOf(e)
 		sh.mu.RUnlock()
 		out = it
 		return dynastore.ReadUnits(size), 0, nil
@@ -245,7 +245,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 			}
 			for i, p := range places {
 				e := p.sh.get(p.id, p.h)
-				out[lo+i] = itemOf(e)
+				out[lo+i] = e.lend()
 				rcu += dynastore.ReadUnits(sizeOf(e))
 			}
 			for n := range set.all {
@@ -278,7 +278,7 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 		if err != nil {
 			return 0, 0, err
 		}
-		res, err := s.write(nit.Key(), o.Cond != nil, onCond(o.Cond, nit, size))
+		res, err := s.write(nit.Key(), false, onCond(o, nit, size))
 		if err != nil {
 			return 0, dynastore.WriteUnits(res.oldSize), condFailed(res.old, o)
 		}
@@ -291,7 +291,11 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 	return out, nil
 }
 
-// Update implements dynastore.Store.
+// Update implements dynastore.Store. An item nobody was handed (see
+// entry.lent) changes in place: the next item is built in the shard's
+// scratch memory, then copied over the current one when it fits there.
+// Building it aside keeps DynamoDB's rule that every operand reads the item
+// as it was, and leaves the item untouched when the update fails.
 func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
 	var out dynastore.Item
 	err := s.request(ctx, dynastore.OpUpdateItem, func() (float64, float64, error) {
@@ -307,18 +311,39 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		if err := dynastore.ValidateUpdate(u); err != nil {
 			return 0, 0, err
 		}
-		res, err := s.write(k, true, func(old dynastore.Item) (dynastore.Item, int, error) {
+		lendNext := o.Return == dynastore.ReturnAllNew && o.ReturnInto == nil
+		res, err := s.write(k, lendNext, func(sh *shardState, cur *entry) (dynastore.Item, int, error) {
+			old := itemOf(cur)
 			// As DynamoDB: the condition first, then the update's own errors.
 			if !dynastore.EvalValidCond(old, o.Cond) {
-				return nil, 0, errCondFailed
+				return nil, 0, failCond(cur, o)
 			}
-			nit, err := dynastore.ApplyValidUpdate(k, old, u)
+			inPlace := cur != nil && !cur.lent.Load() && (o.Return != dynastore.ReturnAllOld || o.ReturnInto != nil)
+			var dst dynastore.Item
+			if inPlace {
+				dst = sh.scratch[:0]
+				// The scratch keeps no values alive.
+				defer clear(sh.scratch[:scratchAttrs])
+			}
+			nit, err := dynastore.ApplyValidUpdateInto(k, old, u, dst)
 			if err != nil {
 				return nil, 0, err
 			}
 			size := dynastore.ItemSizeAt(k, nit)
 			if size > dynastore.MaxItemSize {
 				return nil, 0, dynastore.UpdatedItemTooLarge()
+			}
+			// The returned item is taken under the lock, from the old
+			// item before it changes, and from the new one before another
+			// update may change it.
+			if o.Return == dynastore.ReturnAllOld || o.Return == dynastore.ReturnUpdatedOld {
+				out = returned(o, old, &u)
+			}
+			if inPlace {
+				nit = sh.keep(old, nit)
+			}
+			if o.Return == dynastore.ReturnAllNew || o.Return == dynastore.ReturnUpdatedNew {
+				out = returned(o, nit, &u)
 			}
 			return nit, size, nil
 		})
@@ -328,13 +353,26 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 		case err != nil:
 			return 0, 0, err
 		}
-		out = dynastore.Projection(o.Return, res.old, res.next, &u)
 		return 0, dynastore.WriteUnits(max(res.nextSize, res.oldSize)), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// returned is what an update with options o returns of it, the item
+// before or after the update as o.Return says: all of it (in o.ReturnInto's
+// memory when given), or the attributes u names.
+func returned(o dynastore.WriteOptions, it dynastore.Item, u *dynastore.Update) dynastore.Item {
+	switch o.Return {
+	case dynastore.ReturnAllOld, dynastore.ReturnAllNew:
+		if o.ReturnInto != nil && it != nil {
+			return append(o.ReturnInto[:0], it...)
+		}
+		return it
+	}
+	return dynastore.Projection(o.Return, it, it, u)
 }
 
 // Delete implements dynastore.Store.
@@ -350,7 +388,7 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 		if err := dynastore.ValidateCond(o.Cond); err != nil {
 			return 0, 0, err
 		}
-		res, err := s.write(k, o.Cond != nil, onCond(o.Cond, nil, 0))
+		res, err := s.write(k, false, onCond(o, nil, 0))
 		wcu := dynastore.WriteUnits(res.oldSize)
 		if err != nil {
 			return 0, wcu, condFailed(res.old, o)
@@ -439,6 +477,9 @@ func transact(acts []txAction) (rcu, wcu float64, err error) {
 		}
 		if !dynastore.EvalValidCond(t.old, t.a.Cond) {
 			t.failed, canceled = true, true
+			if t.a.OldOnFailure {
+				t.cur.lend() // for its TxReason
+			}
 			continue
 		}
 		switch t.a.Op {

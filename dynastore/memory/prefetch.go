@@ -23,7 +23,8 @@ var prefetched atomic.Uint32
 // shard being written, or waited for by a writer, is skipped rather than
 // waited for. Writers of those shards wait for the misses taken under the
 // locks: reading the items a pipeline of SETs replaces, rather than only
-// finding them, cost SET 9% more time.
+// finding them, cost SET 9% more time. The items of reads are read under
+// the locks too: one never handed out may change in place (see Update).
 func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 	reads = reads[:min(len(reads), maxPrefetch)]
 	replaced = replaced[:min(len(replaced), maxPrefetch-len(reads))]
@@ -73,13 +74,6 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 			}
 		}
 	}
-	// Stored items are never changed, only replaced: their attributes and
-	// values are read after the locks are released, so that writers wait
-	// for half the stages. Two goroutines running pipelined INCRs on two
-	// cores in process went 9% faster.
-	for sh := range held.all {
-		s.shards[sh].mu.RUnlock()
-	}
 	for _, it := range items[:len(reads)] {
 		for _, a := range it {
 			switch v := a.Value.(type) {
@@ -104,6 +98,9 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 				}
 			}
 		}
+	}
+	for sh := range held.all {
+		s.shards[sh].mu.RUnlock()
 	}
 	prefetched.Store(uint32(last))
 }

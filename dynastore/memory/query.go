@@ -201,7 +201,7 @@ func (p *pager) add(e *entry) bool {
 	p.read++
 	p.size += e.size
 	if dynastore.EvalValidCond(e.item, p.filter) {
-		p.items = append(p.items, e.item)
+		p.items = append(p.items, e.lend())
 	}
 	if (p.limit > 0 && p.read >= p.limit) || p.size >= dynastore.MaxPageSize {
 		p.more, p.last = true, e.item.Key()

@@ -152,10 +152,16 @@ func testReturnValues(t *testing.T, s dynastore.Store) {
 		{dynastore.ReturnUpdatedOld, Item{{Name: "a", Value: N("1")}, {Name: "b", Value: S("x")}}},
 		{dynastore.ReturnUpdatedNew, Item{{Name: "a", Value: N("2")}, {Name: "c", Value: S("new")}}},
 	} {
-		put(t, s, v1)
-		got, err := s.Update(ctx, k, u, dynastore.WriteOptions{Return: c.rv})
-		require.NoError(t, err)
-		requireSameItem(t, c.want, got, "UpdateItem ReturnValues %d", c.rv)
+		// The same with memory lent for the result, holding leftovers.
+		for _, into := range []Item{nil, make(Item, 1, 8)} {
+			put(t, s, v1)
+			got, err := s.Update(ctx, k, u, dynastore.WriteOptions{Return: c.rv, ReturnInto: into})
+			require.NoError(t, err)
+			requireSameItem(t, c.want, got, "UpdateItem ReturnValues %d, ReturnInto %v", c.rv, into != nil)
+			stored, err := s.Get(ctx, k)
+			require.NoError(t, err)
+			requireSameItem(t, item(k, "a", N("2"), "c", S("new")), stored, "after ReturnValues %d", c.rv)
+		}
 	}
 
 	// UpdateItem creating the item.
