@@ -62,18 +62,22 @@ func TestIDIndexMatchesMap(t *testing.T) {
 }
 
 // Removing an entry the index does not hold (or an empty index) is a
-// no-op; atHome finds only an entry filed under the hash asked for.
+// no-op; byHash finds only an entry filed under the hash asked for, in its
+// home slot or further along the probe run.
 func TestIDIndexRemoveAbsent(t *testing.T) {
 	var x idIndex
 	a, b := newEntry([]byte("a"), nil, 0), newEntry([]byte("b"), nil, 0)
 	x.remove(a, 5)
-	require.Nil(t, x.atHome(5))
+	require.Nil(t, x.byHash(5))
 	x.insert(a, 5)
 	x.remove(b, 5)
 	require.Equal(t, 1, x.len())
 	require.Same(t, a, x.find([]byte("a"), 5))
 	require.Nil(t, x.find([]byte("b"), 5))
-	require.Same(t, a, x.atHome(5))
-	require.Nil(t, x.atHome(5+minSlots), "the same home slot, another hash")
-	require.Nil(t, x.atHome(6))
+	require.Same(t, a, x.byHash(5))
+	require.Nil(t, x.byHash(5+minSlots), "the same home slot, another hash")
+	require.Nil(t, x.byHash(6))
+	x.insert(b, 5+minSlots) // displaced to the next slot
+	require.Same(t, b, x.byHash(5+minSlots))
+	require.Same(t, a, x.byHash(5))
 }

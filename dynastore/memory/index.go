@@ -283,7 +283,9 @@ func (sh *shardState) set(cur *entry, id []byte, h uint64, next dynastore.Item, 
 	case next != nil && cur != nil:
 		cur.item, cur.size = next, size
 		cur.ver++
-		cur.lent.Store(false)
+		if cur.lent.Load() { // an atomic store is a locked instruction
+			cur.lent.Store(false)
+		}
 		return cur
 	case next != nil:
 		e := newEntry(id, next, size)

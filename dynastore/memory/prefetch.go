@@ -56,7 +56,7 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 		if a.n == 0 || held&(1<<(a.n-1)) == 0 {
 			continue
 		}
-		a.e = s.shard(a.n - 1).byID.atHome(a.h)
+		a.e = s.shard(a.n - 1).byID.byHash(a.h)
 	}
 	var items [maxPrefetch]dynastore.Item
 	var last byte
