@@ -314,6 +314,12 @@ func newHarness(st dynastore.Store) *harness {
 	return h
 }
 
+// client returns another connection to h's server (same store and clock):
+// a Conn belongs to one goroutine, so concurrent clients each need one.
+func (h *harness) client() *harness {
+	return &harness{srv: h.srv, conn: &Conn{Proto: 2, Authed: true}}
+}
+
 // do runs one command and returns its reply as RESP2 bytes.
 func (h *harness) do(args ...[]byte) []byte {
 	rec := &respRecorder{}

@@ -335,7 +335,7 @@ func TestCounterConcurrency(t *testing.T) {
 						errs <- r
 					}
 				}
-			}(hs[w%len(hs)])
+			}(hs[w%len(hs)].client())
 		}
 		wg.Wait()
 		close(errs)
@@ -354,7 +354,7 @@ func TestCounterConcurrency(t *testing.T) {
 					if string(h.doS("SET", "lock", strconv.Itoa(w), "NX", "PX", "5000")) == "+OK\r\n" {
 						winners.Store(w, true)
 					}
-				}(w, hs[w%len(hs)])
+				}(w, hs[w%len(hs)].client())
 			}
 			wg.Wait()
 			n := 0
@@ -378,7 +378,7 @@ func TestIncrContendedFallback(t *testing.T) {
 		done := 0
 		for w := 0; w < 4; w++ {
 			wg.Add(1)
-			go func() {
+			go func(h *harness) {
 				defer wg.Done()
 				for i := 0; i < 10; i++ {
 					r := string(h.doS("INCRBYFLOAT", "c", "1"))
@@ -391,7 +391,7 @@ func TestIncrContendedFallback(t *testing.T) {
 						require.Equal(t, "-"+MsgConflict+"\r\n", r)
 					}
 				}
-			}()
+			}(h.client())
 		}
 		wg.Wait()
 		require.Positive(t, done)

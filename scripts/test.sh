@@ -5,8 +5,9 @@
 #
 # Environment:
 #   REDAMO_TEST_RACE     package patterns tested with the race detector
-#                        (default: the storage and protocol layers, where it is
-#                        cheap); "" turns it off.
+#                        (default: the storage, command and protocol layers,
+#                        whose tests run concurrent clients on shared items);
+#                        "" turns it off.
 #   REDAMO_TEST_TIMEOUT  go test -timeout (default 20m).
 #   GOTESTFLAGS          extra go test flags, e.g. "-run TestFoo -v".
 set -euo pipefail
@@ -43,7 +44,7 @@ step "REDAMO_TEST_DYNAMODB_ENDPOINT=$REDAMO_TEST_DYNAMODB_ENDPOINT REDAMO_TEST_R
 
 # ---- go test --------------------------------------------------------------------
 timeout="${REDAMO_TEST_TIMEOUT:-20m}"
-race_patterns="${REDAMO_TEST_RACE-./dynastore/... ./resp/...}"
+race_patterns="${REDAMO_TEST_RACE-./dynastore/... ./commands/... ./resp/...}"
 read -r -a extra <<<"${GOTESTFLAGS:-}"
 
 # The race detector needs cgo and a C compiler; without them those packages
