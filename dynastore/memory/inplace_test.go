@@ -27,6 +27,23 @@ func storedItem(s *Store, k dynastore.Key) dynastore.Item {
 
 func sameMemory(a, b dynastore.Item) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 
+// inPlaceItem is an item at inPlaceKey with the name/value pairs kv.
+func inPlaceItem(kv ...any) dynastore.Item {
+	it := dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B(inPlaceKey.PK)}, {Name: dynastore.AttrSK, Value: dynastore.B(inPlaceKey.SK)}}
+	for i := 0; i < len(kv); i += 2 {
+		it = append(it, dynastore.Attr{Name: kv[i].(string), Value: kv[i+1].(dynastore.Value)})
+	}
+	return it
+}
+
+// putInPlace stores inPlaceItem(kv...) in s and returns the item s keeps.
+func putInPlace(t *testing.T, s *Store, kv ...any) dynastore.Item {
+	t.Helper()
+	_, err := s.Put(context.Background(), inPlaceItem(kv...), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	return storedItem(s, inPlaceKey)
+}
+
 // addOne is an update like INCR's: it replaces t, adds to v and w, and
 // removes e.
 func addOne() dynastore.Update {
@@ -73,8 +90,7 @@ func TestUpdateInPlaceUntilLent(t *testing.T) {
 			return it
 		}},
 		{"failed put", func(t *testing.T, s *Store) dynastore.Item {
-			_, err := s.Put(ctx, dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B("k")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}}},
-				dynastore.WriteOptions{Cond: failing, OldOnFailure: true})
+			_, err := s.Put(ctx, inPlaceItem(), dynastore.WriteOptions{Cond: failing, OldOnFailure: true})
 			return oldOf(t, err)
 		}},
 		{"failed update", func(t *testing.T, s *Store) dynastore.Item {
@@ -95,14 +111,9 @@ func TestUpdateInPlaceUntilLent(t *testing.T) {
 	for _, l := range lenders {
 		t.Run(l.name, func(t *testing.T) {
 			s := New(Options{})
-			_, err := s.Put(ctx, dynastore.Item{
-				{Name: dynastore.AttrPK, Value: dynastore.B("k")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}},
-				{Name: "v", Value: dynastore.N("1")}, {Name: "w", Value: dynastore.N("1")}, {Name: "e", Value: dynastore.S("x")},
-			}, dynastore.WriteOptions{})
-			require.NoError(t, err)
-			put := storedItem(s, inPlaceKey)
+			put := putInPlace(t, s, "v", dynastore.N("1"), "w", dynastore.N("1"), "e", dynastore.S("x"))
 
-			_, err = s.Update(ctx, inPlaceKey, addOne(), dynastore.WriteOptions{})
+			_, err := s.Update(ctx, inPlaceKey, addOne(), dynastore.WriteOptions{})
 			require.NoError(t, err)
 			first := storedItem(s, inPlaceKey)
 			require.True(t, sameMemory(put, first), "an item nobody was handed changes in place")
@@ -136,18 +147,10 @@ func oldOf(t *testing.T, err error) dynastore.Item {
 func TestUpdateInPlaceSemantics(t *testing.T) {
 	ctx := context.Background()
 	s := New(Options{})
-	_, err := s.Put(ctx, dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B("k")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}},
-		{Name: "a", Value: dynastore.S("x")}, {Name: "b", Value: dynastore.S("y")}, {Name: "n", Value: dynastore.N("5")},
-	}, dynastore.WriteOptions{})
-	require.NoError(t, err)
-	mem := storedItem(s, inPlaceKey)
+	mem := putInPlace(t, s, "a", dynastore.S("x"), "b", dynastore.S("y"), "n", dynastore.N("5"))
 	stored := func(kv ...any) {
 		t.Helper()
-		want := dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B("k")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}}}
-		for i := 0; i < len(kv); i += 2 {
-			want = append(want, dynastore.Attr{Name: kv[i].(string), Value: kv[i+1].(dynastore.Value)})
-		}
+		want := inPlaceItem(kv...)
 		got := storedItem(s, inPlaceKey)
 		require.True(t, dynastore.ItemsEqual(want, got), "stored %v, want %v", got, want)
 	}
@@ -188,10 +191,7 @@ func TestUpdateInPlaceSemantics(t *testing.T) {
 	got, err = s.Update(ctx, inPlaceKey, dynastore.Update{Remove: []string{"m"}},
 		dynastore.WriteOptions{Return: dynastore.ReturnAllOld, ReturnInto: into})
 	require.NoError(t, err)
-	require.True(t, dynastore.ItemsEqual(dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B("k")}, {Name: dynastore.AttrSK, Value: dynastore.B{0}},
-		{Name: "n", Value: dynastore.N("7")}, {Name: "m", Value: dynastore.N("1")},
-	}, got), "%v", got)
+	require.True(t, dynastore.ItemsEqual(inPlaceItem("n", dynastore.N("7"), "m", dynastore.N("1")), got), "%v", got)
 	stored("n", dynastore.N("7"))
 	require.True(t, sameMemory(mem, storedItem(s, inPlaceKey)))
 
