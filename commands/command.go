@@ -290,7 +290,20 @@ type Ctx struct {
 	Srv   *Server
 	// now is fixed per command, so all expiry checks in one command agree.
 	now time.Time
+	// end is Server.Run's clock reading as the command finished.
+	end time.Time
 }
+
+// SetNow makes t the command's clock reading, for a caller that read the
+// clock just before (End of the command before it in a pipeline): one read
+// of the clock fewer per command, which reads cost a few percent of a
+// pipelined INCR's CPU on a virtual machine.
+func (c *Ctx) SetNow(t time.Time) { c.now = t }
+
+// End returns the clock reading Server.Run took as the command finished:
+// the reading SetNow may give the command right after it. It is zero on a
+// test clock (Server.Clock), or before the command ran.
+func (c *Ctx) End() time.Time { return c.end }
 
 // Now returns the command's clock reading (fixed for the whole command).
 func (c *Ctx) Now() time.Time {

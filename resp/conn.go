@@ -70,6 +70,10 @@ type conn struct {
 
 	// cx is the running command's context, reused from one to the next.
 	cx commands.Ctx
+	// clock is when the last command of the requests being run finished
+	// (commands.Ctx.End), the clock reading of the next one; zero when the
+	// connection may have waited since (for the client, or to write).
+	clock time.Time
 	// labelName and labelCtx are the last command's name and its labelled
 	// context: a pipeline usually repeats one command, and the context (an
 	// allocation per request otherwise) depends on nothing else.
@@ -192,6 +196,7 @@ func (c *conn) process() bool {
 // flush writes the buffered replies, in one write, and lends the buffer
 // back.
 func (c *conn) flush() error {
+	c.clock = time.Time{} // a write may wait, and a read follows
 	c.cn.FlushStats()
 	out := c.w.take()
 	if len(out) == 0 {

@@ -295,9 +295,13 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		Srv:     s.srv,
 	}
 	cx := &c.cx
+	if !c.clock.IsZero() {
+		cx.SetNow(c.clock)
+	}
 	cn.Touch(cmd.Name, cx.Now())
 	db, proto := cn.DB, cn.Proto
 	s.run(cx, cmd)
+	c.clock = cx.End()
 	c.cx = commands.Ctx{}
 	if !w.Complete() {
 		s.logf("resp: %s wrote an incomplete or extra reply; replaced by an error", cmd.Name)

@@ -733,3 +733,42 @@ func TestPipelinePrefetch(t *testing.T) {
 	c.expect("$1\r\n3\r\n")
 	require.Equal(t, []string{"a", "b", "zz", "!c"}, st.taken(), "a request alone in its read")
 }
+
+// clockCommands are test commands: test.now replies with the command's
+// clock reading (ns), test.sleep sleeps 20 ms.
+func clockCommands() []*commands.Command {
+	return []*commands.Command{
+		{Name: "test.now", Arity: 1, Run: func(c *commands.Ctx) { c.W.Int(c.Now().UnixNano()) }},
+		{Name: "test.sleep", Arity: 1, Run: func(c *commands.Ctx) {
+			time.Sleep(20 * time.Millisecond)
+			c.W.Simple("OK")
+		}},
+	}
+}
+
+// A command of a pipeline takes the end of the command before it as its
+// clock reading; one after the connection waited for the client reads the
+// clock again.
+func TestPipelineClock(t *testing.T) {
+	ts := start(t, commands.Config{}, clockCommands()...)
+	rc := ts.dial(t)
+	readInt := func() int64 {
+		t.Helper()
+		line, err := rc.r.ReadString('\n')
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(line, ":"), "%q", line)
+		n, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	rc.send(cmd("test.now") + cmd("test.sleep") + cmd("test.now") + cmd("test.now"))
+	first := readInt()
+	rc.expect("+OK\r\n")
+	second, third := readInt(), readInt()
+	require.GreaterOrEqual(t, second-first, int64(20*time.Millisecond), "after the sleep: its end, not its start")
+	require.GreaterOrEqual(t, third, second)
+
+	time.Sleep(30 * time.Millisecond)
+	rc.send(cmd("test.now"))
+	require.GreaterOrEqual(t, readInt()-third, int64(30*time.Millisecond), "read again after waiting for the client")
+}
