@@ -15,7 +15,7 @@ var prefetched atomic.Uint32
 
 // Prefetch implements dynastore.Prefetcher: it reads, for each key, the
 // index slot and the entry, and for the items of reads their attributes
-// and their values' first bytes, each stage for every key before the next
+// and what requests read of their values (see below), each stage for every key before the next
 // stage, so that the cache misses of different keys overlap instead of
 // following one another (GET over 100,000 keys, in pipelines of 16: 20%
 // less time in process; SET, the index alone: 8%). It finds the entries
@@ -76,16 +76,17 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 	}
 	for _, it := range items[:len(reads)] {
 		for _, a := range it {
+			if a.Name == dynastore.AttrPK || a.Name == dynastore.AttrSK {
+				// The key's bytes are also the entry's id, already
+				// compared; its sizes come from the key (ItemSizeAt);
+				// point requests seldom read it from the item. This and
+				// reading only the length of strings took pipelined GET
+				// 7% less time in process, INCR 4%.
+				continue
+			}
 			switch v := a.Value.(type) {
 			case dynastore.B:
-				if a.Name == dynastore.AttrPK || a.Name == dynastore.AttrSK {
-					// Only the length, which an item's size needs: the
-					// key's bytes are also the entry's id, already
-					// compared, and point requests seldom read them
-					// from the item (pipelined INCR in process: 5%
-					// less time).
-					last += byte(len(v))
-				} else if len(v) > 0 {
+				if len(v) > 0 {
 					last = v[0]
 				}
 			case dynastore.N:
@@ -93,9 +94,10 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 					last = v[0]
 				}
 			case dynastore.S:
-				if len(v) > 0 {
-					last = v[0]
-				}
+				// Only the length, which an item's size needs: the
+				// strings of redamo's items are short tokens (a type,
+				// a version) mostly compared by no point request.
+				last += byte(len(v))
 			}
 		}
 	}
