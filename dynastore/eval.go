@@ -1236,8 +1236,9 @@ func UpdatedAttrs(u *Update) []string {
 // UPDATED_NEW the attributes u names, taken from the old / new item (nil when
 // none of them is present). old or new is nil when the item is absent before
 // or after the write. The result shares its values with old and new (what a
-// Store returns is read-only): for a store that never changes a stored item
-// in place.
+// Store returns is read-only), and ALL_OLD / ALL_NEW are old / new
+// themselves: a store that changes items in place takes it before they
+// change.
 func Projection(rv ReturnValues, old, new Item, u *Update) Item {
 	switch rv {
 	case ReturnAllOld:

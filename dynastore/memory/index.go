@@ -365,11 +365,11 @@ func sizeOf(e *entry) int {
 	return e.size
 }
 
-// outcome is a single-item write: the item it was decided on and the item
-// it left (nil: none). An update in place leaves old sharing next's memory,
-// changed (Update takes what it returns of the old item before).
+// outcome is a single-item write: the item it was decided on and the size
+// of the item it left. An update in place changes old's memory (Update
+// takes what it returns of the old item before).
 type outcome struct {
-	old, next         dynastore.Item
+	old               dynastore.Item
 	oldSize, nextSize int
 }
 
@@ -393,11 +393,12 @@ func (s *Store) write(k dynastore.Key, lendNext bool, decide decision) (outcome,
 	defer sh.mu.Unlock()
 	cur := sh.get(id, h)
 	o := outcome{old: itemOf(cur), oldSize: sizeOf(cur)}
-	var err error
-	if o.next, o.nextSize, err = decide(sh, cur); err != nil {
+	next, size, err := decide(sh, cur)
+	if err != nil {
 		return o, err
 	}
-	if e := sh.set(cur, id, h, o.next, o.nextSize); lendNext {
+	o.nextSize = size
+	if e := sh.set(cur, id, h, next, size); lendNext {
 		e.lend()
 	}
 	return o, nil

@@ -365,12 +365,9 @@ func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update,
 // before or after the update as o.Return says: all of it (in o.ReturnInto's
 // memory when given), or the attributes u names.
 func returned(o dynastore.WriteOptions, it dynastore.Item, u *dynastore.Update) dynastore.Item {
-	switch o.Return {
-	case dynastore.ReturnAllOld, dynastore.ReturnAllNew:
-		if o.ReturnInto != nil && it != nil {
-			return append(o.ReturnInto[:0], it...)
-		}
-		return it
+	whole := o.Return == dynastore.ReturnAllOld || o.Return == dynastore.ReturnAllNew
+	if whole && o.ReturnInto != nil && it != nil {
+		return append(o.ReturnInto[:0], it...)
 	}
 	return dynastore.Projection(o.Return, it, it, u)
 }
