@@ -306,10 +306,10 @@ func listHasElements(it dynastore.Item, nowMS int64) bool {
 // passes, or c ends. The first attempt runs before the client is queued and
 // may fail with a reply error (WRONGTYPE); later ones are quiet (a key that
 // turned into another type meanwhile is not served, as in Redis). It
-// returns false on timeout or cancellation.
+// returns false on timeout or cancellation, and at once inside EXEC.
 func block(c *Ctx, keys [][]byte, timeoutMS int64, attempt func(quiet bool) (bool, error)) (bool, error) {
 	done, err := attempt(false)
-	if err != nil || done {
+	if err != nil || done || c.InTx {
 		return done, err
 	}
 	r := c.Srv.listRT()

@@ -106,6 +106,9 @@ type Command struct {
 	// hint is what Prefetch tells the store of the command's key, set by
 	// Register (see hintOf).
 	hint prefetchHint
+	// runsInMulti: the command runs at once inside MULTI instead of being
+	// queued (set by Register).
+	runsInMulti bool
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -185,6 +188,7 @@ var families = []func(*Table){
 	registerHashes,
 	registerSets,
 	registerLists,
+	registerTransactions,
 }
 
 // NewTable returns the table with every supported command registered.
@@ -205,6 +209,7 @@ func (t *Table) Register(cmds ...*Command) {
 		}
 		c.Name = name
 		c.hint = hintOf(c)
+		c.runsInMulti = runsInMulti[name]
 		t.cmds[name] = c
 	}
 	n := 64
@@ -288,6 +293,9 @@ type Ctx struct {
 	Store dynastore.Store
 	Conn  *Conn
 	Srv   *Server
+	// InTx is set for a command EXEC runs: it must not block (a blocking
+	// command answers at once, as if its timeout had passed).
+	InTx bool
 	// now is fixed per command, so all expiry checks in one command agree.
 	now time.Time
 	// end is Server.Run's clock reading as the command finished.
@@ -358,6 +366,8 @@ type Conn struct {
 	prefetch prefetchScratch
 	// scratch is memory its commands hand the store and reuse (owner-only).
 	scratch requestScratch
+	// tx is the MULTI and WATCH state (owner-only).
+	tx txState
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

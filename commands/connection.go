@@ -111,6 +111,7 @@ func cmdQuit(c *Ctx) {
 
 // cmdReset returns the connection to its state right after connecting.
 func cmdReset(c *Ctx) {
+	c.Conn.discardTx()
 	c.Conn.DB = 0
 	c.Conn.SetName("")
 	c.Conn.Authed = c.Srv.RequirePass() == ""

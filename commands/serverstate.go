@@ -177,9 +177,14 @@ func (s *Server) Now() time.Time {
 }
 
 // Run executes a resolved command on c and records it in the command
-// statistics and the OnCommand hook. The label for store accounting must
+// statistics and the OnCommand hook; on a connection in MULTI it queues
+// the command instead (replying +QUEUED), unless it is one of those that
+// act on the transaction itself. The label for store accounting must
 // already be on c's context (dynastore.WithLabel).
 func (s *Server) Run(c *Ctx, cmd *Command) {
+	if c.Conn != nil && c.Conn.tx.multi && c.queue(cmd) {
+		return
+	}
 	errs, counting := c.W.(errorCounter)
 	before := 0
 	if counting {

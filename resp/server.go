@@ -257,12 +257,12 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		if cmd != nil {
 			s.srv.Commands.Reject(cmd.Name)
 		}
-		w.Error(msg)
+		w.Error(cn.Rejected(cmd, msg))
 		return
 	}
 	if s.srv.AuthRequired(cn) && !cmd.HasFlag(commands.FlagNoAuth) {
 		s.srv.Commands.Reject(cmd.Name)
-		w.Error(commands.MsgNoAuth)
+		w.Error(cn.Rejected(cmd, commands.MsgNoAuth))
 		return
 	}
 	if c.labelCtx == nil || c.labelName != cmd.Name {

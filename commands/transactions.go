@@ -1,0 +1,394 @@
+package commands
+
+// The transactions family: MULTI, EXEC, DISCARD, WATCH and UNWATCH.
+//
+// MULTI only changes the connection: later commands are queued (Run
+// replies +QUEUED) until EXEC or DISCARD. EXEC runs the queued commands'
+// own handlers against a model.Txn over the store, collecting their
+// replies, and commits the Txn: all of their writes become visible at once
+// to every client of every instance, or none does. The commit is
+// conditioned on every item the commands read being unchanged, so the
+// run is serializable whatever it read; when another client got there
+// first the commands run again (model.LostRace bounds how often), as
+// Redis's single thread would have run them after that client.
+//
+// WATCH reads the key items of its keys and keeps them on the connection.
+// EXEC starts its Txn from them, and its commit is also conditioned on
+// each watched key item being still as WATCH saw it (and, if it was live
+// then, still live): a change by any client of any instance, an expiry or
+// a deletion in between makes EXEC reply with the null array and write
+// nothing. A key that was absent at WATCH and is absent again at EXEC
+// (set and deleted in between) is not noticed: there is no tombstone to
+// tell.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// Transaction replies, as Redis 7 sends them.
+const (
+	MsgMultiNested    = "ERR MULTI calls can not be nested"
+	MsgExecNoMulti    = "ERR EXEC without MULTI"
+	MsgDiscardNoMulti = "ERR DISCARD without MULTI"
+	MsgWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+	MsgExecAbort      = "EXECABORT Transaction discarded because of previous errors."
+	MsgNoMulti        = "ERR Command not allowed inside a transaction"
+)
+
+func registerTransactions(t *Table) {
+	cats := func(speed string) []string { return []string{speed, "transaction"} }
+	flags := []string{FlagNoScript, FlagLoading, FlagStale, FlagFast, FlagAllowBusy}
+	t.Register(
+		&Command{
+			Name: "multi", Arity: 1, Flags: flags, Categories: cats("fast"),
+			Summary: "Mark the start of a transaction block", Since: "1.2.0", Group: "transactions", Complexity: "O(1)",
+			Run: cmdMulti,
+		},
+		&Command{
+			Name: "exec", Arity: 1, Flags: []string{FlagNoScript, FlagLoading, FlagStale, FlagSkipSlowlg}, Categories: cats("slow"),
+			Summary: "Execute all commands issued after MULTI", Since: "1.2.0", Group: "transactions",
+			Complexity: "Depends on commands in the transaction",
+			Run:        cmdExec,
+		},
+		&Command{
+			Name: "discard", Arity: 1, Flags: flags, Categories: cats("fast"),
+			Summary: "Discard all commands issued after MULTI", Since: "2.0.0", Group: "transactions",
+			Complexity: "O(N), when N is the number of queued commands",
+			Run:        cmdDiscard,
+		},
+		&Command{
+			Name: "watch", Arity: -2, Flags: flags, Categories: cats("fast"),
+			FirstKey: 1, LastKey: -1, Step: 1,
+			KeySpecs: []KeySpec{{Flags: []string{"RO"}, Index: 1, LastKey: -1, KeyStep: 1}},
+			Summary:  "Watch the given keys to determine execution of the MULTI/EXEC block", Since: "2.2.0",
+			Group: "transactions", Complexity: "O(1) for every key.",
+			Args: []Arg{{Name: "key", Type: "key", Flags: []string{"multiple"}}},
+			Run:  cmdWatch,
+		},
+		&Command{
+			Name: "unwatch", Arity: 1, Flags: flags, Categories: cats("fast"),
+			Summary: "Forget about all watched keys", Since: "2.2.0", Group: "transactions", Complexity: "O(1)",
+			Run: cmdUnwatch,
+		},
+	)
+}
+
+// runsInMulti names the commands that run at once inside MULTI rather than
+// being queued (Redis's processCommand).
+var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
+
+// txState is a connection's MULTI and WATCH state (owner-only).
+type txState struct {
+	multi bool
+	// dirty: a command was refused while queueing; EXEC aborts.
+	dirty   bool
+	queue   []queuedCmd
+	watched []watchedKey
+}
+
+type queuedCmd struct {
+	cmd  *Command
+	args [][]byte
+}
+
+// watchedKey is a key as WATCH read it.
+type watchedKey struct {
+	db   int
+	key  []byte
+	item dynastore.Item
+	// live: the key existed unexpired at WATCH, so its expiry since
+	// counts as a change.
+	live bool
+}
+
+// InMulti reports whether the connection is between MULTI and EXEC/DISCARD.
+func (cn *Conn) InMulti() bool { return cn.tx.multi }
+
+// Rejected is the reply to a request cmd (nil: unknown) refused with msg
+// before it ran (unknown command, wrong arity, NOAUTH). Inside MULTI the
+// refusal makes EXEC abort, and a refused EXEC aborts at once, as in Redis.
+func (cn *Conn) Rejected(cmd *Command, msg string) string {
+	if !cn.tx.multi {
+		return msg
+	}
+	cn.tx.dirty = true
+	if cmd != nil && cmd.Name == "exec" {
+		cn.discardTx()
+		// Redis words its own refusals without the ERR code here.
+		return "EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR ")
+	}
+	return msg
+}
+
+// discardTx ends MULTI and forgets the watched keys.
+func (cn *Conn) discardTx() { cn.tx = txState{} }
+
+// queue queues cmd for EXEC when the connection is in MULTI and cmd is not
+// one that runs at once; it reports whether it did (and replied).
+func (c *Ctx) queue(cmd *Command) bool {
+	tx := &c.Conn.tx
+	if !tx.multi || cmd.runsInMulti {
+		return false
+	}
+	if cmd.HasFlag(FlagNoMulti) {
+		tx.dirty = true
+		c.W.Error(MsgNoMulti)
+		return true
+	}
+	if !tx.dirty {
+		// The arguments are slices of the connection's read buffer.
+		args := make([][]byte, len(c.Args))
+		n := 0
+		for _, a := range c.Args {
+			n += len(a)
+		}
+		buf := make([]byte, 0, n)
+		for i, a := range c.Args {
+			buf = append(buf, a...)
+			args[i] = buf[len(buf)-len(a):]
+		}
+		tx.queue = append(tx.queue, queuedCmd{cmd: cmd, args: args})
+	}
+	c.W.Simple("QUEUED")
+	return true
+}
+
+func cmdMulti(c *Ctx) {
+	if c.Conn.tx.multi {
+		c.W.Error(MsgMultiNested)
+		return
+	}
+	c.Conn.tx.multi = true
+	c.W.Simple("OK")
+}
+
+func cmdDiscard(c *Ctx) {
+	if !c.Conn.tx.multi {
+		c.W.Error(MsgDiscardNoMulti)
+		return
+	}
+	c.Conn.discardTx()
+	c.W.Simple("OK")
+}
+
+func cmdUnwatch(c *Ctx) {
+	c.Conn.tx.watched = nil
+	c.W.Simple("OK")
+}
+
+// cmdWatch reads the key items of its keys (one request for all of them).
+func cmdWatch(c *Ctx) {
+	tx := &c.Conn.tx
+	if tx.multi {
+		c.W.Error(MsgWatchInMulti)
+		return
+	}
+	db := c.DB()
+	var fresh []watchedKey
+	var ks []dynastore.Key
+	for _, k := range c.Args[1:] {
+		if watching(tx.watched, db, k) || watching(fresh, db, k) {
+			continue
+		}
+		fresh = append(fresh, watchedKey{db: db, key: append([]byte(nil), k...)})
+		if keyFits(k) {
+			ks = append(ks, itemKey(db, k))
+		}
+	}
+	var items []dynastore.Item
+	var err error
+	switch len(ks) {
+	case 0:
+	case 1:
+		var it dynastore.Item
+		it, err = c.Store.Get(c, ks[0])
+		items = []dynastore.Item{it}
+	default:
+		items, err = c.Store.BatchGet(c, ks)
+	}
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	for i := range fresh {
+		w := &fresh[i]
+		if !keyFits(w.key) {
+			continue // a key that cannot exist never changes
+		}
+		w.item, items = items[0], items[1:]
+		st, err := decodeKey(w.item, c.NowMS())
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		w.live = st.Live
+	}
+	tx.watched = append(tx.watched, fresh...)
+	c.W.Simple("OK")
+}
+
+func watching(ws []watchedKey, db int, key []byte) bool {
+	for _, w := range ws {
+		if w.db == db && sameKey(w.key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// still is what must hold on a watched key item at commit: the item as
+// WATCH read it and, if it was live then, still live at nowMS. An item
+// that had expired at WATCH may be deleted meanwhile (by anyone's write
+// that takes it over as absent, or by DynamoDB's TTL): no logical change,
+// as in Redis.
+func (w watchedKey) still(nowMS int64) dynastore.Cond {
+	ks := keyState{Raw: w.item}
+	switch {
+	case w.live:
+		return dynastore.And{ks.guard(), condUnexpired(nowMS)}
+	case w.item != nil:
+		return dynastore.Or{ks.guard(), dynastore.NotExists{Attr: dynastore.AttrPK}}
+	}
+	return ks.guard()
+}
+
+// coveredByKeyItem reports the items a Txn need not check when it only
+// read them: a large collection's members, reached only through their
+// key item, whose version every change of a member changes too.
+func coveredByKeyItem(k dynastore.Key) bool {
+	return len(k.PK) > 0 && k.PK[0] == nsMembers
+}
+
+func cmdExec(c *Ctx) {
+	tx := c.Conn.tx
+	if !tx.multi {
+		c.W.Error(MsgExecNoMulti)
+		return
+	}
+	c.Conn.discardTx()
+	if tx.dirty {
+		c.W.Error(MsgExecAbort)
+		return
+	}
+	if len(tx.watched) == 0 && len(tx.queue) == 1 {
+		// One command is atomic by itself: it runs as it would outside
+		// MULTI (a single write stays one request), without blocking.
+		q := tx.queue[0]
+		c.W.Array(1)
+		cc := c.sub(q, c.W, c.Store)
+		c.Srv.Run(cc, q.cmd)
+		return
+	}
+	db, proto := c.Conn.DB, c.Conn.Proto
+	for attempt := 1; ; attempt++ {
+		txn := model.NewTxn(c.Store, coveredByKeyItem)
+		for _, w := range tx.watched {
+			if keyFits(w.key) {
+				txn.Watch(itemKey(w.db, w.key), w.item, w.still(c.NowMS()))
+			}
+		}
+		replies := &replyLog{proto: c.Conn.Proto}
+		for _, q := range tx.queue {
+			c.Srv.Run(c.sub(q, replies, txn), q.cmd)
+		}
+		err := txn.Err()
+		if err == nil {
+			err = txn.Commit(c)
+		}
+		switch {
+		case err == nil:
+			c.W.Array(len(tx.queue))
+			replies.replay(c.W)
+			c.notifyWrites(txn.Wrote())
+			return
+		case errors.Is(err, model.ErrWatched):
+			c.W.NilArray()
+			return
+		case model.Retryable(err):
+			// The connection's own state as at EXEC (SELECT, HELLO).
+			c.Conn.DB, c.Conn.Proto = db, proto
+			if err := model.LostRace(c, attempt); err != nil {
+				c.Fail(err)
+				return
+			}
+		default:
+			c.Conn.DB, c.Conn.Proto = db, proto
+			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
+			return
+		}
+	}
+}
+
+// sub is the context of queued command q run by EXEC: its replies go to
+// w, its reads and writes to st, at EXEC's clock reading, without blocking.
+func (c *Ctx) sub(q queuedCmd, w Writer, st dynastore.Store) *Ctx {
+	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Store: st, Conn: c.Conn, Srv: c.Srv, InTx: true}
+	cc.SetNow(c.Now())
+	return cc
+}
+
+// notifyWrites tells clients blocked on lists of this instance about the
+// key items a committed EXEC wrote (its commands' own notices came before
+// the commit, when there was nothing to see yet).
+func (c *Ctx) notifyWrites(keys []dynastore.Key) {
+	for _, k := range keys {
+		if db, key, ok := redisKeyOf(k.PK); ok && len(k.SK) == 1 && k.SK[0] == 0 {
+			c.Srv.listRT().notify(db, key)
+		}
+	}
+}
+
+// replyLog is a Writer that records replies to write them later (EXEC
+// sends its commands' replies only once they have all taken effect).
+type replyLog struct {
+	proto  int
+	ops    []func(Writer)
+	errors int
+}
+
+var _ Writer = (*replyLog)(nil)
+
+func (r *replyLog) add(op func(Writer)) { r.ops = append(r.ops, op) }
+
+// replay writes the recorded replies to w.
+func (r *replyLog) replay(w Writer) {
+	for _, op := range r.ops {
+		op(w)
+	}
+}
+
+// Errors counts the error replies recorded (Server.Run's failed calls).
+func (r *replyLog) Errors() int { return r.errors }
+
+func (r *replyLog) Proto() int      { return r.proto }
+func (r *replyLog) Simple(s string) { r.add(func(w Writer) { w.Simple(s) }) }
+func (r *replyLog) Int(n int64)     { r.add(func(w Writer) { w.Int(n) }) }
+func (r *replyLog) BulkString(s string) {
+	r.add(func(w Writer) { w.BulkString(s) })
+}
+func (r *replyLog) Nil()             { r.add(Writer.Nil) }
+func (r *replyLog) NilArray()        { r.add(Writer.NilArray) }
+func (r *replyLog) Array(n int)      { r.add(func(w Writer) { w.Array(n) }) }
+func (r *replyLog) Map(n int)        { r.add(func(w Writer) { w.Map(n) }) }
+func (r *replyLog) Set(n int)        { r.add(func(w Writer) { w.Set(n) }) }
+func (r *replyLog) Double(f float64) { r.add(func(w Writer) { w.Double(f) }) }
+func (r *replyLog) Bool(b bool)      { r.add(func(w Writer) { w.Bool(b) }) }
+func (r *replyLog) Verbatim(format, s string) {
+	r.add(func(w Writer) { w.Verbatim(format, s) })
+}
+
+func (r *replyLog) Error(msg string) {
+	r.errors++
+	r.add(func(w Writer) { w.Error(msg) })
+}
+
+// Bulk keeps a copy: b may be memory the handler reuses.
+func (r *replyLog) Bulk(b []byte) {
+	b = append([]byte(nil), b...)
+	r.add(func(w Writer) { w.Bulk(b) })
+}
