@@ -449,7 +449,13 @@ func blmove(c *Ctx, timeout []byte, from, to bool) {
 		collFail(c, err)
 		return
 	}
-	if !ok {
+	switch {
+	case !ok && c.InTx:
+		// Inside EXEC, where it does not block, Redis answers with a
+		// null bulk string, as LMOVE would.
+		c.W.Nil()
+		return
+	case !ok:
 		// Redis answers a timed-out BLMOVE with a null array, as every
 		// blocked list command.
 		c.W.NilArray()

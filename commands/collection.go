@@ -105,6 +105,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Collection attributes of the key item, member items and registry items.
@@ -584,6 +585,14 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 // entries entries yields into it. Nothing references it yet: the caller
 // publishes it with a transaction that includes genAliveCheck(gen).
 func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
+	if txn, ok := st.(*model.Txn); ok {
+		// Inside a transaction (EXEC) the generation is staged in the
+		// store itself: nobody sees it until the transaction's commit
+		// publishes it, and one that is never published is garbage the
+		// sweeper collects. Buffered, a big SADD would make the commit
+		// exceed DynamoDB's transaction limits.
+		st = txn.Base()
+	}
 	gen := newGenID()
 	reg := genRegKey(gen)
 	_, err := st.Put(ctx, dynastore.Item{

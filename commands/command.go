@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -368,6 +369,9 @@ type Conn struct {
 	scratch requestScratch
 	// tx is the MULTI and WATCH state (owner-only).
 	tx txState
+	// multiLen is 1 + the number of commands queued while in MULTI or
+	// running EXEC, 0 otherwise: tx as CLIENT LIST shows it to others.
+	multiLen atomic.Int64
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

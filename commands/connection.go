@@ -461,8 +461,9 @@ func cmdClientList(c *Ctx) {
 
 // clientInfoLine is one line of CLIENT LIST in Redis 7's field layout (plus
 // Redis 7.2's lib-name and lib-ver). redamo does not account per-client
-// buffer memory, so those fields read 0; pub/sub and MULTI are not part of
-// a connection's state here (sub=0, multi=-1).
+// buffer memory, so those fields read 0, and has no pub/sub (sub=0). A
+// connection in MULTI, or running its EXEC, has flag x and multi= the
+// number of commands queued, as in Redis.
 func clientInfoLine(c *Ctx, cn *Conn) string {
 	now := c.Now()
 	db, proto := cn.DB, cn.Proto
@@ -481,9 +482,13 @@ func clientInfoLine(c *Ctx, cn *Conn) string {
 	libName, libVer := cn.Lib()
 	var b strings.Builder
 	b.Grow(256)
-	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=N db=%d",
-		cn.ID, cn.Addr, cn.LocalAddr, cn.FD, cn.Name(), age, idle, db)
-	b.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0")
+	flags, multi := "N", cn.multiLen.Load()-1
+	if multi >= 0 {
+		flags = "x"
+	}
+	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d",
+		cn.ID, cn.Addr, cn.LocalAddr, cn.FD, cn.Name(), age, idle, flags, db)
+	fmt.Fprintf(&b, " sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0", multi)
 	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=")
 	b.WriteString(last)
 	b.WriteString(" user=default redir=-1 resp=")

@@ -111,22 +111,25 @@ func (cn *Conn) InMulti() bool { return cn.tx.multi }
 
 // Rejected is the reply to a request cmd (nil: unknown) refused with msg
 // before it ran (unknown command, wrong arity, NOAUTH). Inside MULTI the
-// refusal makes EXEC abort, and a refused EXEC aborts at once, as in Redis.
+// refusal makes EXEC abort; a refused EXEC aborts at once, in MULTI or
+// not, as in Redis (which words its own refusals without the ERR code
+// there).
 func (cn *Conn) Rejected(cmd *Command, msg string) string {
-	if !cn.tx.multi {
-		return msg
+	if cn.tx.multi {
+		cn.tx.dirty = true
 	}
-	cn.tx.dirty = true
 	if cmd != nil && cmd.Name == "exec" {
 		cn.discardTx()
-		// Redis words its own refusals without the ERR code here.
 		return "EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR ")
 	}
 	return msg
 }
 
 // discardTx ends MULTI and forgets the watched keys.
-func (cn *Conn) discardTx() { cn.tx = txState{} }
+func (cn *Conn) discardTx() {
+	cn.tx = txState{}
+	cn.multiLen.Store(0)
+}
 
 // queue queues cmd for EXEC when the connection is in MULTI and cmd is not
 // one that runs at once; it reports whether it did (and replied).
@@ -153,6 +156,7 @@ func (c *Ctx) queue(cmd *Command) bool {
 			args[i] = buf[len(buf)-len(a):]
 		}
 		tx.queue = append(tx.queue, queuedCmd{cmd: cmd, args: args})
+		c.Conn.multiLen.Store(int64(len(tx.queue)) + 1)
 	}
 	c.W.Simple("QUEUED")
 	return true
@@ -164,6 +168,7 @@ func cmdMulti(c *Ctx) {
 		return
 	}
 	c.Conn.tx.multi = true
+	c.Conn.multiLen.Store(1)
 	c.W.Simple("OK")
 }
 
@@ -275,6 +280,9 @@ func cmdExec(c *Ctx) {
 		c.W.Error(MsgExecAbort)
 		return
 	}
+	// While it runs, CLIENT LIST shows the connection in MULTI, as Redis does.
+	c.Conn.multiLen.Store(int64(len(tx.queue)) + 1)
+	defer c.Conn.multiLen.Store(0)
 	if len(tx.watched) == 0 && len(tx.queue) == 1 {
 		// One command is atomic by itself: it runs as it would outside
 		// MULTI (a single write stays one request), without blocking.
@@ -380,6 +388,17 @@ func (r *replyLog) Double(f float64) { r.add(func(w Writer) { w.Double(f) }) }
 func (r *replyLog) Bool(b bool)      { r.add(func(w Writer) { w.Bool(b) }) }
 func (r *replyLog) Verbatim(format, s string) {
 	r.add(func(w Writer) { w.Verbatim(format, s) })
+}
+
+// SetProto records a protocol switch (HELLO inside MULTI): the replies
+// after it are in the new protocol, as Redis sends them.
+func (r *replyLog) SetProto(p int) {
+	r.proto = p
+	r.add(func(w Writer) {
+		if ps, ok := w.(protoSwitcher); ok {
+			ps.SetProto(p)
+		}
+	})
 }
 
 func (r *replyLog) Error(msg string) {

@@ -18,6 +18,9 @@ type Target struct {
 	Commands map[string]bool
 	// Timeout bounds every reply.
 	Timeout time.Duration
+	// Clean, when set, runs after FLUSHALL before each case: what else
+	// the target needs to start the case from an empty table.
+	Clean func() error
 }
 
 // Supports reports whether the target supports a command ("name" or
@@ -271,6 +274,9 @@ func (s *session) setup(proto int) error {
 		if len(raw) > 0 && (raw[0] == '-' || raw[0] == '!') {
 			return fmt.Errorf("%s: %s", cmd[0], Escape(raw, 200))
 		}
+	}
+	if s.t.Clean != nil {
+		return s.t.Clean()
 	}
 	return nil
 }

@@ -90,6 +90,11 @@ func NewTxn(st dynastore.Store, covered func(dynastore.Key) bool) *Txn {
 
 var _ dynastore.Store = (*Txn)(nil)
 
+// Base is the store under the Txn, for writes nobody sees until a write of
+// the Txn publishes them (a collection's new generation): they may go
+// straight to the store and leave the commit small.
+func (t *Txn) Base() dynastore.Store { return t.st }
+
 func (t *Txn) slot(k dynastore.Key) *slot {
 	id := slotID{string(k.PK), string(k.SK)}
 	s := t.slots[id]
