@@ -1,0 +1,581 @@
+package commands_test
+
+// Server tests of MULTI, EXEC, DISCARD, WATCH and UNWATCH over real TCP with
+// go-redis, for what the compat case files (compat/testdata/transactions.txt,
+// one connection per server) cannot express: a second connection, a second
+// instance on the same store, and concurrency.
+//
+// Every test runs first against a real redis-server (skipped when none is
+// installed), which proves that what it expects is Redis's behaviour, then
+// against redamo on every backend. For redamo, "another instance" is a
+// second server in this process on the same store: it shares nothing with
+// the first but the store, as two redamo processes on one table share
+// nothing but the table. Against redis-server both are the same server.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/internal/testserver"
+)
+
+// txPair is where a transaction test connects: two instances serving the
+// same data (one and the same address for redis-server).
+type txPair struct {
+	a, b string
+}
+
+// forEachTxServer runs f against redis-server, then against redamo on each
+// backend with two instances on one store.
+func forEachTxServer(t *testing.T, f func(t *testing.T, p txPair)) {
+	t.Helper()
+	t.Run("redis-server", func(t *testing.T) {
+		addr := testserver.RedisServer(t)
+		f(t, txPair{a: addr, b: addr})
+	})
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f(t, txPair{a: b.Start(t).Addr, b: b.Start(t).Addr})
+		})
+	}
+}
+
+// txClient is a go-redis client (a pool) for addr, closed when the test
+// ends; proto 0 is go-redis's default (RESP3).
+func txClient(t *testing.T, addr string, proto int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, MaxRetries: -1, PoolSize: 32})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// txConn is one dedicated connection: MULTI's queue and the WATCH set belong
+// to a connection, so a transaction must not be spread over a pool.
+func txConn(t *testing.T, addr string, proto int) *redis.Conn {
+	t.Helper()
+	conn := txClient(t, addr, proto).Conn()
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// txDo sends one command on a connection and returns go-redis's reading of
+// the reply: a null is redis.Nil, a null inside an array is nil, an error
+// inside an array is an error value.
+func txDo(conn *redis.Conn, args ...any) (any, error) {
+	ctx := context.Background()
+	c := redis.NewCmd(ctx, args...)
+	_ = conn.Process(ctx, c)
+	return c.Result()
+}
+
+// txMust sends one command that must not fail and returns its reply.
+func txMust(t *testing.T, conn *redis.Conn, args ...any) any {
+	t.Helper()
+	v, err := txDo(conn, args...)
+	require.NoError(t, err, "%v", args)
+	return v
+}
+
+// txRun sends one command that must not fail; a null reply is fine.
+func txRun(t *testing.T, conn *redis.Conn, args ...any) {
+	t.Helper()
+	_, err := txDo(conn, args...)
+	if !errors.Is(err, redis.Nil) {
+		require.NoError(t, err, "%v", args)
+	}
+}
+
+// txQueue sends MULTI and then each command, requiring +OK and +QUEUED.
+func txQueue(t *testing.T, conn *redis.Conn, cmds ...[]any) {
+	t.Helper()
+	require.Equal(t, "OK", txMust(t, conn, "MULTI"))
+	for _, c := range cmds {
+		require.Equal(t, "QUEUED", txMust(t, conn, c...), "%v", c)
+	}
+}
+
+// txCmd builds one command line for txQueue.
+func txCmd(args ...any) []any { return args }
+
+// txRequireAborted checks that EXEC replied null (a watched key changed).
+func txRequireAborted(t *testing.T, conn *redis.Conn, msgAndArgs ...any) {
+	t.Helper()
+	v, err := txDo(conn, "EXEC")
+	require.ErrorIs(t, err, redis.Nil, append([]any{"EXEC replied %v, want the null reply"}, append([]any{v}, msgAndArgs...)...)...)
+}
+
+// txRequireExec checks that EXEC ran and returns its replies.
+func txRequireExec(t *testing.T, conn *redis.Conn, msgAndArgs ...any) []any {
+	t.Helper()
+	v, err := txDo(conn, "EXEC")
+	require.NoError(t, err, msgAndArgs...)
+	out, ok := v.([]any)
+	require.True(t, ok, "EXEC replied %T %v, want an array", v, v)
+	return out
+}
+
+// txGet returns a string key's value, or "<nil>" when absent.
+func txGet(t *testing.T, conn *redis.Conn, key string) string {
+	t.Helper()
+	v, err := txDo(conn, "GET", key)
+	if errors.Is(err, redis.Nil) {
+		return "<nil>"
+	}
+	require.NoError(t, err)
+	return v.(string)
+}
+
+// The basics over both protocols: +OK and +QUEUED while queueing, EXEC's
+// array of replies (runtime errors in place), EXECABORT after a queue-time
+// error, DISCARD.
+func TestTxQueueAndExecOverTCP(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		for _, proto := range []int{2, 3} {
+			t.Run("resp"+strconv.Itoa(proto), func(t *testing.T) {
+				c := txConn(t, p.a, proto)
+				txMust(t, c, "FLUSHALL")
+
+				txQueue(t, c, txCmd("SET", "k", "v"), txCmd("INCR", "n"), txCmd("GET", "k"), txCmd("INCR", "k"), txCmd("SADD", "s", "x"), txCmd("BLPOP", "nolist", 0))
+				got := txRequireExec(t, c)
+				require.Len(t, got, 6)
+				require.Equal(t, []any{"OK", int64(1), "v"}, got[:3])
+				require.EqualError(t, got[3].(error), "ERR value is not an integer or out of range")
+				require.Equal(t, int64(1), got[4])
+				require.Nil(t, got[5], "BLPOP inside MULTI does not block: its timeout reply")
+
+				txQueue(t, c, txCmd("SET", "k", "v2"))
+				_, err := txDo(c, "SET", "k")
+				require.EqualError(t, err, "ERR wrong number of arguments for 'set' command")
+				_, err = txDo(c, "EXEC")
+				require.EqualError(t, err, "EXECABORT Transaction discarded because of previous errors.")
+				require.Equal(t, "v", txGet(t, c, "k"))
+
+				txQueue(t, c, txCmd("SET", "k", "v3"))
+				require.Equal(t, "OK", txMust(t, c, "DISCARD"))
+				require.Equal(t, "v", txGet(t, c, "k"))
+				_, err = txDo(c, "EXEC")
+				require.EqualError(t, err, "ERR EXEC without MULTI")
+
+				// Empty EXEC; EXEC's null after a broken WATCH in this protocol.
+				txQueue(t, c)
+				require.Empty(t, txRequireExec(t, c))
+				require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+				txMust(t, c, "SET", "k", "changed")
+				txQueue(t, c, txCmd("SET", "j", "v"))
+				txRequireAborted(t, c)
+			})
+		}
+	})
+}
+
+// Queued commands are invisible to everyone until EXEC, and they run
+// against the data as it is at EXEC, not as it was when they were queued.
+func TestTxQueuedCommandsRunAtExec(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		c := txConn(t, p.a, 0)
+		other := txConn(t, p.b, 0)
+		txMust(t, c, "FLUSHALL")
+
+		txQueue(t, c, txCmd("SET", "k", "v"), txCmd("GET", "seen"), txCmd("BLPOP", "l", 0), txCmd("INCR", "n"))
+		require.Equal(t, "<nil>", txGet(t, other, "k"), "a queued SET is not visible before EXEC")
+		txMust(t, other, "SET", "seen", "late")
+		txMust(t, other, "RPUSH", "l", "a")
+		txMust(t, other, "SET", "n", "41")
+		got := txRequireExec(t, c)
+		require.Equal(t, []any{"OK", "late", []any{"l", "a"}, int64(42)}, got)
+		require.Equal(t, "v", txGet(t, other, "k"))
+		require.EqualValues(t, 0, txMust(t, other, "EXISTS", "l"))
+	})
+}
+
+// A connection that closes inside MULTI runs nothing, and its watched keys
+// die with it.
+func TestTxConnectionCloseDiscards(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		rdb := txClient(t, p.b, 0)
+		ctx := context.Background()
+		require.NoError(t, rdb.FlushAll(ctx).Err())
+
+		c := txClient(t, p.a, 0).Conn()
+		txQueue(t, c, txCmd("SET", "k", "v"))
+		require.NoError(t, c.Close())
+		// Nothing may ever appear: wait a little in case a server ran it late.
+		time.Sleep(100 * time.Millisecond)
+		require.ErrorIs(t, rdb.Get(ctx, "k").Err(), redis.Nil)
+	})
+}
+
+// txWrite is what another client does between WATCH and EXEC.
+type txWrite struct {
+	name string
+	cmds [][]any
+	// aborts: EXEC must reply null; otherwise it must commit.
+	aborts bool
+}
+
+// WATCH k, then another connection (through the other instance) does
+// something: EXEC is null exactly when Redis says the key was touched.
+func TestTxWatchBrokenByAnotherConnection(t *testing.T) {
+	writes := []txWrite{
+		{"set", [][]any{{"SET", "k", "2"}}, true},
+		{"set same value", [][]any{{"SET", "k", "1"}}, true},
+		{"incr", [][]any{{"INCR", "k"}}, true},
+		{"incrby 0", [][]any{{"INCRBY", "k", 0}}, true},
+		{"append", [][]any{{"APPEND", "k", "x"}}, true},
+		{"del", [][]any{{"DEL", "k"}}, true},
+		{"unlink", [][]any{{"UNLINK", "k"}}, true},
+		{"getdel", [][]any{{"GETDEL", "k"}}, true},
+		{"expire", [][]any{{"EXPIRE", "k", 100}}, true},
+		{"rename away", [][]any{{"RENAME", "k", "k2"}}, true},
+		{"rename onto", [][]any{{"SET", "src", "x"}, {"RENAME", "src", "k"}}, true},
+		{"move", [][]any{{"MOVE", "k", 1}}, true},
+		{"copy onto", [][]any{{"SET", "src", "x"}, {"COPY", "src", "k", "REPLACE"}}, true},
+		{"flushall", [][]any{{"FLUSHALL"}}, true},
+		{"flushdb", [][]any{{"FLUSHDB"}}, true},
+		{"set then restore", [][]any{{"SET", "k", "2"}, {"SET", "k", "1"}}, true},
+
+		{"nothing", nil, false},
+		{"get", [][]any{{"GET", "k"}, {"EXISTS", "k"}, {"TTL", "k"}, {"STRLEN", "k"}}, false},
+		{"failed setnx", [][]any{{"SET", "k", "2", "NX"}}, false},
+		{"other key", [][]any{{"SET", "other", "2"}, {"DEL", "other"}}, false},
+		{"persist without ttl", [][]any{{"PERSIST", "k"}}, false},
+		{"same key in db 1", [][]any{{"SELECT", 1}, {"SET", "k", "2"}, {"DEL", "k"}, {"SELECT", 0}}, false},
+		{"flushdb of db 1", [][]any{{"SELECT", 1}, {"SET", "k", "2"}, {"FLUSHDB"}, {"SELECT", 0}}, false},
+	}
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		for _, w := range writes {
+			t.Run(w.name, func(t *testing.T) {
+				c := txConn(t, p.a, 0)
+				other := txConn(t, p.b, 0)
+				txMust(t, c, "FLUSHALL")
+				txMust(t, c, "SET", "k", "1")
+
+				require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+				for _, args := range w.cmds {
+					txRun(t, other, args...)
+				}
+				txQueue(t, c, txCmd("SET", "j", "done"))
+				if w.aborts {
+					txRequireAborted(t, c)
+					require.Equal(t, "<nil>", txGet(t, other, "j"))
+				} else {
+					require.Equal(t, []any{"OK"}, txRequireExec(t, c))
+					require.Equal(t, "done", txGet(t, other, "j"))
+				}
+				// EXEC forgot the watch either way: the next one commits.
+				txMust(t, other, "SET", "k", "again")
+				txQueue(t, c, txCmd("SET", "j2", "done"))
+				require.Equal(t, []any{"OK"}, txRequireExec(t, c))
+			})
+		}
+	})
+}
+
+// A watched key that does not exist: creating it (even if it is deleted
+// again before EXEC) breaks the watch; deleting the absent key does not.
+func TestTxWatchAbsentKeyAcrossConnections(t *testing.T) {
+	writes := []txWrite{
+		{"created", [][]any{{"SET", "k", "v"}}, true},
+		{"created and deleted", [][]any{{"SET", "k", "v"}, {"DEL", "k"}}, true},
+		{"created with expiry", [][]any{{"SET", "k", "v", "PX", 60000}}, true},
+		{"list created", [][]any{{"RPUSH", "k", "a"}}, true},
+		{"nothing", nil, false},
+		{"del of the absent key", [][]any{{"DEL", "k"}}, false},
+		{"read", [][]any{{"GET", "k"}, {"LRANGE", "k", 0, -1}}, false},
+		{"flushall", [][]any{{"SET", "other", "x"}, {"FLUSHALL"}}, false},
+	}
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		for _, w := range writes {
+			t.Run(w.name, func(t *testing.T) {
+				c := txConn(t, p.a, 0)
+				other := txConn(t, p.b, 0)
+				txMust(t, c, "FLUSHALL")
+				require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+				for _, args := range w.cmds {
+					txRun(t, other, args...)
+				}
+				txQueue(t, c, txCmd("SET", "j", "done"))
+				if w.aborts {
+					txRequireAborted(t, c)
+				} else {
+					require.Equal(t, []any{"OK"}, txRequireExec(t, c))
+				}
+			})
+		}
+	})
+}
+
+// A watched key is a (db, key) pair, whichever db each connection has
+// selected.
+func TestTxWatchAcrossDatabases(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		c := txConn(t, p.a, 0)
+		other := txConn(t, p.b, 0)
+		txMust(t, c, "FLUSHALL")
+
+		// Watched in db 1, written in db 0: commits.
+		txMust(t, c, "SELECT", 1)
+		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+		txMust(t, other, "SET", "k", "db0")
+		txQueue(t, c, txCmd("SET", "j", "v"))
+		require.Equal(t, []any{"OK"}, txRequireExec(t, c))
+
+		// Watched in db 1, written in db 1: aborts.
+		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+		txMust(t, other, "SELECT", 1)
+		txMust(t, other, "SET", "k", "db1")
+		txQueue(t, c, txCmd("SET", "j", "v2"))
+		txRequireAborted(t, c)
+		require.Equal(t, "v", txGet(t, other, "j"))
+
+		// Watched in db 1, then the watcher moves to db 0: still db 1's key.
+		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+		txMust(t, c, "SELECT", 0)
+		txMust(t, other, "SET", "k", "db1 again")
+		txQueue(t, c, txCmd("SET", "j", "v3"))
+		txRequireAborted(t, c)
+		require.Equal(t, "<nil>", txGet(t, c, "j"))
+	})
+}
+
+// A key alive at WATCH that expires before EXEC breaks the watch, even if
+// no client touches it; a key that had expired before WATCH does not.
+func TestTxWatchExpiryAcrossInstances(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		c := txConn(t, p.a, 0)
+		other := txConn(t, p.b, 0)
+		txMust(t, c, "FLUSHALL")
+
+		txMust(t, other, "SET", "k", "v", "PX", 150)
+		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+		time.Sleep(300 * time.Millisecond)
+		txQueue(t, c, txCmd("SET", "j", "v"))
+		txRequireAborted(t, c)
+
+		txMust(t, other, "SET", "k", "v", "PX", 10)
+		time.Sleep(50 * time.Millisecond)
+		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+		txQueue(t, c, txCmd("SET", "j", "v"))
+		require.Equal(t, []any{"OK"}, txRequireExec(t, c))
+	})
+}
+
+// go-redis's optimistic-locking idiom (Watch + TxPipelined, retried on
+// TxFailedErr) through two instances: concurrent read-modify-write
+// increments lose nothing, and a change made inside the callback by another
+// client makes the transaction fail with TxFailedErr.
+func TestTxWatchOptimisticIncrements(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		ctx := context.Background()
+		clients := []*redis.Client{txClient(t, p.a, 0), txClient(t, p.b, 2)}
+		require.NoError(t, clients[0].FlushAll(ctx).Err())
+
+		// The change inside the callback.
+		err := clients[0].Watch(ctx, func(tx *redis.Tx) error {
+			if err := tx.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			if err := clients[1].Set(ctx, "k", "theirs", 0).Err(); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+				pipe.Set(ctx, "k", "mine", 0)
+				return nil
+			})
+			return err
+		}, "k")
+		require.ErrorIs(t, err, redis.TxFailedErr)
+		require.Equal(t, "theirs", clients[0].Get(ctx, "k").Val())
+
+		const workers, each = 8, 15
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		conflicts := 0
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rdb := clients[w%2]
+				for range each {
+					for attempt := 0; ; attempt++ {
+						if attempt == 1000 {
+							mu.Lock()
+							errs = append(errs, fmt.Errorf("worker %d: no commit after 1000 attempts", w))
+							mu.Unlock()
+							return
+						}
+						err := rdb.Watch(ctx, func(tx *redis.Tx) error {
+							n, err := tx.Get(ctx, "counter").Int()
+							if err != nil && !errors.Is(err, redis.Nil) {
+								return err
+							}
+							_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+								pipe.Set(ctx, "counter", n+1, 0)
+								return nil
+							})
+							return err
+						}, "counter")
+						if errors.Is(err, redis.TxFailedErr) {
+							mu.Lock()
+							conflicts++
+							mu.Unlock()
+							continue
+						}
+						if err != nil {
+							mu.Lock()
+							errs = append(errs, fmt.Errorf("worker %d: %w", w, err))
+							mu.Unlock()
+							return
+						}
+						break
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		require.Empty(t, errs)
+		n, err := clients[1].Get(ctx, "counter").Int()
+		require.NoError(t, err)
+		require.Equal(t, workers*each, n, "a committed increment was lost (%d conflicts retried)", conflicts)
+		t.Logf("%d increments, %d conflicts retried", workers*each, conflicts)
+	})
+}
+
+// Without WATCH, an EXEC is still one atomic step: concurrent
+// MULTI/INCR/INCR/GET/EXEC through two instances each see their two
+// increments back to back, and readers never see half of a transfer.
+func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
+	forEachTxServer(t, func(t *testing.T, p txPair) {
+		ctx := context.Background()
+		require.NoError(t, txClient(t, p.a, 0).FlushAll(ctx).Err())
+		const workers, each = 6, 15
+		const total = 1000
+		require.NoError(t, txClient(t, p.a, 0).MSet(ctx, "a", total, "b", 0).Err())
+
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var problems []string
+		report := func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(problems) < 20 {
+				problems = append(problems, fmt.Sprintf(format, args...))
+			}
+		}
+		done := make(chan struct{})
+		var writers sync.WaitGroup
+		// Connections are opened here: t's helpers are not for goroutines.
+		writerConns := make([]*redis.Conn, workers)
+		for w := range writerConns {
+			addr := p.a
+			if w%2 == 1 {
+				addr = p.b
+			}
+			writerConns[w] = txConn(t, addr, 2+w%2)
+		}
+		readerClients := []*redis.Client{txClient(t, p.b, 0), txClient(t, p.a, 2)}
+		readerConns := []*redis.Conn{txConn(t, p.b, 0), txConn(t, p.a, 2)}
+		for w := range workers {
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				c := writerConns[w]
+				for i := range each {
+					if err := func() error {
+						if _, err := txDo(c, "MULTI"); err != nil {
+							return err
+						}
+						for _, args := range [][]any{{"INCR", "c"}, {"INCR", "c"}, {"GET", "c"}, {"DECRBY", "a", 7}, {"INCRBY", "b", 7}} {
+							if _, err := txDo(c, args...); err != nil {
+								return err
+							}
+						}
+						v, err := txDo(c, "EXEC")
+						if err != nil {
+							return err
+						}
+						r, ok := v.([]any)
+						if !ok || len(r) != 5 {
+							return fmt.Errorf("EXEC replied %v", v)
+						}
+						first, _ := r[0].(int64)
+						if r[1] != first+1 || r[2] != strconv.FormatInt(first+1, 10) {
+							return fmt.Errorf("EXEC replied %v: another client's INCR ran inside the transaction", r)
+						}
+						return nil
+					}(); err != nil {
+						report("writer %d, transaction %d: %v", w, i, err)
+						return
+					}
+				}
+			}()
+		}
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rdb, c := readerClients[r], readerConns[r]
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					vals, err := rdb.MGet(ctx, "a", "b").Result()
+					if err != nil {
+						report("reader %d: MGET: %v", r, err)
+						return
+					}
+					if sum := txAtoi(vals[0]) + txAtoi(vals[1]); sum != total {
+						report("reader %d: MGET a b = %v, sum %d", r, vals, sum)
+					}
+					if _, err := txDo(c, "MULTI"); err != nil {
+						report("reader %d: MULTI: %v", r, err)
+						return
+					}
+					_, _ = txDo(c, "GET", "a")
+					_, _ = txDo(c, "GET", "b")
+					v, err := txDo(c, "EXEC")
+					if err != nil {
+						report("reader %d: EXEC: %v", r, err)
+						return
+					}
+					if got, ok := v.([]any); !ok || len(got) != 2 || txAtoi(got[0])+txAtoi(got[1]) != total {
+						report("reader %d: MULTI GET a GET b EXEC = %v", r, v)
+					}
+				}
+			}()
+		}
+		writers.Wait()
+		close(done)
+		wg.Wait()
+		require.Empty(t, problems)
+		rdb := txClient(t, p.b, 0)
+		require.Equal(t, strconv.Itoa(2*workers*each), rdb.Get(ctx, "c").Val())
+		require.Equal(t, strconv.Itoa(total-7*workers*each), rdb.Get(ctx, "a").Val())
+		require.Equal(t, strconv.Itoa(7*workers*each), rdb.Get(ctx, "b").Val())
+	})
+}
+
+// txAtoi reads a reply that should be a decimal string; anything else is a
+// value no sum can reach.
+func txAtoi(v any) int {
+	s, ok := v.(string)
+	if !ok {
+		return -1 << 40
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1 << 40
+	}
+	return n
+}
