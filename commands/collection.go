@@ -2329,7 +2329,19 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: hashValue(v)})
 		}
 	}
-	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineFastCond(c.NowMS(), typ, len(members), false), func(old dynastore.Item) (n int64) {
+	cond := inlineFastCond(c.NowMS(), typ, len(members), false)
+	if vals == nil && u != nil {
+		// An SADD of members that are all there already changes nothing,
+		// as in Redis (a WATCH of the set stays unbroken): the update
+		// only goes out when one of them is new; otherwise the failed
+		// condition returns the set, which the count is taken from.
+		someNew := make(dynastore.Or, len(members))
+		for i, m := range members {
+			someNew[i] = dynastore.Not{C: dynastore.Contains{Attr: attrValue, Val: dynastore.B(m)}}
+		}
+		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{cond, someNew}}
+	}
+	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, cond, func(old dynastore.Item) (n int64) {
 		for _, m := range members {
 			if !bsContains(old.Get(attrValue), m) {
 				n++
