@@ -111,6 +111,16 @@ func (r *listRuntime) lockKeys(db int, keys ...[]byte) func() {
 	}
 }
 
+// lockKeys is listRuntime.lockKeys for the command's database, except
+// inside EXEC, which holds the locks of its keys for its whole run (a
+// command it runs locking one again would wait for itself).
+func (c *Ctx) lockKeys(keys ...[]byte) func() {
+	if c.InTx {
+		return func() {}
+	}
+	return c.Srv.listRT().lockKeys(c.DB(), keys...)
+}
+
 // keyWaiters is the queue of clients blocked on one key.
 type keyWaiters struct {
 	queue    []*waiter

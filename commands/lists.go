@@ -969,7 +969,7 @@ func listPush(c *Ctx, left, mustExist bool) {
 // pushElements pushes vals onto key and returns the new length (0 when
 // mustExist and the key does not exist).
 func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
-	defer c.Srv.listRT().lockKeys(c.DB(), key)()
+	defer c.lockKeys(key)()
 	var seed dynastore.Item
 	seeded := false
 	if len(vals) <= inlineMaxList && fitsInlineList(vals) && keyFits(key) && !cachedLargeList(c, key) {
@@ -1073,7 +1073,7 @@ func cmdPop(c *Ctx, left bool) {
 	}
 	var popped [][]byte
 	exists := false
-	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	defer c.lockKeys(c.Args[1])()
 	err := listRetry(c, func(try int) error {
 		popped, exists = nil, false
 		l, err := openListForWrite(c, c.Args[1], try)
@@ -1373,7 +1373,7 @@ func cmdLpos(c *Ctx) {
 
 func cmdLset(c *Ctx) {
 	idx, idxOK := string2ll(c.Args[2])
-	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	defer c.lockKeys(c.Args[1])()
 	err := listRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
@@ -1416,7 +1416,7 @@ func cmdLinsert(c *Ctx) {
 		return
 	}
 	pivot, elem := c.Args[3], c.Args[4]
-	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	defer c.lockKeys(c.Args[1])()
 	var reply int64
 	err := listRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
@@ -1496,7 +1496,7 @@ func cmdLrem(c *Ctx) {
 	}
 	elem := c.Args[3]
 	var removed int64
-	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	defer c.lockKeys(c.Args[1])()
 	err := listRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1570,7 +1570,7 @@ func cmdLtrim(c *Ctx) {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	defer c.Srv.listRT().lockKeys(c.DB(), c.Args[1])()
+	defer c.lockKeys(c.Args[1])()
 	err := listRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
@@ -1650,7 +1650,7 @@ func lmoveReply(c *Ctx, from, to bool) {
 func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, error) {
 	var moved []byte
 	same := bytes.Equal(src, dst)
-	defer c.Srv.listRT().lockKeys(c.DB(), src, dst)()
+	defer c.lockKeys(src, dst)()
 	err := listRetry(c, func(try int) error {
 		moved = nil
 		s, err := openListForWrite(c, src, try)
@@ -1704,7 +1704,7 @@ func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, er
 func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]byte, [][]byte, error) {
 	var key []byte
 	var popped [][]byte
-	defer c.Srv.listRT().lockKeys(c.DB(), keys...)()
+	defer c.lockKeys(keys...)()
 	err := listRetry(c, func(try int) error {
 		key, popped = nil, nil
 		var ls []*listView

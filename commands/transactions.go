@@ -293,12 +293,32 @@ func cmdExec(c *Ctx) {
 		return
 	}
 	db, proto := c.Conn.DB, c.Conn.Proto
+	// This instance's EXECs (and list writers) on the same keys take
+	// turns: correctness never depends on it, but clients of one instance
+	// then do not invalidate each other's commits, so a hot key sees one
+	// contender per instance rather than one per client.
+	keys := queuedKeys(db, tx.queue)
+	names := make([][]byte, 0, len(keys)+len(tx.watched))
+	for _, k := range keys {
+		_, key, _ := redisKeyOf(k.PK)
+		names = append(names, key)
+	}
+	for _, w := range tx.watched {
+		if w.db == db {
+			names = append(names, w.key)
+		}
+	}
+	defer c.Srv.listRT().lockKeys(db, names...)()
 	for attempt := 1; ; attempt++ {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		for _, w := range tx.watched {
 			if keyFits(w.key) {
 				txn.Watch(itemKey(w.db, w.key), w.item, w.still(c.NowMS()))
 			}
+		}
+		if err := txn.Load(c, keys); err != nil {
+			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
+			return
 		}
 		replies := &replyLog{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
@@ -330,6 +350,37 @@ func cmdExec(c *Ctx) {
 			return
 		}
 	}
+}
+
+// queuedKeys returns the key items of the keys the queued commands name,
+// up to the first that changes the database (SELECT) or has no key
+// positions of its own to go by (an unknown count of keys), and at most
+// dynastore.MaxBatchGet of them: EXEC reads them in one request before it
+// runs the commands.
+func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
+	var out []dynastore.Key
+	seen := map[string]bool{}
+	for _, q := range queue {
+		if q.cmd.Name == "select" || q.cmd.Name == "swapdb" || q.cmd.HasFlag(FlagMovable) {
+			break
+		}
+		refs, ok := q.cmd.keysOf(q.args)
+		if !ok {
+			break
+		}
+		for _, r := range refs {
+			k := q.args[r.pos]
+			if !keyFits(k) || seen[string(k)] {
+				continue
+			}
+			if len(out) == dynastore.MaxBatchGet {
+				return out
+			}
+			seen[string(k)] = true
+			out = append(out, itemKey(db, k))
+		}
+	}
+	return out
 }
 
 // sub is the context of queued command q run by EXEC: its replies go to

@@ -136,6 +136,10 @@ func TestTxTransfersKeepTotal(t *testing.T) {
 					p.IncrBy(ctx, keys[to], amount)
 					return nil
 				})
+				if gaveUp(err) {
+					retries.Add(1)
+					continue
+				}
 				if err != nil {
 					fails.add("blind transfer on instance %d: %v", w%3, err)
 					return
@@ -211,7 +215,7 @@ func TestTxTransfersKeepTotal(t *testing.T) {
 		go func() {
 			defer readers.Done()
 			c := cs[r]
-			for i := 0; ; i++ {
+			for {
 				select {
 				case <-done:
 					return
@@ -220,35 +224,31 @@ func TestTxTransfersKeepTotal(t *testing.T) {
 				if fails.stopped() {
 					return
 				}
-				if i%2 == 0 {
-					cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						for _, k := range keys {
-							p.Get(ctx, k)
-						}
-						return nil
-					})
-					if err != nil {
-						fails.add("reader on instance %d: MULTI GET...: %v", r, err)
-						return
+				// MULTI; GET each account; EXEC: one consistent state.
+				// (MGET is linearizable per key but reads its keys as
+				// one BatchGetItem, which DynamoDB does not make a
+				// snapshot: it is no reader for this invariant.)
+				cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					for _, k := range keys {
+						p.Get(ctx, k)
 					}
-					vals := make([]any, len(cmds))
-					for j, cmd := range cmds {
-						vals[j] = cmd.(*redis.StringCmd).Val()
-					}
-					if sum, ok := sumOf(vals); !ok || sum != total {
-						fails.add("reader on instance %d: MULTI GET %d accounts EXEC = %v: total %d, want %d", r, accounts, vals, sum, total)
-						return
-					}
-				} else {
-					vals, err := c.MGet(ctx, keys...).Result()
-					if err != nil {
-						fails.add("reader on instance %d: MGET: %v", r, err)
-						return
-					}
-					if sum, ok := sumOf(vals); !ok || sum != total {
-						fails.add("reader on instance %d: MGET of %d accounts = %v: total %d, want %d", r, accounts, vals, sum, total)
-						return
-					}
+					return nil
+				})
+				if gaveUp(err) {
+					retries.Add(1)
+					continue
+				}
+				if err != nil {
+					fails.add("reader on instance %d: MULTI GET...: %v", r, err)
+					return
+				}
+				vals := make([]any, len(cmds))
+				for j, cmd := range cmds {
+					vals[j] = cmd.(*redis.StringCmd).Val()
+				}
+				if sum, ok := sumOf(vals); !ok || sum != total {
+					fails.add("reader on instance %d: MULTI GET %d accounts EXEC = %v: total %d, want %d", r, accounts, vals, sum, total)
+					return
 				}
 				reads.Add(1)
 			}
@@ -464,6 +464,9 @@ func TestTxLinearizable(t *testing.T) {
 				// A pipeline's error is its first failed command's, and a
 				// GET of an absent key "fails" with redis.Nil: read each
 				// command's own outcome instead.
+				if gaveUp(err) {
+					continue // it did not happen
+				}
 				if err != nil && !errors.Is(err, redis.Nil) {
 					// An errored operation may or may not have happened,
 					// which this model cannot express: none is expected.
@@ -546,4 +549,11 @@ func TestTxModelRejectsTornExec(t *testing.T) {
 	own := kvInput{multi: true, cmds: []kvCmd{{op: "set", key: 2, val: 5}, {op: "incr", key: 2}, {op: "get", key: 2}}}
 	require.True(t, porcupine.CheckOperations(kvModel, []porcupine.Operation{op(0, 0, 1, own, kvOutput{{}, {val: 6}, {ok: true, val: 6}})}))
 	require.False(t, porcupine.CheckOperations(kvModel, []porcupine.Operation{op(0, 0, 1, own, kvOutput{{}, {val: 1}, {ok: true, val: 1}})}))
+}
+
+// gaveUp reports whether err is redamo's reply to a command or EXEC that
+// kept losing races to other writers until its bounded retries ran out: a
+// legitimate outcome under contention, after which nothing was written.
+func gaveUp(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN concurrent update conflict")
 }

@@ -146,6 +146,14 @@ func (t *Txn) fail(err error) error {
 	return err
 }
 
+// Load reads the items at keys the Txn does not know yet, in one request:
+// what its unit of work is about to read, so that it reads them all at
+// once rather than one request each, and close together in time, which
+// leaves other writers less room to invalidate the reads before the commit.
+func (t *Txn) Load(ctx context.Context, keys []dynastore.Key) error {
+	return t.load(ctx, keys...)
+}
+
 // load makes sure the Txn knows the items at keys, reading those it does
 // not know from the store (one BatchGet for several).
 func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
