@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,26 +19,40 @@ func redamoTargets(t *testing.T) []*Target {
 	for _, b := range testserver.Stores(t) {
 		srv := b.Start(t)
 		tg := redamoTarget(t, b.Name, srv.Addr)
-		if b.Name == "memory" {
-			// FLUSHALL leaves the members of large collections to the
-			// sweeper, after its grace period. SCAN's page budget counts
-			// them, so after enough large collections a small database
-			// would answer SCAN with a cursor where Redis ends: sweep
-			// them between cases, two passes (mark, then delete), with no
-			// grace since no command runs meanwhile. On DynamoDB Local,
-			// whose scan order spreads them, a pass per case costs more
-			// than it saves.
-			sw := &commands.Sweeper{Store: b.Store, Grace: time.Nanosecond, Rate: 1 << 20}
-			tg.Clean = func() error {
-				for range 2 {
-					if err := sw.SweepOnce(context.Background()); err != nil {
-						return err
-					}
-				}
+		// FLUSHALL leaves the members of large collections to the
+		// sweeper, after its grace period. SCAN's page budget counts them,
+		// so after enough large collections a small database would answer
+		// SCAN with a cursor where Redis ends: before a case that iterates
+		// the keyspace, sweep them, in two passes (mark, then delete) with
+		// no grace, since no command runs meanwhile.
+		sw := &commands.Sweeper{Store: b.Store, Grace: time.Nanosecond, Rate: 1 << 20}
+		tg.Clean = func(c *Case) error {
+			if !iteratesKeyspace(c) {
 				return nil
 			}
+			for range 2 {
+				if err := sw.SweepOnce(context.Background()); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		out = append(out, tg)
 	}
 	return out
+}
+
+// iteratesKeyspace reports whether a case sends a command that reads
+// through the whole keyspace.
+func iteratesKeyspace(c *Case) bool {
+	for _, st := range c.Steps {
+		if len(st.Args) == 0 {
+			continue
+		}
+		switch strings.ToLower(string(st.Args[0].Lit)) {
+		case "scan", "keys", "randomkey", "dbsize":
+			return true
+		}
+	}
+	return false
 }

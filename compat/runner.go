@@ -20,7 +20,7 @@ type Target struct {
 	Timeout time.Duration
 	// Clean, when set, runs after FLUSHALL before each case: what else
 	// the target needs to start the case from an empty table.
-	Clean func() error
+	Clean func(c *Case) error
 }
 
 // Supports reports whether the target supports a command ("name" or
@@ -275,9 +275,6 @@ func (s *session) setup(proto int) error {
 			return fmt.Errorf("%s: %s", cmd[0], Escape(raw, 200))
 		}
 	}
-	if s.t.Clean != nil {
-		return s.t.Clean()
-	}
 	return nil
 }
 
@@ -425,7 +422,11 @@ func (r *Runner) RunCase(c *Case, v Variant) ([]Result, error) {
 	for _, i := range live {
 		s := &session{t: r.Others[i]}
 		defer s.close()
-		if err := s.setup(v.Proto); err != nil {
+		err := s.setup(v.Proto)
+		if err == nil && s.t.Clean != nil {
+			err = s.t.Clean(c)
+		}
+		if err != nil {
 			results[i].Outcome = Mismatch
 			results[i].Detail = fmt.Sprintf("%s.txt:%d: case %s [%s, %s]: setup failed: %v", c.File, c.Line, c.Name, r.Others[i].Name, v.Name, err)
 			continue
