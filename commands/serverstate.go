@@ -44,6 +44,8 @@ type Server struct {
 	maxClients  atomic.Int64
 	// unprotected is CONFIG SET protected-mode's override: nil until set.
 	unprotected atomic.Pointer[bool]
+	// enc holds the encoding parameters (encoding.go): nil until set.
+	enc atomic.Pointer[encodingState]
 
 	// lists is the list family's per-process state (blocked clients, the
 	// list cache): see blocking.go.
