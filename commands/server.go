@@ -6,7 +6,7 @@ import (
 )
 
 // The server family: COMMAND (command_cmd.go), INFO (info.go), CONFIG
-// (config.go), TIME, WAIT and LASTSAVE.
+// (config.go), MEMORY (memory.go), TIME, WAIT and LASTSAVE.
 // Metadata as Redis 7.0.15's COMMAND INFO/DOCS report it. (DBSIZE, FLUSHDB
 // and FLUSHALL live with the keys.)
 func registerServer(t *Table) {
@@ -14,6 +14,7 @@ func registerServer(t *Table) {
 		commandCommand(),
 		infoCommand(),
 		configCommand(),
+		memoryCommand(),
 		&Command{
 			Name: "time", Arity: 1, Flags: []string{FlagLoading, FlagStale, FlagFast}, Categories: []string{"fast"},
 			Tips:    []string{"nondeterministic_output"},
