@@ -167,62 +167,54 @@ func (c *Command) keySpecs() []KeySpec {
 }
 
 func writeKeySpec(w Writer, ks KeySpec) {
-	n := 3
-	if ks.Notes != "" {
-		n++
-	}
-	w.Map(n)
-	if ks.Notes != "" {
-		w.BulkString("notes")
-		w.BulkString(ks.Notes)
-	}
-	w.BulkString("flags")
-	w.Set(len(ks.Flags))
-	for _, f := range ks.Flags {
-		w.Simple(f)
-	}
-	w.BulkString("begin_search")
-	w.Map(2)
-	w.BulkString("type")
-	if ks.Keyword != "" {
-		w.BulkString("keyword")
-		w.BulkString("spec")
-		w.Map(2)
-		w.BulkString("keyword")
-		w.BulkString(ks.Keyword)
-		w.BulkString("startfrom")
-		w.Int(int64(ks.StartFrom))
-	} else {
-		w.BulkString("index")
-		w.BulkString("spec")
-		w.Map(1)
-		w.BulkString("index")
-		w.Int(int64(ks.Index))
-	}
-	w.BulkString("find_keys")
-	w.Map(2)
-	w.BulkString("type")
-	if ks.KeyNum {
-		w.BulkString("keynum")
-		w.BulkString("spec")
-		w.Map(3)
-		w.BulkString("keynumidx")
-		w.Int(int64(ks.KeyNumIdx))
-		w.BulkString("firstkey")
-		w.Int(int64(ks.FirstKey))
-		w.BulkString("keystep")
-		w.Int(int64(ks.KeyStep))
-	} else {
-		w.BulkString("range")
-		w.BulkString("spec")
-		w.Map(3)
-		w.BulkString("lastkey")
-		w.Int(int64(ks.LastKey))
-		w.BulkString("keystep")
-		w.Int(int64(ks.KeyStep))
-		w.BulkString("limit")
-		w.Int(int64(ks.Limit))
-	}
+	writeSparseMap(w, []mapEntry{
+		{"notes", ks.Notes != "", bulk(w, ks.Notes)},
+		{"flags", true, simpleSet(w, ks.Flags)},
+		{"begin_search", true, func() {
+			w.Map(2)
+			w.BulkString("type")
+			if ks.Keyword != "" {
+				w.BulkString("keyword")
+				w.BulkString("spec")
+				w.Map(2)
+				w.BulkString("keyword")
+				w.BulkString(ks.Keyword)
+				w.BulkString("startfrom")
+				w.Int(int64(ks.StartFrom))
+			} else {
+				w.BulkString("index")
+				w.BulkString("spec")
+				w.Map(1)
+				w.BulkString("index")
+				w.Int(int64(ks.Index))
+			}
+		}},
+		{"find_keys", true, func() {
+			w.Map(2)
+			w.BulkString("type")
+			if ks.KeyNum {
+				w.BulkString("keynum")
+				w.BulkString("spec")
+				w.Map(3)
+				w.BulkString("keynumidx")
+				w.Int(int64(ks.KeyNumIdx))
+				w.BulkString("firstkey")
+				w.Int(int64(ks.FirstKey))
+				w.BulkString("keystep")
+				w.Int(int64(ks.KeyStep))
+			} else {
+				w.BulkString("range")
+				w.BulkString("spec")
+				w.Map(3)
+				w.BulkString("lastkey")
+				w.Int(int64(ks.LastKey))
+				w.BulkString("keystep")
+				w.Int(int64(ks.KeyStep))
+				w.BulkString("limit")
+				w.Int(int64(ks.Limit))
+			}
+		}},
+	})
 }
 
 func cmdCommandDocs(c *Ctx) {
@@ -246,97 +238,81 @@ func cmdCommandDocs(c *Ctx) {
 // writeCommandDocs writes one command's COMMAND DOCS map, as Redis's
 // addReplyCommandDocs does.
 func writeCommandDocs(w Writer, cmd *Command) {
-	n := 1 // group
-	for _, present := range []bool{cmd.Summary != "", cmd.Since != "", cmd.Complexity != "",
-		len(cmd.History) > 0, len(cmd.Args) > 0, len(cmd.Subcommands) > 0} {
-		if present {
-			n++
-		}
-	}
-	w.Map(n)
-	if cmd.Summary != "" {
-		w.BulkString("summary")
-		w.BulkString(cmd.Summary)
-	}
-	if cmd.Since != "" {
-		w.BulkString("since")
-		w.BulkString(cmd.Since)
-	}
-	w.BulkString("group")
-	w.BulkString(cmd.Group)
-	if cmd.Complexity != "" {
-		w.BulkString("complexity")
-		w.BulkString(cmd.Complexity)
-	}
-	if len(cmd.History) > 0 {
-		w.BulkString("history")
-		w.Set(len(cmd.History))
-		for _, h := range cmd.History {
-			w.Array(2)
-			w.BulkString(h[0])
-			w.BulkString(h[1])
-		}
-	}
-	if len(cmd.Args) > 0 {
-		w.BulkString("arguments")
-		writeArgs(w, cmd.Args)
-	}
-	if len(cmd.Subcommands) > 0 {
-		subs := sortedSubcommands(cmd)
-		w.BulkString("subcommands")
-		w.Map(len(subs))
-		for _, sub := range subs {
-			w.BulkString(sub.Name)
-			writeCommandDocs(w, sub)
-		}
-	}
+	subs := sortedSubcommands(cmd)
+	writeSparseMap(w, []mapEntry{
+		{"summary", cmd.Summary != "", bulk(w, cmd.Summary)},
+		{"since", cmd.Since != "", bulk(w, cmd.Since)},
+		{"group", true, bulk(w, cmd.Group)},
+		{"complexity", cmd.Complexity != "", bulk(w, cmd.Complexity)},
+		{"history", len(cmd.History) > 0, func() {
+			w.Set(len(cmd.History))
+			for _, h := range cmd.History {
+				w.Array(2)
+				w.BulkString(h[0])
+				w.BulkString(h[1])
+			}
+		}},
+		{"arguments", len(cmd.Args) > 0, func() { writeArgs(w, cmd.Args) }},
+		{"subcommands", len(subs) > 0, func() {
+			w.Map(len(subs))
+			for _, sub := range subs {
+				w.BulkString(sub.Name)
+				writeCommandDocs(w, sub)
+			}
+		}},
+	})
 }
 
 func writeArgs(w Writer, args []Arg) {
 	w.Array(len(args))
 	for _, a := range args {
-		n := 2
-		for _, present := range []bool{a.Type == "key", a.Token != "", a.Summary != "", a.Since != "",
-			a.DeprecatedSince != "", len(a.Flags) > 0, a.Type == "oneof" || a.Type == "block"} {
-			if present {
-				n++
-			}
+		nested := a.Type == "oneof" || a.Type == "block"
+		writeSparseMap(w, []mapEntry{
+			{"name", true, bulk(w, a.Name)},
+			{"type", true, bulk(w, a.Type)},
+			{"key_spec_index", a.Type == "key", func() { w.Int(int64(a.KeySpecIndex)) }},
+			{"token", a.Token != "", bulk(w, a.Token)},
+			{"summary", a.Summary != "", bulk(w, a.Summary)},
+			{"since", a.Since != "", bulk(w, a.Since)},
+			{"deprecated_since", a.DeprecatedSince != "", bulk(w, a.DeprecatedSince)},
+			{"flags", len(a.Flags) > 0, simpleSet(w, a.Flags)},
+			{"arguments", nested, func() { writeArgs(w, a.Args) }},
+		})
+	}
+}
+
+// mapEntry is one entry of a reply map that Redis sends only when present.
+type mapEntry struct {
+	name    string
+	present bool
+	value   func()
+}
+
+// writeSparseMap writes the present entries as a map, so that the count
+// and the entries cannot disagree.
+func writeSparseMap(w Writer, entries []mapEntry) {
+	n := 0
+	for _, e := range entries {
+		if e.present {
+			n++
 		}
-		w.Map(n)
-		w.BulkString("name")
-		w.BulkString(a.Name)
-		w.BulkString("type")
-		w.BulkString(a.Type)
-		if a.Type == "key" {
-			w.BulkString("key_spec_index")
-			w.Int(int64(a.KeySpecIndex))
+	}
+	w.Map(n)
+	for _, e := range entries {
+		if e.present {
+			w.BulkString(e.name)
+			e.value()
 		}
-		if a.Token != "" {
-			w.BulkString("token")
-			w.BulkString(a.Token)
-		}
-		if a.Summary != "" {
-			w.BulkString("summary")
-			w.BulkString(a.Summary)
-		}
-		if a.Since != "" {
-			w.BulkString("since")
-			w.BulkString(a.Since)
-		}
-		if a.DeprecatedSince != "" {
-			w.BulkString("deprecated_since")
-			w.BulkString(a.DeprecatedSince)
-		}
-		if len(a.Flags) > 0 {
-			w.BulkString("flags")
-			w.Set(len(a.Flags))
-			for _, f := range a.Flags {
-				w.Simple(f)
-			}
-		}
-		if a.Type == "oneof" || a.Type == "block" {
-			w.BulkString("arguments")
-			writeArgs(w, a.Args)
+	}
+}
+
+func bulk(w Writer, s string) func() { return func() { w.BulkString(s) } }
+
+func simpleSet(w Writer, list []string) func() {
+	return func() {
+		w.Set(len(list))
+		for _, x := range list {
+			w.Simple(x)
 		}
 	}
 }
