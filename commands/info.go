@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // INFO: Redis's sections, each as redamo really is (no snapshots, no
@@ -334,14 +333,4 @@ func memInfo() memUsage {
 		}
 	}
 	return m
-}
-
-// cpuTimes returns the process's system and user CPU time in seconds.
-func cpuTimes() (sys, user float64) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Stime), tv(ru.Utime)
 }
