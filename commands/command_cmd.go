@@ -171,48 +171,29 @@ func writeKeySpec(w Writer, ks KeySpec) {
 		{"notes", ks.Notes != "", bulk(w, ks.Notes)},
 		{"flags", true, simpleSet(w, ks.Flags)},
 		{"begin_search", true, func() {
-			w.Map(2)
-			w.BulkString("type")
 			if ks.Keyword != "" {
-				w.BulkString("keyword")
-				w.BulkString("spec")
-				w.Map(2)
-				w.BulkString("keyword")
-				w.BulkString(ks.Keyword)
-				w.BulkString("startfrom")
-				w.Int(int64(ks.StartFrom))
-			} else {
-				w.BulkString("index")
-				w.BulkString("spec")
-				w.Map(1)
-				w.BulkString("index")
-				w.Int(int64(ks.Index))
+				writeTypedSpec(w, "keyword", []mapEntry{
+					{"keyword", true, bulk(w, ks.Keyword)},
+					{"startfrom", true, integer(w, ks.StartFrom)},
+				})
+				return
 			}
+			writeTypedSpec(w, "index", []mapEntry{{"index", true, integer(w, ks.Index)}})
 		}},
 		{"find_keys", true, func() {
-			w.Map(2)
-			w.BulkString("type")
 			if ks.KeyNum {
-				w.BulkString("keynum")
-				w.BulkString("spec")
-				w.Map(3)
-				w.BulkString("keynumidx")
-				w.Int(int64(ks.KeyNumIdx))
-				w.BulkString("firstkey")
-				w.Int(int64(ks.FirstKey))
-				w.BulkString("keystep")
-				w.Int(int64(ks.KeyStep))
-			} else {
-				w.BulkString("range")
-				w.BulkString("spec")
-				w.Map(3)
-				w.BulkString("lastkey")
-				w.Int(int64(ks.LastKey))
-				w.BulkString("keystep")
-				w.Int(int64(ks.KeyStep))
-				w.BulkString("limit")
-				w.Int(int64(ks.Limit))
+				writeTypedSpec(w, "keynum", []mapEntry{
+					{"keynumidx", true, integer(w, ks.KeyNumIdx)},
+					{"firstkey", true, integer(w, ks.FirstKey)},
+					{"keystep", true, integer(w, ks.KeyStep)},
+				})
+				return
 			}
+			writeTypedSpec(w, "range", []mapEntry{
+				{"lastkey", true, integer(w, ks.LastKey)},
+				{"keystep", true, integer(w, ks.KeyStep)},
+				{"limit", true, integer(w, ks.Limit)},
+			})
 		}},
 	})
 }
@@ -306,7 +287,19 @@ func writeSparseMap(w Writer, entries []mapEntry) {
 	}
 }
 
+// writeTypedSpec writes a key spec's begin_search or find_keys: its type
+// and the spec's fields.
+func writeTypedSpec(w Writer, typ string, spec []mapEntry) {
+	w.Map(2)
+	w.BulkString("type")
+	w.BulkString(typ)
+	w.BulkString("spec")
+	writeSparseMap(w, spec)
+}
+
 func bulk(w Writer, s string) func() { return func() { w.BulkString(s) } }
+
+func integer(w Writer, n int) func() { return func() { w.Int(int64(n)) } }
 
 func simpleSet(w Writer, list []string) func() {
 	return func() {
