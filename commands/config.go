@@ -386,16 +386,16 @@ func cmdConfigSet(c *Ctx) {
 			c.W.Error(fmt.Sprintf(MsgConfigSetUnknown, name))
 			return
 		case p.flags&cfgImmutable != 0:
-			failed(name, "can't set immutable config")
+			failed(name, MsgConfigWhyImmutable)
 			return
 		case p.flags&cfgProtected != 0:
-			failed(name, "can't set protected config")
+			failed(name, MsgConfigWhyProtected)
 			return
 		}
 		// A name and its alias are two parameters to Redis: the later wins.
 		for _, ch := range changes {
 			if strings.EqualFold(string(ch.name), string(name)) {
-				failed(name, "duplicate parameter")
+				failed(name, MsgConfigWhyDuplicate)
 				return
 			}
 		}
@@ -407,7 +407,7 @@ func cmdConfigSet(c *Ctx) {
 		case ch.p.check != nil:
 			why = ch.p.check(ch.val)
 		case ch.p.set == nil && !strings.EqualFold(ch.val, ch.p.value(c.Srv)):
-			why = "redamo does not support changing it"
+			why = MsgConfigWhyUnsupported
 		}
 		if why != "" {
 			failed(ch.name, why)
@@ -450,10 +450,10 @@ func checkInt(lo, hi int64) func(string) string {
 	return func(v string) string {
 		n, ok := string2ll([]byte(v))
 		if !ok {
-			return "argument couldn't be parsed into an integer"
+			return MsgConfigWhyNotInt
 		}
 		if n < lo || n > hi {
-			return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+			return fmt.Sprintf(MsgConfigWhyRange, lo, hi)
 		}
 		return ""
 	}
@@ -465,10 +465,10 @@ func checkMemory(lo, hi uint64) func(string) string {
 	return func(v string) string {
 		n, ok := memToBytes(v)
 		if !ok {
-			return "argument must be a memory value"
+			return MsgConfigWhyNotMemory
 		}
 		if n < lo || n > hi {
-			return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+			return fmt.Sprintf(MsgConfigWhyRange, lo, hi)
 		}
 		return ""
 	}
@@ -479,7 +479,7 @@ func checkYesNo(v string) string {
 	if strings.EqualFold(v, "yes") || strings.EqualFold(v, "no") {
 		return ""
 	}
-	return "argument must be 'yes' or 'no'"
+	return MsgConfigWhyNotYesNo
 }
 
 func yesNo(b bool) string {
