@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// CONFIG: the parameters clients and tools read and set, each stating what
-// redamo really does.
+// CONFIG: Redis 7.0.15's parameters, as clients and tools read and set
+// them. The ones redamo acts on state what it does; the rest keep Redis's
+// defaults, and redamo refuses to change them.
 
 func configCommand() *Command {
 	adminFlags := []string{FlagAdmin, FlagNoScript, FlagLoading, FlagStale}
@@ -102,13 +103,14 @@ func (p *configParam) value(s *Server) string {
 	return p.def
 }
 
-// configParams are Redis 7.0.15's parameters with their default values
-// (those a redis-server without a configuration file reports), except
-// where redamo does otherwise: it takes no snapshots (save), listens where
-// it was told (bind, port), keeps its limits and password per process, and
-// has its own inline thresholds (encoding.go). What redamo does not do
-// (AOF, replication, eviction, TLS on these parameters, ...) it reports as
-// Redis's default, which is also what turns it off or leaves it inert.
+// configParams are Redis 7.0.15's parameters with the values a
+// redis-server without a configuration file reports, except where redamo
+// does otherwise: it takes no snapshots (save), listens where it was told
+// (bind, port), keeps its limits and password per process, and bounds its
+// inline layout by the encoding parameters (encoding.go). The others
+// describe machinery redamo does not have (AOF, replication, eviction,
+// TLS set by CONFIG, ...): their defaults turn most of it off or leave it
+// inert (no maxmemory, so no eviction), and CONFIG SET may not change them.
 var configParams = []configParam{
 	{name: "acl-pubsub-default", def: "resetchannels"},
 	{name: "aclfile", def: "", flags: cfgImmutable},

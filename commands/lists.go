@@ -3,8 +3,9 @@ package commands
 // List commands. A list's key item (keyspace.go) has one of two layouts:
 //
 //   - inline (at most inlineMaxList elements of at most inlineMaxBytes
-//     bytes, fewer under a small list-max-listpack-size: encoding.go): v is an L of B holding the elements in order. LPUSH/RPUSH are
-//     one UpdateItem (list_append, creating the key if absent); every other
+//     bytes, fewer under a small list-max-listpack-size: encoding.go): v is
+//     an L of B holding the elements in order. LPUSH/RPUSH are one
+//     UpdateItem (list_append, creating the key if absent); every other
 //     write rewrites the item with one conditional Put guarded by ver.
 //   - large: the key item holds g (generation), n (length), lh and lt (the
 //     positions of the first element and one past the last); element i lives
