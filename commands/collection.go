@@ -18,7 +18,8 @@ package commands
 //     A value is an N when it is a canonical int64 (HINCRBY is then one ADD),
 //     a B otherwise. Inline is used while the collection has at most
 //     inlineMaxSet / inlineMaxHash entries of at most inlineMaxBytes each
-//     (redis.conf's listpack thresholds, halved for hashes): the item then stays
+//     (redis.conf's listpack thresholds, halved for hashes), or fewer when
+//     the encoding parameters say so (encoding.go): the item then stays
 //     under ~16 KB, so a write costs a few WCU.
 //   - large: the key item holds g (a random 16-byte generation id) and n (the
 //     entry count: SCARD/HLEN are one read at any size); each member is an
@@ -128,10 +129,11 @@ const (
 	nsCollScan = 's' // 's', cursor id: SSCAN/HSCAN/ZSCAN positions
 )
 
-// Inline limits: elements of at most 64 bytes (Redis's listpack value
+// Inline caps: elements of at most 64 bytes (Redis's listpack value
 // limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
 // whose fields cost twice (name in v and attribute). They bound the key
-// item's size; OBJECT ENCODING does not depend on them (encodingOf).
+// item's size whatever the encoding parameters, which may only lower them
+// (Server.inline); OBJECT ENCODING does not depend on them (encodingOf).
 const (
 	inlineMaxBytes = 64
 	inlineMaxSet   = 128
@@ -1206,7 +1208,8 @@ func (cl *collection) changed() bool {
 	return cl.replace || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
 }
 
-// inlineLimit is the most entries an inline collection of the type holds.
+// inlineLimit is the most entries an inline collection of the type can
+// hold, whatever the encoding parameters were when it was written.
 func inlineLimit(typ string) int {
 	switch typ {
 	case TypeHash:
@@ -1217,13 +1220,13 @@ func inlineLimit(typ string) int {
 	return inlineMaxSet
 }
 
-// fitsInline reports whether entries can be stored inline.
-func fitsInline(typ string, entries map[string]dynastore.Value) bool {
-	if len(entries) > inlineLimit(typ) {
+// fitsInline reports whether entries can be stored inline within lim.
+func fitsInline(lim inlineLimits, entries map[string]dynastore.Value) bool {
+	if len(entries) > lim.entries {
 		return false
 	}
 	for m, v := range entries {
-		if len(m) > inlineMaxBytes || valueSize(v) > inlineMaxBytes {
+		if len(m) > lim.bytes || valueSize(v) > lim.bytes {
 			return false
 		}
 	}
@@ -1314,7 +1317,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			}
 			return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
 		}
-		if fitsInline(cl.typ, entries) {
+		if fitsInline(cl.c.Srv.inline(cl.typ), entries) {
 			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil, nil
 		}
 		gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
@@ -1551,10 +1554,10 @@ func dedupe(args [][]byte) [][]byte {
 	return out
 }
 
-// allSmall reports whether every element fits the inline element limit.
-func allSmall(args [][]byte) bool {
+// allSmall reports whether every element is at most limit bytes long.
+func allSmall(args [][]byte, limit int) bool {
 	for _, a := range args {
-		if len(a) > inlineMaxBytes {
+		if len(a) > limit {
 			return false
 		}
 	}
@@ -1593,12 +1596,13 @@ func bsContains(set dynastore.Value, m []byte) bool {
 // inlineFastCond is the condition under which a fast-path update may touch
 // an inline collection of type typ that will hold at most limit entries
 // after adding up to adding new ones: the key is absent (the update creates
-// it), or live, of the type, inline, with room.
-func inlineFastCond(nowMS int64, typ string, adding int, mustExist bool) dynastore.Cond {
+// it), or live, of the type, inline, with room. The caller checks that
+// adding fits limit on its own.
+func inlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) dynastore.Cond {
 	room := dynastore.And{
 		condUnexpired(nowMS),
 		condType(typ),
-		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLE, Size: int64(inlineLimit(typ) - adding)},
+		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLE, Size: int64(limit - adding)},
 	}
 	if mustExist {
 		return room
@@ -2317,7 +2321,8 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindAddMany(c, cl, members, vals) }
 	}
 	var u *dynastore.Update
-	if allSmall(members) && allSmall(vals) && len(members) <= inlineLimit(typ) {
+	lim := c.Srv.inline(typ)
+	if allSmall(members, lim.bytes) && allSmall(vals, lim.bytes) && len(members) <= lim.entries {
 		u = &dynastore.Update{
 			Set: []dynastore.SetAction{
 				{Attr: attrType, Val: dynastore.S(typ)},
@@ -2329,7 +2334,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: hashValue(v)})
 		}
 	}
-	cond := inlineFastCond(c.NowMS(), typ, len(members), false)
+	cond := inlineFastCond(c.NowMS(), typ, lim.entries, len(members), false)
 	if vals == nil && u != nil {
 		// An SADD of members that are all there already changes nothing,
 		// as in Redis (a WATCH of the set stays unbroken): the update
@@ -2396,7 +2401,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 	// An inline collection has at most inlineLimit entries: more arguments,
 	// or longer ones, cannot all be there (and would bloat the expression).
 	var u *dynastore.Update
-	if len(members) <= inlineLimit(typ) && allSmall(members) {
+	if len(members) <= inlineLimit(typ) && allSmall(members, inlineMaxBytes) {
 		u = &dynastore.Update{
 			Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
 			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},

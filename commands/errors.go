@@ -77,6 +77,16 @@ const (
 	MsgNoConfigFile     = "ERR The server is running without a config file"
 	MsgConfigSetFailed  = "ERR CONFIG SET failed (possibly related to argument '%s') - %s"
 	MsgConfigSetUnknown = "ERR Unknown option or number of arguments for CONFIG SET - '%s'"
+	// CONFIG SET's reasons, which MsgConfigSetFailed wraps; the last is
+	// redamo's own, for a parameter it cannot honour.
+	MsgConfigWhyImmutable   = "can't set immutable config"
+	MsgConfigWhyProtected   = "can't set protected config"
+	MsgConfigWhyDuplicate   = "duplicate parameter"
+	MsgConfigWhyNotInt      = "argument couldn't be parsed into an integer"
+	MsgConfigWhyNotMemory   = "argument must be a memory value"
+	MsgConfigWhyRange       = "argument must be between %d and %d inclusive"
+	MsgConfigWhyNotYesNo    = "argument must be 'yes' or 'no'"
+	MsgConfigWhyUnsupported = "redamo does not support changing it"
 	// redamo's own: a handler that panicked or broke the one-reply rule.
 	MsgInternalError  = "ERR internal error in '%s'"
 	MsgMalformedReply = "ERR internal error in '%s': malformed reply"

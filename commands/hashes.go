@@ -12,17 +12,14 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
-// Redis's hash-max-listpack-entries and hash-max-listpack-value defaults, as
-// compiled in (redis.conf's example lowers the entries to 128).
-const (
-	hashMaxListpackEntries = 512
-	hashMaxListpackValue   = 64
-)
+// maxInt64Len is the length of the longest int64 in decimal.
+const maxInt64Len = len("-9223372036854775808")
 
 func init() {
 	objectEncoders[TypeHash] = func(c *Ctx, key []byte) (string, error) {
-		return encodingOf(c, key, TypeHash, hashMaxListpackEntries, "listpack", func(f []byte, v dynastore.Value) bool {
-			return len(f) <= hashMaxListpackValue && len(valueBytes(v)) <= hashMaxListpackValue
+		p := c.Srv.encoding().params
+		return encodingOf(c, key, TypeHash, p.hashEntries, "listpack", func(f []byte, v dynastore.Value) bool {
+			return int64(len(f)) <= p.hashValue && int64(len(valueBytes(v))) <= p.hashValue
 		})
 	}
 }
@@ -109,8 +106,8 @@ func cmdHsetnx(c *Ctx) {
 	key, f, v := c.Args[1], c.Args[2], c.Args[3]
 	var seed dynastore.Item
 	seeded := false
-	if len(f) <= inlineMaxBytes && len(v) <= inlineMaxBytes {
-		cond := dynastore.And{inlineFastCond(c.NowMS(), TypeHash, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
+	if lim := c.Srv.inline(TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && len(v) <= lim.bytes {
+		cond := dynastore.And{inlineFastCond(c.NowMS(), TypeHash, lim.entries, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
 		_, _, applied, cur, err := fastUpdate(c, key, dynastore.Update{
 			Set: []dynastore.SetAction{
 				{Attr: attrType, Val: dynastore.S(TypeHash)},
@@ -249,7 +246,9 @@ func cmdHincrby(c *Ctx) {
 	}
 	var seed dynastore.Item
 	seeded := false
-	if len(f) <= inlineMaxBytes {
+	// The value an in-place ADD leaves is an int64's text, at most
+	// maxInt64Len bytes: the fast path needs inline room for that much.
+	if lim := c.Srv.inline(TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && lim.bytes >= maxInt64Len {
 		fa := fieldAttr(f)
 		inRange := incrRoom(fa, incr)
 		if inRange == nil {
@@ -263,7 +262,7 @@ func cmdHincrby(c *Ctx) {
 			dynastore.And{
 				condUnexpired(c.NowMS()), condType(TypeHash),
 				dynastore.Or{
-					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLT, Size: inlineMaxHash}},
+					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLT, Size: int64(lim.entries)}},
 					inRange,
 				},
 			},

@@ -3,8 +3,9 @@ package commands
 // List commands. A list's key item (keyspace.go) has one of two layouts:
 //
 //   - inline (at most inlineMaxList elements of at most inlineMaxBytes
-//     bytes): v is an L of B holding the elements in order. LPUSH/RPUSH are
-//     one UpdateItem (list_append, creating the key if absent); every other
+//     bytes, fewer under a small list-max-listpack-size: encoding.go): v is
+//     an L of B holding the elements in order. LPUSH/RPUSH are one
+//     UpdateItem (list_append, creating the key if absent); every other
 //     write rewrites the item with one conditional Put guarded by ver.
 //   - large: the key item holds g (generation), n (length), lh and lt (the
 //     positions of the first element and one past the last); element i lives
@@ -619,13 +620,13 @@ func (l *listView) setRewrite(n int64, gen func(yield func([]byte) error) error)
 	l.rewrite, l.rewriteLen = gen, n
 }
 
-// fitsInlineList reports whether elems can be stored inline.
-func fitsInlineList(elems [][]byte) bool {
-	if len(elems) > inlineMaxList {
+// fitsInlineList reports whether elems can be stored inline within lim.
+func fitsInlineList(lim inlineLimits, elems [][]byte) bool {
+	if len(elems) > lim.entries {
 		return false
 	}
 	for _, e := range elems {
-		if len(e) > inlineMaxBytes {
+		if len(e) > lim.bytes {
 			return false
 		}
 	}
@@ -686,8 +687,9 @@ func (l *listView) plan() (*listCommit, error) {
 		}
 		return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}}, nil
 	}
+	lim := l.c.Srv.inline(TypeList)
 	if !l.large() && l.rewrite == nil {
-		if fitsInlineList(l.elems) {
+		if fitsInlineList(lim, l.elems) {
 			it := inlineListItem(l.baseItem(), l.elems)
 			return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}}, after: it}, nil
 		}
@@ -702,12 +704,12 @@ func (l *listView) plan() (*listCommit, error) {
 		})
 	}
 	if l.rewrite != nil {
-		if l.rewriteLen <= inlineMaxList {
+		if l.rewriteLen <= int64(lim.entries) {
 			var elems [][]byte
 			if err := l.rewrite(func(e []byte) error { elems = append(elems, bytes.Clone(e)); return nil }); err != nil {
 				return nil, err
 			}
-			if fitsInlineList(elems) {
+			if fitsInlineList(lim, elems) {
 				it := inlineListItem(l.baseItem(), elems)
 				return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}}, after: it}, nil
 			}
@@ -972,7 +974,8 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 	defer c.lockKeys(key)()
 	var seed dynastore.Item
 	seeded := false
-	if len(vals) <= inlineMaxList && fitsInlineList(vals) && keyFits(key) && !cachedLargeList(c, key) {
+	lim := c.Srv.inline(TypeList)
+	if fitsInlineList(lim, vals) && keyFits(key) && !cachedLargeList(c, key) {
 		// One UpdateItem: list_append onto an inline list with room, or a
 		// new list when the key is absent.
 		add := make(dynastore.L, len(vals))
@@ -992,7 +995,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 			{Attr: attrType, Val: dynastore.S(TypeList)},
 			{Attr: attrValue, Val: val},
 			{Attr: attrVer, Val: newVer()},
-		}}, inlineFastCond(c.NowMS(), TypeList, len(vals), mustExist))
+		}}, inlineFastCond(c.NowMS(), TypeList, lim.entries, len(vals), mustExist))
 		if err != nil {
 			return 0, err
 		}

@@ -15,14 +15,11 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
-// setMaxIntsetEntries is Redis's set-max-intset-entries default.
-const setMaxIntsetEntries = 512
-
 func init() {
 	// Redis 7.0: an intset while every member is an integer, else a hash
 	// table (small sets of strings became listpacks only in 7.2).
 	objectEncoders[TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return encodingOf(c, key, TypeSet, setMaxIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
+		return encodingOf(c, key, TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
 			_, ok := string2ll(m)
 			return ok
 		})

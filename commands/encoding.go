@@ -1,0 +1,139 @@
+package commands
+
+// Redis's encoding parameters (CONFIG SET hash-max-listpack-entries and the
+// others) and what they mean in redamo.
+//
+// Redis keeps a small collection in a compact encoding (listpack, intset)
+// and converts it to a hash table when it outgrows these thresholds.
+// redamo honours each parameter twice over:
+//
+//   - OBJECT ENCODING answers as Redis 7.0.15 does, by its rules, from the
+//     key's content and the current thresholds (encodingOf). Redis 7.0
+//     calls every list a quicklist and every set that is not an intset a
+//     hashtable, whatever its size, so the layout alone cannot give the
+//     name: a set of 3 strings is inline in redamo and a hashtable in Redis.
+//   - They bound redamo's inline layout (collection.go, lists.go): a
+//     collection stays in its key item only while it is within the
+//     parameters and within redamo's own caps (inlineMaxHash, inlineMaxSet
+//     and inlineMaxList entries of at most inlineMaxBytes bytes). The caps
+//     keep an inline key item to a few KB, far below DynamoDB's 400 KB item
+//     limit, because each write of an inline collection is billed for the
+//     whole item. Lowering a parameter below its cap pages collections
+//     sooner (0 pages every one); raising one past it changes what OBJECT
+//     ENCODING reports, not the layout, so every value Redis accepts can be
+//     honoured.
+//
+// set-max-listpack-entries and set-max-listpack-value are Redis 7.2's: they
+// bound inline sets, which are exactly small listpack sets there. Redis
+// 7.0.15, whose CONFIG GET redamo matches, has no such parameters, so they
+// answer to their exact names only, never to a pattern (Redis's hidden
+// parameters, such as key-load-delay, behave so too).
+
+import "strconv"
+
+// encodingParams are the parameters' values.
+type encodingParams struct {
+	hashEntries, hashValue int64
+	setIntsetEntries       int64
+	setEntries, setValue   int64
+	listSize               int64
+	zsetEntries, zsetValue int64
+}
+
+// Redis 7's compiled-in defaults (redis.conf's example lowers
+// hash-max-listpack-entries to 128; a server without a file has 512).
+var defaultEncodingParams = encodingParams{
+	hashEntries: 512, hashValue: 64,
+	setIntsetEntries: 512,
+	setEntries:       128, setValue: 64,
+	listSize:    -2,
+	zsetEntries: 128, zsetValue: 64,
+}
+
+// inlineLimits bound an inline collection: at most entries entries, each
+// member, field, value or element at most bytes long.
+type inlineLimits struct{ entries, bytes int }
+
+// encodingState is the parameters with the inline limits they give.
+type encodingState struct {
+	params          encodingParams
+	hash, set, list inlineLimits
+}
+
+func newEncodingState(p encodingParams) *encodingState {
+	return &encodingState{
+		params: p,
+		hash:   inlineLimits{capped(p.hashEntries, inlineMaxHash), capped(p.hashValue, inlineMaxBytes)},
+		set:    inlineLimits{capped(p.setEntries, inlineMaxSet), capped(p.setValue, inlineMaxBytes)},
+		list:   inlineLimits{listInlineEntries(p.listSize), inlineMaxBytes},
+	}
+}
+
+var defaultEncoding = newEncodingState(defaultEncodingParams)
+
+func capped(v int64, limit int) int { return int(min(v, int64(limit))) }
+
+// listInlineEntries is how many elements an inline list holds under
+// list-max-listpack-size: as many as one quicklist node of that fill holds
+// when every element is inlineMaxBytes long, within inlineMaxList. A
+// positive fill counts elements (0 counts as 1, as in Redis); a negative
+// one is a node size, 4 KB for -1 doubling to 64 KB for -5 and below
+// (clamped there as Redis 7.2 does).
+func listInlineEntries(fill int64) int {
+	if fill >= 0 {
+		return capped(max(fill, 1), inlineMaxList)
+	}
+	node := int64(4096) << min(-fill-1, 4)
+	return capped(node/inlineMaxBytes, inlineMaxList)
+}
+
+// encoding returns the current encoding parameters and inline limits.
+func (s *Server) encoding() *encodingState {
+	if e := s.enc.Load(); e != nil {
+		return e
+	}
+	return defaultEncoding
+}
+
+// inline returns the inline limits for collections of type typ.
+func (s *Server) inline(typ string) inlineLimits {
+	e := s.encoding()
+	switch typ {
+	case TypeHash:
+		return e.hash
+	case TypeList:
+		return e.list
+	}
+	return e.set
+}
+
+// setEncodingParam changes one parameter (field picks it) for the
+// following commands.
+func (s *Server) setEncodingParam(field func(*encodingParams) *int64, v int64) {
+	for {
+		old := s.enc.Load()
+		cur := defaultEncoding
+		if old != nil {
+			cur = old
+		}
+		p := cur.params
+		*field(&p) = v
+		if s.enc.CompareAndSwap(old, newEncodingState(p)) {
+			return
+		}
+	}
+}
+
+// encodingParam builds the CONFIG table entry of an encoding parameter
+// (field picks it) of the given kind.
+func encodingParam(name, alias string, field func(*encodingParams) *int64, kind numericParam) configParam {
+	return configParam{
+		name: name, alias: alias,
+		get: func(s *Server) string {
+			p := s.encoding().params
+			return strconv.FormatInt(*field(&p), 10)
+		},
+		check: kind.check,
+		set:   func(s *Server, v string) { s.setEncodingParam(field, kind.parse(v)) },
+	}
+}

@@ -1,0 +1,65 @@
+package commands
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestInlineLimits(t *testing.T) {
+	with := func(f func(p *encodingParams)) encodingParams {
+		p := defaultEncodingParams
+		f(&p)
+		return p
+	}
+	cases := []struct {
+		name            string
+		params          encodingParams
+		hash, set, list inlineLimits
+	}{
+		// Redis's defaults give redamo's caps.
+		{"defaults", defaultEncodingParams, inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		{"lowered", with(func(p *encodingParams) {
+			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 3, 5, 7, 9, 11
+		}), inlineLimits{3, 5}, inlineLimits{7, 9}, inlineLimits{11, 64}},
+		{"raised past the caps", with(func(p *encodingParams) {
+			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 1<<40, 1<<40, 1<<40, 1<<40, 1<<30
+		}), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		{"zero", with(func(p *encodingParams) {
+			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 0, 0, 0, 0, 0
+		}), inlineLimits{0, 0}, inlineLimits{0, 0}, inlineLimits{1, 64}},
+		{"4 KB list nodes", with(func(p *encodingParams) { p.listSize = -1 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{64, 64}},
+		{"64 KB list nodes", with(func(p *encodingParams) { p.listSize = -5 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		{"past the smallest list size", with(func(p *encodingParams) { p.listSize = -1 << 31 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{}
+			s.enc.Store(newEncodingState(tc.params))
+			require.Equal(t, tc.hash, s.inline(TypeHash))
+			require.Equal(t, tc.set, s.inline(TypeSet))
+			require.Equal(t, tc.list, s.inline(TypeList))
+		})
+	}
+	require.Equal(t, defaultEncoding, (&Server{}).encoding(), "an unset server has the defaults")
+}
+
+// A parameter set while another is being set keeps both.
+func TestSetEncodingParamConcurrently(t *testing.T) {
+	s := &Server{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(0); i < 1000; i++ {
+			s.setEncodingParam(func(p *encodingParams) *int64 { return &p.hashEntries }, i)
+		}
+	}()
+	for i := int64(0); i < 1000; i++ {
+		s.setEncodingParam(func(p *encodingParams) *int64 { return &p.zsetValue }, i)
+	}
+	<-done
+	p := s.encoding().params
+	require.EqualValues(t, 999, p.hashEntries)
+	require.EqualValues(t, 999, p.zsetValue)
+	require.EqualValues(t, 512, p.setIntsetEntries)
+}
