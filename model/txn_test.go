@@ -1,0 +1,334 @@
+package model_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
+)
+
+// counting is a store that counts its requests by operation.
+type counting struct {
+	dynastore.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newCounting() *counting {
+	return &counting{Store: memory.New(memory.Options{}), n: map[string]int{}}
+}
+
+func (c *counting) count(op string) {
+	c.mu.Lock()
+	c.n[op]++
+	c.mu.Unlock()
+}
+
+func (c *counting) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = map[string]int{}
+	return out
+}
+
+func (c *counting) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
+	c.count(dynastore.OpGetItem)
+	return c.Store.Get(ctx, k)
+}
+
+func (c *counting) BatchGet(ctx context.Context, ks []dynastore.Key) ([]dynastore.Item, error) {
+	c.count(dynastore.OpBatchGetItem)
+	return c.Store.BatchGet(ctx, ks)
+}
+
+func (c *counting) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	c.count(dynastore.OpPutItem)
+	return c.Store.Put(ctx, it, o)
+}
+
+func (c *counting) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	c.count(dynastore.OpUpdateItem)
+	return c.Store.Update(ctx, k, u, o)
+}
+
+func (c *counting) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	c.count(dynastore.OpDeleteItem)
+	return c.Store.Delete(ctx, k, o)
+}
+
+func (c *counting) Transact(ctx context.Context, a []dynastore.TxAction) error {
+	c.count(dynastore.OpTransactWriteItems)
+	return c.Store.Transact(ctx, a)
+}
+
+func (c *counting) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
+	c.count(dynastore.OpQuery)
+	return c.Store.Query(ctx, q)
+}
+
+func key(pk, sk string) dynastore.Key { return dynastore.Key{PK: []byte(pk), SK: []byte(sk)} }
+
+// item builds an item at pk/sk with a version and a value.
+func item(pk, sk, ver, v string) dynastore.Item {
+	it := dynastore.Item{
+		{Name: dynastore.AttrPK, Value: dynastore.B(pk)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(sk)},
+		{Name: "v", Value: dynastore.S(v)},
+	}
+	if ver != "" {
+		it = append(it, dynastore.Attr{Name: model.AttrVer, Value: dynastore.S(ver)})
+	}
+	return it
+}
+
+func value(t *testing.T, st dynastore.Store, k dynastore.Key) string {
+	t.Helper()
+	it, err := st.Get(context.Background(), k)
+	require.NoError(t, err)
+	if it == nil {
+		return "<none>"
+	}
+	return string(it.Get("v").(dynastore.S))
+}
+
+func put(t *testing.T, st dynastore.Store, it dynastore.Item) {
+	t.Helper()
+	_, err := st.Put(context.Background(), it, dynastore.WriteOptions{})
+	require.NoError(t, err)
+}
+
+// TestTxnCommit checks what a run sees, what its commit sends, and which
+// outcome a write by someone else between the two gives.
+func TestTxnCommit(t *testing.T) {
+	ctx := context.Background()
+	a, b := key("a", "0"), key("b", "0")
+	cases := []struct {
+		name string
+		// run reads and writes through the Txn.
+		run func(t *testing.T, txn *model.Txn)
+		// meanwhile, when set, is another writer's change before Commit.
+		meanwhile func(t *testing.T, st dynastore.Store)
+		watchA    bool
+		wantErr   error
+		wantOps   map[string]int // the commit's requests
+		wantA     string         // a's value after the commit
+	}{
+		{
+			name: "one blind write is one put",
+			run: func(t *testing.T, txn *model.Txn) {
+				put(t, txn, item("a", "0", "v2", "new"))
+			},
+			wantOps: map[string]int{dynastore.OpPutItem: 1},
+			wantA:   "new",
+		},
+		{
+			name: "read then write is one conditional put",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a))
+				put(t, txn, item("a", "0", "v2", "new"))
+				require.Equal(t, "new", value(t, txn, a), "a read sees the Txn's own write")
+			},
+			wantOps: map[string]int{dynastore.OpPutItem: 1},
+			wantA:   "new",
+		},
+		{
+			name: "a conflicting writer makes the commit fail, writing nothing",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a))
+				put(t, txn, item("a", "0", "v2", "new"))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpPutItem: 1},
+			wantA:     "theirs",
+		},
+		{
+			name: "two items are one transaction; a read-only item is checked",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+				put(t, txn, item("b", "0", "v2", "copy"))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpTransactWriteItems: 1},
+			wantA:     "theirs",
+		},
+		{
+			name: "one read needs no commit",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a))
+			},
+			wantOps: map[string]int{},
+			wantA:   "old",
+		},
+		{
+			name: "several reads are validated by one batch read",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "old",
+		},
+		{
+			name:   "a changed watched item refuses the commit",
+			watchA: true,
+			run: func(t *testing.T, txn *model.Txn) {
+				put(t, txn, item("b", "0", "v2", "x"))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantErr:   model.ErrWatched,
+			wantOps:   map[string]int{dynastore.OpTransactWriteItems: 1},
+			wantA:     "theirs",
+		},
+		{
+			name:   "an unchanged watched item lets it through",
+			watchA: true,
+			run: func(t *testing.T, txn *model.Txn) {
+				require.Equal(t, "old", value(t, txn, a), "the Txn reads the watched item as watched")
+				put(t, txn, item("a", "0", "v2", "new"))
+			},
+			wantOps: map[string]int{dynastore.OpPutItem: 1},
+			wantA:   "new",
+		},
+		{
+			name: "a delete of a read item",
+			run: func(t *testing.T, txn *model.Txn) {
+				_, err := txn.Delete(ctx, a, dynastore.WriteOptions{Cond: dynastore.Exists{Attr: dynastore.AttrPK}})
+				require.NoError(t, err)
+				require.Equal(t, "<none>", value(t, txn, a))
+			},
+			wantOps: map[string]int{dynastore.OpDeleteItem: 1},
+			wantA:   "<none>",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newCounting()
+			put(t, st, item("a", "0", "v1", "old"))
+			txn := model.NewTxn(st, nil)
+			if tc.watchA {
+				seen, err := st.Get(ctx, a)
+				require.NoError(t, err)
+				txn.Watch(a, seen, dynastore.Compare{Attr: model.AttrVer, Op: dynastore.OpEQ, Val: dynastore.S("v1")})
+			}
+			tc.run(t, txn)
+			st.take()
+			require.Equal(t, "old", value(t, st, a), "nothing reaches the store before the commit")
+			if tc.meanwhile != nil {
+				tc.meanwhile(t, st)
+			}
+			st.take()
+			err := txn.Commit(ctx)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, tc.wantOps, st.take())
+			require.Equal(t, tc.wantA, value(t, st, a))
+		})
+	}
+}
+
+// TestTxnConditions checks single writes and transactions against the
+// Txn's own view, as a store would check them.
+func TestTxnConditions(t *testing.T) {
+	ctx := context.Background()
+	st := newCounting()
+	put(t, st, item("a", "0", "v1", "old"))
+	txn := model.NewTxn(st, nil)
+	absent := dynastore.NotExists{Attr: dynastore.AttrPK}
+
+	_, err := txn.Put(ctx, item("a", "0", "v2", "x"), dynastore.WriteOptions{Cond: absent, OldOnFailure: true})
+	var cf *dynastore.ConditionFailedError
+	require.ErrorAs(t, err, &cf)
+	require.Equal(t, "old", string(cf.Old.Get("v").(dynastore.S)))
+
+	err = txn.Transact(ctx, []dynastore.TxAction{
+		{Op: dynastore.TxPut, Item: item("b", "0", "v1", "b"), Cond: absent},
+		{Op: dynastore.TxCheck, Key: key("a", "0"), Cond: absent},
+	})
+	var tc *dynastore.TxCanceledError
+	require.ErrorAs(t, err, &tc)
+	require.Equal(t, []string{dynastore.ReasonNone, dynastore.ReasonConditionalFailed}, []string{tc.Reasons[0].Code, tc.Reasons[1].Code})
+	require.Equal(t, "<none>", value(t, txn, key("b", "0")), "a canceled transaction applies nothing")
+
+	old, err := txn.Update(ctx, key("a", "0"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "v", Val: dynastore.S("upd")}}},
+		dynastore.WriteOptions{Cond: dynastore.Exists{Attr: dynastore.AttrPK}, Return: dynastore.ReturnAllOld})
+	require.NoError(t, err)
+	require.Equal(t, "old", string(old.Get("v").(dynastore.S)))
+	require.Equal(t, "upd", value(t, txn, key("a", "0")))
+	require.NoError(t, txn.Commit(ctx))
+	require.Equal(t, "upd", value(t, st, key("a", "0")))
+}
+
+// TestTxnQueryOverlay checks that a query sees the Txn's writes to the
+// partition, in order, and pages as the store would.
+func TestTxnQueryOverlay(t *testing.T) {
+	ctx := context.Background()
+	st := newCounting()
+	for _, sk := range []string{"b", "d", "f"} {
+		put(t, st, item("p", sk, "", sk))
+	}
+	txn := model.NewTxn(st, nil)
+	put(t, txn, item("p", "c", "", "c"))
+	put(t, txn, item("p", "g", "", "g"))
+	_, err := txn.Delete(ctx, key("p", "d"), dynastore.WriteOptions{})
+	require.NoError(t, err)
+
+	sks := func(q dynastore.Query) (out []string) {
+		for {
+			page, err := txn.Query(ctx, q)
+			require.NoError(t, err)
+			for _, it := range page.Items {
+				out = append(out, string(it.Key().SK))
+			}
+			if page.Next == nil {
+				return out
+			}
+			q.After = page.Next
+		}
+	}
+	require.Equal(t, []string{"b", "c", "f", "g"}, sks(dynastore.Query{PK: []byte("p")}))
+	require.Equal(t, []string{"g", "f", "c", "b"}, sks(dynastore.Query{PK: []byte("p"), Reverse: true}))
+	require.Equal(t, []string{"b", "c", "f", "g"}, sks(dynastore.Query{PK: []byte("p"), Limit: 1}))
+	require.Equal(t, []string{"c", "f"}, sks(dynastore.Query{PK: []byte("p"), Op: dynastore.SKBetween, A: []byte("c"), B: []byte("f")}))
+	require.Equal(t, "d", value(t, st, key("p", "d")), "the store is untouched before the commit")
+}
+
+// TestTxnReadError checks that a run whose read failed cannot commit.
+func TestTxnReadError(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New(memory.Options{})
+	txn := model.NewTxn(mem, nil)
+	boom := errors.New("boom")
+	mem.FailNext(dynastore.OpGetItem, boom)
+	_, err := txn.Get(ctx, key("a", "0"))
+	require.ErrorIs(t, err, boom)
+	put(t, txn, item("b", "0", "v1", "x"))
+	require.ErrorIs(t, txn.Commit(ctx), boom)
+	require.Equal(t, "<none>", value(t, mem, key("b", "0")))
+}
+
+// TestLostRace checks the retry policy's bound.
+func TestLostRace(t *testing.T) {
+	ctx := context.Background()
+	for attempt := 1; attempt < model.MaxAttempts; attempt++ {
+		require.NoError(t, model.LostRace(ctx, attempt))
+	}
+	require.ErrorIs(t, model.LostRace(ctx, model.MaxAttempts), model.ErrGaveUp)
+	require.ErrorIs(t, model.ErrGaveUp, dynastore.ErrTxConflict)
+	require.False(t, model.Retryable(model.ErrGaveUp))
+	require.True(t, model.Retryable(model.ErrConflict))
+}
