@@ -39,7 +39,7 @@ package commands
 // registry entry; a crash at any point leaves only unreferenced garbage.
 //
 // Changes. Every write is "read, compute, commit conditioned on what was
-// read" (the key item's ver), re-run on conflict (maxWriteAttempts), except
+// read" (the key item's ver), re-run on conflict (model.MaxAttempts), except
 // the single-request fast paths of the hot commands, which fall back to it
 // when their condition fails (the failed condition returns the item, so the
 // fallback does not read it again). A commit is:
@@ -184,7 +184,7 @@ func collFail(c *Ctx, err error) {
 // an integer") that ends the command without writing.
 type replyErr = redisError
 
-// collMaxAttempts bounds collRetry. It is higher than maxWriteAttempts: on
+// collMaxAttempts bounds collRetry. It is higher than model.MaxAttempts: on
 // a large collection every writer's transaction touches the key item, and
 // DynamoDB cancels transactions that overlap on an item (TransactionConflict)
 // even when their conditions would all hold, so a hot collection sees more

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 func registerKeys(t *Table) {
@@ -118,13 +119,13 @@ func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
 }
 
 // txRetry is what a key transaction that failed with err means for its
-// attempt loop: nil to try again (only its conditions failed, and lostRace
+// attempt loop: nil to try again (only its conditions failed, and model.LostRace
 // allows another attempt), else the error to end with.
 func txRetry(c *Ctx, err error, attempt int) error {
 	if !onlyConditionsFailed(err) {
 		return err
 	}
-	return lostRace(c, attempt)
+	return model.LostRace(c, attempt)
 }
 
 // distinctKeys returns keys without repeats and without keys too long to exist.

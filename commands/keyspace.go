@@ -34,9 +34,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Key-item attribute names.
@@ -75,14 +75,6 @@ var (
 	keyItemSK                      = []byte{0}
 	keyItemSKValue dynastore.Value = dynastore.B(keyItemSK)
 )
-
-// maxWriteAttempts bounds the optimistic loops (read, then write conditioned
-// on what was read): past it a command gives up with MsgConflict rather than
-// spinning under heavy contention.
-const maxWriteAttempts = 16
-
-// errConflict ends an optimistic loop that kept losing races.
-var errConflict = fmt.Errorf("commands: gave up after %d conflicting attempts: %w", maxWriteAttempts, dynastore.ErrTxConflict)
 
 // errKeyTooLong is returned by writes to a key that cannot be stored.
 var errKeyTooLong = fmt.Errorf("commands: key longer than %d bytes: %w", MaxKeyLen, dynastore.ErrKeyTooLarge)
@@ -685,7 +677,7 @@ func failOrReply(c *Ctx, err error) {
 // returns the write to make (nil: none needed), and the write is conditioned
 // on the item being unchanged (its version token). When another writer got
 // there first, the failed write hands back the current item and decide runs
-// again, at most maxWriteAttempts times. start is a state already known
+// again, at most model.MaxAttempts times. start is a state already known
 // (from a failed fast path); nil reads the item first.
 func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyWrite, error)) error {
 	k := itemKey(c.DB(), key)
@@ -716,33 +708,12 @@ func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyW
 		if !failed {
 			return err
 		}
-		if err := lostRace(c, attempt); err != nil {
+		if err := model.LostRace(c, attempt); err != nil {
 			return err
 		}
 		if ks, err = decodeKey(cur, c.NowMS()); err != nil {
 			return err
 		}
-	}
-}
-
-// lostRace is called when attempt lost a race to another writer: it
-// returns errConflict once the attempts are used up; otherwise, from the
-// third attempt on, it waits a short random time (up to 2^attempt ms,
-// capped at 64) so that contenders spread out instead of colliding again.
-func lostRace(c *Ctx, attempt int) error {
-	if attempt >= maxWriteAttempts {
-		return errConflict
-	}
-	if attempt < 2 {
-		return nil
-	}
-	t := time.NewTimer(time.Duration(rand.IntN(1<<min(attempt, 6))) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-c.Done():
-		return fmt.Errorf("commands: %w", c.Err())
 	}
 }
 

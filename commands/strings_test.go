@@ -14,6 +14,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 func TestParseStringOpts(t *testing.T) {
@@ -309,12 +310,12 @@ func TestOptimisticLoopGivesUp(t *testing.T) {
 	b := backends(t)[0]
 	h := newHarness(b.store)
 	requireReply(t, h, "+OK", "SET", "s", "hello")
-	for i := 0; i < maxWriteAttempts; i++ {
+	for i := 0; i < model.MaxAttempts; i++ {
 		b.mem.FailNext(dynastore.OpPutItem, &dynastore.ConditionFailedError{Old: stringItem(0, []byte("s"), []byte("other"), originArg, 0)})
 	}
 	requireReply(t, h, "-"+MsgConflict, "SETRANGE", "s", "0", "J")
 	requireReply(t, h, `"hello"`, "GET", "s")
-	require.True(t, errors.Is(errConflict, dynastore.ErrTxConflict))
+	require.True(t, errors.Is(model.ErrGaveUp, dynastore.ErrTxConflict))
 }
 
 // TestCounterConcurrency: many goroutines (as if on several instances: each
