@@ -486,7 +486,6 @@ func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
 			}
 			writerConns[w] = txConn(t, addr, 2+w%2)
 		}
-		readerClients := []*redis.Client{txClient(t, p.b, 0), txClient(t, p.a, 2)}
 		readerConns := []*redis.Conn{txConn(t, p.b, 0), txConn(t, p.a, 2)}
 		for w := range workers {
 			writers.Add(1)
@@ -527,21 +526,16 @@ func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rdb, c := readerClients[r], readerConns[r]
+				c := readerConns[r]
 				for {
 					select {
 					case <-done:
 						return
 					default:
 					}
-					vals, err := rdb.MGet(ctx, "a", "b").Result()
-					if err != nil {
-						report("reader %d: MGET: %v", r, err)
-						return
-					}
-					if sum := txAtoi(vals[0]) + txAtoi(vals[1]); sum != total {
-						report("reader %d: MGET a b = %v, sum %d", r, vals, sum)
-					}
+					// MULTI GET GET EXEC, not MGET: MGET is linearizable per
+					// key, but on DynamoDB its BatchGetItem is no snapshot of
+					// both (README, Transactions).
 					if _, err := txDo(c, "MULTI"); err != nil {
 						report("reader %d: MULTI: %v", r, err)
 						return
