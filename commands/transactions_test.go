@@ -24,7 +24,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/model"
 )
 
 // txPair is where a transaction test connects: two instances serving the
@@ -576,4 +580,57 @@ func txAtoi(v any) int {
 		return -1 << 40
 	}
 	return n
+}
+
+// TestTxExecFaults injects DynamoDB failures into each request an EXEC
+// makes: a failed read or commit ends EXEC with the store's error and
+// writes nothing; a commit that loses its race runs the commands again;
+// one that keeps losing gives up with a conflict error, writing nothing.
+func TestTxExecFaults(t *testing.T) {
+	throttled := fmt.Errorf("injected: %w", dynastore.ErrThrottled)
+	canceled := &dynastore.TxCanceledError{Reasons: []dynastore.TxReason{
+		{Code: dynastore.ReasonConditionalFailed}, {Code: dynastore.ReasonNone},
+	}}
+	cases := []struct {
+		name  string
+		fail  func(mem *memory.Store)
+		reply string // EXEC's error, "" for success
+		want  string // a's value afterwards
+	}{
+		{"read fails", func(mem *memory.Store) {
+			mem.FailNext(dynastore.OpBatchGetItem, fmt.Errorf("injected: %w", dynastore.ErrUnavailable))
+		}, commands.MsgUnavailable, "1"},
+		{"commit throttled", func(mem *memory.Store) {
+			mem.FailNext(dynastore.OpTransactWriteItems, throttled)
+		}, commands.MsgTryAgain, "1"},
+		{"commit loses one race", func(mem *memory.Store) {
+			mem.FailNext(dynastore.OpTransactWriteItems, canceled)
+		}, "", "2"},
+		{"commit keeps losing", func(mem *memory.Store) {
+			for range model.MaxAttempts {
+				mem.FailNext(dynastore.OpTransactWriteItems, canceled)
+			}
+		}, commands.MsgConflict, "1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.New(memory.Options{})
+			addr := testserver.Start(t, mem).Addr
+			c := txConn(t, addr, 2)
+			txRun(t, c, "SET", "a", "1")
+			tc.fail(mem)
+			txQueue(t, c, txCmd("INCR", "a"), txCmd("SET", "b", "x"))
+			_, err := txDo(c, "EXEC")
+			if tc.reply == "" {
+				require.NoError(t, err)
+				require.Equal(t, "x", txGet(t, c, "b"))
+			} else {
+				require.EqualError(t, err, tc.reply)
+				require.Equal(t, "<nil>", txGet(t, c, "b"), "a failed EXEC writes nothing")
+			}
+			require.Equal(t, tc.want, txGet(t, c, "a"))
+			// The connection is out of MULTI either way.
+			require.Equal(t, "PONG", txMust(t, c, "PING"))
+		})
+	}
 }
