@@ -384,7 +384,7 @@ func blockPop(c *Ctx, keys [][]byte, ms int64, left bool, count int64) (key []by
 		return true, nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return nil, nil, false
 	}
 	if !ok {
@@ -456,7 +456,7 @@ func blmove(c *Ctx, timeout []byte, from, to bool) {
 		return true, nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	switch {

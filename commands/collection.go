@@ -165,19 +165,10 @@ const maxPlainSK = 1000
 
 var (
 	// errCollWrongType is returned when a key holds another type.
-	errCollWrongType = errors.New("commands: wrong type")
+	errCollWrongType error = redisError(MsgWrongType)
 	// errCollRetry restarts a read-compute-commit attempt.
 	errCollRetry = errors.New("commands: collection changed concurrently")
 )
-
-// collFail replies with the error for err.
-func collFail(c *Ctx, err error) {
-	if errors.Is(err, errCollWrongType) {
-		c.W.Error(MsgWrongType)
-		return
-	}
-	failOrReply(c, err)
-}
 
 // replyErr is the name lists.go still uses for redisError (keyspace.go):
 // a Redis error reply computed inside an attempt (e.g. "hash value is not
@@ -1832,7 +1823,7 @@ func collLookup(c *Ctx, key []byte, typ string, members [][]byte) ([]dynastore.V
 func collLenCmd(c *Ctx, typ string) {
 	cl, err := openChecked(c, c.Args[1], typ)
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(cl.committedLen())
@@ -2377,7 +2368,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		return nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return 0, false
 	}
 	return added, true
@@ -2440,7 +2431,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 		return nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(removed)

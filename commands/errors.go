@@ -131,10 +131,15 @@ func cPrefix(b []byte, n int) []byte {
 	return b
 }
 
-// StoreErrorMsg maps a storage error to the Redis error reply a client gets.
-// It is the one place where dynastore errors become wire errors.
-func StoreErrorMsg(err error) string {
+// ErrorMsg maps an error that ended a command to the Redis error reply a
+// client gets: a reply the command decided on (a redisError: WRONGTYPE, not
+// an integer, ...), or a storage failure. It is the one place where errors
+// become wire errors.
+func ErrorMsg(err error) string {
+	var re redisError
 	switch {
+	case errors.As(err, &re):
+		return string(re)
 	case errors.Is(err, dynastore.ErrItemTooLarge):
 		return MsgValueTooLarge
 	case errors.Is(err, dynastore.ErrKeyTooLarge):
@@ -152,7 +157,7 @@ func StoreErrorMsg(err error) string {
 	}
 }
 
-// Fail replies with the Redis error for a storage error.
+// Fail replies with the Redis error for err (ErrorMsg).
 func (c *Ctx) Fail(err error) {
-	c.W.Error(StoreErrorMsg(err))
+	c.W.Error(ErrorMsg(err))
 }

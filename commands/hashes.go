@@ -134,7 +134,7 @@ func cmdHsetnx(c *Ctx) {
 		return nil, nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(boolInt(set))
@@ -143,7 +143,7 @@ func cmdHsetnx(c *Ctx) {
 func cmdHget(c *Ctx) {
 	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !present[0] {
@@ -156,7 +156,7 @@ func cmdHget(c *Ctx) {
 func cmdHmget(c *Ctx) {
 	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Array(len(vals))
@@ -172,7 +172,7 @@ func cmdHmget(c *Ctx) {
 func cmdHexists(c *Ctx) {
 	_, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(boolInt(present[0]))
@@ -181,7 +181,7 @@ func cmdHexists(c *Ctx) {
 func cmdHstrlen(c *Ctx) {
 	vals, _, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(int64(valueSize(vals[0])))
@@ -201,7 +201,7 @@ func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err e
 func cmdHgetall(c *Ctx) {
 	fields, vals, err := hashAll(c, c.Args[1])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Map(len(fields))
@@ -214,7 +214,7 @@ func cmdHgetall(c *Ctx) {
 func cmdHkeys(c *Ctx) {
 	fields, _, err := hashAll(c, c.Args[1])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Array(len(fields))
@@ -226,7 +226,7 @@ func cmdHkeys(c *Ctx) {
 func cmdHvals(c *Ctx) {
 	_, vals, err := hashAll(c, c.Args[1])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Array(len(vals))
@@ -311,7 +311,7 @@ func cmdHincrby(c *Ctx) {
 		return nInt(result), nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(result)
@@ -344,7 +344,7 @@ func cmdHincrbyfloat(c *Ctx) {
 		return hashValue([]byte(text)), nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.BulkString(text)
@@ -383,7 +383,7 @@ func cmdHrandfield(c *Ctx) {
 		return err
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !withValues {

@@ -1037,7 +1037,7 @@ func cmdObjectEncoding(c *Ctx) {
 	}
 	enc, err := encoder(c, c.Args[2])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Bulk([]byte(enc))

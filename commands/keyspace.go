@@ -662,16 +662,6 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 
-// failOrReply answers with a decided reply error, or the mapped storage error.
-func failOrReply(c *Ctx, err error) {
-	var re redisError
-	if errors.As(err, &re) {
-		c.W.Error(string(re))
-		return
-	}
-	c.Fail(err)
-}
-
 // mutateKey runs a read-modify-write on one key item without ever writing
 // over a state it has not seen: decide looks at the current state and
 // returns the write to make (nil: none needed), and the write is conditioned

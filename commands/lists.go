@@ -962,7 +962,7 @@ func listPush(c *Ctx, left, mustExist bool) {
 	key, vals := c.Args[1], c.Args[2:]
 	n, err := pushElements(c, key, vals, left, mustExist)
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(n)
@@ -1096,7 +1096,7 @@ func cmdPop(c *Ctx, left bool) {
 		return commitLists(c, []*listView{l}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	switch {
@@ -1132,7 +1132,7 @@ func readList(c *Ctx, key []byte) (*listView, error) {
 func cmdLlen(c *Ctx) {
 	l, err := readList(c, c.Args[1])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(l.length())
@@ -1173,7 +1173,7 @@ func cmdLrange(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	writeBulks(c, out)
@@ -1240,7 +1240,7 @@ func cmdLindex(c *Ctx) {
 		return err
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if v == nil {
@@ -1355,7 +1355,7 @@ func cmdLpos(c *Ctx) {
 		return nil
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !o.hasCount {
@@ -1402,7 +1402,7 @@ func cmdLset(c *Ctx) {
 		return commitLists(c, []*listView{l}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Simple("OK")
@@ -1482,7 +1482,7 @@ func cmdLinsert(c *Ctx) {
 		return commitLists(c, []*listView{l}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if reply > 0 {
@@ -1560,7 +1560,7 @@ func cmdLrem(c *Ctx) {
 		return commitLists(c, []*listView{l}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(removed)
@@ -1602,7 +1602,7 @@ func cmdLtrim(c *Ctx) {
 		return commitLists(c, []*listView{l}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Simple("OK")
@@ -1636,7 +1636,7 @@ func cmdRpoplpush(c *Ctx) { lmoveReply(c, false, true) }
 func lmoveReply(c *Ctx, from, to bool) {
 	v, err := listMove(c, c.Args[1], c.Args[2], from, to, false)
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if v == nil {
@@ -1817,7 +1817,7 @@ func cmdLmpop(c *Ctx) {
 	}
 	key, vals, err := listMultiPop(c, keys, left, count, false)
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	writeMpop(c, key, vals)

@@ -74,7 +74,7 @@ func cmdSrem(c *Ctx) { removeMembersCmd(c, TypeSet) }
 func cmdSismember(c *Ctx) {
 	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:3])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(boolInt(present[0]))
@@ -83,7 +83,7 @@ func cmdSismember(c *Ctx) {
 func cmdSmismember(c *Ctx) {
 	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:])
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Array(len(present))
@@ -106,7 +106,7 @@ func cmdSmembers(c *Ctx) {
 		return err
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	writeSet(c, members)
@@ -181,7 +181,7 @@ func cmdSpop(c *Ctx) {
 		return cl.commit()
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	if !withCount {
@@ -239,7 +239,7 @@ func cmdSrandmember(c *Ctx) {
 		return err
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	writePicked(c, picked, withCount)
@@ -329,7 +329,7 @@ func cmdSmove(c *Ctx) {
 		return commitCollections(c, []*collection{s, d}, nil)
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(boolInt(moved))
@@ -489,7 +489,7 @@ func setRead(c *Ctx, op setOp, keys [][]byte, limit int) ([][]byte, error) {
 func setReadCmd(c *Ctx, op setOp) {
 	res, err := setRead(c, op, c.Args[1:], 0)
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	writeSet(c, res)
@@ -528,7 +528,7 @@ func cmdSintercard(c *Ctx) {
 	}
 	res, err := setRead(c, opInter, keys, int(min(limit, math.MaxInt32)))
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(int64(len(res)))
@@ -562,7 +562,7 @@ func setStore(c *Ctx, op setOp) {
 		return commitCollections(c, []*collection{dest}, all[1:])
 	})
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(int64(n))
@@ -620,7 +620,7 @@ func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]
 		ms, vs, next, err = cl.scanPage(cursor, int(min(count, 10_000)))
 	}
 	if err != nil {
-		collFail(c, err)
+		c.Fail(err)
 		return
 	}
 	var out [][]byte

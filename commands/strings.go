@@ -472,7 +472,7 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 	})
 	switch {
 	case err != nil:
-		failOrReply(c, err)
+		c.Fail(err)
 	case get:
 		replyStringValue(c, before)
 	case aborted && rep == setReplyInt:
@@ -750,7 +750,7 @@ func cmdAppend(c *Ctx) {
 		return &keyWrite{Put: it}, nil
 	})
 	if err != nil {
-		failOrReply(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(newLen)
@@ -806,7 +806,7 @@ func cmdSetRange(c *Ctx) {
 		return &keyWrite{Put: stringItem(c.DB(), key, nv, originEdited, ks.Expiry)}, nil
 	})
 	if err != nil {
-		failOrReply(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(reply)
@@ -912,7 +912,7 @@ func incrBy(c *Ctx, d int64) {
 		return &keyWrite{Put: stringItem(c.DB(), key, []byte(fmt.Sprint(result)), originArg, ks.Expiry)}, nil
 	})
 	if err != nil {
-		failOrReply(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.Int(result)
@@ -999,7 +999,7 @@ func cmdIncrByFloat(c *Ctx) {
 		return &keyWrite{Put: stringItem(c.DB(), key, []byte(out), originFloat, ks.Expiry)}, nil
 	})
 	if err != nil {
-		failOrReply(c, err)
+		c.Fail(err)
 		return
 	}
 	c.W.BulkString(out)
