@@ -39,7 +39,7 @@ package commands
 // registry entry; a crash at any point leaves only unreferenced garbage.
 //
 // Changes. Every write is "read, compute, commit conditioned on what was
-// read" (the key item's ver), re-run on conflict (model.MaxAttempts), except
+// read" (the key item's ver), re-run on conflict (model.Retry), except
 // the single-request fast paths of the hot commands, which fall back to it
 // when their condition fails (the failed condition returns the item, so the
 // fallback does not read it again). A commit is:
@@ -175,37 +175,20 @@ var (
 // an integer") that ends the command without writing.
 type replyErr = redisError
 
-// collMaxAttempts bounds collRetry. It is higher than model.MaxAttempts: on
-// a large collection every writer's transaction touches the key item, and
-// DynamoDB cancels transactions that overlap on an item (TransactionConflict)
-// even when their conditions would all hold, so a hot collection sees more
-// (cheap, quickly resolved) conflicts than a hot string key.
-const collMaxAttempts = 40
-
-// collRetry runs attempt until it succeeds, fails with anything but a
-// conflict, or loses collMaxAttempts races, pausing a random, growing
-// while (at most 100 ms) between attempts so contenders spread out.
+// collRetry runs attempt until it succeeds or fails with anything but a
+// conflict (errCollRetry), as long as the retry policy allows (model.Retry).
 func collRetry(c *Ctx, attempt func(try int) error) error {
-	for try := 0; try < collMaxAttempts; try++ {
+	var retry model.Retry
+	for try := 0; ; try++ {
 		err := attempt(try)
 		if !errors.Is(err, errCollRetry) {
 			return err
 		}
-		if try == 0 {
-			continue
-		}
-		ceil := min(time.Duration(1)<<min(try, 20)*time.Millisecond/2, 100*time.Millisecond)
-		select {
-		case <-time.After(rand.N(ceil) + time.Millisecond):
-		case <-c.Done():
-			return c.Err()
+		if err := retry.Lost(c); err != nil {
+			return err
 		}
 	}
-	return errCollConflict
 }
-
-// errCollConflict ends a collRetry loop that kept losing races.
-var errCollConflict = fmt.Errorf("commands: gave up after %d conflicting attempts: %w", collMaxAttempts, dynastore.ErrTxConflict)
 
 // ---- per-process caches -------------------------------------------------------
 

@@ -75,7 +75,8 @@ func cmdDel(c *Ctx) {
 		return
 	}
 	keys := distinctKeys(c.Args[1:])
-	for attempt := 1; ; attempt++ {
+	var retry model.Retry
+	for {
 		states, err := readKeys(c, keys)
 		if err != nil {
 			c.Fail(err)
@@ -92,7 +93,7 @@ func cmdDel(c *Ctx) {
 			c.W.Int(int64(len(acts)))
 			return
 		}
-		if err := txRetry(c, err, attempt); err != nil {
+		if err := txRetry(c, err, &retry); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -119,13 +120,13 @@ func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
 }
 
 // txRetry is what a key transaction that failed with err means for its
-// attempt loop: nil to try again (only its conditions failed, and model.LostRace
-// allows another attempt), else the error to end with.
-func txRetry(c *Ctx, err error, attempt int) error {
+// attempt loop: nil to try again (only its conditions failed, and the retry
+// policy allows another attempt), else the error to end with.
+func txRetry(c *Ctx, err error, retry *model.Retry) error {
 	if !onlyConditionsFailed(err) {
 		return err
 	}
-	return model.LostRace(c, attempt)
+	return retry.Lost(c)
 }
 
 // distinctKeys returns keys without repeats and without keys too long to exist.
@@ -422,7 +423,8 @@ const (
 // registry entry follows its key); a lost race re-runs it.
 func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult, error) {
 	srcKey := itemKey(c.DB(), src)
-	for attempt := 1; ; attempt++ {
+	var retry model.Retry
+	for {
 		var from, to keyState
 		keys := []dynastore.Key{srcKey}
 		if keyFits(dst) {
@@ -461,7 +463,7 @@ func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult
 		if err == nil {
 			return moveDone, nil
 		}
-		if err := txRetry(c, err, attempt); err != nil {
+		if err := txRetry(c, err, &retry); err != nil {
 			return 0, err
 		}
 	}
@@ -519,7 +521,8 @@ func cmdCopy(c *Ctx) {
 		return
 	}
 	srcKey := itemKey(c.DB(), o.src)
-	for attempt := 1; ; attempt++ {
+	var retry model.Retry
+	for {
 		var dstRaw dynastore.Item
 		var from, to keyState
 		keys := []dynastore.Key{srcKey}
@@ -566,7 +569,7 @@ func cmdCopy(c *Ctx) {
 			c.W.Int(1)
 			return
 		}
-		if err := txRetry(c, err, attempt); err != nil {
+		if err := txRetry(c, err, &retry); err != nil {
 			c.Fail(err)
 			return
 		}

@@ -667,7 +667,7 @@ func (e redisError) Error() string { return string(e) }
 // returns the write to make (nil: none needed), and the write is conditioned
 // on the item being unchanged (its version token). When another writer got
 // there first, the failed write hands back the current item and decide runs
-// again, at most model.MaxAttempts times. start is a state already known
+// again, as long as the retry policy (model.Retry) allows. start is a state already known
 // (from a failed fast path); nil reads the item first.
 func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyWrite, error)) error {
 	k := itemKey(c.DB(), key)
@@ -680,7 +680,8 @@ func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyW
 			return err
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	var retry model.Retry
+	for {
 		w, err := decide(ks)
 		if err != nil || w == nil {
 			return err
@@ -698,7 +699,7 @@ func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyW
 		if !failed {
 			return err
 		}
-		if err := model.LostRace(c, attempt); err != nil {
+		if err := retry.Lost(c); err != nil {
 			return err
 		}
 		if ks, err = decodeKey(cur, c.NowMS()); err != nil {

@@ -22,7 +22,7 @@ package commands
 // reaches them, and disappear with their generation (sweeper.go).
 //
 // Every write of a large list is guarded by the key item's ver, so writers
-// of one list serialize; a conflict re-runs the command (listRetry).
+// of one list serialize; a conflict re-runs the command (collRetry).
 //
 // Costs (DynamoDB requests), when this instance wrote or read the list last
 // (its item cache, itemsOf, then holds the key item; a stale entry costs a
@@ -55,8 +55,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"math/rand/v2"
-	"time"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -923,39 +921,6 @@ func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
 	return nil
 }
 
-// listRetryBudget is how long a list command keeps re-running after
-// conflicts. It is a time, not an attempt count (collRetry): every writer
-// of a small list conditions on its ver, so a queue with many consumers
-// sees many short-lived conflicts, and giving up after a fixed number of
-// them would fail clients that only had to wait their turn.
-const listRetryBudget = 10 * time.Second
-
-// listRetry runs attempt until it succeeds, fails with anything but a
-// conflict, or keeps conflicting for listRetryBudget, pausing a random,
-// growing while (at most 50 ms) between attempts.
-func listRetry(c *Ctx, attempt func(try int) error) error {
-	start := time.Now()
-	for try := 0; ; try++ {
-		err := attempt(try)
-		if !errors.Is(err, errCollRetry) {
-			return err
-		}
-		if try == 0 {
-			// A stale cache entry: retry at once from a fresh read.
-			continue
-		}
-		if time.Since(start) > listRetryBudget {
-			return errCollConflict
-		}
-		ceil := min(time.Duration(1)<<min(try, 20)*time.Millisecond/2, 50*time.Millisecond)
-		select {
-		case <-time.After(rand.N(ceil) + time.Millisecond):
-		case <-c.Done():
-			return c.Err()
-		}
-	}
-}
-
 // ---- push and pop -------------------------------------------------------------------
 
 func listPush(c *Ctx, left, mustExist bool) {
@@ -1007,7 +972,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		seed, seeded = cur, true
 	}
 	var n int64
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		var l *listView
 		var err error
 		if seeded && try == 0 {
@@ -1077,7 +1042,7 @@ func cmdPop(c *Ctx, left bool) {
 	var popped [][]byte
 	exists := false
 	defer c.lockKeys(c.Args[1])()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		popped, exists = nil, false
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
@@ -1146,7 +1111,7 @@ func cmdLrange(c *Ctx) {
 		return
 	}
 	var out [][]byte
-	err := listRetry(c, func(int) error {
+	err := collRetry(c, func(int) error {
 		out = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1217,7 +1182,7 @@ func cmdLindex(c *Ctx) {
 	// Redis looks the key up before it parses the index.
 	idx, idxOK := string2ll(c.Args[2])
 	var v []byte
-	err := listRetry(c, func(int) error {
+	err := collRetry(c, func(int) error {
 		v = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1306,7 +1271,7 @@ func cmdLpos(c *Ctx) {
 	elem := c.Args[2]
 	var found []int64
 	exists := false
-	err := listRetry(c, func(int) error {
+	err := collRetry(c, func(int) error {
 		found, exists = nil, false
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -1377,7 +1342,7 @@ func cmdLpos(c *Ctx) {
 func cmdLset(c *Ctx) {
 	idx, idxOK := string2ll(c.Args[2])
 	defer c.lockKeys(c.Args[1])()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
@@ -1421,7 +1386,7 @@ func cmdLinsert(c *Ctx) {
 	pivot, elem := c.Args[3], c.Args[4]
 	defer c.lockKeys(c.Args[1])()
 	var reply int64
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
@@ -1500,7 +1465,7 @@ func cmdLrem(c *Ctx) {
 	elem := c.Args[3]
 	var removed int64
 	defer c.lockKeys(c.Args[1])()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
@@ -1574,7 +1539,7 @@ func cmdLtrim(c *Ctx) {
 		return
 	}
 	defer c.lockKeys(c.Args[1])()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
@@ -1654,7 +1619,7 @@ func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, er
 	var moved []byte
 	same := bytes.Equal(src, dst)
 	defer c.lockKeys(src, dst)()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		moved = nil
 		s, err := openListForWrite(c, src, try)
 		if err != nil {
@@ -1708,7 +1673,7 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 	var key []byte
 	var popped [][]byte
 	defer c.lockKeys(keys...)()
-	err := listRetry(c, func(try int) error {
+	err := collRetry(c, func(try int) error {
 		key, popped = nil, nil
 		var ls []*listView
 		if len(keys) == 1 {

@@ -9,7 +9,7 @@ package commands
 // to every client of every instance, or none does. The commit is
 // conditioned on every item the commands read being unchanged, so the
 // run is serializable whatever it read; when another client got there
-// first the commands run again (model.LostRace bounds how often), as
+// first the commands run again (model.Retry bounds how long), as
 // Redis's single thread would have run them after that client.
 //
 // WATCH reads the key items of its keys and keeps them on the connection.
@@ -309,7 +309,8 @@ func cmdExec(c *Ctx) {
 		}
 	}
 	defer c.Srv.listRT().lockKeys(db, names...)()
-	for attempt := 1; ; attempt++ {
+	var retry model.Retry
+	for {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		for _, w := range tx.watched {
 			if keyFits(w.key) {
@@ -340,7 +341,7 @@ func cmdExec(c *Ctx) {
 		case model.Retryable(err):
 			// The connection's own state as at EXEC (SELECT, HELLO).
 			c.Conn.DB, c.Conn.Proto = db, proto
-			if err := model.LostRace(c, attempt); err != nil {
+			if err := retry.Lost(c); err != nil {
 				c.Fail(err)
 				return
 			}

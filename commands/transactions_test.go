@@ -607,11 +607,13 @@ func TestTxExecFaults(t *testing.T) {
 			mem.FailNext(dynastore.OpTransactWriteItems, canceled)
 		}, "", "2"},
 		{"commit keeps losing", func(mem *memory.Store) {
-			for range model.MaxAttempts {
+			// More lost races than fit in the (shortened) retry budget.
+			for range 200 {
 				mem.FailNext(dynastore.OpTransactWriteItems, canceled)
 			}
 		}, commands.MsgConflict, "1"},
 	}
+	defer model.SetRetryBudget(model.SetRetryBudget(100 * time.Millisecond))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.New(memory.Options{})

@@ -5,39 +5,70 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
 )
 
-// MaxAttempts bounds every optimistic unit of work (a read-then-write
-// conditioned on what was read, a MULTI/EXEC run): past it the unit gives
-// up with ErrGaveUp rather than spinning under heavy contention.
-const MaxAttempts = 16
+// DefaultRetryBudget is how long an optimistic unit of work (a
+// read-then-write conditioned on what was read, a MULTI/EXEC run) keeps
+// re-running after losing races before it gives up. It is a time, not a
+// count of attempts: a hot key (a queue many consumers pop, a counter many
+// clients bump) sees many short-lived conflicts, and a writer that only
+// had to wait its turn should get it. Each instance lets one of its own
+// writers of a key contend at a time (the per-process key locks), so the
+// contenders of a key are about as many as the instances.
+const DefaultRetryBudget = 10 * time.Second
 
-// ErrGaveUp ends an optimistic unit that kept losing races. It wraps
-// dynastore.ErrTxConflict, so it maps to the same reply as a conflict the
-// store reported.
-var ErrGaveUp = fmt.Errorf("model: gave up after %d conflicting attempts: %w", MaxAttempts, dynastore.ErrTxConflict)
+// maxBackoff caps the pause between two attempts.
+const maxBackoff = 64 * time.Millisecond
+
+// retryBudget is DefaultRetryBudget unless a test shortened it.
+var retryBudget atomic.Int64
+
+func init() { retryBudget.Store(int64(DefaultRetryBudget)) }
+
+// SetRetryBudget changes the retry budget of the whole process and returns
+// the previous one (tests use it to reach the give-up quickly).
+func SetRetryBudget(d time.Duration) time.Duration {
+	return time.Duration(retryBudget.Swap(int64(d)))
+}
+
+// ErrGaveUp ends an optimistic unit that kept losing races for the whole
+// retry budget. It wraps dynastore.ErrTxConflict, so it maps to the same
+// reply as a conflict the store reported.
+var ErrGaveUp = fmt.Errorf("model: gave up after conflicting attempts: %w", dynastore.ErrTxConflict)
 
 // ErrConflict is a commit that lost a race to another writer: the unit of
-// work is run again from the start (LostRace says whether and when).
+// work runs again from the start (Retry says whether and when).
 var ErrConflict = errors.New("model: conflicting write")
 
-// LostRace is the one retry policy: it is called when attempt (1-based)
-// lost a race to another writer and returns ErrGaveUp once the attempts
-// are used up; otherwise, from the third attempt on, it waits a short
-// random time (up to 2^attempt ms, capped at 64) so that contenders spread
-// out instead of colliding again. It returns the context's error, wrapped,
-// when ctx ends while it waits.
-func LostRace(ctx context.Context, attempt int) error {
-	if attempt >= MaxAttempts {
-		return ErrGaveUp
-	}
-	if attempt < 2 {
+// Retry is the one retry policy of every optimistic unit of work. Its zero
+// value is ready; one Retry serves one unit of work.
+type Retry struct {
+	lost  int
+	start time.Time
+}
+
+// Lost is called each time the unit's attempt lost a race to another
+// writer. The first lost race is retried at once (it is often a stale
+// cache entry); after that Lost waits a short random time, growing with
+// the attempts up to maxBackoff, so that contenders spread out instead of
+// colliding again. It returns ErrGaveUp once the unit has been losing for
+// the retry budget, and the context's error, wrapped, when ctx ends while
+// it waits.
+func (r *Retry) Lost(ctx context.Context) error {
+	r.lost++
+	if r.lost == 1 {
+		r.start = time.Now()
 		return nil
 	}
-	t := time.NewTimer(time.Duration(rand.IntN(1<<min(attempt, 6))) * time.Millisecond)
+	if time.Since(r.start) >= time.Duration(retryBudget.Load()) {
+		return ErrGaveUp
+	}
+	ceil := min(time.Millisecond<<min(r.lost, 20)/2, maxBackoff)
+	t := time.NewTimer(rand.N(ceil) + time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -1,7 +1,7 @@
 // Package model is the layer between redamo's commands and its store: the
 // Redis data model over DynamoDB items. It starts with the one transaction
 // every multi-step unit of work runs in (Txn) and the one retry policy
-// (LostRace, ErrGaveUp); the key-item codec, the collection engine and the
+// (Retry, ErrGaveUp); the key-item codec, the collection engine and the
 // caches are to move here from commands/.
 package model
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -321,14 +322,30 @@ func TestTxnReadError(t *testing.T) {
 	require.Equal(t, "<none>", value(t, mem, key("b", "0")))
 }
 
-// TestLostRace checks the retry policy's bound.
-func TestLostRace(t *testing.T) {
+// TestRetry checks the retry policy: lost races are retried until the
+// budget is spent, and a pause ends with the context.
+func TestRetry(t *testing.T) {
+	defer model.SetRetryBudget(model.SetRetryBudget(50 * time.Millisecond))
 	ctx := context.Background()
-	for attempt := 1; attempt < model.MaxAttempts; attempt++ {
-		require.NoError(t, model.LostRace(ctx, attempt))
+	var r model.Retry
+	start := time.Now()
+	require.NoError(t, r.Lost(ctx))
+	lost := 1
+	var err error
+	for err == nil {
+		err = r.Lost(ctx)
+		lost++
 	}
-	require.ErrorIs(t, model.LostRace(ctx, model.MaxAttempts), model.ErrGaveUp)
+	require.ErrorIs(t, err, model.ErrGaveUp)
+	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "gave up before the budget was spent")
+	require.Greater(t, lost, 2)
 	require.ErrorIs(t, model.ErrGaveUp, dynastore.ErrTxConflict)
 	require.False(t, model.Retryable(model.ErrGaveUp))
 	require.True(t, model.Retryable(model.ErrConflict))
+
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	var r2 model.Retry
+	require.NoError(t, r2.Lost(canceled))
+	require.ErrorIs(t, r2.Lost(canceled), context.Canceled, "a pause ends with the context")
 }
