@@ -205,17 +205,7 @@ func cmdWatch(c *Ctx) {
 			ks = append(ks, itemKey(db, k))
 		}
 	}
-	var items []dynastore.Item
-	var err error
-	switch len(ks) {
-	case 0:
-	case 1:
-		var it dynastore.Item
-		it, err = c.Store.Get(c, ks[0])
-		items = []dynastore.Item{it}
-	default:
-		items, err = c.Store.BatchGet(c, ks)
-	}
+	items, err := dynastore.GetMany(c, c.Store, ks)
 	if err != nil {
 		c.Fail(err)
 		return

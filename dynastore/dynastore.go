@@ -421,6 +421,22 @@ type Store interface {
 	Scan(ctx context.Context, s Scan) (ScanPage, error)
 }
 
+// GetMany reads the items at keys (nil where missing) in as few requests
+// as it can: none for no key, one GetItem for one, BatchGet for more.
+func GetMany(ctx context.Context, st Store, keys []Key) ([]Item, error) {
+	switch len(keys) {
+	case 0:
+		return nil, nil
+	case 1:
+		it, err := st.Get(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		return []Item{it}, nil
+	}
+	return st.BatchGet(ctx, keys)
+}
+
 // Prefetcher is implemented by a Store that can bring items closer ahead
 // of the requests that will use them: the embedded store loads them into
 // the CPU's caches, so that a pipeline's requests do not each wait for

@@ -170,18 +170,10 @@ func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
 		}
 	}
 	t.mu.Unlock()
-	var items []dynastore.Item
-	var err error
-	switch len(missing) {
-	case 0:
+	if len(missing) == 0 {
 		return nil
-	case 1:
-		var it dynastore.Item
-		it, err = t.st.Get(ctx, missing[0])
-		items = []dynastore.Item{it}
-	default:
-		items, err = t.st.BatchGet(ctx, missing)
 	}
+	items, err := dynastore.GetMany(ctx, t.st, missing)
 	if err != nil {
 		return t.fail(err)
 	}
@@ -224,14 +216,24 @@ func (t *Txn) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore.I
 // Put implements dynastore.Store. A Put without condition or return value
 // is blind: it reads nothing, so it adds no check to the commit.
 func (t *Txn) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
-	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
-		return nil, err
-	}
 	nit, _, err := dynastore.NormalizeItemSize(it)
 	if err != nil {
 		return nil, err
 	}
-	k := nit.Key()
+	return t.replace(ctx, nit.Key(), nit, o)
+}
+
+// Delete implements dynastore.Store. Like Put, a Delete without condition
+// or return value is blind.
+func (t *Txn) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	return t.replace(ctx, k, nil, o)
+}
+
+// replace makes next (nil: none) the item at k, under o's condition.
+func (t *Txn) replace(ctx context.Context, k dynastore.Key, next dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
+		return nil, err
+	}
 	if err := dynastore.ValidateKey(k); err != nil {
 		return nil, err
 	}
@@ -250,8 +252,8 @@ func (t *Txn) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptio
 			return nil, err
 		}
 	}
-	s.written, s.cur = true, nit
-	return dynastore.Projection(o.Return, old, nit, nil), nil
+	s.written, s.cur = true, next
+	return dynastore.Projection(o.Return, old, next, nil), nil
 }
 
 // Update implements dynastore.Store.
@@ -278,34 +280,6 @@ func (t *Txn) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o
 	}
 	s.written, s.cur = true, nit
 	return dynastore.Projection(o.Return, old, nit, &u), nil
-}
-
-// Delete implements dynastore.Store. Like Put, a Delete without condition
-// or return value is blind.
-func (t *Txn) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
-	if err := dynastore.ValidateReturn(o.Return, false); err != nil {
-		return nil, err
-	}
-	if err := dynastore.ValidateKey(k); err != nil {
-		return nil, err
-	}
-	blind := o.Cond == nil && o.Return == dynastore.ReturnNone
-	if !blind {
-		if err := t.load(ctx, k); err != nil {
-			return nil, err
-		}
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.slot(k)
-	old := s.view()
-	if !blind {
-		if err := holds(old, o); err != nil {
-			return nil, err
-		}
-	}
-	s.written, s.cur = true, nil
-	return dynastore.Projection(o.Return, old, nil, nil), nil
 }
 
 // holds checks a single write's condition on the Txn's view of the item.
