@@ -100,11 +100,10 @@ func itemKey(db int, key []byte) dynastore.Key {
 // requestScratch is memory a connection's commands reuse from one request
 // to the next for what they hand the store in one call and no longer need
 // once it returns, as a Store copies what it is given: readKey's and
-// INCR's key, INCR's update. A pipelined INCR allocated 356 bytes in 7
-// objects; these were 120 bytes in 2, and without them it takes 7% less
-// time (in process, over 100,000 keys). GET allocates nothing. returned
-// is where INCR has the store put the item it returns
-// (WriteOptions.ReturnInto); it keeps that item's values until the next.
+// INCR's key, INCR's update. These were a large part of a pipelined
+// INCR's allocations; GET allocates nothing. returned is where INCR has
+// the store put the item it returns (WriteOptions.ReturnInto); it keeps
+// that item's values until the next.
 type requestScratch struct {
 	pk       []byte
 	incr     incrActs
@@ -138,8 +137,7 @@ func redisKeyOf(pk []byte) (db int, key []byte, ok bool) {
 // no syscall. A string rather than a Number: a store parses a Number to
 // validate, normalize and size it, three times per write, and the decimal
 // form takes 19 digits where these 11 bytes fit Go's tiny allocator;
-// version tokens are only ever compared for equality. The pipelined INCR
-// and SET each took 4% less CPU in process.
+// version tokens are only ever compared for equality.
 func newVer() dynastore.S {
 	const digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	var b [11]byte
@@ -211,10 +209,10 @@ func ttlSeconds(expiryMS int64) dynastore.N {
 // latest keeps the value it last built and hands it out again while its
 // key stays the same. Under load the commands in a row mostly share their
 // millisecond, and building a condition from the clock for each was a good
-// part of a write's allocations (5 of the 26 of a SET NX PX, a tree of
-// eight nodes and two formatted numbers for INCR). The values are
-// conditions, read-only to stores, so every goroutine may share them;
-// callers that add terms wrap them in a new And or Or.
+// part of a write's allocations (for INCR, a tree of eight nodes and two
+// formatted numbers). The values are conditions, read-only to stores, so
+// every goroutine may share them; callers that add terms wrap them in a
+// new And or Or.
 type latest[K comparable, V any] struct {
 	last atomic.Pointer[keyed[K, V]]
 }

@@ -174,7 +174,7 @@ type (
 // stores take it as the condition it holds without validating it again.
 // Commands build their hot conditions once and reuse them (INCR's, for
 // each millisecond and delta): validating the same tree on every request
-// was 5% of a pipelined INCR's CPU on the embedded store.
+// was a measurable part of a pipelined INCR's cost on the embedded store.
 type Checked struct{ c Cond }
 
 // Check validates c and returns it as a *Checked, ready to be reused (nil
@@ -308,7 +308,8 @@ type WriteOptions struct {
 	// otherwise copy them. Once the call is made, whatever its outcome, the
 	// caller must neither read nor modify the item or anything it refers
 	// to. A backend that serializes items ignores it. Copying the freshly
-	// built item of every SET cost the embedded store a fifth of its CPU.
+	// built item of every SET was a large part of the embedded store's
+	// cost.
 	Handover bool
 }
 
@@ -400,8 +401,8 @@ type ScanPage struct {
 // TxReason.Old may share memory with the store (the embedded backend hands
 // out its stored items, which no write changes in place once handed out: a
 // write then stores a new item). A caller that wants to modify one clones
-// it first (CloneItem). Copying every item read cost the embedded store
-// about a third of a GET's CPU.
+// it first (CloneItem). Copying every item read was a large part of a
+// GET's cost on the embedded store.
 //
 // Failures are reported with the sentinel errors below (wrapped), so callers
 // test them with errors.Is / errors.As.

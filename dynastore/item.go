@@ -19,7 +19,7 @@ type Attr struct {
 // comparing a few short names, where a Go map takes two allocations and
 // hashes every name it looks up. On the embedded store's hot path (a SET
 // builds an item, an INCR copies one, every condition reads one) the map
-// was a fifth of the CPU under redis-benchmark.
+// was a large part of the cost.
 type Item []Attr
 
 // Get returns the value of attribute name, nil if the item has none.

@@ -343,8 +343,7 @@ func sumValue(a, b N) (Value, error) {
 // sharedInts holds the numbers 0 to 9999 boxed once, as Redis shares its
 // integer objects below 10000: the counters an embedded store's updates
 // ADD to are mostly small, and each sum then costs no allocation and its
-// item one object fewer for the collector to mark (pipelined INCR, in
-// process: 7% less time).
+// item one object fewer for the collector to mark.
 var sharedInts = func() (vs [10000]Value) {
 	for i := range vs {
 		vs[i] = N(strconv.Itoa(i))

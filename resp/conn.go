@@ -215,8 +215,7 @@ func (c *conn) fill() error {
 	if c.pos == len(c.buf) {
 		// Every request has been answered: a client that waits for its
 		// replies has not sent more yet, and a read now would mostly fail
-		// and park. The other connections run first, which gives it time
-		// (a quarter of the reads under redis-benchmark -c 50 -P 16).
+		// and park. The other connections run first, which gives it time.
 		runtime.Gosched()
 	}
 	if c.raw == nil {

@@ -52,7 +52,7 @@ type op func(i int) error
 // the capacity every request consumed (it counts it per command), so the
 // raw request that does what redamo's does asks for it too; the side
 // without it shows what that costs. On DynamoDB Local it costs writes a
-// read of the old item (~0.2 ms), on DynamoDB nothing measurable.
+// read of the old item, on DynamoDB nothing measurable.
 type rawSide struct {
 	name string
 	// tag keeps each side's raw keys apart, so that conditional requests

@@ -55,7 +55,7 @@ func runLarge(args []string) error {
 		defer clients[s].Close()
 	}
 	// The servers take turns every few operations, so that the machine's
-	// moods (CPU wake-up latency varies several-fold here) fall on both.
+	// moods (CPU wake-up latency can vary widely) fall on both.
 	const chunk = 10
 	results := make([][]summary, len(servers))
 	for _, c := range cmds {

@@ -207,27 +207,23 @@ func tuneRuntime(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		// Every command allocates short-lived request and reply values, and
 		// each collection marks the whole heap, which on the embedded store
-		// holds every key. A quarter of the CPU went to the collector at
-		// Go's default of 100; 200 served 15-30% more requests per second
-		// (redis-benchmark -c 50 -P 16). 400 takes another 6% off the CPU
-		// of a pipelined INCR over 200,000 keys (runs of 3,000,000
-		// requests: 2.48-2.52 us against 2.63-2.72), for a heap that may
-		// grow to 5x the live data (RSS there 316 MB rather than 270 MB).
-		// On DynamoDB the heap holds no data, so the headroom costs little.
+		// holds every key: at Go's default of 100 the collector took a large
+		// share of the CPU under pipelined load. A higher target collects
+		// less often, and serves more requests per second, for a heap that
+		// may grow to 5x the live data. On DynamoDB the heap holds no data,
+		// so the headroom costs little.
 		debug.SetGCPercent(gcPercent)
 	}
 	if getenv("GOMAXPROCS") == "" {
 		// Each pipeline costs a read and a write system call, and with one
-		// P per CPU the scheduler parked and woke its threads some 28,000
-		// times a second under redis-benchmark -c 50 -P 16 on two cores,
-		// which then sat 20% idle while clients waited. With two per CPU
-		// an idle P's thread is already waiting on the network poller:
-		// 15,000 switches a second, 8% idle, and 10-20% more requests per
-		// second for SET, GET and INCR at no more CPU per request (runs of
-		// 3,000,000 requests over 200,000 keys: INCR 581,000-595,000/s at
-		// 2.41-2.45 us against 455,000-541,000/s at 2.55-2.64 us). Setting
-		// GOMAXPROCS stops the runtime from following later changes of a
-		// container's CPU limit; the limit at start counts.
+		// P per CPU the scheduler kept parking and waking its threads under
+		// many pipelining clients, and the cores sat idle while clients
+		// waited. With two per CPU an idle P's thread is already waiting on
+		// the network poller: fewer switches, less idle time, and more
+		// requests per second for SET, GET and INCR at no more CPU per
+		// request. Setting GOMAXPROCS stops the runtime from following
+		// later changes of a container's CPU limit; the limit at start
+		// counts.
 		runtime.GOMAXPROCS(procsPerCPU * startProcs)
 	}
 }

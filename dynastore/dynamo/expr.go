@@ -173,10 +173,10 @@ const (
 // parts imply, so that a constant condition needs no expression (DynamoDB has
 // no literal true or false) and every other one is as short as its meaning
 // allows: DynamoDB Local's latency grows with each operator (the INCR guard
-// as first written, seven operators, cost ~0.3 ms over a bare ADD), and the
-// layers above compose their conditions from reusable parts that overlap
-// ("absent OR (live AND ...)", where live re-checks existence). The rules,
-// each an equivalence under DynamoDB's semantics (dynastore.EvalCond):
+// as first written, seven operators, was markedly slower than a bare ADD),
+// and the layers above compose their conditions from reusable parts that
+// overlap ("absent OR (live AND ...)", where live re-checks existence). The
+// rules, each an equivalence under DynamoDB's semantics (dynastore.EvalCond):
 //   - an empty And is true, an empty Or false; nested Ands and Ors flatten;
 //   - each disjunct of an Or may assume the ones before it false: after
 //     NotExists{A} the attribute exists, after Exists{A} it does not, so

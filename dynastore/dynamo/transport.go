@@ -30,10 +30,10 @@ import (
 // goroutines (a writer and a reader per connection) and hands the response
 // back over a channel, and each hand-over can wake a sleeping thread. With
 // one client doing one request at a time, as a Redis client waiting for its
-// reply does, those wake-ups are a large part of the latency: measured on
-// DynamoDB Local, GetItem's p50 fell from ~1.0 ms to ~0.85 ms. DynamoDB's
-// API is plain HTTP/1.1 requests with a Content-Length, so the standard
-// library's request writer and response reader are all it needs.
+// reply does, those wake-ups are a large part of the latency (on DynamoDB
+// Local, at least). DynamoDB's API is plain HTTP/1.1 requests with a
+// Content-Length, so the standard library's request writer and response
+// reader are all it needs.
 //
 // Requests through a proxy (HTTP_PROXY/HTTPS_PROXY), or with a scheme other
 // than http and https, go to the SDK's client instead, which directClient

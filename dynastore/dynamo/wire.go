@@ -36,13 +36,11 @@ import (
 //
 // Why: the SDK's call (middleware stack, its types, its JSON encoder and
 // decoder, signing) plus redamo's conversion of items to and from its types
-// cost about 130 µs of CPU and 500 allocations per GetItem here, on a
-// request that takes about 1 ms; the direct path takes about 20 µs and 81
-// allocations (BenchmarkRequest), half of it the SDK's signer. What the SDK
-// does beyond signing is generic machinery this fixed set of requests does
-// not need. It is paid per item too: a BatchGetItem of ten items (an MGET)
-// costs about 130 µs and 1035 allocations through the SDK, 32 µs and 191
-// direct.
+// cost far more CPU and allocations per request than the direct path, much
+// of whose own cost is the SDK's signer (BenchmarkRequest compares the
+// two). What the SDK does beyond signing is generic machinery this fixed
+// set of requests does not need. It is paid per item too: a BatchGetItem
+// (an MGET) pays it for every item it returns.
 //
 // The SDK client stays for table management, and for every request when
 // the configuration asks for something the direct path does not do (see

@@ -19,8 +19,8 @@ import (
 
 // The index. With one lock over one tree, every writer queued behind
 // whichever writer held it, and the holder spent its time descending a
-// 100,000-item tree through interface{} comparisons (redis-benchmark -r
-// 100000: SET waited ~480 us a call). So:
+// tree of every item through interface{} comparisons, so that a SET spent
+// most of its time waiting. So:
 //
 //   - Items are spread over nShards shards by a hash of their partition key;
 //     each shard has its own lock. Writers on different partitions do not
@@ -38,7 +38,7 @@ import (
 //     only replaced. An item nobody was handed (the entry is not lent) is
 //     read only under its shard's lock, and an update may change it in
 //     place (see Update): a pipelined INCR on the same keys then allocates
-//     no item, where copying one was a tenth of its CPU.
+//     no item, where copying one was a measurable part of its cost.
 //
 // A request that spans shards (BatchGet, Transact, Scan) locks every shard
 // it touches in ascending order, so requests never deadlock and each stays
@@ -94,7 +94,7 @@ type entry struct {
 	item dynastore.Item
 	// idBuf holds an id of up to len(idBuf) bytes in the entry's own
 	// allocation: finding an entry compares its id and then reads the
-	// entry, one cache miss instead of two. On 100,000 random keys, point
+	// entry, one cache miss instead of two. On a large store, point
 	// requests spend much of their time waiting for memory. 48 bytes make
 	// an entry 112 bytes, a Go size class, and fit redamo's key items of
 	// keys up to about 40 bytes.
@@ -148,10 +148,9 @@ func newEntry(id []byte, item dynastore.Item, size int) *entry {
 // its id inline, big-endian and zero-padded, so that ordering two refs
 // reads the entries only when those bytes are equal. An insert into a tree
 // of *entry read an entry for each of its dozen comparisons, each a cache
-// miss on a large store (22% of BenchmarkStore/insert's CPU). Padding keeps
-// the order: when two padded prefixes differ, the first difference is
-// either between two id bytes or where a shorter id, a prefix of the
-// other, ended.
+// miss on a large store. Padding keeps the order: when two padded prefixes
+// differ, the first difference is either between two id bytes or where a
+// shorter id, a prefix of the other, ended.
 type ref struct {
 	pfx [3]uint64
 	e   *entry
@@ -382,7 +381,7 @@ type decision func(sh *shardState, cur *entry) (next dynastore.Item, size int, e
 // write performs one single-item write at k, deciding it under the write
 // lock of the item's shard; with lendNext the item it leaves is lent, to be
 // handed out. (Deciding first under the read lock, and under the write lock
-// only checking that the item had not changed, measured no faster for
+// only checking that the item had not changed, was no faster for
 // pipelined INCR; and an item not lent may now change in place, which only
 // a writer holding the lock may read.)
 func (s *Store) write(k dynastore.Key, lendNext bool, decide decision) (outcome, error) {

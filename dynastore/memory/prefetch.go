@@ -15,16 +15,15 @@ var prefetched atomic.Uint32
 
 // Prefetch implements dynastore.Prefetcher: it reads, for each key, the
 // index slot and the entry, and for the items of reads their attributes
-// and what requests read of their values (see below), each stage for every key before the next
-// stage, so that the cache misses of different keys overlap instead of
-// following one another (GET over 100,000 keys, in pipelines of 16: 20%
-// less time in process; SET, the index alone: 8%). It finds the entries
+// and what requests read of their values (see below), each stage for
+// every key before the next stage, so that the cache misses of different
+// keys overlap instead of following one another. It finds the entries
 // under the read locks of the shards it touches, taken with TryRLock: a
 // shard being written, or waited for by a writer, is skipped rather than
 // waited for. Writers of those shards wait for the misses taken under the
 // locks: reading the items a pipeline of SETs replaces, rather than only
-// finding them, cost SET 9% more time. The items of reads are read under
-// the locks too: one never handed out may change in place (see Update).
+// finding them, made SET slower. The items of reads are read under the
+// locks too: one never handed out may change in place (see Update).
 func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 	reads = reads[:min(len(reads), maxPrefetch)]
 	replaced = replaced[:min(len(replaced), maxPrefetch-len(reads))]
@@ -67,8 +66,7 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 			}
 			// The entry's head (its id and item) and the end of its id,
 			// which a lookup compares: an entry starts anywhere in a cache
-			// line, and its id often ends in the next one (2-4% less time
-			// for GET, SET and INCR).
+			// line, and its id often ends in the next one.
 			if len(e.id) > 0 {
 				last += e.id[len(e.id)-1]
 			}
@@ -79,9 +77,8 @@ func (s *Store) Prefetch(reads, replaced []dynastore.Key) {
 			if a.Name == dynastore.AttrPK || a.Name == dynastore.AttrSK {
 				// The key's bytes are also the entry's id, already
 				// compared; its sizes come from the key (ItemSizeAt);
-				// point requests seldom read it from the item. This and
-				// reading only the length of strings took pipelined GET
-				// 7% less time in process, INCR 4%.
+				// point requests seldom read it from the item, so the
+				// prefetch spends no time on it.
 				continue
 			}
 			switch v := a.Value.(type) {
