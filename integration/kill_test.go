@@ -150,3 +150,110 @@ func sorted(ss []string) []string {
 	})
 	return out
 }
+
+// TestKillMidExec kills redamo at random moments while clients run
+// MULTI/EXEC blocks (transfers between counters, members moved between two
+// large sets, a union of both stored, which stages a new generation inside
+// the transaction), then restarts it on the same table: every EXEC took
+// effect whole or not at all.
+func TestKillMidExec(t *testing.T) {
+	ep := endpoint(t)
+	table := fmt.Sprintf("killexec_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
+	in := &instance{t: t, args: []string{"--store", "dynamodb", "--endpoint", ep,
+		"--region", "us-east-1", "--table", table, "--create-table"}}
+	ctx := context.Background()
+
+	const n, accounts, initial = 150, 6, 1000
+	members := make([]string, n)
+	for i := range members {
+		members[i] = "m" + strconv.Itoa(i)
+	}
+	c := in.start()
+	require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
+	for i := range accounts {
+		require.NoError(t, c.Set(ctx, "acct"+strconv.Itoa(i), initial, 0).Err())
+	}
+	require.NoError(t, c.Close())
+	in.kill()
+
+	rng := rand.New(rand.NewPCG(3, 5))
+	var committed int
+	for round := range 10 {
+		c := in.start()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		stop := make(chan struct{})
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					// Errors are expected once the process is killed.
+					_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						switch r.IntN(4) {
+						case 0, 1:
+							from, to := r.IntN(accounts), r.IntN(accounts)
+							amount := int64(1 + r.IntN(20))
+							p.DecrBy(ctx, "acct"+strconv.Itoa(from), amount)
+							p.IncrBy(ctx, "acct"+strconv.Itoa(to), amount)
+						case 2:
+							m := members[r.IntN(n)]
+							p.SMove(ctx, "sa", "sb", m)
+							p.SMove(ctx, "sb", "sa", members[r.IntN(n)])
+						default:
+							p.SUnionStore(ctx, "su", "sa", "sb")
+							p.Incr(ctx, "unions")
+						}
+						return nil
+					})
+					if err == nil {
+						mu.Lock()
+						committed++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		in.kill()
+		close(stop)
+		wg.Wait()
+		_ = c.Close()
+
+		c = in.start()
+		var sum int64
+		for i := range accounts {
+			v, err := c.Get(ctx, "acct"+strconv.Itoa(i)).Int64()
+			require.NoError(t, err)
+			sum += v
+		}
+		require.Equal(t, int64(accounts*initial), sum, "round %d: a transfer was applied in part", round)
+		sa, err := c.SMembers(ctx, "sa").Result()
+		require.NoError(t, err)
+		sb, err := c.SMembers(ctx, "sb").Result()
+		require.NoError(t, err)
+		require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
+		su, err := c.SMembers(ctx, "su").Result()
+		require.NoError(t, err)
+		unions, err := c.Get(ctx, "unions").Int64()
+		if err == redis.Nil {
+			unions = 0
+		} else {
+			require.NoError(t, err)
+		}
+		// The union and its counter were written by the same EXECs.
+		require.Equal(t, unions > 0, len(su) > 0, "round %d: SUNIONSTORE and INCR of one EXEC disagree", round)
+		if len(su) > 0 {
+			require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
+		}
+		require.NoError(t, c.Close())
+		in.kill()
+	}
+	require.Positive(t, committed, "no EXEC ever committed: the workload did not run")
+}
