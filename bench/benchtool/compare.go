@@ -342,6 +342,40 @@ func (c *comparer) pairs() []pair {
 			},
 		},
 		{
+			// A transfer between two counters: redamo's EXEC reads both
+			// key items (one BatchGetItem) and commits one
+			// TransactWriteItems conditioned on them; the raw side is the
+			// single TransactWriteItems of two ADDs, which DynamoDB makes
+			// atomic without reading.
+			command: "MULTI DECRBY INCRBY EXEC", request: "TransactWriteItems of 2 ADDs",
+			redamo: func(i int) error {
+				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, c.redisKey("acct", 0), 1)
+					p.IncrBy(ctx, c.redisKey("acct", 1), 1)
+					return nil
+				})
+				return err
+			},
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					add := func(n int, d int64) types.TransactWriteItem {
+						return types.TransactWriteItem{Update: &types.Update{
+							TableName:                 &c.table,
+							Key:                       keyOf(c.rawPK(rs, "acct", n)),
+							UpdateExpression:          aws.String("ADD #v :d"),
+							ExpressionAttributeNames:  map[string]string{"#v": c.lay.intAttr},
+							ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(d)},
+						}}
+					}
+					_, err := c.ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+						TransactItems:          []types.TransactWriteItem{add(0, -1), add(1, 1)},
+						ReturnConsumedCapacity: rs.cc,
+					})
+					return err
+				}
+			},
+		},
+		{
 			command: "EXPIRE", request: "UpdateItem",
 			redamo: func(i int) error {
 				return expect(rdb.Expire(ctx, c.redisKey("s", i), 1000*time.Second).Result())(true)
