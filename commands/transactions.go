@@ -299,6 +299,12 @@ func cmdExec(c *Ctx) {
 		}
 	}
 	defer c.Srv.listRT().lockKeys(db, names...)()
+	// Commands that only read are served from one snapshot of their keys
+	// where the store reads snapshots: one request, nothing to check after.
+	readOnly := len(tx.watched) == 0
+	for _, q := range tx.queue {
+		readOnly = readOnly && q.cmd.HasFlag(FlagReadonly)
+	}
 	var retry model.Retry
 	for {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
@@ -307,7 +313,11 @@ func cmdExec(c *Ctx) {
 				txn.Watch(itemKey(w.db, w.key), w.item, w.still(c.NowMS()))
 			}
 		}
-		if err := txn.Load(c, keys); err != nil {
+		load := txn.Load
+		if readOnly {
+			load = txn.LoadSnapshot
+		}
+		if err := load(c, keys); err != nil {
 			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
 			return
 		}

@@ -438,6 +438,17 @@ func GetMany(ctx context.Context, st Store, keys []Key) ([]Item, error) {
 	return st.BatchGet(ctx, keys)
 }
 
+// SnapshotReader is implemented by a Store that can read several items as
+// of one instant (DynamoDB's TransactGetItems, which costs twice the read
+// units of a BatchGet): what a multi-key read needs to be one consistent
+// state without reading again to check. Keys must be distinct and at most
+// MaxTxActions; the items come in the order of keys, nil where missing. A
+// read that meets a write transaction in progress may fail with
+// ErrTxConflict (retryable).
+type SnapshotReader interface {
+	GetSnapshot(ctx context.Context, keys []Key) ([]Item, error)
+}
+
 // Prefetcher is implemented by a Store that can bring items closer ahead
 // of the requests that will use them: the embedded store loads them into
 // the CPU's caches, so that a pipeline's requests do not each wait for
@@ -548,6 +559,7 @@ const (
 	OpUpdateItem         = "UpdateItem"
 	OpDeleteItem         = "DeleteItem"
 	OpTransactWriteItems = "TransactWriteItems"
+	OpTransactGetItems   = "TransactGetItems"
 	OpQuery              = "Query"
 	OpScan               = "Scan"
 )

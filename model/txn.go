@@ -51,6 +51,10 @@ type Txn struct {
 	// failed is the first store error a read met: the run cannot be
 	// trusted, and Commit refuses.
 	failed error
+	// loads counts the reads that went to the store; snapshot is set when
+	// the first of them read its items as of one instant (LoadSnapshot).
+	loads    int
+	snapshot bool
 }
 
 type slotID struct{ pk, sk string }
@@ -154,6 +158,65 @@ func (t *Txn) Load(ctx context.Context, keys []dynastore.Key) error {
 	return t.load(ctx, keys...)
 }
 
+// LoadSnapshot is Load for a unit of work that will only read: when the
+// store reads snapshots (dynastore.SnapshotReader) and these are the Txn's
+// first reads, it reads the items as of one instant, and a commit with no
+// other read since needs no second reading to check them.
+func (t *Txn) LoadSnapshot(ctx context.Context, keys []dynastore.Key) error {
+	sr, ok := t.st.(dynastore.SnapshotReader)
+	t.mu.Lock()
+	missing := t.missing(keys)
+	first := t.loads == 0
+	t.mu.Unlock()
+	if !ok || !first || len(missing) < 2 || len(missing) > dynastore.MaxTxActions {
+		return t.load(ctx, keys...)
+	}
+	for _, k := range missing {
+		if err := dynastore.ValidateKey(k); err != nil {
+			return err
+		}
+	}
+	items, err := sr.GetSnapshot(ctx, missing)
+	if errors.Is(err, dynastore.ErrInvalid) || errors.Is(err, dynastore.ErrTxTooLarge) {
+		// Items that do not fit one snapshot (4 MB in all): read them
+		// plainly; the commit then checks them.
+		return t.load(ctx, keys...)
+	}
+	if err != nil {
+		return t.fail(err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loads++
+	t.snapshot = t.loads == 1
+	t.record(missing, items)
+	return nil
+}
+
+// missing returns the distinct keys whose items the Txn does not know.
+func (t *Txn) missing(keys []dynastore.Key) []dynastore.Key {
+	var out []dynastore.Key
+	seen := map[slotID]bool{}
+	for _, k := range keys {
+		id := slotID{string(k.PK), string(k.SK)}
+		if !seen[id] && !t.slot(k).known() {
+			seen[id] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// record keeps items as read at keys; the first reading of an item stays
+// (another goroutine of the same command may have got there first).
+func (t *Txn) record(keys []dynastore.Key, items []dynastore.Item) {
+	for i, k := range keys {
+		if s := t.slot(k); !s.known() {
+			s.read, s.seen = true, items[i]
+		}
+	}
+}
+
 // load makes sure the Txn knows the items at keys, reading those it does
 // not know from the store (one BatchGet for several).
 func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
@@ -163,12 +226,7 @@ func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
 		}
 	}
 	t.mu.Lock()
-	var missing []dynastore.Key
-	for _, k := range keys {
-		if !t.slot(k).known() {
-			missing = append(missing, k)
-		}
-	}
+	missing := t.missing(keys)
 	t.mu.Unlock()
 	if len(missing) == 0 {
 		return nil
@@ -179,13 +237,8 @@ func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i, k := range missing {
-		// Another goroutine of the same command may have got there
-		// first: the first reading stays.
-		if s := t.slot(k); !s.known() {
-			s.read, s.seen = true, items[i]
-		}
-	}
+	t.loads++
+	t.record(missing, items)
 	return nil
 }
 
@@ -385,6 +438,7 @@ func (t *Txn) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.loads++
 	var over []*slot
 	for _, s := range t.order {
 		if s.written && bytes.Equal(s.key.PK, q.PK) && inRange(s.key.SK, q) && (page.Next == nil || !beyond(s.key.SK, page.Next, q.Reverse)) {
@@ -466,6 +520,7 @@ func (t *Txn) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, 
 		return page, t.fail(err)
 	}
 	t.mu.Lock()
+	t.loads++
 	var created []*slot
 	if page.Next == nil && sc.Segment == 0 {
 		for _, s := range t.order {
@@ -541,9 +596,10 @@ func (t *Txn) check(s *slot) dynastore.Cond {
 // Commit makes the Txn's writes visible at once, if every item it read is
 // still as read. It returns ErrWatched when a watched item changed,
 // ErrConflict when another item did (the unit of work may run again), or
-// the store's error. A Txn that only read is validated by reading its
-// items again (one BatchGet): they were all as read at one instant, the
-// end of the run, so its replies are one consistent state.
+// the store's error. A Txn that only read is one consistent state as it
+// is when its reads were one snapshot (LoadSnapshot) or one item;
+// otherwise it is validated by reading its items again (one BatchGet):
+// they were all as read at one instant, the end of the run.
 func (t *Txn) Commit(ctx context.Context) error {
 	t.mu.Lock()
 	if t.failed != nil {
@@ -552,8 +608,8 @@ func (t *Txn) Commit(ctx context.Context) error {
 	}
 	var acts []dynastore.TxAction
 	var watched []bool
-	writes := 0
-	reads := 0
+	writes, reads, anyWatched := 0, 0, false
+	snapshot := t.snapshot && t.loads == 1
 	for _, s := range t.order {
 		if s.read {
 			reads++
@@ -572,6 +628,7 @@ func (t *Txn) Commit(ctx context.Context) error {
 			continue
 		}
 		watched = append(watched, s.watched)
+		anyWatched = anyWatched || s.watched
 	}
 	t.mu.Unlock()
 
@@ -579,8 +636,9 @@ func (t *Txn) Commit(ctx context.Context) error {
 	case len(acts) == 0:
 		return nil
 	case writes == 0:
-		if len(acts) == 1 && reads == 1 && !watched[0] {
-			// One read is atomic by itself.
+		if (len(acts) == 1 && reads == 1 && !watched[0]) || (snapshot && !anyWatched) {
+			// One read, or one snapshot of every item read, is one
+			// consistent state by itself.
 			return nil
 		}
 		return t.validate(ctx, acts, watched)

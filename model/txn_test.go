@@ -69,6 +69,11 @@ func (c *counting) Transact(ctx context.Context, a []dynastore.TxAction) error {
 	return c.Store.Transact(ctx, a)
 }
 
+func (c *counting) GetSnapshot(ctx context.Context, ks []dynastore.Key) ([]dynastore.Item, error) {
+	c.count(dynastore.OpTransactGetItems)
+	return c.Store.(dynastore.SnapshotReader).GetSnapshot(ctx, ks)
+}
+
 func (c *counting) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
 	c.count(dynastore.OpQuery)
 	return c.Store.Query(ctx, q)
@@ -175,6 +180,30 @@ func TestTxnCommit(t *testing.T) {
 			run: func(t *testing.T, txn *model.Txn) {
 				require.Equal(t, "old", value(t, txn, a))
 				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "old",
+		},
+		{
+			name: "reads from one snapshot need no second reading",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadSnapshot(ctx, []dynastore.Key{a, b}))
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			// The run's replies are the state at the snapshot: a later
+			// write orders after it.
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantOps:   map[string]int{},
+			wantA:     "old",
+		},
+		{
+			name: "a read after the snapshot brings the check back",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadSnapshot(ctx, []dynastore.Key{a, b}))
+				require.Equal(t, "<none>", value(t, txn, key("c", "0")))
 			},
 			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
 			wantErr:   model.ErrConflict,

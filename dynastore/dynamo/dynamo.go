@@ -103,7 +103,10 @@ type Store struct {
 	http   aws.HTTPClient
 }
 
-var _ dynastore.Store = (*Store)(nil)
+var (
+	_ dynastore.Store          = (*Store)(nil)
+	_ dynastore.SnapshotReader = (*Store)(nil)
+)
 
 var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 

@@ -295,3 +295,60 @@ func txCanceled(rs []txReason) error {
 	}
 	return txErr
 }
+
+// GetSnapshot implements dynastore.SnapshotReader with one TransactGetItems
+// (through the SDK's client: it is no hot request). A cancellation whose
+// reasons are only TransactionConflict (a write transaction in progress on
+// one of the items) or throttling is retried like any transient error.
+func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
+	switch {
+	case len(keys) == 0:
+		return nil, fmt.Errorf("%w: a transaction needs at least one item", dynastore.ErrInvalid)
+	case len(keys) > dynastore.MaxTxActions:
+		return nil, fmt.Errorf("%w: %d items (max %d)", dynastore.ErrTxTooLarge, len(keys), dynastore.MaxTxActions)
+	}
+	items := make([]types.TransactGetItem, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if err := dynastore.ValidateKey(k); err != nil {
+			return nil, err
+		}
+		if seen[keyString(k)] {
+			return nil, fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
+		}
+		seen[keyString(k)] = true
+		items[i] = types.TransactGetItem{Get: &types.Get{TableName: &s.table, Key: keyAV(k)}}
+	}
+	in := &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
+	out := make([]dynastore.Item, len(keys))
+	err := s.call(ctx, dynastore.OpTransactGetItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+		res, err := s.db.TransactGetItems(ctx, in)
+		if err != nil {
+			var tc *types.TransactionCanceledException
+			if errors.As(err, &tc) {
+				reasons, rerr := sdkReasons(tc.CancellationReasons)
+				if rerr != nil {
+					return rerr
+				}
+				return txCanceled(reasons)
+			}
+			return err
+		}
+		for i := range res.ConsumedCapacity {
+			addCapacity(r, &res.ConsumedCapacity[i], false)
+		}
+		if len(res.Responses) != len(keys) {
+			return fmt.Errorf("dynamo: TransactGetItems answered %d items for %d keys", len(res.Responses), len(keys))
+		}
+		for i, ir := range res.Responses {
+			if out[i], err = fromItem(ir.Item); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

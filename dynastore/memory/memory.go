@@ -51,7 +51,10 @@ type Store struct {
 	hooked atomic.Bool
 }
 
-var _ dynastore.Store = (*Store)(nil)
+var (
+	_ dynastore.Store          = (*Store)(nil)
+	_ dynastore.SnapshotReader = (*Store)(nil)
+)
 
 type failure struct {
 	op  string
@@ -219,46 +222,90 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 		}
 	}
 	out := make([]dynastore.Item, len(keys))
-	type place struct {
-		sh *shardState
-		id []byte
-		h  uint64
-	}
-	var buf []byte
-	places := make([]place, 0, min(len(keys), dynastore.MaxBatchGet))
+	var r snapshotRead
 	for lo := 0; lo < len(keys); lo += dynastore.MaxBatchGet {
 		hi := min(lo+dynastore.MaxBatchGet, len(keys))
 		err := s.request(ctx, dynastore.OpBatchGetItem, func() (float64, float64, error) {
-			var set shards
-			buf, places = buf[:0], places[:0]
-			for _, k := range keys[lo:hi] {
-				// The ids share one buffer: an append that moves it leaves
-				// the ids before it where they were.
-				start := len(buf)
-				buf = appendID(buf, k.PK, k.SK)
-				n := s.shardOf(k.PK)
-				places = append(places, place{s.shard(n), buf[start:], idHash(buf[start:])})
-				set |= 1 << n
-			}
-			var rcu float64
-			for n := range set.all {
-				s.shards[n].mu.RLock()
-			}
-			for i, p := range places {
-				e := p.sh.get(p.id, p.h)
-				out[lo+i] = e.lend()
-				rcu += dynastore.ReadUnits(sizeOf(e))
-			}
-			for n := range set.all {
-				s.shards[n].mu.RUnlock()
-			}
-			return rcu, 0, nil
+			return r.read(s, keys[lo:hi], out[lo:hi]), 0, nil
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// GetSnapshot implements dynastore.SnapshotReader (TransactGetItems): the
+// items as of one instant, for twice the read units.
+func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
+	out := make([]dynastore.Item, len(keys))
+	err := s.request(ctx, dynastore.OpTransactGetItems, func() (float64, float64, error) {
+		switch {
+		case len(keys) == 0:
+			return 0, 0, fmt.Errorf("%w: a transaction needs at least one item", dynastore.ErrInvalid)
+		case len(keys) > dynastore.MaxTxActions:
+			return 0, 0, fmt.Errorf("%w: %d items, at most %d", dynastore.ErrTxTooLarge, len(keys), dynastore.MaxTxActions)
+		}
+		seen := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			if err := dynastore.ValidateKey(k); err != nil {
+				return 0, 0, err
+			}
+			id := string(appendID(nil, k.PK, k.SK))
+			if seen[id] {
+				return 0, 0, fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
+			}
+			seen[id] = true
+		}
+		var r snapshotRead
+		return dynastore.TxCapacityFactor * r.read(s, keys, out), 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// snapshotRead reads items under the read locks of all their shards at
+// once, so they are as of one instant; its memory is reused from one read
+// to the next.
+type snapshotRead struct {
+	buf    []byte
+	places []place
+}
+
+type place struct {
+	sh *shardState
+	id []byte
+	h  uint64
+}
+
+// read fills out with the items at keys and returns the read units.
+func (r *snapshotRead) read(s *Store, keys []dynastore.Key, out []dynastore.Item) float64 {
+	var set shards
+	r.buf, r.places = r.buf[:0], r.places[:0]
+	for _, k := range keys {
+		// The ids share one buffer: an append that moves it leaves the ids
+		// before it where they were.
+		start := len(r.buf)
+		r.buf = appendID(r.buf, k.PK, k.SK)
+		n := s.shardOf(k.PK)
+		r.places = append(r.places, place{s.shard(n), r.buf[start:], idHash(r.buf[start:])})
+		set |= 1 << n
+	}
+	var rcu float64
+	for n := range set.all {
+		s.shards[n].mu.RLock()
+	}
+	for i, p := range r.places {
+		e := p.sh.get(p.id, p.h)
+		out[i] = e.lend()
+		rcu += dynastore.ReadUnits(sizeOf(e))
+	}
+	for n := range set.all {
+		s.shards[n].mu.RUnlock()
+	}
+	return rcu
 }
 
 // Put implements dynastore.Store.

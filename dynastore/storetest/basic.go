@@ -23,6 +23,7 @@ type (
 var basicScenarios = []scenario{
 	{"GetMissing", testGetMissing},
 	{"PutGetEveryType", testPutGetEveryType},
+	{"GetSnapshot", testGetSnapshot},
 	{"EmptyBinaryAndStringValues", testEmptyValues},
 	{"PutReplacesWholeItem", testPutReplaces},
 	{"Delete", testDelete},
@@ -304,4 +305,44 @@ func testBatchGet(t *testing.T, s dynastore.Store) {
 	for i := range keys {
 		requireItem(t, want[i], got[i], "position %d", i)
 	}
+}
+
+// testGetSnapshot checks a SnapshotReader's TransactGetItems: items in the
+// order of the keys, nil where missing, its limits and its accounting.
+func testGetSnapshot(t *testing.T, s dynastore.Store) {
+	sr, ok := s.(dynastore.SnapshotReader)
+	if !ok {
+		t.Skip("the store reads no snapshots")
+	}
+	ctx := ctxOf(t)
+	var keys []dynastore.Key
+	var want, items []Item
+	for i := range 100 {
+		k := key("snap"+itoa(i/10), byte(i%10))
+		keys = append(keys, k)
+		if i%4 == 1 {
+			want = append(want, nil)
+			continue
+		}
+		it := item(k, "i", N(itoa(i)))
+		items = append(items, it)
+		want = append(want, it)
+	}
+	putAll(t, s, items)
+	Observer(t).Reset()
+	got, err := sr.GetSnapshot(ctx, keys)
+	require.NoError(t, err)
+	require.Len(t, got, len(keys))
+	for i := range keys {
+		requireItem(t, want[i], got[i], "position %d", i)
+	}
+	reqs := Observer(t).Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, dynastore.OpTransactGetItems, reqs[0].Op)
+	require.Positive(t, reqs[0].RCU)
+
+	_, err = sr.GetSnapshot(ctx, append(keys, key("snap-extra", 0)))
+	require.ErrorIs(t, err, dynastore.ErrTxTooLarge, "101 items")
+	_, err = sr.GetSnapshot(ctx, []dynastore.Key{keys[0], keys[0]})
+	require.ErrorIs(t, err, dynastore.ErrInvalid, "one item twice")
 }
