@@ -184,7 +184,7 @@ func collRetry(c *Ctx, attempt func(try int) error) error {
 		if !errors.Is(err, errCollRetry) {
 			return err
 		}
-		if err := retry.Lost(c); err != nil {
+		if err := c.lostRace(&retry); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Writer is how a handler replies. resp/ implements it for RESP2 and RESP3; a
@@ -320,6 +321,18 @@ func (c *Ctx) Now() time.Time {
 		c.now = c.Srv.Now()
 	}
 	return c.now
+}
+
+// lostRace is model.Retry.Lost for an attempt of this command that lost a
+// race: once it allows another attempt, the command reads the clock
+// again, so that the next attempt decides expiry as of when it runs, not
+// as of the first attempt (a command may keep losing for seconds).
+func (c *Ctx) lostRace(r *model.Retry) error {
+	if err := r.Lost(c); err != nil {
+		return err
+	}
+	c.now = c.Srv.Now()
+	return nil
 }
 
 // NowMS returns Now in Unix milliseconds.

@@ -126,7 +126,7 @@ func txRetry(c *Ctx, err error, retry *model.Retry) error {
 	if !onlyConditionsFailed(err) {
 		return err
 	}
-	return retry.Lost(c)
+	return c.lostRace(retry)
 }
 
 // distinctKeys returns keys without repeats and without keys too long to exist.

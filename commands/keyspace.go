@@ -697,7 +697,7 @@ func mutateKey(c *Ctx, key []byte, start *keyState, decide func(keyState) (*keyW
 		if !failed {
 			return err
 		}
-		if err := retry.Lost(c); err != nil {
+		if err := c.lostRace(&retry); err != nil {
 			return err
 		}
 		if ks, err = decodeKey(cur, c.NowMS()); err != nil {

@@ -341,7 +341,7 @@ func cmdExec(c *Ctx) {
 		case model.Retryable(err):
 			// The connection's own state as at EXEC (SELECT, HELLO).
 			c.Conn.DB, c.Conn.Proto = db, proto
-			if err := retry.Lost(c); err != nil {
+			if err := c.lostRace(&retry); err != nil {
 				c.Fail(err)
 				return
 			}
