@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -427,4 +428,26 @@ func BenchmarkHotCommands(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestRetryReadsTheClockAgain: a command that lost a race decides its next
+// attempt as of when that attempt runs. Here the key it read expires
+// between the attempts, so the retry finds it absent, as Redis would at
+// that moment, instead of editing the expired value.
+func TestRetryReadsTheClockAgain(t *testing.T) {
+	b := backends(t)[0]
+	h := newHarness(b.store)
+	requireReply(t, h, "+OK", "SET", "s", "hello", "PX", "100")
+	cur, err := b.store.Get(context.Background(), itemKey(0, []byte("s")))
+	require.NoError(t, err)
+	start, reads := h.now, 0
+	h.srv.Clock = func() time.Time {
+		reads++
+		return start.Add(time.Duration(reads-1) * 150 * time.Millisecond)
+	}
+	b.mem.FailNext(dynastore.OpPutItem, &dynastore.ConditionFailedError{Old: cur})
+	requireReply(t, h, ":1", "SETRANGE", "s", "0", "J")
+	h.srv.Clock = func() time.Time { return start }
+	requireReply(t, h, `"J"`, "GET", "s")
+	requireReply(t, h, ":-1", "PTTL", "s")
 }
