@@ -170,11 +170,6 @@ var (
 	errCollRetry = errors.New("commands: collection changed concurrently")
 )
 
-// replyErr is the name lists.go still uses for redisError (keyspace.go):
-// a Redis error reply computed inside an attempt (e.g. "hash value is not
-// an integer") that ends the command without writing.
-type replyErr = redisError
-
 // collRetry runs attempt until it succeeds or fails with anything but a
 // conflict (errCollRetry), as long as the retry policy allows (model.Retry).
 func collRetry(c *Ctx, attempt func(try int) error) error {
@@ -2274,6 +2269,12 @@ func memberFast(c *Ctx, key []byte, typ string, cached, seeded blindWrite, u *dy
 	return st, n, done, err
 }
 
+// someNewMax is the most members an SADD fast path conditions on one of
+// them being new: each is a term of the condition, and DynamoDB caps an
+// expression at 4 KB. A larger SADD of members all present rewrites the
+// set's version, as before.
+const someNewMax = 16
+
 // addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
 // (nil for a set, whose present members are left alone), and returns how
 // many were new. A small add to an inline collection is one UpdateItem,
@@ -2309,7 +2310,7 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		}
 	}
 	cond := inlineFastCond(c.NowMS(), typ, lim.entries, len(members), false)
-	if vals == nil && u != nil {
+	if vals == nil && u != nil && len(members) <= someNewMax {
 		// An SADD of members that are all there already changes nothing,
 		// as in Redis (a WATCH of the set stays unbroken): the update
 		// only goes out when one of them is new; otherwise the failed

@@ -1192,7 +1192,7 @@ func cmdLindex(c *Ctx) {
 			return nil
 		}
 		if !idxOK {
-			return replyErr(MsgNotInt)
+			return redisError(MsgNotInt)
 		}
 		i := idx
 		if i < 0 {
@@ -1351,17 +1351,17 @@ func cmdLset(c *Ctx) {
 			return err
 		}
 		if !l.ks.Live {
-			return replyErr(MsgNoSuchKey)
+			return redisError(MsgNoSuchKey)
 		}
 		if !idxOK {
-			return replyErr(MsgNotInt)
+			return redisError(MsgNotInt)
 		}
 		i := idx
 		if i < 0 {
 			i += l.length()
 		}
 		if i < 0 || i >= l.length() {
-			return replyErr(MsgOutOfRange)
+			return redisError(MsgOutOfRange)
 		}
 		l.set(i, c.Args[3])
 		return commitLists(c, []*listView{l}, nil)
