@@ -175,8 +175,8 @@ func RenderReport(in ReportInput) string {
 			w("| %s | %s | %d | %d | %d |\n", tg, v.Name, c.identical, c.run, nr)
 		}
 	}
-	w("\nThe `multi-*` variants run each case inside MULTI/EXEC and compare EXEC's reply; ")
-	w("they run once redamo supports MULTI.\n\n")
+	w("\nThe `multi-*` variants run each case inside MULTI/EXEC and compare EXEC's reply ")
+	w("(cases that use transactions themselves, or iterate a cursor across calls, do not run there, on Redis either).\n\n")
 
 	// Why cases did not run: one row per reason, the cases needing a command
 	// redamo lacks folded into one row.
