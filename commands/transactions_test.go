@@ -636,3 +636,29 @@ func TestTxExecFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestTxTooLarge: an EXEC whose commit would exceed DynamoDB's 100 items
+// fails with an error naming the limit and writes nothing, on every
+// backend; one of exactly 100 items commits.
+func TestTxTooLarge(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := txConn(t, b.Start(t).Addr, 2)
+			for _, n := range []int{101, 100} {
+				cmds := make([][]any, n)
+				for i := range cmds {
+					cmds[i] = txCmd("SET", fmt.Sprintf("big%d:%d", n, i), "v")
+				}
+				txQueue(t, c, cmds...)
+				_, err := txDo(c, "EXEC")
+				if n > 100 {
+					require.EqualError(t, err, commands.MsgTxTooLarge)
+					require.Equal(t, "<nil>", txGet(t, c, "big101:0"))
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, "v", txGet(t, c, "big100:99"))
+			}
+		})
+	}
+}
