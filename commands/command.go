@@ -75,41 +75,51 @@ const (
 )
 
 // Command is one entry of the command table: its metadata (what COMMAND
-// reports) and its handler.
+// reports) and its handler. A family registers a command with a Row, its
+// metadata coming from Redis 7.0.15's table (redis_commands_gen.go).
 type Command struct {
 	// Name is lower case; a subcommand is "parent|sub".
 	Name string
 	// Arity follows Redis: n means exactly n arguments including the name,
 	// -n means at least n.
 	Arity int
+	// Flags, in the order COMMAND lists them.
 	Flags []string
-	// ACL categories without the '@', e.g. "string", "fast".
+	// ACL categories without the '@', e.g. "string", "fast", in the order
+	// COMMAND lists them.
 	Categories []string
 	// Key positions (1-based; 0 when the command takes no key; LastKey -1 means
-	// the last argument).
+	// the last argument): Redis's legacy key range, derived from its key
+	// specs.
 	FirstKey, LastKey, Step int
 	// Docs for COMMAND DOCS.
 	Summary, Since, Group, Complexity string
 	// Subcommands, for container commands such as CLIENT and CONFIG.
 	Subcommands []*Command
-	Run         Handler
+	// Run is the handler; nil for a container that only runs its
+	// subcommands (COMMAND alone runs too).
+	Run Handler
 
 	// Optional metadata, reported by COMMAND INFO and COMMAND DOCS exactly
 	// as Redis does when set. Tips are the command tips
 	// ("nondeterministic_output", "request_policy:all_shards"). KeySpecs
-	// left empty on a command with FirstKey > 0 are derived from
-	// FirstKey/LastKey/Step (flags then unknown). History is (version,
-	// change) pairs; Args the argument tree.
-	Tips     []string
-	KeySpecs []KeySpec
-	History  [][2]string
-	Args     []Arg
+	// say where the keys are (COMMAND GETKEYS finds them from these).
+	// History is (version, change) pairs; Args the argument tree. DocFlags
+	// ("deprecated", "syscmd"), DeprecatedSince and ReplacedBy are those
+	// of a deprecated command.
+	Tips            []string
+	KeySpecs        []KeySpec
+	History         [][2]string
+	Args            []Arg
+	DocFlags        []string
+	DeprecatedSince string
+	ReplacedBy      string
 
 	// hint is what Prefetch tells the store of the command's key, set by
-	// Register (see hintOf).
+	// Add (see hintOf).
 	hint prefetchHint
 	// runsInMulti: the command runs at once inside MULTI instead of being
-	// queued (set by Register).
+	// queued (set by Add).
 	runsInMulti bool
 }
 
@@ -195,24 +205,82 @@ var families = []func(*Table){
 
 // NewTable returns the table with every supported command registered.
 func NewTable() *Table {
-	t := &Table{cmds: map[string]*Command{}}
+	t := &Table{}
 	for _, reg := range families {
 		reg(t)
 	}
 	return t
 }
 
-// Register adds commands; a duplicate name is a programming error and panics.
-func (t *Table) Register(cmds ...*Command) {
+//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -out redis_commands_gen.go
+
+// Row registers one command: its name, lower case ("get"; "client|list"
+// for a subcommand, whose container comes with it), and its handler.
+// Everything COMMAND reports about the command is Redis 7.0.15's, from
+// redisCommands (generated from Redis's own command table), or redamo's
+// own for a command in redamoCommands.
+type Row struct {
+	Name string
+	Run  Handler
+}
+
+// Register adds a family's commands. A name with no metadata, or
+// registered twice, is a programming error and panics (in NewTable, at
+// start-up).
+func (t *Table) Register(rows []Row) {
+	cmds := make([]*Command, len(rows))
+	for i, r := range rows {
+		c := *metadata(r.Name)
+		c.Name, c.Run = r.Name, r.Run
+		cmds[i] = &c
+	}
+	t.Add(cmds...)
+}
+
+// metadata returns the metadata of the command name ("get", "client|list").
+func metadata(name string) *Command {
+	if m := redamoCommands[name]; m != nil {
+		return m
+	}
+	if m := redisCommands[name]; m != nil {
+		return m
+	}
+	panic(fmt.Sprintf("commands: no metadata for %q: add it to the table with go generate (see scripts/gencmddocs), or to redamoCommands", name))
+}
+
+// Add adds commands that carry their own metadata: Register's, and test
+// commands. A subcommand ("client|list") goes into its container, which
+// the first of its subcommands adds from its metadata unless the container
+// came first with a handler of its own (COMMAND). A duplicate name is a
+// programming error and panics.
+func (t *Table) Add(cmds ...*Command) {
+	if t.cmds == nil {
+		t.cmds = map[string]*Command{}
+	}
 	for _, c := range cmds {
 		name := strings.ToLower(c.Name)
-		if _, dup := t.cmds[name]; dup {
-			panic(fmt.Sprintf("commands: %q registered twice", name))
-		}
 		c.Name = name
 		c.hint = hintOf(c)
 		c.runsInMulti = runsInMulti[name]
-		t.cmds[name] = c
+		parentName, sub, isSub := strings.Cut(name, "|")
+		if !isSub {
+			if _, dup := t.cmds[name]; dup {
+				panic(fmt.Sprintf("commands: %q registered twice", name))
+			}
+			t.cmds[name] = c
+			continue
+		}
+		parent := t.cmds[parentName]
+		if parent == nil {
+			p := *metadata(parentName)
+			p.Name = parentName
+			parent = &p
+			t.cmds[parentName] = parent
+		}
+		if parent.Subcommand([]byte(sub)) != nil {
+			panic(fmt.Sprintf("commands: %q registered twice", name))
+		}
+		parent.Subcommands = append(parent.Subcommands, c)
 	}
 	n := 64
 	for n < 2*len(t.cmds) {

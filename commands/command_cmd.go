@@ -8,72 +8,6 @@ import (
 // COMMAND and its subcommands, generated from the command table's metadata
 // (command.go) as Redis 7.0.15 reports it.
 
-func commandCommand() *Command {
-	cats := []string{"slow", "connection"}
-	flags := []string{FlagLoading, FlagStale}
-	sub := func(c *Command) *Command {
-		c.Flags, c.Categories, c.Group = flags, cats, "server"
-		return c
-	}
-	return &Command{
-		Name: "command", Arity: -1, Flags: flags, Categories: cats,
-		Tips:    []string{"nondeterministic_output_order"},
-		Summary: "Get array of Redis command details", Since: "2.8.13", Group: "server",
-		Complexity: "O(N) where N is the total number of Redis commands",
-		Run:        cmdCommandAll,
-		Subcommands: []*Command{
-			sub(&Command{
-				Name: "command|count", Arity: 2,
-				Summary: "Get total number of Redis commands", Since: "2.8.13", Complexity: "O(1)",
-				Run: cmdCommandCount,
-			}),
-			sub(&Command{
-				Name: "command|docs", Arity: -2, Tips: []string{"nondeterministic_output_order"},
-				Summary: "Get array of specific Redis command documentation", Since: "7.0.0",
-				Complexity: "O(N) where N is the number of commands to look up",
-				Args:       []Arg{{Name: "command-name", Type: "string", KeySpecIndex: -1, Flags: []string{"optional", "multiple"}}},
-				Run:        cmdCommandDocs,
-			}),
-			sub(&Command{
-				Name: "command|getkeys", Arity: -4,
-				Summary: "Extract keys given a full Redis command", Since: "2.8.13",
-				Complexity: "O(N) where N is the number of arguments to the command",
-				Run:        func(c *Ctx) { getKeysReply(c, false) },
-			}),
-			sub(&Command{
-				Name: "command|getkeysandflags", Arity: -4,
-				Summary: "Extract keys and access flags given a full Redis command", Since: "7.0.0",
-				Complexity: "O(N) where N is the number of arguments to the command",
-				Run:        func(c *Ctx) { getKeysReply(c, true) },
-			}),
-			sub(&Command{
-				Name: "command|help", Arity: 2,
-				Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Complexity: "O(1)",
-				Run: cmdCommandHelp,
-			}),
-			sub(&Command{
-				Name: "command|info", Arity: -2, Tips: []string{"nondeterministic_output_order"},
-				Summary: "Get array of specific Redis command details, or all when no argument is given.",
-				Since:   "2.8.13", Complexity: "O(N) where N is the number of commands to look up",
-				History: [][2]string{{"7.0.0", "Allowed to be called with no argument to get info on all commands."}},
-				Args:    []Arg{{Name: "command-name", Type: "string", KeySpecIndex: -1, Flags: []string{"optional", "multiple"}}},
-				Run:     cmdCommandInfo,
-			}),
-			sub(&Command{
-				Name: "command|list", Arity: -2, Tips: []string{"nondeterministic_output_order"},
-				Summary: "Get an array of Redis command names", Since: "7.0.0",
-				Complexity: "O(N) where N is the total number of Redis commands",
-				Args: []Arg{{Name: "filterby", Type: "oneof", KeySpecIndex: -1, Token: "FILTERBY", Flags: []string{"optional"}, Args: []Arg{
-					{Name: "module-name", Type: "string", KeySpecIndex: -1, Token: "MODULE"},
-					{Name: "category", Type: "string", KeySpecIndex: -1, Token: "ACLCAT"},
-					{Name: "pattern", Type: "pattern", KeySpecIndex: -1, Token: "PATTERN"},
-				}}},
-				Run: cmdCommandList,
-			}),
-		},
-	}
-}
-
 func cmdCommandAll(c *Ctx) {
 	all := c.Srv.Table.All()
 	c.W.Array(len(all))
@@ -131,7 +65,7 @@ func writeCommandInfo(w Writer, cmd *Command) {
 	for _, tip := range cmd.Tips {
 		w.BulkString(tip)
 	}
-	specs := cmd.keySpecs()
+	specs := cmd.KeySpecs
 	w.Set(len(specs))
 	for _, ks := range specs {
 		writeKeySpec(w, ks)
@@ -151,19 +85,6 @@ func sortedSubcommands(cmd *Command) []*Command {
 	subs := append([]*Command(nil), cmd.Subcommands...)
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
 	return subs
-}
-
-// keySpecs returns the command's key specs, derived from its legacy key
-// range when none were declared (flags are then unknown).
-func (c *Command) keySpecs() []KeySpec {
-	if len(c.KeySpecs) > 0 || c.FirstKey <= 0 {
-		return c.KeySpecs
-	}
-	last := c.LastKey
-	if last >= 0 {
-		last -= c.FirstKey
-	}
-	return []KeySpec{{Index: c.FirstKey, LastKey: last, KeyStep: max(c.Step, 1)}}
 }
 
 func writeKeySpec(w Writer, ks KeySpec) {
@@ -225,6 +146,9 @@ func writeCommandDocs(w Writer, cmd *Command) {
 		{"since", cmd.Since != "", bulk(w, cmd.Since)},
 		{"group", true, bulk(w, cmd.Group)},
 		{"complexity", cmd.Complexity != "", bulk(w, cmd.Complexity)},
+		{"doc_flags", len(cmd.DocFlags) > 0, simpleSet(w, cmd.DocFlags)},
+		{"deprecated_since", cmd.DeprecatedSince != "", bulk(w, cmd.DeprecatedSince)},
+		{"replaced_by", cmd.ReplacedBy != "", bulk(w, cmd.ReplacedBy)},
 		{"history", len(cmd.History) > 0, func() {
 			w.Set(len(cmd.History))
 			for _, h := range cmd.History {
@@ -400,7 +324,7 @@ func getKeysReply(c *Ctx, withFlags bool) {
 
 // hasKeys is Redis's doesCommandHaveKeys: a key spec that is not not_key.
 func (c *Command) hasKeys() bool {
-	for _, ks := range c.keySpecs() {
+	for _, ks := range c.KeySpecs {
 		if !hasString(ks.Flags, "not_key") {
 			return true
 		}
@@ -419,7 +343,7 @@ type keyRef struct {
 // past the end).
 func (c *Command) keysOf(args [][]byte) (keys []keyRef, ok bool) {
 	argc := len(args)
-	for _, ks := range c.keySpecs() {
+	for _, ks := range c.KeySpecs {
 		if hasString(ks.Flags, "not_key") {
 			continue
 		}

@@ -9,7 +9,7 @@ import (
 
 // Key specs render as redis-server 7.0.15 renders EVAL's and MIGRATE's in
 // COMMAND INFO (RESP2, "$n" lines left out). No command redamo has yet
-// searches by keyword or counts its keys, so these are the specs for it.
+// searches by keyword, so these are the specs for it.
 func TestWriteKeySpec(t *testing.T) {
 	cases := []struct {
 		name string

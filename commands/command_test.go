@@ -13,7 +13,7 @@ import (
 func TestLookup(t *testing.T) {
 	tab := NewTable()
 	extra := &Command{Name: "X.Extra", Arity: 1}
-	tab.Register(extra)
+	tab.Add(extra)
 	all := tab.All()
 	require.Greater(t, len(all), 100)
 	for _, c := range all {
@@ -28,4 +28,40 @@ func TestLookup(t *testing.T) {
 		require.Nil(t, lookup(tab, []byte(name)), "%q", name)
 	}
 	require.Nil(t, (&Table{}).Lookup("get"))
+}
+
+// A command's metadata comes from the generated table or redamoCommands; a
+// row without any, or a name registered twice, stops the server at start-up.
+func TestRegisterNeedsMetadata(t *testing.T) {
+	require.NotPanics(t, func() { NewTable() })
+	for _, rows := range [][]Row{
+		{{"nosuch", cmdPing}},
+		{{"nosuch|sub", cmdPing}},
+		{{"client|nosuch", cmdPing}},
+		{{"ping", cmdPing}, {"ping", cmdPing}},
+		{{"client|id", cmdClientID}, {"client|id", cmdClientID}},
+	} {
+		require.Panics(t, func() { (&Table{}).Register(rows) }, "%v", rows)
+	}
+	tab := &Table{}
+	tab.Register([]Row{{"client|id", cmdClientID}})
+	client := tab.Lookup("client")
+	require.NotNil(t, client, "a subcommand brings its container")
+	require.Equal(t, "A container for client connection commands", client.Summary)
+	require.Equal(t, []*Command{tab.lookupFullName("client|id")}, client.Subcommands)
+	require.Equal(t, -2, client.Arity)
+}
+
+// The generated table holds what redamo registers and nothing more: a
+// command dropped from a family leaves no metadata behind (rerun go
+// generate), nor does an override of a command that is gone.
+func TestMetadataIsRegistered(t *testing.T) {
+	tab := NewTable()
+	for name := range redisCommands {
+		require.NotNil(t, tab.lookupFullName(name), "%s: in redis_commands_gen.go, not registered", name)
+	}
+	for name := range redamoCommands {
+		require.NotNil(t, tab.lookupFullName(name), "%s: in redamoCommands, not registered", name)
+		require.Nil(t, redisCommands[name], "%s: in redamoCommands, and in redis_commands_gen.go too (rerun go generate)", name)
+	}
 }

@@ -13,57 +13,8 @@ import (
 // them. The ones redamo acts on state what it does; the rest keep Redis's
 // defaults, and redamo refuses to change them.
 
-func configCommand() *Command {
-	adminFlags := []string{FlagAdmin, FlagNoScript, FlagLoading, FlagStale}
-	adminCats := []string{"admin", "slow", "dangerous"}
-	return &Command{
-		Name: "config", Arity: -2, Categories: []string{"slow"},
-		Summary: "A container for server configuration commands", Since: "2.0.0", Group: "server",
-		Complexity: "Depends on subcommand.",
-		Subcommands: []*Command{
-			{
-				Name: "config|get", Arity: -3, Flags: adminFlags, Categories: adminCats,
-				Summary: "Get the values of configuration parameters", Since: "2.0.0", Group: "server",
-				Complexity: "O(N) when N is the number of configuration parameters provided",
-				History:    [][2]string{{"7.0.0", "Added the ability to pass multiple pattern parameters in one call"}},
-				Args: []Arg{{Name: "parameter", Type: "block", KeySpecIndex: -1, Flags: []string{"multiple"}, Args: []Arg{
-					{Name: "parameter", Type: "string", KeySpecIndex: -1},
-				}}},
-				Run: cmdConfigGet,
-			},
-			{
-				Name: "config|help", Arity: 2, Flags: []string{FlagLoading, FlagStale}, Categories: []string{"slow"},
-				Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Group: "server",
-				Complexity: "O(1)",
-				Run:        cmdConfigHelp,
-			},
-			{
-				Name: "config|rewrite", Arity: 2, Flags: adminFlags, Categories: adminCats,
-				Summary: "Rewrite the configuration file with the in memory configuration", Since: "2.8.0",
-				Group: "server", Complexity: "O(1)",
-				// redamo is configured by flags and environment only.
-				Run: func(c *Ctx) { c.W.Error(MsgNoConfigFile) },
-			},
-			{
-				Name: "config|resetstat", Arity: 2, Flags: adminFlags, Categories: adminCats,
-				Summary: "Reset the stats returned by INFO", Since: "2.0.0", Group: "server", Complexity: "O(1)",
-				Run: cmdConfigResetstat,
-			},
-			{
-				Name: "config|set", Arity: -4, Flags: adminFlags, Categories: adminCats,
-				Tips:    []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
-				Summary: "Set configuration parameters to the given values", Since: "2.0.0", Group: "server",
-				Complexity: "O(N) when N is the number of configuration parameters provided",
-				History:    [][2]string{{"7.0.0", "Added the ability to set multiple parameters in one call."}},
-				Args: []Arg{{Name: "parameter_value", Type: "block", KeySpecIndex: -1, Flags: []string{"multiple"}, Args: []Arg{
-					{Name: "parameter", Type: "string", KeySpecIndex: -1},
-					{Name: "value", Type: "string", KeySpecIndex: -1},
-				}}},
-				Run: cmdConfigSet,
-			},
-		},
-	}
-}
+// cmdConfigRewrite: redamo is configured by flags and environment only.
+func cmdConfigRewrite(c *Ctx) { c.W.Error(MsgNoConfigFile) }
 
 // configParam is one of Redis 7.0.15's parameters. CONFIG GET reports
 // get's value, or def when get is nil. set is nil for parameters redamo

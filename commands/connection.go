@@ -9,73 +9,25 @@ import (
 )
 
 // The connection family: PING, ECHO, QUIT, RESET, SELECT, AUTH, HELLO and
-// CLIENT. Metadata as Redis 7.0.15's COMMAND INFO/DOCS report it (CLIENT
-// SETINFO as Redis 7.2 does: clients send it on connect).
+// CLIENT.
 func registerConnection(t *Table) {
-	conn := []string{"fast", "connection"}
-	t.Register(
-		&Command{
-			Name: "ping", Arity: -1, Flags: []string{FlagFast}, Categories: conn,
-			Tips:    []string{"request_policy:all_shards", "response_policy:all_succeeded"},
-			Summary: "Ping the server", Since: "1.0.0", Group: "connection", Complexity: "O(1)",
-			Args: []Arg{{Name: "message", Type: "string", KeySpecIndex: -1, Flags: []string{"optional"}}},
-			Run:  cmdPing,
-		},
-		&Command{
-			Name: "echo", Arity: 2, Flags: []string{FlagLoading, FlagStale, FlagFast}, Categories: conn,
-			Summary: "Echo the given string", Since: "1.0.0", Group: "connection", Complexity: "O(1)",
-			Args: []Arg{{Name: "message", Type: "string", KeySpecIndex: -1}},
-			Run:  cmdEcho,
-		},
-		&Command{
-			Name: "quit", Arity: -1, Flags: connFlags(), Categories: conn,
-			Summary: "Close the connection", Since: "1.0.0", Group: "connection", Complexity: "O(1)",
-			Run: cmdQuit,
-		},
-		&Command{
-			Name: "reset", Arity: 1, Flags: connFlags(), Categories: conn,
-			Summary: "Reset the connection", Since: "6.2.0", Group: "connection", Complexity: "O(1)",
-			Run: cmdReset,
-		},
-		&Command{
-			Name: "select", Arity: 2, Flags: []string{FlagLoading, FlagStale, FlagFast}, Categories: conn,
-			Summary: "Change the selected database for the current connection", Since: "1.0.0",
-			Group: "connection", Complexity: "O(1)",
-			Args: []Arg{{Name: "index", Type: "integer", KeySpecIndex: -1}},
-			Run:  cmdSelect,
-		},
-		&Command{
-			Name: "auth", Arity: -2, Flags: connFlags(), Categories: conn,
-			Summary: "Authenticate to the server", Since: "1.0.0", Group: "connection",
-			Complexity: "O(N) where N is the number of passwords defined for the user",
-			History:    [][2]string{{"6.0.0", "Added ACL style (username and password)."}},
-			Args: []Arg{
-				{Name: "username", Type: "string", KeySpecIndex: -1, Since: "6.0.0", Flags: []string{"optional"}},
-				{Name: "password", Type: "string", KeySpecIndex: -1},
-			},
-			Run: cmdAuth,
-		},
-		&Command{
-			Name: "hello", Arity: -1, Flags: connFlags(), Categories: conn,
-			Summary: "Handshake with Redis", Since: "6.0.0", Group: "connection", Complexity: "O(1)",
-			History: [][2]string{{"6.2.0", "`protover` made optional; when called without arguments the command reports the current connection's context."}},
-			Args: []Arg{{Name: "arguments", Type: "block", KeySpecIndex: -1, Flags: []string{"optional"}, Args: []Arg{
-				{Name: "protover", Type: "integer", KeySpecIndex: -1},
-				{Name: "username_password", Type: "block", KeySpecIndex: -1, Token: "AUTH", Flags: []string{"optional"}, Args: []Arg{
-					{Name: "username", Type: "string", KeySpecIndex: -1},
-					{Name: "password", Type: "string", KeySpecIndex: -1},
-				}},
-				{Name: "clientname", Type: "string", KeySpecIndex: -1, Token: "SETNAME", Flags: []string{"optional"}},
-			}}},
-			Run: cmdHello,
-		},
-		clientCommand(),
-	)
-}
-
-// connFlags are the flags of the commands a client may send before AUTH.
-func connFlags() []string {
-	return []string{FlagNoScript, FlagLoading, FlagStale, FlagFast, FlagNoAuth, FlagAllowBusy}
+	t.Register([]Row{
+		{"ping", cmdPing},
+		{"echo", cmdEcho},
+		{"quit", cmdQuit},
+		{"reset", cmdReset},
+		{"select", cmdSelect},
+		{"auth", cmdAuth},
+		{"hello", cmdHello},
+		{"client|getname", cmdClientGetname},
+		{"client|help", cmdClientHelp},
+		{"client|id", cmdClientID},
+		{"client|info", cmdClientInfo},
+		{"client|kill", cmdClientKill},
+		{"client|list", cmdClientList},
+		{"client|setinfo", cmdClientSetinfo},
+		{"client|setname", cmdClientSetname},
+	})
 }
 
 // protoSwitcher is implemented by writers whose protocol follows the
@@ -256,115 +208,6 @@ func validClientName(b []byte) bool {
 }
 
 // ---- CLIENT ------------------------------------------------------------------
-
-func clientCommand() *Command {
-	conn := []string{"slow", "connection"}
-	admin := []string{"admin", "slow", "dangerous", "connection"}
-	sub := func(c *Command) *Command {
-		c.Group = "connection"
-		if c.Complexity == "" {
-			c.Complexity = "O(1)"
-		}
-		return c
-	}
-	plain := []string{FlagNoScript, FlagLoading, FlagStale}
-	adminFlags := []string{FlagAdmin, FlagNoScript, FlagLoading, FlagStale}
-	return &Command{
-		Name: "client", Arity: -2, Categories: []string{"slow"},
-		Summary: "A container for client connection commands", Since: "2.4.0", Group: "connection",
-		Complexity: "Depends on subcommand.",
-		Subcommands: []*Command{
-			sub(&Command{
-				Name: "client|getname", Arity: 2, Flags: plain, Categories: conn,
-				Summary: "Get the current connection name", Since: "2.6.9", Run: cmdClientGetname,
-			}),
-			sub(&Command{
-				Name: "client|help", Arity: 2, Flags: []string{FlagLoading, FlagStale}, Categories: conn,
-				Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Run: cmdClientHelp,
-			}),
-			sub(&Command{
-				Name: "client|id", Arity: 2, Flags: plain, Categories: conn,
-				Summary: "Returns the client ID for the current connection", Since: "5.0.0", Run: cmdClientID,
-			}),
-			sub(&Command{
-				Name: "client|info", Arity: 2, Flags: plain, Categories: conn,
-				Tips:    []string{"nondeterministic_output"},
-				Summary: "Returns information about the current client connection.", Since: "6.2.0", Run: cmdClientInfo,
-			}),
-			sub(&Command{
-				Name: "client|kill", Arity: -3, Flags: adminFlags, Categories: admin,
-				Summary: "Kill the connection of a client", Since: "2.4.0",
-				Complexity: "O(N) where N is the number of client connections",
-				History: [][2]string{
-					{"2.8.12", "Added new filter format."},
-					{"2.8.12", "`ID` option."},
-					{"3.2.0", "Added `master` type in for `TYPE` option."},
-					{"5.0.0", "Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility."},
-					{"6.2.0", "`LADDR` option."},
-				},
-				Args: []Arg{{Name: "filter", Type: "oneof", KeySpecIndex: -1, Args: []Arg{
-					{Name: "ip:port", Type: "string", KeySpecIndex: -1, DeprecatedSince: "2.8.12"},
-					{Name: "new-format", Type: "oneof", KeySpecIndex: -1, Flags: []string{"multiple"}, Args: []Arg{
-						{Name: "client-id", Type: "integer", KeySpecIndex: -1, Token: "ID", Since: "2.8.12", Flags: []string{"optional"}},
-						{Name: "normal_master_slave_pubsub", Type: "oneof", KeySpecIndex: -1, Token: "TYPE", Since: "2.8.12", Flags: []string{"optional"}, Args: []Arg{
-							{Name: "normal", Type: "pure-token", KeySpecIndex: -1, Token: "NORMAL"},
-							{Name: "master", Type: "pure-token", KeySpecIndex: -1, Token: "MASTER", Since: "3.2.0"},
-							{Name: "slave", Type: "pure-token", KeySpecIndex: -1, Token: "SLAVE"},
-							{Name: "replica", Type: "pure-token", KeySpecIndex: -1, Token: "REPLICA", Since: "5.0.0"},
-							{Name: "pubsub", Type: "pure-token", KeySpecIndex: -1, Token: "PUBSUB"},
-						}},
-						{Name: "username", Type: "string", KeySpecIndex: -1, Token: "USER", Flags: []string{"optional"}},
-						{Name: "ip:port", Type: "string", KeySpecIndex: -1, Token: "ADDR", Flags: []string{"optional"}},
-						{Name: "ip:port", Type: "string", KeySpecIndex: -1, Token: "LADDR", Since: "6.2.0", Flags: []string{"optional"}},
-						{Name: "yes/no", Type: "string", KeySpecIndex: -1, Token: "SKIPME", Flags: []string{"optional"}},
-					}},
-				}}},
-				Run: cmdClientKill,
-			}),
-			sub(&Command{
-				Name: "client|list", Arity: -2, Flags: adminFlags, Categories: admin,
-				Tips:    []string{"nondeterministic_output"},
-				Summary: "Get the list of client connections", Since: "2.4.0",
-				Complexity: "O(N) where N is the number of client connections",
-				History: [][2]string{
-					{"2.8.12", "Added unique client `id` field."},
-					{"5.0.0", "Added optional `TYPE` filter."},
-					{"6.0.0", "Added `user` field."},
-					{"6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."},
-					{"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."},
-					{"7.0.3", "Added `ssub` field."},
-				},
-				Args: []Arg{
-					{Name: "normal_master_replica_pubsub", Type: "oneof", KeySpecIndex: -1, Token: "TYPE", Since: "5.0.0", Flags: []string{"optional"}, Args: []Arg{
-						{Name: "normal", Type: "pure-token", KeySpecIndex: -1, Token: "NORMAL"},
-						{Name: "master", Type: "pure-token", KeySpecIndex: -1, Token: "MASTER"},
-						{Name: "replica", Type: "pure-token", KeySpecIndex: -1, Token: "REPLICA"},
-						{Name: "pubsub", Type: "pure-token", KeySpecIndex: -1, Token: "PUBSUB"},
-					}},
-					{Name: "id", Type: "block", KeySpecIndex: -1, Token: "ID", Since: "6.2.0", Flags: []string{"optional"}, Args: []Arg{
-						{Name: "client-id", Type: "integer", KeySpecIndex: -1, Flags: []string{"multiple"}},
-					}},
-				},
-				Run: cmdClientList,
-			}),
-			sub(&Command{
-				Name: "client|setinfo", Arity: 4, Flags: plain, Categories: conn,
-				Summary: "Set client or connection specific info", Since: "7.2.0",
-				Args: []Arg{{Name: "attr", Type: "oneof", KeySpecIndex: -1, Args: []Arg{
-					{Name: "libname", Type: "string", KeySpecIndex: -1, Token: "LIB-NAME"},
-					{Name: "libver", Type: "string", KeySpecIndex: -1, Token: "LIB-VER"},
-				}}},
-				Run: cmdClientSetinfo,
-			}),
-			sub(&Command{
-				Name: "client|setname", Arity: 3, Flags: plain, Categories: conn,
-				Summary: "Set the current connection name", Since: "2.6.9",
-				Args: []Arg{{Name: "connection-name", Type: "string", KeySpecIndex: -1}},
-				Run:  cmdClientSetname,
-			}),
-		},
-	}
-}
 
 func cmdClientID(c *Ctx) { c.W.Int(c.Conn.ID) }
 

@@ -25,24 +25,24 @@ func init() {
 }
 
 func registerHashes(t *Table) {
-	t.Register(
-		&Command{Name: "hset", Arity: -4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Set the string value of a hash field", Since: "2.0.0", Group: "hash", Complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", Run: cmdHset},
-		&Command{Name: "hsetnx", Arity: 4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Set the value of a hash field, only if the field does not exist", Since: "2.0.0", Group: "hash", Complexity: "O(1)", Run: cmdHsetnx},
-		&Command{Name: "hmset", Arity: -4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Set multiple hash fields to multiple values", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the number of fields being set.", Run: cmdHmset},
-		&Command{Name: "hget", Arity: 3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the value of a hash field", Since: "2.0.0", Group: "hash", Complexity: "O(1)", Run: cmdHget},
-		&Command{Name: "hmget", Arity: -3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the values of all the given hash fields", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the number of fields being requested.", Run: cmdHmget},
-		&Command{Name: "hgetall", Arity: 2, Flags: []string{FlagReadonly}, Categories: []string{"read", "hash", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get all the fields and values in a hash", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the size of the hash.", Run: cmdHgetall},
-		&Command{Name: "hdel", Arity: -3, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Delete one or more hash fields", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the number of fields to be removed.", Run: cmdHdel},
-		&Command{Name: "hexists", Arity: 3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Determine if a hash field exists", Since: "2.0.0", Group: "hash", Complexity: "O(1)", Run: cmdHexists},
-		&Command{Name: "hlen", Arity: 2, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the number of fields in a hash", Since: "2.0.0", Group: "hash", Complexity: "O(1)", Run: cmdHlen},
-		&Command{Name: "hstrlen", Arity: 3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the length of the value of a hash field", Since: "3.2.0", Group: "hash", Complexity: "O(1)", Run: cmdHstrlen},
-		&Command{Name: "hkeys", Arity: 2, Flags: []string{FlagReadonly}, Categories: []string{"read", "hash", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get all the fields in a hash", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the size of the hash.", Run: cmdHkeys},
-		&Command{Name: "hvals", Arity: 2, Flags: []string{FlagReadonly}, Categories: []string{"read", "hash", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get all the values in a hash", Since: "2.0.0", Group: "hash", Complexity: "O(N) where N is the size of the hash.", Run: cmdHvals},
-		&Command{Name: "hincrby", Arity: 4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Increment the integer value of a hash field by the given number", Since: "2.0.0", Group: "hash", Complexity: "O(1)", Run: cmdHincrby},
-		&Command{Name: "hincrbyfloat", Arity: 4, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "hash", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Increment the float value of a hash field by the given amount", Since: "2.6.0", Group: "hash", Complexity: "O(1)", Run: cmdHincrbyfloat},
-		&Command{Name: "hrandfield", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "hash", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get one or multiple random fields from a hash", Since: "6.2.0", Group: "hash", Complexity: "O(N) where N is the number of fields returned", Run: cmdHrandfield},
-		&Command{Name: "hscan", Arity: -3, Flags: []string{FlagReadonly}, Categories: []string{"read", "hash", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Incrementally iterate hash fields and associated values", Since: "2.8.0", Group: "hash", Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", Run: cmdHscan},
-	)
+	t.Register([]Row{
+		{"hset", cmdHset},
+		{"hsetnx", cmdHsetnx},
+		{"hmset", cmdHmset},
+		{"hget", cmdHget},
+		{"hmget", cmdHmget},
+		{"hgetall", cmdHgetall},
+		{"hdel", cmdHdel},
+		{"hexists", cmdHexists},
+		{"hlen", cmdHlen},
+		{"hstrlen", cmdHstrlen},
+		{"hkeys", cmdHkeys},
+		{"hvals", cmdHvals},
+		{"hincrby", cmdHincrby},
+		{"hincrbyfloat", cmdHincrbyfloat},
+		{"hrandfield", cmdHrandfield},
+		{"hscan", cmdHscan},
+	})
 }
 
 // hashPairs returns the field/value pairs of args, the last value winning

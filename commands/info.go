@@ -15,17 +15,6 @@ import (
 // INFO: Redis's sections, each as redamo really is (no snapshots, no
 // replicas, no memory limit), then redamo's own (the store and its cost).
 
-func infoCommand() *Command {
-	return &Command{
-		Name: "info", Arity: -1, Flags: []string{FlagLoading, FlagStale}, Categories: []string{"slow", "dangerous"},
-		Tips:    []string{"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
-		Summary: "Get information and statistics about the server", Since: "1.0.0", Group: "server", Complexity: "O(1)",
-		History: [][2]string{{"7.0.0", "Added support for taking multiple section arguments."}},
-		Args:    []Arg{{Name: "section", Type: "string", KeySpecIndex: -1, Flags: []string{"optional", "multiple"}}},
-		Run:     cmdInfo,
-	}
-}
-
 // infoSection renders one INFO section's fields (without its "# Title"
 // line), each "name:value\r\n".
 type infoSection struct {

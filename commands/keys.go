@@ -16,37 +16,37 @@ import (
 )
 
 func registerKeys(t *Table) {
-	const (
-		grp = "generic"
-		o1  = "O(1)"
-	)
-	t.Register(
-		keyCommand("del", -2, "write", "keyspace write slow", 1, -1, 1, grp, "1.0.0", "Delete a key", "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).", cmdDel),
-		keyCommand("unlink", -2, "write fast", "keyspace write fast", 1, -1, 1, grp, "4.0.0", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.", cmdDel),
-		keyCommand("exists", -2, "readonly fast", "keyspace read fast", 1, -1, 1, grp, "1.0.0", "Determine if a key exists", "O(N) where N is the number of keys to check.", cmdExists),
-		keyCommand("touch", -2, "readonly fast", "keyspace read fast", 1, -1, 1, grp, "3.2.1", "Alters the last access time of a key(s). Returns the number of existing keys specified.", "O(N) where N is the number of keys that will be touched.", cmdExists),
-		keyCommand("type", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "1.0.0", "Determine the type stored at key", o1, cmdType),
-		keyCommand("expire", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.0.0", "Set a key's time to live in seconds", o1, cmdExpire),
-		keyCommand("pexpire", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.6.0", "Set a key's time to live in milliseconds", o1, cmdPExpire),
-		keyCommand("expireat", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.2.0", "Set the expiration for a key as a UNIX timestamp", o1, cmdExpireAt),
-		keyCommand("pexpireat", -3, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.6.0", "Set the expiration for a key as a UNIX timestamp specified in milliseconds", o1, cmdPExpireAt),
-		keyCommand("ttl", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "1.0.0", "Get the time to live for a key in seconds", o1, cmdTTL),
-		keyCommand("pttl", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "2.6.0", "Get the time to live for a key in milliseconds", o1, cmdPTTL),
-		keyCommand("expiretime", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "7.0.0", "Get the expiration Unix timestamp for a key", o1, cmdExpireTime),
-		keyCommand("pexpiretime", 2, "readonly fast", "keyspace read fast", 1, 1, 1, grp, "7.0.0", "Get the expiration Unix timestamp for a key in milliseconds", o1, cmdPExpireTime),
-		keyCommand("persist", 2, "write fast", "keyspace write fast", 1, 1, 1, grp, "2.2.0", "Remove the expiration from a key", o1, cmdPersist),
-		keyCommand("rename", 3, "write", "keyspace write slow", 1, 2, 1, grp, "1.0.0", "Rename a key", o1, cmdRename),
-		keyCommand("renamenx", 3, "write fast", "keyspace write fast", 1, 2, 1, grp, "1.0.0", "Rename a key, only if the new key does not exist", o1, cmdRenameNX),
-		keyCommand("move", 3, "write fast", "keyspace write fast", 1, 1, 1, grp, "1.0.0", "Move a key to another database", o1, cmdMove),
-		keyCommand("copy", -3, "write denyoom", "keyspace write slow", 1, 2, 1, grp, "6.2.0", "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", cmdCopy),
-		keyCommand("keys", 2, "readonly", "keyspace read slow dangerous", 0, 0, 0, grp, "1.0.0", "Find all keys matching the given pattern", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", cmdKeys),
-		keyCommand("scan", -2, "readonly", "keyspace read slow", 0, 0, 0, grp, "2.8.0", "Incrementally iterate the keys space", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", cmdScan),
-		keyCommand("randomkey", 1, "readonly", "keyspace read slow", 0, 0, 0, grp, "1.0.0", "Return a random key from the keyspace", o1, cmdRandomKey),
-		keyCommand("dbsize", 1, "readonly fast", "keyspace read fast", 0, 0, 0, "server", "1.0.0", "Return the number of keys in the selected database", o1, cmdDBSize),
-		keyCommand("flushdb", -1, "write", "keyspace write slow dangerous", 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database", "O(N) where N is the number of keys in the selected database", cmdFlushDB),
-		keyCommand("flushall", -1, "write", "keyspace write slow dangerous", 0, 0, 0, "server", "1.0.0", "Remove all keys from all databases", "O(N) where N is the total number of keys in all databases", cmdFlushAll),
-		objectCommand(),
-	)
+	t.Register([]Row{
+		{"del", cmdDel},
+		{"unlink", cmdDel},
+		{"exists", cmdExists},
+		{"touch", cmdExists},
+		{"type", cmdType},
+		{"expire", cmdExpire},
+		{"pexpire", cmdPExpire},
+		{"expireat", cmdExpireAt},
+		{"pexpireat", cmdPExpireAt},
+		{"ttl", cmdTTL},
+		{"pttl", cmdPTTL},
+		{"expiretime", cmdExpireTime},
+		{"pexpiretime", cmdPExpireTime},
+		{"persist", cmdPersist},
+		{"rename", cmdRename},
+		{"renamenx", cmdRenameNX},
+		{"move", cmdMove},
+		{"copy", cmdCopy},
+		{"keys", cmdKeys},
+		{"scan", cmdScan},
+		{"randomkey", cmdRandomKey},
+		{"dbsize", cmdDBSize},
+		{"flushdb", cmdFlushDB},
+		{"flushall", cmdFlushAll},
+		{"object|encoding", cmdObjectEncoding},
+		{"object|freq", cmdObjectFreq},
+		{"object|help", cmdObjectHelp},
+		{"object|idletime", cmdObjectIdleTime},
+		{"object|refcount", cmdObjectRefCount},
+	})
 }
 
 // ---- DEL, EXISTS, TYPE -----------------------------------------------------------
@@ -984,24 +984,6 @@ var objectHelp = []string{
 // msgNoIdleTime: redamo keeps no access times (a write per read would double
 // the cost of every read), so it cannot answer OBJECT IDLETIME honestly.
 const msgNoIdleTime = "ERR OBJECT IDLETIME is not supported: redamo does not track key access times"
-
-func objectCommand() *Command {
-	const grp = "generic"
-	sub := func(name string, arity int, flags, cats string, first int, since, summary string, run Handler) *Command {
-		return keyCommand("object|"+name, arity, flags, cats, first, first, int(boolInt(first > 0)), grp, since, summary, "O(1)", run)
-	}
-	parent := keyCommand("object", -2, "", "slow", 0, 0, 0, grp, "2.2.3", "A container for object introspection commands", "Depends on subcommand.", func(c *Ctx) {
-		c.W.Error(ErrUnknownSubcommand("object", string(c.Args[1])))
-	})
-	parent.Subcommands = []*Command{
-		sub("encoding", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Inspect the internal encoding of a Redis object", cmdObjectEncoding),
-		sub("freq", 3, "readonly", "keyspace read slow", 2, "4.0.0", "Get the logarithmic access frequency counter of a Redis object", cmdObjectFreq),
-		sub("help", 2, "loading stale", "keyspace slow", 0, "6.2.0", "Show helpful text about the different subcommands", cmdObjectHelp),
-		sub("idletime", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Get the time since a Redis object was last accessed", cmdObjectIdleTime),
-		sub("refcount", 3, "readonly", "keyspace read slow", 2, "2.2.3", "Get the number of references to the value of the key", cmdObjectRefCount),
-	}
-	return parent
-}
 
 func cmdObjectHelp(c *Ctx) {
 	c.W.Array(len(objectHelp))

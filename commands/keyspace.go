@@ -32,7 +32,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/redamo/redamo/dynastore"
@@ -736,23 +735,4 @@ func argIs(arg []byte, opt string) bool {
 		}
 	}
 	return true
-}
-
-// keyCommand builds a table entry from the data Redis 7.0.15 reports in
-// COMMAND INFO and COMMAND DOCS; flags and categories are space-separated.
-func keyCommand(name string, arity int, flags, cats string, first, last, step int, group, since, summary, complexity string, run Handler) *Command {
-	return &Command{
-		Name:       name,
-		Arity:      arity,
-		Flags:      strings.Fields(flags),
-		Categories: strings.Fields(cats),
-		FirstKey:   first,
-		LastKey:    last,
-		Step:       step,
-		Group:      group,
-		Since:      since,
-		Summary:    summary,
-		Complexity: complexity,
-		Run:        run,
-	}
 }

@@ -83,42 +83,30 @@ func init() {
 }
 
 func registerLists(t *Table) {
-	w, wd, wf, wdf := []string{FlagWrite}, []string{FlagWrite, FlagDenyOOM}, []string{FlagWrite, FlagFast}, []string{FlagWrite, FlagDenyOOM, FlagFast}
-	r, rf := []string{FlagReadonly}, []string{FlagReadonly, FlagFast}
-	wfast, wslow, rfast, rslow := []string{"write", "list", "fast"}, []string{"write", "list", "slow"}, []string{"read", "list", "fast"}, []string{"read", "list", "slow"}
-	blk := []string{"write", "list", "slow", "blocking"}
-	cmd := func(name string, arity int, flags, cats []string, first, last int, since, summary, complexity string, run Handler) *Command {
-		step := 1
-		if first == 0 {
-			step = 0
-		}
-		return &Command{Name: name, Arity: arity, Flags: flags, Categories: cats, FirstKey: first, LastKey: last, Step: step, Summary: summary, Since: since, Group: "list", Complexity: complexity, Run: run}
-	}
-	pushCx := "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."
-	t.Register(
-		cmd("lpush", -3, wdf, wfast, 1, 1, "1.0.0", "Prepend one or multiple elements to a list", pushCx, func(c *Ctx) { listPush(c, true, false) }),
-		cmd("rpush", -3, wdf, wfast, 1, 1, "1.0.0", "Append one or multiple elements to a list", pushCx, func(c *Ctx) { listPush(c, false, false) }),
-		cmd("lpushx", -3, wdf, wfast, 1, 1, "2.2.0", "Prepend an element to a list, only if the list exists", pushCx, func(c *Ctx) { listPush(c, true, true) }),
-		cmd("rpushx", -3, wdf, wfast, 1, 1, "2.2.0", "Append an element to a list, only if the list exists", pushCx, func(c *Ctx) { listPush(c, false, true) }),
-		cmd("lpop", -2, wf, wfast, 1, 1, "1.0.0", "Remove and get the first elements in a list", "O(N) where N is the number of elements returned", func(c *Ctx) { cmdPop(c, true) }),
-		cmd("rpop", -2, wf, wfast, 1, 1, "1.0.0", "Remove and get the last elements in a list", "O(N) where N is the number of elements returned", func(c *Ctx) { cmdPop(c, false) }),
-		cmd("llen", 2, rf, rfast, 1, 1, "1.0.0", "Get the length of a list", "O(1)", cmdLlen),
-		cmd("lrange", 4, r, rslow, 1, 1, "1.0.0", "Get a range of elements from a list", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", cmdLrange),
-		cmd("lindex", 3, r, rslow, 1, 1, "1.0.0", "Get an element from a list by its index", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", cmdLindex),
-		cmd("lset", 4, wd, wslow, 1, 1, "1.0.0", "Set the value of an element in a list by its index", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", cmdLset),
-		cmd("linsert", 5, wd, wslow, 1, 1, "2.2.0", "Insert an element before or after another element in a list", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", cmdLinsert),
-		cmd("lrem", 4, w, wslow, 1, 1, "1.0.0", "Remove elements from a list", "O(N+M) where N is the length of the list and M is the number of elements removed.", cmdLrem),
-		cmd("ltrim", 4, w, wslow, 1, 1, "1.0.0", "Trim a list to the specified range", "O(N) where N is the number of elements to be removed by the operation.", cmdLtrim),
-		cmd("lpos", -3, r, rslow, 1, 1, "6.0.6", "Return the index of matching elements on a list", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", cmdLpos),
-		cmd("lmove", 5, wd, wslow, 1, 2, "6.2.0", "Pop an element from a list, push it to another list and return it", "O(1)", cmdLmove),
-		cmd("rpoplpush", 3, wd, wslow, 1, 2, "1.2.0", "Remove the last element in a list, prepend it to another list and return it", "O(1)", cmdRpoplpush),
-		cmd("lmpop", -4, []string{FlagWrite, FlagMovable}, wslow, 0, 0, "7.0.0", "Pop elements from a list", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", cmdLmpop),
-		cmd("blpop", -3, []string{FlagWrite, FlagNoScript, FlagBlocking}, blk, 1, -2, "2.0.0", "Remove and get the first element in a list, or block until one is available", "O(N) where N is the number of provided keys.", func(c *Ctx) { cmdBpop(c, true) }),
-		cmd("brpop", -3, []string{FlagWrite, FlagNoScript, FlagBlocking}, blk, 1, -2, "2.0.0", "Remove and get the last element in a list, or block until one is available", "O(N) where N is the number of provided keys.", func(c *Ctx) { cmdBpop(c, false) }),
-		cmd("blmove", 6, []string{FlagWrite, FlagDenyOOM, FlagNoScript, FlagBlocking}, blk, 1, 2, "6.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available", "O(1)", cmdBlmove),
-		cmd("brpoplpush", 4, []string{FlagWrite, FlagDenyOOM, FlagNoScript, FlagBlocking}, blk, 1, 2, "2.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available", "O(1)", cmdBrpoplpush),
-		cmd("blmpop", -5, []string{FlagWrite, FlagBlocking, FlagMovable}, blk, 0, 0, "7.0.0", "Pop elements from a list, or block until one is available", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", cmdBlmpop),
-	)
+	t.Register([]Row{
+		{"lpush", func(c *Ctx) { listPush(c, true, false) }},
+		{"rpush", func(c *Ctx) { listPush(c, false, false) }},
+		{"lpushx", func(c *Ctx) { listPush(c, true, true) }},
+		{"rpushx", func(c *Ctx) { listPush(c, false, true) }},
+		{"lpop", func(c *Ctx) { cmdPop(c, true) }},
+		{"rpop", func(c *Ctx) { cmdPop(c, false) }},
+		{"llen", cmdLlen},
+		{"lrange", cmdLrange},
+		{"lindex", cmdLindex},
+		{"lset", cmdLset},
+		{"linsert", cmdLinsert},
+		{"lrem", cmdLrem},
+		{"ltrim", cmdLtrim},
+		{"lpos", cmdLpos},
+		{"lmove", cmdLmove},
+		{"rpoplpush", cmdRpoplpush},
+		{"lmpop", cmdLmpop},
+		{"blpop", func(c *Ctx) { cmdBpop(c, true) }},
+		{"brpop", func(c *Ctx) { cmdBpop(c, false) }},
+		{"blmove", cmdBlmove},
+		{"brpoplpush", cmdBrpoplpush},
+		{"blmpop", cmdBlmpop},
+	})
 }
 
 // ---- positions ------------------------------------------------------------------

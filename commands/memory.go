@@ -17,37 +17,6 @@ import (
 // defaultMemorySamples is Redis's OBJ_COMPUTE_SIZE_DEF_SAMPLES.
 const defaultMemorySamples = 5
 
-// memoryCommand is MEMORY with the metadata Redis 7.0.15 reports for it.
-func memoryCommand() *Command {
-	sub := func(c *Command) *Command {
-		c.Group, c.Since = "server", "4.0.0"
-		return c
-	}
-	return &Command{
-		Name: "memory", Arity: -2, Categories: []string{"slow"},
-		Summary: "A container for memory diagnostics commands", Since: "4.0.0", Group: "server",
-		Complexity: "Depends on subcommand.",
-		Subcommands: []*Command{
-			sub(&Command{
-				Name: "memory|help", Arity: 2, Flags: []string{FlagLoading, FlagStale}, Categories: []string{"slow"},
-				Summary: "Show helpful text about the different subcommands", Complexity: "O(1)",
-				Run: cmdMemoryHelp,
-			}),
-			sub(&Command{
-				Name: "memory|usage", Arity: -3, Flags: []string{FlagReadonly}, Categories: []string{"read", "slow"},
-				FirstKey: 2, LastKey: 2, Step: 1,
-				KeySpecs: []KeySpec{{Flags: []string{"RO"}, Index: 2, KeyStep: 1}},
-				Summary:  "Estimate the memory usage of a key", Complexity: "O(N) where N is the number of samples.",
-				Args: []Arg{
-					{Name: "key", Type: "key", KeySpecIndex: 0},
-					{Name: "count", Type: "integer", KeySpecIndex: -1, Token: "SAMPLES", Flags: []string{"optional"}},
-				},
-				Run: cmdMemoryUsage,
-			}),
-		},
-	}
-}
-
 func cmdMemoryHelp(c *Ctx) {
 	writeHelp(c, "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"USAGE <key> [SAMPLES <count>]",

@@ -6,41 +6,30 @@ import (
 )
 
 // The server family: COMMAND (command_cmd.go), INFO (info.go), CONFIG
-// (config.go), MEMORY (memory.go), TIME, WAIT and LASTSAVE.
-// Metadata as Redis 7.0.15's COMMAND INFO/DOCS report it. (DBSIZE, FLUSHDB
-// and FLUSHALL live with the keys.)
+// (config.go), MEMORY (memory.go), TIME, WAIT and LASTSAVE. (DBSIZE,
+// FLUSHDB and FLUSHALL live with the keys.)
 func registerServer(t *Table) {
-	t.Register(
-		commandCommand(),
-		infoCommand(),
-		configCommand(),
-		memoryCommand(),
-		&Command{
-			Name: "time", Arity: 1, Flags: []string{FlagLoading, FlagStale, FlagFast}, Categories: []string{"fast"},
-			Tips:    []string{"nondeterministic_output"},
-			Summary: "Return the current server time", Since: "2.6.0", Group: "server", Complexity: "O(1)",
-			Run: cmdTime,
-		},
-		&Command{
-			Name: "wait", Arity: 3, Flags: []string{FlagNoScript}, Categories: []string{"slow", "connection"},
-			Tips:    []string{"request_policy:all_shards", "response_policy:agg_min"},
-			Summary: "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
-			Since:   "3.0.0", Group: "generic", Complexity: "O(1)",
-			Args: []Arg{
-				{Name: "numreplicas", Type: "integer", KeySpecIndex: -1},
-				{Name: "timeout", Type: "integer", KeySpecIndex: -1},
-			},
-			Run: cmdWait,
-		},
-		&Command{
-			Name: "lastsave", Arity: 1, Flags: []string{FlagLoading, FlagStale, FlagFast},
-			Categories: []string{"admin", "fast", "dangerous"},
-			Tips:       []string{"nondeterministic_output"},
-			Summary:    "Get the UNIX time stamp of the last successful save to disk", Since: "1.0.0",
-			Group: "server", Complexity: "O(1)",
-			Run: cmdLastsave,
-		},
-	)
+	t.Register([]Row{
+		{"command", cmdCommandAll},
+		{"command|count", cmdCommandCount},
+		{"command|docs", cmdCommandDocs},
+		{"command|getkeys", func(c *Ctx) { getKeysReply(c, false) }},
+		{"command|getkeysandflags", func(c *Ctx) { getKeysReply(c, true) }},
+		{"command|help", cmdCommandHelp},
+		{"command|info", cmdCommandInfo},
+		{"command|list", cmdCommandList},
+		{"info", cmdInfo},
+		{"config|get", cmdConfigGet},
+		{"config|help", cmdConfigHelp},
+		{"config|resetstat", cmdConfigResetstat},
+		{"config|rewrite", cmdConfigRewrite},
+		{"config|set", cmdConfigSet},
+		{"memory|help", cmdMemoryHelp},
+		{"memory|usage", cmdMemoryUsage},
+		{"time", cmdTime},
+		{"wait", cmdWait},
+		{"lastsave", cmdLastsave},
+	})
 }
 
 // ---- TIME, WAIT, LASTSAVE ----------------------------------------------------

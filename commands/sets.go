@@ -27,25 +27,25 @@ func init() {
 }
 
 func registerSets(t *Table) {
-	t.Register(
-		&Command{Name: "sadd", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Add one or more members to a set", Since: "1.0.0", Group: "set", Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", Run: cmdSadd},
-		&Command{Name: "srem", Arity: -3, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Remove one or more members from a set", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the number of members to be removed.", Run: cmdSrem},
-		&Command{Name: "sismember", Arity: 3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Determine if a given value is a member of a set", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdSismember},
-		&Command{Name: "smismember", Arity: -3, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Returns the membership associated with the given elements for a set", Since: "6.2.0", Group: "set", Complexity: "O(N) where N is the number of elements being checked for membership", Run: cmdSmismember},
-		&Command{Name: "smembers", Arity: 2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get all the members in a set", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the set cardinality.", Run: cmdSmembers},
-		&Command{Name: "scard", Arity: 2, Flags: []string{FlagReadonly, FlagFast}, Categories: []string{"read", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get the number of members in a set", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdScard},
-		&Command{Name: "spop", Arity: -2, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Remove and return one or multiple random members from a set", Since: "1.0.0", Group: "set", Complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", Run: cmdSpop},
-		&Command{Name: "srandmember", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Get one or multiple random members from a set", Since: "1.0.0", Group: "set", Complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", Run: cmdSrandmember},
-		&Command{Name: "smove", Arity: 4, Flags: []string{FlagWrite, FlagFast}, Categories: []string{"write", "set", "fast"}, FirstKey: 1, LastKey: 2, Step: 1, Summary: "Move a member from one set to another", Since: "1.0.0", Group: "set", Complexity: "O(1)", Run: cmdSmove},
-		&Command{Name: "sinter", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Intersect multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSinter},
-		&Command{Name: "sintercard", Arity: -3, Flags: []string{FlagReadonly, FlagMovable}, Categories: []string{"read", "set", "slow"}, FirstKey: 0, LastKey: 0, Step: 0, Summary: "Intersect multiple sets and return the cardinality of the result", Since: "7.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSintercard},
-		&Command{Name: "sunion", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Add multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSunion},
-		&Command{Name: "sdiff", Arity: -2, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Subtract multiple sets", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSdiff},
-		&Command{Name: "sinterstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Intersect multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", Run: cmdSinterstore},
-		&Command{Name: "sunionstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Add multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSunionstore},
-		&Command{Name: "sdiffstore", Arity: -3, Flags: []string{FlagWrite, FlagDenyOOM}, Categories: []string{"write", "set", "slow"}, FirstKey: 1, LastKey: -1, Step: 1, Summary: "Subtract multiple sets and store the resulting set in a key", Since: "1.0.0", Group: "set", Complexity: "O(N) where N is the total number of elements in all given sets.", Run: cmdSdiffstore},
-		&Command{Name: "sscan", Arity: -3, Flags: []string{FlagReadonly}, Categories: []string{"read", "set", "slow"}, FirstKey: 1, LastKey: 1, Step: 1, Summary: "Incrementally iterate Set elements", Since: "2.8.0", Group: "set", Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", Run: cmdSscan},
-	)
+	t.Register([]Row{
+		{"sadd", cmdSadd},
+		{"srem", cmdSrem},
+		{"sismember", cmdSismember},
+		{"smismember", cmdSmismember},
+		{"smembers", cmdSmembers},
+		{"scard", cmdScard},
+		{"spop", cmdSpop},
+		{"srandmember", cmdSrandmember},
+		{"smove", cmdSmove},
+		{"sinter", cmdSinter},
+		{"sintercard", cmdSintercard},
+		{"sunion", cmdSunion},
+		{"sdiff", cmdSdiff},
+		{"sinterstore", cmdSinterstore},
+		{"sunionstore", cmdSunionstore},
+		{"sdiffstore", cmdSdiffstore},
+		{"sscan", cmdSscan},
+	})
 }
 
 // maxRandomCount bounds the reply of a negative-count SRANDMEMBER or

@@ -8,34 +8,29 @@ import (
 )
 
 func registerStrings(t *Table) {
-	const (
-		grp     = "string"
-		o1      = "O(1)"
-		rangeOc = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."
-	)
-	t.Register(
-		keyCommand("get", 2, "readonly fast", "read string fast", 1, 1, 1, grp, "1.0.0", "Get the value of a key", o1, cmdGet),
-		keyCommand("set", -3, "write denyoom", "write string slow", 1, 1, 1, grp, "1.0.0", "Set the string value of a key", o1, cmdSet),
-		keyCommand("setnx", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Set the value of a key, only if the key does not exist", o1, cmdSetNX),
-		keyCommand("setex", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.0.0", "Set the value and expiration of a key", o1, cmdSetEX),
-		keyCommand("psetex", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.6.0", "Set the value and expiration in milliseconds of a key", o1, cmdPSetEX),
-		keyCommand("getset", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Set the string value of a key and return its old value", o1, cmdGetSet),
-		keyCommand("getdel", 2, "write fast", "write string fast", 1, 1, 1, grp, "6.2.0", "Get the value of a key and delete the key", o1, cmdGetDel),
-		keyCommand("getex", -2, "write fast", "write string fast", 1, 1, 1, grp, "6.2.0", "Get the value of a key and optionally set its expiration", o1, cmdGetEx),
-		keyCommand("mget", -2, "readonly fast", "read string fast", 1, -1, 1, grp, "1.0.0", "Get the values of all the given keys", "O(N) where N is the number of keys to retrieve.", cmdMGet),
-		keyCommand("mset", -3, "write denyoom", "write string slow", 1, -1, 2, grp, "1.0.1", "Set multiple keys to multiple values", "O(N) where N is the number of keys to set.", cmdMSet),
-		keyCommand("msetnx", -3, "write denyoom", "write string slow", 1, -1, 2, grp, "1.0.1", "Set multiple keys to multiple values, only if none of the keys exist", "O(N) where N is the number of keys to set.", cmdMSetNX),
-		keyCommand("append", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "2.0.0", "Append a value to a key", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", cmdAppend),
-		keyCommand("strlen", 2, "readonly fast", "read string fast", 1, 1, 1, grp, "2.2.0", "Get the length of the value stored in a key", o1, cmdStrlen),
-		keyCommand("getrange", 4, "readonly", "read string slow", 1, 1, 1, grp, "2.4.0", "Get a substring of the string stored at a key", rangeOc, cmdGetRange),
-		keyCommand("substr", 4, "readonly", "read string slow", 1, 1, 1, grp, "1.0.0", "Get a substring of the string stored at a key", rangeOc, cmdGetRange),
-		keyCommand("setrange", 4, "write denyoom", "write string slow", 1, 1, 1, grp, "2.2.0", "Overwrite part of a string at key starting at the specified offset", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", cmdSetRange),
-		keyCommand("incr", 2, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Increment the integer value of a key by one", o1, cmdIncr),
-		keyCommand("decr", 2, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Decrement the integer value of a key by one", o1, cmdDecr),
-		keyCommand("incrby", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Increment the integer value of a key by the given amount", o1, cmdIncrBy),
-		keyCommand("decrby", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "1.0.0", "Decrement the integer value of a key by the given number", o1, cmdDecrBy),
-		keyCommand("incrbyfloat", 3, "write denyoom fast", "write string fast", 1, 1, 1, grp, "2.6.0", "Increment the float value of a key by the given amount", o1, cmdIncrByFloat),
-	)
+	t.Register([]Row{
+		{"get", cmdGet},
+		{"set", cmdSet},
+		{"setnx", cmdSetNX},
+		{"setex", cmdSetEX},
+		{"psetex", cmdPSetEX},
+		{"getset", cmdGetSet},
+		{"getdel", cmdGetDel},
+		{"getex", cmdGetEx},
+		{"mget", cmdMGet},
+		{"mset", cmdMSet},
+		{"msetnx", cmdMSetNX},
+		{"append", cmdAppend},
+		{"strlen", cmdStrlen},
+		{"getrange", cmdGetRange},
+		{"substr", cmdGetRange},
+		{"setrange", cmdSetRange},
+		{"incr", cmdIncr},
+		{"decr", cmdDecr},
+		{"incrby", cmdIncrBy},
+		{"decrby", cmdDecrBy},
+		{"incrbyfloat", cmdIncrByFloat},
+	})
 }
 
 // ---- GET family ------------------------------------------------------------

@@ -41,41 +41,13 @@ const (
 )
 
 func registerTransactions(t *Table) {
-	cats := func(speed string) []string { return []string{speed, "transaction"} }
-	flags := []string{FlagNoScript, FlagLoading, FlagStale, FlagFast, FlagAllowBusy}
-	t.Register(
-		&Command{
-			Name: "multi", Arity: 1, Flags: flags, Categories: cats("fast"),
-			Summary: "Mark the start of a transaction block", Since: "1.2.0", Group: "transactions", Complexity: "O(1)",
-			Run: cmdMulti,
-		},
-		&Command{
-			Name: "exec", Arity: 1, Flags: []string{FlagNoScript, FlagLoading, FlagStale, FlagSkipSlowlg}, Categories: cats("slow"),
-			Summary: "Execute all commands issued after MULTI", Since: "1.2.0", Group: "transactions",
-			Complexity: "Depends on commands in the transaction",
-			Run:        cmdExec,
-		},
-		&Command{
-			Name: "discard", Arity: 1, Flags: flags, Categories: cats("fast"),
-			Summary: "Discard all commands issued after MULTI", Since: "2.0.0", Group: "transactions",
-			Complexity: "O(N), when N is the number of queued commands",
-			Run:        cmdDiscard,
-		},
-		&Command{
-			Name: "watch", Arity: -2, Flags: flags, Categories: cats("fast"),
-			FirstKey: 1, LastKey: -1, Step: 1,
-			KeySpecs: []KeySpec{{Flags: []string{"RO"}, Index: 1, LastKey: -1, KeyStep: 1}},
-			Summary:  "Watch the given keys to determine execution of the MULTI/EXEC block", Since: "2.2.0",
-			Group: "transactions", Complexity: "O(1) for every key.",
-			Args: []Arg{{Name: "key", Type: "key", Flags: []string{"multiple"}}},
-			Run:  cmdWatch,
-		},
-		&Command{
-			Name: "unwatch", Arity: 1, Flags: flags, Categories: cats("fast"),
-			Summary: "Forget about all watched keys", Since: "2.2.0", Group: "transactions", Complexity: "O(1)",
-			Run: cmdUnwatch,
-		},
-	)
+	t.Register([]Row{
+		{"multi", cmdMulti},
+		{"exec", cmdExec},
+		{"discard", cmdDiscard},
+		{"watch", cmdWatch},
+		{"unwatch", cmdUnwatch},
+	})
 }
 
 // runsInMulti names the commands that run at once inside MULTI rather than

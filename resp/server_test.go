@@ -36,7 +36,7 @@ type testServer struct {
 func start(t *testing.T, cfg commands.Config, extra ...*commands.Command) *testServer {
 	t.Helper()
 	table := commands.NewTable()
-	table.Register(extra...)
+	table.Add(extra...)
 	return serve(t, &commands.Server{Table: table, Config: cfg})
 }
 
