@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // BlockingPollLabel is the request label of the blocked-pop poller.
@@ -275,7 +276,7 @@ func (r *listRuntime) poll() {
 func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 	ks := make([]dynastore.Key, len(keys))
 	for i, k := range keys {
-		ks[i] = itemKey(k.db, []byte(k.key))
+		ks[i] = model.ItemKey(k.db, []byte(k.key))
 	}
 	items, err := r.srv.Store.BatchGet(ctx, ks)
 	nowMS := r.srv.Now().UnixMilli()
@@ -300,15 +301,15 @@ func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 
 // listHasElements reports whether a key item is a live, non-empty list.
 func listHasElements(it dynastore.Item, nowMS int64) bool {
-	ks, err := decodeKey(it, nowMS)
-	if err != nil || !ks.Live || ks.Type != TypeList {
+	ks, err := model.DecodeKey(it, nowMS)
+	if err != nil || !ks.Live || ks.Type != model.TypeList {
 		return false
 	}
 	if it.Has(attrGen) {
-		n, err := numberInt(it.Get(attrCount))
+		n, err := model.NumberInt(it.Get(attrCount))
 		return err == nil && n > 0
 	}
-	l, _ := it.Get(attrValue).(dynastore.L)
+	l, _ := it.Get(model.AttrValue).(dynastore.L)
 	return len(l) > 0
 }
 

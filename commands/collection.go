@@ -5,7 +5,7 @@ package commands
 // files (hashes.go, sets.go, lists.go) speak to a *collection and never build
 // member items themselves.
 //
-// Layouts. A collection's key item (keyspace.go: pk 'k'+db+key, sk 0x00, t,
+// Layouts. A collection's key item (model/keyitem.go: pk 'k'+db+key, sk 0x00, t,
 // x, ttl, ver) is the single source of truth for which members exist:
 //
 //   - inline (small): the members live in the key item itself, so every
@@ -86,7 +86,7 @@ package commands
 // Entries are (member, value) pairs keyed by member bytes; each() visits
 // them in member order (sorted inline, partition order when large), so a
 // list uses order-preserving position keys as members, keeps its head and
-// tail with setKeyAttr, and registers an inlineCodec for TypeList (v as an L
+// tail with setKeyAttr, and registers an inlineCodec for model.TypeList (v as an L
 // of B). A commit of a command that read only some members is conditioned
 // on exactly those members (concurrent writers of other members do not
 // conflict); one that read everything (each) or set key attributes is
@@ -122,7 +122,7 @@ const (
 	attrFieldPrefix = "f"
 )
 
-// pk namespaces of the collection layer (keyspace.go lists the others).
+// pk namespaces of the collection layer (model/keyitem.go lists the others).
 const (
 	nsMembers  = 'm' // 'm', generation id: the members of a large collection
 	nsGens     = 'G' // 'G', shard: the generation registry
@@ -289,7 +289,7 @@ const contendedPause = time.Second
 // absence) this process saw last: a list pop or LPUSH, and the fast paths
 // of small sets and hashes, start from it instead of reading. Every entry
 // is an item as it was at some moment, never a guess: writes made from one
-// are conditioned on its ver (keyState.guard), which holds only while the
+// are conditioned on its ver (model.KeyState.guard), which holds only while the
 // item is exactly that one (every write sets a fresh ver).
 type itemCache struct {
 	kc keyCache[cachedItem]
@@ -329,8 +329,8 @@ func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64)
 
 func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
 	if it != nil {
-		switch t, _ := it.Get(attrType).(dynastore.S); t {
-		case TypeList, TypeSet, TypeHash:
+		switch t, _ := it.Get(model.AttrType).(dynastore.S); t {
+		case model.TypeList, model.TypeSet, model.TypeHash:
 		default:
 			ic.drop(db, key)
 			return
@@ -377,7 +377,7 @@ func gensOf(c *Ctx) *keyCache[largeGen] { return &c.Srv.listRT().gens }
 // type typ, is large with generation gen, or not large at all (gen nil:
 // inline, absent, or of another type).
 func noteGen(c *Ctx, key []byte, typ string, gen []byte) {
-	if !keyFits(key) || (typ != TypeSet && typ != TypeHash) {
+	if !model.KeyFits(key) || (typ != model.TypeSet && typ != model.TypeHash) {
 		return
 	}
 	if gen != nil {
@@ -391,7 +391,7 @@ func noteGen(c *Ctx, key []byte, typ string, gen []byte) {
 // key, with type typ (nil if none): a view with the generation only, for a
 // blind write.
 func cachedLarge(c *Ctx, key []byte, typ string) *collection {
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		return nil
 	}
 	lg, ok := gensOf(c).get(c.DB(), key)
@@ -434,7 +434,7 @@ func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
 	}
 	if v != nil {
-		it.Set(attrValue, v)
+		it.Set(model.AttrValue, v)
 	}
 	return it
 }
@@ -458,7 +458,7 @@ func fieldAttr(f []byte) string {
 
 // hashValue encodes a hash value: N for a canonical int64, B otherwise.
 func hashValue(v []byte) dynastore.Value {
-	if _, ok := string2ll(v); ok {
+	if _, ok := model.String2ll(v); ok {
 		return dynastore.N(v)
 	}
 	return dynastore.B(bytes.Clone(v))
@@ -536,8 +536,8 @@ func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxActi
 func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.Item, dstPK []byte, nowMS int64) (dynastore.Item, []dynastore.TxAction, error) {
 	out := src.Clone(0)
 	out.Set(dynastore.AttrPK, dynastore.B(bytes.Clone(dstPK)))
-	out.Set(dynastore.AttrSK, dynastore.B(keyItemSK))
-	out.Set(attrVer, newVer())
+	out.Set(dynastore.AttrSK, dynastore.B(model.KeyItemSK))
+	out.Set(model.AttrVer, model.NewVer())
 	g, ok := src.Get(attrGen).(dynastore.B)
 	if !ok {
 		return out, nil, nil
@@ -570,7 +570,7 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(reg.SK)},
 		{Name: attrOwner, Value: dynastore.B(bytes.Clone(ownerPK))},
-		{Name: attrCreated, Value: nInt(nowMS)},
+		{Name: attrCreated, Value: model.NInt(nowMS)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("registering generation: %w", err)
@@ -634,7 +634,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 			return err
 		}
 		for _, it := range page.Items {
-			if err := fn(decodeMember(it), it.Get(attrValue)); err != nil {
+			if err := fn(decodeMember(it), it.Get(model.AttrValue)); err != nil {
 				return err
 			}
 		}
@@ -709,7 +709,7 @@ type collection struct {
 	c   *Ctx
 	typ string
 	key []byte
-	ks  keyState
+	ks  model.KeyState
 	// wrongType: the key is live and holds another type.
 	wrongType bool
 
@@ -776,7 +776,7 @@ type memberState struct {
 
 // openCollection reads key (one GetItem) as a collection of type typ.
 func openCollection(c *Ctx, key []byte, typ string) (*collection, error) {
-	it, err := c.Store.Get(c, itemKey(c.DB(), key))
+	it, err := c.Store.Get(c, model.ItemKey(c.DB(), key))
 	if err != nil {
 		return nil, err
 	}
@@ -787,7 +787,7 @@ func openCollection(c *Ctx, key []byte, typ string) (*collection, error) {
 func openCollections(c *Ctx, keys [][]byte, typ string) ([]*collection, error) {
 	ks := make([]dynastore.Key, len(keys))
 	for i, k := range keys {
-		ks[i] = itemKey(c.DB(), k)
+		ks[i] = model.ItemKey(c.DB(), k)
 	}
 	items, err := c.Store.BatchGet(c, ks)
 	if err != nil {
@@ -807,16 +807,16 @@ func openCollections(c *Ctx, keys [][]byte, typ string) ([]*collection, error) {
 // cache, and in the generation cache whether it is large.
 func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *collection, err error) {
 	cl := &collection{c: c, typ: typ, key: key}
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		it = nil
 	}
-	ks, err := decodeKey(it, c.NowMS())
+	ks, err := model.DecodeKey(it, c.NowMS())
 	if err != nil {
 		return nil, err
 	}
 	cl.ks = ks
 	defer func() {
-		if err == nil && keyFits(key) {
+		if err == nil && model.KeyFits(key) {
 			noteGen(c, key, typ, cl.gen)
 			itemsOf(c).put(c.DB(), key, it)
 		}
@@ -830,7 +830,7 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 	}
 	if g, ok := it.Get(attrGen).(dynastore.B); ok {
 		cl.gen = g
-		if cl.n, err = numberInt(it.Get(attrCount)); err != nil {
+		if cl.n, err = model.NumberInt(it.Get(attrCount)); err != nil {
 			return nil, fmt.Errorf("commands: collection count: %w", err)
 		}
 		return cl, nil
@@ -855,9 +855,9 @@ type inlineCodec struct {
 }
 
 var inlineCodecs = map[string]inlineCodec{
-	TypeSet: {
+	model.TypeSet: {
 		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(attrValue).(dynastore.BS)
+			names, _ := it.Get(model.AttrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
 				out[string(m)] = nil
@@ -869,12 +869,12 @@ var inlineCodecs = map[string]inlineCodec{
 			for m := range entries {
 				names = append(names, []byte(m))
 			}
-			it.Set(attrValue, names)
+			it.Set(model.AttrValue, names)
 		},
 	},
-	TypeHash: {
+	model.TypeHash: {
 		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(attrValue).(dynastore.BS)
+			names, _ := it.Get(model.AttrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
 				out[string(m)] = nil
@@ -907,7 +907,7 @@ var inlineCodecs = map[string]inlineCodec{
 				names = append(names, []byte(m))
 				it.Set(fieldAttr([]byte(m)), v)
 			}
-			it.Set(attrValue, names)
+			it.Set(model.AttrValue, names)
 		},
 	},
 }
@@ -1001,7 +1001,7 @@ func (cl *collection) fetch(members [][]byte) error {
 	for i, it := range items {
 		st := memberState{}
 		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
-			st = memberState{present: true, v: it.Get(attrValue)}
+			st = memberState{present: true, v: it.Get(model.AttrValue)}
 		}
 		cl.known[string(want[i])] = st
 	}
@@ -1067,7 +1067,7 @@ func validateRead(c *Ctx, cls ...*collection) error {
 	}
 	keys := make([]dynastore.Key, len(cls))
 	for i, cl := range cls {
-		keys[i] = itemKey(c.DB(), cl.key)
+		keys[i] = model.ItemKey(c.DB(), cl.key)
 	}
 	items, err := c.Store.BatchGet(c, keys)
 	if err != nil {
@@ -1088,7 +1088,7 @@ func sameVer(a, b dynastore.Item) bool {
 	}
 	// Whatever the token's type: items written before versions became
 	// strings hold Numbers.
-	va, vb := a.Get(attrVer), b.Get(attrVer)
+	va, vb := a.Get(model.AttrVer), b.Get(model.AttrVer)
 	return (va == nil && vb == nil) || dynastore.ValuesEqual(va, vb)
 }
 
@@ -1131,7 +1131,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 				return ms, vs, nil
 			}
 			ms = append(ms, m)
-			vs = append(vs, it.Get(attrValue))
+			vs = append(vs, it.Get(model.AttrValue))
 		}
 		if page.Next != nil {
 			cl.pagesRead = true
@@ -1181,9 +1181,9 @@ func (cl *collection) changed() bool {
 // hold, whatever the encoding parameters were when it was written.
 func inlineLimit(typ string) int {
 	switch typ {
-	case TypeHash:
+	case model.TypeHash:
 		return inlineMaxHash
-	case TypeList:
+	case model.TypeList:
 		return inlineMaxList
 	}
 	return inlineMaxSet
@@ -1205,16 +1205,16 @@ func fitsInline(lim inlineLimits, entries map[string]dynastore.Value) bool {
 // baseKeyItem is the key item's common part for a write: type, fresh ver,
 // and the expiry kept unless the commit replaces the key.
 func (cl *collection) baseKeyItem() dynastore.Item {
-	k := itemKey(cl.c.DB(), cl.key)
+	k := model.ItemKey(cl.c.DB(), cl.key)
 	it := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: attrType, Value: dynastore.S(cl.typ)},
-		{Name: attrVer, Value: newVer()},
+		{Name: model.AttrType, Value: dynastore.S(cl.typ)},
+		{Name: model.AttrVer, Value: model.NewVer()},
 	}
 	if !cl.replace && cl.ks.Live && cl.ks.HasExpiry {
-		it.Set(attrExpiry, nInt(cl.ks.Expiry))
-		it.Set(dynastore.AttrTTL, ttlSeconds(cl.ks.Expiry))
+		it.Set(model.AttrExpiry, model.NInt(cl.ks.Expiry))
+		it.Set(dynastore.AttrTTL, model.TTLSeconds(cl.ks.Expiry))
 	}
 	for name, v := range cl.keyAttrs {
 		it.Set(name, v)
@@ -1244,7 +1244,7 @@ func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.I
 func (cl *collection) plan() ([]dynastore.TxAction, error) {
 	actions, gen, err := cl.planActions()
 	cl.planned, cl.genAfter, cl.after, cl.afterKnown = len(actions) > 0, gen, nil, false
-	k := itemKey(cl.c.DB(), cl.key)
+	k := model.ItemKey(cl.c.DB(), cl.key)
 	for _, a := range actions {
 		switch {
 		case a.Op == dynastore.TxPut && bytes.Equal(a.Item.Key().PK, k.PK):
@@ -1262,11 +1262,11 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	if !cl.changed() {
 		return nil, nil, nil
 	}
-	if !keyFits(cl.key) {
-		return nil, nil, errKeyTooLong
+	if !model.KeyFits(cl.key) {
+		return nil, nil, model.ErrKeyTooLong
 	}
-	key := itemKey(cl.c.DB(), cl.key)
-	guard := cl.ks.guard()
+	key := model.ItemKey(cl.c.DB(), cl.key)
+	guard := cl.ks.Guard()
 	if !cl.large() || cl.replace {
 		entries := map[string]dynastore.Value{}
 		if !cl.replace && !cl.wrongType {
@@ -1302,7 +1302,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}
 		it := cl.baseKeyItem()
 		it.Set(attrGen, dynastore.B(gen))
-		it.Set(attrCount, nInt(n))
+		it.Set(attrCount, model.NInt(n))
 		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
 	}
 
@@ -1328,7 +1328,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		if st := cl.known[m]; st.present {
 			cond = dynastore.Exists{Attr: dynastore.AttrPK}
 			if st.v != nil {
-				cond = dynastore.Compare{Attr: attrValue, Op: dynastore.OpEQ, Val: st.v}
+				cond = dynastore.Compare{Attr: model.AttrValue, Op: dynastore.OpEQ, Val: st.v}
 			}
 		} else {
 			n++
@@ -1353,8 +1353,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			Op:  dynastore.TxUpdate,
 			Key: key,
 			Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-				{Attr: attrCount, Val: nInt(n)},
-				{Attr: attrVer, Val: newVer()},
+				{Attr: attrCount, Val: model.NInt(n)},
+				{Attr: model.AttrVer, Val: model.NewVer()},
 			}, cl.keyAttrSets()...)},
 			Cond: guard,
 		}
@@ -1365,8 +1365,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			// guarded path above on its re-run).
 			delta := n - cl.n
 			keyUpdate.Update = &dynastore.Update{
-				Set: []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
-				Add: []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}},
+				Set: []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
+				Add: []dynastore.AttrValue{{Attr: attrCount, Val: model.NInt(delta)}},
 			}
 			keyUpdate.Cond = genLiveCond(cl.gen, cl.c.NowMS(), delta)
 		}
@@ -1398,8 +1398,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		Key: key,
 		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
 			{Attr: attrGen, Val: dynastore.B(gen)},
-			{Attr: attrCount, Val: nInt(n)},
-			{Attr: attrVer, Val: newVer()},
+			{Attr: attrCount, Val: model.NInt(n)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
@@ -1407,12 +1407,12 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 
 // checkAction guards a key only read by a multi-key commit.
 func (cl *collection) checkAction() dynastore.TxAction {
-	k := itemKey(cl.c.DB(), cl.key)
-	if !keyFits(cl.key) {
+	k := model.ItemKey(cl.c.DB(), cl.key)
+	if !model.KeyFits(cl.key) {
 		// A key that cannot exist never changes.
 		return dynastore.TxAction{}
 	}
-	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.ks.guard()}
+	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.ks.Guard()}
 }
 
 // commit writes the staged changes of one collection.
@@ -1439,7 +1439,7 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 		return validateRead(c, reads...)
 	}
 	for _, cl := range reads {
-		if written[string(cl.key)] || !keyFits(cl.key) {
+		if written[string(cl.key)] || !model.KeyFits(cl.key) {
 			continue
 		}
 		written[string(cl.key)] = true
@@ -1559,7 +1559,7 @@ func bsContains(set dynastore.Value, m []byte) bool {
 //     holds only when v exists, and only an inline layout has v (the key
 //     item of a large collection holds g and n, never v: see plan, and
 //     listView.plan/publish for lists);
-//   - "live" is condUnexpired: the comparison of t (and of v's size) holds
+//   - "live" is model.CondUnexpired: the comparison of t (and of v's size) holds
 //     only when the item exists.
 
 // inlineFastCond is the condition under which a fast-path update may touch
@@ -1569,9 +1569,9 @@ func bsContains(set dynastore.Value, m []byte) bool {
 // adding fits limit on its own.
 func inlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) dynastore.Cond {
 	room := dynastore.And{
-		condUnexpired(nowMS),
-		condType(typ),
-		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLE, Size: int64(limit - adding)},
+		model.CondUnexpired(nowMS),
+		model.CondType(typ),
+		dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLE, Size: int64(limit - adding)},
 	}
 	if mustExist {
 		return room
@@ -1584,9 +1584,9 @@ func inlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) 
 // write that empties a collection must delete its key item instead).
 func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 	return dynastore.And{
-		condUnexpired(nowMS),
-		condType(typ),
-		dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpGT, Size: int64(removing)},
+		model.CondUnexpired(nowMS),
+		model.CondType(typ),
+		dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpGT, Size: int64(removing)},
 	}
 }
 
@@ -1599,10 +1599,10 @@ func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 	cond := dynastore.And{
 		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)},
-		condUnexpired(nowMS),
+		model.CondUnexpired(nowMS),
 	}
 	if delta < 0 {
-		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: nInt(-delta)})
+		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: model.NInt(-delta)})
 	}
 	return cond
 }
@@ -1624,13 +1624,13 @@ func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 // key (itemCache.contend) and u goes out under cond, unless the item the
 // failure returned already fails it.
 func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		return nil, nil, false, nil, nil
 	}
-	k, items, now := itemKey(c.DB(), key), itemsOf(c), c.NowMS()
+	k, items, now := model.ItemKey(c.DB(), key), itemsOf(c), c.NowMS()
 	if it, ok := items.guardable(c.DB(), key, now); ok {
 		if holds, _ := dynastore.EvalCond(it, cond); holds {
-			_, err := c.Store.Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: keyState{Raw: it}.guard(), OldOnFailure: true})
+			_, err := c.Store.Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: model.KeyState{Raw: it}.Guard(), OldOnFailure: true})
 			if err == nil {
 				nw, err = fastApplied(c, key, it, u)
 				return it, nw, err == nil, nil, err
@@ -1719,7 +1719,7 @@ func knownOperand(it dynastore.Item, op dynastore.Operand) (_ dynastore.Operand,
 // fastApplied returns the item a fastUpdate that applied u to old left,
 // and remembers it in the item cache.
 func fastApplied(c *Ctx, key []byte, old dynastore.Item, u dynastore.Update) (dynastore.Item, error) {
-	nw, err := dynastore.ApplyValidUpdate(itemKey(c.DB(), key), old, u)
+	nw, err := dynastore.ApplyValidUpdate(model.ItemKey(c.DB(), key), old, u)
 	if err != nil {
 		return nil, fmt.Errorf("commands: applying an accepted update: %w", err)
 	}
@@ -1828,7 +1828,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		return nil, nil, 0, nil
 	}
 	if !cl.large() {
-		if cursor != 0 && cl.typ == TypeSet && !cl.intsetLike() {
+		if cursor != 0 && cl.typ == model.TypeSet && !cl.intsetLike() {
 			// Redis 7.0 keeps such a set in a hash table, where a cursor
 			// it never handed out (it returns 0 for small sets) lands past
 			// the end: an empty last page.
@@ -1863,7 +1863,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	ms := make([][]byte, len(page.Items))
 	vs := make([]dynastore.Value, len(page.Items))
 	for i, it := range page.Items {
-		ms[i], vs[i] = decodeMember(it), it.Get(attrValue)
+		ms[i], vs[i] = decodeMember(it), it.Get(model.AttrValue)
 	}
 	if page.Next == nil {
 		return ms, vs, 0, nil
@@ -1875,7 +1875,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
 		{Name: attrGen, Value: dynastore.B(cl.gen)},
 		{Name: "a", Value: dynastore.B(page.Next)},
-		{Name: dynastore.AttrTTL, Value: nInt(cl.c.NowMS()/1000 + 3600)},
+		{Name: dynastore.AttrTTL, Value: model.NInt(cl.c.NowMS()/1000 + 3600)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, nil, 0, err
@@ -1886,7 +1886,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 // intsetLike reports whether Redis would keep this inline set as an intset.
 func (cl *collection) intsetLike() bool {
 	for m := range cl.inline {
-		if _, ok := string2ll([]byte(m)); !ok {
+		if _, ok := model.String2ll([]byte(m)); !ok {
 			return false
 		}
 	}
@@ -1931,7 +1931,7 @@ func scanCursorKey(id uint64) dynastore.Key {
 	for i := 0; i < 8; i++ {
 		pk[1+i] = byte(id >> (56 - 8*i))
 	}
-	return dynastore.Key{PK: pk, SK: keyItemSK}
+	return dynastore.Key{PK: pk, SK: model.KeyItemSK}
 }
 
 // blindOutcome is how a blind member write ended.
@@ -1970,11 +1970,11 @@ func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta 
 // blindMembers is blindMember for up to maxBlindMembers member actions,
 // where blindMemberFailed means that member conditions alone failed.
 func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
-	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrVer, Val: newVer()}}}
+	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}}}
 	if delta != 0 {
-		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: nInt(delta)}}
+		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: model.NInt(delta)}}
 	}
-	keyAction := dynastore.TxAction{Op: dynastore.TxUpdate, Key: itemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
+	keyAction := dynastore.TxAction{Op: dynastore.TxUpdate, Key: model.ItemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
 	actions := append(memberActions[:len(memberActions):len(memberActions)], keyAction)
 	err := c.Store.Transact(c, actions)
 	if err == nil {
@@ -2075,7 +2075,7 @@ func blindFits(members, vals [][]byte) bool {
 // is false.
 func blindRead(c *Ctx, cl *collection, members [][]byte) (present []bool, n int64, seed blindResult, ok bool, err error) {
 	keys := make([]dynastore.Key, 0, 1+len(members))
-	keys = append(keys, itemKey(c.DB(), cl.key))
+	keys = append(keys, model.ItemKey(c.DB(), cl.key))
 	for _, m := range members {
 		keys = append(keys, memberKey(cl.gen, m))
 	}
@@ -2300,10 +2300,10 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 	if allSmall(members, lim.bytes) && allSmall(vals, lim.bytes) && len(members) <= lim.entries {
 		u = &dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.S(typ)},
-				{Attr: attrVer, Val: newVer()},
+				{Attr: model.AttrType, Val: dynastore.S(typ)},
+				{Attr: model.AttrVer, Val: model.NewVer()},
 			},
-			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
 		}
 		for i, v := range vals {
 			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: hashValue(v)})
@@ -2317,13 +2317,13 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		// condition returns the set, which the count is taken from.
 		someNew := make(dynastore.Or, len(members))
 		for i, m := range members {
-			someNew[i] = dynastore.Not{C: dynastore.Contains{Attr: attrValue, Val: dynastore.B(m)}}
+			someNew[i] = dynastore.Not{C: dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(m)}}
 		}
 		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{cond, someNew}}
 	}
 	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, cond, func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if !bsContains(old.Get(attrValue), m) {
+			if !bsContains(old.Get(model.AttrValue), m) {
 				n++
 			}
 		}
@@ -2378,10 +2378,10 @@ func removeMembersCmd(c *Ctx, typ string) {
 	var u *dynastore.Update
 	if len(members) <= inlineLimit(typ) && allSmall(members, inlineMaxBytes) {
 		u = &dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
-			Delete: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf(members)}},
+			Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
+			Delete: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
 		}
-		if typ == TypeHash { // each value is an attribute of its own
+		if typ == model.TypeHash { // each value is an attribute of its own
 			for _, m := range members {
 				u.Remove = append(u.Remove, fieldAttr(m))
 			}
@@ -2389,7 +2389,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 	}
 	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if bsContains(old.Get(attrValue), m) {
+			if bsContains(old.Get(model.AttrValue), m) {
 				n++
 			}
 		}

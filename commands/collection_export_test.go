@@ -1,12 +1,15 @@
 package commands
 
-import "github.com/redamo/redamo/dynastore"
+import (
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
 
 // ParseScanCursorForTest exposes parseCursor to the external tests.
 var ParseScanCursorForTest = parseCursor
 
 // KeyItemKeyForTest is where key's key item lives in db.
-func KeyItemKeyForTest(db int, key string) dynastore.Key { return itemKey(db, []byte(key)) }
+func KeyItemKeyForTest(db int, key string) dynastore.Key { return model.ItemKey(db, []byte(key)) }
 
 // GenerationForTest is the generation a large collection's key item names,
 // nil for any other key item.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // TestKeyCacheBounds checks that a key cache keeps at most keyCacheMax
@@ -15,7 +16,7 @@ import (
 func TestKeyCacheBounds(t *testing.T) {
 	var gens keyCache[largeGen]
 	for i := 0; i < keyCacheMax+100; i++ {
-		gens.put(0, []byte(strconv.Itoa(i)), largeGen{typ: TypeSet, gen: []byte("0123456789abcdef")})
+		gens.put(0, []byte(strconv.Itoa(i)), largeGen{typ: model.TypeSet, gen: []byte("0123456789abcdef")})
 	}
 	require.Len(t, gens.m, keyCacheMax)
 	_, ok := gens.get(0, []byte(strconv.Itoa(keyCacheMax+99)))
@@ -26,8 +27,8 @@ func TestKeyCacheBounds(t *testing.T) {
 		return dynastore.Item{
 			{Name: dynastore.AttrPK, Value: dynastore.B("k" + strconv.Itoa(i))},
 			{Name: dynastore.AttrSK, Value: dynastore.B{0}},
-			{Name: attrType, Value: dynastore.S(TypeList)},
-			{Name: attrValue, Value: dynastore.L{dynastore.B(make([]byte, 1<<20))}},
+			{Name: model.AttrType, Value: dynastore.S(model.TypeList)},
+			{Name: model.AttrValue, Value: dynastore.L{dynastore.B(make([]byte, 1<<20))}},
 		}
 	}
 	for i := 0; i < 20; i++ {
@@ -50,7 +51,7 @@ func TestKeyCacheBounds(t *testing.T) {
 // guarded writes after a contended one.
 func TestItemCacheEntries(t *testing.T) {
 	var ic itemCache
-	set := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeSet)}, {Name: attrVer, Value: dynastore.N("1")}}
+	set := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeSet)}, {Name: model.AttrVer, Value: dynastore.N("1")}}
 	cases := []struct {
 		name    string
 		it      dynastore.Item
@@ -59,7 +60,7 @@ func TestItemCacheEntries(t *testing.T) {
 	}{
 		{"set", set, true, set},
 		{"absent", nil, true, nil},
-		{"string", dynastore.Item{{Name: attrType, Value: dynastore.S(TypeString)}}, false, nil},
+		{"string", dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeString)}}, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestItemCacheEntries(t *testing.T) {
 	ic.put(0, []byte("k"), nil)
 	_, ok := ic.get(0, []byte("k"))
 	require.True(t, ok)
-	ic.put(0, []byte("k"), dynastore.Item{{Name: attrType, Value: dynastore.S(TypeString)}})
+	ic.put(0, []byte("k"), dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeString)}})
 	_, ok = ic.get(0, []byte("k"))
 	require.False(t, ok, "a key now of another type is forgotten")
 
@@ -91,23 +92,23 @@ func TestItemCacheEntries(t *testing.T) {
 // where the known item allows, and always leaving that item as the full
 // update would.
 func TestOnKnownItem(t *testing.T) {
-	key := itemKey(0, []byte("k"))
-	set := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeSet)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.BS{[]byte("a")}}}
-	list := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}, {Name: attrValue, Value: dynastore.L{dynastore.B("a")}}}
-	bare := dynastore.Item{{Name: attrType, Value: dynastore.S(TypeList)}, {Name: attrVer, Value: dynastore.N("1")}}
-	ver := dynastore.SetAction{Attr: attrVer, Val: dynastore.N("2")}
+	key := model.ItemKey(0, []byte("k"))
+	set := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeSet)}, {Name: model.AttrVer, Value: dynastore.N("1")}, {Name: model.AttrValue, Value: dynastore.BS{[]byte("a")}}}
+	list := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeList)}, {Name: model.AttrVer, Value: dynastore.N("1")}, {Name: model.AttrValue, Value: dynastore.L{dynastore.B("a")}}}
+	bare := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeList)}, {Name: model.AttrVer, Value: dynastore.N("1")}}
+	ver := dynastore.SetAction{Attr: model.AttrVer, Val: dynastore.N("2")}
 	typ := func(t string) dynastore.SetAction {
-		return dynastore.SetAction{Attr: attrType, Val: dynastore.S(t)}
+		return dynastore.SetAction{Attr: model.AttrType, Val: dynastore.S(t)}
 	}
-	push := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
+	push := dynastore.SetAction{Attr: model.AttrValue, Val: dynastore.ListAppend{
 		A: dynastore.L{dynastore.B("b")},
-		B: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
+		B: dynastore.IfNotExists{Attr: model.AttrValue, Default: dynastore.L{}},
 	}}
-	pushKnown := dynastore.SetAction{Attr: attrValue, Val: dynastore.ListAppend{
+	pushKnown := dynastore.SetAction{Attr: model.AttrValue, Val: dynastore.ListAppend{
 		A: dynastore.L{dynastore.B("b")},
-		B: dynastore.Ref{Attr: attrValue},
+		B: dynastore.Ref{Attr: model.AttrValue},
 	}}
-	add := []dynastore.AttrValue{{Attr: attrValue, Val: dynastore.BS{[]byte("b")}}}
+	add := []dynastore.AttrValue{{Attr: model.AttrValue, Val: dynastore.BS{[]byte("b")}}}
 	for _, tc := range []struct {
 		name string
 		it   dynastore.Item
@@ -115,22 +116,22 @@ func TestOnKnownItem(t *testing.T) {
 		want dynastore.Update
 	}{
 		{"type it has dropped", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet), ver}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet), ver}, Add: add},
 			dynastore.Update{Set: []dynastore.SetAction{ver}, Add: add}},
 		{"another type kept", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}},
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeHash), ver}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeHash), ver}}},
 		{"if_not_exists of a present attribute reduced", list,
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeList), push, ver}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeList), push, ver}},
 			dynastore.Update{Set: []dynastore.SetAction{pushKnown, ver}}},
 		{"if_not_exists of a missing attribute kept", bare,
 			dynastore.Update{Set: []dynastore.SetAction{push, ver}},
 			dynastore.Update{Set: []dynastore.SetAction{push, ver}}},
 		{"an update is never left empty", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}},
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}}},
 		{"only no-op sets beside other actions", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}, Add: add},
 			dynastore.Update{Set: []dynastore.SetAction{}, Add: add}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ func TestSameVer(t *testing.T) {
 	item := func(ver dynastore.Value) dynastore.Item {
 		it := dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B("k")}}
 		if ver != nil {
-			it.Set(attrVer, ver)
+			it.Set(model.AttrVer, ver)
 		}
 		return it
 	}

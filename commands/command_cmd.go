@@ -3,6 +3,8 @@ package commands
 import (
 	"sort"
 	"strings"
+
+	"github.com/redamo/redamo/model"
 )
 
 // COMMAND and its subcommands, generated from the command table's metadata
@@ -379,7 +381,7 @@ func (c *Command) keysOf(args [][]byte) (keys []keyRef, ok bool) {
 			if ks.KeyNumIdx >= argc || first+ks.KeyNumIdx >= argc {
 				return nil, false
 			}
-			n, good := string2ll(args[first+ks.KeyNumIdx])
+			n, good := model.String2ll(args[first+ks.KeyNumIdx])
 			if !good || n < 0 || n > int64(argc) {
 				return nil, false
 			}

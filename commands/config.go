@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/redamo/redamo/model"
 )
 
 // CONFIG: Redis 7.0.15's parameters, as clients and tools read and set
@@ -152,7 +154,7 @@ var configParams = []configParam{
 	{name: "masterauth", def: ""},
 	{name: "masteruser", def: ""},
 	{name: "maxclients", get: func(s *Server) string { return strconv.FormatInt(s.MaxClients(), 10) },
-		check: checkInt(1, math.MaxUint32), set: func(s *Server, v string) { n, _ := string2ll([]byte(v)); s.SetMaxClients(n) }},
+		check: checkInt(1, math.MaxUint32), set: func(s *Server, v string) { n, _ := model.String2ll([]byte(v)); s.SetMaxClients(n) }},
 	{name: "maxmemory", def: "0"},
 	{name: "maxmemory-clients", def: "0"},
 	{name: "maxmemory-eviction-tenacity", def: "10"},
@@ -393,7 +395,7 @@ var (
 )
 
 func parseInt(v string) int64 {
-	n, _ := string2ll([]byte(v))
+	n, _ := model.String2ll([]byte(v))
 	return n
 }
 
@@ -401,7 +403,7 @@ func parseInt(v string) int64 {
 // Redis's messages.
 func checkInt(lo, hi int64) func(string) string {
 	return func(v string) string {
-		n, ok := string2ll([]byte(v))
+		n, ok := model.String2ll([]byte(v))
 		if !ok {
 			return MsgConfigWhyNotInt
 		}

@@ -56,7 +56,7 @@ func TestConfigEncodingParams(t *testing.T) {
 		{cmd: "CONFIG GET key-load-delay", want: "{key-load-delay=0}"},
 		{cmd: "CONFIG GET key-*", want: "{}"},
 
-		// Sizes: 0 and up, as string2ll reads them.
+		// Sizes: 0 and up, as model.String2ll reads them.
 		{cmd: "CONFIG SET hash-max-listpack-entries -1", want: failed + "'hash-max-listpack-entries') - argument must be between 0 and 9223372036854775807 inclusive"},
 		{cmd: "CONFIG SET hash-max-ziplist-entries 007", want: failed + "'hash-max-ziplist-entries') - argument couldn't be parsed into an integer"},
 		{cmd: "CONFIG SET set-max-intset-entries 1k", want: failed + "'set-max-intset-entries') - argument couldn't be parsed into an integer"},

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/redamo/redamo/model"
 )
 
 // The connection family: PING, ECHO, QUIT, RESET, SELECT, AUTH, HELLO and
@@ -72,7 +74,7 @@ func cmdReset(c *Ctx) {
 }
 
 func cmdSelect(c *Ctx) {
-	n, ok := string2ll(c.Args[1])
+	n, ok := model.String2ll(c.Args[1])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -130,7 +132,7 @@ func cmdHello(c *Ctx) {
 	ver := int64(0)
 	next := 1
 	if len(c.Args) >= 2 {
-		v, ok := string2ll(c.Args[1])
+		v, ok := model.String2ll(c.Args[1])
 		if !ok {
 			c.W.Error(MsgProtoNotInt)
 			return
@@ -279,7 +281,7 @@ func cmdClientList(c *Ctx) {
 				ids = map[int64]bool{}
 			}
 			for _, a := range args[1:] {
-				id, ok := string2ll(a)
+				id, ok := model.String2ll(a)
 				if !ok {
 					c.W.Error(MsgInvalidClientID)
 					return
@@ -374,7 +376,7 @@ func cmdClientKill(c *Ctx) {
 		val := args[1]
 		switch strings.ToLower(string(args[0])) {
 		case "id":
-			n, ok := string2ll(val)
+			n, ok := model.String2ll(val)
 			if !ok || n <= 0 {
 				c.W.Error(MsgClientIDRange)
 				return

@@ -29,7 +29,11 @@ package commands
 // answer to their exact names only, never to a pattern (Redis's hidden
 // parameters, such as key-load-delay, behave so too).
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/redamo/redamo/model"
+)
 
 // encodingParams are the parameters' values.
 type encodingParams struct {
@@ -99,9 +103,9 @@ func (s *Server) encoding() *encodingState {
 func (s *Server) inline(typ string) inlineLimits {
 	e := s.encoding()
 	switch typ {
-	case TypeHash:
+	case model.TypeHash:
 		return e.hash
-	case TypeList:
+	case model.TypeList:
 		return e.list
 	}
 	return e.set

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/model"
 )
 
 func TestInlineLimits(t *testing.T) {
@@ -36,9 +38,9 @@ func TestInlineLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{}
 			s.enc.Store(newEncodingState(tc.params))
-			require.Equal(t, tc.hash, s.inline(TypeHash))
-			require.Equal(t, tc.set, s.inline(TypeSet))
-			require.Equal(t, tc.list, s.inline(TypeList))
+			require.Equal(t, tc.hash, s.inline(model.TypeHash))
+			require.Equal(t, tc.set, s.inline(model.TypeSet))
+			require.Equal(t, tc.list, s.inline(model.TypeList))
 		})
 	}
 	require.Equal(t, defaultEncoding, (&Server{}).encoding(), "an unset server has the defaults")

@@ -10,15 +10,16 @@ import (
 	"math"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // maxInt64Len is the length of the longest int64 in decimal.
 const maxInt64Len = len("-9223372036854775808")
 
 func init() {
-	objectEncoders[TypeHash] = func(c *Ctx, key []byte) (string, error) {
+	objectEncoders[model.TypeHash] = func(c *Ctx, key []byte) (string, error) {
 		p := c.Srv.encoding().params
-		return encodingOf(c, key, TypeHash, p.hashEntries, "listpack", func(f []byte, v dynastore.Value) bool {
+		return encodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", func(f []byte, v dynastore.Value) bool {
 			return int64(len(f)) <= p.hashValue && int64(len(valueBytes(v))) <= p.hashValue
 		})
 	}
@@ -70,7 +71,7 @@ func hashSet(c *Ctx) (int64, bool) {
 		return 0, false
 	}
 	fields, vals := hashPairs(c.Args[2:])
-	return addMembers(c, c.Args[1], TypeHash, fields, vals)
+	return addMembers(c, c.Args[1], model.TypeHash, fields, vals)
 }
 
 func cmdHset(c *Ctx) {
@@ -90,7 +91,7 @@ func cmdHmset(c *Ctx) {
 // field's current value (present false when absent) and returns the value
 // to write, nil for none.
 func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
-	return seededRetry(c, key, TypeHash, [][]byte{f}, seed, seeded, func(cl *collection, vals []dynastore.Value, present []bool) error {
+	return seededRetry(c, key, model.TypeHash, [][]byte{f}, seed, seeded, func(cl *collection, vals []dynastore.Value, present []bool) error {
 		v, err := next(vals[0], present[0])
 		if err != nil {
 			return err
@@ -106,15 +107,15 @@ func cmdHsetnx(c *Ctx) {
 	key, f, v := c.Args[1], c.Args[2], c.Args[3]
 	var seed dynastore.Item
 	seeded := false
-	if lim := c.Srv.inline(TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && len(v) <= lim.bytes {
-		cond := dynastore.And{inlineFastCond(c.NowMS(), TypeHash, lim.entries, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
+	if lim := c.Srv.inline(model.TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && len(v) <= lim.bytes {
+		cond := dynastore.And{inlineFastCond(c.NowMS(), model.TypeHash, lim.entries, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
 		_, _, applied, cur, err := fastUpdate(c, key, dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.S(TypeHash)},
-				{Attr: attrVer, Val: newVer()},
+				{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
+				{Attr: model.AttrVer, Val: model.NewVer()},
 				{Attr: fieldAttr(f), Val: hashValue(v)},
 			},
-			Add: []dynastore.AttrValue{{Attr: attrValue, Val: bsOf([][]byte{f})}},
+			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf([][]byte{f})}},
 		}, cond)
 		if err != nil {
 			c.Fail(err)
@@ -141,7 +142,7 @@ func cmdHsetnx(c *Ctx) {
 }
 
 func cmdHget(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
+	vals, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -154,7 +155,7 @@ func cmdHget(c *Ctx) {
 }
 
 func cmdHmget(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:])
+	vals, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -170,7 +171,7 @@ func cmdHmget(c *Ctx) {
 }
 
 func cmdHexists(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
+	_, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -179,7 +180,7 @@ func cmdHexists(c *Ctx) {
 }
 
 func cmdHstrlen(c *Ctx) {
-	vals, _, err := collLookup(c, c.Args[1], TypeHash, c.Args[2:3])
+	vals, _, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -187,11 +188,11 @@ func cmdHstrlen(c *Ctx) {
 	c.W.Int(int64(valueSize(vals[0])))
 }
 
-func cmdHlen(c *Ctx) { collLenCmd(c, TypeHash) }
+func cmdHlen(c *Ctx) { collLenCmd(c, model.TypeHash) }
 
 // hashAll reads a whole hash as one consistent state.
 func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err error) {
-	err = collReadAll(c, key, TypeHash, func(cl *collection) (err error) {
+	err = collReadAll(c, key, model.TypeHash, func(cl *collection) (err error) {
 		fields, vals, err = entriesOf(cl)
 		return err
 	})
@@ -235,11 +236,11 @@ func cmdHvals(c *Ctx) {
 	}
 }
 
-func cmdHdel(c *Ctx) { removeMembersCmd(c, TypeHash) }
+func cmdHdel(c *Ctx) { removeMembersCmd(c, model.TypeHash) }
 
 func cmdHincrby(c *Ctx) {
 	key, f := c.Args[1], c.Args[2]
-	incr, ok := string2ll(c.Args[3])
+	incr, ok := model.String2ll(c.Args[3])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -248,7 +249,7 @@ func cmdHincrby(c *Ctx) {
 	seeded := false
 	// The value an in-place ADD leaves is an int64's text, at most
 	// maxInt64Len bytes: the fast path needs inline room for that much.
-	if lim := c.Srv.inline(TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && lim.bytes >= maxInt64Len {
+	if lim := c.Srv.inline(model.TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && lim.bytes >= maxInt64Len {
 		fa := fieldAttr(f)
 		inRange := incrRoom(fa, incr)
 		if inRange == nil {
@@ -260,31 +261,31 @@ func cmdHincrby(c *Ctx) {
 		cond := dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.And{
-				condUnexpired(c.NowMS()), condType(TypeHash),
+				model.CondUnexpired(c.NowMS()), model.CondType(model.TypeHash),
 				dynastore.Or{
-					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: attrValue, Op: dynastore.OpLT, Size: int64(lim.entries)}},
+					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLT, Size: int64(lim.entries)}},
 					inRange,
 				},
 			},
 		}
 		u := dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: attrType, Val: dynastore.S(TypeHash)},
-				{Attr: attrVer, Val: newVer()},
+				{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
+				{Attr: model.AttrVer, Val: model.NewVer()},
 			},
 			Add: []dynastore.AttrValue{
-				{Attr: fa, Val: nInt(incr)},
-				{Attr: attrValue, Val: bsOf([][]byte{f})},
+				{Attr: fa, Val: model.NInt(incr)},
+				{Attr: model.AttrValue, Val: bsOf([][]byte{f})},
 			},
 		}
-		if !keyFits(key) {
-			c.Fail(errKeyTooLong)
+		if !model.KeyFits(key) {
+			c.Fail(model.ErrKeyTooLong)
 			return
 		}
 		_, nw, applied, cur, err := fastUpdate(c, key, u, cond)
 		if err == nil && applied {
 			var n int64
-			if n, err = numberInt(nw.Get(fa)); err == nil {
+			if n, err = model.NumberInt(nw.Get(fa)); err == nil {
 				c.W.Int(n)
 				return
 			}
@@ -300,7 +301,7 @@ func cmdHincrby(c *Ctx) {
 		var cur int64
 		if present {
 			var ok bool
-			if cur, ok = string2ll(valueBytes(v)); !ok {
+			if cur, ok = model.String2ll(valueBytes(v)); !ok {
 				return nil, redisError(MsgHashNotInt)
 			}
 		}
@@ -308,7 +309,7 @@ func cmdHincrby(c *Ctx) {
 			return nil, redisError(MsgOverflow)
 		}
 		result = cur + incr
-		return nInt(result), nil
+		return model.NInt(result), nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -378,7 +379,7 @@ func cmdHrandfield(c *Ctx) {
 	}
 	var fields [][]byte
 	var vals []dynastore.Value
-	err := collRead(c, c.Args[1], TypeHash, func(cl *collection) (err error) {
+	err := collRead(c, c.Args[1], model.TypeHash, func(cl *collection) (err error) {
 		fields, vals, err = randomPick(cl, count)
 		return err
 	})
@@ -407,5 +408,5 @@ func cmdHrandfield(c *Ctx) {
 }
 
 func cmdHscan(c *Ctx) {
-	collScanCmd(c, TypeHash, func(m []byte, v dynastore.Value) [][]byte { return [][]byte{m, valueBytes(v)} })
+	collScanCmd(c, model.TypeHash, func(m []byte, v dynastore.Value) [][]byte { return [][]byte{m, valueBytes(v)} })
 }

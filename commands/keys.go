@@ -57,16 +57,16 @@ func registerKeys(t *Table) {
 func cmdDel(c *Ctx) {
 	if len(c.Args) == 2 {
 		key := c.Args[1]
-		if !keyFits(key) {
+		if !model.KeyFits(key) {
 			c.W.Int(0)
 			return
 		}
-		old, err := c.Store.Delete(c, itemKey(c.DB(), key), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+		old, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		ks, err := decodeKey(old, c.NowMS())
+		ks, err := model.DecodeKey(old, c.NowMS())
 		if err != nil {
 			c.Fail(err)
 			return
@@ -85,7 +85,7 @@ func cmdDel(c *Ctx) {
 		var acts []dynastore.TxAction
 		for i, ks := range states {
 			if ks.Live {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: itemKey(c.DB(), keys[i]), Cond: ks.guard()})
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), keys[i]), Cond: ks.Guard()})
 			}
 		}
 		err = commitKeyActions(c, acts)
@@ -134,7 +134,7 @@ func distinctKeys(keys [][]byte) [][]byte {
 	seen := make(map[string]bool, len(keys))
 	var out [][]byte
 	for _, k := range keys {
-		if keyFits(k) && !seen[string(k)] {
+		if model.KeyFits(k) && !seen[string(k)] {
 			seen[string(k)] = true
 			out = append(out, k)
 		}
@@ -146,14 +146,14 @@ func distinctKeys(keys [][]byte) [][]byte {
 // repeats counted. redamo keeps no access times, so TOUCH only counts.
 func cmdExists(c *Ctx) {
 	keys := c.Args[1:]
-	var states []keyState
+	var states []model.KeyState
 	if len(keys) == 1 {
 		ks, err := readKey(c, keys[0])
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		states = []keyState{ks}
+		states = []model.KeyState{ks}
 	} else {
 		var err error
 		if states, err = readKeys(c, keys); err != nil {
@@ -233,7 +233,7 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 		c.W.Error(msg)
 		return
 	}
-	when, ok := string2ll(c.Args[2])
+	when, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -251,7 +251,7 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	}
 	when += basetime
 	key := c.Args[1]
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Int(0)
 		return
 	}
@@ -259,33 +259,33 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	var rule dynastore.And // the NX/XX/GT/LT terms
 	switch {
 	case flags&expNX != 0:
-		rule = append(rule, dynastore.NotExists{Attr: attrExpiry})
+		rule = append(rule, dynastore.NotExists{Attr: model.AttrExpiry})
 	case flags&expXX != 0:
-		rule = append(rule, dynastore.Exists{Attr: attrExpiry})
+		rule = append(rule, dynastore.Exists{Attr: model.AttrExpiry})
 	}
 	switch {
 	case flags&expGT != 0:
-		rule = append(rule, dynastore.Exists{Attr: attrExpiry},
-			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLT, Val: nInt(when)})
+		rule = append(rule, dynastore.Exists{Attr: model.AttrExpiry},
+			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLT, Val: model.NInt(when)})
 	case flags&expLT != 0:
 		rule = append(rule, dynastore.Or{
-			dynastore.NotExists{Attr: attrExpiry},
-			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpGT, Val: nInt(when)},
+			dynastore.NotExists{Attr: model.AttrExpiry},
+			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpGT, Val: model.NInt(when)},
 		})
 	}
-	cond := condLive(now)
+	cond := model.CondLive(now)
 	if len(rule) > 0 {
 		cond = append(dynastore.And{cond}, rule...)
 	}
-	k := itemKey(c.DB(), key)
+	k := model.ItemKey(c.DB(), key)
 	var err error
 	if when <= now {
 		_, err = c.Store.Delete(c, k, dynastore.WriteOptions{Cond: cond})
 	} else {
 		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrExpiry, Val: nInt(when)},
-			{Attr: dynastore.AttrTTL, Val: ttlSeconds(when)},
-			{Attr: attrVer, Val: newVer()},
+			{Attr: model.AttrExpiry, Val: model.NInt(when)},
+			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(when)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
 		}}, dynastore.WriteOptions{Cond: cond})
 	}
 	replyCondWrite(c, err)
@@ -341,14 +341,14 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 // that has one.
 func cmdPersist(c *Ctx) {
 	key := c.Args[1]
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Int(0)
 		return
 	}
-	_, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
-		Remove: []string{attrExpiry, dynastore.AttrTTL},
-	}, dynastore.WriteOptions{Cond: dynastore.And{condLive(c.NowMS()), dynastore.Exists{Attr: attrExpiry}}})
+	_, err := c.Store.Update(c, model.ItemKey(c.DB(), key), dynastore.Update{
+		Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
+		Remove: []string{model.AttrExpiry, dynastore.AttrTTL},
+	}, dynastore.WriteOptions{Cond: dynastore.And{model.CondLive(c.NowMS()), dynastore.Exists{Attr: model.AttrExpiry}}})
 	replyCondWrite(c, err)
 }
 
@@ -363,7 +363,7 @@ func renameGeneric(c *Ctx, nx bool) {
 	var err error
 	if sameKey(src, dst) {
 		// Nothing moves, but a missing key is still an error.
-		var ks keyState
+		var ks model.KeyState
 		if ks, err = readKey(c, src); err == nil && ks.Live {
 			res = moveTargetExists
 		}
@@ -384,7 +384,7 @@ func renameGeneric(c *Ctx, nx bool) {
 
 // cmdMove is RENAMENX into another database under the same name.
 func cmdMove(c *Ctx) {
-	n, ok := string2ll(c.Args[2])
+	n, ok := model.String2ll(c.Args[2])
 	switch {
 	case !ok:
 		c.W.Error(MsgNotInt)
@@ -422,26 +422,26 @@ const (
 // the target, each conditioned on the version read; a large collection's
 // registry entry follows its key); a lost race re-runs it.
 func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult, error) {
-	srcKey := itemKey(c.DB(), src)
+	srcKey := model.ItemKey(c.DB(), src)
 	var retry model.Retry
 	for {
-		var from, to keyState
+		var from, to model.KeyState
 		keys := []dynastore.Key{srcKey}
-		if keyFits(dst) {
-			keys = append(keys, itemKey(dstDB, dst))
+		if model.KeyFits(dst) {
+			keys = append(keys, model.ItemKey(dstDB, dst))
 		}
-		if !keyFits(src) {
+		if !model.KeyFits(src) {
 			return moveNoSource, nil
 		}
 		items, err := c.Store.BatchGet(c, keys)
 		if err != nil {
 			return 0, err
 		}
-		if from, err = decodeKey(items[0], c.NowMS()); err != nil {
+		if from, err = model.DecodeKey(items[0], c.NowMS()); err != nil {
 			return 0, err
 		}
 		if len(items) > 1 {
-			if to, err = decodeKey(items[1], c.NowMS()); err != nil {
+			if to, err = model.DecodeKey(items[1], c.NowMS()); err != nil {
 				return 0, err
 			}
 		}
@@ -450,13 +450,13 @@ func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult
 			return moveNoSource, nil
 		case to.Live && nx:
 			return moveTargetExists, nil
-		case !keyFits(dst):
-			return 0, errKeyTooLong
+		case !model.KeyFits(dst):
+			return 0, model.ErrKeyTooLong
 		}
-		dstPK := keyPK(dstDB, dst)
+		dstPK := model.KeyPK(dstDB, dst)
 		acts := []dynastore.TxAction{
-			{Op: dynastore.TxDelete, Key: srcKey, Cond: from.guard()},
-			{Op: dynastore.TxPut, Item: retarget(from.Raw, dstDB, dst), Cond: to.guard()},
+			{Op: dynastore.TxDelete, Key: srcKey, Cond: from.Guard()},
+			{Op: dynastore.TxPut, Item: model.Retarget(from.Raw, dstDB, dst), Cond: to.Guard()},
 		}
 		acts = append(acts, CollectionRenameActions(from.Raw, dstPK)...)
 		err = c.Store.Transact(c, acts)
@@ -484,7 +484,7 @@ func parseCopy(c *Ctx) (copyOpts, string) {
 		case argIs(args[j], "replace"):
 			o.replace = true
 		case argIs(args[j], "db") && j+1 < len(args):
-			n, ok := string2ll(args[j+1])
+			n, ok := model.String2ll(args[j+1])
 			if !ok {
 				return o, MsgNotInt
 			}
@@ -516,18 +516,18 @@ func cmdCopy(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	if !keyFits(o.src) {
+	if !model.KeyFits(o.src) {
 		c.W.Int(0)
 		return
 	}
-	srcKey := itemKey(c.DB(), o.src)
+	srcKey := model.ItemKey(c.DB(), o.src)
 	var retry model.Retry
 	for {
 		var dstRaw dynastore.Item
-		var from, to keyState
+		var from, to model.KeyState
 		keys := []dynastore.Key{srcKey}
-		if keyFits(o.dst) {
-			keys = append(keys, itemKey(o.dstDB, o.dst))
+		if model.KeyFits(o.dst) {
+			keys = append(keys, model.ItemKey(o.dstDB, o.dst))
 		}
 		items, err := c.Store.BatchGet(c, keys)
 		if err != nil {
@@ -537,8 +537,8 @@ func cmdCopy(c *Ctx) {
 		if len(items) > 1 {
 			dstRaw = items[1]
 		}
-		if from, err = decodeKey(items[0], c.NowMS()); err == nil {
-			to, err = decodeKey(dstRaw, c.NowMS())
+		if from, err = model.DecodeKey(items[0], c.NowMS()); err == nil {
+			to, err = model.DecodeKey(dstRaw, c.NowMS())
 		}
 		if err != nil {
 			c.Fail(err)
@@ -548,21 +548,21 @@ func cmdCopy(c *Ctx) {
 			c.W.Int(0)
 			return
 		}
-		if !keyFits(o.dst) {
+		if !model.KeyFits(o.dst) {
 			c.W.Error(MsgKeyTooLong)
 			return
 		}
 		var item dynastore.Item
 		var extra []dynastore.TxAction
-		if from.Type == TypeString {
-			item = retarget(from.Raw, o.dstDB, o.dst)
-		} else if item, extra, err = CopyCollectionItem(c, c.Store, from.Raw, keyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
+		if from.Type == model.TypeString {
+			item = model.Retarget(from.Raw, o.dstDB, o.dst)
+		} else if item, extra, err = CopyCollectionItem(c, c.Store, from.Raw, model.KeyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
 			c.Fail(err)
 			return
 		}
 		acts := append([]dynastore.TxAction{
-			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.guard()},
-			{Op: dynastore.TxPut, Item: item, Cond: to.guard()},
+			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.Guard()},
+			{Op: dynastore.TxPut, Item: item, Cond: to.Guard()},
 		}, extra...)
 		err = c.Store.Transact(c, acts)
 		if err == nil {
@@ -584,9 +584,9 @@ func cmdKeys(c *Ctx) {
 	pat := c.Args[1]
 	all := len(pat) == 1 && pat[0] == '*'
 	var keys [][]byte
-	err := scanAll(c, c.Store, keyFilter(c.DB(), globPrefix(pat), c.NowMS()), func(it dynastore.Item) error {
+	err := scanAll(c, c.Store, model.KeyFilter(c.DB(), globPrefix(pat), c.NowMS()), func(it dynastore.Item) error {
 		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-		if _, key, ok := redisKeyOf(pk); ok && (all || globMatch(pat, key)) {
+		if _, key, ok := model.RedisKeyOf(pk); ok && (all || globMatch(pat, key)) {
 			keys = append(keys, key)
 		}
 		return nil
@@ -663,7 +663,7 @@ func parseScan(args [][]byte) (scanOpts, string) {
 		more := len(args) - i
 		switch {
 		case argIs(args[i], "count") && more >= 2:
-			n, ok := string2ll(args[i+1])
+			n, ok := model.String2ll(args[i+1])
 			if !ok {
 				return o, MsgNotInt
 			}
@@ -731,9 +731,9 @@ func cmdScan(c *Ctx) {
 		}
 		after = &dynastore.Key{PK: pk, SK: sk}
 	}
-	filter := keyFilter(c.DB(), nil, c.NowMS())
+	filter := model.KeyFilter(c.DB(), nil, c.NowMS())
 	if o.hasType {
-		filter = append(filter.(dynastore.And), condType(o.typeName))
+		filter = append(filter.(dynastore.And), model.CondType(o.typeName))
 	}
 	limit := min(o.count, scanMaxCount)
 	var keys [][]byte
@@ -746,7 +746,7 @@ func cmdScan(c *Ctx) {
 		}
 		for _, it := range page.Items {
 			pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-			if _, key, ok := redisKeyOf(pk); ok && (o.pattern == nil || globMatch(o.pattern, key)) {
+			if _, key, ok := model.RedisKeyOf(pk); ok && (o.pattern == nil || globMatch(o.pattern, key)) {
 				keys = append(keys, key)
 			}
 		}
@@ -778,9 +778,9 @@ func cmdScan(c *Ctx) {
 
 func cursorKey(id uint64) dynastore.Key {
 	pk := make([]byte, 9)
-	pk[0] = nsCursor
+	pk[0] = model.NsCursor
 	binary.BigEndian.PutUint64(pk[1:], id)
-	return dynastore.Key{PK: pk, SK: keyItemSK}
+	return dynastore.Key{PK: pk, SK: model.KeyItemSK}
 }
 
 // saveCursor stores a scan position under a cursor id derived from the
@@ -804,7 +804,7 @@ func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
 		{Name: attrCursorPK, Value: dynastore.B(pos.PK)},
 		{Name: attrCursorSK, Value: dynastore.B(pos.SK)},
-		{Name: dynastore.AttrTTL, Value: nInt(c.NowMS()/1000 + cursorLifetimeSec)},
+		{Name: dynastore.AttrTTL, Value: model.NInt(c.NowMS()/1000 + cursorLifetimeSec)},
 	}, dynastore.WriteOptions{})
 	return id, err
 }
@@ -824,8 +824,8 @@ func cmdRandomKey(c *Ctx) {
 		c.Fail(fmt.Errorf("commands: random position: %w", err))
 		return
 	}
-	filter := keyFilter(c.DB(), nil, c.NowMS())
-	start := &dynastore.Key{PK: append(dbPrefix(c.DB()), b[:8]...), SK: keyItemSK}
+	filter := model.KeyFilter(c.DB(), nil, c.NowMS())
+	start := &dynastore.Key{PK: append(model.DBPrefix(c.DB()), b[:8]...), SK: model.KeyItemSK}
 	var candidates [][]byte
 	seen := map[string]bool{}
 gather:
@@ -838,7 +838,7 @@ gather:
 			}
 			for _, it := range page.Items {
 				pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-				if _, key, ok := redisKeyOf(pk); ok && !seen[string(key)] {
+				if _, key, ok := model.RedisKeyOf(pk); ok && !seen[string(key)] {
 					seen[string(key)] = true
 					candidates = append(candidates, key)
 				}
@@ -861,7 +861,7 @@ gather:
 
 func cmdDBSize(c *Ctx) {
 	var n int64
-	err := scanAll(c, c.Store, keyFilter(c.DB(), nil, c.NowMS()), func(dynastore.Item) error {
+	err := scanAll(c, c.Store, model.KeyFilter(c.DB(), nil, c.NowMS()), func(dynastore.Item) error {
 		n++
 		return nil
 	})
@@ -885,7 +885,7 @@ func cmdFlushDB(c *Ctx) {
 		c.W.Error(MsgSyntax)
 		return
 	}
-	flushPrefix(c, dbPrefix(c.DB()))
+	flushPrefix(c, model.DBPrefix(c.DB()))
 }
 
 func cmdFlushAll(c *Ctx) {
@@ -893,7 +893,7 @@ func cmdFlushAll(c *Ctx) {
 		c.W.Error(MsgSyntax)
 		return
 	}
-	flushPrefix(c, []byte{nsKey})
+	flushPrefix(c, []byte{model.NsKey})
 }
 
 // flushWorkers is how many deletes a flush keeps in flight.
@@ -916,8 +916,8 @@ func flushPrefix(c *Ctx, prefix []byte) {
 			defer wg.Done()
 			for it := range work {
 				var cond dynastore.Cond
-				if v := it.Get(attrVer); v != nil {
-					cond = dynastore.Compare{Attr: attrVer, Op: dynastore.OpEQ, Val: v}
+				if v := it.Get(model.AttrVer); v != nil {
+					cond = dynastore.Compare{Attr: model.AttrVer, Op: dynastore.OpEQ, Val: v}
 				}
 				_, err := c.Store.Delete(c, it.Key(), dynastore.WriteOptions{Cond: cond})
 				if _, changed := isCondFailed(err); err != nil && !changed {
@@ -993,7 +993,7 @@ func cmdObjectHelp(c *Ctx) {
 }
 
 // objectLookup reads the key OBJECT inspects; false when it already replied.
-func objectLookup(c *Ctx) (keyState, bool) {
+func objectLookup(c *Ctx) (model.KeyState, bool) {
 	ks, err := readKey(c, c.Args[2])
 	if err != nil {
 		c.Fail(err)
@@ -1011,8 +1011,8 @@ func cmdObjectEncoding(c *Ctx) {
 	if !ok {
 		return
 	}
-	if ks.Type == TypeString {
-		c.W.Bulk([]byte(stringEncoding(ks.Raw)))
+	if ks.Type == model.TypeString {
+		c.W.Bulk([]byte(model.StringEncoding(ks.Raw)))
 		return
 	}
 	encoder, ok := objectEncoders[ks.Type]
@@ -1047,9 +1047,9 @@ func cmdObjectRefCount(c *Ctx) {
 	if !ok {
 		return
 	}
-	if ks.Type == TypeString && stringEncoding(ks.Raw) == encInt {
-		if v, err := ks.stringValue(); err == nil {
-			if n, ok := string2ll(v); ok && n >= 0 && n < sharedIntegers {
+	if ks.Type == model.TypeString && model.StringEncoding(ks.Raw) == model.EncInt {
+		if v, err := ks.StringValue(); err == nil {
+			if n, ok := model.String2ll(v); ok && n >= 0 && n < sharedIntegers {
 				c.W.Int(math.MaxInt32)
 				return
 			}
@@ -1070,14 +1070,14 @@ type DBKeyspace struct {
 // non-empty database, in ascending db order. It scans the whole table.
 func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 	var counts [NumDBs]DBKeyspace
-	err := scanAll(c, c.Store, keyFilter(-1, nil, c.NowMS()), func(it dynastore.Item) error {
+	err := scanAll(c, c.Store, model.KeyFilter(-1, nil, c.NowMS()), func(it dynastore.Item) error {
 		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-		db, _, ok := redisKeyOf(pk)
+		db, _, ok := model.RedisKeyOf(pk)
 		if !ok || db >= NumDBs {
 			return nil
 		}
 		counts[db].Keys++
-		if it.Has(attrExpiry) {
+		if it.Has(model.AttrExpiry) {
 			counts[db].Expires++
 		}
 		return nil

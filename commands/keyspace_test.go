@@ -13,6 +13,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 func TestString2ll(t *testing.T) {
@@ -31,7 +32,7 @@ func TestString2ll(t *testing.T) {
 		{"1.0", 0, false}, {"1e3", 0, false}, {"0x10", 0, false}, {"1\x00", 0, false},
 		{"123456789012345678901", 0, false},
 	} {
-		got, ok := string2ll([]byte(tc.in))
+		got, ok := model.String2ll([]byte(tc.in))
 		require.Equal(t, tc.ok, ok, "%q", tc.in)
 		require.Equal(t, tc.want, got, "%q", tc.in)
 		if ok {
@@ -57,54 +58,54 @@ func TestEncodeValueAndEncoding(t *testing.T) {
 	long := "012345678901234567890123456789012345678901234" // 45 bytes
 	for _, tc := range []struct {
 		val    string
-		origin strOrigin
+		origin model.StrOrigin
 		kind   dynastore.Kind
 		enc    string
 	}{
-		{"123", originArg, dynastore.KindN, encInt},
-		{"-9223372036854775808", originArg, dynastore.KindN, encInt},
-		{"9223372036854775808", originArg, dynastore.KindB, encEmbstr},
-		{"007", originArg, dynastore.KindB, encEmbstr},
-		{"", originArg, dynastore.KindB, encEmbstr},
-		{"hello", originArg, dynastore.KindB, encEmbstr},
-		{long[:44], originArg, dynastore.KindB, encEmbstr},
-		{long, originArg, dynastore.KindB, encRaw},
-		{"3", originFloat, dynastore.KindN, encEmbstr},
-		{"3.5", originFloat, dynastore.KindB, encEmbstr},
-		{"12", originEdited, dynastore.KindN, encRaw},
-		{"hi", originEdited, dynastore.KindB, encRaw},
-		{long, originEdited, dynastore.KindB, encRaw},
+		{"123", model.OriginArg, dynastore.KindN, model.EncInt},
+		{"-9223372036854775808", model.OriginArg, dynastore.KindN, model.EncInt},
+		{"9223372036854775808", model.OriginArg, dynastore.KindB, model.EncEmbstr},
+		{"007", model.OriginArg, dynastore.KindB, model.EncEmbstr},
+		{"", model.OriginArg, dynastore.KindB, model.EncEmbstr},
+		{"hello", model.OriginArg, dynastore.KindB, model.EncEmbstr},
+		{long[:44], model.OriginArg, dynastore.KindB, model.EncEmbstr},
+		{long, model.OriginArg, dynastore.KindB, model.EncRaw},
+		{"3", model.OriginFloat, dynastore.KindN, model.EncEmbstr},
+		{"3.5", model.OriginFloat, dynastore.KindB, model.EncEmbstr},
+		{"12", model.OriginEdited, dynastore.KindN, model.EncRaw},
+		{"hi", model.OriginEdited, dynastore.KindB, model.EncRaw},
+		{long, model.OriginEdited, dynastore.KindB, model.EncRaw},
 	} {
-		it := stringItem(0, []byte("k"), []byte(tc.val), tc.origin, 0)
-		require.Equal(t, tc.kind, it.Get(attrValue).Kind(), "%q", tc.val)
-		require.Equal(t, tc.enc, stringEncoding(it), "%q", tc.val)
-		got, err := decodeValue(it.Get(attrValue))
+		it := model.StringItem(0, []byte("k"), []byte(tc.val), tc.origin, 0)
+		require.Equal(t, tc.kind, it.Get(model.AttrValue).Kind(), "%q", tc.val)
+		require.Equal(t, tc.enc, model.StringEncoding(it), "%q", tc.val)
+		got, err := model.DecodeValue(it.Get(model.AttrValue))
 		require.NoError(t, err)
 		require.Equal(t, tc.val, string(got))
 	}
 	// Chunked values: one chunk is APPEND to a missing key, encoded like SET.
-	one := dynastore.Item{{Name: attrValue, Value: dynastore.L{dynastore.B("12")}}}
-	require.Equal(t, encInt, stringEncoding(one))
-	two := dynastore.Item{{Name: attrValue, Value: dynastore.L{dynastore.B("1"), dynastore.B("2")}}}
-	require.Equal(t, encRaw, stringEncoding(two))
-	v, err := decodeValue(two.Get(attrValue))
+	one := dynastore.Item{{Name: model.AttrValue, Value: dynastore.L{dynastore.B("12")}}}
+	require.Equal(t, model.EncInt, model.StringEncoding(one))
+	two := dynastore.Item{{Name: model.AttrValue, Value: dynastore.L{dynastore.B("1"), dynastore.B("2")}}}
+	require.Equal(t, model.EncRaw, model.StringEncoding(two))
+	v, err := model.DecodeValue(two.Get(model.AttrValue))
 	require.NoError(t, err)
 	require.Equal(t, "12", string(v))
-	require.EqualValues(t, 2, valueLen(two.Get(attrValue)))
+	require.EqualValues(t, 2, model.ValueLen(two.Get(model.AttrValue)))
 }
 
 func TestDecodeKeyExpiry(t *testing.T) {
-	it := stringItem(3, []byte("k"), []byte("v"), originArg, 1000)
-	ks, err := decodeKey(it, 999)
+	it := model.StringItem(3, []byte("k"), []byte("v"), model.OriginArg, 1000)
+	ks, err := model.DecodeKey(it, 999)
 	require.NoError(t, err)
 	require.True(t, ks.Live)
 	require.True(t, ks.HasExpiry)
 	require.EqualValues(t, 1000, ks.Expiry)
-	ks, err = decodeKey(it, 1000)
+	ks, err = model.DecodeKey(it, 1000)
 	require.NoError(t, err)
 	require.False(t, ks.Live, "an item expires at its deadline")
 	require.NotNil(t, ks.Raw, "the raw item is kept for guards")
-	db, key, ok := redisKeyOf(it.Get(dynastore.AttrPK).(dynastore.B))
+	db, key, ok := model.RedisKeyOf(it.Get(dynastore.AttrPK).(dynastore.B))
 	require.True(t, ok)
 	require.Equal(t, 3, db)
 	require.Equal(t, "k", string(key))
@@ -164,7 +165,7 @@ func TestReadKeyOfImpossibleKey(t *testing.T) {
 	st := dynastore.NewStats()
 	h := newHarness(memory.New(memory.Options{Observer: st}))
 	c := &Ctx{Context: context.Background(), Store: h.srv.Store, Conn: h.conn, Srv: h.srv}
-	ks, err := readKey(c, make([]byte, MaxKeyLen+1))
+	ks, err := readKey(c, make([]byte, model.MaxKeyLen+1))
 	require.NoError(t, err)
 	require.False(t, ks.Live)
 	require.Empty(t, st.Snapshot(), "a key that cannot exist is not looked up")

@@ -1,6 +1,6 @@
 package commands
 
-// List commands. A list's key item (keyspace.go) has one of two layouts:
+// List commands. A list's key item (model/keyitem.go) has one of two layouts:
 //
 //   - inline (at most inlineMaxList elements of at most inlineMaxBytes
 //     bytes, fewer under a small list-max-listpack-size: encoding.go): v is
@@ -57,6 +57,7 @@ import (
 	"math/big"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Key item attributes of a large list.
@@ -79,7 +80,7 @@ const listTxMembers = dynastore.MaxTxActions - 3
 
 func init() {
 	// Redis 7.0 reports every list as a quicklist.
-	objectEncoders[TypeList] = func(*Ctx, []byte) (string, error) { return "quicklist", nil }
+	objectEncoders[model.TypeList] = func(*Ctx, []byte) (string, error) { return "quicklist", nil }
 }
 
 func registerLists(t *Table) {
@@ -137,7 +138,7 @@ func memberPos(m []byte) (int64, bool) {
 type listView struct {
 	c   *Ctx
 	key []byte
-	ks  keyState
+	ks  model.KeyState
 	// wrongType: the key is live and holds another type.
 	wrongType bool
 
@@ -197,10 +198,10 @@ const popReadBytes = 4 << 10
 
 // listKeyItem reads key's item (and remembers it in the item cache).
 func listKeyItem(c *Ctx, key []byte) (dynastore.Item, error) {
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		return nil, nil
 	}
-	it, err := c.Store.Get(c, itemKey(c.DB(), key))
+	it, err := c.Store.Get(c, model.ItemKey(c.DB(), key))
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func openList(c *Ctx, key []byte) (*listView, error) {
 // command without a write (absent, expired, empty), which is only trusted
 // from a fresh read.
 func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
-	if try == 0 && keyFits(key) {
+	if try == 0 && model.KeyFits(key) {
 		if e, ok := itemsOf(c).get(c.DB(), key); ok {
 			l, err := listFromItem(c, key, e.it)
 			if err != nil {
@@ -243,10 +244,10 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 // listFromItem decodes a key item as a list.
 func listFromItem(c *Ctx, key []byte, it dynastore.Item) (*listView, error) {
 	l := &listView{c: c, key: key}
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		it = nil
 	}
-	ks, err := decodeKey(it, c.NowMS())
+	ks, err := model.DecodeKey(it, c.NowMS())
 	if err != nil {
 		return nil, err
 	}
@@ -254,22 +255,22 @@ func listFromItem(c *Ctx, key []byte, it dynastore.Item) (*listView, error) {
 	if !ks.Live {
 		return l, nil
 	}
-	if ks.Type != TypeList {
+	if ks.Type != model.TypeList {
 		l.wrongType = true
 		return l, nil
 	}
 	if g, ok := it.Get(attrGen).(dynastore.B); ok {
 		l.gen = g
-		if l.h, err = numberInt(it.Get(attrListHead)); err != nil {
+		if l.h, err = model.NumberInt(it.Get(attrListHead)); err != nil {
 			return nil, fmt.Errorf("commands: list head: %w", err)
 		}
-		if l.t, err = numberInt(it.Get(attrListTail)); err != nil {
+		if l.t, err = model.NumberInt(it.Get(attrListTail)); err != nil {
 			return nil, fmt.Errorf("commands: list tail: %w", err)
 		}
 		l.nh, l.nt = l.h, l.t
 		return l, nil
 	}
-	vs, ok := it.Get(attrValue).(dynastore.L)
+	vs, ok := it.Get(model.AttrValue).(dynastore.L)
 	if !ok {
 		return nil, fmt.Errorf("commands: list without elements: %w", dynastore.ErrInvalid)
 	}
@@ -477,7 +478,7 @@ func (l *listView) index(i int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := it.Get(attrValue).(dynastore.B)
+	v, ok := it.Get(model.AttrValue).(dynastore.B)
 	if !ok {
 		return nil, fmt.Errorf("commands: list member %d of [%d,%d) missing: %w", p, l.h, l.t, errCollRetry)
 	}
@@ -539,7 +540,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 					// A hole: the list changed since its key item was read.
 					return errCollRetry
 				}
-				v, _ := it.Get(attrValue).(dynastore.B)
+				v, _ := it.Get(model.AttrValue).(dynastore.B)
 				if sv, ok := l.puts[p]; ok {
 					v = sv
 				}
@@ -621,16 +622,16 @@ func fitsInlineList(lim inlineLimits, elems [][]byte) bool {
 
 // baseItem is the key item's common part: type, fresh ver, expiry kept.
 func (l *listView) baseItem() dynastore.Item {
-	k := itemKey(l.c.DB(), l.key)
+	k := model.ItemKey(l.c.DB(), l.key)
 	it := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: attrType, Value: dynastore.S(TypeList)},
-		{Name: attrVer, Value: newVer()},
+		{Name: model.AttrType, Value: dynastore.S(model.TypeList)},
+		{Name: model.AttrVer, Value: model.NewVer()},
 	}
 	if l.ks.Live && l.ks.HasExpiry {
-		it.Set(attrExpiry, nInt(l.ks.Expiry))
-		it.Set(dynastore.AttrTTL, ttlSeconds(l.ks.Expiry))
+		it.Set(model.AttrExpiry, model.NInt(l.ks.Expiry))
+		it.Set(dynastore.AttrTTL, model.TTLSeconds(l.ks.Expiry))
 	}
 	return it
 }
@@ -640,7 +641,7 @@ func inlineListItem(it dynastore.Item, elems [][]byte) dynastore.Item {
 	for i, e := range elems {
 		vs[i] = dynastore.B(bytes.Clone(e))
 	}
-	it.Set(attrValue, vs)
+	it.Set(model.AttrValue, vs)
 	return it
 }
 
@@ -662,18 +663,18 @@ func (l *listView) plan() (*listCommit, error) {
 	if !l.changed {
 		return &listCommit{}, nil
 	}
-	if !keyFits(l.key) {
-		return nil, errKeyTooLong
+	if !model.KeyFits(l.key) {
+		return nil, model.ErrKeyTooLong
 	}
-	key := itemKey(l.c.DB(), l.key)
-	guard := l.ks.guard()
+	key := model.ItemKey(l.c.DB(), l.key)
+	guard := l.ks.Guard()
 	if l.length() == 0 {
 		if l.ks.Raw == nil || !l.ks.Live {
 			return &listCommit{}, nil
 		}
 		return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}}, nil
 	}
-	lim := l.c.Srv.inline(TypeList)
+	lim := l.c.Srv.inline(model.TypeList)
 	if !l.large() && l.rewrite == nil {
 		if fitsInlineList(lim, l.elems) {
 			it := inlineListItem(l.baseItem(), l.elems)
@@ -721,19 +722,19 @@ func (l *listView) plan() (*listCommit, error) {
 		gone = append(gone, p)
 	}
 	after := l.ks.Raw.Clone(4)
-	ver := newVer()
-	after.Set(attrListHead, nInt(l.nh))
-	after.Set(attrListTail, nInt(l.nt))
-	after.Set(attrCount, nInt(l.nt-l.nh))
-	after.Set(attrVer, ver)
+	ver := model.NewVer()
+	after.Set(attrListHead, model.NInt(l.nh))
+	after.Set(attrListTail, model.NInt(l.nt))
+	after.Set(attrCount, model.NInt(l.nt-l.nh))
+	after.Set(model.AttrVer, ver)
 	keyUpdate := dynastore.TxAction{
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrListHead, Val: nInt(l.nh)},
-			{Attr: attrListTail, Val: nInt(l.nt)},
-			{Attr: attrCount, Val: nInt(l.nt - l.nh)},
-			{Attr: attrVer, Val: ver},
+			{Attr: attrListHead, Val: model.NInt(l.nh)},
+			{Attr: attrListTail, Val: model.NInt(l.nt)},
+			{Attr: attrCount, Val: model.NInt(l.nt - l.nh)},
+			{Attr: model.AttrVer, Val: ver},
 		}},
 		Cond: guard,
 	}
@@ -770,7 +771,7 @@ func (l *listView) plan() (*listCommit, error) {
 			return nil, fmt.Errorf("commands: list plan too large: %w", dynastore.ErrTxTooLarge)
 		}
 		batch = append(batch, m)
-		bsize += len(m.Item.Get(attrValue).(dynastore.B)) + 64
+		bsize += len(m.Item.Get(model.AttrValue).(dynastore.B)) + 64
 		if len(batch) == listTxMembers || bsize >= maxTxBytes {
 			if err := flush(); err != nil {
 				return nil, err
@@ -791,7 +792,7 @@ func (l *listView) plan() (*listCommit, error) {
 // publish stages a new generation holding what elems yields, at positions
 // 0..n-1, and returns the commit that points the key item at it.
 func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) error) error) (*listCommit, error) {
-	key := itemKey(l.c.DB(), l.key)
+	key := model.ItemKey(l.c.DB(), l.key)
 	gen, n, err := stageGen(l.c, l.c.Store, key.PK, l.c.NowMS(), func(yield func(m []byte, v dynastore.Value) error) error {
 		var p int64
 		return elems(func(e []byte) error {
@@ -805,9 +806,9 @@ func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) e
 	}
 	it := l.baseItem()
 	it.Set(attrGen, dynastore.B(gen))
-	it.Set(attrCount, nInt(n))
-	it.Set(attrListHead, nInt(0))
-	it.Set(attrListTail, nInt(n))
+	it.Set(attrCount, model.NInt(n))
+	it.Set(attrListHead, model.NInt(0))
+	it.Set(attrListTail, model.NInt(n))
 	return &listCommit{
 		actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)},
 		after:   it,
@@ -838,9 +839,9 @@ func listCleanup(c *Ctx, key dynastore.Key, gen []byte, gone []int64, nh, nt int
 				lo, hi = min(lo, p), max(hi, p)
 				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(gen, posMember(p))})
 			}
-			outside := dynastore.Cond(dynastore.Compare{Attr: attrListHead, Op: dynastore.OpGT, Val: nInt(hi)})
+			outside := dynastore.Cond(dynastore.Compare{Attr: attrListHead, Op: dynastore.OpGT, Val: model.NInt(hi)})
 			if !isLeft {
-				outside = dynastore.Compare{Attr: attrListTail, Op: dynastore.OpLE, Val: nInt(lo)}
+				outside = dynastore.Compare{Attr: attrListTail, Op: dynastore.OpLE, Val: model.NInt(lo)}
 			}
 			acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: dynastore.And{
 				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)}, outside,
@@ -880,11 +881,11 @@ func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
 		return nil
 	}
 	for _, l := range reads {
-		if seen[string(l.key)] || !keyFits(l.key) {
+		if seen[string(l.key)] || !model.KeyFits(l.key) {
 			continue
 		}
 		seen[string(l.key)] = true
-		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: itemKey(c.DB(), l.key), Cond: l.ks.guard()})
+		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: model.ItemKey(c.DB(), l.key), Cond: l.ks.Guard()})
 	}
 	cache := itemsOf(c)
 	if err := commitActions(c, actions); err != nil {
@@ -927,8 +928,8 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 	defer c.lockKeys(key)()
 	var seed dynastore.Item
 	seeded := false
-	lim := c.Srv.inline(TypeList)
-	if fitsInlineList(lim, vals) && keyFits(key) && !cachedLargeList(c, key) {
+	lim := c.Srv.inline(model.TypeList)
+	if fitsInlineList(lim, vals) && model.KeyFits(key) && !cachedLargeList(c, key) {
 		// One UpdateItem: list_append onto an inline list with room, or a
 		// new list when the key is absent.
 		add := make(dynastore.L, len(vals))
@@ -939,21 +940,21 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 				add[i] = dynastore.B(bytes.Clone(v))
 			}
 		}
-		list := dynastore.Operand(dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}})
+		list := dynastore.Operand(dynastore.IfNotExists{Attr: model.AttrValue, Default: dynastore.L{}})
 		val := dynastore.ListAppend{A: list, B: add}
 		if left {
 			val = dynastore.ListAppend{A: add, B: list}
 		}
 		_, nw, applied, cur, err := fastUpdate(c, key, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrType, Val: dynastore.S(TypeList)},
-			{Attr: attrValue, Val: val},
-			{Attr: attrVer, Val: newVer()},
-		}}, inlineFastCond(c.NowMS(), TypeList, lim.entries, len(vals), mustExist))
+			{Attr: model.AttrType, Val: dynastore.S(model.TypeList)},
+			{Attr: model.AttrValue, Val: val},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+		}}, inlineFastCond(c.NowMS(), model.TypeList, lim.entries, len(vals), mustExist))
 		if err != nil {
 			return 0, err
 		}
 		if applied {
-			l, _ := nw.Get(attrValue).(dynastore.L)
+			l, _ := nw.Get(model.AttrValue).(dynastore.L)
 			c.Srv.listRT().notify(c.DB(), key)
 			return int64(len(l)), nil
 		}
@@ -1002,13 +1003,13 @@ func cachedLargeList(c *Ctx, key []byte) bool {
 	if !ok || e.it.Get(attrGen) == nil {
 		return false
 	}
-	ks, err := decodeKey(e.it, c.NowMS())
-	return err == nil && ks.Live && ks.Type == TypeList
+	ks, err := model.DecodeKey(e.it, c.NowMS())
+	return err == nil && ks.Live && ks.Type == model.TypeList
 }
 
 // parsePopCount parses LPOP/RPOP's count.
 func parsePopCount(arg []byte) (int64, bool) {
-	n, ok := string2ll(arg)
+	n, ok := model.String2ll(arg)
 	return n, ok && n >= 0
 }
 
@@ -1092,8 +1093,8 @@ func cmdLlen(c *Ctx) {
 }
 
 func cmdLrange(c *Ctx) {
-	start, ok1 := string2ll(c.Args[2])
-	stop, ok2 := string2ll(c.Args[3])
+	start, ok1 := model.String2ll(c.Args[2])
+	stop, ok2 := model.String2ll(c.Args[3])
 	if !ok1 || !ok2 {
 		c.W.Error(MsgNotInt)
 		return
@@ -1168,7 +1169,7 @@ func rangeIndexes(start, stop, n int64) (int64, int64, bool) {
 
 func cmdLindex(c *Ctx) {
 	// Redis looks the key up before it parses the index.
-	idx, idxOK := string2ll(c.Args[2])
+	idx, idxOK := model.String2ll(c.Args[2])
 	var v []byte
 	err := collRetry(c, func(int) error {
 		v = nil
@@ -1215,7 +1216,7 @@ func parseLpos(args [][]byte) (lposOpts, string) {
 		more := j+1 < len(args)
 		switch {
 		case argIs(args[j], "rank") && more:
-			n, ok := string2ll(args[j+1])
+			n, ok := model.String2ll(args[j+1])
 			if !ok {
 				return o, MsgNotInt
 			}
@@ -1227,14 +1228,14 @@ func parseLpos(args [][]byte) (lposOpts, string) {
 			o.rank = n
 			j++
 		case argIs(args[j], "count") && more:
-			n, ok := string2ll(args[j+1])
+			n, ok := model.String2ll(args[j+1])
 			if !ok || n < 0 {
 				return o, msgCountNegative
 			}
 			o.count, o.hasCount = n, true
 			j++
 		case argIs(args[j], "maxlen") && more:
-			n, ok := string2ll(args[j+1])
+			n, ok := model.String2ll(args[j+1])
 			if !ok || n < 0 {
 				return o, msgMaxlenNeg
 			}
@@ -1328,7 +1329,7 @@ func cmdLpos(c *Ctx) {
 // ---- middle operations ----------------------------------------------------------------------
 
 func cmdLset(c *Ctx) {
-	idx, idxOK := string2ll(c.Args[2])
+	idx, idxOK := model.String2ll(c.Args[2])
 	defer c.lockKeys(c.Args[1])()
 	err := collRetry(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
@@ -1445,7 +1446,7 @@ func cmdLinsert(c *Ctx) {
 }
 
 func cmdLrem(c *Ctx) {
-	count, ok := string2ll(c.Args[2])
+	count, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -1520,8 +1521,8 @@ func cmdLrem(c *Ctx) {
 }
 
 func cmdLtrim(c *Ctx) {
-	start, ok1 := string2ll(c.Args[2])
-	stop, ok2 := string2ll(c.Args[3])
+	start, ok1 := model.String2ll(c.Args[2])
+	stop, ok2 := model.String2ll(c.Args[3])
 	if !ok1 || !ok2 {
 		c.W.Error(MsgNotInt)
 		return
@@ -1673,8 +1674,8 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 		} else {
 			var ks []dynastore.Key
 			for _, k := range keys {
-				if keyFits(k) {
-					ks = append(ks, itemKey(c.DB(), k))
+				if model.KeyFits(k) {
+					ks = append(ks, model.ItemKey(c.DB(), k))
 				}
 			}
 			items, err := c.Store.BatchGet(c, ks)
@@ -1683,7 +1684,7 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 			}
 			for _, k := range keys {
 				var it dynastore.Item
-				if keyFits(k) {
+				if model.KeyFits(k) {
 					it, items = items[0], items[1:]
 				}
 				l, err := listFromItem(c, k, it)
@@ -1730,7 +1731,7 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 
 // parseMpop parses LMPOP/BLMPOP from numkeys (args[0]) on.
 func parseMpop(args [][]byte) (keys [][]byte, left bool, count int64, msg string) {
-	numkeys, ok := string2ll(args[0])
+	numkeys, ok := model.String2ll(args[0])
 	if !ok || numkeys < 1 {
 		return nil, false, 0, MsgNumkeys
 	}
@@ -1747,7 +1748,7 @@ func parseMpop(args [][]byte) (keys [][]byte, left bool, count int64, msg string
 	for j := 1; j < len(rest); j++ {
 		if count == -1 && argIs(rest[j], "count") && j+1 < len(rest) {
 			j++
-			n, ok := string2ll(rest[j])
+			n, ok := model.String2ll(rest[j])
 			if !ok || n < 1 {
 				return nil, false, 0, msgCountGTZero
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // defaultMemorySamples is Redis's OBJ_COMPUTE_SIZE_DEF_SAMPLES.
@@ -35,7 +36,7 @@ func cmdMemoryUsage(c *Ctx) {
 			c.W.Error(MsgSyntax)
 			return
 		}
-		n, ok := string2ll(c.Args[i+1])
+		n, ok := model.String2ll(c.Args[i+1])
 		switch {
 		case !ok:
 			c.W.Error(MsgNotInt)
@@ -76,19 +77,19 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 	}
 	q := dynastore.Query{PK: membersPK(gen)}
 	var n int64
-	if ks.Type == TypeList {
+	if ks.Type == model.TypeList {
 		// Only the positions in [lh, lt) are elements (lists.go).
-		h, err := numberInt(ks.Raw.Get(attrListHead))
+		h, err := model.NumberInt(ks.Raw.Get(attrListHead))
 		if err != nil {
 			return 0, false, err
 		}
-		t, err := numberInt(ks.Raw.Get(attrListTail))
+		t, err := model.NumberInt(ks.Raw.Get(attrListTail))
 		if err != nil {
 			return 0, false, err
 		}
 		n = t - h
 		q.Op, q.A, q.B = dynastore.SKBetween, memberSK(posMember(h)), memberSK(posMember(t-1))
-	} else if n, err = numberInt(ks.Raw.Get(attrCount)); err != nil {
+	} else if n, err = model.NumberInt(ks.Raw.Get(attrCount)); err != nil {
 		return 0, false, err
 	}
 	var read, bytes int64

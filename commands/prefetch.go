@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Upcoming is a request a connection has received and not run yet, as far
@@ -42,14 +43,14 @@ func (s *Server) Prefetch(cn *Conn, reqs []Upcoming) {
 	sc.pks, sc.reads, sc.replaced = sc.pks[:0], sc.reads[:0], sc.replaced[:0]
 	for _, r := range reqs {
 		cmd := lookup(s.Table, r.Name)
-		if cmd == nil || cmd.hint == hintNone || r.Arg == nil || !keyFits(r.Arg) {
+		if cmd == nil || cmd.hint == hintNone || r.Arg == nil || !model.KeyFits(r.Arg) {
 			continue
 		}
 		// The keys share one buffer: an append that moves it leaves the
 		// keys before it where they were.
 		start := len(sc.pks)
-		sc.pks = appendKeyPK(sc.pks, cn.DB, r.Arg)
-		k := dynastore.Key{PK: sc.pks[start:len(sc.pks):len(sc.pks)], SK: keyItemSK}
+		sc.pks = model.AppendKeyPK(sc.pks, cn.DB, r.Arg)
+		k := dynastore.Key{PK: sc.pks[start:len(sc.pks):len(sc.pks)], SK: model.KeyItemSK}
 		if cmd.hint == hintRead {
 			sc.reads = append(sc.reads, k)
 		} else {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 // prefetchRecorder is a store that records what Prefetch is given.
@@ -28,7 +29,7 @@ func (p *prefetchRecorder) Prefetch(reads, replaced []dynastore.Key) {
 
 func TestPrefetch(t *testing.T) {
 	up := func(name, arg string) Upcoming { return Upcoming{Name: []byte(name), Arg: []byte(arg)} }
-	long := string(make([]byte, MaxKeyLen+1))
+	long := string(make([]byte, model.MaxKeyLen+1))
 	cases := []struct {
 		name           string
 		db             int
@@ -69,7 +70,7 @@ func TestPrefetch(t *testing.T) {
 			keys := func(names []string) []dynastore.Key {
 				var out []dynastore.Key
 				for _, k := range names {
-					out = append(out, itemKey(c.db, []byte(k)))
+					out = append(out, model.ItemKey(c.db, []byte(k)))
 				}
 				return out
 			}
@@ -85,7 +86,7 @@ func TestPrefetchScratch(t *testing.T) {
 	rec := &prefetchRecorder{Store: memory.New(memory.Options{})}
 	srv := &Server{Store: rec, Table: NewTable()}
 	cn := &Conn{Authed: true}
-	big := string(make([]byte, MaxKeyLen))
+	big := string(make([]byte, model.MaxKeyLen))
 	srv.Prefetch(cn, []Upcoming{{Name: []byte("GET"), Arg: []byte("a")}, {Name: []byte("GET"), Arg: []byte("b")}})
 	require.NotNil(t, cn.prefetch.pks)
 	var reqs []Upcoming

@@ -3,6 +3,8 @@ package commands
 import (
 	"strconv"
 	"strings"
+
+	"github.com/redamo/redamo/model"
 )
 
 // The server family: COMMAND (command_cmd.go), INFO (info.go), CONFIG
@@ -46,11 +48,11 @@ func cmdTime(c *Ctx) {
 // stored it durably across availability zones, so there is nothing to wait
 // for (Redis would block until the timeout, forever with 0, to reply 0).
 func cmdWait(c *Ctx) {
-	if _, ok := string2ll(c.Args[1]); !ok {
+	if _, ok := model.String2ll(c.Args[1]); !ok {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	timeout, ok := string2ll(c.Args[2])
+	timeout, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgTimeoutNotInt)
 		return

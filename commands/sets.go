@@ -13,14 +13,15 @@ import (
 	"strconv"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 func init() {
 	// Redis 7.0: an intset while every member is an integer, else a hash
 	// table (small sets of strings became listpacks only in 7.2).
-	objectEncoders[TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return encodingOf(c, key, TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
-			_, ok := string2ll(m)
+	objectEncoders[model.TypeSet] = func(c *Ctx, key []byte) (string, error) {
+		return encodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
+			_, ok := model.String2ll(m)
 			return ok
 		})
 	}
@@ -64,15 +65,15 @@ func setMembersOf(cl *collection) ([][]byte, error) {
 }
 
 func cmdSadd(c *Ctx) {
-	if n, ok := addMembers(c, c.Args[1], TypeSet, dedupe(c.Args[2:]), nil); ok {
+	if n, ok := addMembers(c, c.Args[1], model.TypeSet, dedupe(c.Args[2:]), nil); ok {
 		c.W.Int(n)
 	}
 }
 
-func cmdSrem(c *Ctx) { removeMembersCmd(c, TypeSet) }
+func cmdSrem(c *Ctx) { removeMembersCmd(c, model.TypeSet) }
 
 func cmdSismember(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:3])
+	_, present, err := collLookup(c, c.Args[1], model.TypeSet, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -81,7 +82,7 @@ func cmdSismember(c *Ctx) {
 }
 
 func cmdSmismember(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], TypeSet, c.Args[2:])
+	_, present, err := collLookup(c, c.Args[1], model.TypeSet, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -101,7 +102,7 @@ func boolInt(b bool) int64 {
 
 func cmdSmembers(c *Ctx) {
 	var members [][]byte
-	err := collReadAll(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
+	err := collReadAll(c, c.Args[1], model.TypeSet, func(cl *collection) (err error) {
 		members, err = setMembersOf(cl)
 		return err
 	})
@@ -120,7 +121,7 @@ func writeSet(c *Ctx, members [][]byte) {
 	}
 }
 
-func cmdScard(c *Ctx) { collLenCmd(c, TypeSet) }
+func cmdScard(c *Ctx) { collLenCmd(c, model.TypeSet) }
 
 func cmdSpop(c *Ctx) {
 	withCount := len(c.Args) == 3
@@ -130,7 +131,7 @@ func cmdSpop(c *Ctx) {
 	}
 	count := int64(1)
 	if withCount {
-		n, ok := string2ll(c.Args[2])
+		n, ok := model.String2ll(c.Args[2])
 		if !ok || n < 0 {
 			c.W.Error(MsgCountPositive)
 			return
@@ -140,7 +141,7 @@ func cmdSpop(c *Ctx) {
 	var popped [][]byte
 	err := collRetry(c, func(int) error {
 		popped = nil
-		cl, err := openChecked(c, c.Args[1], TypeSet)
+		cl, err := openChecked(c, c.Args[1], model.TypeSet)
 		if err != nil {
 			return err
 		}
@@ -159,9 +160,9 @@ func cmdSpop(c *Ctx) {
 				cl.del(m)
 			}
 			if cl.large() {
-				err := commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: itemKey(c.DB(), cl.key), Cond: cl.ks.guard()}})
+				err := commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), cl.key), Cond: cl.ks.Guard()}})
 				if err == nil {
-					noteGen(c, cl.key, TypeSet, nil)
+					noteGen(c, cl.key, model.TypeSet, nil)
 					itemsOf(c).put(c.DB(), cl.key, nil)
 				}
 				return err
@@ -203,7 +204,7 @@ func writeFirst(c *Ctx, ms [][]byte) {
 
 // randomCount parses SRANDMEMBER's and HRANDFIELD's count.
 func randomCount(c *Ctx, arg []byte) (int64, bool) {
-	n, ok := string2ll(arg)
+	n, ok := model.String2ll(arg)
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return 0, false
@@ -234,7 +235,7 @@ func cmdSrandmember(c *Ctx) {
 		count = n
 	}
 	var picked [][]byte
-	err := collRead(c, c.Args[1], TypeSet, func(cl *collection) (err error) {
+	err := collRead(c, c.Args[1], model.TypeSet, func(cl *collection) (err error) {
 		picked, _, err = randomPick(cl, count)
 		return err
 	})
@@ -293,7 +294,7 @@ func cmdSmove(c *Ctx) {
 	var moved bool
 	err := collRetry(c, func(int) error {
 		moved = false
-		cls, err := openCollections(c, [][]byte{src, dst}, TypeSet)
+		cls, err := openCollections(c, [][]byte{src, dst}, model.TypeSet)
 		if err != nil {
 			return err
 		}
@@ -338,7 +339,7 @@ func cmdSmove(c *Ctx) {
 // openSets opens the distinct keys of keys (one BatchGet) and fails with
 // WRONGTYPE if any holds another type, as Redis checks every key first.
 func openSets(c *Ctx, keys [][]byte) ([]*collection, error) {
-	cls, err := openCollections(c, dedupe(keys), TypeSet)
+	cls, err := openCollections(c, dedupe(keys), model.TypeSet)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +501,7 @@ func cmdSunion(c *Ctx) { setReadCmd(c, opUnion) }
 func cmdSdiff(c *Ctx)  { setReadCmd(c, opDiff) }
 
 func cmdSintercard(c *Ctx) {
-	numkeys, ok := string2ll(c.Args[1])
+	numkeys, ok := model.String2ll(c.Args[1])
 	if !ok || numkeys <= 0 {
 		c.W.Error(MsgNumkeys)
 		return
@@ -514,7 +515,7 @@ func cmdSintercard(c *Ctx) {
 	limit := int64(0)
 	for len(rest) > 0 {
 		if len(rest) >= 2 && bytes.EqualFold(rest[0], []byte("limit")) {
-			n, ok := string2ll(rest[1])
+			n, ok := model.String2ll(rest[1])
 			if !ok || n < 0 {
 				c.W.Error(MsgLimitNegative)
 				return
@@ -541,7 +542,7 @@ func setStore(c *Ctx, op setOp) {
 	dst, keys := c.Args[1], c.Args[2:]
 	var n int
 	err := collRetry(c, func(int) error {
-		all, err := openCollections(c, append([][]byte{dst}, dedupe(keys)...), TypeSet)
+		all, err := openCollections(c, append([][]byte{dst}, dedupe(keys)...), model.TypeSet)
 		if err != nil {
 			return err
 		}
@@ -573,7 +574,7 @@ func cmdSunionstore(c *Ctx) { setStore(c, opUnion) }
 func cmdSdiffstore(c *Ctx)  { setStore(c, opDiff) }
 
 func cmdSscan(c *Ctx) {
-	collScanCmd(c, TypeSet, func(m []byte, _ dynastore.Value) [][]byte { return [][]byte{m} })
+	collScanCmd(c, model.TypeSet, func(m []byte, _ dynastore.Value) [][]byte { return [][]byte{m} })
 }
 
 // ---- SSCAN / HSCAN ---------------------------------------------------------------
@@ -597,7 +598,7 @@ func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]
 		case bytes.EqualFold(rest[0], []byte("match")):
 			pattern = rest[1]
 		case bytes.EqualFold(rest[0], []byte("count")):
-			n, ok := string2ll(rest[1])
+			n, ok := model.String2ll(rest[1])
 			if !ok {
 				c.W.Error(MsgNotInt)
 				return

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 func registerStrings(t *Table) {
@@ -46,14 +47,14 @@ func cmdGet(c *Ctx) {
 
 // replyStringValue replies with a string key's value: nil when absent,
 // WRONGTYPE when it holds another type.
-func replyStringValue(c *Ctx, ks keyState) {
+func replyStringValue(c *Ctx, ks model.KeyState) {
 	switch {
 	case !ks.Live:
 		c.W.Nil()
-	case ks.Type != TypeString:
+	case ks.Type != model.TypeString:
 		c.W.Error(MsgWrongType)
 	default:
-		v, err := ks.stringValue()
+		v, err := ks.StringValue()
 		if err != nil {
 			c.Fail(err)
 			return
@@ -69,16 +70,16 @@ func cmdStrlen(c *Ctx) {
 		c.Fail(err)
 	case !ks.Live:
 		c.W.Int(0)
-	case ks.Type != TypeString:
+	case ks.Type != model.TypeString:
 		c.W.Error(MsgWrongType)
 	default:
-		c.W.Int(valueLen(ks.Raw.Get(attrValue)))
+		c.W.Int(model.ValueLen(ks.Raw.Get(model.AttrValue)))
 	}
 }
 
 func cmdGetRange(c *Ctx) {
-	start, ok1 := string2ll(c.Args[2])
-	end, ok2 := string2ll(c.Args[3])
+	start, ok1 := model.String2ll(c.Args[2])
+	end, ok2 := model.String2ll(c.Args[3])
 	if !ok1 || !ok2 {
 		c.W.Error(MsgNotInt)
 		return
@@ -91,11 +92,11 @@ func cmdGetRange(c *Ctx) {
 	case !ks.Live:
 		c.W.Bulk([]byte{})
 		return
-	case ks.Type != TypeString:
+	case ks.Type != model.TypeString:
 		c.W.Error(MsgWrongType)
 		return
 	}
-	v, err := ks.stringValue()
+	v, err := ks.StringValue()
 	if err != nil {
 		c.Fail(err)
 		return
@@ -140,10 +141,10 @@ func cmdMGet(c *Ctx) {
 	}
 	vals := make([][]byte, len(keys))
 	for i, ks := range states {
-		if !ks.Live || ks.Type != TypeString {
+		if !ks.Live || ks.Type != model.TypeString {
 			continue
 		}
-		if vals[i], err = ks.stringValue(); err != nil {
+		if vals[i], err = ks.StringValue(); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -160,16 +161,16 @@ func cmdMGet(c *Ctx) {
 
 // readKeys reads several key items with batched reads (duplicates read once);
 // the result is in the order of keys.
-func readKeys(c *Ctx, keys [][]byte) ([]keyState, error) {
+func readKeys(c *Ctx, keys [][]byte) ([]model.KeyState, error) {
 	idx := make(map[string]int, len(keys))
 	var ks []dynastore.Key
 	for _, k := range keys {
-		if !keyFits(k) {
+		if !model.KeyFits(k) {
 			continue
 		}
 		if _, ok := idx[string(k)]; !ok {
 			idx[string(k)] = len(ks)
-			ks = append(ks, itemKey(c.DB(), k))
+			ks = append(ks, model.ItemKey(c.DB(), k))
 		}
 	}
 	var items []dynastore.Item
@@ -179,13 +180,13 @@ func readKeys(c *Ctx, keys [][]byte) ([]keyState, error) {
 			return nil, err
 		}
 	}
-	out := make([]keyState, len(keys))
+	out := make([]model.KeyState, len(keys))
 	for i, k := range keys {
 		j, ok := idx[string(k)]
 		if !ok {
 			continue
 		}
-		st, err := decodeKey(items[j], c.NowMS())
+		st, err := model.DecodeKey(items[j], c.NowMS())
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +265,7 @@ func parseStringOpts(args [][]byte, forSet bool) (flags uint16, expire []byte, e
 // as Redis's getExpireMillisecondsOrReply does; cmd names the command in the
 // error ("set", "getex", ...).
 func expireDeadline(arg []byte, flags uint16, nowMS int64, cmd string) (int64, string) {
-	ms, ok := string2ll(arg)
+	ms, ok := model.String2ll(arg)
 	if !ok {
 		return 0, MsgNotInt
 	}
@@ -331,7 +332,7 @@ const (
 
 // run executes a parsed SET: one PutItem, or one UpdateItem with KEEPTTL.
 func (o setOpts) run(c *Ctx, rep setReply) {
-	if !keyFits(o.key) {
+	if !model.KeyFits(o.key) {
 		c.W.Error(MsgKeyTooLong)
 		return
 	}
@@ -344,19 +345,19 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 	var cond dynastore.Cond
 	switch {
 	case o.flags&setNX != 0:
-		cond = condNotLive(c.NowMS())
+		cond = model.CondNotLive(c.NowMS())
 	case o.flags&setXX != 0 && get:
-		cond = condLiveType(c.NowMS(), TypeString)
+		cond = model.CondLiveType(c.NowMS(), model.TypeString)
 	case o.flags&setXX != 0:
-		cond = condLive(c.NowMS())
+		cond = model.CondLive(c.NowMS())
 	case get:
-		cond = condNotLiveOrType(c.NowMS(), TypeString)
+		cond = model.CondNotLiveOrType(c.NowMS(), model.TypeString)
 	}
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: get, Handover: true}
 	if get {
 		wo.Return = dynastore.ReturnAllOld
 	}
-	old, err := c.Store.Put(c, stringItem(c.DB(), o.key, o.val, originArg, o.expireAt), wo)
+	old, err := c.Store.Put(c, model.StringItem(c.DB(), o.key, o.val, model.OriginArg, o.expireAt), wo)
 	o.reply(c, rep, old, err)
 }
 
@@ -378,7 +379,7 @@ func (o setOpts) reply(c *Ctx, rep setReply, old dynastore.Item, err error) {
 			}
 			return
 		}
-		ks, derr := decodeKey(cur, c.NowMS())
+		ks, derr := model.DecodeKey(cur, c.NowMS())
 		if derr != nil {
 			c.Fail(derr)
 			return
@@ -387,7 +388,7 @@ func (o setOpts) reply(c *Ctx, rep setReply, old dynastore.Item, err error) {
 		return
 	}
 	if get {
-		ks, derr := decodeKey(old, c.NowMS())
+		ks, derr := model.DecodeKey(old, c.NowMS())
 		if derr != nil {
 			c.Fail(derr)
 			return
@@ -411,37 +412,37 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 	now := c.NowMS()
 	get := o.flags&setGet != 0
 	nx, xx := o.flags&setNX != 0, o.flags&setXX != 0
-	v, e := encodeValue(make([]byte, 0, len(o.val)), o.val, originArg)
+	v, e := model.EncodeValue(make([]byte, 0, len(o.val)), o.val, model.OriginArg)
 	u := dynastore.Update{Set: []dynastore.SetAction{
-		{Attr: attrType, Val: dynastore.S(TypeString)},
-		{Attr: attrValue, Val: v},
-		{Attr: attrVer, Val: newVer()},
+		{Attr: model.AttrType, Val: dynastore.S(model.TypeString)},
+		{Attr: model.AttrValue, Val: v},
+		{Attr: model.AttrVer, Val: model.NewVer()},
 	}}
 	if e != nil {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrEnc, Val: e})
+		u.Set = append(u.Set, dynastore.SetAction{Attr: model.AttrEnc, Val: e})
 	} else {
-		u.Remove = []string{attrEnc}
+		u.Remove = []string{model.AttrEnc}
 	}
 	var cond dynastore.Cond
 	switch {
 	case nx:
 		cond = dynastore.NotExists{Attr: dynastore.AttrPK}
 	case xx:
-		cond = condLiveType(now, TypeString)
+		cond = model.CondLiveType(now, model.TypeString)
 	default:
-		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, condLiveType(now, TypeString)}
+		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, model.CondLiveType(now, model.TypeString)}
 	}
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
 	if get {
 		wo.Return = dynastore.ReturnAllOld
 	}
-	old, err := c.Store.Update(c, itemKey(c.DB(), o.key), u, wo)
+	old, err := c.Store.Update(c, model.ItemKey(c.DB(), o.key), u, wo)
 	cur, failed := isCondFailed(err)
 	if !failed {
 		o.reply(c, rep, old, err)
 		return
 	}
-	start, err := decodeKey(cur, now)
+	start, err := model.DecodeKey(cur, now)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -449,11 +450,11 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 	// What the old state means for the reply, decided on the state the
 	// final write was conditioned on.
 	var aborted bool
-	var before keyState
-	err = mutateKey(c, o.key, &start, func(ks keyState) (*keyWrite, error) {
+	var before model.KeyState
+	err = mutateKey(c, o.key, &start, func(ks model.KeyState) (*keyWrite, error) {
 		before, aborted = ks, false
 		switch {
-		case ks.Live && ks.Type != TypeString && get:
+		case ks.Live && ks.Type != model.TypeString && get:
 			return nil, redisError(MsgWrongType)
 		case (nx && ks.Live) || (xx && !ks.Live):
 			aborted = true
@@ -463,7 +464,7 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 		if ks.Live && ks.HasExpiry {
 			exp = ks.Expiry
 		}
-		return &keyWrite{Put: stringItem(c.DB(), o.key, o.val, originArg, exp)}, nil
+		return &keyWrite{Put: model.StringItem(c.DB(), o.key, o.val, model.OriginArg, exp)}, nil
 	})
 	switch {
 	case err != nil:
@@ -483,13 +484,13 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 
 func cmdGetDel(c *Ctx) {
 	key := c.Args[1]
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Nil()
 		return
 	}
 	now := c.NowMS()
-	old, err := c.Store.Delete(c, itemKey(c.DB(), key), dynastore.WriteOptions{
-		Cond:         condNotLiveOrType(now, TypeString),
+	old, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{
+		Cond:         model.CondNotLiveOrType(now, model.TypeString),
 		Return:       dynastore.ReturnAllOld,
 		OldOnFailure: true,
 	})
@@ -507,7 +508,7 @@ func replyOldString(c *Ctx, old dynastore.Item, err error, nowMS int64) {
 		c.Fail(err)
 		return
 	}
-	ks, err := decodeKey(old, nowMS)
+	ks, err := model.DecodeKey(old, nowMS)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -528,21 +529,21 @@ func cmdGetEx(c *Ctx) {
 		// Redis validates the deadline only once it found a string there.
 		at, msg = expireDeadline(expire, flags, now, "getex")
 	}
-	if (flags&(setExpireFlags|setPersist) == 0) || msg != "" || !keyFits(key) {
+	if (flags&(setExpireFlags|setPersist) == 0) || msg != "" || !model.KeyFits(key) {
 		ks, err := readKey(c, key)
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		if msg != "" && ks.Live && ks.Type == TypeString {
+		if msg != "" && ks.Live && ks.Type == model.TypeString {
 			c.W.Error(msg)
 			return
 		}
 		replyStringValue(c, ks)
 		return
 	}
-	k := itemKey(c.DB(), key)
-	live := condLiveType(now, TypeString)
+	k := model.ItemKey(c.DB(), key)
+	live := model.CondLiveType(now, model.TypeString)
 	var old dynastore.Item
 	var err error
 	switch {
@@ -552,18 +553,18 @@ func cmdGetEx(c *Ctx) {
 		// Only a key with an expiry is written; for one without, the failed
 		// condition hands back the value.
 		old, err = c.Store.Update(c, k, dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: attrVer, Val: newVer()}},
-			Remove: []string{attrExpiry, dynastore.AttrTTL},
+			Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
+			Remove: []string{model.AttrExpiry, dynastore.AttrTTL},
 		}, dynastore.WriteOptions{
-			Cond:         dynastore.And{live, dynastore.Exists{Attr: attrExpiry}},
+			Cond:         dynastore.And{live, dynastore.Exists{Attr: model.AttrExpiry}},
 			Return:       dynastore.ReturnAllOld,
 			OldOnFailure: true,
 		})
 	default:
 		old, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrExpiry, Val: nInt(at)},
-			{Attr: dynastore.AttrTTL, Val: ttlSeconds(at)},
-			{Attr: attrVer, Val: newVer()},
+			{Attr: model.AttrExpiry, Val: model.NInt(at)},
+			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
 		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	}
 	replyOldString(c, old, err, now)
@@ -601,7 +602,7 @@ func msetGeneric(c *Ctx, nx bool) {
 	}
 	keys, vals := kvPairs(c.Args[1:])
 	for _, k := range keys {
-		if !keyFits(k) {
+		if !model.KeyFits(k) {
 			c.W.Error(MsgKeyTooLong)
 			return
 		}
@@ -613,15 +614,15 @@ func msetGeneric(c *Ctx, nx bool) {
 	now := c.NowMS()
 	var cond dynastore.Cond
 	if nx {
-		cond = condNotLive(now)
+		cond = model.CondNotLive(now)
 	}
 	var err error
 	if len(keys) == 1 {
-		_, err = c.Store.Put(c, stringItem(c.DB(), keys[0], vals[0], originArg, 0), dynastore.WriteOptions{Cond: cond})
+		_, err = c.Store.Put(c, model.StringItem(c.DB(), keys[0], vals[0], model.OriginArg, 0), dynastore.WriteOptions{Cond: cond})
 	} else {
 		acts := make([]dynastore.TxAction, len(keys))
 		for i, k := range keys {
-			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: stringItem(c.DB(), k, vals[i], originArg, 0), Cond: cond}
+			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: model.StringItem(c.DB(), k, vals[i], model.OriginArg, 0), Cond: cond}
 		}
 		err = c.Store.Transact(c, acts)
 	}
@@ -682,32 +683,32 @@ func checkStringLength(c *Ctx, size, add int64) bool {
 // 1 MB, more than an item holds, so the item limit always bites first.
 func cmdAppend(c *Ctx) {
 	key, val := c.Args[1], c.Args[2]
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Error(MsgKeyTooLong)
 		return
 	}
 	now := c.NowMS()
 	chunk := dynastore.L{dynastore.B(append([]byte{}, val...))}
-	newItem, err := c.Store.Update(c, itemKey(c.DB(), key), dynastore.Update{
+	newItem, err := c.Store.Update(c, model.ItemKey(c.DB(), key), dynastore.Update{
 		Set: []dynastore.SetAction{
-			{Attr: attrType, Val: dynastore.S(TypeString)},
-			{Attr: attrValue, Val: dynastore.ListAppend{
-				A: dynastore.IfNotExists{Attr: attrValue, Default: dynastore.L{}},
+			{Attr: model.AttrType, Val: dynastore.S(model.TypeString)},
+			{Attr: model.AttrValue, Val: dynastore.ListAppend{
+				A: dynastore.IfNotExists{Attr: model.AttrValue, Default: dynastore.L{}},
 				B: chunk,
 			}},
-			{Attr: attrVer, Val: newVer()},
+			{Attr: model.AttrVer, Val: model.NewVer()},
 		},
-		Remove: []string{attrEnc},
+		Remove: []string{model.AttrEnc},
 	}, dynastore.WriteOptions{
 		Cond: dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.And{condLiveType(now, TypeString), dynastore.IsType{Attr: attrValue, Type: dynastore.KindL}},
+			dynastore.And{model.CondLiveType(now, model.TypeString), dynastore.IsType{Attr: model.AttrValue, Type: dynastore.KindL}},
 		},
 		Return:       dynastore.ReturnUpdatedNew,
 		OldOnFailure: true,
 	})
 	if err == nil {
-		c.W.Int(valueLen(newItem.Get(attrValue)))
+		c.W.Int(model.ValueLen(newItem.Get(model.AttrValue)))
 		return
 	}
 	start, ok := condFailedStart(c, err, now)
@@ -715,33 +716,33 @@ func cmdAppend(c *Ctx) {
 		return
 	}
 	var newLen int64
-	err = mutateKey(c, key, &start, func(ks keyState) (*keyWrite, error) {
+	err = mutateKey(c, key, &start, func(ks model.KeyState) (*keyWrite, error) {
 		if !ks.Live {
 			newLen = int64(len(val))
-			return &keyWrite{Put: stringItem(c.DB(), key, val, originArg, 0)}, nil
+			return &keyWrite{Put: model.StringItem(c.DB(), key, val, model.OriginArg, 0)}, nil
 		}
-		if ks.Type != TypeString {
+		if ks.Type != model.TypeString {
 			return nil, redisError(MsgWrongType)
 		}
-		oldLen := valueLen(ks.Raw.Get(attrValue))
+		oldLen := model.ValueLen(ks.Raw.Get(model.AttrValue))
 		if !checkStringLength(c, oldLen, int64(len(val))) {
 			return nil, redisError(MsgStringTooLong)
 		}
 		var chunks dynastore.L
-		switch v := ks.Raw.Get(attrValue).(type) {
+		switch v := ks.Raw.Get(model.AttrValue).(type) {
 		case dynastore.L:
 			chunks = append(append(dynastore.L{}, v...), chunk[0])
 		default:
-			old, err := decodeValue(v)
+			old, err := model.DecodeValue(v)
 			if err != nil {
 				return nil, err
 			}
 			chunks = dynastore.L{dynastore.B(old), chunk[0]}
 		}
 		newLen = oldLen + int64(len(val))
-		it := stringItem(c.DB(), key, nil, originArg, ks.Expiry)
-		it.Set(attrValue, chunks)
-		it.Delete(attrEnc)
+		it := model.StringItem(c.DB(), key, nil, model.OriginArg, ks.Expiry)
+		it.Set(model.AttrValue, chunks)
+		it.Delete(model.AttrEnc)
 		return &keyWrite{Put: it}, nil
 	})
 	if err != nil {
@@ -755,7 +756,7 @@ func cmdAppend(c *Ctx) {
 // version read.
 func cmdSetRange(c *Ctx) {
 	key, val := c.Args[1], c.Args[3]
-	offset, ok := string2ll(c.Args[2])
+	offset, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -764,7 +765,7 @@ func cmdSetRange(c *Ctx) {
 		c.W.Error(MsgOffsetRange)
 		return
 	}
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		if len(val) == 0 {
 			c.W.Int(0)
 		} else {
@@ -773,7 +774,7 @@ func cmdSetRange(c *Ctx) {
 		return
 	}
 	var reply int64
-	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
+	err := mutateKey(c, key, nil, func(ks model.KeyState) (*keyWrite, error) {
 		old, err := stringOf(ks)
 		if err != nil {
 			return nil, err
@@ -798,7 +799,7 @@ func cmdSetRange(c *Ctx) {
 		}
 		copy(nv[offset:], val)
 		reply = int64(len(nv))
-		return &keyWrite{Put: stringItem(c.DB(), key, nv, originEdited, ks.Expiry)}, nil
+		return &keyWrite{Put: model.StringItem(c.DB(), key, nv, model.OriginEdited, ks.Expiry)}, nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -813,7 +814,7 @@ func cmdIncr(c *Ctx) { incrBy(c, 1) }
 func cmdDecr(c *Ctx) { incrBy(c, -1) }
 
 func cmdIncrBy(c *Ctx) {
-	d, ok := string2ll(c.Args[2])
+	d, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -822,7 +823,7 @@ func cmdIncrBy(c *Ctx) {
 }
 
 func cmdDecrBy(c *Ctx) {
-	d, ok := string2ll(c.Args[2])
+	d, ok := model.String2ll(c.Args[2])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
@@ -840,7 +841,7 @@ func cmdDecrBy(c *Ctx) {
 // overflow) is decided from the item the failed update returns.
 func incrBy(c *Ctx, d int64) {
 	key := c.Args[1]
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Error(MsgKeyTooLong)
 		return
 	}
@@ -850,10 +851,10 @@ func incrBy(c *Ctx, d int64) {
 	acts := &c.Conn.scratch.incr
 	*acts = incrActs{
 		set: [2]dynastore.SetAction{
-			{Attr: attrType, Val: litTypeString},
-			{Attr: attrVer, Val: newVer()},
+			{Attr: model.AttrType, Val: litTypeString},
+			{Attr: model.AttrVer, Val: model.NewVer()},
 		},
-		add: [1]dynastore.AttrValue{{Attr: attrValue, Val: deltaValue(d)}},
+		add: [1]dynastore.AttrValue{{Attr: model.AttrValue, Val: deltaValue(d)}},
 	}
 	// ALL_NEW (DynamoDB charges the same as UPDATED_NEW) in the
 	// connection's memory: the embedded store copies its new item there,
@@ -875,7 +876,7 @@ func incrBy(c *Ctx, d int64) {
 		OldOnFailure: true,
 	})
 	if err == nil {
-		n, err := numberInt(newItem.Get(attrValue))
+		n, err := model.NumberInt(newItem.Get(model.AttrValue))
 		if err != nil {
 			c.Fail(err)
 			return
@@ -888,7 +889,7 @@ func incrBy(c *Ctx, d int64) {
 		return
 	}
 	var result int64
-	err = mutateKey(c, key, &start, func(ks keyState) (*keyWrite, error) {
+	err = mutateKey(c, key, &start, func(ks model.KeyState) (*keyWrite, error) {
 		var old int64
 		if ks.Live {
 			b, err := stringOf(ks)
@@ -896,7 +897,7 @@ func incrBy(c *Ctx, d int64) {
 				return nil, err
 			}
 			var ok bool
-			if old, ok = string2ll(b); !ok {
+			if old, ok = model.String2ll(b); !ok {
 				return nil, redisError(MsgNotInt)
 			}
 			if addOverflows(old, d) {
@@ -904,7 +905,7 @@ func incrBy(c *Ctx, d int64) {
 			}
 		}
 		result = old + d
-		return &keyWrite{Put: stringItem(c.DB(), key, []byte(fmt.Sprint(result)), originArg, ks.Expiry)}, nil
+		return &keyWrite{Put: model.StringItem(c.DB(), key, []byte(fmt.Sprint(result)), model.OriginArg, ks.Expiry)}, nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -922,8 +923,8 @@ type incrActs struct {
 // litTypeString and removeEnc are parts of the updates of INCR, built once
 // (updates are read-only to stores).
 var (
-	litTypeString dynastore.Operand = dynastore.S(TypeString)
-	removeEnc                       = []string{attrEnc}
+	litTypeString dynastore.Operand = dynastore.S(model.TypeString)
+	removeEnc                       = []string{model.AttrEnc}
 )
 
 // deltaValue is d as a Number, without formatting and boxing INCR's and
@@ -935,17 +936,17 @@ func deltaValue(d int64) dynastore.Value {
 	case -1:
 		return dynastore.N("-1")
 	}
-	return nInt(d)
+	return model.NInt(d)
 }
 
 // incrConds holds INCR's fast-path condition for the last clock reading
-// and delta (see latest).
-var incrConds latest[[2]int64, dynastore.Cond]
+// and delta (see model.Latest).
+var incrConds model.Latest[[2]int64, dynastore.Cond]
 
 // incrCond returns the condition of INCR's fast path at nowMS for delta d:
 // the key is absent, or a live Number that d cannot overflow.
 func incrCond(nowMS, d int64) dynastore.Cond {
-	return incrConds.get([2]int64{nowMS, d}, func(k [2]int64) dynastore.Cond {
+	return incrConds.Get([2]int64{nowMS, d}, func(k [2]int64) dynastore.Cond {
 		nowMS, d := k[0], k[1]
 		// No type check: only a string key ever holds a Number in v
 		// (collections keep a set or a list there), so a Number v is a
@@ -953,13 +954,13 @@ func incrCond(nowMS, d int64) dynastore.Cond {
 		// ordered comparison with a Number, holds only on a Number: the
 		// condition says neither again (the embedded store evaluates every
 		// node; DynamoDB's expression builder drops implied ones anyway).
-		var live dynastore.Cond = dynastore.IsType{Attr: attrValue, Type: dynastore.KindN}
-		if room := incrRoom(attrValue, d); room != nil {
+		var live dynastore.Cond = dynastore.IsType{Attr: model.AttrValue, Type: dynastore.KindN}
+		if room := incrRoom(model.AttrValue, d); room != nil {
 			live = room
 		}
 		return dynastore.MustCheck(dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.And{condUnexpired(nowMS), live},
+			dynastore.And{model.CondUnexpired(nowMS), live},
 		})
 	})
 }
@@ -969,12 +970,12 @@ func incrCond(nowMS, d int64) dynastore.Cond {
 func cmdIncrByFloat(c *Ctx) {
 	key := c.Args[1]
 	incr, incrOK := ldParse(c.Args[2])
-	if !keyFits(key) {
+	if !model.KeyFits(key) {
 		c.W.Error(MsgKeyTooLong)
 		return
 	}
 	var out string
-	err := mutateKey(c, key, nil, func(ks keyState) (*keyWrite, error) {
+	err := mutateKey(c, key, nil, func(ks model.KeyState) (*keyWrite, error) {
 		old, err := stringOf(ks)
 		if err != nil {
 			return nil, err
@@ -991,7 +992,7 @@ func cmdIncrByFloat(c *Ctx) {
 			return nil, redisError(MsgIncrFloatNaN)
 		}
 		out = ldFormatHuman(sum)
-		return &keyWrite{Put: stringItem(c.DB(), key, []byte(out), originFloat, ks.Expiry)}, nil
+		return &keyWrite{Put: model.StringItem(c.DB(), key, []byte(out), model.OriginFloat, ks.Expiry)}, nil
 	})
 	if err != nil {
 		c.Fail(err)

@@ -106,20 +106,16 @@ func TestSubstring(t *testing.T) {
 	require.Equal(t, "", string(substring(nil, 0, -1)))
 }
 
-// TestCachedConds: the conditions kept for the last clock reading (see
-// latest) are always the ones built for the clock reading (and delta)
-// asked for, whatever was asked before.
-func TestCachedConds(t *testing.T) {
+// TestCachedIncrConds: the INCR condition kept for the last clock reading
+// and delta (see model.Latest) is always the one built for the clock
+// reading and delta asked for, whatever was asked before.
+func TestCachedIncrConds(t *testing.T) {
 	for _, tc := range []struct{ now, d int64 }{
 		{1000, 1}, {1000, 1}, {1000, -1}, {1000, 1}, {1001, 1}, {1001, 0}, {1001, math.MaxInt64}, {999, math.MinInt64 + 1},
 	} {
-		incr, live, notLive, unexpired := incrCond(tc.now, tc.d), condLive(tc.now), condNotLive(tc.now), condUnexpired(tc.now)
-		incrConds.last.Store(nil)
-		clockCondsAt.last.Store(nil)
+		incr := incrCond(tc.now, tc.d)
+		incrConds.Reset()
 		require.Equal(t, incrCond(tc.now, tc.d), incr, "now %d, d %d", tc.now, tc.d)
-		require.Equal(t, condLive(tc.now), live, "now %d", tc.now)
-		require.Equal(t, condNotLive(tc.now), notLive, "now %d", tc.now)
-		require.Equal(t, condUnexpired(tc.now), unexpired, "now %d", tc.now)
 	}
 }
 
@@ -221,8 +217,8 @@ func TestValueSizeLimits(t *testing.T) {
 		requireReply(t, h, "-"+MsgValueTooLarge, "APPEND", "small", huge)
 		requireReply(t, h, `"hello"`, "GET", "small")
 
-		// Keys: up to MaxKeyLen bytes work, longer ones cannot be written.
-		okKey := strings.Repeat("k", MaxKeyLen)
+		// Keys: up to model.MaxKeyLen bytes work, longer ones cannot be written.
+		okKey := strings.Repeat("k", model.MaxKeyLen)
 		requireReply(t, h, "+OK", "SET", okKey, "v")
 		requireReply(t, h, `"v"`, "GET", okKey)
 		tooLong := okKey + "k"
@@ -314,7 +310,7 @@ func TestOptimisticLoopGivesUp(t *testing.T) {
 	defer model.SetRetryBudget(model.SetRetryBudget(100 * time.Millisecond))
 	// More lost races than fit in the budget (each waits at least 1 ms).
 	for range 200 {
-		b.mem.FailNext(dynastore.OpPutItem, &dynastore.ConditionFailedError{Old: stringItem(0, []byte("s"), []byte("other"), originArg, 0)})
+		b.mem.FailNext(dynastore.OpPutItem, &dynastore.ConditionFailedError{Old: model.StringItem(0, []byte("s"), []byte("other"), model.OriginArg, 0)})
 	}
 	requireReply(t, h, "-"+MsgConflict, "SETRANGE", "s", "0", "J")
 	requireReply(t, h, `"hello"`, "GET", "s")
@@ -438,7 +434,7 @@ func TestRetryReadsTheClockAgain(t *testing.T) {
 	b := backends(t)[0]
 	h := newHarness(b.store)
 	requireReply(t, h, "+OK", "SET", "s", "hello", "PX", "100")
-	cur, err := b.store.Get(context.Background(), itemKey(0, []byte("s")))
+	cur, err := b.store.Get(context.Background(), model.ItemKey(0, []byte("s")))
 	require.NoError(t, err)
 	start, reads := h.now, 0
 	h.srv.Clock = func() time.Time {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // SweeperLabel is the request label of the sweeper's store requests.
@@ -167,7 +168,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	var key dynastore.Item
 	if len(owner) > 0 {
 		var err error
-		if key, err = s.Store.Get(ctx, dynastore.Key{PK: owner, SK: keyItemSK}); err != nil {
+		if key, err = s.Store.Get(ctx, dynastore.Key{PK: owner, SK: model.KeyItemSK}); err != nil {
 			return err
 		}
 	}
@@ -187,14 +188,14 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		}
 		return nil
 	}
-	deadAt, err := numberInt(reg.Get(attrDeadAt))
+	deadAt, err := model.NumberInt(reg.Get(attrDeadAt))
 	if err != nil {
 		// First time seen dead: start its grace period.
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
 		_, err := s.Store.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrDeadAt, Val: nInt(nowMS)},
+			{Attr: attrDeadAt, Val: model.NInt(nowMS)},
 		}}, dynastore.WriteOptions{Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}}})
 		if _, failed := isCondFailed(err); failed {
 			return nil
@@ -214,7 +215,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			Op:  dynastore.TxUpdate,
 			Key: k,
 			Update: &dynastore.Update{Set: []dynastore.SetAction{
-				{Attr: attrDying, Val: nInt(nowMS)},
+				{Attr: attrDying, Val: model.NInt(nowMS)},
 			}},
 			Cond: dynastore.And{
 				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
@@ -223,11 +224,11 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		},
 		{
 			Op:  dynastore.TxCheck,
-			Key: dynastore.Key{PK: owner, SK: keyItemSK},
+			Key: dynastore.Key{PK: owner, SK: model.KeyItemSK},
 			Cond: dynastore.Or{
 				dynastore.NotExists{Attr: dynastore.AttrPK},
 				dynastore.Compare{Attr: attrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
-				dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: nInt(nowMS)},
+				dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLE, Val: model.NInt(nowMS)},
 			},
 		},
 	})
@@ -249,7 +250,7 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 	if !bytes.Equal(g, gen) {
 		return false
 	}
-	if x, err := numberInt(it.Get(attrExpiry)); err == nil && x <= nowMS {
+	if x, err := model.NumberInt(it.Get(model.AttrExpiry)); err == nil && x <= nowMS {
 		return false
 	}
 	return true

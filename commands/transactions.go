@@ -173,8 +173,8 @@ func cmdWatch(c *Ctx) {
 			continue
 		}
 		fresh = append(fresh, watchedKey{db: db, key: append([]byte(nil), k...)})
-		if keyFits(k) {
-			ks = append(ks, itemKey(db, k))
+		if model.KeyFits(k) {
+			ks = append(ks, model.ItemKey(db, k))
 		}
 	}
 	items, err := dynastore.GetMany(c, c.Store, ks)
@@ -184,11 +184,11 @@ func cmdWatch(c *Ctx) {
 	}
 	for i := range fresh {
 		w := &fresh[i]
-		if !keyFits(w.key) {
+		if !model.KeyFits(w.key) {
 			continue // a key that cannot exist never changes
 		}
 		w.item, items = items[0], items[1:]
-		st, err := decodeKey(w.item, c.NowMS())
+		st, err := model.DecodeKey(w.item, c.NowMS())
 		if err != nil {
 			c.Fail(err)
 			return
@@ -214,14 +214,14 @@ func watching(ws []watchedKey, db int, key []byte) bool {
 // that takes it over as absent, or by DynamoDB's TTL): no logical change,
 // as in Redis.
 func (w watchedKey) still(nowMS int64) dynastore.Cond {
-	ks := keyState{Raw: w.item}
+	ks := model.KeyState{Raw: w.item}
 	switch {
 	case w.live:
-		return dynastore.And{ks.guard(), condUnexpired(nowMS)}
+		return dynastore.And{ks.Guard(), model.CondUnexpired(nowMS)}
 	case w.item != nil:
-		return dynastore.Or{ks.guard(), dynastore.NotExists{Attr: dynastore.AttrPK}}
+		return dynastore.Or{ks.Guard(), dynastore.NotExists{Attr: dynastore.AttrPK}}
 	}
-	return ks.guard()
+	return ks.Guard()
 }
 
 // coveredByKeyItem reports the items a Txn need not check when it only
@@ -262,7 +262,7 @@ func cmdExec(c *Ctx) {
 	keys := queuedKeys(db, tx.queue)
 	names := make([][]byte, 0, len(keys)+len(tx.watched))
 	for _, k := range keys {
-		_, key, _ := redisKeyOf(k.PK)
+		_, key, _ := model.RedisKeyOf(k.PK)
 		names = append(names, key)
 	}
 	for _, w := range tx.watched {
@@ -281,8 +281,8 @@ func cmdExec(c *Ctx) {
 	for {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		for _, w := range tx.watched {
-			if keyFits(w.key) {
-				txn.Watch(itemKey(w.db, w.key), w.item, w.still(c.NowMS()))
+			if model.KeyFits(w.key) {
+				txn.Watch(model.ItemKey(w.db, w.key), w.item, w.still(c.NowMS()))
 			}
 		}
 		load := txn.Load
@@ -343,14 +343,14 @@ func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
 		}
 		for _, r := range refs {
 			k := q.args[r.pos]
-			if !keyFits(k) || seen[string(k)] {
+			if !model.KeyFits(k) || seen[string(k)] {
 				continue
 			}
 			if len(out) == dynastore.MaxBatchGet {
 				return out
 			}
 			seen[string(k)] = true
-			out = append(out, itemKey(db, k))
+			out = append(out, model.ItemKey(db, k))
 		}
 	}
 	return out
@@ -369,7 +369,7 @@ func (c *Ctx) sub(q queuedCmd, w Writer, st dynastore.Store) *Ctx {
 // the commit, when there was nothing to see yet).
 func (c *Ctx) notifyWrites(keys []dynastore.Key) {
 	for _, k := range keys {
-		if db, key, ok := redisKeyOf(k.PK); ok && len(k.SK) == 1 && k.SK[0] == 0 {
+		if db, key, ok := model.RedisKeyOf(k.PK); ok && len(k.SK) == 1 && k.SK[0] == 0 {
 			c.Srv.listRT().notify(db, key)
 		}
 	}

@@ -1,8 +1,9 @@
 // Package model is the layer between redamo's commands and its store: the
-// Redis data model over DynamoDB items. It starts with the one transaction
-// every multi-step unit of work runs in (Txn) and the one retry policy
-// (Retry, ErrGaveUp); the key-item codec, the collection engine and the
-// caches are to move here from commands/.
+// Redis data model over DynamoDB items. It holds the key item (its
+// attributes, codec and conditions: keyitem.go), the one transaction every
+// multi-step unit of work runs in (Txn) and the one retry policy (Retry,
+// ErrGaveUp). The collection engine and its caches are still in commands/
+// and are to move here.
 package model
 
 import (
@@ -15,11 +16,6 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 )
-
-// AttrVer is the version attribute: a fresh random token that every write
-// of an item that others may read and then write (a key item) sets, so a
-// write can be conditioned on "ver is still what I read".
-const AttrVer = "ver"
 
 // ErrWatched is a commit refused because an item watched before the unit
 // of work began (WATCH) is no longer as it was: MULTI/EXEC replies with
