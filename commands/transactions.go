@@ -293,7 +293,7 @@ func cmdExec(c *Ctx) {
 			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
 			return
 		}
-		replies := &replyLog{proto: c.Conn.Proto}
+		replies := &replyRecorder{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
 			c.Srv.Run(c.sub(q, replies, txn), q.cmd)
 		}
@@ -373,65 +373,4 @@ func (c *Ctx) notifyWrites(keys []dynastore.Key) {
 			c.Srv.listRT().notify(db, key)
 		}
 	}
-}
-
-// replyLog is a Writer that records replies to write them later (EXEC
-// sends its commands' replies only once they have all taken effect).
-type replyLog struct {
-	proto  int
-	ops    []func(Writer)
-	errors int
-}
-
-var _ Writer = (*replyLog)(nil)
-
-func (r *replyLog) add(op func(Writer)) { r.ops = append(r.ops, op) }
-
-// replay writes the recorded replies to w.
-func (r *replyLog) replay(w Writer) {
-	for _, op := range r.ops {
-		op(w)
-	}
-}
-
-// Errors counts the error replies recorded (Server.Run's failed calls).
-func (r *replyLog) Errors() int { return r.errors }
-
-func (r *replyLog) Proto() int      { return r.proto }
-func (r *replyLog) Simple(s string) { r.add(func(w Writer) { w.Simple(s) }) }
-func (r *replyLog) Int(n int64)     { r.add(func(w Writer) { w.Int(n) }) }
-func (r *replyLog) BulkString(s string) {
-	r.add(func(w Writer) { w.BulkString(s) })
-}
-func (r *replyLog) Nil()             { r.add(Writer.Nil) }
-func (r *replyLog) NilArray()        { r.add(Writer.NilArray) }
-func (r *replyLog) Array(n int)      { r.add(func(w Writer) { w.Array(n) }) }
-func (r *replyLog) Map(n int)        { r.add(func(w Writer) { w.Map(n) }) }
-func (r *replyLog) Set(n int)        { r.add(func(w Writer) { w.Set(n) }) }
-func (r *replyLog) Double(f float64) { r.add(func(w Writer) { w.Double(f) }) }
-func (r *replyLog) Bool(b bool)      { r.add(func(w Writer) { w.Bool(b) }) }
-func (r *replyLog) Verbatim(format, s string) {
-	r.add(func(w Writer) { w.Verbatim(format, s) })
-}
-
-// SetProto records a protocol switch (HELLO inside MULTI): the replies
-// after it are in the new protocol, as Redis sends them.
-func (r *replyLog) SetProto(p int) {
-	r.proto = p
-	r.add(func(w Writer) {
-		if ps, ok := w.(protoSwitcher); ok {
-			ps.SetProto(p)
-		}
-	})
-}
-
-func (r *replyLog) Error(msg string) {
-	r.errors++
-	r.add(func(w Writer) { w.Error(msg) })
-}
-
-// Bulk keeps a copy: b may be memory the handler reuses.
-func (r *replyLog) Bulk(b []byte) {
-	b = append([]byte(nil), b...)
-	r.add(func(w Writer) { w.Bulk(b) })
 }
