@@ -58,20 +58,21 @@ type Handler func(c *Ctx)
 
 // Command flags, as COMMAND reports them.
 const (
-	FlagWrite      = "write"
-	FlagReadonly   = "readonly"
-	FlagDenyOOM    = "denyoom"
-	FlagAdmin      = "admin"
-	FlagNoScript   = "noscript"
-	FlagBlocking   = "blocking"
-	FlagLoading    = "loading"
-	FlagStale      = "stale"
-	FlagFast       = "fast"
-	FlagNoAuth     = "no_auth"
-	FlagAllowBusy  = "allow_busy"
-	FlagNoMulti    = "no_multi"
-	FlagMovable    = "movablekeys"
-	FlagSkipSlowlg = "skip_slowlog"
+	FlagWrite        = "write"
+	FlagReadonly     = "readonly"
+	FlagDenyOOM      = "denyoom"
+	FlagAdmin        = "admin"
+	FlagNoScript     = "noscript"
+	FlagBlocking     = "blocking"
+	FlagLoading      = "loading"
+	FlagStale        = "stale"
+	FlagFast         = "fast"
+	FlagNoAuth       = "no_auth"
+	FlagAllowBusy    = "allow_busy"
+	FlagNoMulti      = "no_multi"
+	FlagMayReplicate = "may_replicate"
+	FlagMovable      = "movablekeys"
+	FlagSkipSlowlg   = "skip_slowlog"
 )
 
 // Command is one entry of the command table: its metadata (what COMMAND
@@ -201,6 +202,8 @@ var families = []func(*Table){
 	registerSets,
 	registerLists,
 	registerTransactions,
+	registerScripting,
+	registerPubSub,
 }
 
 // NewTable returns the table with every supported command registered.

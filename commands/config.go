@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redamo/redamo/model"
 )
@@ -94,7 +95,11 @@ var configParams = []configParam{
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Config.Addr); return h }},
 	{name: "bind-source-addr", def: ""},
 	{name: "bio_cpulist", def: "", flags: cfgImmutable},
-	{name: "busy-reply-threshold", alias: "lua-time-limit", def: "5000"},
+	{name: "busy-reply-threshold", alias: "lua-time-limit", get: func(s *Server) string { return strconv.FormatInt(s.ScriptTimeLimit().Milliseconds(), 10) },
+		check: checkInt(0, math.MaxInt64/int64(time.Millisecond)), set: func(s *Server, v string) {
+			n, _ := model.String2ll([]byte(v))
+			s.SetScriptTimeLimit(time.Duration(n) * time.Millisecond)
+		}},
 	{name: "client-output-buffer-limit", def: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
 	{name: "client-query-buffer-limit", def: "1073741824"},
 	{name: "cluster-allow-pubsubshard-when-down", def: "yes"},

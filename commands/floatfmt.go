@@ -6,7 +6,9 @@ package commands
 // carried as math/big floats rounded to that format after every operation.
 
 import (
+	"math"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -245,4 +247,20 @@ func ldFormatHuman(x *big.Float) string {
 		s = "0"
 	}
 	return s
+}
+
+// FormatDouble appends f as Redis 7.0 prints a double reply: C's "%.17g", with
+// "inf", "-inf" and "nan".
+func FormatDouble(dst []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...)
+	case math.IsNaN(f):
+		return append(dst, "nan"...)
+	}
+	// Go's 'g' with precision 17 matches C's %.17g: trailing zeros dropped,
+	// exponent with a sign and at least two digits.
+	return strconv.AppendFloat(dst, f, 'g', 17, 64)
 }

@@ -37,7 +37,9 @@ type reply struct {
 }
 
 // replyRecorder is a Writer that records replies. Aggregates are filled as
-// their elements come; top holds the complete top-level values.
+// their elements come; top holds the complete top-level values. Under
+// RESP2 it records what RESP2 sends (a map as a flat array, a double as a
+// bulk string, ...), so the values read the same as the client would.
 type replyRecorder struct {
 	proto int
 	top   []reply
@@ -137,12 +139,35 @@ func (r *replyRecorder) BulkString(s string) { r.add(reply{kind: replyBulk, str:
 func (r *replyRecorder) Nil()                { r.add(reply{kind: replyNil}) }
 func (r *replyRecorder) NilArray()           { r.add(reply{kind: replyNilArray}) }
 func (r *replyRecorder) Array(n int)         { r.aggregate(replyArray, n) }
-func (r *replyRecorder) Map(n int)           { r.aggregate(replyMap, 2*n) }
-func (r *replyRecorder) Set(n int)           { r.aggregate(replySet, n) }
-func (r *replyRecorder) Double(f float64)    { r.add(reply{kind: replyDouble, f: f}) }
+func (r *replyRecorder) Map(n int) {
+	if r.proto < 3 {
+		r.aggregate(replyArray, 2*n)
+		return
+	}
+	r.aggregate(replyMap, 2*n)
+}
+
+func (r *replyRecorder) Set(n int) {
+	if r.proto < 3 {
+		r.aggregate(replyArray, n)
+		return
+	}
+	r.aggregate(replySet, n)
+}
+
+func (r *replyRecorder) Double(f float64) {
+	if r.proto < 3 {
+		r.add(reply{kind: replyBulk, str: string(FormatDouble(nil, f))})
+		return
+	}
+	r.add(reply{kind: replyDouble, f: f})
+}
 
 func (r *replyRecorder) Bool(b bool) {
 	v := reply{kind: replyBool}
+	if r.proto < 3 {
+		v.kind = replyInt
+	}
 	if b {
 		v.n = 1
 	}
@@ -150,6 +175,10 @@ func (r *replyRecorder) Bool(b bool) {
 }
 
 func (r *replyRecorder) Verbatim(format, s string) {
+	if r.proto < 3 {
+		r.add(reply{kind: replyBulk, str: s})
+		return
+	}
 	r.add(reply{kind: replyVerbatim, format: format, str: s})
 }
 

@@ -51,6 +51,11 @@ type Server struct {
 	// list cache): see blocking.go.
 	listsOnce sync.Once
 	lists     *listRuntime
+
+	// scripts are the scripts this process compiled (scripting.go);
+	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).
+	scripts     scriptCache
+	scriptLimit atomic.Pointer[time.Duration]
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).

@@ -1,8 +1,9 @@
 package resp
 
 import (
-	"math"
 	"strconv"
+
+	"github.com/redamo/redamo/commands"
 )
 
 // Writer encodes one connection's replies in RESP2 or RESP3, byte for byte as
@@ -214,7 +215,7 @@ func (w *Writer) Set(n int) {
 // Redis 7.0's "%.17g" formatting and its spelling of infinities.
 func (w *Writer) Double(f float64) {
 	var scratch [32]byte
-	txt := FormatDouble(scratch[:0], f)
+	txt := commands.FormatDouble(scratch[:0], f)
 	if w.proto >= 3 {
 		w.buf = append(w.buf, ',')
 		w.buf = append(w.buf, txt...)
@@ -225,22 +226,6 @@ func (w *Writer) Double(f float64) {
 		w.buf = append(w.buf, '\r', '\n')
 	}
 	w.value()
-}
-
-// FormatDouble appends f as Redis 7.0 prints a double reply: C's "%.17g", with
-// "inf", "-inf" and "nan".
-func FormatDouble(dst []byte, f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return append(dst, "inf"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-inf"...)
-	case math.IsNaN(f):
-		return append(dst, "nan"...)
-	}
-	// Go's 'g' with precision 17 matches C's %.17g: trailing zeros dropped,
-	// exponent with a sign and at least two digits.
-	return strconv.AppendFloat(dst, f, 'g', 17, 64)
 }
 
 // Bool writes a boolean (#t/#f in RESP3, :1/:0 in RESP2).

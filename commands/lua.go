@@ -1,0 +1,505 @@
+package commands
+
+// The Lua side of scripting: one sandboxed gopher-lua state per run, the
+// redis.* library, and Redis's conversions between replies and Lua values
+// (Redis 7's script_lua.c semantics).
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"log"
+	"math"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// chunkName is the name Redis gives every script: errors read
+// "user_script:LINE: ..." and sources "@user_script".
+const chunkName = "user_script"
+
+// Script-side errors, as Redis words them (the ERR code is added when the
+// error reaches Lua, as Redis's luaPushError does).
+const (
+	msgLuaNoArgs      = "Please specify at least one argument for this redis lib call"
+	msgLuaArgType     = "Lua redis lib command arguments must be strings or integers"
+	msgLuaUnknownCmd  = "Unknown Redis command called from script"
+	msgLuaArity       = "Wrong number of args calling Redis command from script"
+	msgLuaNotAllowed  = "This Redis command is not allowed from script"
+	msgLuaReadOnly    = "Write commands are not allowed from read-only scripts."
+	msgLuaNoGlobal    = "Script attempted to access nonexistent global variable '%s'"
+	msgLuaReadOnlyTbl = "Attempt to modify a readonly table"
+)
+
+// newLuaState builds the sandbox a run executes in: Lua's base, table,
+// string and math libraries without the ones reaching outside (no os, io,
+// loadfile, dofile), the redis table bound to run, KEYS and ARGV, and
+// globals that can be neither created nor read when missing.
+func newLuaState(run *scriptRun, keys, argv [][]byte) *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}, {lua.CoroutineLibName, lua.OpenCoroutine}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	for _, name := range []string{"dofile", "loadfile", "print", "module", "require", "_printregs", "newproxy"} {
+		L.SetGlobal(name, lua.LNil)
+	}
+	tostring := L.GetGlobal("tostring").(*lua.LFunction)
+	L.SetGlobal("tostring", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 prints numbers with "%.14g" (gopher-lua as Go does).
+		if n, ok := L.Get(1).(lua.LNumber); ok && L.GetTop() == 1 {
+			L.Push(lua.LString(luaNumberString(float64(n))))
+			return 1
+		}
+		L.Push(tostring)
+		L.Push(L.Get(1))
+		L.Call(1, 1)
+		return 1
+	}))
+	L.SetGlobal("tonumber", L.NewFunction(luaToNumber))
+	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
+	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
+	L.SetGlobal("redis", run.redisLib(L))
+	L.SetGlobal("KEYS", stringArray(L, keys))
+	L.SetGlobal("ARGV", stringArray(L, argv))
+	protectGlobals(L)
+	return L
+}
+
+func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for i, it := range items {
+		t.RawSetInt(i+1, lua.LString(it))
+	}
+	return t
+}
+
+// protectGlobals makes the global table read-only, as Redis does: reading
+// a missing global and creating one are both errors.
+func protectGlobals(L *lua.LState) {
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(msgLuaNoGlobal, L.CheckAny(2).String())
+		return 0
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(msgLuaReadOnlyTbl)
+		return 0
+	}))
+	L.SetMetatable(L.G.Global, mt)
+}
+
+// redisLib is the redis table of one run.
+func (run *scriptRun) redisLib(L *lua.LState) *lua.LTable {
+	t := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":               func(L *lua.LState) int { return run.call(L, true) },
+		"pcall":              func(L *lua.LState) int { return run.call(L, false) },
+		"error_reply":        luaErrorReply,
+		"status_reply":       luaStatusReply,
+		"sha1hex":            luaSHA1Hex,
+		"log":                luaLog,
+		"setresp":            run.setResp,
+		"set_repl":           luaSetRepl,
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"debug":              func(L *lua.LState) int { return 0 },
+	}
+	for name, fn := range fns {
+		t.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, v := range map[string]int{
+		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
+	} {
+		t.RawSetString(name, lua.LNumber(v))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString(Version))
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
+	return t
+}
+
+// versionNum is Version as Redis's 0x00MMmmpp number.
+func versionNum(v string) int {
+	var maj, min, patch int
+	fmt.Sscanf(v, "%d.%d.%d", &maj, &min, &patch)
+	return maj<<16 | min<<8 | patch
+}
+
+// errTable is the {err=...} table redis.pcall returns and redis.call
+// raises, made as Redis's luaPushErrorBuff makes it: from "-CODE msg" (an
+// error reply) the code is the first word; a text without the leading
+// dash gets the code ERR; line breaks at either end go.
+func errTable(L *lua.LState, text string) *lua.LTable {
+	code, msg := "ERR", text
+	if rest, ok := strings.CutPrefix(text, "-"); ok {
+		msg = rest
+		if c, m, found := strings.Cut(rest, " "); found {
+			code, msg = c, m
+		}
+	}
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(code+" "+strings.Trim(msg, "\r\n")))
+	return t
+}
+
+// luaError raises (redis.call) or returns (redis.pcall) the error text
+// (an error reply with its leading dash, or a message ERR is added to),
+// noting the line the script is at, as Redis's error handler does.
+func luaError(L *lua.LState, text string, raise bool) int {
+	t := errTable(L, text)
+	if raise {
+		t.RawSetString("line", lua.LNumber(currentLine(L)))
+		L.Error(t, 0)
+	}
+	L.Push(t)
+	return 1
+}
+
+// currentLine is the script line running the Go function called now (0
+// when unknown).
+func currentLine(L *lua.LState) int {
+	w := L.Where(1)
+	w = strings.TrimSuffix(w, ":")
+	if i := strings.LastIndexByte(w, ':'); i >= 0 {
+		if n, err := strconv.Atoi(w[i+1:]); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// msgLuaBadReplyArgs is what redis.error_reply and redis.status_reply
+// return (not raise) for anything but one string.
+const msgLuaBadReplyArgs = "wrong number or type of arguments"
+
+func luaErrorReply(L *lua.LState) int {
+	s, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		return luaError(L, msgLuaBadReplyArgs, false)
+	}
+	text := string(s)
+	if !strings.HasPrefix(text, "-") {
+		text = "-" + text
+	}
+	L.Push(errTable(L, text))
+	return 1
+}
+
+func luaStatusReply(L *lua.LState) int {
+	s, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		return luaError(L, msgLuaBadReplyArgs, false)
+	}
+	t := L.NewTable()
+	t.RawSetString("ok", s)
+	L.Push(t)
+	return 1
+}
+
+func luaSHA1Hex(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		return luaError(L, "wrong number of arguments", true)
+	}
+	sum := sha1.Sum([]byte(L.ToString(1)))
+	L.Push(lua.LString(hex.EncodeToString(sum[:])))
+	return 1
+}
+
+func luaLog(L *lua.LState) int {
+	if L.GetTop() < 2 {
+		return luaError(L, "redis.log() requires two arguments or more.", true)
+	}
+	level, ok := L.Get(1).(lua.LNumber)
+	if !ok {
+		return luaError(L, "First argument must be a number (log level).", true)
+	}
+	if level < 0 || level > 3 {
+		return luaError(L, "Invalid debug level.", true)
+	}
+	parts := make([]string, 0, L.GetTop()-1)
+	for i := 2; i <= L.GetTop(); i++ {
+		parts = append(parts, L.ToString(i))
+	}
+	log.Printf("redamo: script: %s", strings.Join(parts, " "))
+	return 0
+}
+
+// luaSetRepl accepts redis.set_repl as Redis does; redamo has no
+// replication to steer (DynamoDB replicates every write).
+func luaSetRepl(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		return luaError(L, "redis.set_repl() requires two arguments.", true)
+	}
+	if n, ok := L.Get(1).(lua.LNumber); !ok || n < 0 || n > 3 {
+		return luaError(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.", true)
+	}
+	return 0
+}
+
+func (run *scriptRun) setResp(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		return luaError(L, "redis.setresp() requires one argument.", true)
+	}
+	n, ok := L.Get(1).(lua.LNumber)
+	if !ok || (n != 2 && n != 3) {
+		return luaError(L, "RESP version must be 2 or 3.", true)
+	}
+	run.resp = int(n)
+	return 0
+}
+
+// call is redis.call (raise) and redis.pcall: it runs one command against
+// the run's transaction and converts its reply.
+func (run *scriptRun) call(L *lua.LState, raise bool) int {
+	n := L.GetTop()
+	if n == 0 {
+		return luaError(L, msgLuaNoArgs, raise)
+	}
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args[i-1] = []byte(v)
+		case lua.LNumber:
+			args[i-1] = []byte(luaNumberArg(float64(v)))
+		default:
+			return luaError(L, msgLuaArgType, raise)
+		}
+	}
+	cmd := lookup(run.c.Srv.Table, args[0])
+	if cmd != nil && len(cmd.Subcommands) > 0 && len(args) >= 2 {
+		cmd = cmd.Subcommand(args[1])
+	}
+	switch {
+	case cmd == nil:
+		return luaError(L, msgLuaUnknownCmd, raise)
+	case !cmd.ArityOK(len(args)):
+		return luaError(L, msgLuaArity, raise)
+	case cmd.HasFlag(FlagNoScript):
+		return luaError(L, msgLuaNotAllowed, raise)
+	case run.readOnly && (cmd.HasFlag(FlagWrite) || cmd.HasFlag(FlagMayReplicate)):
+		return luaError(L, msgLuaReadOnly, raise)
+	}
+	rec := &replyRecorder{proto: run.resp}
+	run.c.Srv.Run(run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st), cmd)
+	if len(rec.top) == 0 {
+		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
+	}
+	r := rec.top[len(rec.top)-1]
+	if r.kind == replyError {
+		return luaError(L, "-"+r.str, raise)
+	}
+	L.Push(run.toLua(L, r))
+	return 1
+}
+
+// luaToNumber is Lua 5.1's tonumber: decimal text as C's strtod reads it
+// (exponents, hexadecimal, surrounding spaces), or digits in a base from 2
+// to 36; nil for anything else.
+func luaToNumber(L *lua.LState) int {
+	v := L.CheckAny(1)
+	base := L.OptInt(2, 10)
+	if base < 2 || base > 36 {
+		L.ArgError(2, "base out of range")
+	}
+	var out lua.LValue = lua.LNil
+	switch v := v.(type) {
+	case lua.LNumber:
+		if base == 10 {
+			out = v
+		}
+	case lua.LString:
+		text := strings.TrimSpace(string(v))
+		if base == 10 {
+			if f, err := strconv.ParseFloat(text, 64); err == nil {
+				out = lua.LNumber(f)
+			} else if n, err := strconv.ParseInt(text, 0, 64); err == nil {
+				out = lua.LNumber(n)
+			}
+		} else if n, err := strconv.ParseUint(strings.ToLower(text), base, 64); err == nil {
+			out = lua.LNumber(n)
+		}
+	}
+	L.Push(out)
+	return 1
+}
+
+// luaNumberString is a number as Lua 5.1's tostring prints it.
+func luaNumberString(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
+}
+
+// luaNumberArg is a Lua number as redis.call passes it to a command: 17
+// significant digits, as Redis formats it.
+func luaNumberArg(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		if f == 0 && math.Signbit(f) {
+			return "-0"
+		}
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}
+
+// toLua converts a command's reply to a Lua value as Redis does for the
+// script's protocol (redis.setresp).
+func (run *scriptRun) toLua(L *lua.LState, r reply) lua.LValue {
+	switch r.kind {
+	case replyInt:
+		return lua.LNumber(r.n)
+	case replyBulk:
+		return lua.LString(r.str)
+	case replySimple:
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(r.str))
+		return t
+	case replyError:
+		return errTable(L, "-"+r.str)
+	case replyNil, replyNilArray:
+		if run.resp == 3 {
+			return lua.LNil
+		}
+		return lua.LFalse
+	case replyArray:
+		t := L.CreateTable(len(r.elems), 0)
+		for i, e := range r.elems {
+			t.RawSetInt(i+1, run.toLua(L, e))
+		}
+		return t
+	case replyMap:
+		m := L.NewTable()
+		for i := 0; i+1 < len(r.elems); i += 2 {
+			m.RawSet(run.toLua(L, r.elems[i]), run.toLua(L, r.elems[i+1]))
+		}
+		t := L.NewTable()
+		t.RawSetString("map", m)
+		return t
+	case replySet:
+		s := L.NewTable()
+		for _, e := range r.elems {
+			s.RawSet(run.toLua(L, e), lua.LTrue)
+		}
+		t := L.NewTable()
+		t.RawSetString("set", s)
+		return t
+	case replyDouble:
+		t := L.NewTable()
+		t.RawSetString("double", lua.LNumber(r.f))
+		return t
+	case replyBool:
+		return lua.LBool(r.n != 0)
+	case replyVerbatim:
+		v := L.NewTable()
+		v.RawSetString("format", lua.LString(r.format))
+		v.RawSetString("string", lua.LString(r.str))
+		t := L.NewTable()
+		t.RawSetString("verbatim_string", v)
+		return t
+	}
+	return lua.LNil
+}
+
+// writeLua replies with a script's return value, converted as Redis does.
+func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
+	switch v := v.(type) {
+	case lua.LString:
+		w.BulkString(string(v))
+	case lua.LNumber:
+		w.Int(luaInt(float64(v)))
+	case lua.LBool:
+		switch {
+		case run.resp == 3:
+			w.Bool(bool(v))
+		case bool(v):
+			w.Int(1)
+		default:
+			w.Nil()
+		}
+	case *lua.LTable:
+		run.writeTable(w, v)
+	default:
+		w.Nil()
+	}
+}
+
+// luaInt truncates a Lua number to an integer reply, as Redis's cast does.
+func luaInt(f float64) int64 {
+	if math.IsNaN(f) || f >= math.MaxInt64 || f < math.MinInt64 {
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
+	if s, ok := t.RawGetString("err").(lua.LString); ok {
+		w.Error(oneLine(string(s)))
+		return
+	}
+	if s, ok := t.RawGetString("ok").(lua.LString); ok {
+		w.Simple(oneLine(string(s)))
+		return
+	}
+	if d, ok := t.RawGetString("double").(lua.LNumber); ok {
+		w.Double(float64(d))
+		return
+	}
+	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
+		var keys, vals []lua.LValue
+		m.ForEach(func(k, v lua.LValue) {
+			keys, vals = append(keys, k), append(vals, v)
+		})
+		w.Map(len(keys))
+		for i := range keys {
+			run.writeLua(w, keys[i])
+			run.writeLua(w, vals[i])
+		}
+		return
+	}
+	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
+		var keys []lua.LValue
+		s.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
+		w.Set(len(keys))
+		for _, k := range keys {
+			run.writeLua(w, k)
+		}
+		return
+	}
+	n := 0
+	for t.RawGetInt(n+1) != lua.LNil {
+		n++
+	}
+	w.Array(n)
+	for i := 1; i <= n; i++ {
+		run.writeLua(w, t.RawGetInt(i))
+	}
+}
+
+// oneLine is an error or status text as Redis sends it: newlines become
+// spaces.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return string(bytes.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, []byte(s)))
+}

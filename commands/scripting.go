@@ -1,0 +1,584 @@
+package commands
+
+// The scripting family: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
+//
+// Script bodies live in the table (model.ScriptItem), so a script loaded
+// or run through one instance runs by SHA1 through every other, after a
+// restart too; each process keeps the scripts it compiled (scriptCache),
+// checking again that a cached script is still in the table once it has
+// not done so for scriptRecheck, so that SCRIPT FLUSH through another
+// instance takes effect here within that time.
+//
+// A run is atomic as an EXEC is: every redis.call reads and writes through
+// one model.Txn, committed when the script returns (or fails: as in
+// Redis, what a script wrote before an error stays); when another client
+// got there first the script runs again from the start (model.Retry). A
+// script that runs longer than busy-reply-threshold is stopped, and
+// nothing it wrote is kept.
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// Scripting replies, as Redis 7 sends them (redamo's own where marked).
+const (
+	MsgNoScript          = "NOSCRIPT No matching script. Please use EVAL."
+	MsgNumkeysNegative   = "ERR Number of keys can't be negative"
+	MsgNumkeysTooMany    = "ERR Number of keys can't be greater than number of args"
+	MsgScriptROWrite     = "ERR Can not execute a script with write flag using *_ro command."
+	MsgScriptFlushOption = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	MsgNotBusy           = "NOTBUSY No scripts in execution right now."
+	MsgScriptCompile     = "ERR Error compiling script (new function): %s"
+	// MsgScriptTimeout is redamo's: a script is stopped rather than left
+	// to run (outside MULTI nothing it wrote is kept).
+	MsgScriptTimeout = "ERR Script killed after running longer than busy-reply-threshold (%d ms)"
+)
+
+// DefaultScriptTimeLimit is how long a script may run unless CONFIG SET
+// busy-reply-threshold says otherwise (Redis's default for it).
+const DefaultScriptTimeLimit = 5 * time.Second
+
+// ScriptTimeLimit is how long a script may run before it is stopped (0:
+// no limit): CONFIG's busy-reply-threshold. Redis answers other clients
+// BUSY past it and lets SCRIPT KILL stop the script; here a script blocks
+// no other client, so it is stopped instead, with nothing written.
+func (s *Server) ScriptTimeLimit() time.Duration {
+	if p := s.scriptLimit.Load(); p != nil {
+		return *p
+	}
+	return DefaultScriptTimeLimit
+}
+
+// SetScriptTimeLimit changes ScriptTimeLimit.
+func (s *Server) SetScriptTimeLimit(d time.Duration) { s.scriptLimit.Store(&d) }
+
+// scriptRecheck is how long a process trusts its cached copy of a script
+// before checking again that the table still holds it.
+const scriptRecheck = 5 * time.Second
+
+func registerScripting(t *Table) {
+	t.Register([]Row{
+		{"eval", func(c *Ctx) { evalGeneric(c, false) }},
+		{"evalsha", func(c *Ctx) { evalSHAGeneric(c, false) }},
+		{"eval_ro", func(c *Ctx) { evalGeneric(c, true) }},
+		{"evalsha_ro", func(c *Ctx) { evalSHAGeneric(c, true) }},
+		{"script|load", cmdScriptLoad},
+		{"script|exists", cmdScriptExists},
+		{"script|flush", cmdScriptFlush},
+		{"script|kill", cmdScriptKill},
+		{"script|help", cmdScriptHelp},
+	})
+}
+
+// script is a compiled script.
+type script struct {
+	proto *lua.FunctionProto
+	// compat: the script has no shebang (Redis's EVAL compatibility
+	// mode); noWrites: its shebang says flags=no-writes.
+	compat, noWrites bool
+	// checked is when the table was last known to hold the script.
+	checked time.Time
+}
+
+// scriptCache is a process's compiled scripts by SHA1.
+type scriptCache struct {
+	mu sync.Mutex
+	m  map[string]*script
+}
+
+func (sc *scriptCache) get(sha string) *script {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.m[sha]
+}
+
+func (sc *scriptCache) put(sha string, s *script) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil {
+		sc.m = map[string]*script{}
+	}
+	sc.m[sha] = s
+}
+
+func (sc *scriptCache) flush() {
+	sc.mu.Lock()
+	sc.m = nil
+	sc.mu.Unlock()
+}
+
+func sha1Hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// compileScript parses a body's shebang and compiles it; msg is the error
+// reply when it cannot.
+func compileScript(body []byte) (s *script, msg string) {
+	s = &script{compat: true}
+	src := string(body)
+	if strings.HasPrefix(src, "#!") {
+		end := strings.IndexByte(src, '\n')
+		if end < 0 {
+			return nil, "ERR Invalid script shebang"
+		}
+		parts := strings.Fields(src[:end])
+		if len(parts) == 0 {
+			return nil, "ERR Invalid engine in script shebang"
+		}
+		if parts[0] != "#!lua" {
+			return nil, "ERR Unexpected engine in script shebang: " + parts[0]
+		}
+		s.compat = false
+		for _, p := range parts[1:] {
+			flags, ok := strings.CutPrefix(p, "flags=")
+			if !ok {
+				return nil, "ERR Unknown lua shebang option: " + p
+			}
+			for _, f := range strings.Split(flags, ",") {
+				switch f {
+				case "no-writes":
+					s.noWrites = true
+				case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys":
+					// Conditions redamo never has (memory limits,
+					// replicas, cluster slots): nothing to relax.
+				default:
+					return nil, "ERR Unexpected flag in script shebang: " + f
+				}
+			}
+		}
+		// The shebang line goes, its line feed stays: line numbers hold.
+		src = src[end:]
+	}
+	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
+	if err != nil {
+		return nil, fmt.Sprintf(MsgScriptCompile, oneLine(err.Error()))
+	}
+	proto, err := lua.Compile(chunk, chunkName)
+	if err != nil {
+		return nil, fmt.Sprintf(MsgScriptCompile, oneLine(err.Error()))
+	}
+	s.proto = proto
+	return s, ""
+}
+
+// loadScript compiles body and stores it in the table under its SHA1 (once
+// per process and script), returning the script and its SHA1; msg is the
+// error reply when it does not compile.
+func loadScript(c *Ctx, body []byte) (s *script, sha, msg string, err error) {
+	sha = sha1Hex(body)
+	if s := c.Srv.scripts.get(sha); s != nil {
+		return s, sha, "", nil
+	}
+	if s, msg = compileScript(body); msg != "" {
+		return nil, sha, msg, nil
+	}
+	// Content-addressed and idempotent: written at once, outside any
+	// transaction the command runs in (a MULTI's or a script's).
+	if _, err := c.Srv.Store.Put(c, model.ScriptItem(sha, body), dynastore.WriteOptions{}); err != nil {
+		return nil, sha, "", err
+	}
+	s.checked = c.Srv.Now()
+	c.Srv.scripts.put(sha, s)
+	return s, sha, "", nil
+}
+
+// scriptBySHA returns the script with SHA1 sha (lower case), nil when the
+// table holds none.
+func scriptBySHA(c *Ctx, sha string) (*script, error) {
+	cached := c.Srv.scripts.get(sha)
+	if cached != nil && c.Srv.Now().Sub(cached.checked) < scriptRecheck {
+		return cached, nil
+	}
+	it, err := c.Srv.Store.Get(c, model.ScriptKey(sha))
+	if err != nil {
+		return nil, err
+	}
+	body := model.ScriptBody(it)
+	if it == nil || body == nil {
+		return nil, nil
+	}
+	s := cached
+	if s == nil {
+		var msg string
+		if s, msg = compileScript(body); msg != "" {
+			return nil, errors.New(msg)
+		}
+	}
+	s.checked = c.Srv.Now()
+	c.Srv.scripts.put(sha, s)
+	return s, nil
+}
+
+// parseNumkeys checks EVAL's numkeys; msg is the error reply.
+func parseNumkeys(args [][]byte) (int, string) {
+	n, ok := model.String2ll(args[2])
+	switch {
+	case !ok:
+		return 0, MsgNotInt
+	case n > int64(len(args)-3):
+		return 0, MsgNumkeysTooMany
+	case n < 0:
+		return 0, MsgNumkeysNegative
+	}
+	return int(n), ""
+}
+
+// evalGeneric is EVAL and EVAL_RO (ro).
+func evalGeneric(c *Ctx, ro bool) {
+	numkeys, msg := parseNumkeys(c.Args)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	s, sha, msg, err := loadScript(c, c.Args[1])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case msg != "":
+		c.W.Error(msg)
+	default:
+		runScript(c, s, sha, numkeys, ro)
+	}
+}
+
+// evalSHAGeneric is EVALSHA and EVALSHA_RO (ro).
+func evalSHAGeneric(c *Ctx, ro bool) {
+	if len(c.Args[1]) != 40 {
+		c.W.Error(MsgNoScript)
+		return
+	}
+	numkeys, msg := parseNumkeys(c.Args)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	sha := strings.ToLower(string(c.Args[1]))
+	s, err := scriptBySHA(c, sha)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case s == nil:
+		c.W.Error(MsgNoScript)
+	default:
+		runScript(c, s, sha, numkeys, ro)
+	}
+}
+
+// scriptRun is one run of a script.
+type scriptRun struct {
+	// c is the EVAL command's context; st the store its redis.calls use.
+	c        *Ctx
+	st       dynastore.Store
+	sha      string
+	readOnly bool
+	// resp is the protocol of the script's redis.calls (redis.setresp).
+	resp int
+	// errLine is the line of the last error() the script raised.
+	errLine int
+}
+
+// runScript runs s with the command's keys and arguments and replies.
+func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
+	if !s.compat && !s.noWrites && ro {
+		c.W.Error(MsgScriptROWrite)
+		return
+	}
+	keys, argv := c.Args[3:3+numkeys], c.Args[3+numkeys:]
+	run := &scriptRun{c: c, sha: sha, readOnly: ro || s.noWrites}
+	// A script's SELECT is the script's own, as in Redis: the client's
+	// database is as it was once the script ends.
+	defer func(db int) { c.Conn.DB = db }(c.Conn.DB)
+	if c.InTx {
+		// Inside EXEC (or another script): the enclosing transaction
+		// commits.
+		run.st = c.Store
+		run.reply(run.exec(s, keys, argv))
+		return
+	}
+	db := c.DB()
+	var retry model.Retry
+	for {
+		txn := model.NewTxn(c.Store, coveredByKeyItem)
+		run.st, run.resp, run.errLine = txn, 2, 0
+		c.Conn.DB = db
+		itemKeys := make([]dynastore.Key, 0, len(keys))
+		for _, k := range keys {
+			if model.KeyFits(k) {
+				itemKeys = append(itemKeys, model.ItemKey(db, k))
+			}
+		}
+		load := txn.Load
+		if run.readOnly {
+			load = txn.LoadSnapshot
+		}
+		var out scriptOutcome
+		if err := load(c, itemKeys); err != nil {
+			out.err = err
+		} else {
+			out = run.exec(s, keys, argv)
+		}
+		if out.err == nil {
+			out.err = txn.Err()
+		}
+		if out.err == nil {
+			out.err = txn.Commit(c)
+		}
+		if model.Retryable(out.err) {
+			if out.L != nil {
+				out.L.Close()
+			}
+			if err := c.lostRace(&retry); err != nil {
+				c.Fail(err)
+				return
+			}
+			continue
+		}
+		run.reply(out)
+		return
+	}
+}
+
+// scriptOutcome is what a run ended with: a value (a *lua.LState holds it
+// on its stack until replied), a script error reply, or a failure.
+type scriptOutcome struct {
+	L       *lua.LState
+	errMsg  string
+	err     error
+	timeout bool
+}
+
+// exec runs the script once in a fresh state.
+func (run *scriptRun) exec(s *script, keys, argv [][]byte) scriptOutcome {
+	L := newLuaState(run, keys, argv)
+	run.wrapErrorFunctions(L)
+	var ctx context.Context = run.c
+	if limit := run.c.Srv.ScriptTimeLimit(); limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(run.c, limit)
+		defer cancel()
+	}
+	L.SetContext(ctx)
+	L.Push(L.NewFunctionFromProto(s.proto))
+	err := L.PCall(0, 1, nil)
+	if err == nil {
+		return scriptOutcome{L: L}
+	}
+	L.Close()
+	if ctx.Err() != nil && run.c.Err() == nil {
+		return scriptOutcome{timeout: true, err: errScriptTimeout}
+	}
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return scriptOutcome{errMsg: "ERR " + oneLine(err.Error())}
+	}
+	return scriptOutcome{errMsg: run.errorReply(ae.Object)}
+}
+
+var errScriptTimeout = errors.New("commands: script time limit")
+
+// errorReply is the reply to an error that ended a script, as Redis 7
+// words it: the message, then which script and where.
+func (run *scriptRun) errorReply(obj lua.LValue) string {
+	msg, line := "", 0
+	switch v := obj.(type) {
+	case *lua.LTable:
+		if s, ok := v.RawGetString("err").(lua.LString); ok {
+			msg = string(s)
+		} else {
+			msg = "ERR " + v.String()
+		}
+		if n, ok := v.RawGetString("line").(lua.LNumber); ok {
+			line = int(n)
+		}
+	default:
+		msg = "ERR " + obj.String()
+		line = lineOf(obj.String())
+	}
+	if line == 0 {
+		line = run.errLine
+	}
+	msg = oneLine(msg)
+	if line > 0 {
+		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.sha, chunkName, line)
+	}
+	return msg
+}
+
+// lineOf is N in an error message "user_script:N: ..." (0 if none).
+func lineOf(msg string) int {
+	rest, ok := strings.CutPrefix(msg, chunkName+":")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexByte(rest, ':')
+	if end < 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(rest[:end])
+	return n
+}
+
+// wrapErrorFunctions replaces error, to note where the script raised its
+// error (Redis's error handler reports the line of any error), and pcall,
+// which, as in Redis, hands the script the message of an error reply
+// rather than its table.
+func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
+	origPcall := L.GetGlobal("pcall").(*lua.LFunction)
+	L.G.Global.RawSetString("error", L.NewFunction(func(L *lua.LState) int {
+		run.errLine = currentLine(L)
+		msg, level := L.Get(1), L.OptInt(2, 1)
+		switch v := msg.(type) {
+		case *lua.LTable:
+			if v.RawGetString("line") == lua.LNil {
+				v.RawSetString("line", lua.LNumber(run.errLine))
+			}
+		case lua.LString, lua.LNumber:
+			if level > 0 {
+				msg = lua.LString(L.Where(level) + " " + v.String())
+			}
+		}
+		L.Error(msg, 0)
+		return 0
+	}))
+	L.G.Global.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
+		top := L.GetTop()
+		L.Push(origPcall)
+		for i := 1; i <= top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top, lua.MultRet)
+		n := L.GetTop() - top
+		if n >= 2 && L.Get(top+1) == lua.LFalse {
+			if t, ok := L.Get(top + 2).(*lua.LTable); ok {
+				if s, ok := t.RawGetString("err").(lua.LString); ok {
+					L.Replace(top+2, s)
+				}
+			}
+		}
+		return n
+	}))
+}
+
+// reply answers the command with a run's outcome.
+func (run *scriptRun) reply(out scriptOutcome) {
+	c := run.c
+	switch {
+	case out.timeout:
+		c.W.Error(fmt.Sprintf(MsgScriptTimeout, c.Srv.ScriptTimeLimit().Milliseconds()))
+	case out.err != nil:
+		c.Fail(out.err)
+	case out.errMsg != "":
+		c.W.Error(out.errMsg)
+	default:
+		run.writeLua(c.W, out.L.Get(-1))
+	}
+	if out.L != nil {
+		out.L.Close()
+	}
+}
+
+func cmdScriptLoad(c *Ctx) {
+	_, sha, msg, err := loadScript(c, c.Args[2])
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case msg != "":
+		c.W.Error(msg)
+	default:
+		c.W.BulkString(sha)
+	}
+}
+
+func cmdScriptExists(c *Ctx) {
+	shas := c.Args[2:]
+	known := make([]bool, len(shas))
+	var keys []dynastore.Key
+	var at []int
+	for i, a := range shas {
+		sha := strings.ToLower(string(a))
+		if len(sha) != 40 {
+			continue
+		}
+		if s := c.Srv.scripts.get(sha); s != nil && c.Srv.Now().Sub(s.checked) < scriptRecheck {
+			known[i] = true
+			continue
+		}
+		keys, at = append(keys, model.ScriptKey(sha)), append(at, i)
+	}
+	items, err := dynastore.GetMany(c, c.Srv.Store, keys)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	for j, it := range items {
+		known[at[j]] = it != nil
+	}
+	c.W.Array(len(known))
+	for _, k := range known {
+		c.W.Int(boolInt(k))
+	}
+}
+
+// cmdScriptFlush deletes every script item (SYNC and ASYNC alike: the
+// deletes are done when it replies).
+func cmdScriptFlush(c *Ctx) {
+	if len(c.Args) > 3 || (len(c.Args) == 3 && !argIs(c.Args[2], "sync") && !argIs(c.Args[2], "async")) {
+		c.W.Error(MsgScriptFlushOption)
+		return
+	}
+	filter := dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsScript}}
+	err := scanAll(c, c.Srv.Store, filter, func(it dynastore.Item) error {
+		_, err := c.Srv.Store.Delete(c, it.Key(), dynastore.WriteOptions{})
+		return err
+	})
+	c.Srv.scripts.flush()
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Simple("OK")
+}
+
+// cmdScriptKill: a script never runs past its time limit here, and no
+// other client's script runs in this connection's way.
+func cmdScriptKill(c *Ctx) { c.W.Error(MsgNotBusy) }
+
+var scriptHelp = []string{
+	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"EXISTS <sha1> [<sha1> ...]",
+	"    Return information about the existence of the scripts in the script cache.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Flush the Lua scripts cache. Very dangerous on replicas.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the scripts cache.",
+	"    * SYNC: Synchronously flush the scripts cache.",
+	"KILL",
+	"    Kill the currently executing Lua script.",
+	"LOAD <script>",
+	"    Load a script into the scripts cache without executing it.",
+	"HELP",
+	"    Prints this help.",
+}
+
+func cmdScriptHelp(c *Ctx) {
+	c.W.Array(len(scriptHelp))
+	for _, l := range scriptHelp {
+		c.W.Simple(l)
+	}
+}
