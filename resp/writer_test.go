@@ -102,6 +102,6 @@ func TestFormatDouble(t *testing.T) {
 		{1e300, "1.0000000000000001e+300"},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.want, string(FormatDouble(nil, tc.in)), "%v", tc.in)
+		require.Equal(t, tc.want, string(commands.FormatDouble(nil, tc.in)), "%v", tc.in)
 	}
 }

@@ -1,0 +1,148 @@
+package commands_test
+
+// Server tests of Lua scripting for what the compat case files
+// (compat/testdata/scripting.txt) cannot express: several instances on one
+// store, concurrency, the time limit, injected faults and request counts.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/internal/testserver"
+)
+
+// incrScript is a read-modify-write that only a serializable run keeps
+// exact under concurrency.
+const incrScript = `local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+redis.call('SET', KEYS[1], v + 1)
+return v + 1`
+
+// TestScriptAtomicAcrossInstances runs a read-modify-write script from
+// clients of two instances on one store: no increment is lost, and a
+// script loaded through one instance runs by SHA1 through the other.
+func TestScriptAtomicAcrossInstances(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
+			sha, err := a.ScriptLoad(ctx, incrScript).Result()
+			require.NoError(t, err)
+			const workers, each = 6, 15
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := a
+					if w%2 == 1 {
+						c = other
+					}
+					for range each {
+						if err := c.EvalSha(ctx, sha, []string{"n"}).Err(); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			require.Equal(t, strconv.Itoa(workers*each), a.Get(ctx, "n").Val())
+		})
+	}
+}
+
+// TestScriptTimeLimit: a script running past busy-reply-threshold is
+// stopped, with nothing it wrote kept; the connection goes on.
+func TestScriptTimeLimit(t *testing.T) {
+	ctx := context.Background()
+	c := testserver.Start(t, memory.New(memory.Options{})).Client(t)
+	require.NoError(t, c.ConfigSet(ctx, "busy-reply-threshold", "50").Err())
+	require.Equal(t, map[string]string{"busy-reply-threshold": "50"}, c.ConfigGet(ctx, "busy-reply-threshold").Val())
+	err := c.Eval(ctx, "redis.call('SET', KEYS[1], 'v') while true do end", []string{"k"}).Err()
+	require.EqualError(t, err, fmt.Sprintf(commands.MsgScriptTimeout, 50))
+	require.Equal(t, redis.Nil, c.Get(ctx, "k").Err(), "a stopped script writes nothing")
+	require.Equal(t, "PONG", c.Ping(ctx).Val())
+}
+
+// TestScriptFaults: a store failure in a script's read or commit ends it
+// with the store's error, and nothing is written.
+func TestScriptFaults(t *testing.T) {
+	ctx := context.Background()
+	for _, op := range []string{dynastore.OpBatchGetItem, dynastore.OpTransactWriteItems} {
+		t.Run(op, func(t *testing.T) {
+			mem := memory.New(memory.Options{})
+			c := testserver.Start(t, mem).Client(t)
+			require.NoError(t, c.Set(ctx, "a", "1", 0).Err())
+			mem.FailNext(op, fmt.Errorf("injected: %w", dynastore.ErrThrottled))
+			err := c.Eval(ctx, "redis.call('INCR', KEYS[1]) redis.call('SET', KEYS[2], 'x') return 1", []string{"a", "b"}).Err()
+			require.EqualError(t, err, commands.MsgTryAgain)
+			require.Equal(t, "1", c.Get(ctx, "a").Val())
+			require.Equal(t, redis.Nil, c.Get(ctx, "b").Err())
+		})
+	}
+}
+
+// TestScriptRequests counts the DynamoDB requests of typical scripts (of
+// a script this process has seen before; the first run also stores it):
+// Redlock's release and extend read the lock's key item (one GetItem) and
+// write it once; a two-key script reads both in one request and commits
+// one transaction.
+func TestScriptRequests(t *testing.T) {
+	ctx := context.Background()
+	stats := dynastore.NewStats()
+	srv := testserver.Start(t, memory.New(memory.Options{Observer: stats}), testserver.WithStats(stats))
+	c := srv.Client(t)
+	const release = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
+	const extend = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end`
+	for _, tc := range []struct {
+		name   string
+		script string
+		keys   []string
+		args   []any
+		want   map[string]int64
+	}{
+		{"extend", extend, []string{"lock"}, []any{"tok", 30000}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpPutItem: 1}},
+		{"release", release, []string{"lock"}, []any{"tok"}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpDeleteItem: 1}},
+		{"release of another's lock", release, []string{"lock"}, []any{"other"}, map[string]int64{dynastore.OpGetItem: 1}},
+		{"two keys", "redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[2])", []string{"x", "y"}, nil, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, c.Set(ctx, "lock", "tok", time.Minute).Err())
+			// The first EVAL of a script also stores its body (once per
+			// process): count a later one.
+			require.NoError(t, c.ScriptLoad(ctx, tc.script).Err())
+			before := stats.Snapshot()
+			require.NoError(t, c.Eval(ctx, tc.script, tc.keys, tc.args...).Err())
+			require.Equal(t, tc.want, requestsSince(before, stats.Snapshot(), "eval"))
+		})
+	}
+}
+
+// requestsSince is the requests per operation of label between two
+// snapshots of a Stats.
+func requestsSince(before, after map[dynastore.StatKey]dynastore.StatRow, label string) map[string]int64 {
+	out := map[string]int64{}
+	for k, row := range after {
+		if k.Label == label {
+			if n := row.Requests - before[k].Requests; n > 0 {
+				out[k.Op] = n
+			}
+		}
+	}
+	return out
+}
