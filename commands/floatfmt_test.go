@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -69,5 +70,23 @@ func TestLdParseSyntax(t *testing.T) {
 	} {
 		_, ok := ldParse([]byte(tc.in))
 		require.Equal(t, tc.ok, ok, "%q", tc.in)
+	}
+}
+
+func TestFormatDouble(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{3.14159, "3.1415899999999999"},
+		{100, "100"},
+		{1e16, "10000000000000000"},
+		{-0.5, "-0.5"},
+		{math.Copysign(0, -1), "-0"},
+		{5e-324, "4.9406564584124654e-324"},
+		{1e300, "1.0000000000000001e+300"},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, string(FormatDouble(nil, tc.in)), "%v", tc.in)
 	}
 }
