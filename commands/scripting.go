@@ -90,6 +90,9 @@ type script struct {
 	// compat: the script has no shebang (Redis's EVAL compatibility
 	// mode); noWrites: its shebang says flags=no-writes.
 	compat, noWrites bool
+	// cas, when set, is the one conditional write the script comes down
+	// to (scriptfast.go).
+	cas *casScript
 	// checked is when the table was last known to hold the script.
 	checked time.Time
 }
@@ -173,6 +176,7 @@ func compileScript(body []byte) (s *script, msg string) {
 		return nil, fmt.Sprintf(MsgScriptCompile, oneLine(err.Error()))
 	}
 	s.proto = proto
+	s.cas = recognizeCAS(chunk)
 	return s, ""
 }
 
@@ -299,6 +303,9 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		return
 	}
 	keys, argv := c.Args[3:3+numkeys], c.Args[3+numkeys:]
+	if s.cas != nil && !ro && !s.noWrites && s.cas.run(c, keys, argv) {
+		return
+	}
 	run := &scriptRun{c: c, sha: sha, readOnly: ro || s.noWrites}
 	// A script's SELECT is the script's own, as in Redis: the client's
 	// database is as it was once the script ends.

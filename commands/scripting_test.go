@@ -99,9 +99,8 @@ func TestScriptFaults(t *testing.T) {
 
 // TestScriptRequests counts the DynamoDB requests of typical scripts (of
 // a script this process has seen before; the first run also stores it):
-// Redlock's release and extend read the lock's key item (one GetItem) and
-// write it once; a two-key script reads both in one request and commits
-// one transaction.
+// Redlock's release and extend are one conditional request; other scripts
+// read their keys in one request and commit once.
 func TestScriptRequests(t *testing.T) {
 	ctx := context.Background()
 	stats := dynastore.NewStats()
@@ -116,9 +115,13 @@ func TestScriptRequests(t *testing.T) {
 		args   []any
 		want   map[string]int64
 	}{
-		{"extend", extend, []string{"lock"}, []any{"tok", 30000}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpPutItem: 1}},
-		{"release", release, []string{"lock"}, []any{"tok"}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpDeleteItem: 1}},
-		{"release of another's lock", release, []string{"lock"}, []any{"other"}, map[string]int64{dynastore.OpGetItem: 1}},
+		// Compare-and-act scripts are one conditional request (scriptfast.go).
+		{"extend", extend, []string{"lock"}, []any{"tok", 30000}, map[string]int64{dynastore.OpUpdateItem: 1}},
+		{"release", release, []string{"lock"}, []any{"tok"}, map[string]int64{dynastore.OpDeleteItem: 1}},
+		{"release of another's lock", release, []string{"lock"}, []any{"other"}, map[string]int64{dynastore.OpDeleteItem: 1}},
+		{"release of a missing lock", release, []string{"nolock"}, []any{"tok"}, map[string]int64{dynastore.OpDeleteItem: 1}},
+		// The general path: read, then write conditioned on what was read.
+		{"compare and set", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("set",KEYS[1],ARGV[2]) else return 0 end`, []string{"lock"}, []any{"tok", "new"}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpPutItem: 1}},
 		{"two keys", "redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[2])", []string{"x", "y"}, nil, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,4 +148,25 @@ func requestsSince(before, after map[dynastore.StatKey]dynastore.StatRow, label 
 		}
 	}
 	return out
+}
+
+// TestScriptFastPathFallsBack: what the one-request form of a
+// compare-and-act script cannot decide, the script decides itself: a key
+// of another type (GET fails), a value equal to the token but stored in
+// another form (APPEND's chunks).
+func TestScriptFastPathFallsBack(t *testing.T) {
+	ctx := context.Background()
+	const release = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t)
+			require.NoError(t, c.LPush(ctx, "list", "x").Err())
+			err := c.Eval(ctx, release, []string{"list"}, "tok").Err()
+			require.ErrorContains(t, err, commands.MsgWrongType+" script: ")
+			require.NoError(t, c.Set(ctx, "lock", "to", 0).Err())
+			require.NoError(t, c.Append(ctx, "lock", "k").Err())
+			require.Equal(t, int64(1), c.Eval(ctx, release, []string{"lock"}, "tok").Val())
+			require.Equal(t, int64(0), c.Exists(ctx, "lock").Val())
+		})
+	}
 }

@@ -1,0 +1,289 @@
+package commands
+
+// Fast paths of scripts: a script whose whole effect is one conditional
+// write of one key runs as that one conditional DynamoDB request, without
+// reading the key first. The script is recognized by what its syntax tree
+// does, not by its text, so re-indented or renamed variants are fast too.
+//
+// The shape recognized is the compare-and-act of lock libraries (redsync's
+// release and extend, Redlock's in Redis's documentation):
+//
+//	[local v = redis.call('GET', KEYS[1])]
+//	if <the GET, or v> == ARGV[t] then
+//	    return redis.call('DEL' | 'UNLINK', KEYS[1])
+//	    -- or redis.call('PEXPIRE', KEYS[1], ARGV[m])
+//	[elseif <the GET, or v> == false then return M]
+//	else return N end
+//
+// It runs as DeleteItem (or UpdateItem of the expiry) conditioned on the
+// key holding the string ARGV[t]; when the condition fails, the item it
+// hands back decides between M (absent) and N (another value). Anything
+// the fast path cannot decide exactly (a value of another type, which
+// makes GET fail; an ARGV[m] PEXPIRE would refuse) runs the script itself.
+
+import (
+	"bytes"
+	"math"
+	"strings"
+
+	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// casAct is what a compare-and-act script does to the key.
+type casAct uint8
+
+const (
+	casDelete casAct = iota + 1
+	casPExpire
+)
+
+// casScript is a recognized compare-and-act script.
+type casScript struct {
+	act casAct
+	// tok and ms are 1-based ARGV indexes: the value compared and
+	// PEXPIRE's milliseconds.
+	tok, ms int
+	// onMissing and onOther are the replies when the key holds no string
+	// (GET returned false) and another value.
+	onMissing, onOther int64
+}
+
+// recognizeCAS returns the compare-and-act a script's statements do, nil
+// when they do anything else.
+func recognizeCAS(chunk []ast.Stmt) *casScript {
+	local := ""
+	if len(chunk) == 2 {
+		la, ok := chunk[0].(*ast.LocalAssignStmt)
+		if !ok || len(la.Names) != 1 || len(la.Exprs) != 1 || !isGetKey1(la.Exprs[0]) {
+			return nil
+		}
+		local, chunk = la.Names[0], chunk[1:]
+	}
+	if len(chunk) != 1 {
+		return nil
+	}
+	ifs, ok := chunk[0].(*ast.IfStmt)
+	if !ok {
+		return nil
+	}
+	value := func(e ast.Expr) bool {
+		if local != "" {
+			id, ok := e.(*ast.IdentExpr)
+			return ok && id.Value == local
+		}
+		return isGetKey1(e)
+	}
+	cas := &casScript{}
+	if cas.tok = comparedArg(ifs.Condition, value); cas.tok == 0 {
+		return nil
+	}
+	if !cas.readAct(ifs.Then) {
+		return nil
+	}
+	rest := ifs.Else
+	if len(rest) == 1 {
+		if elif, ok := rest[0].(*ast.IfStmt); ok {
+			rel, ok := elif.Condition.(*ast.RelationalOpExpr)
+			if !ok || rel.Operator != "==" || !(value(rel.Lhs) && isFalse(rel.Rhs) || isFalse(rel.Lhs) && value(rel.Rhs)) {
+				return nil
+			}
+			if cas.onMissing, ok = returnsNumber(elif.Then); !ok {
+				return nil
+			}
+			if cas.onOther, ok = returnsNumber(elif.Else); !ok {
+				return nil
+			}
+			return cas
+		}
+	}
+	if cas.onOther, ok = returnsNumber(rest); !ok {
+		return nil
+	}
+	cas.onMissing = cas.onOther
+	return cas
+}
+
+// readAct reads the then-branch: the return of DEL/UNLINK/PEXPIRE of KEYS[1].
+func (cas *casScript) readAct(then []ast.Stmt) bool {
+	if len(then) != 1 {
+		return false
+	}
+	ret, ok := then[0].(*ast.ReturnStmt)
+	if !ok || len(ret.Exprs) != 1 {
+		return false
+	}
+	name, args, ok := redisCallOf(ret.Exprs[0])
+	if !ok || len(args) == 0 || !isArrayItem(args[0], "KEYS", 1) {
+		return false
+	}
+	switch {
+	case (strings.EqualFold(name, "del") || strings.EqualFold(name, "unlink")) && len(args) == 1:
+		cas.act = casDelete
+	case strings.EqualFold(name, "pexpire") && len(args) == 2:
+		cas.act = casPExpire
+		if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// comparedArg is t when cond is `<value> == ARGV[t]` (either order).
+func comparedArg(cond ast.Expr, value func(ast.Expr) bool) int {
+	rel, ok := cond.(*ast.RelationalOpExpr)
+	if !ok || rel.Operator != "==" {
+		return 0
+	}
+	switch {
+	case value(rel.Lhs):
+		return argvIndex(rel.Rhs)
+	case value(rel.Rhs):
+		return argvIndex(rel.Lhs)
+	}
+	return 0
+}
+
+// redisCallOf returns the command name and arguments of redis.call(...).
+func redisCallOf(e ast.Expr) (string, []ast.Expr, bool) {
+	call, ok := e.(*ast.FuncCallExpr)
+	if !ok || call.Receiver != nil || len(call.Args) == 0 {
+		return "", nil, false
+	}
+	fn, ok := call.Func.(*ast.AttrGetExpr)
+	if !ok {
+		return "", nil, false
+	}
+	obj, ok1 := fn.Object.(*ast.IdentExpr)
+	key, ok2 := fn.Key.(*ast.StringExpr)
+	name, ok3 := call.Args[0].(*ast.StringExpr)
+	if !ok1 || !ok2 || !ok3 || obj.Value != "redis" || key.Value != "call" {
+		return "", nil, false
+	}
+	return name.Value, call.Args[1:], true
+}
+
+// isGetKey1 reports whether e is redis.call('GET', KEYS[1]).
+func isGetKey1(e ast.Expr) bool {
+	name, args, ok := redisCallOf(e)
+	return ok && strings.EqualFold(name, "get") && len(args) == 1 && isArrayItem(args[0], "KEYS", 1)
+}
+
+// isArrayItem reports whether e is table[i] for a global table.
+func isArrayItem(e ast.Expr, table string, i int) bool {
+	return arrayIndex(e, table) == i
+}
+
+func argvIndex(e ast.Expr) int { return arrayIndex(e, "ARGV") }
+
+// arrayIndex is i when e is table[i] (i >= 1), 0 otherwise.
+func arrayIndex(e ast.Expr, table string) int {
+	g, ok := e.(*ast.AttrGetExpr)
+	if !ok {
+		return 0
+	}
+	obj, ok := g.Object.(*ast.IdentExpr)
+	if !ok || obj.Value != table {
+		return 0
+	}
+	n, ok := g.Key.(*ast.NumberExpr)
+	if !ok {
+		return 0
+	}
+	i, ok := model.String2ll([]byte(n.Value))
+	if !ok || i < 1 || i > math.MaxInt32 {
+		return 0
+	}
+	return int(i)
+}
+
+func isFalse(e ast.Expr) bool {
+	_, ok := e.(*ast.FalseExpr)
+	return ok
+}
+
+// returnsNumber reads a branch that is `return <integer>`.
+func returnsNumber(stmts []ast.Stmt) (int64, bool) {
+	if len(stmts) != 1 {
+		return 0, false
+	}
+	ret, ok := stmts[0].(*ast.ReturnStmt)
+	if !ok || len(ret.Exprs) != 1 {
+		return 0, false
+	}
+	e, neg := ret.Exprs[0], false
+	if m, ok := e.(*ast.UnaryMinusOpExpr); ok {
+		e, neg = m.Expr, true
+	}
+	n, ok := e.(*ast.NumberExpr)
+	if !ok {
+		return 0, false
+	}
+	v, ok := model.String2ll([]byte(n.Value))
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// run tries the fast path; done is false when the script must run itself
+// (nothing was written then).
+func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
+	if len(keys) == 0 || cas.tok > len(argv) || cas.ms > len(argv) || !model.KeyFits(keys[0]) {
+		return false
+	}
+	key, token, now := keys[0], argv[cas.tok-1], c.NowMS()
+	stored, _ := model.EncodeValue(nil, token, model.OriginArg)
+	cond := dynastore.And{model.CondLive(now), model.CondType(model.TypeString),
+		dynastore.Compare{Attr: model.AttrValue, Op: dynastore.OpEQ, Val: stored}}
+	k := model.ItemKey(c.DB(), key)
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
+	var err error
+	switch cas.act {
+	case casDelete:
+		_, err = c.Store.Delete(c, k, wo)
+	case casPExpire:
+		ms, ok := model.String2ll(argv[cas.ms-1])
+		// PEXPIRE's own refusals and a deadline in the past (a delete)
+		// are the script's to run.
+		if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
+			return false
+		}
+		at := now + ms
+		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: model.AttrExpiry, Val: model.NInt(at)},
+			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+		}}, wo)
+	}
+	if err == nil {
+		c.W.Int(1)
+		return true
+	}
+	old, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return true
+	}
+	ks, err := model.DecodeKey(old, now)
+	switch {
+	case err != nil || (ks.Live && ks.Type != model.TypeString):
+		return false // GET fails on it: the script's error to give
+	case !ks.Live:
+		c.W.Int(cas.onMissing)
+		return true
+	}
+	v, err := ks.StringValue()
+	if err != nil || bytes.Equal(v, token) {
+		return false // the same value, stored otherwise
+	}
+	c.W.Int(cas.onOther)
+	return true
+}

@@ -1,0 +1,61 @@
+package commands
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// TestRecognizeCAS: which scripts come down to one conditional write.
+func TestRecognizeCAS(t *testing.T) {
+	del := func(missing, other int64) *casScript {
+		return &casScript{act: casDelete, tok: 1, onMissing: missing, onOther: other}
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		want *casScript
+	}{
+		{"redsync release", `
+	local val = redis.call("GET", KEYS[1])
+	if val == ARGV[1] then
+		return redis.call("DEL", KEYS[1])
+	elseif val == false then
+		return -1
+	else
+		return 0
+	end`, del(-1, 0)},
+		{"redsync extend", `
+	if redis.call("GET", KEYS[1]) == ARGV[1] then
+		return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	else
+		return 0
+	end`, &casScript{act: casPExpire, tok: 1, ms: 2}},
+		{"Redis docs release, one line", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`, del(0, 0)},
+		{"renamed, operands swapped, unlink", `local owner = redis.call('get', KEYS[1])
+if ARGV[3] == owner then return redis.call('UNLINK', KEYS[1]) elseif false == owner then return 7 else return -2 end`,
+			&casScript{act: casDelete, tok: 3, onMissing: 7, onOther: -2}},
+		{"redsync extend with SET NX", `
+	if redis.call("GET", KEYS[1]) == ARGV[1] then
+		return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	elseif redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") then
+		return 1
+	else
+		return 0
+	end`, nil},
+		{"another statement", `redis.call("INCR", "x") if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`, nil},
+		{"pcall", `if redis.pcall("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`, nil},
+		{"another key", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[2]) else return 0 end`, nil},
+		{"not equal", `if redis.call("get",KEYS[1]) ~= ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`, nil},
+		{"a string reply", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return "no" end`, nil},
+		{"another command", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("incr",KEYS[1]) else return 0 end`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chunk, err := parse.Parse(strings.NewReader(tc.src), chunkName)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, recognizeCAS(chunk))
+		})
+	}
+}
