@@ -10,6 +10,8 @@ var bitCases = []luaCase{
 	{"tobit strings", `return show(bit.tobit('12'), bit.tobit(' 0x10 '), bit.tobit('1e3'), bit.tobit('-7'))`, "12 16 1000 -7"},
 	{"tobit bad string", `return show(pcall(bit.tobit, 'abc'))`, "false \"bad argument #1 to '?' (number expected, got string)\""},
 	{"tobit no argument", `local ok, e = pcall(function() return bit.tobit() end) return e`, "user_script:1: bad argument #1 to 'tobit' (number expected, got no value)"},
+	{"tobit tail call", `local ok, e = pcall(function() return bit.tobit() end) return e`, "user_script:1: bad argument #1 to 'tobit' (number expected, got no value)"},
+	{"tobit from nested function", `local function f() local x = bit.tobit(nil) return x end local ok, e = pcall(f) return e`, "user_script:1: bad argument #1 to 'tobit' (number expected, got nil)"},
 	{"tobit via local", `local f = bit.tobit local ok, e = pcall(function() local x = f({}) return x end) return e`, "user_script:1: bad argument #1 to 'f' (number expected, got table)"},
 	{"tobit nil", `return show(pcall(bit.tobit, nil))`, "false \"bad argument #1 to '?' (number expected, got nil)\""},
 	{"bnot", `return show(bit.bnot(0), bit.bnot(-1), bit.bnot(0x12345678), bit.bnot(2^32))`, "-1 0 -305419897 -1"},
