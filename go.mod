@@ -15,6 +15,7 @@ require (
 	github.com/redis/go-redis/v9 v9.7.3
 	github.com/stretchr/testify v1.10.0
 	github.com/tidwall/btree v1.7.0
+	github.com/yuin/gopher-lua v1.1.2
 )
 
 require (
