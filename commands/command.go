@@ -50,6 +50,9 @@ type Writer interface {
 	// Verbatim writes a verbatim string of the given 3-letter format (a bulk
 	// string in RESP2).
 	Verbatim(format, s string)
+	// BigNumber writes a big number given as its decimal digits (a bulk
+	// string in RESP2).
+	BigNumber(digits string)
 }
 
 // Handler runs one command. The handler has parsed and validated its
@@ -58,21 +61,20 @@ type Handler func(c *Ctx)
 
 // Command flags, as COMMAND reports them.
 const (
-	FlagWrite        = "write"
-	FlagReadonly     = "readonly"
-	FlagDenyOOM      = "denyoom"
-	FlagAdmin        = "admin"
-	FlagNoScript     = "noscript"
-	FlagBlocking     = "blocking"
-	FlagLoading      = "loading"
-	FlagStale        = "stale"
-	FlagFast         = "fast"
-	FlagNoAuth       = "no_auth"
-	FlagAllowBusy    = "allow_busy"
-	FlagNoMulti      = "no_multi"
-	FlagMayReplicate = "may_replicate"
-	FlagMovable      = "movablekeys"
-	FlagSkipSlowlg   = "skip_slowlog"
+	FlagWrite      = "write"
+	FlagReadonly   = "readonly"
+	FlagDenyOOM    = "denyoom"
+	FlagAdmin      = "admin"
+	FlagNoScript   = "noscript"
+	FlagBlocking   = "blocking"
+	FlagLoading    = "loading"
+	FlagStale      = "stale"
+	FlagFast       = "fast"
+	FlagNoAuth     = "no_auth"
+	FlagAllowBusy  = "allow_busy"
+	FlagNoMulti    = "no_multi"
+	FlagMovable    = "movablekeys"
+	FlagSkipSlowlg = "skip_slowlog"
 )
 
 // Command is one entry of the command table: its metadata (what COMMAND

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redamo/redamo/internal/lualib"
 )
 
 // chunkName is the name Redis gives every script: errors read
@@ -34,12 +36,16 @@ const (
 	msgLuaReadOnlyTbl = "Attempt to modify a readonly table"
 )
 
-// newLuaState builds the sandbox a run executes in: Lua's base, table,
-// string and math libraries without the ones reaching outside (no os, io,
-// loadfile, dofile), the redis table bound to run, KEYS and ARGV, and
+// newLuaState builds the sandbox a run executes in, and the read-only view
+// of its globals the script runs in: Lua's base, table,
+// string, math and coroutine libraries without the ones reaching outside
+// (no os, io, loadfile, dofile), the libraries Redis adds (cjson,
+// cmsgpack, bit, struct), the redis table bound to run, KEYS and ARGV, and
 // globals that can be neither created nor read when missing.
-func newLuaState(run *scriptRun, keys, argv [][]byte) *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+func newLuaState(run *scriptRun, keys, argv [][]byte) (L *lua.LState, env *lua.LTable) {
+	// Lua 5.1 allows 8000 values on the stack (unpack of a long table);
+	// gopher-lua's default registry holds fewer.
+	L = lua.NewState(lua.Options{SkipOpenLibs: true, RegistryMaxSize: 1 << 16})
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -48,7 +54,7 @@ func newLuaState(run *scriptRun, keys, argv [][]byte) *lua.LState {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
-	for _, name := range []string{"dofile", "loadfile", "print", "module", "require", "_printregs", "newproxy"} {
+	for _, name := range []string{"dofile", "loadfile", "print", "module", "require", "_printregs", "newproxy", "setfenv", "getfenv"} {
 		L.SetGlobal(name, lua.LNil)
 	}
 	tostring := L.GetGlobal("tostring").(*lua.LFunction)
@@ -66,11 +72,11 @@ func newLuaState(run *scriptRun, keys, argv [][]byte) *lua.LState {
 	L.SetGlobal("tonumber", L.NewFunction(luaToNumber))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
+	lualib.Open(L)
 	L.SetGlobal("redis", run.redisLib(L))
 	L.SetGlobal("KEYS", stringArray(L, keys))
 	L.SetGlobal("ARGV", stringArray(L, argv))
-	protectGlobals(L)
-	return L
+	return L, protect(L)
 }
 
 func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
@@ -81,19 +87,64 @@ func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
-// protectGlobals makes the global table read-only, as Redis does: reading
-// a missing global and creating one are both errors.
-func protectGlobals(L *lua.LState) {
-	mt := L.NewTable()
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError(msgLuaNoGlobal, L.CheckAny(2).String())
-		return 0
-	}))
+// readOnlyView returns a table that reads as t and refuses every write,
+// as Redis's read-only tables do (a Lua 5.1 patch of Redis's; here an
+// empty table whose metatable reads through to t). missing, when set,
+// answers a read of a key t lacks.
+func readOnlyView(L *lua.LState, t *lua.LTable, missing lua.LGFunction) *lua.LTable {
+	view, mt := L.NewTable(), L.NewTable()
+	var index lua.LValue = t
+	if missing != nil {
+		index = L.NewFunction(func(L *lua.LState) int {
+			if v := t.RawGet(L.Get(2)); v != lua.LNil {
+				L.Push(v)
+				return 1
+			}
+			return missing(L)
+		})
+	}
+	mt.RawSetString("__index", index)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError(msgLuaReadOnlyTbl)
 		return 0
 	}))
-	L.SetMetatable(L.G.Global, mt)
+	mt.RawSetString(readOnlyMark, lua.LTrue)
+	L.SetMetatable(view, mt)
+	return view
+}
+
+// readOnlyMark marks the metatable of a read-only view, for rawset, which
+// bypasses the metatable a view refuses writes with.
+const readOnlyMark = "__redamo_readonly"
+
+// protect makes the global table and the library tables read-only, as
+// Redis does: reading a missing global is an error too. It returns the
+// view of the globals the script runs in.
+func protect(L *lua.LState) *lua.LTable {
+	g := L.G.Global
+	for _, name := range []string{"string", "math", "table", "coroutine", "cjson", "cmsgpack", "bit", "struct", "redis"} {
+		if lib, ok := g.RawGetString(name).(*lua.LTable); ok {
+			g.RawSetString(name, readOnlyView(L, lib, nil))
+		}
+	}
+	view := readOnlyView(L, g, func(L *lua.LState) int {
+		L.RaiseError(msgLuaNoGlobal, L.CheckAny(2).String())
+		return 0
+	})
+	g.RawSetString("_G", view)
+	rawset := g.RawGetString("rawset").(*lua.LFunction)
+	g.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		if mt, ok := L.GetMetatable(L.Get(1)).(*lua.LTable); ok && mt.RawGetString(readOnlyMark) == lua.LTrue {
+			return luaError(L, msgLuaReadOnlyTbl, true)
+		}
+		L.Push(rawset)
+		for i := 1; i <= 3; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(3, 1)
+		return 1
+	}))
+	return view
 }
 
 // redisLib is the redis table of one run.
@@ -256,6 +307,11 @@ func (run *scriptRun) setResp(L *lua.LState) int {
 	return 0
 }
 
+// mayReplicate names the commands redamo has that Redis flags
+// may_replicate (a flag COMMAND INFO does not show): read-only scripts
+// refuse them as writes.
+var mayReplicate = map[string]bool{"publish": true}
+
 // call is redis.call (raise) and redis.pcall: it runs one command against
 // the run's transaction and converts its reply.
 func (run *scriptRun) call(L *lua.LState, raise bool) int {
@@ -285,7 +341,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(FlagNoScript):
 		return luaError(L, msgLuaNotAllowed, raise)
-	case run.readOnly && (cmd.HasFlag(FlagWrite) || cmd.HasFlag(FlagMayReplicate)):
+	case run.readOnly && (cmd.HasFlag(FlagWrite) || mayReplicate[cmd.Name]):
 		return luaError(L, msgLuaReadOnly, raise)
 	}
 	rec := &replyRecorder{proto: run.resp}
@@ -404,6 +460,10 @@ func (run *scriptRun) toLua(L *lua.LState, r reply) lua.LValue {
 		return t
 	case replyBool:
 		return lua.LBool(r.n != 0)
+	case replyBigNumber:
+		t := L.NewTable()
+		t.RawSetString("big_number", lua.LString(r.str))
+		return t
 	case replyVerbatim:
 		v := L.NewTable()
 		v.RawSetString("format", lua.LString(r.format))
@@ -457,6 +517,16 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 	}
 	if d, ok := t.RawGetString("double").(lua.LNumber); ok {
 		w.Double(float64(d))
+		return
+	}
+	if b, ok := t.RawGetString("big_number").(lua.LString); ok {
+		w.BigNumber(string(b))
+		return
+	}
+	if v, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
+		format, _ := v.RawGetString("format").(lua.LString)
+		text, _ := v.RawGetString("string").(lua.LString)
+		w.Verbatim(string(format), string(text))
 		return
 	}
 	if m, ok := t.RawGetString("map").(*lua.LTable); ok {

@@ -22,6 +22,7 @@ const (
 	replyDouble
 	replyBool
 	replyVerbatim
+	replyBigNumber
 	replyProto // not a value: the protocol switched (HELLO), to p
 )
 
@@ -121,6 +122,8 @@ func (v reply) write(w Writer) {
 		w.Bool(v.n != 0)
 	case replyVerbatim:
 		w.Verbatim(v.format, v.str)
+	case replyBigNumber:
+		w.BigNumber(v.str)
 	case replyProto:
 		if ps, ok := w.(protoSwitcher); ok {
 			ps.SetProto(int(v.n))
@@ -180,6 +183,14 @@ func (r *replyRecorder) Verbatim(format, s string) {
 		return
 	}
 	r.add(reply{kind: replyVerbatim, format: format, str: s})
+}
+
+func (r *replyRecorder) BigNumber(digits string) {
+	if r.proto < 3 {
+		r.add(reply{kind: replyBulk, str: digits})
+		return
+	}
+	r.add(reply{kind: replyBigNumber, str: digits})
 }
 
 func (r *replyRecorder) Error(msg string) {

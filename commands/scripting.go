@@ -152,6 +152,9 @@ func compileScript(body []byte) (s *script, msg string) {
 			if !ok {
 				return nil, "ERR Unknown lua shebang option: " + p
 			}
+			if flags == "" {
+				continue
+			}
 			for _, f := range strings.Split(flags, ",") {
 				switch f {
 				case "no-writes":
@@ -371,7 +374,7 @@ type scriptOutcome struct {
 
 // exec runs the script once in a fresh state.
 func (run *scriptRun) exec(s *script, keys, argv [][]byte) scriptOutcome {
-	L := newLuaState(run, keys, argv)
+	L, env := newLuaState(run, keys, argv)
 	run.wrapErrorFunctions(L)
 	var ctx context.Context = run.c
 	if limit := run.c.Srv.ScriptTimeLimit(); limit > 0 {
@@ -380,7 +383,9 @@ func (run *scriptRun) exec(s *script, keys, argv [][]byte) scriptOutcome {
 		defer cancel()
 	}
 	L.SetContext(ctx)
-	L.Push(L.NewFunctionFromProto(s.proto))
+	fn := L.NewFunctionFromProto(s.proto)
+	fn.Env = env
+	L.Push(fn)
 	err := L.PCall(0, 1, nil)
 	if err == nil {
 		return scriptOutcome{L: L}

@@ -243,6 +243,18 @@ func (w *Writer) Bool(b bool) {
 	w.value()
 }
 
+// BigNumber writes a big number ("(" in RESP3, a bulk string in RESP2).
+func (w *Writer) BigNumber(digits string) {
+	if w.proto < 3 {
+		w.BulkString(digits)
+		return
+	}
+	w.buf = append(w.buf, '(')
+	w.buf = append(w.buf, digits...)
+	w.buf = append(w.buf, '\r', '\n')
+	w.value()
+}
+
 // Verbatim writes a verbatim string with a 3-letter format ("txt", "mkd"); a
 // bulk string in RESP2.
 func (w *Writer) Verbatim(format, s string) {
