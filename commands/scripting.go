@@ -215,10 +215,10 @@ func scriptBySHA(c *Ctx, sha string) (*script, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := model.ScriptBody(it)
-	if it == nil || body == nil {
+	if it == nil {
 		return nil, nil
 	}
+	body := model.ScriptBody(it)
 	s := cached
 	if s == nil {
 		var msg string

@@ -26,7 +26,8 @@ func ScriptItem(sha string, body []byte) dynastore.Item {
 	}
 }
 
-// ScriptBody returns the body a script item holds (nil for none).
+// ScriptBody returns the body a script item holds (empty for the empty
+// script).
 func ScriptBody(it dynastore.Item) []byte {
 	b, _ := it.Get(AttrScriptBody).(dynastore.B)
 	return b
