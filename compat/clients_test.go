@@ -3,7 +3,6 @@ package compat
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -173,24 +172,12 @@ func runScript(t *testing.T, dir string, argv ...string) {
 
 // TestIORedisClient drives redamo with ioredis (npm, pinned in
 // clients/node/package-lock.json) and its defaults: the HELLO 3 handshake and
-// the INFO readiness check. It installs ioredis with npm ci when missing.
+// the INFO readiness check. It installs clients/node's packages with npm ci
+// when one is missing (testserver.NodeModules).
 func TestIORedisClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, "node not installed: %v", err)
-	}
 	dir, err := filepath.Abs("clients/node")
 	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ioredis", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			skipOrFail(t, "npm not installed: %v", err)
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
-	}
+	node := testserver.NodeModules(t, dir)
 	runScript(t, dir, node, "smoke.js")
 }
 

@@ -19,17 +19,29 @@ cd "$root"
 . "$root/scripts/lib.sh"
 
 # ---- prerequisites ------------------------------------------------------------
-# The compat suite diffs against a real redis-server and drives redis-py.
+# The compat suite diffs against a real redis-server and drives redis-py;
+# the client tests drive ioredis and node-redlock (npm, compat/clients/node).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import redis' >/dev/null 2>&1; then
 	missing+=(python3-redis)
 fi
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -gt 0 ]; then
 	apt_install "${missing[@]}"
 else
-	step "prerequisites present (redis-server, python3-redis)"
+	step "prerequisites present (redis-server, python3-redis, node, npm)"
+fi
+
+# The packages pinned in package-lock.json; npm ci only when one is missing
+# or at another version (npm ls fails then), since it reinstalls everything.
+if (cd compat/clients/node && npm ls --depth=0 >/dev/null 2>&1); then
+	step "npm packages present (compat/clients/node: ioredis, redlock)"
+else
+	step "npm ci (compat/clients/node: ioredis, redlock, pinned in package-lock.json)"
+	(cd compat/clients/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 step "go mod download"
