@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,47 +72,22 @@ func TestKillMidMultiKeyCommands(t *testing.T) {
 	require.NoError(t, c.Close())
 	in.kill()
 
-	rng := rand.New(rand.NewPCG(7, 11))
 	moved := false
-	for round := range 12 {
-		c := in.start()
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					m := members[r.IntN(n)]
-					// Errors are expected once the process is killed.
-					switch r.IntN(5) {
-					case 0:
-						c.SMove(ctx, "sa", "sb", m)
-					case 1:
-						c.SMove(ctx, "sb", "sa", m)
-					case 2:
-						c.LMove(ctx, "la", "lb", "LEFT", "RIGHT")
-					case 3:
-						c.RPopLPush(ctx, "lb", "la")
-					default:
-						c.SUnionStore(ctx, "su", "sa", "sb")
-					}
-				}
-			}()
+	killRounds(in, rand.New(rand.NewPCG(7, 11)), 12, func(c *redis.Client, r *rand.Rand) {
+		m := members[r.IntN(n)]
+		switch r.IntN(5) {
+		case 0:
+			c.SMove(ctx, "sa", "sb", m)
+		case 1:
+			c.SMove(ctx, "sb", "sa", m)
+		case 2:
+			c.LMove(ctx, "la", "lb", "LEFT", "RIGHT")
+		case 3:
+			c.RPopLPush(ctx, "lb", "la")
+		default:
+			c.SUnionStore(ctx, "su", "sa", "sb")
 		}
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
-		in.kill()
-		close(stop)
-		wg.Wait()
-		_ = c.Close()
-
-		c = in.start()
+	}, func(c *redis.Client, round int) {
 		sa, err := c.SMembers(ctx, "sa").Result()
 		require.NoError(t, err)
 		sb, err := c.SMembers(ctx, "sb").Result()
@@ -126,9 +102,7 @@ func TestKillMidMultiKeyCommands(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, members, sorted(append(la, lb...)), "round %d: lists lost or duplicated an element", round)
 		moved = moved || len(sb) > 0 || len(lb) > 0
-		require.NoError(t, c.Close())
-		in.kill()
-	}
+	})
 	require.True(t, moved, "no element ever moved: the workload did not run")
 }
 
@@ -176,57 +150,28 @@ func TestKillMidExec(t *testing.T) {
 	require.NoError(t, c.Close())
 	in.kill()
 
-	rng := rand.New(rand.NewPCG(3, 5))
-	var committed int
-	for round := range 10 {
-		c := in.start()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		stop := make(chan struct{})
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					// Errors are expected once the process is killed.
-					_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						switch r.IntN(4) {
-						case 0, 1:
-							from, to := r.IntN(accounts), r.IntN(accounts)
-							amount := int64(1 + r.IntN(20))
-							p.DecrBy(ctx, "acct"+strconv.Itoa(from), amount)
-							p.IncrBy(ctx, "acct"+strconv.Itoa(to), amount)
-						case 2:
-							m := members[r.IntN(n)]
-							p.SMove(ctx, "sa", "sb", m)
-							p.SMove(ctx, "sb", "sa", members[r.IntN(n)])
-						default:
-							p.SUnionStore(ctx, "su", "sa", "sb")
-							p.Incr(ctx, "unions")
-						}
-						return nil
-					})
-					if err == nil {
-						mu.Lock()
-						committed++
-						mu.Unlock()
-					}
-				}
-			}()
+	var committed atomic.Int64
+	killRounds(in, rand.New(rand.NewPCG(3, 5)), 10, func(c *redis.Client, r *rand.Rand) {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			switch r.IntN(4) {
+			case 0, 1:
+				from, to := r.IntN(accounts), r.IntN(accounts)
+				amount := int64(1 + r.IntN(20))
+				p.DecrBy(ctx, "acct"+strconv.Itoa(from), amount)
+				p.IncrBy(ctx, "acct"+strconv.Itoa(to), amount)
+			case 2:
+				p.SMove(ctx, "sa", "sb", members[r.IntN(n)])
+				p.SMove(ctx, "sb", "sa", members[r.IntN(n)])
+			default:
+				p.SUnionStore(ctx, "su", "sa", "sb")
+				p.Incr(ctx, "unions")
+			}
+			return nil
+		})
+		if err == nil {
+			committed.Add(1)
 		}
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
-		in.kill()
-		close(stop)
-		wg.Wait()
-		_ = c.Close()
-
-		c = in.start()
+	}, func(c *redis.Client, round int) {
 		var sum int64
 		for i := range accounts {
 			v, err := c.Get(ctx, "acct"+strconv.Itoa(i)).Int64()
@@ -252,8 +197,42 @@ func TestKillMidExec(t *testing.T) {
 		if len(su) > 0 {
 			require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
 		}
-		require.NoError(t, c.Close())
+	})
+	require.Positive(t, committed.Load(), "no EXEC ever committed: the workload did not run")
+}
+
+// killRounds runs rounds of: start in, let 4 workers send op in a loop
+// (their errors are expected once the process is killed), kill the process
+// at a random moment, restart it and check what it left.
+func killRounds(in *instance, rng *rand.Rand, rounds int, op func(c *redis.Client, r *rand.Rand), check func(c *redis.Client, round int)) {
+	for round := range rounds {
+		c := in.start()
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					op(c, r)
+				}
+			}()
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		in.kill()
+		close(stop)
+		wg.Wait()
+		_ = c.Close()
+
+		c = in.start()
+		check(c, round)
+		_ = c.Close()
 		in.kill()
 	}
-	require.Positive(t, committed, "no EXEC ever committed: the workload did not run")
 }
