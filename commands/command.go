@@ -59,22 +59,17 @@ type Writer interface {
 // arguments before any I/O, so a syntax error touches no data.
 type Handler func(c *Ctx)
 
-// Command flags, as COMMAND reports them.
+// Command flags, as COMMAND reports them, that redamo acts on.
 const (
-	FlagWrite      = "write"
-	FlagReadonly   = "readonly"
-	FlagDenyOOM    = "denyoom"
-	FlagAdmin      = "admin"
-	FlagNoScript   = "noscript"
-	FlagBlocking   = "blocking"
-	FlagLoading    = "loading"
-	FlagStale      = "stale"
-	FlagFast       = "fast"
-	FlagNoAuth     = "no_auth"
-	FlagAllowBusy  = "allow_busy"
-	FlagNoMulti    = "no_multi"
-	FlagMovable    = "movablekeys"
-	FlagSkipSlowlg = "skip_slowlog"
+	FlagWrite    = "write"
+	FlagReadonly = "readonly"
+	FlagNoScript = "noscript"
+	FlagBlocking = "blocking"
+	FlagLoading  = "loading"
+	FlagStale    = "stale"
+	FlagNoAuth   = "no_auth"
+	FlagNoMulti  = "no_multi"
+	FlagMovable  = "movablekeys"
 )
 
 // Command is one entry of the command table: its metadata (what COMMAND
