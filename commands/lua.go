@@ -37,12 +37,12 @@ const (
 )
 
 // newLuaState builds the sandbox a run executes in, and the read-only view
-// of its globals the script runs in: Lua's base, table,
+// of its globals the code runs in (a script adds KEYS and ARGV): Lua's base, table,
 // string, math and coroutine libraries without the ones reaching outside
 // (no os, io, loadfile, dofile), the libraries Redis adds (cjson,
 // cmsgpack, bit, struct), the redis table bound to run, KEYS and ARGV, and
 // globals that can be neither created nor read when missing.
-func newLuaState(run *scriptRun, keys, argv [][]byte) (L *lua.LState, env *lua.LTable) {
+func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 	// Lua 5.1 allows 8000 values on the stack (unpack of a long table);
 	// gopher-lua's default registry holds fewer.
 	L = lua.NewState(lua.Options{SkipOpenLibs: true, RegistryMaxSize: 1 << 16})
@@ -74,8 +74,6 @@ func newLuaState(run *scriptRun, keys, argv [][]byte) (L *lua.LState, env *lua.L
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
 	L.SetGlobal("redis", run.redisLib(L))
-	L.SetGlobal("KEYS", stringArray(L, keys))
-	L.SetGlobal("ARGV", stringArray(L, argv))
 	return L, protect(L)
 }
 

@@ -286,13 +286,15 @@ func evalSHAGeneric(c *Ctx, ro bool) {
 	}
 }
 
-// scriptRun is one run of a script.
+// scriptRun is one run of a script or function.
 type scriptRun struct {
 	// c is the EVAL command's context; st the store its redis.calls use.
-	c        *Ctx
-	st       dynastore.Store
-	sha      string
-	readOnly bool
+	c  *Ctx
+	st dynastore.Store
+	// name is what errors call the code (a script's SHA1, a function's
+	// name), chunk the chunk name it was compiled under.
+	name, chunk string
+	readOnly    bool
 	// resp is the protocol of the script's redis.calls (redis.setresp).
 	resp int
 	// errLine is the line of the last error() the script raised.
@@ -309,7 +311,22 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 	if s.cas != nil && !ro && !s.noWrites && s.cas.run(c, keys, argv) {
 		return
 	}
-	run := &scriptRun{c: c, sha: sha, readOnly: ro || s.noWrites}
+	run := &scriptRun{c: c, name: sha, chunk: chunkName, readOnly: ro || s.noWrites}
+	runLua(run, keys, func(L *lua.LState, env *lua.LTable) error {
+		L.G.Global.RawSetString("KEYS", stringArray(L, keys))
+		L.G.Global.RawSetString("ARGV", stringArray(L, argv))
+		fn := L.NewFunctionFromProto(s.proto)
+		fn.Env = env
+		L.Push(fn)
+		return L.PCall(0, 1, nil)
+	})
+}
+
+// runLua runs a script or function (start calls it in a fresh state,
+// leaving its value on the stack) with keys declared, atomically, and
+// replies.
+func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LTable) error) {
+	c := run.c
 	// A script's SELECT is the script's own, as in Redis: the client's
 	// database is as it was once the script ends.
 	defer func(db int) { c.Conn.DB = db }(c.Conn.DB)
@@ -317,7 +334,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		// Inside EXEC (or another script): the enclosing transaction
 		// commits.
 		run.st = c.Store
-		run.reply(run.exec(s, keys, argv))
+		run.reply(run.exec(start))
 		return
 	}
 	db := c.DB()
@@ -340,7 +357,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		if err := load(c, itemKeys); err != nil {
 			out.err = err
 		} else {
-			out = run.exec(s, keys, argv)
+			out = run.exec(start)
 		}
 		if out.err == nil {
 			out.err = txn.Err()
@@ -373,8 +390,8 @@ type scriptOutcome struct {
 }
 
 // exec runs the script once in a fresh state.
-func (run *scriptRun) exec(s *script, keys, argv [][]byte) scriptOutcome {
-	L, env := newLuaState(run, keys, argv)
+func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scriptOutcome {
+	L, env := newLuaState(run)
 	run.wrapErrorFunctions(L)
 	var ctx context.Context = run.c
 	if limit := run.c.Srv.ScriptTimeLimit(); limit > 0 {
@@ -383,10 +400,7 @@ func (run *scriptRun) exec(s *script, keys, argv [][]byte) scriptOutcome {
 		defer cancel()
 	}
 	L.SetContext(ctx)
-	fn := L.NewFunctionFromProto(s.proto)
-	fn.Env = env
-	L.Push(fn)
-	err := L.PCall(0, 1, nil)
+	err := start(L, env)
 	if err == nil {
 		return scriptOutcome{L: L}
 	}
@@ -419,21 +433,21 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 		}
 	default:
 		msg = "ERR " + obj.String()
-		line = lineOf(obj.String())
+		line = lineOf(obj.String(), run.chunk)
 	}
 	if line == 0 {
 		line = run.errLine
 	}
 	msg = oneLine(msg)
 	if line > 0 {
-		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.sha, chunkName, line)
+		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.name, run.chunk, line)
 	}
 	return msg
 }
 
-// lineOf is N in an error message "user_script:N: ..." (0 if none).
-func lineOf(msg string) int {
-	rest, ok := strings.CutPrefix(msg, chunkName+":")
+// lineOf is N in an error message "CHUNK:N: ..." (0 if none).
+func lineOf(msg, chunk string) int {
+	rest, ok := strings.CutPrefix(msg, chunk+":")
 	if !ok {
 		return 0
 	}
