@@ -200,6 +200,7 @@ var families = []func(*Table){
 	registerLists,
 	registerTransactions,
 	registerScripting,
+	registerFunctions,
 	registerPubSub,
 }
 

@@ -295,6 +295,8 @@ type scriptRun struct {
 	// name), chunk the chunk name it was compiled under.
 	name, chunk string
 	readOnly    bool
+	// env is the view of the globals the code runs in.
+	env *lua.LTable
 	// resp is the protocol of the script's redis.calls (redis.setresp).
 	resp int
 	// errLine is the line of the last error() the script raised.

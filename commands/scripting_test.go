@@ -170,3 +170,45 @@ func TestScriptFastPathFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestFunctionsAcrossInstances: a library loaded through one instance is
+// called through another (the libraries live in the table), and a
+// function's read-modify-write is atomic as a script's.
+func TestFunctionsAcrossInstances(t *testing.T) {
+	ctx := context.Background()
+	const lib = "#!lua name=counters\n" +
+		"redis.register_function('incr_by_one', function(keys, args)\n" +
+		"  local v = tonumber(redis.call('GET', keys[1]) or '0')\n" +
+		"  redis.call('SET', keys[1], v + 1)\n" +
+		"  return v + 1\n" +
+		"end)\n" +
+		"redis.register_function{function_name='peek', flags={'no-writes'}, callback=function(keys) return redis.call('GET', keys[1]) end}"
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
+			require.Equal(t, "counters", a.FunctionLoad(ctx, lib).Val())
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := a
+					if w%2 == 1 {
+						c = other
+					}
+					for range 10 {
+						if err := c.FCall(ctx, "incr_by_one", []string{"n"}).Err(); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			require.Equal(t, "40", other.FCallRO(ctx, "peek", []string{"n"}).Val())
+			require.NoError(t, a.FunctionDelete(ctx, "counters").Err())
+			fresh := b.Start(t).Client(t)
+			require.EqualError(t, fresh.FCall(ctx, "incr_by_one", []string{"n"}).Err(), commands.MsgFunctionNotFound)
+		})
+	}
+}

@@ -56,6 +56,8 @@ type Server struct {
 	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).
 	scripts     scriptCache
 	scriptLimit atomic.Pointer[time.Duration]
+	// functions are the function libraries this process compiled.
+	functions functionCache
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
