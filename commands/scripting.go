@@ -335,7 +335,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	if c.InTx {
 		// Inside EXEC (or another script): the enclosing transaction
 		// commits.
-		run.st = c.Store
+		run.st, run.resp = c.Store, 2
 		run.reply(run.exec(start))
 		return
 	}
