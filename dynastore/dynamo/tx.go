@@ -132,16 +132,9 @@ func (s *Store) sdkTransact(ctx context.Context, reqs []itemRequest) error {
 		in.ClientRequestToken = aws.String(token)
 		out, err := s.db.TransactWriteItems(ctx, in)
 		if err != nil {
-			var tc *types.TransactionCanceledException
-			if errors.As(err, &tc) {
-				reasons, rerr := sdkReasons(tc.CancellationReasons)
-				if rerr != nil {
-					return rerr
-				}
-				err = txCanceled(reasons)
-				var rt *errRetry
-				renew = errors.As(err, &rt)
-			}
+			err = sdkCanceled(err)
+			var rt *errRetry
+			renew = errors.As(err, &rt)
 			return err
 		}
 		for i := range out.ConsumedCapacity {
@@ -255,6 +248,21 @@ func sdkReasons(rs []types.CancellationReason) ([]txReason, error) {
 	return out, nil
 }
 
+// sdkCanceled is the error of an SDK transaction request: a
+// TransactionCanceledException's reasons as txCanceled reads them, any
+// other error as it is.
+func sdkCanceled(err error) error {
+	var tc *types.TransactionCanceledException
+	if !errors.As(err, &tc) {
+		return err
+	}
+	reasons, rerr := sdkReasons(tc.CancellationReasons)
+	if rerr != nil {
+		return rerr
+	}
+	return txCanceled(reasons)
+}
+
 // txCanceled turns a TransactionCanceledException's reasons into a
 // *dynastore.TxCanceledError, or into an errRetry when every reason is
 // transient (conflict, throttling) so the transaction is worth sending again.
@@ -324,15 +332,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 	err := s.call(ctx, dynastore.OpTransactGetItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
 		res, err := s.db.TransactGetItems(ctx, in)
 		if err != nil {
-			var tc *types.TransactionCanceledException
-			if errors.As(err, &tc) {
-				reasons, rerr := sdkReasons(tc.CancellationReasons)
-				if rerr != nil {
-					return rerr
-				}
-				return txCanceled(reasons)
-			}
-			return err
+			return sdkCanceled(err)
 		}
 		for i := range res.ConsumedCapacity {
 			addCapacity(r, &res.ConsumedCapacity[i], false)
