@@ -103,13 +103,13 @@ func TestRedlockRedsync(t *testing.T) {
 }
 
 // redsyncMutualExclusion: workers spread over the instances, each with its
-// own client and redsync, take one lock a few hundred times in total and
+// own client and redsync, take one lock over a thousand times in total and
 // inside it change a counter by GET, sleep, SET. A lost update or two
 // workers inside at once is a broken lock.
 func redsyncMutualExclusion(t *testing.T, addrs []string) {
 	const (
 		workersPerInstance = 3
-		acquisitions       = 300
+		acquisitions       = 1200
 		key                = "redlock:mutex"
 		counterKey         = "redlock:counter"
 	)
