@@ -119,6 +119,13 @@ func ErrUnknownSubcommand(cmd, sub string) string {
 	return "ERR unknown subcommand '" + string(cPrefix([]byte(sub), 128)) + "'. Try " + strings.ToUpper(cmd) + " HELP."
 }
 
+// ErrSubcommandSyntax is Redis's reply to a subcommand given the wrong
+// arguments where the subcommand checks them itself.
+func ErrSubcommandSyntax(cmd, sub string) string {
+	return "ERR unknown subcommand or wrong number of arguments for '" + string(cPrefix([]byte(sub), 128)) +
+		"'. Try " + strings.ToUpper(cmd) + " HELP."
+}
+
 // cPrefix is an argument as Redis prints it with "%.<n>s": up to its first
 // NUL byte and at most n bytes (bytes, not runes).
 func cPrefix(b []byte, n int) []byte {

@@ -12,9 +12,10 @@ package commands
 // redis.register_function, redis.log and redis.REDIS_VERSION at hand, as
 // in Redis; FCALL runs it again in a fresh state to find the function,
 // whose body then sees the whole scripting environment. FUNCTION DUMP and
-// RESTORE (Redis's RDB encoding of libraries) are not supported yet.
+// RESTORE are in functions_dump.go.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,6 +57,8 @@ func registerFunctions(t *Table) {
 		{"function|stats", cmdFunctionStats},
 		{"function|kill", cmdFunctionKill},
 		{"function|help", cmdFunctionHelp},
+		{"function|dump", cmdFunctionDump},
+		{"function|restore", cmdFunctionRestore},
 	})
 }
 
@@ -111,38 +114,55 @@ func validName(s string) bool {
 // compileLibrary reads a library's metadata, compiles its code and runs it
 // to register its functions; msg is the error (without its ERR code).
 func compileLibrary(code []byte) (lib *library, msg string) {
+	name, body, msg := libraryMeta(code)
+	if msg != "" {
+		return nil, msg
+	}
+	return compileBody(code, name, body)
+}
+
+// libraryMeta reads a library's shebang: its name and where the code after
+// the shebang starts; msg is the error. Redis checks this much before it
+// looks for a library of that name, and compiles the code after.
+func libraryMeta(code []byte) (name string, body int, msg string) {
 	src := string(code)
 	if !strings.HasPrefix(src, "#!") {
-		return nil, "Missing library metadata"
+		return "", 0, "Missing library metadata"
 	}
 	end := strings.IndexByte(src, '\n')
 	if end < 0 {
-		return nil, "Invalid library metadata"
+		return "", 0, "Invalid library metadata"
 	}
 	parts := strings.Fields(src[:end])
 	if len(parts) == 0 {
-		return nil, "Invalid library metadata"
+		return "", 0, "Invalid library metadata"
 	}
-	engine, name, named := parts[0][2:], "", false
+	engine, named := parts[0][2:], false
 	for _, p := range parts[1:] {
 		if len(p) >= 5 && strings.EqualFold(p[:5], "name=") {
 			if named {
-				return nil, "Invalid metadata value, name argument was given multiple times"
+				return "", 0, "Invalid metadata value, name argument was given multiple times"
 			}
 			name, named = p[5:], true
 			continue
 		}
-		return nil, "Invalid metadata value given: " + p
+		return "", 0, "Invalid metadata value given: " + p
 	}
 	switch {
 	case !named:
-		return nil, "Library name was not given"
+		return "", 0, "Library name was not given"
 	case !validName(name):
-		return nil, msgBadName
+		return "", 0, msgBadName
 	case !strings.EqualFold(engine, "lua"):
-		return nil, "Engine '" + engine + "' not found"
+		return "", 0, "Engine '" + engine + "' not found"
 	}
-	chunk, err := parse.Parse(strings.NewReader(src[end:]), functionChunk)
+	return name, end, ""
+}
+
+// compileBody compiles the code of library name after its shebang (from
+// body on) and runs it to register its functions; msg is the error.
+func compileBody(code []byte, name string, body int) (lib *library, msg string) {
+	chunk, err := parse.Parse(bytes.NewReader(code[body:]), functionChunk)
 	if err == nil {
 		var proto *lua.FunctionProto
 		if proto, err = lua.Compile(chunk, functionChunk); err == nil {
@@ -434,14 +454,20 @@ func cmdFunctionLoad(c *Ctx) {
 		c.W.Error(MsgFunctionNoCode)
 		return
 	}
-	lib, msg := compileLibrary(c.Args[i])
+	name, body, msg := libraryMeta(c.Args[i])
 	if msg != "" {
 		c.W.Error("ERR " + msg)
 		return
 	}
+	// Compiled before the write, whose retries need not compile again; a
+	// library that exists is refused before its code's errors are told.
+	lib, compileMsg := compileBody(c.Args[i], name, body)
 	msg, err := changeLibraries(c, func(libs map[string][]byte) string {
-		if _, ok := libs[lib.name]; ok && !replace {
-			return "Library '" + lib.name + "' already exists"
+		if _, ok := libs[name]; ok && !replace {
+			return "Library '" + name + "' already exists"
+		}
+		if compileMsg != "" {
+			return compileMsg
 		}
 		others, err := compileSet(model.LibrariesItem(libs))
 		if err != nil {
@@ -486,7 +512,7 @@ func cmdFunctionDelete(c *Ctx) {
 
 func cmdFunctionFlush(c *Ctx) {
 	if len(c.Args) > 3 {
-		c.W.Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", c.Args[1]))
+		c.W.Error(ErrSubcommandSyntax("function", string(c.Args[1])))
 		return
 	}
 	if len(c.Args) == 3 && !argIs(c.Args[2], "sync") && !argIs(c.Args[2], "async") {

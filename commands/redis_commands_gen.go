@@ -804,6 +804,15 @@ var redisCommands = map[string]*Command{
 			{Name: "library-name", Type: "string"},
 		},
 	},
+	"function|dump": {
+		Arity:      2,
+		Flags:      []string{"noscript"},
+		Categories: []string{"slow", "scripting"},
+		Summary:    "Dump all functions into a serialized binary payload",
+		Since:      "7.0.0",
+		Group:      "scripting",
+		Complexity: "O(N) where N is the number of functions",
+	},
 	"function|flush": {
 		Arity:      -2,
 		Flags:      []string{"write", "noscript"},
@@ -865,6 +874,24 @@ var redisCommands = map[string]*Command{
 		Args: []Arg{
 			{Name: "replace", Type: "pure-token", Token: "REPLACE", Flags: []string{"optional"}},
 			{Name: "function-code", Type: "string"},
+		},
+	},
+	"function|restore": {
+		Arity:      -3,
+		Flags:      []string{"write", "denyoom", "noscript"},
+		Categories: []string{"write", "slow", "scripting"},
+		Tips:       []string{"request_policy:all_shards", "response_policy:all_succeeded"},
+		Summary:    "Restore all the functions on the given payload",
+		Since:      "7.0.0",
+		Group:      "scripting",
+		Complexity: "O(N) where N is the number of functions on the payload",
+		Args: []Arg{
+			{Name: "serialized-value", Type: "string"},
+			{Name: "policy", Type: "oneof", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "flush", Type: "pure-token", Token: "FLUSH"},
+				{Name: "append", Type: "pure-token", Token: "APPEND"},
+				{Name: "replace", Type: "pure-token", Token: "REPLACE"},
+			}},
 		},
 	},
 	"function|stats": {

@@ -1,0 +1,132 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/rdb"
+)
+
+// The compat cases (compat/testdata/functions.txt) hold DUMP and RESTORE
+// against redis-server byte for byte; these tests cover what they cannot
+// say: a DUMP fed back to RESTORE, the payload's order, and the writes.
+
+func libCode(name, fn, ret string) string {
+	return fmt.Sprintf("#!lua name=%s\nredis.register_function('%s', function(keys, args) return '%s' end)", name, fn, ret)
+}
+
+// dump returns FUNCTION DUMP's payload.
+func dump(t *testing.T, h *harness) []byte {
+	t.Helper()
+	v, err := readRESP(bufio.NewReader(bytes.NewReader(h.doS("FUNCTION", "DUMP"))))
+	require.NoError(t, err)
+	require.Equal(t, byte('$'), v.kind, "FUNCTION DUMP: %+v", v)
+	return []byte(v.str)
+}
+
+// payloadCodes reads a payload's libraries.
+func payloadCodes(t *testing.T, p []byte) []string {
+	t.Helper()
+	_, ok := rdb.CheckTrailer(p)
+	require.True(t, ok, "payload %q", p)
+	r := rdb.NewReader(p[:len(p)-10])
+	var codes []string
+	for r.Len() > 0 {
+		op, err := r.ReadByte()
+		require.NoError(t, err)
+		require.Equal(t, byte(rdb.OpFunction2), op)
+		code, err := r.ReadString()
+		require.NoError(t, err)
+		codes = append(codes, string(code))
+	}
+	return codes
+}
+
+func TestFunctionDumpRestoreRoundTrip(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend, h *harness) {
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", string(dump(t, h)))
+		requireReply(t, h, "[]", "FUNCTION", "LIST")
+
+		// A long library goes compressed, a short one raw; both in
+		// name order whatever the order of loading.
+		long := "#!lua name=b\n"
+		for i := range 20 {
+			long += fmt.Sprintf("redis.register_function('f%d', function(keys, args) return redis.call('GET', keys[1]) end)\n", i)
+		}
+		requireReply(t, h, `"b"`, "FUNCTION", "LOAD", long)
+		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "g", "from a"))
+		p := dump(t, h)
+		require.Equal(t, []string{libCode("a", "g", "from a"), long}, payloadCodes(t, p))
+		require.Less(t, len(p), len(long)/2, "the long library is compressed")
+
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", string(p))
+		requireReply(t, h, `"from a"`, "FCALL", "g", "0")
+		requireReply(t, h, "nil", "FCALL", "f19", "1", "k")
+		require.Equal(t, p, dump(t, h))
+	})
+}
+
+func TestFunctionRestorePolicies(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend, h *harness) {
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "f", "new a"))
+		requireReply(t, h, `"c"`, "FUNCTION", "LOAD", libCode("c", "h", "new c"))
+		payload := string(dump(t, h))
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "f", "old a"))
+		requireReply(t, h, `"b"`, "FUNCTION", "LOAD", libCode("b", "g", "old b"))
+
+		// APPEND fails on a; REPLACE swaps a; neither touches b.
+		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload)
+		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload, "append")
+		requireReply(t, h, "-"+MsgFunctionNotFound, "FCALL", "h", "0")
+		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", payload, "Replace")
+		requireReply(t, h, `"new a"`, "FCALL", "f", "0")
+		requireReply(t, h, `"old b"`, "FCALL", "g", "0")
+		requireReply(t, h, `"new c"`, "FCALL", "h", "0")
+
+		// A function of another library refuses the payload even with
+		// REPLACE; FLUSH drops that library first.
+		requireReply(t, h, "+OK", "FUNCTION", "DELETE", "c")
+		requireReply(t, h, "+OK", "FUNCTION", "DELETE", "b")
+		requireReply(t, h, `"b"`, "FUNCTION", "LOAD", libCode("b", "H", "old b"))
+		requireReply(t, h, "-ERR Function h already exists", "FUNCTION", "RESTORE", payload, "REPLACE")
+		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", payload, "FLUSH")
+		requireReply(t, h, `"new c"`, "FCALL", "h", "0")
+		require.Equal(t, []byte(payload), dump(t, h))
+	})
+}
+
+// TestFunctionRestoreWrites: a RESTORE is one conditional write of the
+// libraries item, none when it is refused, and a failed write changes
+// nothing.
+func TestFunctionRestoreWrites(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend, h *harness) {
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "f", "a"))
+		requireReply(t, h, `"b"`, "FUNCTION", "LOAD", libCode("b", "g", "b"))
+		payload := string(dump(t, h))
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+
+		before := opsOf(b.stats, "function|restore")
+		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", payload)
+		after := opsOf(b.stats, "function|restore")
+		require.Equal(t, int64(1), after[dynastore.OpPutItem]-before[dynastore.OpPutItem])
+		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload)
+		require.Equal(t, after[dynastore.OpPutItem], opsOf(b.stats, "function|restore")[dynastore.OpPutItem])
+
+		if b.mem != nil {
+			requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+			b.mem.FailNext(dynastore.OpPutItem, fmt.Errorf("injected: %w", dynastore.ErrUnavailable))
+			requireReply(t, h, "-"+MsgUnavailable, "FUNCTION", "RESTORE", payload)
+			requireReply(t, h, "[]", "FUNCTION", "LIST")
+		}
+	})
+}
