@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -118,23 +117,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
-// socketOf returns the socket beneath c (beneath TLS too), nil if it has
-// none.
-func socketOf(c net.Conn) syscall.RawConn {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return raw
-}
-
 // serve runs the connection until it ends: it runs every complete request
 // the client sent, in order, writes their replies in one write, and reads
 // again. As in Redis, each request runs before the next one is parsed, so
@@ -248,7 +230,7 @@ func (c *conn) fill() error {
 func (c *conn) readOnce(fd uintptr) bool {
 	c.room()
 	for {
-		c.rn, c.rerr = syscall.Read(int(fd), c.buf[len(c.buf):cap(c.buf)])
+		c.rn, c.rerr = sysRead(fd, c.buf[len(c.buf):cap(c.buf)])
 		if !errors.Is(c.rerr, syscall.EINTR) {
 			break
 		}

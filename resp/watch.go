@@ -33,7 +33,7 @@ func watchHangup(c net.Conn, cancel context.CancelFunc) (stop func()) {
 		var n int
 		var perr error
 		err := raw.Read(func(fd uintptr) bool {
-			n, _, perr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			n, perr = sysPeek(fd, buf[:])
 			// EAGAIN: nothing yet, wait for readability.
 			return !errors.Is(perr, syscall.EAGAIN)
 		})

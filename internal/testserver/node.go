@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,8 +43,9 @@ func NodeModules(t testing.TB, dir string) string {
 	f, err := os.Open(dir)
 	require.NoError(t, err)
 	defer f.Close()
-	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX), "lock %s", dir)
-	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	unlock, err := lockFile(f)
+	require.NoError(t, err, "lock %s", dir)
+	defer unlock()
 
 	missing := missingNodeModules(t, dir)
 	if len(missing) == 0 {
