@@ -15,11 +15,15 @@ package commands
 //	[elseif <the GET, or v> == false then return M]
 //	else return N end
 //
-// It runs as DeleteItem (or UpdateItem of the expiry) conditioned on the
-// key holding the string ARGV[t]; when the condition fails, the item it
-// hands back decides between M (absent) and N (another value). Anything
-// the fast path cannot decide exactly (a value of another type, which
-// makes GET fail; an ARGV[m] PEXPIRE would refuse) runs the script itself.
+// node-redlock's acquire, extend and release, loops over KEYS, are the
+// same with one key (recognizeKeysLoop).
+//
+// It runs as DeleteItem (UpdateItem of the expiry, PutItem of a SET)
+// conditioned on the key holding the string ARGV[t] (on nothing being
+// there, for an acquire); when the condition fails, the item it hands
+// back decides between M (absent) and N (another value). Anything the fast
+// path cannot decide exactly (a value of another type, which makes GET
+// fail; an expiry PEXPIRE or SET would refuse) runs the script itself.
 
 import (
 	"bytes"
@@ -38,6 +42,10 @@ type casAct uint8
 const (
 	casDelete casAct = iota + 1
 	casPExpire
+	// casSetPX: SET key ARGV[tok] PX ARGV[ms] when it holds ARGV[tok].
+	casSetPX
+	// casSetNXPX: SET key ARGV[tok] PX ARGV[ms] when nothing is there.
+	casSetNXPX
 )
 
 // casScript is a recognized compare-and-act script.
@@ -49,11 +57,17 @@ type casScript struct {
 	// onMissing and onOther are the replies when the key holds no string
 	// (GET returned false) and another value.
 	onMissing, onOther int64
+	// perKey: the script loops over KEYS (node-redlock's); with exactly
+	// one key it is this one write.
+	perKey bool
 }
 
 // recognizeCAS returns the compare-and-act a script's statements do, nil
 // when they do anything else.
 func recognizeCAS(chunk []ast.Stmt) *casScript {
+	if cas := recognizeKeysLoop(chunk); cas != nil {
+		return cas
+	}
 	local := ""
 	if len(chunk) == 2 {
 		la, ok := chunk[0].(*ast.LocalAssignStmt)
@@ -233,10 +247,164 @@ func returnsNumber(stmts []ast.Stmt) (int64, bool) {
 	return v, true
 }
 
+// recognizeKeysLoop recognizes node-redlock's scripts, which loop over
+// KEYS and, with one key, come down to one conditional write:
+//
+//	release: local n = 0; for _, k in ipairs(KEYS) do
+//	           if redis.call('get', k) == ARGV[t] then redis.pcall('del', k); n = n + 1 end
+//	         end; return n
+//	extend:  for _, k in ipairs(KEYS) do if redis.call('get', k) ~= ARGV[t] then return 0 end end
+//	         for _, k in ipairs(KEYS) do redis.call('set', k, ARGV[t], 'PX', ARGV[m]) end
+//	         return #KEYS
+//	acquire: the same with `redis.call('exists', k) == 1` as the refusal.
+func recognizeKeysLoop(chunk []ast.Stmt) *casScript {
+	if len(chunk) == 3 {
+		if cas := recognizeRelease(chunk); cas != nil {
+			return cas
+		}
+		return recognizeSetLoop(chunk)
+	}
+	return nil
+}
+
+// recognizeRelease reads node-redlock's release.
+func recognizeRelease(chunk []ast.Stmt) *casScript {
+	la, ok := chunk[0].(*ast.LocalAssignStmt)
+	if !ok || len(la.Names) != 1 || len(la.Exprs) != 1 || !isNumber(la.Exprs[0], "0") {
+		return nil
+	}
+	count := la.Names[0]
+	key, body, ok := loopOverKeys(chunk[1])
+	if !ok || len(body) != 1 {
+		return nil
+	}
+	ifs, ok := body[0].(*ast.IfStmt)
+	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 2 {
+		return nil
+	}
+	tok := comparedArg(ifs.Condition, func(e ast.Expr) bool { return isCallOnKey(e, "get", key) })
+	del, ok := ifs.Then[0].(*ast.FuncCallStmt)
+	if tok == 0 || !ok || !isCallOnKey(del.Expr, "del", key) {
+		return nil
+	}
+	inc, ok := ifs.Then[1].(*ast.AssignStmt)
+	if !ok || len(inc.Lhs) != 1 || len(inc.Rhs) != 1 || !isIdent(inc.Lhs[0], count) {
+		return nil
+	}
+	add, ok := inc.Rhs[0].(*ast.ArithmeticOpExpr)
+	if !ok || add.Operator != "+" || !isIdent(add.Lhs, count) || !isNumber(add.Rhs, "1") {
+		return nil
+	}
+	ret, ok := chunk[2].(*ast.ReturnStmt)
+	if !ok || len(ret.Exprs) != 1 || !isIdent(ret.Exprs[0], count) {
+		return nil
+	}
+	return &casScript{act: casDelete, tok: tok, perKey: true}
+}
+
+// recognizeSetLoop reads node-redlock's acquire and extend.
+func recognizeSetLoop(chunk []ast.Stmt) *casScript {
+	key, body, ok := loopOverKeys(chunk[0])
+	if !ok || len(body) != 1 {
+		return nil
+	}
+	ifs, ok := body[0].(*ast.IfStmt)
+	if !ok || len(ifs.Else) != 0 {
+		return nil
+	}
+	if n, ok := returnsNumber(ifs.Then); !ok || n != 0 {
+		return nil
+	}
+	cas := &casScript{perKey: true}
+	rel, ok := ifs.Condition.(*ast.RelationalOpExpr)
+	switch {
+	case !ok:
+		return nil
+	case rel.Operator == "~=":
+		cas.act = casSetPX
+		eq := *rel
+		eq.Operator = "=="
+		if cas.tok = comparedArg(&eq, func(e ast.Expr) bool { return isCallOnKey(e, "get", key) }); cas.tok == 0 {
+			return nil
+		}
+	case rel.Operator == "==" && isCallOnKey(rel.Lhs, "exists", key) && isNumber(rel.Rhs, "1"):
+		cas.act = casSetNXPX
+	default:
+		return nil
+	}
+	key, body, ok = loopOverKeys(chunk[1])
+	if !ok || len(body) != 1 {
+		return nil
+	}
+	set, ok := body[0].(*ast.FuncCallStmt)
+	if !ok {
+		return nil
+	}
+	name, args, ok := redisCallOf(set.Expr)
+	if !ok || !strings.EqualFold(name, "set") || len(args) != 4 || !isIdent(args[0], key) {
+		return nil
+	}
+	px, ok := args[2].(*ast.StringExpr)
+	val, ms := argvIndex(args[1]), argvIndex(args[3])
+	if !ok || !strings.EqualFold(px.Value, "px") || val == 0 || ms == 0 || (cas.act == casSetPX && val != cas.tok) {
+		return nil
+	}
+	cas.tok, cas.ms = val, ms
+	ret, ok := chunk[2].(*ast.ReturnStmt)
+	if !ok || len(ret.Exprs) != 1 {
+		return nil
+	}
+	n, ok := ret.Exprs[0].(*ast.UnaryLenOpExpr)
+	if !ok || !isIdent(n.Expr, "KEYS") {
+		return nil
+	}
+	return cas
+}
+
+// loopOverKeys reads `for _, key in ipairs(KEYS) do body end`.
+func loopOverKeys(st ast.Stmt) (key string, body []ast.Stmt, ok bool) {
+	loop, ok := st.(*ast.GenericForStmt)
+	if !ok || len(loop.Names) != 2 || len(loop.Exprs) != 1 {
+		return "", nil, false
+	}
+	call, ok := loop.Exprs[0].(*ast.FuncCallExpr)
+	if !ok || call.Receiver != nil || !isIdent(call.Func, "ipairs") || len(call.Args) != 1 || !isIdent(call.Args[0], "KEYS") {
+		return "", nil, false
+	}
+	return loop.Names[1], loop.Stmts, true
+}
+
+// isCallOnKey reports whether e is redis.call (or redis.pcall) of cmd on
+// the variable key alone.
+func isCallOnKey(e ast.Expr, cmd, key string) bool {
+	call, ok := e.(*ast.FuncCallExpr)
+	if !ok || call.Receiver != nil || len(call.Args) != 2 {
+		return false
+	}
+	fn, ok := call.Func.(*ast.AttrGetExpr)
+	if !ok || !isIdent(fn.Object, "redis") {
+		return false
+	}
+	method, ok1 := fn.Key.(*ast.StringExpr)
+	name, ok2 := call.Args[0].(*ast.StringExpr)
+	return ok1 && ok2 && (method.Value == "call" || method.Value == "pcall") &&
+		strings.EqualFold(name.Value, cmd) && isIdent(call.Args[1], key)
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.IdentExpr)
+	return ok && id.Value == name
+}
+
+func isNumber(e ast.Expr, n string) bool {
+	num, ok := e.(*ast.NumberExpr)
+	return ok && num.Value == n
+}
+
 // run tries the fast path; done is false when the script must run itself
 // (nothing was written then).
 func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
-	if len(keys) == 0 || cas.tok > len(argv) || cas.ms > len(argv) || !model.KeyFits(keys[0]) {
+	if len(keys) == 0 || (cas.perKey && len(keys) != 1) || cas.tok > len(argv) || cas.ms > len(argv) || !model.KeyFits(keys[0]) {
 		return false
 	}
 	key, token, now := keys[0], argv[cas.tok-1], c.NowMS()
@@ -247,6 +415,16 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
 	var err error
 	switch cas.act {
+	case casSetPX, casSetNXPX:
+		ms, ok := model.String2ll(argv[cas.ms-1])
+		// SET's own refusals of the expiry are the script's to give.
+		if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
+			return false
+		}
+		if cas.act == casSetNXPX {
+			wo.Cond = model.CondNotLive(now)
+		}
+		_, err = c.Store.Put(c, model.StringItem(c.DB(), key, token, model.OriginArg, now+ms), wo)
 	case casDelete:
 		_, err = c.Store.Delete(c, k, wo)
 	case casPExpire:
@@ -270,6 +448,10 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 	old, failed := isCondFailed(err)
 	if !failed {
 		c.Fail(err)
+		return true
+	}
+	if cas.act == casSetNXPX {
+		c.W.Int(0) // EXISTS found a key, of whatever type
 		return true
 	}
 	ks, err := model.DecodeKey(old, now)

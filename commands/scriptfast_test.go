@@ -51,6 +51,48 @@ if ARGV[3] == owner then return redis.call('UNLINK', KEYS[1]) elseif false == ow
 		{"not equal", `if redis.call("get",KEYS[1]) ~= ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`, nil},
 		{"a string reply", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return "no" end`, nil},
 		{"another command", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("incr",KEYS[1]) else return 0 end`, nil},
+		{"node-redlock acquire", `
+  -- Return 0 if an entry already exists.
+  for i, key in ipairs(KEYS) do
+    if redis.call("exists", key) == 1 then
+      return 0
+    end
+  end
+
+  -- Create an entry for each provided key.
+  for i, key in ipairs(KEYS) do
+    redis.call("set", key, ARGV[1], "PX", ARGV[2])
+  end
+
+  -- Return the number of entries added.
+  return #KEYS`, &casScript{act: casSetNXPX, tok: 1, ms: 2, perKey: true}},
+		{"node-redlock extend", `
+  for i, key in ipairs(KEYS) do
+    if redis.call("get", key) ~= ARGV[1] then
+      return 0
+    end
+  end
+  for i, key in ipairs(KEYS) do
+    redis.call("set", key, ARGV[1], "PX", ARGV[2])
+  end
+  return #KEYS`, &casScript{act: casSetPX, tok: 1, ms: 2, perKey: true}},
+		{"node-redlock release", `
+  local count = 0
+  for i, key in ipairs(KEYS) do
+    -- Only remove entries for *this* lock value.
+    if redis.call("get", key) == ARGV[1] then
+      redis.pcall("del", key)
+      count = count + 1
+    end
+  end
+  return count`, &casScript{act: casDelete, tok: 1, perKey: true}},
+		{"extend setting another value", `for _, k in ipairs(KEYS) do if redis.call("get", k) ~= ARGV[1] then return 0 end end
+for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[3], "PX", ARGV[2]) end
+return #KEYS`, nil},
+		{"release counting by two", `local n = 0 for _, k in ipairs(KEYS) do if redis.call("get", k) == ARGV[1] then redis.pcall("del", k) n = n + 2 end end return n`, nil},
+		{"acquire over ARGV", `for _, k in ipairs(ARGV) do if redis.call("exists", k) == 1 then return 0 end end
+for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[1], "PX", ARGV[2]) end
+return #KEYS`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chunk, err := parse.Parse(strings.NewReader(tc.src), chunkName)
