@@ -375,8 +375,19 @@ func libraries(c *Ctx) (*librarySet, error) {
 	if err != nil {
 		return nil, err
 	}
+	return setOf(c, it)
+}
+
+// setOf returns the compiled library set of the libraries item it (the
+// cached one when it is of the same version), and caches it as checked now.
+func setOf(c *Ctx, it dynastore.Item) (*librarySet, error) {
+	fc := &c.Srv.functions
+	fc.mu.Lock()
+	set := fc.set
+	fc.mu.Unlock()
 	ver, _ := it.Get(model.AttrVer).(dynastore.S)
 	if set == nil || set.ver != string(ver) {
+		var err error
 		if set, err = compileSet(it); err != nil {
 			return nil, err
 		}
@@ -405,19 +416,35 @@ func compileSet(it dynastore.Item) (*librarySet, error) {
 	return set, nil
 }
 
-// changeLibraries applies change to the stored libraries (name -> code)
-// in one write conditioned on the item as read, again on a lost race;
-// msg is a refusal change decided on.
-func changeLibraries(c *Ctx, change func(libs map[string][]byte) (msg string)) (msg string, err error) {
+// clash is the refusal of lib when one of its functions belongs to a
+// library of the set that stays (kept reports which do), nil if none does.
+func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
+	for _, f := range lib.funcs {
+		if g := set.byFunc[strings.ToLower(f.name)]; g != nil && kept(g.lib.name) {
+			return redisError("ERR Function " + f.name + " already exists")
+		}
+	}
+	return nil
+}
+
+// changeLibraries applies change to the stored libraries (name -> code,
+// with set their compiled form as read) in one write conditioned on the
+// item as read, again on a lost race. An error change returns (a
+// redisError: the refusal to reply) ends it without writing.
+func changeLibraries(c *Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
 	var retry model.Retry
 	for {
 		it, err := c.Srv.Store.Get(c, model.LibrariesKey())
 		if err != nil {
-			return "", err
+			return err
+		}
+		set, err := setOf(c, it)
+		if err != nil {
+			return err
 		}
 		libs := model.Libraries(it)
-		if msg := change(libs); msg != "" {
-			return msg, nil
+		if err := change(set, libs); err != nil {
+			return err
 		}
 		cond := dynastore.Cond(dynastore.NotExists{Attr: dynastore.AttrPK})
 		if v := it.Get(model.AttrVer); v != nil {
@@ -433,10 +460,10 @@ func changeLibraries(c *Ctx, change func(libs map[string][]byte) (msg string)) (
 			c.Srv.functions.mu.Lock()
 			c.Srv.functions.set = nil
 			c.Srv.functions.mu.Unlock()
-			return "", err
+			return err
 		}
 		if err := c.lostRace(&retry); err != nil {
-			return "", err
+			return err
 		}
 	}
 }
@@ -462,52 +489,40 @@ func cmdFunctionLoad(c *Ctx) {
 	// Compiled before the write, whose retries need not compile again; a
 	// library that exists is refused before its code's errors are told.
 	lib, compileMsg := compileBody(c.Args[i], name, body)
-	msg, err := changeLibraries(c, func(libs map[string][]byte) string {
+	err := changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; ok && !replace {
-			return "Library '" + name + "' already exists"
+			return redisError("ERR Library '" + name + "' already exists")
 		}
 		if compileMsg != "" {
-			return compileMsg
+			return redisError("ERR " + compileMsg)
 		}
-		others, err := compileSet(model.LibrariesItem(libs))
-		if err != nil {
-			return err.Error()
-		}
-		for _, f := range lib.funcs {
-			if g := others.byFunc[strings.ToLower(f.name)]; g != nil && g.lib.name != lib.name {
-				return "Function " + f.name + " already exists"
-			}
+		if err := set.clash(lib, func(owner string) bool { return owner != lib.name }); err != nil {
+			return err
 		}
 		libs[lib.name] = lib.code
-		return ""
+		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		c.Fail(err)
-	case msg != "":
-		c.W.Error("ERR " + msg)
-	default:
-		c.W.BulkString(lib.name)
+		return
 	}
+	c.W.BulkString(lib.name)
 }
 
 func cmdFunctionDelete(c *Ctx) {
 	name := string(c.Args[2])
-	msg, err := changeLibraries(c, func(libs map[string][]byte) string {
+	err := changeLibraries(c, func(_ *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; !ok {
-			return MsgLibraryNotFound
+			return redisError(MsgLibraryNotFound)
 		}
 		delete(libs, name)
-		return ""
+		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		c.Fail(err)
-	case msg != "":
-		c.W.Error(msg)
-	default:
-		c.W.Simple("OK")
+		return
 	}
+	c.W.Simple("OK")
 }
 
 func cmdFunctionFlush(c *Ctx) {
@@ -623,54 +638,46 @@ func cmdFunctionStats(c *Ctx) {
 // this connection's way.
 func cmdFunctionKill(c *Ctx) { c.W.Error(MsgNotBusy) }
 
-var functionHelp = []string{
-	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"LOAD [REPLACE] <FUNCTION CODE>",
-	"    Create a new library with the given library name and code.",
-	"DELETE <LIBRARY NAME>",
-	"    Delete the given library.",
-	"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-	"    Return general information on all the libraries:",
-	"    * Library name",
-	"    * The engine used to run the Library",
-	"    * Library description",
-	"    * Functions list",
-	"    * Library code (if WITHCODE is given)",
-	"    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-	"STATS",
-	"    Return information about the current function running:",
-	"    * Function name",
-	"    * Command used to run the function",
-	"    * Duration in MS that the function is running",
-	"    If no function is running, return nil",
-	"    In addition, returns a list of available engines.",
-	"KILL",
-	"    Kill the current running function.",
-	"FLUSH [ASYNC|SYNC]",
-	"    Delete all the libraries.",
-	"    When called without the optional mode argument, the behavior is determined by the",
-	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-	"    * ASYNC: Asynchronously flush the libraries.",
-	"    * SYNC: Synchronously flush the libraries.",
-	"DUMP",
-	"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
-	"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-	"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-	"    control how to handle existing libraries (default APPEND):",
-	"    * FLUSH: delete all existing libraries.",
-	"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
-	"      in case of functions name collision with another library).",
-	"HELP",
-	"    Prints this help.",
-}
-
 func cmdFunctionHelp(c *Ctx) {
-	c.W.Array(len(functionHelp))
-	for _, l := range functionHelp {
-		c.W.Simple(l)
-	}
+	writeHelp(c, "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"LOAD [REPLACE] <FUNCTION CODE>",
+		"    Create a new library with the given library name and code.",
+		"DELETE <LIBRARY NAME>",
+		"    Delete the given library.",
+		"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+		"    Return general information on all the libraries:",
+		"    * Library name",
+		"    * The engine used to run the Library",
+		"    * Library description",
+		"    * Functions list",
+		"    * Library code (if WITHCODE is given)",
+		"    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+		"STATS",
+		"    Return information about the current function running:",
+		"    * Function name",
+		"    * Command used to run the function",
+		"    * Duration in MS that the function is running",
+		"    If no function is running, return nil",
+		"    In addition, returns a list of available engines.",
+		"KILL",
+		"    Kill the current running function.",
+		"FLUSH [ASYNC|SYNC]",
+		"    Delete all the libraries.",
+		"    When called without the optional mode argument, the behavior is determined by the",
+		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+		"    * ASYNC: Asynchronously flush the libraries.",
+		"    * SYNC: Synchronously flush the libraries.",
+		"DUMP",
+		"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+		"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+		"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+		"    control how to handle existing libraries (default APPEND):",
+		"    * FLUSH: delete all existing libraries.",
+		"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+		"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+		"      libraries with the new libraries (notice that even on this option there is a chance of failure",
+		"      in case of functions name collision with another library).",
+	)
 }
 
 // fcallGeneric is FCALL and FCALL_RO (ro).

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/redamo/redamo/internal/rdb"
-	"github.com/redamo/redamo/model"
 )
 
 // FUNCTION RESTORE's replies, as Redis 7.0.15 sends them. The reasons a
@@ -86,42 +85,35 @@ func cmdFunctionRestore(c *Ctx) {
 		c.W.Error("ERR " + msg)
 		return
 	}
-	msg, err := changeLibraries(c, func(libs map[string][]byte) string {
+	err := changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
 		if policy == restoreFlush {
 			clear(libs)
 		}
 		for _, lib := range restored {
 			if _, ok := libs[lib.name]; ok {
 				if policy != restoreReplace {
-					return "Library " + lib.name + " already exists"
+					return redisError("ERR Library " + lib.name + " already exists")
 				}
 				delete(libs, lib.name)
 			}
 		}
-		others, err := compileSet(model.LibrariesItem(libs))
-		if err != nil {
-			return err.Error()
-		}
+		// A function of a library that stays refuses the restore.
+		kept := func(owner string) bool { _, ok := libs[owner]; return ok }
 		for _, lib := range restored {
-			for _, f := range lib.funcs {
-				if others.byFunc[strings.ToLower(f.name)] != nil {
-					return "Function " + f.name + " already exists"
-				}
+			if err := set.clash(lib, kept); err != nil {
+				return err
 			}
 		}
 		for _, lib := range restored {
 			libs[lib.name] = lib.code
 		}
-		return ""
+		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		c.Fail(err)
-	case msg != "":
-		c.W.Error("ERR " + msg)
-	default:
-		c.W.Simple("OK")
+		return
 	}
+	c.W.Simple("OK")
 }
 
 // readLibraries reads and compiles the libraries of a payload whose

@@ -6,8 +6,6 @@ package commands
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"log"
 	"math"
@@ -257,8 +255,7 @@ func luaSHA1Hex(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		return luaError(L, "wrong number of arguments", true)
 	}
-	sum := sha1.Sum([]byte(L.ToString(1)))
-	L.Push(lua.LString(hex.EncodeToString(sum[:])))
+	L.Push(lua.LString(sha1Hex([]byte(L.ToString(1)))))
 	return 1
 }
 
@@ -323,7 +320,8 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		case lua.LString:
 			args[i-1] = []byte(v)
 		case lua.LNumber:
-			args[i-1] = []byte(luaNumberArg(float64(v)))
+			// "%.17g", as Redis formats a number argument.
+			args[i-1] = FormatDouble(nil, float64(v))
 		default:
 			return luaError(L, msgLuaArgType, raise)
 		}
@@ -397,18 +395,6 @@ func luaNumberString(f float64) string {
 		return "nan"
 	}
 	return strconv.FormatFloat(f, 'g', 14, 64)
-}
-
-// luaNumberArg is a Lua number as redis.call passes it to a command: 17
-// significant digits, as Redis formats it.
-func luaNumberArg(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		if f == 0 && math.Signbit(f) {
-			return "-0"
-		}
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
 }
 
 // toLua converts a command's reply to a Lua value as Redis does for the

@@ -129,28 +129,28 @@ func sha1Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// compileScript parses a body's shebang and compiles it; msg is the error
-// reply when it cannot.
-func compileScript(body []byte) (s *script, msg string) {
-	s = &script{compat: true}
+// compileScript parses a body's shebang and compiles it; the error, when
+// it cannot, is the reply (a redisError).
+func compileScript(body []byte) (*script, error) {
+	s := &script{compat: true}
 	src := string(body)
 	if strings.HasPrefix(src, "#!") {
 		end := strings.IndexByte(src, '\n')
 		if end < 0 {
-			return nil, "ERR Invalid script shebang"
+			return nil, redisError("ERR Invalid script shebang")
 		}
 		parts := strings.Fields(src[:end])
 		if len(parts) == 0 {
-			return nil, "ERR Invalid engine in script shebang"
+			return nil, redisError("ERR Invalid engine in script shebang")
 		}
 		if parts[0] != "#!lua" {
-			return nil, "ERR Unexpected engine in script shebang: " + parts[0]
+			return nil, redisError("ERR Unexpected engine in script shebang: " + parts[0])
 		}
 		s.compat = false
 		for _, p := range parts[1:] {
 			flags, ok := strings.CutPrefix(p, "flags=")
 			if !ok {
-				return nil, "ERR Unknown lua shebang option: " + p
+				return nil, redisError("ERR Unknown lua shebang option: " + p)
 			}
 			if flags == "" {
 				continue
@@ -163,7 +163,7 @@ func compileScript(body []byte) (s *script, msg string) {
 					// Conditions redamo never has (memory limits,
 					// replicas, cluster slots): nothing to relax.
 				default:
-					return nil, "ERR Unexpected flag in script shebang: " + f
+					return nil, redisError("ERR Unexpected flag in script shebang: " + f)
 				}
 			}
 		}
@@ -172,36 +172,36 @@ func compileScript(body []byte) (s *script, msg string) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, fmt.Sprintf(MsgScriptCompile, oneLine(err.Error()))
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(err.Error())))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
-		return nil, fmt.Sprintf(MsgScriptCompile, oneLine(err.Error()))
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(err.Error())))
 	}
 	s.proto = proto
 	s.cas = recognizeCAS(chunk)
-	return s, ""
+	return s, nil
 }
 
 // loadScript compiles body and stores it in the table under its SHA1 (once
-// per process and script), returning the script and its SHA1; msg is the
-// error reply when it does not compile.
-func loadScript(c *Ctx, body []byte) (s *script, sha, msg string, err error) {
-	sha = sha1Hex(body)
+// per process and script), returning the script and its SHA1.
+func loadScript(c *Ctx, body []byte) (*script, string, error) {
+	sha := sha1Hex(body)
 	if s := c.Srv.scripts.get(sha); s != nil {
-		return s, sha, "", nil
+		return s, sha, nil
 	}
-	if s, msg = compileScript(body); msg != "" {
-		return nil, sha, msg, nil
+	s, err := compileScript(body)
+	if err != nil {
+		return nil, sha, err
 	}
 	// Content-addressed and idempotent: written at once, outside any
 	// transaction the command runs in (a MULTI's or a script's).
 	if _, err := c.Srv.Store.Put(c, model.ScriptItem(sha, body), dynastore.WriteOptions{}); err != nil {
-		return nil, sha, "", err
+		return nil, sha, err
 	}
 	s.checked = c.Srv.Now()
 	c.Srv.scripts.put(sha, s)
-	return s, sha, "", nil
+	return s, sha, nil
 }
 
 // scriptBySHA returns the script with SHA1 sha (lower case), nil when the
@@ -221,9 +221,8 @@ func scriptBySHA(c *Ctx, sha string) (*script, error) {
 	body := model.ScriptBody(it)
 	s := cached
 	if s == nil {
-		var msg string
-		if s, msg = compileScript(body); msg != "" {
-			return nil, errors.New(msg)
+		if s, err = compileScript(body); err != nil {
+			return nil, err
 		}
 	}
 	s.checked = c.Srv.Now()
@@ -252,15 +251,12 @@ func evalGeneric(c *Ctx, ro bool) {
 		c.W.Error(msg)
 		return
 	}
-	s, sha, msg, err := loadScript(c, c.Args[1])
-	switch {
-	case err != nil:
+	s, sha, err := loadScript(c, c.Args[1])
+	if err != nil {
 		c.Fail(err)
-	case msg != "":
-		c.W.Error(msg)
-	default:
-		runScript(c, s, sha, numkeys, ro)
+		return
 	}
+	runScript(c, s, sha, numkeys, ro)
 }
 
 // evalSHAGeneric is EVALSHA and EVALSHA_RO (ro).
@@ -521,15 +517,12 @@ func (run *scriptRun) reply(out scriptOutcome) {
 }
 
 func cmdScriptLoad(c *Ctx) {
-	_, sha, msg, err := loadScript(c, c.Args[2])
-	switch {
-	case err != nil:
+	_, sha, err := loadScript(c, c.Args[2])
+	if err != nil {
 		c.Fail(err)
-	case msg != "":
-		c.W.Error(msg)
-	default:
-		c.W.BulkString(sha)
+		return
 	}
+	c.W.BulkString(sha)
 }
 
 func cmdScriptExists(c *Ctx) {
@@ -586,27 +579,19 @@ func cmdScriptFlush(c *Ctx) {
 // other client's script runs in this connection's way.
 func cmdScriptKill(c *Ctx) { c.W.Error(MsgNotBusy) }
 
-var scriptHelp = []string{
-	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"EXISTS <sha1> [<sha1> ...]",
-	"    Return information about the existence of the scripts in the script cache.",
-	"FLUSH [ASYNC|SYNC]",
-	"    Flush the Lua scripts cache. Very dangerous on replicas.",
-	"    When called without the optional mode argument, the behavior is determined by the",
-	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-	"    * ASYNC: Asynchronously flush the scripts cache.",
-	"    * SYNC: Synchronously flush the scripts cache.",
-	"KILL",
-	"    Kill the currently executing Lua script.",
-	"LOAD <script>",
-	"    Load a script into the scripts cache without executing it.",
-	"HELP",
-	"    Prints this help.",
-}
-
 func cmdScriptHelp(c *Ctx) {
-	c.W.Array(len(scriptHelp))
-	for _, l := range scriptHelp {
-		c.W.Simple(l)
-	}
+	writeHelp(c, "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"EXISTS <sha1> [<sha1> ...]",
+		"    Return information about the existence of the scripts in the script cache.",
+		"FLUSH [ASYNC|SYNC]",
+		"    Flush the Lua scripts cache. Very dangerous on replicas.",
+		"    When called without the optional mode argument, the behavior is determined by the",
+		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+		"    * ASYNC: Asynchronously flush the scripts cache.",
+		"    * SYNC: Synchronously flush the scripts cache.",
+		"KILL",
+		"    Kill the currently executing Lua script.",
+		"LOAD <script>",
+		"    Load a script into the scripts cache without executing it.",
+	)
 }
