@@ -347,14 +347,13 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 				itemKeys = append(itemKeys, model.ItemKey(db, k))
 			}
 		}
-		load := txn.Load
-		if run.readOnly {
-			load = txn.LoadSnapshot
-		}
 		var out scriptOutcome
-		if err := load(c, itemKeys); err != nil {
-			out.err = err
+		if run.readOnly {
+			out.err = txn.LoadSnapshot(c, itemKeys)
 		} else {
+			txn.Hint(itemKeys)
+		}
+		if out.err == nil {
 			out = run.exec(start)
 		}
 		if out.err == nil {

@@ -100,7 +100,7 @@ func TestScriptFaults(t *testing.T) {
 // TestScriptRequests counts the DynamoDB requests of typical scripts (of
 // a script this process has seen before; the first run also stores it):
 // Redlock's release and extend are one conditional request; other scripts
-// read their keys in one request and commit once.
+// read their keys in one request (none for blind writes) and commit once.
 func TestScriptRequests(t *testing.T) {
 	ctx := context.Background()
 	stats := dynastore.NewStats()
@@ -123,6 +123,8 @@ func TestScriptRequests(t *testing.T) {
 		// The general path: read, then write conditioned on what was read.
 		{"compare and set", `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("set",KEYS[1],ARGV[2]) else return 0 end`, []string{"lock"}, []any{"tok", "new"}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpPutItem: 1}},
 		{"two keys", "redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[2])", []string{"x", "y"}, nil, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+		// Blind writes read nothing.
+		{"two blind writes", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('SET', KEYS[2], ARGV[1])", []string{"x", "y"}, []any{"v"}, map[string]int64{dynastore.OpTransactWriteItems: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, c.Set(ctx, "lock", "tok", time.Minute).Err())

@@ -285,13 +285,13 @@ func cmdExec(c *Ctx) {
 				txn.Watch(model.ItemKey(w.db, w.key), w.item, w.still(c.NowMS()))
 			}
 		}
-		load := txn.Load
 		if readOnly {
-			load = txn.LoadSnapshot
-		}
-		if err := load(c, keys); err != nil {
-			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
-			return
+			if err := txn.LoadSnapshot(c, keys); err != nil {
+				c.Fail(fmt.Errorf("commands: EXEC: %w", err))
+				return
+			}
+		} else {
+			txn.Hint(keys)
 		}
 		replies := &replyRecorder{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
@@ -328,8 +328,8 @@ func cmdExec(c *Ctx) {
 // queuedKeys returns the key items of the keys the queued commands name,
 // up to the first that changes the database (SELECT) or has no key
 // positions of its own to go by (an unknown count of keys), and at most
-// dynastore.MaxBatchGet of them: EXEC reads them in one request before it
-// runs the commands.
+// dynastore.MaxBatchGet of them: EXEC hints them to its Txn, which reads
+// them in one request when a command first reads one.
 func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
 	var out []dynastore.Key
 	seen := map[string]bool{}

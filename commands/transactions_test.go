@@ -662,3 +662,39 @@ func TestTxTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestTxExecRequests counts the DynamoDB requests of typical EXECs: a
+// transaction's writes are one request (one conditional write when there
+// is one), blind writes read nothing, the keys a transaction reads are read
+// in one request, and one that only reads is one snapshot.
+func TestTxExecRequests(t *testing.T) {
+	ctx := context.Background()
+	stats := dynastore.NewStats()
+	srv := testserver.Start(t, memory.New(memory.Options{Observer: stats}), testserver.WithStats(stats))
+	c := srv.Client(t)
+	for _, tc := range []struct {
+		name string
+		cmds [][]any
+		want map[string]int64
+	}{
+		{"one blind write", [][]any{{"SET", "a", "1"}}, map[string]int64{dynastore.OpPutItem: 1}},
+		{"blind writes", [][]any{{"SET", "a", "1"}, {"SET", "b", "2"}}, map[string]int64{dynastore.OpTransactWriteItems: 1}},
+		{"blind writes of several keys", [][]any{{"MSET", "a", "1", "b", "2"}, {"SET", "c", "3"}}, map[string]int64{dynastore.OpTransactWriteItems: 1}},
+		{"one command is as outside a transaction", [][]any{{"INCR", "a"}}, map[string]int64{dynastore.OpUpdateItem: 1}},
+		{"reads in one request", [][]any{{"INCR", "a"}, {"INCR", "b"}}, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+		{"a blind write after a read", [][]any{{"INCR", "a"}, {"SET", "c", "x"}}, map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+		{"only reads", [][]any{{"GET", "a"}, {"GET", "b"}}, map[string]int64{dynastore.OpTransactGetItems: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := stats.Snapshot()
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				for _, cmd := range tc.cmds {
+					p.Do(ctx, cmd...)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, requestsSince(before, stats.Snapshot(), "exec"))
+		})
+	}
+}

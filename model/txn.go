@@ -51,6 +51,8 @@ type Txn struct {
 	// the first of them read its items as of one instant (LoadSnapshot).
 	loads    int
 	snapshot bool
+	// hinted is the items to read along with the next read (Hint).
+	hinted []dynastore.Key
 }
 
 type slotID struct{ pk, sk string }
@@ -146,18 +148,28 @@ func (t *Txn) fail(err error) error {
 	return err
 }
 
-// Load reads the items at keys the Txn does not know yet, in one request:
-// what its unit of work is about to read, so that it reads them all at
-// once rather than one request each, and close together in time, which
-// leaves other writers less room to invalidate the reads before the commit.
-func (t *Txn) Load(ctx context.Context, keys []dynastore.Key) error {
-	return t.load(ctx, keys...)
+// Hint names the items the unit of work is about to read (a script's KEYS,
+// the keys of a transaction's commands). It reads nothing: the first read
+// that goes to the store also reads every hinted item the Txn does not
+// know yet, in the same request, so a unit of work reads its items at
+// once rather than one request each, and close together in time (less
+// room for another writer to invalidate the reads before the commit),
+// while one that only writes blindly reads nothing at all.
+func (t *Txn) Hint(keys []dynastore.Key) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		if dynastore.ValidateKey(k) == nil {
+			t.hinted = append(t.hinted, k)
+		}
+	}
 }
 
-// LoadSnapshot is Load for a unit of work that will only read: when the
-// store reads snapshots (dynastore.SnapshotReader) and these are the Txn's
-// first reads, it reads the items as of one instant, and a commit with no
-// other read since needs no second reading to check them.
+// LoadSnapshot reads the items at keys the Txn does not know yet, at once,
+// for a unit of work that will only read: when the store reads snapshots
+// (dynastore.SnapshotReader) and these are the Txn's first reads, it reads
+// the items as of one instant, and a commit with no other read since needs
+// no second reading to check them.
 func (t *Txn) LoadSnapshot(ctx context.Context, keys []dynastore.Key) error {
 	sr, ok := t.st.(dynastore.SnapshotReader)
 	t.mu.Lock()
@@ -214,7 +226,7 @@ func (t *Txn) record(keys []dynastore.Key, items []dynastore.Item) {
 }
 
 // load makes sure the Txn knows the items at keys, reading those it does
-// not know from the store (one BatchGet for several).
+// not know from the store, with the hinted items, in one request.
 func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
 	for _, k := range keys {
 		if err := dynastore.ValidateKey(k); err != nil {
@@ -223,6 +235,10 @@ func (t *Txn) load(ctx context.Context, keys ...dynastore.Key) error {
 	}
 	t.mu.Lock()
 	missing := t.missing(keys)
+	if len(missing) > 0 && len(t.hinted) > 0 {
+		missing = t.missing(append(missing, t.hinted...))
+		t.hinted = nil
+	}
 	t.mu.Unlock()
 	if len(missing) == 0 {
 		return nil
@@ -353,6 +369,9 @@ func (t *Txn) Transact(ctx context.Context, actions []dynastore.TxAction) error 
 		return fmt.Errorf("%w: a transaction needs at least one action", dynastore.ErrInvalid)
 	}
 	keys := make([]dynastore.Key, len(actions))
+	// read is the items an action needs as they are: as with Put and
+	// Delete, an unconditioned put or delete is blind.
+	var read []dynastore.Key
 	seen := map[slotID]bool{}
 	for i, a := range actions {
 		keys[i] = a.Key
@@ -364,8 +383,14 @@ func (t *Txn) Transact(ctx context.Context, actions []dynastore.TxAction) error 
 			return fmt.Errorf("%w: Transaction request cannot include multiple operations on one item", dynastore.ErrInvalid)
 		}
 		seen[id] = true
+		if err := dynastore.ValidateKey(keys[i]); err != nil {
+			return err
+		}
+		if a.Cond != nil || (a.Op != dynastore.TxPut && a.Op != dynastore.TxDelete) {
+			read = append(read, keys[i])
+		}
 	}
-	if err := t.load(ctx, keys...); err != nil {
+	if err := t.load(ctx, read...); err != nil {
 		return err
 	}
 	t.mu.Lock()

@@ -337,6 +337,29 @@ func TestTxnQueryOverlay(t *testing.T) {
 	require.Equal(t, "d", value(t, st, key("p", "d")), "the store is untouched before the commit")
 }
 
+// TestTxnHint checks that hinted items cost nothing until something is
+// read, and are then read along with it in one request.
+func TestTxnHint(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := key("a", "0"), key("b", "0"), key("c", "0")
+	st := newCounting()
+	put(t, st, item("a", "0", "v1", "old"))
+	put(t, st, item("b", "0", "v1", "old"))
+	st.take()
+
+	txn := model.NewTxn(st, nil)
+	txn.Hint([]dynastore.Key{a, b, c})
+	put(t, txn, item("c", "0", "v2", "new"))
+	require.Empty(t, st.take(), "a blind write reads nothing")
+	require.Equal(t, "old", value(t, txn, a))
+	require.Equal(t, map[string]int{dynastore.OpBatchGetItem: 1}, st.take(), "the first read brings every hinted item not known yet")
+	require.Equal(t, "old", value(t, txn, b))
+	require.Equal(t, "<none>", value(t, txn, key("d", "0")))
+	require.Equal(t, map[string]int{dynastore.OpGetItem: 1}, st.take(), "hinted items are read once; others alone")
+	require.NoError(t, txn.Commit(ctx))
+	require.Equal(t, "new", value(t, st, c))
+}
+
 // TestTxnReadError checks that a run whose read failed cannot commit.
 func TestTxnReadError(t *testing.T) {
 	ctx := context.Background()
