@@ -199,6 +199,8 @@ var families = []func(*Table){
 	registerSets,
 	registerLists,
 	registerTransactions,
+	registerLocks,
+	registerLeaders,
 	registerScripting,
 	registerFunctions,
 	registerPubSub,

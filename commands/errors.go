@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
 )
 
@@ -147,6 +148,10 @@ func ErrorMsg(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return string(re)
+	case errors.Is(err, coord.ErrNotOwner):
+		return MsgNotOwner
+	case errors.Is(err, coord.ErrNameTooLong):
+		return MsgNameTooLong
 	case errors.Is(err, dynastore.ErrItemTooLarge):
 		return MsgValueTooLarge
 	case errors.Is(err, dynastore.ErrKeyTooLarge):

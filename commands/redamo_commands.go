@@ -15,4 +15,80 @@ var redamoCommands = map[string]*Command{
 			{Name: "libver", Type: "string", Token: "LIB-VER"},
 		}}},
 	},
+
+	// LOCK.* and LEADER.*: redamo's coordination commands (locks.go,
+	// leaders.go). Lock and election names are not keys (their state lives
+	// apart from the keyspace), so they declare no key positions.
+	"lock.acquire": {
+		Arity: -3, Flags: []string{FlagWrite, FlagBlocking}, Categories: []string{"write", "slow", "blocking"},
+		Summary: "Acquire a lock for an owner with a TTL, returning its fencing token", Since: "redamo", Group: "lock", Complexity: "O(1)",
+		Args: []Arg{{Name: "name", Type: "string"}, {Name: "owner", Type: "string"}, leaseTTLArg, leaseWaitArg("WAIT")},
+	},
+	"lock.release": {
+		Arity: -3, Flags: []string{FlagWrite, "fast"}, Categories: []string{"write", "fast"},
+		Summary: "Release a lock held by an owner", Since: "redamo", Group: "lock", Complexity: "O(1)",
+		Args: []Arg{{Name: "name", Type: "string"}, {Name: "owner", Type: "string"}, leaseFenceArg},
+	},
+	"lock.extend": {
+		Arity: -5, Flags: []string{FlagWrite, "fast"}, Categories: []string{"write", "fast"},
+		Summary: "Reset the TTL of a lock its owner still holds", Since: "redamo", Group: "lock", Complexity: "O(1)",
+		Args: []Arg{{Name: "name", Type: "string"}, {Name: "owner", Type: "string"}, leaseTTLRequiredArg, leaseFenceArg},
+	},
+	"lock.check": {
+		Arity: 2, Flags: []string{FlagReadonly, "fast"}, Categories: []string{"read", "fast"},
+		Summary: "Return a lock's owner, fencing token, TTL and acquisition time", Since: "redamo", Group: "lock", Complexity: "O(1)",
+		Args: []Arg{{Name: "name", Type: "string"}},
+	},
+	"lock.guard": {
+		Arity: 3, Flags: []string{"fast"}, Categories: []string{"fast", "transaction"},
+		Summary: "Fence the next EXEC (or the running script) with a lock's fencing token", Since: "redamo", Group: "lock", Complexity: "O(1)",
+		Args: []Arg{{Name: "name", Type: "string"}, {Name: "token", Type: "integer"}},
+	},
+	"leader.elect": {
+		Arity: -3, Flags: []string{FlagWrite, FlagBlocking}, Categories: []string{"write", "slow", "blocking"},
+		Summary: "Run for leader of an election, returning the term when elected", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}, {Name: "candidate", Type: "string"},
+			{Name: "milliseconds", Type: "integer", Token: "PX", Flags: []string{"optional"}}, leaseWaitArg("WAIT"),
+			{Name: "value", Type: "string", Token: "VALUE", Flags: []string{"optional"}}},
+	},
+	"leader.heartbeat": {
+		Arity: -3, Flags: []string{FlagWrite, "fast"}, Categories: []string{"write", "fast"},
+		Summary: "Extend the sitting leader's lease", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}, {Name: "candidate", Type: "string"},
+			{Name: "milliseconds", Type: "integer", Token: "PX", Flags: []string{"optional"}}},
+	},
+	"leader.resign": {
+		Arity: 3, Flags: []string{FlagWrite, "fast"}, Categories: []string{"write", "fast"},
+		Summary: "Step down as leader", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}, {Name: "candidate", Type: "string"}},
+	},
+	"leader.check": {
+		Arity: 2, Flags: []string{FlagReadonly, "fast"}, Categories: []string{"read", "fast"},
+		Summary: "Return an election's leader, term, value, TTL, election and heartbeat times", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}},
+	},
+	"leader.watch": {
+		Arity: -3, Flags: []string{FlagReadonly, FlagBlocking}, Categories: []string{"read", "slow", "blocking"},
+		Summary: "Wait until an election is no longer led in a term", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}, {Name: "term", Type: "integer"}, leaseWaitArg("BLOCK")},
+	},
+	"leader.guard": {
+		Arity: 3, Flags: []string{"fast"}, Categories: []string{"fast", "transaction"},
+		Summary: "Fence the next EXEC (or the running script) with a leader's term", Since: "redamo", Group: "leader", Complexity: "O(1)",
+		Args: []Arg{{Name: "election", Type: "string"}, {Name: "term", Type: "integer"}},
+	},
+}
+
+// Argument trees shared by the coordination commands' metadata.
+var (
+	leaseTTLArg = Arg{Name: "expiration", Type: "oneof", Flags: []string{"optional"}, Args: []Arg{
+		{Name: "milliseconds", Type: "integer", Token: "PX"},
+		{Name: "seconds", Type: "integer", Token: "EX"},
+	}}
+	leaseTTLRequiredArg = Arg{Name: "expiration", Type: "oneof", Args: leaseTTLArg.Args}
+	leaseFenceArg       = Arg{Name: "token", Type: "integer", Token: "FENCE", Flags: []string{"optional"}}
+)
+
+func leaseWaitArg(token string) Arg {
+	return Arg{Name: "milliseconds", Type: "integer", Token: token, Flags: []string{"optional"}}
 }

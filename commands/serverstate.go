@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
 )
 
@@ -58,6 +59,9 @@ type Server struct {
 	scriptLimit atomic.Pointer[time.Duration]
 	// functions are the function libraries this process compiled.
 	functions functionCache
+	// Coord is the process's share of the coordination commands: their
+	// counters and wakeups.
+	Coord coord.Service
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).

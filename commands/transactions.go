@@ -52,7 +52,8 @@ func registerTransactions(t *Table) {
 
 // runsInMulti names the commands that run at once inside MULTI rather than
 // being queued (Redis's processCommand).
-var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
+var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true,
+	"lock.guard": true, "leader.guard": true}
 
 // txState is a connection's MULTI and WATCH state (owner-only).
 type txState struct {
@@ -61,6 +62,8 @@ type txState struct {
 	dirty   bool
 	queue   []queuedCmd
 	watched []watchedKey
+	// guards are the leases LOCK.GUARD and LEADER.GUARD fence EXEC with.
+	guards []leaseGuard
 }
 
 type queuedCmd struct {
@@ -154,7 +157,7 @@ func cmdDiscard(c *Ctx) {
 }
 
 func cmdUnwatch(c *Ctx) {
-	c.Conn.tx.watched = nil
+	c.Conn.tx.watched, c.Conn.tx.guards = nil, nil
 	c.W.Simple("OK")
 }
 
@@ -245,7 +248,7 @@ func cmdExec(c *Ctx) {
 	// While it runs, CLIENT LIST shows the connection in MULTI, as Redis does.
 	c.Conn.multiLen.Store(int64(len(tx.queue)) + 1)
 	defer c.Conn.multiLen.Store(0)
-	if len(tx.watched) == 0 && len(tx.queue) == 1 {
+	if len(tx.watched) == 0 && len(tx.guards) == 0 && len(tx.queue) == 1 {
 		// One command is atomic by itself: it runs as it would outside
 		// MULTI (a single write stays one request), without blocking.
 		q := tx.queue[0]
@@ -283,6 +286,12 @@ func cmdExec(c *Ctx) {
 		for _, w := range tx.watched {
 			if model.KeyFits(w.key) {
 				txn.Watch(model.ItemKey(w.db, w.key), w.item, w.still(c.NowMS()))
+			}
+		}
+		for _, g := range tx.guards {
+			if err := g.require(txn, c.leaseClock()); err != nil {
+				c.Fail(err)
+				return
 			}
 		}
 		if readOnly {

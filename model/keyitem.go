@@ -55,10 +55,12 @@ const (
 )
 
 // First bytes of pk. Every other first byte is reserved for internal
-// namespaces added later (locks, leaders, queues, collection members).
+// namespaces (script bodies, functions, collection members, queues).
 const (
 	NsKey    = 'k' // user keys: 'k', db, key
 	NsCursor = 'c' // SCAN cursors: 'c', 8-byte id
+	NsLock   = 'l' // locks: 'l', lock name (coord)
+	NsLeader = 'e' // elections: 'e', election name (coord)
 )
 
 // MaxKeyLen is the longest Redis key redamo can store: the partition key

@@ -68,9 +68,12 @@ type slot struct {
 	written bool
 	cur     dynastore.Item
 	// guard, when set, is what must hold on the item at commit instead of
-	// "unchanged since read"; watched marks a guard from Watch.
+	// "unchanged since read"; watched marks a guard from Watch (or a
+	// watched requirement).
 	guard   dynastore.Cond
 	watched bool
+	// reqs must hold on the item at commit as well (Require).
+	reqs []dynastore.Cond
 }
 
 // view is the item as the Txn sees it now.
@@ -116,6 +119,19 @@ func (t *Txn) Watch(k dynastore.Key, it dynastore.Item, cond dynastore.Cond) {
 	defer t.mu.Unlock()
 	s := t.slot(k)
 	s.read, s.seen, s.guard, s.watched = true, it, cond, true
+}
+
+// Require adds cond to what must hold on the item at k at commit, without
+// reading it: a fenced write's lease (LOCK.GUARD). A commit that fails
+// because cond no longer holds fails with ErrWatched when watched (EXEC
+// then replies null), as a conflict otherwise (the unit re-runs and
+// learns why).
+func (t *Txn) Require(k dynastore.Key, cond dynastore.Cond, watched bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.slot(k)
+	s.reqs = append(s.reqs, cond)
+	s.watched = s.watched || watched
 }
 
 // Err is the first store error a read of the Txn met, nil if none.
@@ -603,6 +619,20 @@ func unchanged(seen dynastore.Item) dynastore.Cond {
 
 // check is what must hold on s's item at commit, nil when nothing does.
 func (t *Txn) check(s *slot) dynastore.Cond {
+	c := t.checkRead(s)
+	if len(s.reqs) == 0 {
+		return c
+	}
+	all := dynastore.And(slices.Clone(s.reqs))
+	if c != nil {
+		all = append(all, c)
+	}
+	return all
+}
+
+// checkRead is what must hold at commit on s's item for what the Txn read
+// of it.
+func (t *Txn) checkRead(s *slot) dynastore.Cond {
 	switch {
 	case s.guard != nil:
 		return s.guard

@@ -1,0 +1,152 @@
+package coord
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// Elections are named leases whose holder is the leader and whose counter
+// is the term: one more at every change of leadership (the same
+// candidate winning again after a lapse or a resignation included), so a
+// term names one reign.
+
+// LeaderKey is the item of election name.
+func LeaderKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLeader, name) }
+
+// Elect makes candidate the leader of election name for ttl if the seat is
+// vacant (or lapsed), waiting up to wait for it. The sitting leader
+// electing again keeps its term and has its lease reset. val (nil: none)
+// is the leader's value: a new term starts with it (or none), a sitting
+// leader's is replaced only when val is given. It returns the election
+// as it is and whether candidate leads.
+func (s *Service) Elect(ctx context.Context, st dynastore.Store, name, candidate, val []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
+	k, err := LeaderKey(name)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	onNew, onRenew := value{clear: true}, value{}
+	if val != nil {
+		onNew = value{set: true, v: val}
+		onRenew = onNew
+	}
+	var r grantResult
+	done, waited, err := s.poll(ctx, string(k.PK), wait, func() (bool, time.Time, error) {
+		var err error
+		r, err = grant(ctx, st, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
+		return r.Granted, retryAt(r.Lease, now()), err
+	})
+	s.Leaders.count(done, waited, r, err)
+	if done && !r.Renewed {
+		s.wake.notify(string(k.PK))
+	}
+	return r.Lease, done, err
+}
+
+// Heartbeat extends candidate's reign of election name to ttl from now; it
+// reports false when candidate no longer leads (lapsed, resigned or
+// replaced).
+func (s *Service) Heartbeat(ctx context.Context, st dynastore.Store, name, candidate []byte, ttl time.Duration, clk Clock) (bool, error) {
+	k, err := LeaderKey(name)
+	if err != nil {
+		return false, err
+	}
+	l, ok, err := renew(ctx, st, k, candidate, 0, ttl.Milliseconds(), clk, value{})
+	return s.Leaders.ended(l, ok, err, candidate, clk, &s.Leaders.Extended)
+}
+
+// Resign vacates election name if candidate leads it; it reports whether
+// it did.
+func (s *Service) Resign(ctx context.Context, st dynastore.Store, name, candidate []byte, clk Clock) (bool, error) {
+	k, err := LeaderKey(name)
+	if err != nil {
+		return false, err
+	}
+	l, ok, err := release(ctx, st, k, candidate, 0, clk)
+	ok, err = s.Leaders.ended(l, ok, err, candidate, clk, &s.Leaders.Released)
+	if ok {
+		s.wake.notify(string(k.PK))
+	}
+	return ok, err
+}
+
+// ended is settled for elections, where a candidate that does not lead
+// is told so (false), not refused.
+func (st *Stats) ended(l Lease, ok bool, err error, candidate []byte, clk Clock, n *atomic.Int64) (bool, error) {
+	ok, err = st.settled(l, ok, err, candidate, 0, clk, n)
+	if err == ErrNotOwner {
+		return false, nil
+	}
+	return ok, err
+}
+
+// Leadership reads election name: its lease and whether it is led at clk.
+func (s *Service) Leadership(ctx context.Context, st dynastore.Store, name []byte, clk Clock) (Lease, bool, error) {
+	k, err := LeaderKey(name)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	l, err := readLease(ctx, st, k)
+	return l, l.Held(clk), err
+}
+
+// Watch waits up to wait (0: without limit; negative: look once) for
+// election name to be other than led with term: a new term, or vacant.
+// Term 0 waits for any leader. It returns the election as it then is and whether it changed
+// before the wait ended.
+func (s *Service) Watch(ctx context.Context, st dynastore.Store, name []byte, term int64, wait time.Duration, now func() Clock) (Lease, bool, error) {
+	k, err := LeaderKey(name)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	if wait == 0 {
+		wait = time.Duration(1<<63 - 1)
+	}
+	var l Lease
+	done, _, err := s.poll(ctx, string(k.PK), wait, func() (bool, time.Time, error) {
+		clk := now()
+		var err error
+		if l, err = readLease(ctx, st, k); err != nil {
+			return false, time.Time{}, err
+		}
+		led := l.Held(clk)
+		if term == 0 {
+			return led, time.Time{}, nil
+		}
+		if !led || l.Token != term {
+			return true, time.Time{}, nil
+		}
+		// Led with term: it changes at the latest when the lease ends.
+		return false, retryAt(l, clk), nil
+	})
+	return l, done, err
+}
+
+// LeaderGuard is the key of election name and the condition a write
+// fenced by term requires of it at commit: still led in that term.
+func LeaderGuard(name []byte, term int64, clk Clock) (dynastore.Key, dynastore.Cond, error) {
+	k, err := LeaderKey(name)
+	return k, guardCond(term, clk), err
+}
+
+// VerifyGuard reads the lease at k (a LockGuard's or LeaderGuard's) and
+// returns ErrNotOwner unless it is held with token at clk: what a script
+// that fences its writes learns at once.
+func (s *Service) VerifyGuard(ctx context.Context, st dynastore.Store, k dynastore.Key, token int64, clk Clock) error {
+	l, err := readLease(ctx, st, k)
+	if err != nil {
+		return err
+	}
+	if l.Held(clk) && l.Token == token {
+		return nil
+	}
+	if k.PK[0] == model.NsLeader {
+		s.Leaders.NotOwner.Add(1)
+	} else {
+		s.Locks.NotOwner.Add(1)
+	}
+	return ErrNotOwner
+}
