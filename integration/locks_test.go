@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// grant is one LOCK.ACQUIRE that succeeded, as its client saw it.
+type grant struct {
+	token      int64
+	call, ret  time.Time
+	counterWas int64 // the counter read inside the critical section
+}
+
+// TestClusterLockMutualExclusion: 30 clients on three instances take one
+// lock in turn, thousands of times, and inside it read a counter, pause,
+// and write it back plus one. Mutual exclusion loses no increment; the
+// fencing tokens grow in the order the grants happened (a grant that
+// returned before another was asked for has the smaller token), and the
+// counter each holder read is its grant's rank in token order.
+func TestClusterLockMutualExclusion(t *testing.T) {
+	cs := cluster(t, 3)
+	ctx := context.Background()
+	const clients, rounds = 30, 70
+	var (
+		mu     sync.Mutex
+		grants []grant
+		errs   firstErrors
+		wg     sync.WaitGroup
+	)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// WAIT outlasts go-redis's default read timeout.
+			c := redis.NewClient(&redis.Options{Addr: cs[i%len(cs)].Options().Addr, ReadTimeout: -1, MaxRetries: -1})
+			defer c.Close()
+			owner := "client-" + strconv.Itoa(i)
+			rng := rand.New(rand.NewPCG(uint64(i), 3))
+			for r := 0; r < rounds && !errs.stopped(); r++ {
+				call := time.Now()
+				tok, err := c.Do(ctx, "LOCK.ACQUIRE", "counter-lock", owner, "PX", 10000, "WAIT", 60000).Int64()
+				ret := time.Now()
+				if err != nil {
+					errs.add("acquire: %v", err)
+					return
+				}
+				n, err := c.Get(ctx, "counter").Int64()
+				if err != nil && err != redis.Nil {
+					errs.add("get: %v", err)
+					return
+				}
+				time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+				if err := c.Set(ctx, "counter", n+1, 0).Err(); err != nil {
+					errs.add("set: %v", err)
+					return
+				}
+				mu.Lock()
+				grants = append(grants, grant{token: tok, call: call, ret: ret, counterWas: n})
+				mu.Unlock()
+				if ok, err := c.Do(ctx, "LOCK.RELEASE", "counter-lock", owner, "FENCE", tok).Int64(); err != nil || ok != 1 {
+					errs.add("release: %d %v", ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	errs.require(t)
+	total, err := cs[0].Get(ctx, "counter").Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(clients*rounds), total, "an increment was lost: two holders at once")
+	checkFencing(t, grants)
+	t.Logf("%d acquisitions by %d clients on %d instances; tokens 1..%d", len(grants), clients, len(cs), grants[len(grants)-1].token)
+}
+
+// checkFencing checks grants against the two orders a fencing token must
+// follow: real time (a grant that returned before another was called has
+// the smaller token) and the critical sections themselves (in token
+// order, holder i read the counter as i increments left it).
+func checkFencing(t *testing.T, grants []grant) {
+	t.Helper()
+	sort.Slice(grants, func(i, j int) bool { return grants[i].token < grants[j].token })
+	for i, g := range grants {
+		require.Equal(t, int64(i), g.counterWas, "grant with token %d entered its critical section out of token order", g.token)
+		if i > 0 {
+			require.Greater(t, g.token, grants[i-1].token, "a token was given twice")
+		}
+	}
+	// Real time: sweep calls in time order, tracking the largest token
+	// among the grants that had returned before each call.
+	type event struct {
+		at    time.Time
+		isRet bool
+		token int64
+	}
+	var evs []event
+	for _, g := range grants {
+		evs = append(evs, event{g.call, false, g.token}, event{g.ret, true, g.token})
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		if !evs[i].at.Equal(evs[j].at) {
+			return evs[i].at.Before(evs[j].at)
+		}
+		return !evs[i].isRet && evs[j].isRet // a call at the same instant comes first: not ordered after
+	})
+	var maxReturned int64
+	for _, e := range evs {
+		if e.isRet {
+			maxReturned = max(maxReturned, e.token)
+			continue
+		}
+		require.Greater(t, e.token, maxReturned, "token %d was granted after a grant of token %d had returned", e.token, maxReturned)
+	}
+}
+
+// reign is one leader's term as its candidate saw it.
+type reign struct {
+	candidate int
+	term      int64
+	elected   time.Time // when ELECT returned
+	// until is the end of the lease as the candidate counts it: the start
+	// of its last successful ELECT or HEARTBEAT plus the TTL.
+	until time.Time
+}
+
+// TestClusterLeaderFailover: three candidates, one per instance, run for
+// leader and heartbeat while they lead. The leader's instance is killed
+// with SIGKILL: another candidate leads within the TTL and a poll, with a
+// larger term, and no two reigns overlap as their leaders count them.
+func TestClusterLeaderFailover(t *testing.T) {
+	ep := endpoint(t)
+	table := fmt.Sprintf("leader_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
+	ins := make([]*instance, 3)
+	cs := make([]*redis.Client, 3)
+	for i := range ins {
+		args := []string{"--store", "dynamodb", "--endpoint", ep, "--region", "us-east-1", "--table", table}
+		if i == 0 {
+			args = append(args, "--create-table")
+		}
+		ins[i] = &instance{t: t, args: args}
+		cs[i] = ins[i].start()
+		t.Cleanup(func() { _ = cs[i].Close() })
+	}
+	t.Cleanup(func() {
+		for _, in := range ins {
+			if in.cmd.ProcessState == nil {
+				in.kill()
+			}
+		}
+	})
+	const ttl = 1500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		reigns  []reign
+		leading = map[int]bool{}
+		wg      sync.WaitGroup
+	)
+	for i := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := "cand-" + strconv.Itoa(i)
+			for ctx.Err() == nil {
+				start := time.Now()
+				term, err := cs[i].Do(ctx, "LEADER.ELECT", "failover", name, "PX", ttl.Milliseconds(), "WAIT", 500).Int64()
+				if err != nil {
+					if err != redis.Nil {
+						time.Sleep(50 * time.Millisecond) // its instance is gone
+					}
+					continue
+				}
+				mu.Lock()
+				reigns = append(reigns, reign{candidate: i, term: term, elected: time.Now(), until: start.Add(ttl)})
+				leading[i] = true
+				mu.Unlock()
+				for ctx.Err() == nil {
+					time.Sleep(ttl / 5)
+					start := time.Now()
+					ok, err := cs[i].Do(ctx, "LEADER.HEARTBEAT", "failover", name, "PX", ttl.Milliseconds()).Int64()
+					if err != nil || ok != 1 {
+						break
+					}
+					mu.Lock()
+					reigns[len(reigns)-1].until = start.Add(ttl)
+					mu.Unlock()
+				}
+				mu.Lock()
+				leading[i] = false
+				mu.Unlock()
+			}
+		}()
+	}
+	current := func() (reign, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reigns) == 0 {
+			return reign{}, false
+		}
+		return reigns[len(reigns)-1], true
+	}
+	require.Eventually(t, func() bool { _, ok := current(); return ok }, 10*time.Second, 10*time.Millisecond)
+	for kill := 0; kill < 2; kill++ {
+		time.Sleep(ttl) // a few heartbeats
+		r, _ := current()
+		// Only the instance the leader talks to dies; its candidate
+		// keeps running for leader through it and fails.
+		killedAt := time.Now()
+		ins[r.candidate].kill()
+		require.Eventually(t, func() bool { n, _ := current(); return n.term > r.term }, 3*ttl, 10*time.Millisecond,
+			"no new leader after the leader's instance was killed")
+		n, _ := current()
+		require.NotEqual(t, r.candidate, n.candidate)
+		require.Equal(t, r.term+1, n.term, "terms grow by one per change of leadership")
+		t.Logf("kill %d: term %d (candidate %d) -> term %d (candidate %d) %v after the kill",
+			kill, r.term, r.candidate, n.term, n.candidate, n.elected.Sub(killedAt).Round(time.Millisecond))
+		cs[r.candidate] = ins[r.candidate].start()
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(reigns); i++ {
+		prev, next := reigns[i-1], reigns[i]
+		require.Greater(t, next.term, prev.term)
+		require.False(t, next.elected.Before(prev.until),
+			"term %d began %v before term %d ended as its leader counted", next.term, prev.until.Sub(next.elected), prev.term)
+	}
+}
