@@ -36,6 +36,16 @@ var infoSections = []infoSection{
 	{"cluster", "Cluster", func(_ *Ctx, b *strings.Builder) error { b.WriteString("cluster_enabled:0\r\n"); return nil }},
 	{"keyspace", "Keyspace", infoKeyspace},
 	{"redamo", "Redamo", infoRedamo},
+	{"coordination", "Coordination", infoCoordination},
+}
+
+// infoCoordination counts this process's LOCK.* and LEADER.* outcomes
+// (coord.Service.Each): lock_granted, leader_notowner, ...
+func infoCoordination(c *Ctx, b *strings.Builder) error {
+	c.Srv.Coord.Each(func(family, outcome string, n int64) {
+		infoField(b, family+"_"+outcome, n)
+	})
+	return nil
 }
 
 // defaultInfo are the sections of a bare INFO: Redis's default set minus

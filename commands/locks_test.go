@@ -87,6 +87,14 @@ func TestLeaseRequests(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, map[string]int64{dynastore.OpTransactWriteItems: 1}, requestsSince(before, b.Stats.Snapshot(), "exec"))
 			require.Equal(t, map[string]int64{}, requestsSince(before, b.Stats.Snapshot(), "lock.guard"))
+
+			info, err := c.Info(ctx, "coordination").Result()
+			require.NoError(t, err)
+			for _, f := range []string{"lock_granted:2", "lock_renewed:1", "lock_refused:1", "lock_notowner:1", "lock_lapsed:2",
+				"lock_released:1", "lock_extended:1", "leader_granted:2", "leader_refused:1", "leader_lapsed:2",
+				"leader_extended:1", "leader_released:1", "leader_notowner:0"} {
+				require.Contains(t, info, f+"\r\n")
+			}
 		})
 	}
 }

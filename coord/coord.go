@@ -134,3 +134,25 @@ func (w *wakeups) notify(key string) {
 		delete(w.m, key)
 	}
 }
+
+// Each calls f with every counter of both families: family "lock" or
+// "leader", and the outcome (granted, renewed, refused, waited, expired,
+// released, extended, lapsed, notowner).
+func (s *Service) Each(f func(family, outcome string, n int64)) {
+	for _, fam := range []struct {
+		name string
+		st   *Stats
+	}{{"lock", &s.Locks}, {"leader", &s.Leaders}} {
+		st := fam.st
+		for _, c := range []struct {
+			outcome string
+			n       *atomic.Int64
+		}{
+			{"granted", &st.Granted}, {"renewed", &st.Renewed}, {"refused", &st.Refused},
+			{"waited", &st.Waited}, {"expired", &st.Expired}, {"released", &st.Released},
+			{"extended", &st.Extended}, {"lapsed", &st.Lapsed}, {"notowner", &st.NotOwner},
+		} {
+			f(fam.name, c.outcome, c.n.Load())
+		}
+	}
+}

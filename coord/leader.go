@@ -54,8 +54,8 @@ func (s *Service) Heartbeat(ctx context.Context, st dynastore.Store, name, candi
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := renew(ctx, st, k, candidate, 0, ttl.Milliseconds(), clk, value{})
-	return s.Leaders.ended(l, ok, err, candidate, clk, &s.Leaders.Extended)
+	_, ok, err := renew(ctx, st, k, candidate, 0, ttl.Milliseconds(), clk, value{})
+	return s.Leaders.ended(ok, err, &s.Leaders.Extended)
 }
 
 // Resign vacates election name if candidate leads it; it reports whether
@@ -65,22 +65,27 @@ func (s *Service) Resign(ctx context.Context, st dynastore.Store, name, candidat
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := release(ctx, st, k, candidate, 0, clk)
-	ok, err = s.Leaders.ended(l, ok, err, candidate, clk, &s.Leaders.Released)
+	_, ok, err := release(ctx, st, k, candidate, 0, clk)
+	ok, err = s.Leaders.ended(ok, err, &s.Leaders.Released)
 	if ok {
 		s.wake.notify(string(k.PK))
 	}
 	return ok, err
 }
 
-// ended is settled for elections, where a candidate that does not lead
-// is told so (false), not refused.
-func (st *Stats) ended(l Lease, ok bool, err error, candidate []byte, clk Clock, n *atomic.Int64) (bool, error) {
-	ok, err = st.settled(l, ok, err, candidate, 0, clk, n)
-	if err == ErrNotOwner {
-		return false, nil
+// ended counts the outcome of a heartbeat or resignation: done (counted
+// in n) or not, since candidate does not lead (lapsed, resigned or
+// replaced: no misuse, a candidate learns so this way).
+func (st *Stats) ended(ok bool, err error, n *atomic.Int64) (bool, error) {
+	switch {
+	case err != nil:
+		return false, err
+	case ok:
+		n.Add(1)
+	default:
+		st.Lapsed.Add(1)
 	}
-	return ok, err
+	return ok, nil
 }
 
 // Leadership reads election name: its lease and whether it is led at clk.

@@ -60,6 +60,9 @@ type Options struct {
 	// NoRuntime leaves out the Go runtime and process collectors (tests that
 	// compare whole scrapes).
 	NoRuntime bool
+	// Coordination, when set, reports the coordination counters (LOCK.*,
+	// LEADER.*) at each scrape, as coord.Service.Each does.
+	Coordination func(f func(family, outcome string, n int64))
 }
 
 // Metrics holds redamo's collectors and the registry they are served from.
@@ -147,6 +150,9 @@ func New(o Options) *Metrics {
 		m.commands, m.commandErrs, m.commandTime, m.connected, m.connAccepted,
 		m.ddbRequests, m.ddbRetries, m.ddbErrors, m.ddbRCU, m.ddbWCU, m.ddbTime,
 	)
+	if o.Coordination != nil {
+		m.reg.MustRegister(coordCollector(o.Coordination))
+	}
 	if !o.NoRuntime {
 		m.reg.MustRegister(
 			collectors.NewGoCollector(),
@@ -154,6 +160,22 @@ func New(o Options) *Metrics {
 		)
 	}
 	return m
+}
+
+// coordCollector reports the coordination counters, read at each scrape.
+type coordCollector func(f func(family, outcome string, n int64))
+
+var coordDesc = prometheus.NewDesc(namespace+"_coordination_total",
+	"Outcomes of LOCK.* and LEADER.* in this process, by family and outcome "+
+		"(granted, renewed, refused, waited, expired, released, extended, lapsed, notowner).",
+	[]string{"family", "outcome"}, nil)
+
+func (c coordCollector) Describe(ch chan<- *prometheus.Desc) { ch <- coordDesc }
+
+func (c coordCollector) Collect(ch chan<- prometheus.Metric) {
+	c(func(family, outcome string, n int64) {
+		ch <- prometheus.MustNewConstMetric(coordDesc, prometheus.CounterValue, float64(n), family, outcome)
+	})
 }
 
 // ddbCounter is a DynamoDB counter by command and operation.

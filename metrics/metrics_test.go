@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +248,25 @@ func BenchmarkOnCommand(b *testing.B) {
 			m.OnCommand("get", 50*time.Microsecond, false)
 		}
 	})
+}
+
+// TestCoordinationCounters: the counters Options.Coordination reports are
+// read at every scrape, labelled by family and outcome.
+func TestCoordinationCounters(t *testing.T) {
+	var granted atomic.Int64
+	m := New(Options{NoRuntime: true, Coordination: func(f func(family, outcome string, n int64)) {
+		f("lock", "granted", granted.Load())
+		f("leader", "notowner", 2)
+	}})
+	for _, want := range []float64{0, 5} {
+		fams := scrape(t, m)
+		fam := fams["redamo_coordination_total"]
+		require.NotNil(t, fam)
+		got := map[string]float64{}
+		for _, mt := range fam.GetMetric() {
+			got[mt.GetLabel()[0].GetValue()+"/"+mt.GetLabel()[1].GetValue()] = mt.GetCounter().GetValue()
+		}
+		require.Equal(t, map[string]float64{"lock/granted": want, "leader/notowner": 2}, got)
+		granted.Store(5)
+	}
 }

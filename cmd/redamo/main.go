@@ -112,7 +112,11 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	var m *metrics.Metrics
 	observer := dynastore.Observers{stats}
 	if cfg.MetricsAddr != "" {
-		m = metrics.New(metrics.Options{KnownCommand: knownCommand(table)})
+		m = metrics.New(metrics.Options{
+			KnownCommand: knownCommand(table),
+			// Scrapes begin once the server is built (below).
+			Coordination: func(f func(family, outcome string, n int64)) { a.srv.Coord.Each(f) },
+		})
 		observer = append(observer, m)
 	}
 
