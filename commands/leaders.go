@@ -4,6 +4,8 @@ package commands
 // handlers parse, call and reply.
 
 import (
+	"fmt"
+
 	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/model"
 )
@@ -23,7 +25,7 @@ func registerLeaders(t *Table) {
 func cmdLeaderElect(c *Ctx) {
 	o, msg := parseLeaseOpts("leader.elect", c.Args[3:], "PX", "WAIT", "VALUE")
 	if msg == "" && len(c.Args[2]) == 0 {
-		msg = MsgOwnerEmpty
+		msg = fmt.Sprintf(MsgEmptyHolder, "candidate")
 	}
 	if msg != "" {
 		c.W.Error(msg)

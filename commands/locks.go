@@ -29,7 +29,7 @@ func registerLocks(t *Table) {
 const (
 	MsgNotOwner     = "NOTOWNER held by another owner or with another token"
 	MsgNameTooLong  = "ERR name exceeds the DynamoDB partition key limit (2047 bytes)"
-	MsgOwnerEmpty   = "ERR the owner must not be empty"
+	MsgEmptyHolder  = "ERR the %s must not be empty"
 	MsgGuardInMulti = "ERR %s inside MULTI is not allowed"
 	MsgTokenRange   = "ERR token is not an integer or out of range"
 )
@@ -143,7 +143,7 @@ func (c *Ctx) waitFor(d time.Duration) time.Duration {
 func cmdLockAcquire(c *Ctx) {
 	o, msg := parseLeaseOpts("lock.acquire", c.Args[3:], "PX", "EX", "WAIT")
 	if msg == "" && len(c.Args[2]) == 0 {
-		msg = MsgOwnerEmpty
+		msg = fmt.Sprintf(MsgEmptyHolder, "owner")
 	}
 	if msg != "" {
 		c.W.Error(msg)
