@@ -20,9 +20,12 @@ import (
 //	                                   tokens, [] none); several with lines multiply
 //	skip dynamodb <reason>             the case cannot run on that target
 //	nomulti <reason>                   the case is not run inside MULTI/EXEC
+//	redamo-only <reason>               not sent to Redis: every command has
+//	                                   an expect directive instead
 //	requires move                      a command the case is about but does not send
 //	SET k $v                           a command; $v is the with value
 //	TTL k | approx 1                   a command with a normalization
+//	GET k | expect "v"                 a redamo-only command's reply (expect.go)
 //	sleep 20                           pause 20 ms on every server
 //
 // Arguments are separated by blanks; "..." quotes with \x00 \n \r \t \\ \"
@@ -42,6 +45,9 @@ type Case struct {
 	Skip map[string]string
 	// NoMulti says why the case is not run inside MULTI/EXEC ("" if it is).
 	NoMulti string
+	// RedamoOnly says why the case is not sent to Redis ("" if it is): its
+	// commands are checked against their expect directives instead.
+	RedamoOnly string
 	// Requires names commands the case is about without sending them (e.g.
 	// COMMAND INFO move): a target lacking one does not run the case.
 	Requires []string
@@ -57,6 +63,17 @@ type Step struct {
 	Sleep time.Duration
 	Args  []Arg
 	Norms []Norm
+	// Expect is a redamo-only case's expected reply over RESP2 ([0]) and
+	// RESP3 ([1]); nil in other cases.
+	Expect [2]*Expect
+}
+
+// Expected is the step's expected reply under protocol proto.
+func (s *Step) Expected(proto int) *Expect {
+	if proto >= 3 {
+		return s.Expect[1]
+	}
+	return s.Expect[0]
 }
 
 // Arg is one command argument: a literal, or a time computed when sent.
@@ -173,9 +190,17 @@ type withVar struct {
 }
 
 type rawLine struct {
-	n    int
-	text string
-	toks []token
+	n       int
+	text    string
+	toks    []token
+	expects []lineExpect
+}
+
+// lineExpect is one expect directive: expect (proto 0, both), expect2 or
+// expect3.
+type lineExpect struct {
+	proto int
+	want  *Expect
 }
 
 // ParseCases parses one case file; file names the cases.
@@ -194,12 +219,24 @@ func ParseCases(file string, data []byte) ([]*Case, error) {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		toks, err := tokenize(text)
+		// The expected reply is not made of tokens (an error message may
+		// hold a lone quote): cut it off first.
+		head, expects, err := cutExpect(text)
+		if err != nil {
+			return nil, errf("%v", err)
+		}
+		toks, err := tokenize(head)
 		if err != nil {
 			return nil, errf("%v", err)
 		}
 		if len(toks) == 0 {
+			if len(expects) > 0 {
+				return nil, errf("expect without a command")
+			}
 			continue
+		}
+		if len(expects) > 0 && (toks[0].is("case") || toks[0].is("with")) {
+			return nil, errf("expect goes on a command line")
 		}
 		switch {
 		case toks[0].is("case"):
@@ -222,7 +259,7 @@ func ParseCases(file string, data []byte) ([]*Case, error) {
 			cur.withs = append(cur.withs, w)
 			continue
 		}
-		cur.lines = append(cur.lines, rawLine{n: n, text: text, toks: toks})
+		cur.lines = append(cur.lines, rawLine{n: n, text: text, toks: toks, expects: expects})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("compat: %s.txt: %w", file, err)
@@ -320,6 +357,9 @@ func expand(file string, rc *rawCase) ([]*Case, error) {
 		if len(c.Steps) == 0 {
 			return nil, fmt.Errorf("compat: %s.txt:%d: case %q has no commands", file, rc.line, rc.name)
 		}
+		if err := c.checkExpects(); err != nil {
+			return nil, err
+		}
 		out = append(out, c)
 	}
 	return out, nil
@@ -341,6 +381,9 @@ func (c *Case) addLine(file string, l rawLine, vars map[string][]token) error {
 		toks = append(toks, t)
 	}
 	head := toks[0]
+	if len(l.expects) > 0 && (head.is("skip") || head.is("nomulti") || head.is("requires") || head.is("sleep") || head.is("redamo-only")) {
+		return errf("expect goes on a command line")
+	}
 	switch {
 	case head.is("skip"):
 		if len(toks) < 3 {
@@ -353,6 +396,12 @@ func (c *Case) addLine(file string, l rawLine, vars map[string][]token) error {
 			return errf("want: nomulti REASON")
 		}
 		c.NoMulti = joinTokens(toks[1:])
+		return nil
+	case head.is("redamo-only"):
+		if len(toks) < 2 {
+			return errf("want: redamo-only REASON")
+		}
+		c.RedamoOnly = joinTokens(toks[1:])
 		return nil
 	case head.is("requires"):
 		if len(toks) < 2 {
@@ -411,8 +460,130 @@ func (c *Case) addLine(file string, l rawLine, vars map[string][]token) error {
 		st.Norms = append(st.Norms, nm)
 		i = j
 	}
+	for _, e := range l.expects {
+		if e.proto != 3 {
+			st.Expect[0] = e.want
+		}
+		if e.proto != 2 {
+			st.Expect[1] = e.want
+		}
+	}
 	c.Steps = append(c.Steps, st)
 	return nil
+}
+
+// expectNorms are the directives a redamo-only step may carry: they
+// rework the reply before it is matched. The others compare with Redis's
+// reply, which such a case has not.
+var expectNorms = map[string]bool{"sort": true, "scan": true}
+
+// checkExpects checks that a redamo-only case expects a reply of every
+// command, and that no other case expects any.
+func (c *Case) checkExpects() error {
+	for _, st := range c.Steps {
+		errf := func(format string, a ...any) error {
+			return fmt.Errorf("compat: %s.txt:%d: %s", c.File, st.Line, fmt.Sprintf(format, a...))
+		}
+		if st.Sleep > 0 {
+			continue
+		}
+		if c.RedamoOnly == "" {
+			if st.Expect[0] != nil {
+				return errf("expect is for redamo-only cases: this case compares with Redis")
+			}
+			continue
+		}
+		if st.Expect[0] == nil {
+			return errf("case %s is redamo-only: every command needs | expect REPLY", c.Name)
+		}
+		for _, n := range st.Norms {
+			if !expectNorms[n.Op] {
+				return errf("directive %s compares with Redis's reply, which a redamo-only case has not (see expect's ? and ~N)", n.Op)
+			}
+		}
+	}
+	return nil
+}
+
+// cutExpect splits a line at its first "| expect" (or expect2, expect3)
+// directive, which must come after the others, and parses the expected
+// replies: "| expect R" for both protocols, or "| expect2 R2 | expect3 R3".
+func cutExpect(line string) (string, []lineExpect, error) {
+	pipe := -1 // where the previous token began, if it was an unquoted |
+	for i := 0; ; {
+		start := skipBlanks(line, i)
+		toks, next, err := nextToken(line, i)
+		if err != nil || len(toks) == 0 {
+			// Errors are tokenize's to report.
+			return line, nil, nil
+		}
+		if pipe >= 0 && len(toks) == 1 && expectProto(toks[0]) >= 0 {
+			exps, err := parseExpects(line[start:])
+			return line[:pipe], exps, err
+		}
+		pipe = -1
+		if len(toks) == 1 && toks[0].is("|") {
+			pipe = start
+		}
+		i = next
+	}
+}
+
+// expectProto is the protocol an expect directive is for (0: both), -1 if
+// t is no expect directive.
+func expectProto(t token) int {
+	switch {
+	case t.is("expect"):
+		return 0
+	case t.is("expect2"):
+		return 2
+	case t.is("expect3"):
+		return 3
+	}
+	return -1
+}
+
+// parseExpects parses "expect R", or "expect2 R | expect3 R" in either
+// order: each protocol gets exactly one expected reply.
+func parseExpects(s string) ([]lineExpect, error) {
+	var out []lineExpect
+	covered := map[int]bool{}
+	for {
+		end := strings.IndexAny(s, " \t")
+		if end < 0 {
+			end = len(s)
+		}
+		word, rest := s[:end], s[end:]
+		proto := expectProto(token{text: []byte(word)})
+		if proto < 0 {
+			return nil, fmt.Errorf("after an expected reply, want | expect2 or | expect3 (other directives come before expect), got %q", word)
+		}
+		want, after, err := parseExpectPrefix(rest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", word, err)
+		}
+		for _, p := range []int{2, 3} {
+			if proto == 0 || proto == p {
+				if covered[p] {
+					return nil, fmt.Errorf("%s: RESP%d has an expected reply already", word, p)
+				}
+				covered[p] = true
+			}
+		}
+		out = append(out, lineExpect{proto: proto, want: want})
+		after = strings.TrimLeft(after, " \t")
+		if after == "" {
+			break
+		}
+		if after[0] != '|' {
+			return nil, fmt.Errorf("%s: text after the expected reply: %q", word, after)
+		}
+		s = strings.TrimLeft(after[1:], " \t")
+	}
+	if !covered[2] || !covered[3] {
+		return nil, fmt.Errorf("expect2 and expect3 come together (a bare +simple string or -error runs to the end of the line: write it last, or Go-quoted)")
+	}
+	return out, nil
 }
 
 func checkNorm(n Norm) error {
@@ -501,49 +672,66 @@ func parseOffset(s string) (int64, error) {
 // begins a comment.
 func tokenize(line string) ([]token, error) {
 	var out []token
-	i := 0
-	for {
-		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-			i++
+	for i := 0; ; {
+		toks, next, err := nextToken(line, i)
+		if err != nil {
+			return nil, err
 		}
-		if i >= len(line) {
+		if len(toks) == 0 {
 			return out, nil
 		}
-		switch line[i] {
-		case '#':
-			return out, nil
-		case '"':
-			b, next, err := unquoteDouble(line, i+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, token{text: b, quoted: true})
-			i = next
-		case '\'':
-			end := strings.IndexByte(line[i+1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated '")
-			}
-			out = append(out, token{text: []byte(line[i+1 : i+1+end]), quoted: true})
-			i = i + 2 + end
-		default:
-			j := i
-			for j < len(line) && line[j] != ' ' && line[j] != '\t' {
-				j++
-			}
-			out = append(out, token{text: []byte(line[i:j])})
-			i = j
-			continue
-		}
-		if i < len(line) && line[i] == ']' {
-			// The end of a with-group right after a quoted value.
-			out = append(out, token{text: []byte("]")})
-			i++
-		}
-		if i < len(line) && line[i] != ' ' && line[i] != '\t' {
-			return nil, fmt.Errorf("a quoted argument must be followed by a blank (column %d)", i+1)
-		}
+		out = append(out, toks...)
+		i = next
 	}
+}
+
+func skipBlanks(line string, i int) int {
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// nextToken reads the token after blanks at i and returns where the scan
+// goes on; no token at the end of the line or at a comment. A quoted token
+// closing a with-group comes with its "]" token.
+func nextToken(line string, i int) ([]token, int, error) {
+	i = skipBlanks(line, i)
+	if i >= len(line) || line[i] == '#' {
+		return nil, len(line), nil
+	}
+	var out []token
+	switch line[i] {
+	case '"':
+		b, next, err := unquoteDouble(line, i+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, token{text: b, quoted: true})
+		i = next
+	case '\'':
+		end := strings.IndexByte(line[i+1:], '\'')
+		if end < 0 {
+			return nil, 0, fmt.Errorf("unterminated '")
+		}
+		out = append(out, token{text: []byte(line[i+1 : i+1+end]), quoted: true})
+		i = i + 2 + end
+	default:
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		return []token{{text: []byte(line[i:j])}}, j, nil
+	}
+	if i < len(line) && line[i] == ']' {
+		// The end of a with-group right after a quoted value.
+		out = append(out, token{text: []byte("]")})
+		i++
+	}
+	if i < len(line) && line[i] != ' ' && line[i] != '\t' {
+		return nil, 0, fmt.Errorf("a quoted argument must be followed by a blank (column %d)", i+1)
+	}
+	return out, i, nil
 }
 
 func unquoteDouble(line string, i int) ([]byte, int, error) {

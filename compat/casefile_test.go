@@ -1,6 +1,8 @@
 package compat
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,4 +119,79 @@ func TestLoadCases(t *testing.T) {
 	cases, err := LoadCases("testdata")
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
+}
+
+func TestParseRedamoOnly(t *testing.T) {
+	src := `
+case own
+with v 1 2
+redamo-only LOCK.* are redamo's own
+SET k $v | expect +OK
+SET k "a|b" | expect +OK
+GET k | expect "a|b"
+GET | expect -ERR wrong number of arguments for 'get' command
+sleep 5
+SMEMBERS s | sort | expect ~["x", "y"]
+HGETALL h | expect2 ["a", "1"] | expect3 {"a": "1"}
+EXISTS k	|	expect3 :1 | expect2 ?
+ECHO "| expect :1" | expect "| expect :1"
+PTTL k | expect :30000~200   
+ECHO x | expect -ERR # part of the message
+`
+	cases, err := ParseCases("f", []byte(src))
+	require.NoError(t, err)
+	require.Len(t, cases, 2)
+	c := cases[1]
+	require.Equal(t, "LOCK.* are redamo's own", c.RedamoOnly)
+	var got []string
+	for _, st := range c.Steps {
+		if st.Sleep > 0 {
+			got = append(got, "sleep")
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s => %v / %v", bytes.Join(st.Render(time.Now()), []byte(" ")), st.Expected(2), st.Expected(3)))
+	}
+	require.Equal(t, []string{
+		`SET k 2 => +OK / +OK`,
+		`SET k a|b => +OK / +OK`,
+		`GET k => "a|b" / "a|b"`,
+		`GET => -ERR wrong number of arguments for 'get' command / -ERR wrong number of arguments for 'get' command`,
+		`sleep`,
+		`SMEMBERS s => ~["x", "y"] / ~["x", "y"]`,
+		`HGETALL h => ["a", "1"] / {"a": "1"}`,
+		`EXISTS k => ? / :1`,
+		`ECHO | expect :1 => "| expect :1" / "| expect :1"`,
+		`PTTL k => :30000~200 / :30000~200`,
+		`ECHO x => -ERR # part of the message / -ERR # part of the message`,
+	}, got)
+	require.Equal(t, []Norm{{Op: "sort"}}, c.Steps[5].Norms)
+}
+
+func TestParseRedamoOnlyErrors(t *testing.T) {
+	tests := []struct{ name, src, why string }{
+		{"no reason", "case a\nredamo-only\nGET k | expect nil\n", "want: redamo-only REASON"},
+		{"command without expect", "case a\nredamo-only r\nSET k v | expect +OK\nGET k\n", "every command needs | expect"},
+		{"expect hidden by a comment", "case a\nredamo-only r\nGET k # | expect nil\n", "every command needs | expect"},
+		{"expect in a case against Redis", "case a\nGET k | expect nil\n", "expect is for redamo-only cases"},
+		{"a directive comparing with Redis", "case a\nredamo-only r\nTTL k | approx 1 | expect :5\n", "directive approx compares with Redis"},
+		{"a directive after expect", "case a\nredamo-only r\nKEYS * | expect [] | sort\n", "other directives come before expect"},
+		{"expect2 alone", "case a\nredamo-only r\nGET k | expect2 nil\n", "expect2 and expect3 come together"},
+		{"expect2 after an error", "case a\nredamo-only r\nGET k | expect2 -ERR x | expect3 nil\n", "expect2 and expect3 come together"},
+		{"expect twice", "case a\nredamo-only r\nGET k | expect nil | expect nil\n", "RESP2 has an expected reply already"},
+		{"expect and expect3", "case a\nredamo-only r\nGET k | expect nil | expect3 nil\n", "RESP3 has an expected reply already"},
+		{"bad notation", "case a\nredamo-only r\nGET k | expect [nil\n", "unclosed ["},
+		{"empty expect", "case a\nredamo-only r\nGET k | expect\n", "missing"},
+		{"text after", "case a\nredamo-only r\nGET k | expect nil x\n", "text after the expected reply"},
+		{"expect on a skip line", "case a\nredamo-only r\nskip memory why | expect nil\nGET k | expect nil\n", "expect goes on a command line"},
+		{"expect on a case line", "case a | expect nil\nGET k\n", "expect goes on a command line"},
+		{"expect without a command", "case a\nredamo-only r\n| expect nil\n", "expect without a command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCases("f", []byte(tc.src))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.why)
+			require.Contains(t, err.Error(), "f.txt:")
+		})
+	}
 }

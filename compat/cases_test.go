@@ -129,7 +129,7 @@ func (s *suiteRun) summary() string {
 	for _, tg := range targets {
 		for _, v := range Variants {
 			m := tally[tg][v.Name]
-			fmt.Fprintf(&b, "  %-9s %-12s identical %4d  mismatch %4d  not run %4d\n", tg, v.Name, m[Identical], m[Mismatch], m[NotRun])
+			fmt.Fprintf(&b, "  %-9s %-12s identical %4d  as expected %4d  mismatch %4d  not run %4d\n", tg, v.Name, m[Identical], m[AsExpected], m[Mismatch], m[NotRun])
 			var rs []string
 			for why, n := range reasons[tg+" "+v.Name] {
 				rs = append(rs, fmt.Sprintf("      not run (%d): %s", n, why))

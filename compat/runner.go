@@ -53,6 +53,9 @@ const (
 	Identical Outcome = iota + 1
 	Mismatch
 	NotRun
+	// AsExpected is a redamo-only case whose replies matched its expect
+	// directives (a mismatch there is a Mismatch too).
+	AsExpected
 )
 
 func (o Outcome) String() string {
@@ -63,6 +66,8 @@ func (o Outcome) String() string {
 		return "mismatch"
 	case NotRun:
 		return "not run"
+	case AsExpected:
+		return "as expected"
 	}
 	return "?"
 }
@@ -133,7 +138,8 @@ func FetchCommands(addr string, timeout time.Duration) (map[string]bool, error) 
 }
 
 // Required lists the commands a case uses that the reference knows (a
-// command Redis does not know is there on purpose, to test the error).
+// command Redis does not know is there on purpose, to test the error),
+// and in a redamo-only case every command it sends.
 func (r *Runner) Required(c *Case) []string {
 	set := map[string]bool{}
 	for _, name := range c.Requires {
@@ -144,7 +150,7 @@ func (r *Runner) Required(c *Case) []string {
 			continue
 		}
 		name := strings.ToLower(string(s.Args[0].Lit))
-		if r.Known[name] {
+		if r.Known[name] || c.RedamoOnly != "" {
 			set[name] = true
 		}
 		if len(s.Args) > 1 {
@@ -181,8 +187,14 @@ func (r *Runner) multiReason(c *Case) string {
 	return ""
 }
 
+// NotForRedis is why a redamo-only case does not run on a Redis target.
+const NotForRedis = "redamo-only case"
+
 // notRunReason says why case c cannot run on t in variant v, "" if it can.
 func (r *Runner) notRunReason(c *Case, v Variant, t *Target) string {
+	if c.RedamoOnly != "" && t.Commands == nil {
+		return NotForRedis
+	}
 	if why, ok := c.Skip[t.Name]; ok {
 		return why
 	}
@@ -379,14 +391,56 @@ func describe(rep reply) string {
 	return s
 }
 
-// mismatch formats a failed comparison.
+// mismatch formats a failed comparison with Redis's reply.
 func mismatch(c *Case, v Variant, t *Target, st *Step, what string, ref, got reply, why error) string {
+	return mismatchText(c, v, t, st, what, "redis:", describe(ref), describe(got), why)
+}
+
+// mismatchExpected formats a reply that does not match its expect
+// directive; the reply is shown in the notation too, to paste in the case.
+func mismatchExpected(c *Case, v Variant, t *Target, st *Step, what string, want *Expect, got reply, why error) string {
+	g := describe(got)
+	if got.err == nil {
+		if p, err := Parse(got.raw); err == nil {
+			g += "\n             = " + Notation(p)
+		}
+	}
+	return mismatchText(c, v, t, st, what, "expected:", want.String(), g, why)
+}
+
+func mismatchText(c *Case, v Variant, t *Target, st *Step, what, wantLabel, want, got string, why error) string {
 	return fmt.Sprintf("%s.txt:%d: case %s [%s, %s]\n  %-10s %s\n  %-10s %s\n  %-10s %s\n  why:       %v",
 		c.File, st.Line, c.Name, t.Name, v.Name,
 		"command:", what,
-		"redis:", describe(ref),
-		t.Name+":", describe(got),
+		wantLabel, want,
+		t.Name+":", got,
 		why)
+}
+
+// matchExpected checks a reply against an expected one, after the step's
+// sort directives; now is when the command was sent.
+func matchExpected(want *Expect, got reply, norms []Norm, proto int, now time.Time) error {
+	if got.err != nil {
+		return got.err
+	}
+	rep, err := Parse(got.raw)
+	if err != nil {
+		return fmt.Errorf("reply: %w", err)
+	}
+	return matchParsed(want, rep, norms, proto, now)
+}
+
+func matchParsed(want *Expect, rep *Reply, norms []Norm, proto int, now time.Time) error {
+	for _, n := range norms {
+		if n.Op == "sort" {
+			path := ""
+			if len(n.Args) == 1 {
+				path = string(n.Args[0])
+			}
+			sortReply(rep.At(path))
+		}
+	}
+	return want.Match(rep, proto, now)
 }
 
 func formatArgs(args [][]byte) string {
@@ -413,10 +467,14 @@ func (r *Runner) RunCase(c *Case, v Variant) ([]Result, error) {
 	if len(live) == 0 {
 		return results, nil
 	}
-	ref := &session{t: r.Ref}
-	defer ref.close()
-	if err := ref.setup(v.Proto); err != nil {
-		return nil, fmt.Errorf("compat: reference redis: %w", err)
+	// A redamo-only case has no reference: its steps carry the replies.
+	var ref *session
+	if c.RedamoOnly == "" {
+		ref = &session{t: r.Ref}
+		defer ref.close()
+		if err := ref.setup(v.Proto); err != nil {
+			return nil, fmt.Errorf("compat: reference redis: %w", err)
+		}
 	}
 	sessions := map[int]*session{}
 	for _, i := range live {
@@ -444,7 +502,11 @@ func (r *Runner) RunCase(c *Case, v Variant) ([]Result, error) {
 		r.runPlain(c, v, ref, sessions, fail)
 	}
 	for i := range sessions {
-		if results[i].Outcome == 0 {
+		switch {
+		case results[i].Outcome != 0:
+		case ref == nil:
+			results[i].Outcome = AsExpected
+		default:
 			results[i].Outcome = Identical
 		}
 	}
@@ -457,7 +519,19 @@ func (r *Runner) runPlain(c *Case, v Variant, ref *session, sessions map[int]*se
 			time.Sleep(st.Sleep)
 			continue
 		}
-		args := st.Render(time.Now())
+		now := time.Now()
+		args := st.Render(now)
+		if ref == nil {
+			exp := st.Expected(v.Proto)
+			for _, i := range sortedKeys(sessions) {
+				s := sessions[i]
+				got := s.run(st, args)
+				if err := matchExpected(exp, got, st.Norms, v.Proto, now); err != nil {
+					fail(i, mismatchExpected(c, v, s.t, st, formatArgs(args), exp, got, err))
+				}
+			}
+			continue
+		}
 		want := ref.run(st, args)
 		for _, i := range sortedKeys(sessions) {
 			s := sessions[i]
@@ -471,9 +545,13 @@ func (r *Runner) runPlain(c *Case, v Variant, ref *session, sessions map[int]*se
 
 // runMulti runs each stretch of commands between sleeps as one MULTI/EXEC,
 // comparing MULTI's, every QUEUED and EXEC's reply; the step's directives
-// apply to its element of EXEC's reply.
+// apply to its element of EXEC's reply. In a redamo-only case MULTI must
+// answer +OK, every command +QUEUED, and EXEC the array of the steps'
+// expected replies: a command refused while queued (unknown, wrong
+// arity) makes the case unfit for this variant (nomulti).
 func (r *Runner) runMulti(c *Case, v Variant, ref *session, sessions map[int]*session, fail func(int, string)) {
 	var segment []*Step
+	var sent []time.Time
 	flush := func() {
 		if len(segment) == 0 {
 			return
@@ -481,7 +559,20 @@ func (r *Runner) runMulti(c *Case, v Variant, ref *session, sessions map[int]*se
 		// A queued command's reply is +QUEUED or an error, compared exactly;
 		// when a command runs at once instead (MULTI refused, RESET), its
 		// directives apply.
-		send := func(st *Step, args [][]byte, norms []Norm) {
+		send := func(st *Step, args [][]byte, norms []Norm, queued *Expect) {
+			if ref == nil {
+				for _, i := range sortedKeys(sessions) {
+					s := sessions[i]
+					got := s.do(args)
+					if err := matchExpected(queued, got, nil, v.Proto, time.Now()); err != nil {
+						if queued == expectQueued {
+							err = fmt.Errorf("%w (a case whose command is refused while queued needs nomulti)", err)
+						}
+						fail(i, mismatchExpected(c, v, s.t, st, formatArgs(args), queued, got, err))
+					}
+				}
+				return
+			}
 			want := ref.do(args)
 			for _, i := range sortedKeys(sessions) {
 				s := sessions[i]
@@ -494,21 +585,38 @@ func (r *Runner) runMulti(c *Case, v Variant, ref *session, sessions map[int]*se
 				}
 			}
 		}
-		send(segment[0], [][]byte{[]byte("MULTI")}, nil)
+		send(segment[0], [][]byte{[]byte("MULTI")}, nil, expectOK)
 		for _, st := range segment {
-			send(st, st.Render(time.Now()), st.Norms)
+			now := time.Now()
+			sent = append(sent, now)
+			send(st, st.Render(now), st.Norms, expectQueued)
 		}
 		exec := [][]byte{[]byte("EXEC")}
-		want := ref.do(exec)
+		what := "EXEC (after " + fmt.Sprint(len(segment)) + " queued commands)"
 		last := segment[len(segment)-1]
-		for _, i := range sortedKeys(sessions) {
-			s := sessions[i]
-			got := s.do(exec)
-			if err := compareExec(want, got, segment); err != nil {
-				fail(i, mismatch(c, v, s.t, last, "EXEC (after "+fmt.Sprint(len(segment))+" queued commands)", want, got, err))
+		if ref == nil {
+			want := &Expect{kind: expArray}
+			for _, st := range segment {
+				want.elems = append(want.elems, st.Expected(v.Proto))
+			}
+			for _, i := range sortedKeys(sessions) {
+				s := sessions[i]
+				got := s.do(exec)
+				if err := matchExec(got, segment, sent, v.Proto); err != nil {
+					fail(i, mismatchExpected(c, v, s.t, last, what, want, got, err))
+				}
+			}
+		} else {
+			want := ref.do(exec)
+			for _, i := range sortedKeys(sessions) {
+				s := sessions[i]
+				got := s.do(exec)
+				if err := compareExec(want, got, segment); err != nil {
+					fail(i, mismatch(c, v, s.t, last, what, want, got, err))
+				}
 			}
 		}
-		segment = nil
+		segment, sent = nil, nil
 	}
 	for _, st := range c.Steps {
 		if st.Sleep > 0 {
@@ -536,6 +644,28 @@ func compareExec(want, got reply, segment []*Step) error {
 	}
 	for i, st := range segment {
 		if err := CompareParsed(w.Elems[i], g.Elems[i], st.Norms); err != nil {
+			return fmt.Errorf("element %d (%s): %w", i+1, st.Text, err)
+		}
+	}
+	return nil
+}
+
+// matchExec checks EXEC's reply in a redamo-only case: an array with each
+// queued step's expected reply (under its directives), sent is when each
+// step was queued.
+func matchExec(got reply, segment []*Step, sent []time.Time, proto int) error {
+	if got.err != nil {
+		return got.err
+	}
+	g, err := Parse(got.raw)
+	if err != nil {
+		return fmt.Errorf("reply: %w", err)
+	}
+	if g.Kind != '*' || g.Null || len(g.Elems) != len(segment) {
+		return fmt.Errorf("want an array of %d replies, got %s", len(segment), Notation(g))
+	}
+	for i, st := range segment {
+		if err := matchParsed(st.Expected(proto), g.Elems[i], st.Norms, proto, sent[i]); err != nil {
 			return fmt.Errorf("element %d (%s): %w", i+1, st.Text, err)
 		}
 	}

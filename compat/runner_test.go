@@ -101,3 +101,103 @@ func TestScanAll(t *testing.T) {
 	rep = s.scanAll([][]byte{[]byte("SCAN"), []byte("x")})
 	require.Equal(t, "-ERR invalid cursor\r\n", string(rep.raw))
 }
+
+// TestRunnerRedamoOnly runs redamo-only cases end to end on redamo (every
+// backend available), in every variant: Redis targets do not run them,
+// redamo's replies are matched against the expect directives, and a wrong
+// expectation is reported as a mismatch.
+func TestRunnerRedamoOnly(t *testing.T) {
+	ref, twin := redisServers(t)
+	src := `
+case forms
+redamo-only proves expect on commands Redis has too
+SET k v | expect +OK
+GET k | expect "v"
+GET missing | expect nil
+LPOP missing 2 | expect nilarray
+INCR k | expect -ERR value is not an integer or out of range
+HSET h a 1 b 2 | expect :2
+HGETALL h | expect {"b": "2", "a": "1"}
+SADD s x y z | expect :3
+SMEMBERS s | expect ~["z", "x", "y"]
+SMEMBERS s | sort | expect2 ["x", "y", "z"] | expect3 ~["x", "y", "z"]
+RPUSH l c a b | expect :3
+LRANGE l 0 -1 | expect ["c", "a", "b"]
+PEXPIRE k 30000 | expect :1
+PTTL k | expect :30000~1000
+PEXPIREAT h $nowms+60000 | expect :1
+PEXPIRETIME h | expect :$nowms+60000~1000
+TIME | expect [?, ?]
+sleep 10
+EXISTS k h s | expect :3
+
+case wrong-value
+redamo-only proves a wrong expectation fails
+SET k v | expect +OK
+GET k | expect "w"
+
+case map-as-array
+redamo-only proves a map is a map over RESP3
+HSET h a 1 | expect :1
+HGETALL h | expect ["a", "1"]
+
+case queue-refused
+redamo-only proves a command refused while queued fails the MULTI variant
+GET | expect -ERR wrong number of arguments for 'get' command
+
+case queue-refused-nomulti
+redamo-only proves nomulti
+nomulti GET is refused while queued
+GET | expect -ERR wrong number of arguments for 'get' command
+
+case unsupported
+redamo-only proves a command redamo lacks is not run
+LOCK.ACQUIRE l | expect :1
+`
+	cases, err := ParseCases("t", []byte(src))
+	require.NoError(t, err)
+	targets := append([]*Target{redisTarget("twin", twin)}, redamoTargets(t)...)
+	runner, err := NewRunner(redisTarget("redis", ref), targets...)
+	require.NoError(t, err)
+
+	const (
+		as  = AsExpected
+		bad = Mismatch
+	)
+	// Outcome on redamo per variant: resp2, resp3, multi-resp2, multi-resp3.
+	expect := map[string][4]Outcome{
+		"forms":                 {as, as, as, as},
+		"wrong-value":           {bad, bad, bad, bad},
+		"map-as-array":          {as, bad, as, bad},
+		"queue-refused":         {as, as, bad, bad},
+		"queue-refused-nomulti": {as, as, NotRun, NotRun},
+		"unsupported":           {NotRun, NotRun, NotRun, NotRun},
+	}
+	// What a mismatch report must say, per case.
+	detail := map[string][]string{
+		"wrong-value":   {"t.txt:", "expected:", `"w"`, `want "w", got "v"`},
+		"map-as-array":  {`want ["a", "1"], got {"a": "1"}`},
+		"queue-refused": {"want +QUEUED", "needs nomulti"},
+	}
+	for _, c := range cases {
+		for vi, v := range Variants {
+			results, err := runner.RunCase(c, v)
+			require.NoError(t, err)
+			require.Len(t, results, len(targets))
+			require.Equal(t, NotRun, results[0].Outcome, "%s %s: a Redis target runs no redamo-only case", c.Name, v.Name)
+			require.Equal(t, NotForRedis, results[0].Detail)
+			for _, r := range results[1:] {
+				want := expect[c.Name][vi]
+				require.Equal(t, want, r.Outcome, "%s %s %s: %s", c.Name, v.Name, r.Target, r.Detail)
+				if want == Mismatch {
+					for _, s := range detail[c.Name] {
+						require.Contains(t, r.Detail, s, "%s %s %s", c.Name, v.Name, r.Target)
+					}
+				}
+				if c.Name == "unsupported" {
+					require.Equal(t, "unsupported: lock.acquire", r.Detail)
+				}
+			}
+		}
+	}
+}
