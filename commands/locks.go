@@ -248,7 +248,9 @@ func guard(c *Ctx, cond func(name []byte, token int64, clk coord.Clock) (dynasto
 		c.W.Simple("OK")
 		return
 	}
-	if err := c.Srv.Coord.VerifyGuard(c, txn.Base(), k, token, clk); err != nil {
+	// Read through the transaction: it sees the lease as the unit of work
+	// left it (a LOCK.ACQUIRE earlier in the same EXEC).
+	if err := c.Srv.Coord.VerifyGuard(c, txn, k, token, clk); err != nil {
 		c.Fail(err)
 		return
 	}

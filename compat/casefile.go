@@ -83,10 +83,17 @@ type Arg struct {
 	Time   bool
 	MS     bool
 	Offset int64
+	// Uniq, when set, is Lit after a prefix unique to each run of the case
+	// ($uniq:name): for state FLUSHALL does not clear (locks, elections).
+	Uniq bool
 }
 
-// Render computes the argument's bytes at time now.
-func (a Arg) Render(now time.Time) []byte {
+// Render computes the argument's bytes at time now, in the run whose
+// unique prefix is uniq.
+func (a Arg) Render(now time.Time, uniq string) []byte {
+	if a.Uniq {
+		return append([]byte(uniq), a.Lit...)
+	}
 	if !a.Time {
 		return a.Lit
 	}
@@ -97,11 +104,12 @@ func (a Arg) Render(now time.Time) []byte {
 	return []byte(strconv.FormatInt(v+a.Offset, 10))
 }
 
-// Render returns the step's command at time now.
-func (s *Step) Render(now time.Time) [][]byte {
+// Render returns the step's command at time now, in the run whose unique
+// prefix is uniq.
+func (s *Step) Render(now time.Time, uniq string) [][]byte {
 	out := make([][]byte, len(s.Args))
 	for i, a := range s.Args {
-		out[i] = a.Render(now)
+		out[i] = a.Render(now, uniq)
 	}
 	return out
 }
@@ -631,6 +639,8 @@ func parseArg(t token) (Arg, error) {
 	case strings.HasPrefix(s, "now"):
 		off, err := parseOffset(s[len("now"):])
 		return Arg{Time: true, Offset: off}, err
+	case strings.HasPrefix(s, "uniq:"):
+		return Arg{Uniq: true, Lit: []byte(s[len("uniq:"):])}, nil
 	case strings.HasPrefix(s, "rep:"):
 		parts := strings.SplitN(s[len("rep:"):], ":", 2)
 		n, err := strconv.Atoi(parts[0])

@@ -40,16 +40,16 @@ TTL k | approx 1 | sort 0
 
 	plain := cases[0]
 	require.Len(t, plain.Steps, 3)
-	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("a b\x00\xff"), []byte(`lit\x`)}, plain.Steps[0].Render(time.Now()))
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("a b\x00\xff"), []byte(`lit\x`)}, plain.Steps[0].Render(time.Now(), ""))
 	require.Equal(t, []Norm{{Op: "oneof", Args: [][]byte{[]byte("x"), []byte("nil")}}}, plain.Steps[1].Norms)
 	require.Equal(t, 15*time.Millisecond, plain.Steps[2].Sleep)
 
 	ex := cases[3]
 	require.Equal(t, "too big for an item", ex.Skip["dynamodb"])
 	require.Equal(t, "uses a sleep-free path", ex.NoMulti)
-	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1"), []byte("EX"), []byte("10")}, ex.Steps[0].Render(time.Now()))
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1"), []byte("EX"), []byte("10")}, ex.Steps[0].Render(time.Now(), ""))
 	require.Len(t, ex.Steps[1].Norms, 2)
-	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1")}, cases[1].Steps[0].Render(time.Now()))
+	require.Equal(t, [][]byte{[]byte("SET"), []byte("k"), []byte("1")}, cases[1].Steps[0].Render(time.Now(), ""))
 }
 
 func TestParseArgExpressions(t *testing.T) {
@@ -66,18 +66,19 @@ func TestParseArgExpressions(t *testing.T) {
 		{"$rep:0:x", ""},
 		{`"$now"`, "$now"},
 		{"plain$", "plain$"},
+		{"$uniq:lock", "run7:lock"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			cases, err := ParseCases("f", []byte("case c\nECHO "+tc.in+"\n"))
 			require.NoError(t, err)
-			require.Equal(t, tc.want, string(cases[0].Steps[0].Render(now)[1]))
+			require.Equal(t, tc.want, string(cases[0].Steps[0].Render(now, "run7:")[1]))
 		})
 	}
 	cases, err := ParseCases("f", []byte("case c\nECHO $bin:512\n"))
 	require.NoError(t, err)
 	seen := map[byte]bool{}
-	for _, b := range cases[0].Steps[0].Render(now)[1] {
+	for _, b := range cases[0].Steps[0].Render(now, "")[1] {
 		seen[b] = true
 	}
 	require.Len(t, seen, 256, "$bin must cover every byte value")
@@ -149,7 +150,7 @@ ECHO x | expect -ERR # part of the message
 			got = append(got, "sleep")
 			continue
 		}
-		got = append(got, fmt.Sprintf("%s => %v / %v", bytes.Join(st.Render(time.Now()), []byte(" ")), st.Expected(2), st.Expected(3)))
+		got = append(got, fmt.Sprintf("%s => %v / %v", bytes.Join(st.Render(time.Now(), ""), []byte(" ")), st.Expected(2), st.Expected(3)))
 	}
 	require.Equal(t, []string{
 		`SET k 2 => +OK / +OK`,

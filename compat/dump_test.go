@@ -38,7 +38,7 @@ func TestDumpTranscript(t *testing.T) {
 				fmt.Fprintf(&b, "   sleep %v\n", st.Sleep)
 				continue
 			}
-			args := st.Render(time.Now())
+			args := st.Render(time.Now(), "")
 			rep := s.run(st, args)
 			fmt.Fprintf(&b, "   %s\n      -> %s\n", formatArgs(args), strings.ReplaceAll(describe(rep), "\n", " "))
 		}

@@ -80,12 +80,12 @@ func playSequence(ref *Target, targets []*Target, proto int, w *Workload, steps 
 		}
 		// Render once so every server gets the same bytes; wait first if a
 		// touched key is near a possible expiry.
-		args := st.Render(time.Now())
+		args := st.Render(time.Now(), "")
 		start := time.Now()
 		w.Before(args)
 		slept := time.Since(start).Round(time.Millisecond)
 		if slept > 0 {
-			args = st.Render(time.Now())
+			args = st.Render(time.Now(), "")
 		}
 		sent := time.Now()
 		want := rs.run(st, args)

@@ -3,6 +3,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -513,14 +514,18 @@ func (r *Runner) RunCase(c *Case, v Variant) ([]Result, error) {
 	return results, nil
 }
 
+// runUniq is the prefix of a run's $uniq: arguments: unique to the run.
+func runUniq() string { return fmt.Sprintf("%016x:", rand.Uint64()) }
+
 func (r *Runner) runPlain(c *Case, v Variant, ref *session, sessions map[int]*session, fail func(int, string)) {
+	uniq := runUniq()
 	for _, st := range c.Steps {
 		if st.Sleep > 0 {
 			time.Sleep(st.Sleep)
 			continue
 		}
 		now := time.Now()
-		args := st.Render(now)
+		args := st.Render(now, uniq)
 		if ref == nil {
 			exp := st.Expected(v.Proto)
 			for _, i := range sortedKeys(sessions) {
@@ -550,6 +555,7 @@ func (r *Runner) runPlain(c *Case, v Variant, ref *session, sessions map[int]*se
 // expected replies: a command refused while queued (unknown, wrong
 // arity) makes the case unfit for this variant (nomulti).
 func (r *Runner) runMulti(c *Case, v Variant, ref *session, sessions map[int]*session, fail func(int, string)) {
+	uniq := runUniq()
 	var segment []*Step
 	var sent []time.Time
 	flush := func() {
@@ -589,7 +595,7 @@ func (r *Runner) runMulti(c *Case, v Variant, ref *session, sessions map[int]*se
 		for _, st := range segment {
 			now := time.Now()
 			sent = append(sent, now)
-			send(st, st.Render(now), st.Norms, expectQueued)
+			send(st, st.Render(now, uniq), st.Norms, expectQueued)
 		}
 		exec := [][]byte{[]byte("EXEC")}
 		what := "EXEC (after " + fmt.Sprint(len(segment)) + " queued commands)"

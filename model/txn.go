@@ -72,8 +72,10 @@ type slot struct {
 	// watched requirement).
 	guard   dynastore.Cond
 	watched bool
-	// reqs must hold on the item at commit as well (Require).
-	reqs []dynastore.Cond
+	// reqs must hold on the item at commit as well (Require): watched
+	// ones always, the others (checked on the Txn's view when required)
+	// only while the Txn does not write the item.
+	reqs, viewReqs []dynastore.Cond
 }
 
 // view is the item as the Txn sees it now.
@@ -122,16 +124,25 @@ func (t *Txn) Watch(k dynastore.Key, it dynastore.Item, cond dynastore.Cond) {
 }
 
 // Require adds cond to what must hold on the item at k at commit, without
-// reading it: a fenced write's lease (LOCK.GUARD). A commit that fails
-// because cond no longer holds fails with ErrWatched when watched (EXEC
-// then replies null), as a conflict otherwise (the unit re-runs and
-// learns why).
+// reading it: a fenced write's lease (LOCK.GUARD). A watched requirement
+// was set before the unit of work began (EXEC's guards): it holds on the
+// item as it is before the commit, and a commit it refuses fails with
+// ErrWatched (EXEC replies null). Otherwise the caller checked cond on
+// the Txn's view just before (a script's guard): a commit it refuses is a
+// conflict (the unit re-runs and learns why), and an item the Txn writes
+// needs nothing more (its write is conditioned on the item the Txn read,
+// and the requirement on the item before the write would refuse the
+// Txn's own change, a LOCK.ACQUIRE earlier in the same EXEC).
 func (t *Txn) Require(k dynastore.Key, cond dynastore.Cond, watched bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slot(k)
-	s.reqs = append(s.reqs, cond)
-	s.watched = s.watched || watched
+	if watched {
+		s.reqs = append(s.reqs, cond)
+		s.watched = true
+	} else {
+		s.viewReqs = append(s.viewReqs, cond)
+	}
 }
 
 // Err is the first store error a read of the Txn met, nil if none.
@@ -620,10 +631,13 @@ func unchanged(seen dynastore.Item) dynastore.Cond {
 // check is what must hold on s's item at commit, nil when nothing does.
 func (t *Txn) check(s *slot) dynastore.Cond {
 	c := t.checkRead(s)
-	if len(s.reqs) == 0 {
+	all := dynastore.And(slices.Clone(s.reqs))
+	if !s.written {
+		all = append(all, s.viewReqs...)
+	}
+	if len(all) == 0 {
 		return c
 	}
-	all := dynastore.And(slices.Clone(s.reqs))
 	if c != nil {
 		all = append(all, c)
 	}
