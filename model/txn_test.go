@@ -401,3 +401,55 @@ func TestRetry(t *testing.T) {
 	require.NoError(t, r2.Lost(canceled))
 	require.ErrorIs(t, r2.Lost(canceled), context.Canceled, "a pause ends with the context")
 }
+
+// TestTxnRequire: a watched requirement holds on the item as it is before
+// the commit (ErrWatched when it does not), even when the Txn writes that
+// item; one checked on the Txn's view conditions the commit while the Txn
+// leaves the item alone (a conflict when it no longer holds).
+func TestTxnRequire(t *testing.T) {
+	ctx := context.Background()
+	lease := dynastore.Key{PK: []byte("lease"), SK: []byte{0}}
+	data := dynastore.Key{PK: []byte("data"), SK: []byte{0}}
+	item := func(k dynastore.Key, v string) dynastore.Item {
+		return dynastore.Item{
+			{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+			{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+			{Name: "v", Value: dynastore.S(v)},
+		}
+	}
+	is := func(v string) dynastore.Cond {
+		return dynastore.Compare{Attr: "v", Op: dynastore.OpEQ, Val: dynastore.S(v)}
+	}
+	for _, tc := range []struct {
+		name       string
+		watched    bool
+		cond       string // what the requirement asks of the lease
+		writeLease bool   // the Txn also writes the lease
+		want       error
+	}{
+		{"watched, holds", true, "held", false, nil},
+		{"watched, lost", true, "other", false, model.ErrWatched},
+		{"watched, the Txn writes the item", true, "other", true, model.ErrWatched},
+		{"on the view, holds", false, "held", false, nil},
+		{"on the view, lost since", false, "other", false, model.ErrConflict},
+		{"on the view, the Txn writes the item", false, "other", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newCounting()
+			_, err := st.Put(ctx, item(lease, "held"), dynastore.WriteOptions{})
+			require.NoError(t, err)
+			txn := model.NewTxn(st, nil)
+			txn.Require(lease, is(tc.cond), tc.watched)
+			_, err = txn.Put(ctx, item(data, "x"), dynastore.WriteOptions{})
+			require.NoError(t, err)
+			if tc.writeLease {
+				_, err = txn.Put(ctx, item(lease, "mine"), dynastore.WriteOptions{})
+				require.NoError(t, err)
+			}
+			require.ErrorIs(t, txn.Commit(ctx), tc.want)
+			got, err := st.Get(ctx, data)
+			require.NoError(t, err)
+			require.Equal(t, tc.want == nil, got != nil, "the write lands only with the commit")
+		})
+	}
+}
