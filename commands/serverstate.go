@@ -58,6 +58,8 @@ type Server struct {
 	scriptLimit atomic.Pointer[time.Duration]
 	// functions are the function libraries this process compiled.
 	functions functionCache
+	// tats are the TATs of CL.THROTTLE's keys this process saw last.
+	tats tatCache
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
