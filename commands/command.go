@@ -204,6 +204,7 @@ var families = []func(*Table){
 	registerScripting,
 	registerFunctions,
 	registerPubSub,
+	registerThrottle,
 }
 
 // NewTable returns the table with every supported command registered.

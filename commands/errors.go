@@ -88,6 +88,16 @@ const (
 	MsgConfigWhyRange       = "argument must be between %d and %d inclusive"
 	MsgConfigWhyNotYesNo    = "argument must be 'yes' or 'no'"
 	MsgConfigWhyUnsupported = "redamo does not support changing it"
+	// CL.THROTTLE's, as redis-cell (a Redis module written in Rust) words
+	// them: its errors are "Cell error: " and the error's text, "Store
+	// error: ..." for its own. MsgCellBadTAT is what it reports for a
+	// stored value that is not a u64 when it compares one (where it reads
+	// one, it crashes instead): Rust's ParseIntError text.
+	MsgCellUsage    = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+	MsgCellNotInt   = "Cell error: Store error: Couldn't parse as integer: %s"
+	MsgCellZeroRate = "Cell error: Store error: Zero rates are not supported"
+	MsgCellExpire   = "Cell error: Store error: Error while setting key expire"
+	MsgCellBadTAT   = "Cell error: %s"
 	// redamo's own: a handler that panicked or broke the one-reply rule.
 	MsgInternalError  = "ERR internal error in '%s'"
 	MsgMalformedReply = "ERR internal error in '%s': malformed reply"

@@ -62,6 +62,8 @@ type Server struct {
 	// Coord is the process's share of the coordination commands: their
 	// counters and wakeups.
 	Coord coord.Service
+	// tats are the TATs of CL.THROTTLE's keys this process saw last.
+	tats tatCache
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).

@@ -250,7 +250,7 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 	if !bytes.Equal(g, gen) {
 		return false
 	}
-	if x, err := model.NumberInt(it.Get(model.AttrExpiry)); err == nil && x <= nowMS {
+	if x, err := model.ExpiryMS(it.Get(model.AttrExpiry)); err == nil && x <= nowMS {
 		return false
 	}
 	return true

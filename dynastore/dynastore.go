@@ -139,6 +139,16 @@ type (
 		Op   CmpOp
 		Val  Value
 	}
+	// CompareAttrs is A <op> B, two distinct attributes of the item,
+	// compared as Compare compares an attribute with a value: false when
+	// either is missing or they are of different types (OpNE: true); an
+	// ordering of values other than N, S and B is false. A compared with
+	// itself is ErrInvalid, as DynamoDB rejects it.
+	CompareAttrs struct {
+		A  string
+		Op CmpOp
+		B  string
+	}
 	// IsType is attribute_type(Attr, Type).
 	IsType struct {
 		Attr string
@@ -205,17 +215,18 @@ func MustCheck(c Cond) Cond {
 // Cond returns the condition c holds.
 func (c *Checked) Cond() Cond { return c.c }
 
-func (Exists) isCond()      {}
-func (NotExists) isCond()   {}
-func (Compare) isCond()     {}
-func (IsType) isCond()      {}
-func (SizeCompare) isCond() {}
-func (BeginsWith) isCond()  {}
-func (Contains) isCond()    {}
-func (And) isCond()         {}
-func (Or) isCond()          {}
-func (Not) isCond()         {}
-func (*Checked) isCond()    {}
+func (Exists) isCond()       {}
+func (NotExists) isCond()    {}
+func (Compare) isCond()      {}
+func (CompareAttrs) isCond() {}
+func (IsType) isCond()       {}
+func (SizeCompare) isCond()  {}
+func (BeginsWith) isCond()   {}
+func (Contains) isCond()     {}
+func (And) isCond()          {}
+func (Or) isCond()           {}
+func (Not) isCond()          {}
+func (*Checked) isCond()     {}
 
 // ---- updates -------------------------------------------------------------
 

@@ -598,6 +598,20 @@ func ValidateCond(c Cond) error {
 			return invalidf("Invalid ConditionExpression: unknown attribute type %d", x.Type)
 		}
 		return nil
+	case CompareAttrs:
+		if err := checkName(x.A); err != nil {
+			return err
+		}
+		if err := checkName(x.B); err != nil {
+			return err
+		}
+		if x.A == x.B {
+			return invalidf("The first operand must be distinct from the remaining operands for this operator or function")
+		}
+		if x.Op < OpEQ || x.Op > OpGE {
+			return invalidf("unknown comparison operator %d", x.Op)
+		}
+		return nil
 	case SizeCompare:
 		if err := checkName(x.Attr); err != nil {
 			return err
@@ -684,6 +698,12 @@ func evalCond(it Item, c Cond) bool {
 			return x.Op == OpNE
 		}
 		return compareValues(v, x.Op, x.Val)
+	case CompareAttrs:
+		a, b := it.Get(x.A), it.Get(x.B)
+		if a == nil || b == nil {
+			return x.Op == OpNE
+		}
+		return compareValues(a, x.Op, b)
 	case IsType:
 		v := it.Get(x.Attr)
 		return v != nil && v.Kind() == x.Type

@@ -16,18 +16,26 @@ package model
 //	e    S  the encoding OBJECT ENCODING reports, when the value alone does not
 //	     imply it (Redis keeps SETRANGE/APPEND results "raw" and INCRBYFLOAT
 //	     results "embstr" even when they look like integers)
-//	x    N  expiry, Unix ms; absent: persistent
+//	x    N  expiry, Unix ms; absent: persistent. Whole ms, except where a
+//	     deadline is finer (CL.THROTTLE's key expires at its TAT, in ns):
+//	     up to six decimals, which an UpdateItem can add to. The key is
+//	     expired once x <= now in ms, so a fraction counts as the next ms.
 //	ttl  N  expiry in epoch seconds for DynamoDB's TTL garbage collection only
 //	ver  S  a fresh random token written by every write, so optimistic
 //	     read-then-write code can condition on "ver = what I read" (AttrVer)
+//	tv   S  CL.THROTTLE's keys: the ver of the write that made x the TAT in
+//	     v. While ver = tv no other write came since, so x still is the
+//	     TAT, and an UpdateItem may move both by the same amount.
 //
 // Collections keep their own attributes next to t/x/ttl/ver; the helpers
 // here that do not touch v work for every type.
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redamo/redamo/dynastore"
@@ -43,6 +51,8 @@ const (
 	// item others may read and then write sets, so a write can be
 	// conditioned on "ver is still what I read".
 	AttrVer = "ver"
+	// AttrTATVer is "tv" (see above).
+	AttrTATVer = "tv"
 )
 
 // Redis type names, as TYPE reports them and as the key item's "t" holds them.
@@ -242,7 +252,7 @@ func DecodeKey(it dynastore.Item, nowMS int64) (KeyState, error) {
 		return ks, nil
 	}
 	if x := it.Get(AttrExpiry); x != nil {
-		n, err := NumberInt(x)
+		n, err := ExpiryMS(x)
 		if err != nil {
 			return ks, fmt.Errorf("commands: key item expiry: %w", err)
 		}
@@ -500,6 +510,36 @@ func NumberInt(v dynastore.Value) (int64, error) {
 	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("commands: number %q: %w", string(n), dynastore.ErrInvalid)
+	}
+	return i, nil
+}
+
+// ExpiryMS reads an expiry attribute (x) as the first whole Unix ms at
+// which the key is expired: x itself, or x rounded up when it has a
+// fraction.
+func ExpiryMS(v dynastore.Value) (int64, error) {
+	n, ok := v.(dynastore.N)
+	if !ok {
+		return 0, fmt.Errorf("commands: expected a number, got kind %d: %w", KindOf(v), dynastore.ErrInvalid)
+	}
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, nil
+	}
+	// Stores return numbers in positional notation ("1712345678901.5");
+	// anything else is made so first.
+	c, err := dynastore.CanonicalNumber(string(n))
+	if err != nil {
+		return 0, fmt.Errorf("commands: expiry %q: %w", string(n), dynastore.ErrInvalid)
+	}
+	whole, frac, _ := strings.Cut(string(c), ".")
+	i, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || i == math.MaxInt64 {
+		return 0, fmt.Errorf("commands: expiry %q: %w", string(n), dynastore.ErrInvalid)
+	}
+	// A positive fraction rounds up; a negative one is already rounded up
+	// by dropping it ("-0.5" -> "-0").
+	if frac != "" && whole[0] != '-' {
+		i++
 	}
 	return i, nil
 }

@@ -461,6 +461,12 @@ func (e *exprs) cond(b *strings.Builder, c dynastore.Cond) error {
 			return err
 		}
 		infix(b, n, op, v)
+	case dynastore.CompareAttrs:
+		op, err := cmpOp(x.Op)
+		if err != nil {
+			return err
+		}
+		infix(b, e.name(x.A), op, e.name(x.B))
 	case dynastore.IsType:
 		tn, ok := typeNames[x.Type]
 		if !ok {

@@ -34,6 +34,11 @@ func condItem(k dynastore.Key) Item {
 		"m", M{"a": N("1")},
 		"t", BOOL(true),
 		"nul", NULL{},
+		"n5", N("5.0"),
+		"n7", N("7"),
+		"s2", S("abd"),
+		"l2", L{S("x"), N("1.0")},
+		"t2", BOOL(true),
 	)
 }
 
@@ -89,6 +94,26 @@ var condCases = []condCase{
 	{"missing <", cmp("zz", dynastore.OpLT, N("1")), false},
 	{"missing >=", cmp("zz", dynastore.OpGE, S("")), false},
 	{"NOT missing <", dynastore.Not{C: cmp("zz", dynastore.OpLT, N("1"))}, true},
+
+	{"attrs N = numeric", cmpAttrs("n", dynastore.OpEQ, "n5"), true},
+	{"attrs N = false", cmpAttrs("n", dynastore.OpEQ, "n7"), false},
+	{"attrs N <>", cmpAttrs("n", dynastore.OpNE, "n7"), true},
+	{"attrs N <", cmpAttrs("n", dynastore.OpLT, "n7"), true},
+	{"attrs N >= false", cmpAttrs("n", dynastore.OpGE, "n7"), false},
+	{"attrs S <", cmpAttrs("s", dynastore.OpLT, "s2"), true},
+	{"attrs S > false", cmpAttrs("s", dynastore.OpGT, "s2"), false},
+	{"attrs L = elementwise numeric", cmpAttrs("l", dynastore.OpEQ, "l2"), true},
+	{"attrs L <= unordered", cmpAttrs("l", dynastore.OpLE, "l2"), false},
+	{"attrs BOOL =", cmpAttrs("t", dynastore.OpEQ, "t2"), true},
+	{"attrs BOOL >= unordered", cmpAttrs("t", dynastore.OpGE, "t2"), false},
+	{"attrs type mismatch =", cmpAttrs("n", dynastore.OpEQ, "s"), false},
+	{"attrs type mismatch <>", cmpAttrs("n", dynastore.OpNE, "s"), true},
+	{"attrs type mismatch <", cmpAttrs("n", dynastore.OpLT, "s"), false},
+	{"attrs missing =", cmpAttrs("zz", dynastore.OpEQ, "n"), false},
+	{"attrs missing on the right =", cmpAttrs("n", dynastore.OpEQ, "zz"), false},
+	{"attrs both missing =", cmpAttrs("zz", dynastore.OpEQ, "yy"), false},
+	{"attrs missing <>", cmpAttrs("n", dynastore.OpNE, "zz"), true},
+	{"attrs missing <=", cmpAttrs("zz", dynastore.OpLE, "n"), false},
 
 	{"type N", dynastore.IsType{Attr: "n", Type: dynastore.KindN}, true},
 	{"type S", dynastore.IsType{Attr: "s", Type: dynastore.KindS}, true},
@@ -156,6 +181,10 @@ func cmp(attr string, op dynastore.CmpOp, v dynastore.Value) dynastore.Compare {
 	return dynastore.Compare{Attr: attr, Op: op, Val: v}
 }
 
+func cmpAttrs(a string, op dynastore.CmpOp, b string) dynastore.CompareAttrs {
+	return dynastore.CompareAttrs{A: a, Op: op, B: b}
+}
+
 func testConditions(t *testing.T, s dynastore.Store) {
 	k := key("cond")
 	it := condItem(k)
@@ -180,6 +209,8 @@ func testConditionsAbsent(t *testing.T, s dynastore.Store) {
 		{"=", cmp("v", dynastore.OpEQ, N("1")), false},
 		{"<>", cmp("v", dynastore.OpNE, N("1")), true},
 		{"<=", cmp("v", dynastore.OpLE, N("1")), false},
+		{"attrs =", cmpAttrs("v", dynastore.OpEQ, "w"), false},
+		{"attrs <>", cmpAttrs("v", dynastore.OpNE, "w"), true},
 		{"size", dynastore.SizeCompare{Attr: "v", Op: dynastore.OpGE, Size: 0}, false},
 		{"type", dynastore.IsType{Attr: "v", Type: dynastore.KindNULL}, false},
 		{"NOT exists", dynastore.Not{C: dynastore.Exists{Attr: dynastore.AttrSK}}, true},
@@ -246,6 +277,8 @@ func testInvalidConditions(t *testing.T, s dynastore.Store) {
 		{"malformed number", cmp("n", dynastore.OpEQ, N("1x"))},
 		{"number out of range", cmp("n", dynastore.OpEQ, N("1e200"))},
 		{"empty attribute name", dynastore.Exists{Attr: ""}},
+		{"empty attribute name compared", cmpAttrs("n", dynastore.OpEQ, "")},
+		{"attribute compared with itself", cmpAttrs("n", dynastore.OpEQ, "n")},
 		{"empty set", cmp("bs", dynastore.OpEQ, BS{})},
 		{"invalid under a true OR", dynastore.Or{dynastore.NotExists{Attr: "zz"}, cmp("t", dynastore.OpGE, NULL{})}},
 	} {
