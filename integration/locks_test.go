@@ -238,3 +238,61 @@ func TestClusterLeaderFailover(t *testing.T) {
 			"term %d began %v before term %d ended as its leader counted", next.term, prev.until.Sub(next.elected), prev.term)
 	}
 }
+
+// TestClusterThrottleRate: 20 clients on three instances call CL.THROTTLE
+// on one key for 10 seconds: exactly the burst plus the rate times the
+// elapsed time is admitted (GCRA admits one request per emission interval
+// once the burst is spent), whatever instance serves each call.
+func TestClusterThrottleRate(t *testing.T) {
+	cs := cluster(t, 3)
+	ctx := context.Background()
+	const (
+		clients  = 20
+		burst    = 9  // max_burst: 10 requests at once
+		perSec   = 20 // count_per_period over a 1 s period
+		duration = 10 * time.Second
+	)
+	var (
+		mu         sync.Mutex
+		admitted   int
+		first, end time.Time
+		errs       firstErrors
+		wg         sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cs[i%len(cs)]
+			for time.Since(start) < duration && !errs.stopped() {
+				call := time.Now()
+				r, err := c.Do(ctx, "CL.THROTTLE", "rate", burst, perSec, 1).Int64Slice()
+				if err != nil || len(r) != 5 {
+					errs.add("CL.THROTTLE: %v %v", r, err)
+					return
+				}
+				mu.Lock()
+				if first.IsZero() || call.Before(first) {
+					first = call
+				}
+				end = time.Now()
+				if r[0] == 0 {
+					admitted++
+				}
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	errs.require(t)
+	// The emission interval is 50 ms: between the first call and the last
+	// reply, the burst and one request per interval, give or take the one
+	// interval the run's edges may cut.
+	elapsed := end.Sub(first)
+	want := burst + 1 + int(elapsed/(time.Second/perSec))
+	t.Logf("%d admitted over %v by %d clients on %d instances (burst %d, %d/s: %d expected)",
+		admitted, elapsed.Round(time.Millisecond), clients, len(cs), burst+1, perSec, want)
+	require.InDelta(t, want, admitted, 1)
+}
