@@ -201,6 +201,7 @@ var families = []func(*Table){
 	registerTransactions,
 	registerLocks,
 	registerLeaders,
+	registerQueues,
 	registerScripting,
 	registerFunctions,
 	registerPubSub,

@@ -160,6 +160,10 @@ func ErrorMsg(err error) string {
 		return string(re)
 	case errors.Is(err, coord.ErrNotOwner):
 		return MsgNotOwner
+	case errors.Is(err, coord.ErrBadReceipt):
+		return MsgBadReceipt
+	case errors.Is(err, coord.ErrSameQueue):
+		return MsgSameQueueDLQ
 	case errors.Is(err, coord.ErrNameTooLong):
 		return MsgNameTooLong
 	case errors.Is(err, dynastore.ErrItemTooLarge):

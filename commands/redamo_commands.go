@@ -99,6 +99,56 @@ var redamoCommands = map[string]*Command{
 		Summary: "Fence the next EXEC (or the running script) with a leader's term", Since: "redamo", Group: "leader", Complexity: "O(1)",
 		Args: []Arg{{Name: "election", Type: "string"}, {Name: "term", Type: "integer"}},
 	},
+
+	// QUEUE.*: redamo's work queues (queues.go). Queue names are not keys.
+	"queue.push": queueCmd(-3, []string{FlagWrite, "denyoom", "fast"}, "Push a message onto a queue, returning its id",
+		Arg{Name: "queue", Type: "string"}, Arg{Name: "payload", Type: "string"},
+		optInt("priority", "PRIORITY"), optInt("milliseconds", "DELAY"), Arg{Name: "id", Type: "string", Token: "DEDUP", Flags: []string{"optional"}}),
+	"queue.pop": queueCmd(-2, []string{FlagWrite, FlagBlocking}, "Receive messages from a queue, invisible to others for a visibility timeout",
+		Arg{Name: "queue", Type: "string"}, optInt("count", "COUNT"), optInt("milliseconds", "VT"), optInt("timeout", "BLOCK")),
+	"queue.ack": queueCmd(-3, []string{FlagWrite, "fast"}, "Acknowledge (delete) delivered messages by receipt",
+		Arg{Name: "queue", Type: "string"}, Arg{Name: "receipt", Type: "string", Flags: []string{"multiple"}}),
+	"queue.nack": queueCmd(-3, []string{FlagWrite, "fast"}, "Make a delivered message visible again",
+		Arg{Name: "queue", Type: "string"}, Arg{Name: "receipt", Type: "string"}, optInt("milliseconds", "DELAY")),
+	"queue.extend": queueCmd(5, []string{FlagWrite, "fast"}, "Keep a delivered message invisible for longer",
+		Arg{Name: "queue", Type: "string"}, Arg{Name: "receipt", Type: "string"}, Arg{Name: "milliseconds", Type: "integer", Token: "VT"}),
+	"queue.peek": queueCmd(-2, []string{FlagReadonly}, "Return the next ready messages without receiving them",
+		Arg{Name: "queue", Type: "string"}, optInt("count", "COUNT")),
+	"queue.len": queueCmd(2, []string{FlagReadonly}, "Return the number of ready messages",
+		Arg{Name: "queue", Type: "string"}),
+	"queue.stats": queueCmd(2, []string{FlagReadonly}, "Return a queue's message counts and counters",
+		Arg{Name: "queue", Type: "string"}),
+	"queue.config": queueCmd(-3, []string{FlagWrite}, "Get or set a queue's visibility timeout, receive limit, dead-letter queue, dedup window and shards",
+		Arg{Name: "queue", Type: "string"}, Arg{Name: "operation", Type: "oneof", Args: []Arg{
+			{Name: "get", Type: "pure-token", Token: "GET"},
+			{Name: "set", Type: "block", Token: "SET", Args: []Arg{
+				optInt("milliseconds", "VT"), optInt("count", "MAXRECEIVES"), {Name: "queue", Type: "string", Token: "DLQ", Flags: []string{"optional"}},
+				optInt("milliseconds", "DEDUPWINDOW"), optInt("shards", "SHARDS")}},
+		}}),
+	"queue.redrive": queueCmd(-3, []string{FlagWrite}, "Move dead (or dead-lettered) messages back to a queue",
+		Arg{Name: "source", Type: "string"}, Arg{Name: "destination", Type: "string"}, optInt("count", "COUNT")),
+	"queue.purge": queueCmd(2, []string{FlagWrite}, "Delete every message of a queue",
+		Arg{Name: "queue", Type: "string"}),
+}
+
+func queueCmd(arity int, flags []string, summary string, args ...Arg) *Command {
+	cats := []string{"slow"}
+	if contains(flags, "fast") {
+		cats = []string{"fast"}
+	}
+	if contains(flags, FlagWrite) {
+		cats = append([]string{"write"}, cats...)
+	} else {
+		cats = append([]string{"read"}, cats...)
+	}
+	if contains(flags, FlagBlocking) {
+		cats = append(cats, "blocking")
+	}
+	return &Command{Arity: arity, Flags: flags, Categories: cats, Summary: summary, Since: "redamo", Group: "queue", Complexity: "O(1)", Args: args}
+}
+
+func optInt(name, token string) Arg {
+	return Arg{Name: name, Type: "integer", Token: token, Flags: []string{"optional"}}
 }
 
 // Argument trees shared by the coordination commands' metadata.

@@ -14,6 +14,7 @@ import (
 // polling would end anyway.
 type Service struct {
 	Locks, Leaders Stats
+	Queues         Queues
 	wake           wakeups
 }
 

@@ -65,12 +65,14 @@ const (
 )
 
 // First bytes of pk. Every other first byte is reserved for internal
-// namespaces (script bodies, functions, collection members, queues).
+// namespaces (script bodies, functions, collection members).
 const (
-	NsKey    = 'k' // user keys: 'k', db, key
-	NsCursor = 'c' // SCAN cursors: 'c', 8-byte id
-	NsLock   = 'l' // locks: 'l', lock name (coord)
-	NsLeader = 'e' // elections: 'e', election name (coord)
+	NsKey       = 'k' // user keys: 'k', db, key
+	NsCursor    = 'c' // SCAN cursors: 'c', 8-byte id
+	NsLock      = 'l' // locks: 'l', lock name (coord)
+	NsLeader    = 'e' // elections: 'e', election name (coord)
+	NsQueue     = 'q' // queue messages: 'q', shard, queue name (coord)
+	NsQueueMeta = 'Q' // a queue's configuration, counters, dedup records: 'Q', queue name (coord)
 )
 
 // MaxKeyLen is the longest Redis key redamo can store: the partition key
