@@ -158,11 +158,12 @@ func cmdQueuePop(c *Ctx) {
 }
 
 // queueClock reads the clock for each attempt of a waiting command: the
-// command's own reading first, a fresh one for every later attempt.
+// command's own reading first, a fresh one for every later attempt (inside
+// EXEC or a script, the unit's one reading throughout).
 func (c *Ctx) queueClock() func() time.Time {
 	first := true
 	return func() time.Time {
-		if !first {
+		if !first && !c.InTx {
 			c.now = c.Srv.Now()
 		}
 		first = false

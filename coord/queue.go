@@ -125,6 +125,9 @@ type Queues struct {
 	mu        sync.Mutex
 	configs   map[string]cachedConfig
 	delivered deliveredCache
+	// rr spreads this process's pushes over a queue's shards in turn;
+	// lastID is the time part of the last message id given.
+	rr, lastID atomic.Uint64
 	// Stats counts this process's queue operations.
 	Stats QueueStats
 }
@@ -349,8 +352,20 @@ func messageSK(state byte, prio, visibleMS int64, id []byte) []byte {
 func skPriority(sk []byte) int64 { return int64(binary.BigEndian.Uint64(sk[1:9]) ^ (1 << 63)) }
 func skID(sk []byte) []byte      { return sk[17:] }
 
-func newMessageID(now time.Time) []byte {
-	id := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(now.UnixNano()))
+// newMessageID returns a message id: a time in ns, never the same twice
+// in this process and growing with each push (so messages pushed at one
+// instant, one EXEC's, keep their push order), and 8 random bytes.
+func (q *Queues) newMessageID(now time.Time) []byte {
+	ns := uint64(now.UnixNano())
+	for {
+		last := q.lastID.Load()
+		next := max(ns, last+1)
+		if q.lastID.CompareAndSwap(last, next) {
+			ns = next
+			break
+		}
+	}
+	id := binary.BigEndian.AppendUint64(make([]byte, 0, 16), ns)
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	return append(id, r[:]...)
@@ -443,10 +458,10 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 		return "", false, err
 	}
 	nowMS := now.UnixMilli()
-	rawID := newMessageID(now)
+	rawID := q.newMessageID(now)
 	id = hex.EncodeToString(rawID)
 	visible := nowMS + o.Delay.Milliseconds()
-	pk := shardPK(name, mrand.IntN(cfg.Shards))
+	pk := shardPK(name, int(q.rr.Add(1)%uint64(cfg.Shards)))
 	msg := messageItem(pk, messageSK(stateLive, o.Priority, visible, rawID), payload, visible, 0, nil, nowMS)
 	acts := []dynastore.TxAction{
 		{Op: dynastore.TxPut, Item: msg, Cond: dynastore.NotExists{Attr: dynastore.AttrPK}},
