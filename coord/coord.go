@@ -136,9 +136,11 @@ func (w *wakeups) notify(key string) {
 	}
 }
 
-// Each calls f with every counter of both families: family "lock" or
-// "leader", and the outcome (granted, renewed, refused, waited, expired,
-// released, extended, lapsed, notowner).
+// Each calls f with every counter: family "lock" or "leader" and the
+// outcome (granted, renewed, refused, waited, expired, released,
+// extended, lapsed, notowner), then family "queue" and the operation
+// (pushed, delivered, redelivered, acked, nacked, deadlettered,
+// deduplicated; all queues of this process).
 func (s *Service) Each(f func(family, outcome string, n int64)) {
 	for _, fam := range []struct {
 		name string
@@ -155,5 +157,15 @@ func (s *Service) Each(f func(family, outcome string, n int64)) {
 		} {
 			f(fam.name, c.outcome, c.n.Load())
 		}
+	}
+	q := &s.Queues.Stats
+	for _, c := range []struct {
+		outcome string
+		n       *atomic.Int64
+	}{
+		{"pushed", &q.Pushed}, {"delivered", &q.Delivered}, {"redelivered", &q.Redelivered},
+		{"acked", &q.Acked}, {"nacked", &q.Nacked}, {"deadlettered", &q.DeadLettered}, {"deduplicated", &q.Deduplicated},
+	} {
+		f("queue", c.outcome, c.n.Load())
 	}
 }

@@ -166,8 +166,9 @@ func New(o Options) *Metrics {
 type coordCollector func(f func(family, outcome string, n int64))
 
 var coordDesc = prometheus.NewDesc(namespace+"_coordination_total",
-	"Outcomes of LOCK.* and LEADER.* in this process, by family and outcome "+
-		"(granted, renewed, refused, waited, expired, released, extended, lapsed, notowner).",
+	"Outcomes of LOCK.*, LEADER.* and QUEUE.* in this process, by family and outcome "+
+		"(locks and leaders: granted, renewed, refused, waited, expired, released, extended, lapsed, notowner; "+
+		"queues: pushed, delivered, redelivered, acked, nacked, deadlettered, deduplicated).",
 	[]string{"family", "outcome"}, nil)
 
 func (c coordCollector) Describe(ch chan<- *prometheus.Desc) { ch <- coordDesc }
