@@ -152,7 +152,7 @@ GET | expect -ERR wrong number of arguments for 'get' command
 
 case unsupported
 redamo-only proves a command redamo lacks is not run
-LOCK.ACQUIRE l | expect :1
+NOSUCH.COMMAND l | expect :1
 `
 	cases, err := ParseCases("t", []byte(src))
 	require.NoError(t, err)
@@ -195,7 +195,7 @@ LOCK.ACQUIRE l | expect :1
 					}
 				}
 				if c.Name == "unsupported" {
-					require.Equal(t, "unsupported: lock.acquire", r.Detail)
+					require.Equal(t, "unsupported: nosuch.command", r.Detail)
 				}
 			}
 		}
