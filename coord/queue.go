@@ -8,7 +8,8 @@ package coord
 //
 //	pk  'q', shard, queue name
 //	sk  state (1 live, 2 dead), priority (8 bytes, sign flipped), visible
-//	    at (8 bytes, Unix ms), id (16 bytes: push time ns, random)
+//	    at (8 bytes, Unix ms), id (16 bytes: push time ns, random); or
+//	    0, slot: the shard's counters (pushed, acked, ...)
 //	p   payload; v visible at (ms: the truth, sk's copy only orders);
 //	    n deliveries; r the nonce of the last delivery
 //
@@ -24,14 +25,14 @@ package coord
 // Priority order holds per shard: a pop serves the best message of the
 // first shard it finds one in.
 //
-// Each queue has a partition of its own for its configuration, counters
-// and deduplication records:
+// A write's counters are in the partition it writes, spread over
+// counterSlots items, so that a busy queue's transactions neither share one
+// partition's throughput nor all conflict on one item. Each queue has a
+// partition of its own for its configuration (cached) and deduplication
+// records:
 //
 //	pk  'Q', queue name
-//	sk  0: configuration; 1, slot: counters; 2, dedup id: a dedup record
-//
-// Counters are spread over counterSlots items, so that the transactions
-// of busy producers and workers do not all conflict on one item.
+//	sk  0: configuration; 2, dedup id: a dedup record
 
 import (
 	"bytes"
@@ -433,11 +434,12 @@ func decodeReceipt(name []byte, r []byte) (dynastore.Key, dynastore.S, error) {
 	return dynastore.Key{PK: shardPK(name, int(b[0])), SK: b[1:34]}, dynastore.S(b[34:]), nil
 }
 
-// counterUpdate adds n to counter of queue name, on a random slot.
-func counterUpdate(name []byte, counter string, n int64) dynastore.TxAction {
+// counterUpdate adds n to counter of a queue, on a random slot of the
+// shard partition pk.
+func counterUpdate(pk []byte, counter string, n int64) dynastore.TxAction {
 	return dynastore.TxAction{
 		Op:     dynastore.TxUpdate,
-		Key:    dynastore.Key{PK: queueMetaPK(name), SK: []byte{1, byte(mrand.IntN(counterSlots))}},
+		Key:    dynastore.Key{PK: pk, SK: []byte{0, byte(mrand.IntN(counterSlots))}},
 		Update: &dynastore.Update{Add: []dynastore.AttrValue{{Attr: counter, Val: model.NInt(n)}}},
 	}
 }
@@ -465,7 +467,7 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 	msg := messageItem(pk, messageSK(stateLive, o.Priority, visible, rawID), payload, visible, 0, nil, nowMS)
 	acts := []dynastore.TxAction{
 		{Op: dynastore.TxPut, Item: msg, Cond: dynastore.NotExists{Attr: dynastore.AttrPK}},
-		counterUpdate(name, "pushed", 1),
+		counterUpdate(pk, "pushed", 1),
 	}
 	if o.Dedup != nil {
 		exp := nowMS + cfg.DedupWindow.Milliseconds()
@@ -486,7 +488,7 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 	if o.Dedup != nil && errors.As(err, &tc) && len(tc.Reasons) == 3 && tc.Reasons[2].Code == dynastore.ReasonConditionalFailed {
 		first, _ := tc.Reasons[2].Old.Get(attrMessageID).(dynastore.S)
 		q.Stats.Deduplicated.Add(1)
-		return string(first), true, st.Transact(ctx, []dynastore.TxAction{counterUpdate(name, "deduplicated", 1)})
+		return string(first), true, st.Transact(ctx, []dynastore.TxAction{counterUpdate(pk, "deduplicated", 1)})
 	}
 	if err != nil {
 		return "", false, err
@@ -620,7 +622,7 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 		}
 	}
 	if dead > 0 {
-		acts = append(acts, counterUpdate(name, "deadlettered", dead))
+		acts = append(acts, counterUpdate(shardPK(name, msgs[0].shard), "deadlettered", dead))
 	}
 	err := st.Transact(ctx, acts)
 	if err != nil {
@@ -681,7 +683,7 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 			if n == 0 {
 				break
 			}
-			err := st.Transact(ctx, append(acts, counterUpdate(name, "acked", n)))
+			err := st.Transact(ctx, append(acts, counterUpdate(acts[0].Key.PK, "acked", n)))
 			var tc *dynastore.TxCanceledError
 			if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
 				// Drop the stale receipts and try the rest again.
@@ -731,7 +733,7 @@ func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []b
 	err = st.Transact(ctx, []dynastore.TxAction{
 		{Op: dynastore.TxDelete, Key: k, Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}},
 		{Op: dynastore.TxPut, Item: moved},
-		counterUpdate(name, "nacked", 1),
+		counterUpdate(k.PK, "nacked", 1),
 	})
 	var tc *dynastore.TxCanceledError
 	if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
@@ -811,9 +813,15 @@ func (q *Queues) State(ctx context.Context, st dynastore.Store, name []byte, now
 	}
 	nowMS := now.UnixMilli()
 	s := QueueState{Counters: map[string]int64{}}
+	for _, c := range queueCounters {
+		s.Counters[c] = 0
+	}
 	oldest := int64(-1)
 	for shard := range cfg.maxShards {
 		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
+			if isCounters(it) {
+				return addCounters(s.Counters, it)
+			}
 			m, err := decodeMessage(shard, it)
 			if err != nil {
 				return err
@@ -840,22 +848,27 @@ func (q *Queues) State(ctx context.Context, st dynastore.Store, name []byte, now
 	if oldest >= 0 {
 		s.OldestReadyMS = nowMS - oldest
 	}
+	return s, nil
+}
+
+// isCounters reports whether a shard item is a counters item.
+func isCounters(it dynastore.Item) bool {
+	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
+	return len(sk) > 0 && sk[0] == 0
+}
+
+// addCounters adds a counters item's counts to sums.
+func addCounters(sums map[string]int64, it dynastore.Item) error {
 	for _, c := range queueCounters {
-		s.Counters[c] = 0
-	}
-	err = eachItem(ctx, st, dynastore.Query{PK: queueMetaPK(name), Op: dynastore.SKBeginsWith, A: []byte{1}}, func(it dynastore.Item) error {
-		for _, c := range queueCounters {
-			if v := it.Get(c); v != nil {
-				n, err := model.NumberInt(v)
-				if err != nil {
-					return err
-				}
-				s.Counters[c] += n
+		if v := it.Get(c); v != nil {
+			n, err := model.NumberInt(v)
+			if err != nil {
+				return fmt.Errorf("coord: queue counter %s: %w", c, err)
 			}
+			sums[c] += n
 		}
-		return nil
-	})
-	return s, err
+	}
+	return nil
 }
 
 // eachItem calls f with every item q reads, page after page.
@@ -915,6 +928,9 @@ func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byt
 			if count > 0 && moved+int64(len(batch)/2) >= count {
 				return errStop
 			}
+			if isCounters(it) {
+				return nil
+			}
 			m, err := decodeMessage(shard, it)
 			if err != nil {
 				return err
@@ -970,6 +986,9 @@ func (q *Queues) Purge(ctx context.Context, st dynastore.Store, name []byte) (in
 			return err
 		}
 		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
+			if isCounters(it) {
+				return nil // the counters count what happened, purges included
+			}
 			batch = append(batch, dynastore.TxAction{Op: dynastore.TxDelete, Key: it.Key()})
 			if len(batch) == dynastore.MaxTxActions {
 				return flush()
