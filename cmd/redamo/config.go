@@ -56,6 +56,9 @@ type config struct {
 	// BlockingPoll is the longest pause between two store polls of a key
 	// that blocked clients (BLPOP, ...) wait on.
 	BlockingPoll time.Duration
+	// PartitionLimit makes the embedded store throttle each partition
+	// past DynamoDB's per-partition throughput.
+	PartitionLimit bool
 	// ProtectedMode refuses non-loopback clients while no password is set.
 	ProtectedMode yesNo
 	ShowVersion   bool
@@ -172,6 +175,8 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			func(fs *flag.FlagSet, name, usage string) { fs.Var(&bulk, name, usage) }},
 		{"protected-mode", "REDAMO_PROTECTED_MODE", "yes: without --requirepass, accept clients from the loopback interface only (as Redis)", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.Var(&c.ProtectedMode, name, usage) }},
+		{"partition-limit", "REDAMO_PARTITION_LIMIT", "embedded store only: throttle each partition past DynamoDB's per-partition limit (1,000 WCU, 3,000 RCU per second), to measure hot keys and sharded queues", false,
+			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.PartitionLimit, name, false, usage) }},
 		{"blocking-poll", "REDAMO_BLOCKING_POLL", "longest pause between polls of a key blocked clients wait on; writes through other instances are seen within it", false,
 			func(fs *flag.FlagSet, name, usage string) {
 				fs.DurationVar(&c.BlockingPoll, name, commands.DefaultBlockingPoll, usage)
@@ -220,6 +225,9 @@ func (c config) validate(opts []option, given map[string]string) error {
 	case storeDynamoDB:
 		if c.Table == "" {
 			return errors.New("--table must not be empty")
+		}
+		if c.PartitionLimit {
+			return fmt.Errorf("%s applies only to --store %s: DynamoDB limits its partitions itself", given["partition-limit"], storeMemory)
 		}
 		if c.DynamoDBClient != clientDirect && c.DynamoDBClient != clientSDK {
 			return fmt.Errorf("--dynamodb-client %q: must be %s or %s", c.DynamoDBClient, clientDirect, clientSDK)

@@ -250,7 +250,11 @@ const memoryTTLInterval = time.Second
 func openStore(ctx context.Context, cfg config, observer dynastore.Observer, logger *slog.Logger) (dynastore.Store, error) {
 	switch cfg.Store {
 	case storeMemory:
-		m := memory.New(memory.Options{Observer: observer})
+		o := memory.Options{Observer: observer}
+		if cfg.PartitionLimit {
+			o.PartitionLimit = &memory.DynamoDBPartitionLimit
+		}
+		m := memory.New(o)
 		// The embedded store drops items whose ttl has passed, as DynamoDB's
 		// TTL does, so keys written with an expiry do not pile up forever.
 		go m.RunTTL(ctx, memoryTTLInterval)

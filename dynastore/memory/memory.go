@@ -25,6 +25,9 @@ import (
 type Options struct {
 	// Observer receives one dynastore.Request per request (nil: none).
 	Observer dynastore.Observer
+	// PartitionLimit, when set, caps each partition's throughput as
+	// DynamoDB does (see PartitionLimit); nil: unlimited.
+	PartitionLimit *PartitionLimit
 }
 
 // Store is the in-memory dynastore.Store. It is safe for concurrent use, and
@@ -42,6 +45,9 @@ type Store struct {
 	// ttlMu serializes TTL sweeps; ttlPos is where the next one starts.
 	ttlMu  sync.Mutex
 	ttlPos ttlPos
+
+	// limit, when set, throttles partitions past their throughput.
+	limit *limiter
 
 	hookMu  sync.Mutex
 	failing []failure
@@ -64,6 +70,9 @@ type failure struct {
 // New returns an empty store.
 func New(o Options) *Store {
 	s := &Store{obs: o.Observer, timed: dynastore.Timed(o.Observer), seed: maphash.MakeSeed()}
+	if o.PartitionLimit != nil {
+		s.limit = newLimiter(*o.PartitionLimit)
+	}
 	for i := range s.shards {
 		s.shards[i].shardState = newShard()
 	}
@@ -103,15 +112,21 @@ func (s *Store) SetLatency(d time.Duration) {
 
 // request runs one request: hooks first, then fn, then the observer.
 // fn returns the consumed capacity and the request's error.
-func (s *Store) request(ctx context.Context, op string, fn func() (rcu, wcu float64, err error)) error {
+func (s *Store) request(ctx context.Context, op string, parts partitions, fn func() (rcu, wcu float64, err error)) error {
 	var start time.Duration
 	if s.timed {
 		start = monotonic()
 	}
 	var rcu, wcu float64
 	err := s.hooks(ctx, op)
+	if err == nil && s.limit != nil {
+		err = s.limit.admit(ctx, op, parts)
+	}
 	if err == nil {
 		rcu, wcu, err = fn()
+		if s.limit != nil {
+			s.limit.charge(parts, rcu, wcu)
+		}
 	}
 	if s.obs != nil {
 		r := dynastore.Request{
@@ -192,7 +207,7 @@ func condFailed(cur dynastore.Item, o dynastore.WriteOptions) error {
 // Get implements dynastore.Store.
 func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
 	var out dynastore.Item
-	err := s.request(ctx, dynastore.OpGetItem, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpGetItem, partitions{pk: k.PK}, func() (float64, float64, error) {
 		if err := dynastore.ValidateKey(k); err != nil {
 			return 0, 0, err
 		}
@@ -225,7 +240,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 	var r snapshotRead
 	for lo := 0; lo < len(keys); lo += dynastore.MaxBatchGet {
 		hi := min(lo+dynastore.MaxBatchGet, len(keys))
-		err := s.request(ctx, dynastore.OpBatchGetItem, func() (float64, float64, error) {
+		err := s.request(ctx, dynastore.OpBatchGetItem, partitions{keys: keys[lo:hi]}, func() (float64, float64, error) {
 			return r.read(s, keys[lo:hi], out[lo:hi]), 0, nil
 		})
 		if err != nil {
@@ -239,7 +254,7 @@ func (s *Store) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore
 // items as of one instant, for twice the read units.
 func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
 	out := make([]dynastore.Item, len(keys))
-	err := s.request(ctx, dynastore.OpTransactGetItems, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpTransactGetItems, partitions{keys: keys}, func() (float64, float64, error) {
 		switch {
 		case len(keys) == 0:
 			return 0, 0, fmt.Errorf("%w: a transaction needs at least one item", dynastore.ErrInvalid)
@@ -311,7 +326,7 @@ func (r *snapshotRead) read(s *Store, keys []dynastore.Key, out []dynastore.Item
 // Put implements dynastore.Store.
 func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
 	var out dynastore.Item
-	err := s.request(ctx, dynastore.OpPutItem, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpPutItem, partitions{item: it}, func() (float64, float64, error) {
 		if err := dynastore.ValidateReturn(o.Return, false); err != nil {
 			return 0, 0, err
 		}
@@ -346,7 +361,7 @@ func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOpt
 // as it was, and leaves the item untouched when the update fails.
 func (s *Store) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
 	var out dynastore.Item
-	err := s.request(ctx, dynastore.OpUpdateItem, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpUpdateItem, partitions{pk: k.PK}, func() (float64, float64, error) {
 		if err := dynastore.ValidateReturn(o.Return, true); err != nil {
 			return 0, 0, err
 		}
@@ -423,7 +438,7 @@ func returned(o dynastore.WriteOptions, it dynastore.Item, u *dynastore.Update) 
 // Delete implements dynastore.Store.
 func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
 	var out dynastore.Item
-	err := s.request(ctx, dynastore.OpDeleteItem, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpDeleteItem, partitions{pk: k.PK}, func() (float64, float64, error) {
 		if err := dynastore.ValidateReturn(o.Return, false); err != nil {
 			return 0, 0, err
 		}
@@ -472,7 +487,7 @@ var errCanceled = errors.New("memory: transaction canceled")
 // Transact implements dynastore.Store (TransactWriteItems). It holds the
 // write locks of every shard it touches while it checks and writes.
 func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) error {
-	return s.request(ctx, dynastore.OpTransactWriteItems, func() (float64, float64, error) {
+	return s.request(ctx, dynastore.OpTransactWriteItems, partitions{acts: actions}, func() (float64, float64, error) {
 		acts, err := validateTx(actions)
 		if err != nil {
 			return 0, 0, err

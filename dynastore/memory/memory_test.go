@@ -408,3 +408,33 @@ func TestRequestTiming(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionLimit: a partition past its capacity is throttled, its
+// neighbours are not, and the store is unchanged by the throttled write.
+func TestPartitionLimit(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(memory.Options{PartitionLimit: &memory.PartitionLimit{RCU: 1, WCU: 1}})
+	item := func(pk string, size int) dynastore.Item {
+		return dynastore.Item{
+			{Name: dynastore.AttrPK, Value: dynastore.B(pk)},
+			{Name: dynastore.AttrSK, Value: dynastore.B("s")},
+			{Name: "v", Value: dynastore.B(make([]byte, size))},
+		}
+	}
+	// 9 KB: 9 write units from a bucket of 1, 8 s of debt: more than a
+	// request waits.
+	_, err := st.Put(ctx, item("hot", 9000), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	_, err = st.Put(ctx, item("hot", 10), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	_, err = st.Get(ctx, dynastore.Key{PK: []byte("hot"), SK: []byte("s")})
+	require.NoError(t, err, "reads have capacity of their own")
+	// That read took 3 units (4 KB each) of 1: 2 s of debt.
+	_, err = st.Get(ctx, dynastore.Key{PK: []byte("hot"), SK: []byte("s")})
+	require.ErrorIs(t, err, dynastore.ErrThrottled, "reads past the partition's read units")
+	_, err = st.Put(ctx, item("cold", 10), dynastore.WriteOptions{})
+	require.NoError(t, err, "another partition has its own capacity")
+	err = st.Transact(ctx, []dynastore.TxAction{{Op: dynastore.TxPut, Item: item("hot", 1)}, {Op: dynastore.TxPut, Item: item("other", 1)}})
+	require.ErrorIs(t, err, dynastore.ErrThrottled, "a transaction waits for every partition it touches")
+	require.Equal(t, 2, st.Len(), "the throttled writes wrote nothing")
+}

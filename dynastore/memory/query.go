@@ -99,7 +99,7 @@ func (b bound) above(sk string) bool { // sk is past the upper bound
 // one shard, under that shard's lock (lockOrdered).
 func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
 	var page dynastore.QueryPage
-	err := s.request(ctx, dynastore.OpQuery, func() (float64, float64, error) {
+	err := s.request(ctx, dynastore.OpQuery, partitions{pk: q.PK}, func() (float64, float64, error) {
 		if len(q.PK) == 0 {
 			return 0, 0, fmt.Errorf("%w: One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty binary value. Key: pk", dynastore.ErrKeyTooLarge)
 		}
@@ -223,7 +223,8 @@ func segmentOf(pk []byte, n int) int {
 // shard (lockOrdered), so it sees the table as of one instant.
 func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
 	var page dynastore.ScanPage
-	err := s.request(ctx, dynastore.OpScan, func() (float64, float64, error) {
+	// A Scan reads every partition: not throttled per partition.
+	err := s.request(ctx, dynastore.OpScan, partitions{}, func() (float64, float64, error) {
 		segs := sc.Segments
 		switch {
 		case sc.Limit < 0:
