@@ -32,7 +32,7 @@
 #   REDAMO_BENCH_TIME     go test -benchtime [1s]
 #   REDAMO_BENCH_LARGE    entries of the large list/set/hash, on both stores [100000]
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
-#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large rss
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue rss
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -276,6 +276,15 @@ fi
 if ! skipped large; then
 	step "memory store, one client: single-entry commands on collections of $LARGE entries, next to redis-server"
 	"$work/benchtool" large --addr "127.0.0.1:$mem_port" --redis-addr "127.0.0.1:$redis_port" --n "$LARGE"
+fi
+
+# ---- 4b. one queue by shard count, partitions limited as DynamoDB's ----------------------
+if ! skipped queue; then
+	step "memory store with --partition-limit (1,000 WCU / 3,000 RCU per partition per second): one queue's throughput by shard count, 64 clients"
+	p="$(free_port)"
+	start queue "$p" "$work/redamo" --store memory --partition-limit --addr "127.0.0.1:$p"
+	"$work/benchtool" queue --addr "127.0.0.1:$p" --shards 1,2,4,8 --clients 64 --duration 3s
+	kill "${pid_of[queue]}" 2>/dev/null || true
 fi
 
 # ---- 5. memory --------------------------------------------------------------------------

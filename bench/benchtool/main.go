@@ -5,6 +5,8 @@
 //	                   side in the same run, on the same table
 //	benchtool large    one client: single-entry commands on a list, a set
 //	                   and a hash of N entries, on redamo and on redis-server
+//	benchtool queue    one queue's push and pop throughput by shard count,
+//	                   on a store that limits each partition as DynamoDB does
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
 //	benchtool port     prints a free TCP port on 127.0.0.1
@@ -28,6 +30,8 @@ func main() {
 		err = runCompare(os.Args[2:])
 	case "large":
 		err = runLarge(os.Args[2:])
+	case "queue":
+		err = runQueue(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
 	case "port":
@@ -42,6 +46,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }
