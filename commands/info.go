@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/redamo/redamo/coord"
 )
 
 // INFO: Redis's sections, each as redamo really is (no snapshots, no
@@ -45,6 +47,17 @@ func infoCoordination(c *Ctx, b *strings.Builder) error {
 	c.Srv.Coord.Each(func(family, outcome string, n int64) {
 		infoField(b, family+"_"+outcome, n)
 	})
+	// One line per queue this process served, as keyspace's per database.
+	var lines []string
+	c.Srv.Coord.Queues.EachQueue(func(name string, st *coord.QueueStats) {
+		var f []string
+		st.Each(func(op string, n int64) { f = append(f, op+"="+strconv.FormatInt(n, 10)) })
+		lines = append(lines, "queue:"+name+":"+strings.Join(f, ","))
+	})
+	sort.Strings(lines)
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
 	return nil
 }
 

@@ -68,6 +68,13 @@ func TestQueueRequests(t *testing.T) {
 			// stale receipt acknowledges nothing.
 			require.Equal(t, int64(0), c.Do(ctx, "QUEUE.ACK", "q", receipt).Val())
 			require.Equal(t, int64(2*coord.DefaultShards+1), c.Do(ctx, "QUEUE.LEN", "q").Val())
+
+			// This instance's counters of the queue (INFO coordination).
+			info, err := c.Info(ctx, "coordination").Result()
+			require.NoError(t, err)
+			require.Contains(t, info, "queue:q:pushed=10,delivered=3,redelivered=") // which pops met the handed-back message is random
+			require.Contains(t, info, ",acked=1,nacked=1,deadlettered=0,deduplicated=0\r\n")
+			require.Contains(t, info, "queue_pushed:10\r\n")
 		})
 	}
 }

@@ -158,14 +158,9 @@ func (s *Service) Each(f func(family, outcome string, n int64)) {
 			f(fam.name, c.outcome, c.n.Load())
 		}
 	}
-	q := &s.Queues.Stats
-	for _, c := range []struct {
-		outcome string
-		n       *atomic.Int64
-	}{
-		{"pushed", &q.Pushed}, {"delivered", &q.Delivered}, {"redelivered", &q.Redelivered},
-		{"acked", &q.Acked}, {"nacked", &q.Nacked}, {"deadlettered", &q.DeadLettered}, {"deduplicated", &q.Deduplicated},
-	} {
-		f("queue", c.outcome, c.n.Load())
-	}
+	totals := map[string]int64{}
+	s.Queues.EachQueue(func(_ string, st *QueueStats) {
+		st.Each(func(op string, n int64) { totals[op] += n })
+	})
+	(&QueueStats{}).Each(func(op string, _ int64) { f("queue", op, totals[op]) })
 }

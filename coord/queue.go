@@ -129,13 +129,54 @@ type Queues struct {
 	// rr spreads this process's pushes over a queue's shards in turn;
 	// lastID is the time part of the last message id given.
 	rr, lastID atomic.Uint64
-	// Stats counts this process's queue operations.
-	Stats QueueStats
+	statQueues atomic.Int64
+	// stats counts this process's operations per queue (name -> *QueueStats).
+	stats sync.Map
 }
 
-// QueueStats counts this process's queue operations (all queues).
+// QueueStats counts this process's operations on one queue.
 type QueueStats struct {
 	Pushed, Delivered, Redelivered, Acked, Nacked, DeadLettered, Deduplicated atomic.Int64
+}
+
+// maxStatQueues bounds the queues counted apart; the others are counted
+// together under the empty name.
+const maxStatQueues = 1000
+
+// statsOf returns queue name's counters.
+func (q *Queues) statsOf(name []byte) *QueueStats {
+	if st, ok := q.stats.Load(string(name)); ok {
+		return st.(*QueueStats)
+	}
+	if q.statQueues.Load() >= maxStatQueues {
+		name = nil
+	}
+	st, loaded := q.stats.LoadOrStore(string(name), &QueueStats{})
+	if !loaded {
+		q.statQueues.Add(1)
+	}
+	return st.(*QueueStats)
+}
+
+// EachQueue calls f with the counters of every queue this process served.
+func (q *Queues) EachQueue(f func(name string, st *QueueStats)) {
+	q.stats.Range(func(k, v any) bool {
+		f(k.(string), v.(*QueueStats))
+		return true
+	})
+}
+
+// Each calls f with every counter of st, by operation name.
+func (st *QueueStats) Each(f func(op string, n int64)) {
+	for _, c := range []struct {
+		op string
+		n  *atomic.Int64
+	}{
+		{"pushed", &st.Pushed}, {"delivered", &st.Delivered}, {"redelivered", &st.Redelivered},
+		{"acked", &st.Acked}, {"nacked", &st.Nacked}, {"deadlettered", &st.DeadLettered}, {"deduplicated", &st.Deduplicated},
+	} {
+		f(c.op, c.n.Load())
+	}
 }
 
 // deliveredCache remembers the messages this process delivered lately, by
@@ -487,13 +528,13 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 	var tc *dynastore.TxCanceledError
 	if o.Dedup != nil && errors.As(err, &tc) && len(tc.Reasons) == 3 && tc.Reasons[2].Code == dynastore.ReasonConditionalFailed {
 		first, _ := tc.Reasons[2].Old.Get(attrMessageID).(dynastore.S)
-		q.Stats.Deduplicated.Add(1)
+		q.statsOf(name).Deduplicated.Add(1)
 		return string(first), true, st.Transact(ctx, []dynastore.TxAction{counterUpdate(pk, "deduplicated", 1)})
 	}
 	if err != nil {
 		return "", false, err
 	}
-	q.Stats.Pushed.Add(1)
+	q.statsOf(name).Pushed.Add(1)
 	return id, false, nil
 }
 
@@ -631,14 +672,15 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 		}
 		return nil, false, err
 	}
-	q.Stats.DeadLettered.Add(dead)
+	counts := q.statsOf(name)
+	counts.DeadLettered.Add(dead)
 	for _, m := range out {
 		if m.Receipt != "" {
 			q.delivered.put(m)
 		}
-		q.Stats.Delivered.Add(1)
+		counts.Delivered.Add(1)
 		if m.Deliveries > 1 {
-			q.Stats.Redelivered.Add(1)
+			counts.Redelivered.Add(1)
 		}
 	}
 	return out, len(out) == 0 && dead == 0, nil
@@ -701,7 +743,7 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 			if err != nil {
 				return 0, err
 			}
-			q.Stats.Acked.Add(n)
+			q.statsOf(name).Acked.Add(n)
 			total += n
 			break
 		}
@@ -742,7 +784,7 @@ func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []b
 	if err != nil {
 		return false, err
 	}
-	q.Stats.Nacked.Add(1)
+	q.statsOf(name).Nacked.Add(1)
 	return true, nil
 }
 
