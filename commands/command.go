@@ -373,25 +373,34 @@ type Ctx struct {
 	InTx bool
 	// now is fixed per command, so all expiry checks in one command agree.
 	now time.Time
-	// end is Server.Run's clock reading as the command finished.
+	// local is the local clock's reading now derives from (zero on a test
+	// clock, or until now is read).
+	local time.Time
+	// end is Server.Run's local clock reading as the command finished.
 	end time.Time
 }
 
-// SetNow makes t the command's clock reading, for a caller that read the
-// clock just before (End of the command before it in a pipeline): one read
-// of the clock fewer per command, and such reads are a measurable part of
-// a pipelined INCR's cost on a virtual machine.
-func (c *Ctx) SetNow(t time.Time) { c.now = t }
+// SetNow makes t, a reading of the local clock taken just before (End of
+// the command before it in a pipeline), the one the command's clock
+// reading derives from: Now adds the store's offset to it (Server.Now).
+// One read of the clock fewer per command, and such reads are a
+// measurable part of a pipelined INCR's cost on a virtual machine.
+func (c *Ctx) SetNow(t time.Time) { c.now, c.local = time.Time{}, t }
 
-// End returns the clock reading Server.Run took as the command finished:
-// the reading SetNow may give the command right after it. It is zero on a
-// test clock (Server.Clock), or before the command ran.
+// End returns the local clock reading Server.Run took as the command
+// finished: the reading SetNow may give the command right after it. It is
+// zero on a test clock (Server.Clock), or before the command ran.
 func (c *Ctx) End() time.Time { return c.end }
 
-// Now returns the command's clock reading (fixed for the whole command).
+// Now returns the command's clock reading (fixed for the whole command):
+// Server.Now as the command was dispatched.
 func (c *Ctx) Now() time.Time {
 	if c.now.IsZero() {
-		c.now = c.Srv.Now()
+		if c.local.IsZero() || c.Srv.Clock != nil {
+			c.now, c.local = c.Srv.readClock()
+		} else {
+			c.now = c.local.Add(c.Srv.clockOffset())
+		}
 	}
 	return c.now
 }
@@ -404,7 +413,7 @@ func (c *Ctx) lostRace(r *model.Retry) error {
 	if err := r.Lost(c); err != nil {
 		return err
 	}
-	c.now = c.Srv.Now()
+	c.now, c.local = c.Srv.readClock()
 	return nil
 }
 

@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redamo/redamo/coord"
 )
@@ -249,6 +251,15 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 	infoField(b, "table", cfg.TableName)
 	infoField(b, "region", cfg.Region)
 	infoField(b, "endpoint", cfg.Endpoint)
+	// The offset Now adds to the local clock to read the store's, and
+	// how far off that may be (clock.go).
+	var off time.Duration
+	if c.Srv.Clock == nil {
+		off = c.Srv.clockOffset()
+	}
+	infoField(b, "clock_offset_ms", infoMillis(off))
+	infoField(b, "clock_uncertainty_ms", infoMillis(c.Srv.ClockUncertainty()))
+	infoField(b, "clock_samples", c.Srv.clockSamples())
 	if c.Srv.Stats == nil {
 		return nil
 	}
@@ -295,6 +306,16 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 		row("store_cmd_"+label+"@"+k.Op, total{r.Requests, r.Retries, r.Errors, r.RCU, r.WCU})
 	}
 	return nil
+}
+
+// infoMillis renders d in milliseconds, to the microsecond, without
+// trailing zeros ("0", "-12.5", "0.731").
+func infoMillis(d time.Duration) string {
+	ms := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+	if ms == 0 {
+		ms = 0 // not -0
+	}
+	return strconv.FormatFloat(ms, 'f', -1, 64)
 }
 
 // process describes this process for INFO server; it does not change.

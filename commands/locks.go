@@ -274,6 +274,3 @@ func (g leaseGuard) require(txn *model.Txn, clk coord.Clock) error {
 	txn.Require(k, cnd, true)
 	return nil
 }
-
-// ClockUncertainty TEMPORARY until the clock branch merges.
-func (s *Server) ClockUncertainty() time.Duration { return 0 }

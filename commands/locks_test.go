@@ -123,11 +123,13 @@ func TestLockFencing(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range testserver.Stores(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			a := b.Start(t).Client(t)
-			other := b.Start(t).Client(t) // a second instance on the same store
+			a := b.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second })
+			other := b.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second }) // a second instance on the same store
 			acquire := func(c *redis.Client, owner string, px int) int64 {
 				t.Helper()
-				n, err := c.Do(ctx, "LOCK.ACQUIRE", "res", owner, "PX", px).Int64()
+				// WAIT: a lease is taken over only a clock margin after its
+				// end, up to a second while a store's clock is unmeasured.
+				n, err := c.Do(ctx, "LOCK.ACQUIRE", "res", owner, "PX", px, "WAIT", 2500).Int64()
 				require.NoError(t, err)
 				return n
 			}

@@ -23,7 +23,8 @@ type Server struct {
 	// Stats counts the Store's requests per command and operation.
 	Stats *dynastore.Stats
 	Table *Table
-	// Clock is the time source; nil is the real clock. Tests replace it.
+	// Clock is the time source; nil is the real clock, corrected by the
+	// store's offset (clock.go). Tests replace it.
 	Clock   func() time.Time
 	Config  Config
 	Clients Clients
@@ -64,6 +65,11 @@ type Server struct {
 	Coord coord.Service
 	// tats are the TATs of CL.THROTTLE's keys this process saw last.
 	tats tatCache
+
+	// clocked is Store as a dynastore.Clocked (nil if it is not one),
+	// found once (clock.go).
+	clockOnce sync.Once
+	clocked   dynastore.Clocked
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
@@ -183,14 +189,6 @@ func (c *Command) Subcommand(name []byte) *Command {
 	return nil
 }
 
-// Now reads the server's clock.
-func (s *Server) Now() time.Time {
-	if s.Clock == nil {
-		return time.Now()
-	}
-	return s.Clock()
-}
-
 // Run executes a resolved command on c and records it in the command
 // statistics and the OnCommand hook; on a connection in MULTI it queues
 // the command instead (replying +QUEUED), unless it is one of those that
@@ -212,10 +210,15 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	}
 	var start time.Time
 	if s.Clock == nil {
-		// On the real clock the command's own reading (taken as it was
-		// dispatched) is its start: one clock read fewer per command.
-		start = c.Now()
-	} else {
+		// On the real clock the local reading the command's own derives
+		// from (taken as it was dispatched, or the end of the command
+		// before it) is its start: one clock read fewer per command. Not
+		// the command's reading itself, which the store's offset moved:
+		// time.Since would count the offset in the command's duration.
+		c.Now()
+		start = c.local
+	}
+	if start.IsZero() {
 		start = time.Now()
 	}
 	cmd.Run(c)

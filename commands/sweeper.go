@@ -41,7 +41,8 @@ const SweeperLabel = "sweeper"
 // Sweeper removes the members of dead collection generations.
 type Sweeper struct {
 	Store dynastore.Store
-	// Clock is the time source (time.Now if nil).
+	// Clock is the time source (nil: the local clock, corrected by the
+	// store's offset when it measures one, as Server.Now).
 	Clock func() time.Time
 	// Grace is how long a generation must stay dead before its members go
 	// (default 10 minutes).
@@ -62,7 +63,15 @@ func (s *Sweeper) now() time.Time {
 	if s.Clock != nil {
 		return s.Clock()
 	}
-	return time.Now()
+	// The store's clock, as commands' (Server.Now): a generation seen dead
+	// by one instance is condemned by another.
+	now := time.Now()
+	if c, ok := s.Store.(dynastore.Clocked); ok {
+		if off, _, ok := c.ClockOffset(); ok {
+			now = now.Add(off)
+		}
+	}
+	return now
 }
 
 func (s *Sweeper) grace() time.Duration {

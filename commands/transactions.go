@@ -369,7 +369,7 @@ func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
 // w, its reads and writes to st, at EXEC's clock reading, without blocking.
 func (c *Ctx) sub(q queuedCmd, w Writer, st dynastore.Store) *Ctx {
 	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Store: st, Conn: c.Conn, Srv: c.Srv, InTx: true}
-	cc.SetNow(c.Now())
+	cc.now, cc.local = c.Now(), c.local
 	return cc
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Names of the key attributes. Every item has both, as non-empty binaries.
@@ -470,6 +471,24 @@ type SnapshotReader interface {
 // request, never blocks, and changes nothing any request sees.
 type Prefetcher interface {
 	Prefetch(reads, replaced []Key)
+}
+
+// Clocked is implemented by a Store that knows how far this process's
+// clock is from the store's own. Expiry is decided against "now" inside
+// conditions, so every instance sharing a store must agree on it: they
+// take the store's clock as the reference, each correcting its own by
+// the offset measured here.
+type Clocked interface {
+	// ClockOffset returns what to add to local time to read the store's
+	// clock, and the uncertainty of that: the true offset is within
+	// offset ± uncertainty. A store may return 0 while its measurements
+	// allow that the local clock is right (not moving a clock that may be
+	// right). ok is false while nothing has been measured. It is read for
+	// every command, so it takes no lock.
+	ClockOffset() (offset, uncertainty time.Duration, ok bool)
+	// ClockSamples returns how many measurements the estimate rests on
+	// (0 for a store whose clock is this process's own).
+	ClockSamples() int
 }
 
 // ---- errors ----------------------------------------------------------------

@@ -268,6 +268,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 			SDKOnly:     cfg.DynamoDBClient == clientSDK,
 			Observer:    observer,
 			Logger:      logger,
+			ClockProbes: true,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening DynamoDB table %s: %w", cfg.Table, err)

@@ -10,7 +10,8 @@
 // values both ways, maps DynamoDB's errors to dynastore's sentinels, retries
 // transient failures itself (fast and bounded, never repeating a write that
 // may already have been applied), reports every request to a
-// dynastore.Observer, and can create its table.
+// dynastore.Observer, can create its table, and measures how far the local
+// clock is from DynamoDB's from the Date of its responses (clock.go).
 package dynamo
 
 import (
@@ -88,6 +89,14 @@ type Config struct {
 	// direct path (wire.go) existed: a way back, and what that path is
 	// measured against.
 	SDKOnly bool
+	// ClockProbes lets the store send requests of its own (labelled
+	// ClockLabel) to measure DynamoDB's clock: a few at start, so that
+	// the estimate is sharp within seconds, and one a minute while no
+	// other request is made (clock.go). Without it the estimate rests on
+	// the responses to other requests alone. Off by default so that a
+	// store built for a test or a tool makes no request it was not asked
+	// for; the server turns it on.
+	ClockProbes bool
 }
 
 // Store is a dynastore.Store on one DynamoDB table. It is safe for concurrent use.
@@ -101,11 +110,18 @@ type Store struct {
 	policy retryPolicy
 	log    *slog.Logger
 	http   aws.HTTPClient
+	// clock measures DynamoDB's clock against the local one (clock.go).
+	clock *clockEstimator
+	// stopClock stops the clock's probes and waits for them (nil: none);
+	// calibrated is closed once their first calibration is over.
+	stopClock  func()
+	calibrated chan struct{}
 }
 
 var (
 	_ dynastore.Store          = (*Store)(nil)
 	_ dynastore.SnapshotReader = (*Store)(nil)
+	_ dynastore.Clocked        = (*Store)(nil)
 )
 
 var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
@@ -140,6 +156,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		awsCfg.HTTPClient = hc
 	}
+	// Every DynamoDB response tells the time (clock.go); only DynamoDB's,
+	// so the sampler wraps the client of DynamoDB's requests alone, not
+	// that of the configuration (credentials endpoints).
+	clock := newClockEstimator(time.Now())
+	hc = &clockClient{next: hc, clock: clock}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
 			return nil, errors.New("dynamo: no AWS region configured (set the region or AWS_REGION)")
@@ -165,6 +186,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		obs:   cfg.Observer,
 		log:   cfg.Logger,
 		http:  hc,
+		clock: clock,
 		policy: retryPolicy{
 			maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
 			attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
@@ -189,6 +211,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		if err := s.ensureTable(ctx); err != nil {
 			return nil, err
 		}
+	}
+	s.calibrated = make(chan struct{})
+	if cfg.ClockProbes {
+		s.startClockProbes()
+	} else {
+		close(s.calibrated)
 	}
 	return s, nil
 }
@@ -263,8 +291,12 @@ func sdkHTTPClient() *awshttp.BuildableClient {
 // Table returns the table name.
 func (s *Store) Table() string { return s.table }
 
-// Close releases idle connections. The Store must not be used afterwards.
+// Close stops the clock's probes and releases idle connections. The
+// Store must not be used afterwards.
 func (s *Store) Close() error {
+	if s.stopClock != nil {
+		s.stopClock()
+	}
 	if c, ok := s.http.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}

@@ -96,6 +96,7 @@ const skewThreshold = 4 * time.Minute
 // wire sends requests on the direct path. It is safe for concurrent use.
 type wire struct {
 	http      aws.HTTPClient
+	direct    bool // http sends through a directClient (sendsDirect)
 	creds     aws.CredentialsProvider
 	signer    dynamodb.HTTPSignerV4
 	endpoints *endpoints
@@ -130,6 +131,7 @@ func newWire(db *dynamodb.Client, table string, hc aws.HTTPClient) (*wire, strin
 	}
 	return &wire{
 		http:      hc,
+		direct:    sendsDirect(hc),
 		creds:     o.Credentials,
 		signer:    o.HTTPSignerV4,
 		endpoints: eps,
@@ -332,7 +334,7 @@ func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error 
 		return fmt.Errorf("sign http: %w", err)
 	}
 	var resp *http.Response
-	if _, direct := w.http.(*directClient); direct {
+	if w.direct {
 		resp, err = w.http.Do(req)
 	} else {
 		resp, err = doDetached(w.http, req)

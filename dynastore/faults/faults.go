@@ -39,7 +39,10 @@ type Store struct {
 	injected map[string]int
 }
 
-var _ dynastore.Store = (*Store)(nil)
+var (
+	_ dynastore.Store   = (*Store)(nil)
+	_ dynastore.Clocked = (*Store)(nil)
+)
 
 type ruleKind uint8
 
@@ -297,4 +300,21 @@ func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage
 		return dynastore.ScanPage{}, err
 	}
 	return page, nil
+}
+
+// ClockOffset implements dynastore.Clocked with the wrapped store's
+// estimate; none (ok false) when it has none.
+func (s *Store) ClockOffset() (offset, uncertainty time.Duration, ok bool) {
+	if c, is := s.inner.(dynastore.Clocked); is {
+		return c.ClockOffset()
+	}
+	return 0, 0, false
+}
+
+// ClockSamples implements dynastore.Clocked with the wrapped store's count.
+func (s *Store) ClockSamples() int {
+	if c, is := s.inner.(dynastore.Clocked); is {
+		return c.ClockSamples()
+	}
+	return 0
 }

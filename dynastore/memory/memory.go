@@ -60,6 +60,7 @@ type Store struct {
 var (
 	_ dynastore.Store          = (*Store)(nil)
 	_ dynastore.SnapshotReader = (*Store)(nil)
+	_ dynastore.Clocked        = (*Store)(nil)
 )
 
 type failure struct {
@@ -144,6 +145,13 @@ func (s *Store) request(ctx context.Context, op string, parts partitions, fn fun
 	}
 	return err
 }
+
+// ClockOffset implements dynastore.Clocked: the embedded store's clock is
+// this process's, exactly.
+func (s *Store) ClockOffset() (offset, uncertainty time.Duration, ok bool) { return 0, 0, true }
+
+// ClockSamples implements dynastore.Clocked: there is nothing to measure.
+func (s *Store) ClockSamples() int { return 0 }
 
 // clockBase anchors monotonic.
 var clockBase = time.Now()

@@ -219,6 +219,8 @@ func DynamoDB(t testing.TB) (_ Backend, ok bool) {
 		Endpoint:    endpoint,
 		CreateTable: true,
 		Observer:    stats,
+		// As the server runs: its clock corrected by DynamoDB's offset.
+		ClockProbes: true,
 	})
 	require.NoError(t, err, "DynamoDB Local at %s", endpoint)
 	t.Cleanup(func() {
