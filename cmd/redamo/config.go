@@ -41,11 +41,14 @@ const (
 
 // config is the process configuration, from flags and REDAMO_* variables.
 type config struct {
-	Addr            string
-	RequirePass     string
-	Store           string
-	Table           string
-	Region          string
+	Addr        string
+	RequirePass string
+	Store       string
+	Table       string
+	Region      string
+	// Profile is the AWS shared configuration profile (the CLI's
+	// --profile; the server leaves it to AWS_PROFILE).
+	Profile         string
 	Endpoint        string
 	CreateTable     bool
 	DynamoDBClient  string
