@@ -104,7 +104,7 @@ func isCLI(arg string) bool {
 		return true
 	}
 	for _, v := range verbs {
-		if v.name == arg || v.category() == arg {
+		if v.name == arg || (v.category() != "" && v.category() == arg) {
 			return true
 		}
 	}
@@ -275,8 +275,8 @@ func parseArgs(args []string, allowed map[string]flagDef) (pos []string, set map
 				return nil, nil, false, fmt.Errorf("--%s=%s: must be true or false", name, val)
 			}
 		case !hasVal:
-			if i+1 == len(args) {
-				return nil, nil, false, fmt.Errorf("--%s needs a value (--%s %s)", name, name, d.arg)
+			if i+1 == len(args) || looksLikeFlag(args[i+1]) {
+				return nil, nil, false, fmt.Errorf("--%s needs a value (--%s %s; --%s=%s for one that starts with -)", name, name, d.arg, name, d.arg)
 			}
 			i++
 			val = args[i]

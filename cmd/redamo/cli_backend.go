@@ -111,7 +111,7 @@ func (l *local) Requests() string {
 		names = append(names, fmt.Sprintf("%s %d", op, k))
 	}
 	sort.Strings(names)
-	return fmt.Sprintf(", %d DynamoDB requests so far (%s)", n, strings.Join(names, ", "))
+	return fmt.Sprintf("; DynamoDB requests so far: %d (%s)", n, strings.Join(names, ", "))
 }
 
 func (l *local) Close() error { return l.close() }
