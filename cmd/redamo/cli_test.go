@@ -307,7 +307,7 @@ func TestCLIFormats(t *testing.T) {
 		{a("set", "k", "v", "--server", "127.0.0.1:1"), nil, 3, "", `cannot reach redamo at 127\.0\.0\.1:1 \(--server, REDAMO_SERVER\)`},
 		{a("get", "k", "--server", "nohost"), nil, 2, "", `--server "nohost": not host:port`},
 		{a("get", "k", "--endpoint", "http://127.0.0.1:1"), nil, 2, "", `--endpoint applies to the DynamoDB table, but REDAMO_SERVER names a running redamo`},
-		{a("get", "k", "--server", "redis://" + addr + "/0"), nil, 0, `{"key":"k","value":"a b"}` + "\n", ""},
+		{a("get", "k", "--server", "redis://"+addr+"/0"), nil, 0, `{"key":"k","value":"a b"}` + "\n", ""},
 	} {
 		e := map[string]string{}
 		for k, v := range env {
