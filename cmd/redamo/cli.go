@@ -375,15 +375,6 @@ func defaultIdentity(getenv func(string) string) string {
 	return fmt.Sprintf("%s@%s:%d", name, host, os.Getppid())
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // ---- errors ----------------------------------------------------------------------
 
 // cliError ends a run with an exit code and one line on stderr.

@@ -143,6 +143,11 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen, BlockingPoll: commands.DefaultBlockingPoll, ProtectedMode: true}
 	fs := flag.NewFlagSet("redamo", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	fs.Usage = func() {
+		fmt.Fprintln(usageOut, "Usage: redamo [FLAGS]            serve the Redis protocol (the flags below)")
+		fmt.Fprintln(usageOut, "       redamo VERB [ARGS] [FLAGS] run one command from the shell (see redamo help)")
+		fs.PrintDefaults()
+	}
 
 	bulk := sizeValue(c.ProtoMaxBulkLen)
 	str := func(p *string, def string) func(*flag.FlagSet, string, string) {
