@@ -3,7 +3,7 @@ package main
 // The CLI's verbs: each becomes one redamo command (two where it says so),
 // and reads its reply into a result. The examples run in order on an
 // empty store, with REDAMO_OWNER=alice@build-1:4242, give exactly the
-// outputs shown (TestHelpExamples checks them), so `redamo help` is a
+// outputs shown (TestCLIHelpExamples checks them), so `redamo help` is a
 // transcript.
 
 import (
@@ -502,7 +502,7 @@ func buildSismember(x *invocation) (func() result, error) {
 	}, nil
 }
 
-// strings returns the elements of an aggregate reply as strings.
+// replyStrings returns the elements of an aggregate reply as strings.
 func replyStrings(r commands.Reply) []string {
 	out := make([]string, len(r.Elems))
 	for i, e := range r.Elems {
