@@ -346,8 +346,8 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
 	}
 	r := rec.top[len(rec.top)-1]
-	if r.kind == replyError {
-		return luaError(L, "-"+r.str, raise)
+	if r.Kind == ReplyError {
+		return luaError(L, "-"+r.Str, raise)
 	}
 	L.Push(run.toLua(L, r))
 	return 1
@@ -399,59 +399,59 @@ func luaNumberString(f float64) string {
 
 // toLua converts a command's reply to a Lua value as Redis does for the
 // script's protocol (redis.setresp).
-func (run *scriptRun) toLua(L *lua.LState, r reply) lua.LValue {
-	switch r.kind {
-	case replyInt:
-		return lua.LNumber(r.n)
-	case replyBulk:
-		return lua.LString(r.str)
-	case replySimple:
+func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
+	switch r.Kind {
+	case ReplyInt:
+		return lua.LNumber(r.Int)
+	case ReplyBulk:
+		return lua.LString(r.Str)
+	case ReplySimple:
 		t := L.NewTable()
-		t.RawSetString("ok", lua.LString(r.str))
+		t.RawSetString("ok", lua.LString(r.Str))
 		return t
-	case replyError:
-		return errTable(L, "-"+r.str)
-	case replyNil, replyNilArray:
+	case ReplyError:
+		return errTable(L, "-"+r.Str)
+	case ReplyNil, ReplyNilArray:
 		if run.resp == 3 {
 			return lua.LNil
 		}
 		return lua.LFalse
-	case replyArray:
-		t := L.CreateTable(len(r.elems), 0)
-		for i, e := range r.elems {
+	case ReplyArray:
+		t := L.CreateTable(len(r.Elems), 0)
+		for i, e := range r.Elems {
 			t.RawSetInt(i+1, run.toLua(L, e))
 		}
 		return t
-	case replyMap:
+	case ReplyMap:
 		m := L.NewTable()
-		for i := 0; i+1 < len(r.elems); i += 2 {
-			m.RawSet(run.toLua(L, r.elems[i]), run.toLua(L, r.elems[i+1]))
+		for i := 0; i+1 < len(r.Elems); i += 2 {
+			m.RawSet(run.toLua(L, r.Elems[i]), run.toLua(L, r.Elems[i+1]))
 		}
 		t := L.NewTable()
 		t.RawSetString("map", m)
 		return t
-	case replySet:
+	case ReplySet:
 		s := L.NewTable()
-		for _, e := range r.elems {
+		for _, e := range r.Elems {
 			s.RawSet(run.toLua(L, e), lua.LTrue)
 		}
 		t := L.NewTable()
 		t.RawSetString("set", s)
 		return t
-	case replyDouble:
+	case ReplyDouble:
 		t := L.NewTable()
-		t.RawSetString("double", lua.LNumber(r.f))
+		t.RawSetString("double", lua.LNumber(r.Float))
 		return t
-	case replyBool:
-		return lua.LBool(r.n != 0)
-	case replyBigNumber:
+	case ReplyBool:
+		return lua.LBool(r.Int != 0)
+	case ReplyBigNumber:
 		t := L.NewTable()
-		t.RawSetString("big_number", lua.LString(r.str))
+		t.RawSetString("big_number", lua.LString(r.Str))
 		return t
-	case replyVerbatim:
+	case ReplyVerbatim:
 		v := L.NewTable()
-		v.RawSetString("format", lua.LString(r.format))
-		v.RawSetString("string", lua.LString(r.str))
+		v.RawSetString("format", lua.LString(r.Format))
+		v.RawSetString("string", lua.LString(r.Str))
 		t := L.NewTable()
 		t.RawSetString("verbatim_string", v)
 		return t

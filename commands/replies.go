@@ -3,38 +3,59 @@ package commands
 // Recorded replies: a Writer that keeps what a command replied as a tree
 // of values instead of sending it, for the callers that run commands on a
 // client's behalf and decide later what to do with their replies: EXEC
-// (sent once every command took effect) and redis.call in scripts
-// (converted to Lua values).
+// (sent once every command took effect), redis.call in scripts
+// (converted to Lua values) and Server.Do (the shell CLI, in-process).
 
-// replyKind is the kind of one recorded value.
-type replyKind uint8
+// ReplyKind is the kind of one recorded value.
+type ReplyKind uint8
 
 const (
-	replySimple replyKind = iota
-	replyError
-	replyInt
-	replyBulk
-	replyNil      // null bulk string
-	replyNilArray // null array
-	replyArray
-	replyMap // elems holds keys and values in turn
-	replySet
-	replyDouble
-	replyBool
-	replyVerbatim
-	replyBigNumber
-	replyProto // not a value: the protocol switched (HELLO), to p
+	ReplySimple ReplyKind = iota
+	ReplyError
+	ReplyInt
+	ReplyBulk
+	ReplyNil      // null bulk string
+	ReplyNilArray // null array
+	ReplyArray
+	ReplyMap // Elems holds keys and values in turn
+	ReplySet
+	ReplyDouble
+	ReplyBool
+	ReplyVerbatim
+	ReplyBigNumber
+	replyProto // not a value: the protocol switched (HELLO), to Int
 )
 
-// reply is one recorded value.
-type reply struct {
-	kind replyKind
-	// str: simple string, error, bulk (bytes), verbatim text.
-	str    string
-	format string // verbatim
-	n      int64  // integer; bool (0/1); proto
-	f      float64
-	elems  []reply
+// Reply is one recorded value: a command's reply as a tree.
+type Reply struct {
+	Kind ReplyKind
+	// Str: simple string, error (with its code: "ERR ...", "WRONGTYPE
+	// ..."), bulk string (its bytes), verbatim text, big number digits.
+	Str    string
+	Format string  // verbatim
+	Int    int64   // integer; bool (0/1)
+	Float  float64 // double
+	Elems  []Reply // array, set; map: keys and values in turn
+}
+
+// IsNull reports whether r is a null (bulk string or array).
+func (r Reply) IsNull() bool { return r.Kind == ReplyNil || r.Kind == ReplyNilArray }
+
+// IsError reports whether r is an error reply.
+func (r Reply) IsError() bool { return r.Kind == ReplyError }
+
+// Field returns the value of key name in a map reply (or in a flat
+// array of keys and values in turn, as RESP2 sends a map).
+func (r Reply) Field(name string) (Reply, bool) {
+	if r.Kind != ReplyMap && r.Kind != ReplyArray {
+		return Reply{}, false
+	}
+	for i := 0; i+1 < len(r.Elems); i += 2 {
+		if k := r.Elems[i]; (k.Kind == ReplyBulk || k.Kind == ReplySimple) && k.Str == name {
+			return r.Elems[i+1], true
+		}
+	}
+	return Reply{}, false
 }
 
 // replyRecorder is a Writer that records replies. Aggregates are filled as
@@ -43,7 +64,7 @@ type reply struct {
 // bulk string, ...), so the values read the same as the client would.
 type replyRecorder struct {
 	proto int
-	top   []reply
+	top   []Reply
 	// open is the stack of aggregates being filled, each with the count
 	// of elements it still lacks.
 	open   []openAggregate
@@ -51,20 +72,20 @@ type replyRecorder struct {
 }
 
 type openAggregate struct {
-	r    reply
+	r    Reply
 	left int
 }
 
 var _ Writer = (*replyRecorder)(nil)
 
-func (r *replyRecorder) add(v reply) {
+func (r *replyRecorder) add(v Reply) {
 	for {
 		if len(r.open) == 0 {
 			r.top = append(r.top, v)
 			return
 		}
 		o := &r.open[len(r.open)-1]
-		o.r.elems = append(o.r.elems, v)
+		o.r.Elems = append(o.r.Elems, v)
 		if o.left--; o.left > 0 {
 			return
 		}
@@ -73,12 +94,12 @@ func (r *replyRecorder) add(v reply) {
 	}
 }
 
-func (r *replyRecorder) aggregate(kind replyKind, n int) {
+func (r *replyRecorder) aggregate(kind ReplyKind, n int) {
 	if n <= 0 {
-		r.add(reply{kind: kind})
+		r.add(Reply{Kind: kind})
 		return
 	}
-	r.open = append(r.open, openAggregate{r: reply{kind: kind, elems: make([]reply, 0, n)}, left: n})
+	r.open = append(r.open, openAggregate{r: Reply{Kind: kind, Elems: make([]Reply, 0, n)}, left: n})
 }
 
 // replay writes the recorded replies to w.
@@ -88,45 +109,45 @@ func (r *replyRecorder) replay(w Writer) {
 	}
 }
 
-func (v reply) write(w Writer) {
-	switch v.kind {
-	case replySimple:
-		w.Simple(v.str)
-	case replyError:
-		w.Error(v.str)
-	case replyInt:
-		w.Int(v.n)
-	case replyBulk:
-		w.BulkString(v.str)
-	case replyNil:
+func (v Reply) write(w Writer) {
+	switch v.Kind {
+	case ReplySimple:
+		w.Simple(v.Str)
+	case ReplyError:
+		w.Error(v.Str)
+	case ReplyInt:
+		w.Int(v.Int)
+	case ReplyBulk:
+		w.BulkString(v.Str)
+	case ReplyNil:
 		w.Nil()
-	case replyNilArray:
+	case ReplyNilArray:
 		w.NilArray()
-	case replyArray, replySet:
-		if v.kind == replyArray {
-			w.Array(len(v.elems))
+	case ReplyArray, ReplySet:
+		if v.Kind == ReplyArray {
+			w.Array(len(v.Elems))
 		} else {
-			w.Set(len(v.elems))
+			w.Set(len(v.Elems))
 		}
-		for _, e := range v.elems {
+		for _, e := range v.Elems {
 			e.write(w)
 		}
-	case replyMap:
-		w.Map(len(v.elems) / 2)
-		for _, e := range v.elems {
+	case ReplyMap:
+		w.Map(len(v.Elems) / 2)
+		for _, e := range v.Elems {
 			e.write(w)
 		}
-	case replyDouble:
-		w.Double(v.f)
-	case replyBool:
-		w.Bool(v.n != 0)
-	case replyVerbatim:
-		w.Verbatim(v.format, v.str)
-	case replyBigNumber:
-		w.BigNumber(v.str)
+	case ReplyDouble:
+		w.Double(v.Float)
+	case ReplyBool:
+		w.Bool(v.Int != 0)
+	case ReplyVerbatim:
+		w.Verbatim(v.Format, v.Str)
+	case ReplyBigNumber:
+		w.BigNumber(v.Str)
 	case replyProto:
 		if ps, ok := w.(protoSwitcher); ok {
-			ps.SetProto(int(v.n))
+			ps.SetProto(int(v.Int))
 		}
 	}
 }
@@ -135,72 +156,72 @@ func (v reply) write(w Writer) {
 func (r *replyRecorder) Errors() int { return r.errors }
 
 func (r *replyRecorder) Proto() int          { return r.proto }
-func (r *replyRecorder) Simple(s string)     { r.add(reply{kind: replySimple, str: s}) }
-func (r *replyRecorder) Int(n int64)         { r.add(reply{kind: replyInt, n: n}) }
-func (r *replyRecorder) Bulk(b []byte)       { r.add(reply{kind: replyBulk, str: string(b)}) }
-func (r *replyRecorder) BulkString(s string) { r.add(reply{kind: replyBulk, str: s}) }
-func (r *replyRecorder) Nil()                { r.add(reply{kind: replyNil}) }
-func (r *replyRecorder) NilArray()           { r.add(reply{kind: replyNilArray}) }
-func (r *replyRecorder) Array(n int)         { r.aggregate(replyArray, n) }
+func (r *replyRecorder) Simple(s string)     { r.add(Reply{Kind: ReplySimple, Str: s}) }
+func (r *replyRecorder) Int(n int64)         { r.add(Reply{Kind: ReplyInt, Int: n}) }
+func (r *replyRecorder) Bulk(b []byte)       { r.add(Reply{Kind: ReplyBulk, Str: string(b)}) }
+func (r *replyRecorder) BulkString(s string) { r.add(Reply{Kind: ReplyBulk, Str: s}) }
+func (r *replyRecorder) Nil()                { r.add(Reply{Kind: ReplyNil}) }
+func (r *replyRecorder) NilArray()           { r.add(Reply{Kind: ReplyNilArray}) }
+func (r *replyRecorder) Array(n int)         { r.aggregate(ReplyArray, n) }
 func (r *replyRecorder) Map(n int) {
 	if r.proto < 3 {
-		r.aggregate(replyArray, 2*n)
+		r.aggregate(ReplyArray, 2*n)
 		return
 	}
-	r.aggregate(replyMap, 2*n)
+	r.aggregate(ReplyMap, 2*n)
 }
 
 func (r *replyRecorder) Set(n int) {
 	if r.proto < 3 {
-		r.aggregate(replyArray, n)
+		r.aggregate(ReplyArray, n)
 		return
 	}
-	r.aggregate(replySet, n)
+	r.aggregate(ReplySet, n)
 }
 
 func (r *replyRecorder) Double(f float64) {
 	if r.proto < 3 {
-		r.add(reply{kind: replyBulk, str: string(FormatDouble(nil, f))})
+		r.add(Reply{Kind: ReplyBulk, Str: string(FormatDouble(nil, f))})
 		return
 	}
-	r.add(reply{kind: replyDouble, f: f})
+	r.add(Reply{Kind: ReplyDouble, Float: f})
 }
 
 func (r *replyRecorder) Bool(b bool) {
-	v := reply{kind: replyBool}
+	v := Reply{Kind: ReplyBool}
 	if r.proto < 3 {
-		v.kind = replyInt
+		v.Kind = ReplyInt
 	}
 	if b {
-		v.n = 1
+		v.Int = 1
 	}
 	r.add(v)
 }
 
 func (r *replyRecorder) Verbatim(format, s string) {
 	if r.proto < 3 {
-		r.add(reply{kind: replyBulk, str: s})
+		r.add(Reply{Kind: ReplyBulk, Str: s})
 		return
 	}
-	r.add(reply{kind: replyVerbatim, format: format, str: s})
+	r.add(Reply{Kind: ReplyVerbatim, Format: format, Str: s})
 }
 
 func (r *replyRecorder) BigNumber(digits string) {
 	if r.proto < 3 {
-		r.add(reply{kind: replyBulk, str: digits})
+		r.add(Reply{Kind: ReplyBulk, Str: digits})
 		return
 	}
-	r.add(reply{kind: replyBigNumber, str: digits})
+	r.add(Reply{Kind: ReplyBigNumber, Str: digits})
 }
 
 func (r *replyRecorder) Error(msg string) {
 	r.errors++
-	r.add(reply{kind: replyError, str: msg})
+	r.add(Reply{Kind: ReplyError, Str: msg})
 }
 
 // SetProto records a protocol switch (HELLO inside MULTI): the replies
 // after it are in the new protocol, as Redis sends them.
 func (r *replyRecorder) SetProto(p int) {
 	r.proto = p
-	r.top = append(r.top, reply{kind: replyProto, n: int64(p)})
+	r.top = append(r.top, Reply{Kind: replyProto, Int: int64(p)})
 }

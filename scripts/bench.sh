@@ -17,6 +17,9 @@
 #      large), with the time each took to build.
 #   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   6. DynamoDB requests per command, from INFO (redamo section).
+#   7. The shell CLI: wall time per `redamo get` call, one process after the
+#      other, in-process on DynamoDB Local (no server) and with --server,
+#      next to redis-cli for the cost of starting a process at all.
 # Everything it starts is stopped on exit, also on failure or Ctrl-C.
 #
 # Environment (defaults in brackets):
@@ -32,7 +35,8 @@
 #   REDAMO_BENCH_TIME     go test -benchtime [1s]
 #   REDAMO_BENCH_LARGE    entries of the large list/set/hash, on both stores [100000]
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
-#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue rss
+#   REDAMO_BENCH_CLI_N    redamo get calls per CLI figure [200]
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue rss cli
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +50,7 @@ LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
 BENCHTIME="${REDAMO_BENCH_TIME:-1s}"
 CONNS="${REDAMO_BENCH_CONNS:-1000}"
 LARGE="${REDAMO_BENCH_LARGE:-100000}"
+CLI_N="${REDAMO_BENCH_CLI_N:-200}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 # shellcheck source=scripts/lib.sh
@@ -348,3 +353,38 @@ awk -F'[:,=]' '
 	END {
 		for (c in total) if (calls[c] > 0) printf "%-12s %8d %10d %10.2f  %s\n", c, calls[c], total[c], total[c] / calls[c], reqs[c]
 	}' "$work/info-cmdstats.txt" "$work/info-redamo.txt" | sort
+
+# ---- 7. the shell CLI ----------------------------------------------------------------
+# per_call_ms N CMD...: runs CMD N times, one after the other (each must
+# exit 0), and prints the mean wall time per call in milliseconds.
+per_call_ms() {
+	local n=$1 t0 t1
+	shift
+	t0=$(date +%s%N)
+	for _ in $(seq 1 "$n"); do
+		"$@" >/dev/null || die "$* failed"
+	done
+	t1=$(date +%s%N)
+	awk -v d=$((t1 - t0)) -v n="$n" 'BEGIN { printf "%.2f", d / n / 1e6 }'
+}
+
+# cli_row LABEL N CMD...: one line of the CLI table.
+cli_row() {
+	local label=$1 ms
+	shift
+	ms="$(per_call_ms "$@")"
+	printf "%-58s %10s\n" "$label" "$ms"
+}
+
+if ! skipped cli; then
+	step "shell CLI: wall time per call, $CLI_N calls one after the other (a process each)"
+	ddb=(--endpoint "$endpoint" --region us-east-1 --table "$table")
+	"$work/redamo" set cli:bench value "${ddb[@]}" >/dev/null
+	redis-cli -p "$redis_port" set cli:bench value >/dev/null
+	"$work/redamo" set cli:bench value --server "127.0.0.1:$mem_port" >/dev/null
+	printf "%-58s %10s\n" "call" "ms/call"
+	cli_row "redamo get, in-process on DynamoDB Local (no server)" "$CLI_N" "$work/redamo" get cli:bench "${ddb[@]}"
+	cli_row "redamo get --server (redamo on DynamoDB Local)" "$CLI_N" "$work/redamo" get cli:bench --server "127.0.0.1:$ddb_port"
+	cli_row "redamo get --server (redamo, memory store)" "$CLI_N" "$work/redamo" get cli:bench --server "127.0.0.1:$mem_port"
+	cli_row "redis-cli get (redis-server): starting a process at all" "$CLI_N" redis-cli -p "$redis_port" get cli:bench
+fi

@@ -41,11 +41,14 @@ const (
 
 // config is the process configuration, from flags and REDAMO_* variables.
 type config struct {
-	Addr            string
-	RequirePass     string
-	Store           string
-	Table           string
-	Region          string
+	Addr        string
+	RequirePass string
+	Store       string
+	Table       string
+	Region      string
+	// Profile is the AWS shared configuration profile (the CLI's
+	// --profile; the server leaves it to AWS_PROFILE).
+	Profile         string
 	Endpoint        string
 	CreateTable     bool
 	DynamoDBClient  string
@@ -143,6 +146,11 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	c := config{ProtoMaxBulkLen: defaultProtoMaxBulkLen, BlockingPoll: commands.DefaultBlockingPoll, ProtectedMode: true}
 	fs := flag.NewFlagSet("redamo", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	fs.Usage = func() {
+		fmt.Fprintln(usageOut, "Usage: redamo [FLAGS]            serve the Redis protocol (the flags below)")
+		fmt.Fprintln(usageOut, "       redamo VERB [ARGS] [FLAGS] run one command from the shell (see redamo help)")
+		fs.PrintDefaults()
+	}
 
 	bulk := sizeValue(c.ProtoMaxBulkLen)
 	str := func(p *string, def string) func(*flag.FlagSet, string, string) {

@@ -4,6 +4,10 @@
 // Every setting is a flag with a REDAMO_* environment variable (see -help);
 // AWS credentials come from the SDK's default chain. SIGINT or SIGTERM stops
 // it gracefully: no new connections, commands in flight finish, exit 0.
+//
+// Given a verb first (redamo get KEY, redamo lock acquire NAME, redamo
+// help), it runs that one command instead and exits: the shell CLI
+// (cli.go), on the DynamoDB table in-process or on a running redamo.
 package main
 
 import (
@@ -44,6 +48,9 @@ func main() {
 }
 
 func realMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isCLI(args[0]) {
+		return runCLI(args, getenv, stdout, stderr)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -140,25 +147,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 		a.metricsSrv = m.NewHTTPServer(cfg.MetricsAddr)
 	}
 
-	a.srv = &commands.Server{
-		Store: store,
-		Stats: stats,
-		Table: table,
-		Config: commands.Config{
-			Addr:            ln.Addr().String(),
-			RequirePass:     cfg.RequirePass,
-			StoreName:       cfg.Store,
-			Region:          cfg.Region,
-			Endpoint:        cfg.Endpoint,
-			ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
-			BlockingPoll:    cfg.BlockingPoll,
-			Unprotected:     !bool(cfg.ProtectedMode),
-			RedamoVersion:   version,
-		},
-	}
-	if cfg.Store == storeDynamoDB {
-		a.srv.Config.TableName = cfg.Table
-	}
+	a.srv = newCommandServer(cfg, store, stats, table, ln.Addr().String())
 	opts := resp.Options{
 		Logf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) },
 	}
@@ -196,6 +185,31 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	}
 	logger.Info("redamo ready", attrs...)
 	return a, nil
+}
+
+// newCommandServer is the state every command of this process shares: the
+// server's connections, or the CLI's one command (addr empty).
+func newCommandServer(cfg config, store dynastore.Store, stats *dynastore.Stats, table *commands.Table, addr string) *commands.Server {
+	srv := &commands.Server{
+		Store: store,
+		Stats: stats,
+		Table: table,
+		Config: commands.Config{
+			Addr:            addr,
+			RequirePass:     cfg.RequirePass,
+			StoreName:       cfg.Store,
+			Region:          cfg.Region,
+			Endpoint:        cfg.Endpoint,
+			ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
+			BlockingPoll:    cfg.BlockingPoll,
+			Unprotected:     !bool(cfg.ProtectedMode),
+			RedamoVersion:   version,
+		},
+	}
+	if cfg.Store == storeDynamoDB {
+		srv.Config.TableName = cfg.Table
+	}
+	return srv
 }
 
 func orDefault(s, d string) string {
@@ -263,6 +277,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 		s, err := dynamo.New(ctx, dynamo.Config{
 			Table:       cfg.Table,
 			Region:      cfg.Region,
+			Profile:     cfg.Profile,
 			Endpoint:    cfg.Endpoint,
 			CreateTable: cfg.CreateTable,
 			SDKOnly:     cfg.DynamoDBClient == clientSDK,

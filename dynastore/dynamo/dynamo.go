@@ -62,6 +62,9 @@ type Config struct {
 	// Region is the AWS region; empty: the SDK's default chain (AWS_REGION,
 	// shared config), or DefaultLocalRegion when Endpoint is set.
 	Region string
+	// Profile is the shared configuration profile to take credentials and
+	// settings from; empty: the SDK's default (AWS_PROFILE, or "default").
+	Profile string
 	// Endpoint is a custom endpoint URL such as DynamoDB Local's
 	// http://127.0.0.1:8000; empty: AWS.
 	Endpoint string
@@ -126,13 +129,20 @@ var (
 
 var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
+// Configuration errors of New, for callers that tell the user which
+// setting to fix.
+var (
+	ErrTableName = errors.New("dynamo: invalid table name")
+	ErrNoRegion  = errors.New("dynamo: no AWS region configured (set the region or AWS_REGION)")
+)
+
 // New returns a Store on cfg.Table, creating the table first when
 // cfg.CreateTable is set. Credentials come from the SDK's default chain;
 // with a custom Endpoint and no credentials in the environment it falls back
 // to static ones (LocalAccessKey), so DynamoDB Local works out of the box.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if !tableNameRE.MatchString(cfg.Table) {
-		return nil, fmt.Errorf("dynamo: invalid table name %q (3-255 characters of a-z, A-Z, 0-9, _ . -)", cfg.Table)
+		return nil, fmt.Errorf("%w %q (3-255 characters of a-z, A-Z, 0-9, _ . -)", ErrTableName, cfg.Table)
 	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
@@ -143,6 +153,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -163,11 +176,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	hc = &clockClient{next: hc, clock: clock}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
-			return nil, errors.New("dynamo: no AWS region configured (set the region or AWS_REGION)")
+			return nil, ErrNoRegion
 		}
 		awsCfg.Region = DefaultLocalRegion
 	}
-	if cfg.Endpoint != "" && !haveCredentials(ctx, awsCfg) {
+	if cfg.Endpoint != "" && !haveCredentials(ctx, awsCfg, cfg.Profile != "") {
 		awsCfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKey, LocalAccessKey, "")
 	}
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
@@ -229,11 +242,12 @@ func orDefault[T int | time.Duration](v, d T) T {
 }
 
 // haveCredentials reports whether the environment configures credentials
-// that resolve. Without any hint of them it does not ask the chain at all:
+// that resolve (profile: a profile was named in the configuration).
+// Without any hint of them it does not ask the chain at all:
 // its last resort, the EC2 instance metadata service, takes seconds to time
 // out on a laptop or CI machine.
-func haveCredentials(ctx context.Context, cfg aws.Config) bool {
-	hint := false
+func haveCredentials(ctx context.Context, cfg aws.Config, profile bool) bool {
+	hint := profile
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
 		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
