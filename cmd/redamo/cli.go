@@ -100,7 +100,7 @@ type cli struct {
 // isCLI reports whether the first argument names a verb, a category or
 // help: anything else (flags, nothing) starts the server.
 func isCLI(arg string) bool {
-	if arg == "help" || arg == "queue" {
+	if arg == "help" {
 		return true
 	}
 	for _, v := range verbs {
@@ -123,9 +123,6 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "help":
 		return c.help(args[1:])
-	case "queue":
-		fmt.Fprintln(c.errOut, "redamo: queues are not available yet: this redamo has no QUEUE.* commands, so `redamo queue ...` has nothing to run (see `redamo help` for what is)")
-		return exitUsage
 	}
 	v, rest, err := findVerb(args)
 	if err != nil {

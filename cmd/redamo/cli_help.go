@@ -13,6 +13,7 @@ var groups = []struct{ name, title string }{
 	{"lists", "Lists"},
 	{"lock", "Locks: redamo lock OPERATION NAME"},
 	{"leader", "Leader election: redamo leader OPERATION POOL"},
+	{"queue", "Work queues: redamo queue OPERATION NAME"},
 	{"exec", "Any command"},
 }
 
@@ -45,9 +46,6 @@ const helpExits = `Exit codes:
   3  the store or server failed or is unreachable (throttling, permissions, a
      missing table, no region), after bounded retries
   4  the lock or leadership is held by someone else (after --wait)
-
-Queues (redamo queue ...) are not available yet: this redamo has no QUEUE.*
-commands.
 `
 
 // help prints the whole help, or one verb's or category's.
@@ -68,10 +66,6 @@ func (c *cli) help(args []string) int {
 			printHelp(c.out, topic)
 			return exitOK
 		}
-	}
-	if topic == "queue" {
-		fmt.Fprintln(c.errOut, "redamo: queues are not available yet: this redamo has no QUEUE.* commands")
-		return exitUsage
 	}
 	var names []string
 	for _, g := range groups {

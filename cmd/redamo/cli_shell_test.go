@@ -136,33 +136,53 @@ func TestCLIShellLockRace(t *testing.T) {
 	}
 }
 
-// A producer and a consumer script over a list: the consumer pops until
-// it has every item, in order, while the producer pushes them.
+// A producer and a consumer script over a list, and over a queue (where
+// the consumer acknowledges each message with its receipt): the consumer
+// takes every item, in order, while the producer pushes them.
 func TestCLIShellProducerConsumer(t *testing.T) {
 	bin := buildCLI(t)
 	const items = 20
-	producer := `set -eu
-shift 0
+	scripts := []struct {
+		name, setup, push, consume string
+	}{
+		{"list", "", `redamo rpush jobs "job-$i" --quiet "$@"`,
+			`if job=$(redamo lpop jobs --format value "$@"); then
+		echo "$job"
+		got=$((got + 1))`},
+		// One shard: the queue's order holds per shard.
+		{"queue", `redamo queue config jobs --shards 1 --quiet "$@"`, `redamo queue push jobs "job-$i" --quiet "$@"`,
+			`if out=$(redamo queue pop jobs --wait 200ms --format text "$@"); then
+		[[ $out =~ receipt=([^ ]+)\ payload=([^ ]+) ]] || { echo "cannot read $out" >&2; exit 1; }
+		redamo queue ack jobs "${BASH_REMATCH[1]}" --quiet "$@" || { echo "ack failed" >&2; exit 1; }
+		echo "${BASH_REMATCH[2]}"
+		got=$((got + 1))`},
+	}
+	for _, sc := range scripts {
+		producer := `set -eu
+` + sc.setup + `
 for i in $(seq 1 ` + strconv.Itoa(items) + `); do
-	redamo rpush jobs "job $i" --quiet "$@"
+	` + sc.push + `
 	sleep 0.01
 done
 `
-	consumer := `set -u
+		consumer := `set -u
 got=0 tries=0
 while [ "$got" -lt ` + strconv.Itoa(items) + ` ] && [ "$tries" -lt 2000 ]; do
 	tries=$((tries + 1))
-	if job=$(redamo lpop jobs --format value "$@"); then
-		echo "$job"
-		got=$((got + 1))
+	` + sc.consume + `
 	elif [ $? -ne 1 ]; then
-		echo "lpop failed" >&2
+		echo "pop failed" >&2
 		exit 1
 	else
 		sleep 0.01
 	fi
 done
 `
+		t.Run(sc.name, func(t *testing.T) { shellProducerConsumer(t, bin, producer, consumer, items) })
+	}
+}
+
+func shellProducerConsumer(t *testing.T, bin, producer, consumer string, items int) {
 	for _, p := range cliPaths(t) {
 		t.Run(p.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -191,7 +211,7 @@ done
 			}
 			var want strings.Builder
 			for i := 1; i <= items; i++ {
-				fmt.Fprintf(&want, "job %d\n", i)
+				fmt.Fprintf(&want, "job-%d\n", i)
 			}
 			require.Equal(t, want.String(), consOut.String())
 		})

@@ -81,9 +81,15 @@ func newTable(t *testing.T, ep string) string {
 }
 
 // clockFields are the outputs that depend on the clock.
-var clockFields = regexp.MustCompile(`"(pttl_ms|acquired_at_ms|elected_at_ms|heartbeat_at_ms)":\d+`)
+var (
+	clockFields  = regexp.MustCompile(`"(pttl_ms|acquired_at_ms|elected_at_ms|heartbeat_at_ms|oldest_ready_ms)":\d+`)
+	randomFields = regexp.MustCompile(`"(message_id|receipt)":"[A-Za-z0-9_-]+"`)
+	receiptField = regexp.MustCompile(`"receipt":"([A-Za-z0-9_-]+)"`)
+)
 
-func normalize(s string) string { return clockFields.ReplaceAllString(s, `"$1":N`) }
+func normalize(s string) string {
+	return randomFields.ReplaceAllString(clockFields.ReplaceAllString(s, `"$1":N`), `"$1":"N"`)
+}
 
 // The help's examples are a transcript: run in order on an empty store,
 // each verb's example prints exactly its documented JSON and exits 0, on
@@ -92,9 +98,24 @@ func TestCLIHelpExamples(t *testing.T) {
 	for _, p := range cliPaths(t) {
 		t.Run(p.name, func(t *testing.T) {
 			env := map[string]string{"REDAMO_OWNER": exampleIdentity}
+			// $receipt in an example is the receipt the last pop printed;
+			// after a NACK spent it, the example's message is popped again.
+			receipt := ""
 			for _, v := range verbs {
-				args := append(strings.Fields(v.example), p.flags...)
+				if strings.Contains(v.example, "$receipt") && receipt == "" {
+					_, out, _ := cliRun(t, env, append([]string{"queue", "pop", "jobs"}, p.flags...)...)
+					m := receiptField.FindStringSubmatch(out)
+					require.NotNil(t, m, "no message to receive for %s: %s", v.example, out)
+					receipt = m[1]
+				}
+				args := append(strings.Fields(strings.ReplaceAll(v.example, "$receipt", receipt)), p.flags...)
 				code, out, errOut := cliRun(t, env, args...)
+				if m := receiptField.FindStringSubmatch(out); m != nil {
+					receipt = m[1]
+				}
+				if v.name == "queue nack" || v.name == "queue ack" {
+					receipt = ""
+				}
 				require.Equal(t, exitOK, code, "redamo %s: %s", v.example, errOut)
 				require.Equal(t, normalize(v.output)+"\n", normalize(out), "redamo %s", v.example)
 				require.Empty(t, errOut, "redamo %s", v.example)
@@ -222,6 +243,21 @@ func TestCLIAnswers(t *testing.T) {
 		{a("leader", "heartbeat", "P", "--id", "n1"), 1, `{"pool":"P","id":"n1","leader":false}`, ""},
 		{a("leader", "elect", "P", "--id", "n2", "--value", "v2"), 0, `{"pool":"P","id":"n2","elected":true,"term":2,"ttl_ms":30000}`, ""},
 		{a("leader", "watch", "P", "--term", "1"), 0, `{"pool":"P","changed":true,"leader":"n2","term":2,"value":"v2","pttl_ms":N}`, ""},
+		// Queues: an empty queue, a stale receipt, a receipt that is none.
+		{a("queue", "pop", "Q"), 1, `{"queue":"Q","message_id":null}`, ""},
+		{a("queue", "pop", "Q", "--count", "3", "--wait", "50ms"), 1, `{"queue":"Q","messages":[]}`, ""},
+		{a("queue", "size", "Q"), 1, `{"queue":"Q","ready":0}`, ""},
+		{a("queue", "peek", "Q"), 1, `{"queue":"Q","messages":[]}`, ""},
+		{a("queue", "push", "Q", "m", "--dedup-id", "d"), 0, `{"queue":"Q","message_id":"N"}`, ""},
+		{a("queue", "push", "Q", "m2", "--dedup-id", "d"), 0, `{"queue":"Q","message_id":"N"}`, ""},
+		{a("queue", "pop", "Q", "--count", "3", "--visibility-timeout", "0s"), 0, `{"queue":"Q","messages":[{"message_id":"N","receipt":null,"payload":"m","deliveries":1}]}`, ""},
+		{a("queue", "ack", "Q", "AAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAHN0YWxl"), 1, `{"queue":"Q","acked":false}`, "the receipt is stale"},
+		{a("queue", "nack", "Q", "AAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAHN0YWxl"), 1, `{"queue":"Q","nacked":false}`, "the receipt is stale"},
+		{a("queue", "ack", "Q", "not-a-receipt"), 2, "", "ERR invalid receipt"},
+		{a("queue", "extend", "Q", "r"), 2, "", "queue extend needs --visibility-timeout"},
+		{a("queue", "config", "Q", "--shards", "0"), 2, "", "--shards 0: must be positive"},
+		{a("queue", "config", "Q", "--shards", "65"), 2, "", "ERR SHARDS must be between 1 and 64"},
+		{a("queue", "stats", "Q"), 0, `{"queue":"Q","ready":0,"delayed":0,"inflight":0,"dead":0,"pushed":1,"acked":0,"nacked":0,"deadlettered":0,"deduplicated":1,"oldest_ready_ms":N}`, ""},
 		// Invalid arguments: exit 2 before anything runs.
 		{a("get"), 2, "", "redamo: usage: redamo get KEY"},
 		{a("set", "k"), 2, "", "usage: redamo set KEY VALUE"},
@@ -232,7 +268,6 @@ func TestCLIAnswers(t *testing.T) {
 		{a("lock", "release", "L", "--fence", "0"), 2, "", "--fence 0: must be positive"},
 		{a("lock", "frob", "L"), 2, "", `lock has no operation "frob": it has acquire, check, extend, release`},
 		{a("lock"), 2, "", "lock needs an operation"},
-		{a("queue", "push", "q", "x"), 2, "", "queues are not available yet"},
 		{a("get", "k", "--nope"), 2, "", "unknown flag --nope"},
 		{a("get", "k", "--ttl", "1s"), 2, "", "unknown flag --ttl"},
 		{a("get", "k", "--format", "xml"), 2, "", `--format "xml": must be json, text or value`},
@@ -409,7 +444,7 @@ func TestCLIHelp(t *testing.T) {
 		require.NotEmpty(t, v.summary, v.name)
 		require.NotEmpty(t, v.runs, v.name)
 	}
-	for _, s := range []string{"Exit codes:", "REDAMO_SERVER", "REDAMO_TABLE", "AWS_PROFILE", "REDAMO_ENDPOINT", "not available yet"} {
+	for _, s := range []string{"Exit codes:", "REDAMO_SERVER", "REDAMO_TABLE", "AWS_PROFILE", "REDAMO_ENDPOINT", "Work queues"} {
 		require.Contains(t, out, s)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,12 +83,24 @@ var verbFlags = map[string]flagDef{
 	"fence":     {name: "fence", arg: "N", usage: "act only if the lock is held with this fencing token"},
 	"value":     {name: "value", arg: "V", usage: "the leader's value, for others to read (e.g. its address)"},
 	"term":      {name: "term", arg: "N", usage: "wait until this term is over (default: the current term; 0: until anyone leads)"},
+	// queues (cli_queue.go)
+	"priority":           {name: "priority", arg: "N", usage: "lower is served first (default 0)"},
+	"delay":              {name: "delay", arg: "D", usage: "keep the message invisible for D first (default: none)"},
+	"dedup-id":           {name: "dedup-id", arg: "ID", usage: "push nothing if ID was pushed within the queue's dedup window; print the first message's id"},
+	"visibility-timeout": {name: "visibility-timeout", arg: "D", usage: "how long a received message stays invisible to others (default: the queue's, 30s)"},
+	"max-receives":       {name: "max-receives", arg: "N", usage: "deliveries after which a message goes to the dead-letter queue (0: no limit)"},
+	"dlq":                {name: "dlq", arg: "QUEUE", usage: "the dead-letter queue (\"\": none: dead messages stay, as dead, in the queue)"},
+	"dedup-window":       {name: "dedup-window", arg: "D", usage: "how long a --dedup-id is remembered (default 5m)"},
+	"shards":             {name: "shards", arg: "N", usage: "partitions the queue spreads over (default 4)"},
 }
 
 // exampleIdentity is the owner the examples were run with.
 const exampleIdentity = "alice@build-1:4242"
 
-var verbs = []verb{
+// verbs are every verb, in the order help shows them and their examples run.
+var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{execVerb})
+
+var keyVerbs = []verb{
 	// ---- keys and counters
 	{name: "set", group: "keys", args: "KEY VALUE", minArgs: 2, maxArgs: 2, flags: []string{"ttl", "if-absent"},
 		flagHelp: map[string]string{"ttl": "expire the key after D (default: never)"},
@@ -211,13 +224,13 @@ var verbs = []verb{
 		summary:  "Wait until the pool is no longer led in TERM (a new leader, or nobody); then who leads. Exit 1 when --wait ran out first.",
 		example:  "leader watch scheduler --term 1", output: `{"pool":"scheduler","changed":true,"leader":null,"term":1,"value":null,"pttl_ms":-2}`,
 		value: "leader", build: buildLeaderWatch},
-
-	// ---- anything else
-	{name: "exec", group: "exec", args: "COMMAND [ARG...]", minArgs: 1, maxArgs: -1,
-		runs: "COMMAND ARG... as given", summary: "Run any redamo command; its reply as JSON (maps with sorted keys). An error reply exits 2 (3 when the store failed).",
-		example: "exec HSET user:1 name Ada", output: `{"reply":1}`,
-		value: "reply", build: buildExec},
 }
+
+// execVerb runs anything else.
+var execVerb = verb{name: "exec", group: "exec", args: "COMMAND [ARG...]", minArgs: 1, maxArgs: -1,
+	runs: "COMMAND ARG... as given", summary: "Run any redamo command; its reply as JSON (maps with sorted keys). An error reply exits 2 (3 when the store failed).",
+	example: "exec HSET user:1 name Ada", output: `{"reply":1}`,
+	value: "reply", build: buildExec}
 
 // ---- invocation ----------------------------------------------------------------------
 
