@@ -13,6 +13,7 @@ package commands
 // replies redis-cell gives.
 
 import (
+	"cmp"
 	"math"
 	"math/big"
 )
@@ -57,20 +58,10 @@ func (a span) neg() span { return span{}.sub(a) }
 func (a span) cmp(b span) int {
 	switch {
 	case a.sec != b.sec:
-		return cmpInt64(a.sec, b.sec)
+		return cmp.Compare(a.sec, b.sec)
 	default:
-		return cmpInt64(a.nsec, b.nsec)
+		return cmp.Compare(a.nsec, b.nsec)
 	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // rust splits a span as the time crate does: whole seconds and nanoseconds,

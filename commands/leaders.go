@@ -36,14 +36,7 @@ func cmdLeaderElect(c *Ctx) {
 		val = append([]byte{}, o.value...)
 	}
 	l, ok, err := c.Srv.Coord.Elect(c, c.Store, c.Args[1], c.Args[2], val, o.ttl, c.waitFor(o.wait), c.leaseClocks())
-	switch {
-	case err != nil:
-		c.Fail(err)
-	case !ok:
-		c.W.Nil()
-	default:
-		c.W.Int(l.Token)
-	}
+	c.replyGrant(l, ok, err)
 }
 
 // LEADER.HEARTBEAT election candidate [PX ms]

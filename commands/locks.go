@@ -150,6 +150,12 @@ func cmdLockAcquire(c *Ctx) {
 		return
 	}
 	l, ok, err := c.Srv.Coord.Acquire(c, c.Store, c.Args[1], c.Args[2], o.ttl, c.waitFor(o.wait), c.leaseClocks())
+	c.replyGrant(l, ok, err)
+}
+
+// replyGrant replies to an acquisition or election: the token (term)
+// granted, or null.
+func (c *Ctx) replyGrant(l coord.Lease, ok bool, err error) {
 	switch {
 	case err != nil:
 		c.Fail(err)
