@@ -39,8 +39,8 @@ type Stats struct {
 }
 
 // Blocking waits poll with a backoff that starts at minPoll and doubles up
-// to maxPoll, jittered; a wait also ends at the moment the lease it waits
-// for runs out, and at once when this process sees it released.
+// to maxPoll, jittered; a wait also retries at the moment the lease it
+// waits for runs out, and at once when this process sees it change.
 const (
 	minPoll = 10 * time.Millisecond
 	maxPoll = 500 * time.Millisecond
@@ -48,91 +48,127 @@ const (
 
 // poll runs try until it reports done, the wait ends (wait <= 0: try
 // once) or ctx ends (the client went away). try returns the time at
-// which trying again is worth it (zero: none known). key names what a
-// release wakes. It reports whether try succeeded and whether it had to
-// wait at all.
-func (s *Service) poll(ctx context.Context, key string, wait time.Duration, try func() (done bool, retryAt time.Time, err error)) (done, waited bool, err error) {
+// which trying again is worth it (zero: none known). key names what
+// wakes the waiter. With turns, this process's waiters on one key take
+// turns, in arrival order: only the first polls, and the others wait for
+// their turn (a lock, a queue: one poll per key per interval, and what a
+// release or a push frees goes to the longest waiter); without, every
+// waiter polls (a watch, whose condition is its own). It reports whether
+// try succeeded and whether it had to wait at all.
+func (s *Service) poll(ctx context.Context, key string, wait time.Duration, turns bool, try func() (done bool, retryAt time.Time, err error)) (done, waited bool, err error) {
+	done, retryAt, err := try()
+	if err != nil || done || wait <= 0 {
+		return done, false, err
+	}
 	deadline := time.Now().Add(wait)
+	x := s.wake.join(key)
+	defer s.wake.leave(key, x)
 	backoff := minPoll
 	for {
-		var ws *waiters
-		if wait > 0 {
-			// Watched before trying, so a release between the try and
-			// the wait is not missed.
-			ws = s.wake.watch(key)
-		}
-		done, retryAt, err := try()
 		left := time.Until(deadline)
-		if err != nil || done || left <= 0 {
-			s.wake.unwatch(key, ws)
-			return done, waited, err
+		if left <= 0 {
+			return false, true, nil
 		}
-		waited = true
-		pause := min(backoff/2+rand.N(backoff/2+1), left)
-		if !retryAt.IsZero() {
-			pause = max(min(pause, time.Until(retryAt)), time.Millisecond)
+		pause := left
+		if !turns || s.wake.first(key, x) {
+			pause = min(backoff/2+rand.N(backoff/2+1), left)
+			if !retryAt.IsZero() {
+				pause = max(min(pause, time.Until(retryAt)), time.Millisecond)
+			}
+			backoff = min(2*backoff, maxPoll)
 		}
-		backoff = min(2*backoff, maxPoll)
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
-		case <-ws.ch:
+		case <-x.ch:
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
-			s.wake.unwatch(key, ws)
-			return false, waited, ctx.Err()
+			return false, true, ctx.Err()
 		}
-		t.Stop()
-		s.wake.unwatch(key, ws)
+		if done, retryAt, err = try(); err != nil || done {
+			return done, true, err
+		}
 	}
 }
 
-// wakeups lets a waiter of this process learn at once that a lease it
-// waits for was released (or changed hands) through this process.
+// wakeups are this process's waiters, per key in arrival order, so that
+// a change made through this process wakes them at once.
 type wakeups struct {
 	mu sync.Mutex
-	m  map[string]*waiters
+	m  map[string][]*waiter
 }
 
-type waiters struct {
-	ch chan struct{}
-	n  int
+// waiter is one blocked client; ch (capacity 1) is signalled when it
+// should try again.
+type waiter struct{ ch chan struct{} }
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
-func (w *wakeups) watch(key string) *waiters {
+func (w *wakeups) join(key string) *waiter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string]*waiters{}
+		w.m = map[string][]*waiter{}
 	}
-	ws := w.m[key]
-	if ws == nil {
-		ws = &waiters{ch: make(chan struct{})}
-		w.m[key] = ws
-	}
-	ws.n++
-	return ws
+	x := &waiter{ch: make(chan struct{}, 1)}
+	w.m[key] = append(w.m[key], x)
+	return x
 }
 
-// unwatch ends a watch (nil: none); ws may have been notified already,
-// and key be watched again by others.
-func (w *wakeups) unwatch(key string, ws *waiters) {
-	if ws == nil {
-		return
-	}
+// leave removes x; a first waiter that leaves hands the turn on, and the
+// next one tries at once (x may have been woken for something it did not
+// take).
+func (w *wakeups) leave(key string, x *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ws.n--; ws.n == 0 && w.m[key] == ws {
+	q := w.m[key]
+	for i, y := range q {
+		if y != x {
+			continue
+		}
+		q = append(q[:i], q[i+1:]...)
+		if i == 0 && len(q) > 0 {
+			signal(q[0].ch)
+		}
+		break
+	}
+	if len(q) == 0 {
 		delete(w.m, key)
+	} else {
+		w.m[key] = q
 	}
 }
 
+// first reports whether x is the longest waiter on key.
+func (w *wakeups) first(key string, x *waiter) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.m[key]
+	return len(q) > 0 && q[0] == x
+}
+
+// notify wakes the first waiter on key: what changed serves one.
 func (w *wakeups) notify(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ws := w.m[key]; ws != nil {
-		close(ws.ch)
-		delete(w.m, key)
+	if q := w.m[key]; len(q) > 0 {
+		signal(q[0].ch)
+	}
+}
+
+// notifyAll wakes every waiter on key (a change of leadership, which
+// every watcher wants to see).
+func (w *wakeups) notifyAll(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, x := range w.m[key] {
+		signal(x.ch)
 	}
 }
 

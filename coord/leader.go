@@ -34,16 +34,27 @@ func (s *Service) Elect(ctx context.Context, st dynastore.Store, name, candidate
 		onRenew = onNew
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
 		r, err = grant(ctx, st, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Leaders.count(done, waited, r, err)
 	if done && !r.Renewed {
-		s.wake.notify(string(k.PK))
+		s.changed(k)
 	}
 	return r.Lease, done, err
+}
+
+// watchKey is what LEADER.WATCH's waiters on the election at k wait on:
+// apart from its candidates, who take turns.
+func watchKey(k dynastore.Key) string { return "w" + string(k.PK) }
+
+// changed wakes this process's waiters on the election at k: every
+// watcher, and the first candidate.
+func (s *Service) changed(k dynastore.Key) {
+	s.wake.notifyAll(watchKey(k))
+	s.wake.notify(string(k.PK))
 }
 
 // Heartbeat extends candidate's reign of election name to ttl from now; it
@@ -68,7 +79,7 @@ func (s *Service) Resign(ctx context.Context, st dynastore.Store, name, candidat
 	_, ok, err := release(ctx, st, k, candidate, 0, clk)
 	ok, err = s.Leaders.ended(ok, err, &s.Leaders.Released)
 	if ok {
-		s.wake.notify(string(k.PK))
+		s.changed(k)
 	}
 	return ok, err
 }
@@ -111,7 +122,7 @@ func (s *Service) Watch(ctx context.Context, st dynastore.Store, name []byte, te
 		wait = time.Duration(1<<63 - 1)
 	}
 	var l Lease
-	done, _, err := s.poll(ctx, string(k.PK), wait, func() (bool, time.Time, error) {
+	done, _, err := s.poll(ctx, watchKey(k), wait, false, func() (bool, time.Time, error) {
 		clk := now()
 		var err error
 		if l, err = readLease(ctx, st, k); err != nil {

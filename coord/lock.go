@@ -31,7 +31,7 @@ func (s *Service) Acquire(ctx context.Context, st dynastore.Store, name, owner [
 		return Lease{}, false, err
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
 		r, err = grant(ctx, st, k, owner, ttl.Milliseconds(), now(), value{}, value{})
 		return r.Granted, retryAt(r.Lease, now()), err

@@ -1066,7 +1066,7 @@ func (s *Service) Pop(ctx context.Context, st dynastore.Store, name []byte, coun
 		wait = time.Duration(1<<63 - 1)
 	}
 	var out []Message
-	_, _, err := s.poll(ctx, queueWakeKey(name), wait, func() (bool, time.Time, error) {
+	_, _, err := s.poll(ctx, queueWakeKey(name), wait, true, func() (bool, time.Time, error) {
 		var err error
 		out, err = s.Queues.Pop(ctx, st, name, count, vt, now)
 		return len(out) > 0, time.Time{}, err
