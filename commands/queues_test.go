@@ -6,13 +6,18 @@ package commands_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/faults"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -75,6 +80,74 @@ func TestQueueRequests(t *testing.T) {
 			require.Contains(t, info, "queue:q:pushed=10,delivered=3,redelivered=") // which pops met the handed-back message is random
 			require.Contains(t, info, ",acked=1,nacked=1,deadlettered=0,deduplicated=0\r\n")
 			require.Contains(t, info, "queue_pushed:10\r\n")
+		})
+	}
+}
+
+// TestQueueFaults: with a fifth of DynamoDB's requests failing, before
+// they reach it or after (the answer lost), pushes, pops and
+// acknowledgements answer with errors, and nothing is lost or doubled: at
+// the end every acknowledged push was acknowledged as processed (or its
+// acknowledgement's answer was lost), or is still in the queue, once.
+func TestQueueFaults(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			check := b.Start(t).Client(t, func(o *redis.Options) { o.Protocol = 2 })
+			flaky := faults.New(b.Store, 11)
+			rdb := testserver.Start(t, flaky).Client(t, func(o *redis.Options) { o.Protocol = 2; o.MaxRetries = -1 })
+			boom := fmt.Errorf("injected: %w", dynastore.ErrUnavailable)
+			for _, op := range []string{dynastore.OpTransactWriteItems, dynastore.OpQuery, dynastore.OpUpdateItem, dynastore.OpGetItem} {
+				flaky.FailRate(op, 0.2, boom)
+				flaky.FailRateAfter(op, 0.2, boom)
+			}
+			pushed, acked, ackUnknown := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			errs := 0
+			for i := range 60 {
+				p := "m" + strconv.Itoa(i)
+				if err := rdb.Do(ctx, "QUEUE.PUSH", "fq", p).Err(); err == nil {
+					pushed[p] = true
+				} else {
+					errs++
+				}
+				res, err := rdb.Do(ctx, "QUEUE.POP", "fq", "COUNT", 2, "VT", 100).Result()
+				if err != nil {
+					errs++
+					continue
+				}
+				for _, m := range res.([]any) {
+					f := m.([]any)
+					payload, receipt := f[5].(string), f[3].(string)
+					ackUnknown[payload] = true
+					n, err := rdb.Do(ctx, "QUEUE.ACK", "fq", receipt).Int64()
+					switch {
+					case err != nil:
+						errs++
+					case n == 1:
+						acked[payload] = true
+					}
+				}
+			}
+			require.Positive(t, errs, "no fault was injected")
+			time.Sleep(150 * time.Millisecond) // every visibility timeout lapses
+			seen := map[string]bool{}
+			for {
+				res, err := check.Do(ctx, "QUEUE.POP", "fq", "COUNT", 49, "VT", 0).Result()
+				if errors.Is(err, redis.Nil) {
+					break
+				}
+				require.NoError(t, err)
+				for _, m := range res.([]any) {
+					p := m.([]any)[5].(string)
+					require.False(t, seen[p], "%s is in the queue twice", p)
+					require.False(t, acked[p], "%s came back after its acknowledgement", p)
+					seen[p] = true
+				}
+			}
+			for p := range pushed {
+				require.True(t, seen[p] || ackUnknown[p], "%s was pushed and is gone without an acknowledgement", p)
+			}
+			t.Logf("%d errors answered; %d pushes acknowledged, %d acknowledged as processed, %d left", errs, len(pushed), len(acked), len(seen))
 		})
 	}
 }
