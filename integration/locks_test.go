@@ -296,3 +296,41 @@ func TestClusterThrottleRate(t *testing.T) {
 		admitted, elapsed.Round(time.Millisecond), clients, len(cs), burst+1, perSec, want)
 	require.InDelta(t, want, admitted, 1)
 }
+
+// TestClusterLockPause: holder A stalls past its lease; B, through another
+// instance, takes the lock and writes fenced by its token; A's late
+// fenced write, through a third instance, is refused and writes nothing.
+func TestClusterLockPause(t *testing.T) {
+	cs := cluster(t, 3)
+	ctx := context.Background()
+	tokA, err := cs[0].Do(ctx, "LOCK.ACQUIRE", "pause", "A", "PX", 300).Int64()
+	require.NoError(t, err)
+	a := cs[2].Conn()
+	defer a.Close()
+	guard := redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokA)
+	require.NoError(t, a.Process(ctx, guard))
+	require.NoError(t, guard.Err())
+
+	time.Sleep(500 * time.Millisecond) // A stalls: its lease ends
+	b := redis.NewClient(&redis.Options{Addr: cs[1].Options().Addr, ReadTimeout: -1})
+	defer b.Close()
+	tokB, err := b.Do(ctx, "LOCK.ACQUIRE", "pause", "B", "PX", 60000, "WAIT", 5000).Int64()
+	require.NoError(t, err)
+	require.Greater(t, tokB, tokA)
+	bc := b.Conn()
+	defer bc.Close()
+	guard = redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokB)
+	require.NoError(t, bc.Process(ctx, guard))
+	_, err = bc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "resource", "B", 0)
+		return nil
+	})
+	require.NoError(t, err)
+
+	_, err = a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "resource", "A (late)", 0)
+		return nil
+	})
+	require.ErrorIs(t, err, redis.TxFailedErr, "A's write fenced by a lost lease was refused")
+	require.Equal(t, "B", cs[0].Get(ctx, "resource").Val())
+}
