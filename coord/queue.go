@@ -590,6 +590,15 @@ func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count
 	if err != nil {
 		return nil, err
 	}
+	// Dead letters go to the DLQ's shards, as its own pushes do.
+	dlqShards := 0
+	if cfg.DLQ != nil {
+		dcfg, err := q.Config(ctx, st, cfg.DLQ)
+		if err != nil {
+			return nil, err
+		}
+		dlqShards = dcfg.Shards
+	}
 	var out []Message
 	var retry model.Retry
 	for _, shard := range shardOrder(cfg.maxShards) {
@@ -602,7 +611,7 @@ func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count
 			if len(msgs) == 0 {
 				break
 			}
-			got, lost, err := q.take(ctx, st, name, cfg, msgs, vt, t)
+			got, lost, err := q.take(ctx, st, name, cfg, dlqShards, msgs, vt, t)
 			out = append(out, got...)
 			if err != nil {
 				return out, err
@@ -623,8 +632,12 @@ func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count
 // take delivers msgs in one transaction: each moved to visible at now +
 // vt with a fresh nonce (deleted when vt is 0), or dead-lettered. It
 // reports lost when another worker changed one first (nothing taken).
-func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg QueueConfig, msgs []Message, vt time.Duration, now time.Time) ([]Message, bool, error) {
+func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, vt time.Duration, now time.Time) ([]Message, bool, error) {
 	nowMS := now.UnixMilli()
+	var dpk []byte // the DLQ shard this take's dead letters go to
+	if cfg.DLQ != nil {
+		dpk = shardPK(cfg.DLQ, mrand.IntN(dlqShards))
+	}
 	var acts []dynastore.TxAction
 	var out []Message
 	dead := int64(0)
@@ -640,8 +653,7 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 		switch {
 		case cfg.MaxReceives > 0 && m.Deliveries >= cfg.MaxReceives:
 			dead++
-			if cfg.DLQ != nil {
-				dpk := shardPK(cfg.DLQ, mrand.IntN(DefaultShards))
+			if dpk != nil {
 				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut,
 					Item: messageItem(dpk, messageSK(stateLive, prio, nowMS, id), m.Payload, nowMS, 0, nil, pushed)})
 			} else {
@@ -664,6 +676,9 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 	}
 	if dead > 0 {
 		acts = append(acts, counterUpdate(shardPK(name, msgs[0].shard), "deadlettered", dead))
+		if dpk != nil {
+			acts = append(acts, counterUpdate(dpk, "pushed", dead))
+		}
 	}
 	err := st.Transact(ctx, acts)
 	if err != nil {
@@ -953,7 +968,9 @@ func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byt
 			if len(batch) == 0 {
 				return nil
 			}
-			err := st.Transact(ctx, batch)
+			// The destination counts them as pushed (on the shard of the
+			// first).
+			err := st.Transact(ctx, append(batch, counterUpdate(batch[1].Item.Key().PK, "pushed", int64(len(batch)/2))))
 			if errors.Is(err, dynastore.ErrTxCanceled) {
 				// A worker took one of them meanwhile: leave this batch
 				// (the messages are not lost), count what moved before.
@@ -990,7 +1007,7 @@ func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byt
 					Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, cond}},
 				dynastore.TxAction{Op: dynastore.TxPut, Item: messageItem(shardPK(dst, mrand.IntN(dstCfg.Shards)),
 					messageSK(stateLive, skPriority(m.sk), nowMS, skID(m.sk)), m.Payload, nowMS, 0, nil, m.PushedMS)})
-			if len(batch) >= dynastore.MaxTxActions-1 {
+			if len(batch) >= dynastore.MaxTxActions-2 {
 				return flush()
 			}
 			return nil
