@@ -35,7 +35,6 @@ package coord
 //	sk  0: configuration; 2, dedup id: a dedup record
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -44,7 +43,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,29 +94,10 @@ const (
 	attrMessageID = "m"
 )
 
-// Queue counters, as QUEUE.STATS names them.
-var queueCounters = []string{"pushed", "acked", "nacked", "deadlettered", "deduplicated"}
-
 const (
 	stateLive = 1
 	stateDead = 2
 )
-
-// QueueConfig is a queue's configuration.
-type QueueConfig struct {
-	VT          time.Duration
-	MaxReceives int64 // 0: no limit
-	DLQ         []byte
-	DedupWindow time.Duration
-	Shards      int
-	// maxShards is the most shards the queue ever had: pops read them all.
-	maxShards int
-}
-
-// DefaultQueueConfig is the configuration of a queue nobody configured.
-func DefaultQueueConfig() QueueConfig {
-	return QueueConfig{VT: DefaultVT, DedupWindow: DefaultDedupWindow, Shards: DefaultShards, maxShards: DefaultShards}
-}
 
 // Queues is one process's queue state: the configurations it read lately
 // and its counters. Nothing correctness depends on lives here.
@@ -132,51 +111,6 @@ type Queues struct {
 	statQueues atomic.Int64
 	// stats counts this process's operations per queue (name -> *QueueStats).
 	stats sync.Map
-}
-
-// QueueStats counts this process's operations on one queue.
-type QueueStats struct {
-	Pushed, Delivered, Redelivered, Acked, Nacked, DeadLettered, Deduplicated atomic.Int64
-}
-
-// maxStatQueues bounds the queues counted apart; the others are counted
-// together under the empty name.
-const maxStatQueues = 1000
-
-// statsOf returns queue name's counters.
-func (q *Queues) statsOf(name []byte) *QueueStats {
-	if st, ok := q.stats.Load(string(name)); ok {
-		return st.(*QueueStats)
-	}
-	if q.statQueues.Load() >= maxStatQueues {
-		name = nil
-	}
-	st, loaded := q.stats.LoadOrStore(string(name), &QueueStats{})
-	if !loaded {
-		q.statQueues.Add(1)
-	}
-	return st.(*QueueStats)
-}
-
-// EachQueue calls f with the counters of every queue this process served.
-func (q *Queues) EachQueue(f func(name string, st *QueueStats)) {
-	q.stats.Range(func(k, v any) bool {
-		f(k.(string), v.(*QueueStats))
-		return true
-	})
-}
-
-// Each calls f with every counter of st, by operation name.
-func (st *QueueStats) Each(f func(op string, n int64)) {
-	for _, c := range []struct {
-		op string
-		n  *atomic.Int64
-	}{
-		{"pushed", &st.Pushed}, {"delivered", &st.Delivered}, {"redelivered", &st.Redelivered},
-		{"acked", &st.Acked}, {"nacked", &st.Nacked}, {"deadlettered", &st.DeadLettered}, {"deduplicated", &st.Deduplicated},
-	} {
-		f(c.op, c.n.Load())
-	}
 }
 
 // deliveredCache remembers the messages this process delivered lately, by
@@ -214,156 +148,8 @@ func (c *deliveredCache) take(receipt string) (Message, bool) {
 	return m, ok
 }
 
-type cachedConfig struct {
-	cfg QueueConfig
-	at  time.Time
-}
-
-func queueMetaPK(name []byte) []byte { return append([]byte{model.NsQueueMeta}, name...) }
-
 func shardPK(name []byte, shard int) []byte {
 	return append([]byte{model.NsQueue, byte(shard)}, name...)
-}
-
-func checkQueueName(name []byte) error {
-	if len(name)+2 > dynastore.MaxPKSize {
-		return ErrNameTooLong
-	}
-	return nil
-}
-
-// Config returns queue name's configuration, read at most configTTL ago.
-func (q *Queues) Config(ctx context.Context, st dynastore.Store, name []byte) (QueueConfig, error) {
-	if err := checkQueueName(name); err != nil {
-		return QueueConfig{}, err
-	}
-	q.mu.Lock()
-	c, ok := q.configs[string(name)]
-	q.mu.Unlock()
-	if ok && time.Since(c.at) < configTTL {
-		return c.cfg, nil
-	}
-	it, err := st.Get(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}})
-	if err != nil {
-		return QueueConfig{}, err
-	}
-	cfg, err := decodeConfig(it)
-	if err != nil {
-		return QueueConfig{}, err
-	}
-	q.remember(name, cfg)
-	return cfg, nil
-}
-
-func (q *Queues) remember(name []byte, cfg QueueConfig) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.configs == nil {
-		q.configs = map[string]cachedConfig{}
-	}
-	q.configs[string(name)] = cachedConfig{cfg: cfg, at: time.Now()}
-}
-
-func decodeConfig(it dynastore.Item) (QueueConfig, error) {
-	cfg := DefaultQueueConfig()
-	num := func(attr string) (int64, bool, error) {
-		v := it.Get(attr)
-		if v == nil {
-			return 0, false, nil
-		}
-		n, err := model.NumberInt(v)
-		return n, true, err
-	}
-	for _, f := range []struct {
-		attr string
-		set  func(int64)
-	}{
-		{attrVT, func(n int64) { cfg.VT = time.Duration(n) * time.Millisecond }},
-		{attrMaxReceives, func(n int64) { cfg.MaxReceives = n }},
-		{attrDedupWindow, func(n int64) { cfg.DedupWindow = time.Duration(n) * time.Millisecond }},
-		{attrShards, func(n int64) { cfg.Shards = int(n) }},
-		{attrMaxShards, func(n int64) { cfg.maxShards = int(n) }},
-	} {
-		n, ok, err := num(f.attr)
-		if err != nil {
-			return cfg, fmt.Errorf("coord: queue configuration %s: %w", f.attr, err)
-		}
-		if ok {
-			f.set(n)
-		}
-	}
-	cfg.DLQ, _ = it.Get(attrDLQ).(dynastore.B)
-	cfg.maxShards = max(cfg.maxShards, cfg.Shards)
-	return cfg, nil
-}
-
-// QueueSettings are the changes of QUEUE.CONFIG SET (nil: unchanged).
-type QueueSettings struct {
-	VT          *time.Duration
-	MaxReceives *int64
-	DLQ         []byte // nil: unchanged; empty: none
-	DedupWindow *time.Duration
-	Shards      *int
-}
-
-// Configure changes queue name's configuration and returns it.
-func (q *Queues) Configure(ctx context.Context, st dynastore.Store, name []byte, s QueueSettings) (QueueConfig, error) {
-	if err := checkQueueName(name); err != nil {
-		return QueueConfig{}, err
-	}
-	if s.DLQ != nil && bytes.Equal(s.DLQ, name) {
-		return QueueConfig{}, ErrSameQueue
-	}
-	u := dynastore.Update{}
-	ms := func(d time.Duration) dynastore.N { return model.NInt(d.Milliseconds()) }
-	if s.VT != nil {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrVT, Val: ms(*s.VT)})
-	}
-	if s.MaxReceives != nil {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrMaxReceives, Val: model.NInt(*s.MaxReceives)})
-	}
-	if s.DedupWindow != nil {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrDedupWindow, Val: ms(*s.DedupWindow)})
-	}
-	switch {
-	case s.DLQ == nil:
-	case len(s.DLQ) == 0:
-		u.Remove = append(u.Remove, attrDLQ)
-	default:
-		u.Set = append(u.Set, dynastore.SetAction{Attr: attrDLQ, Val: dynastore.B(s.DLQ)})
-	}
-	var cond dynastore.Cond
-	if s.Shards != nil {
-		// Pops read every shard the queue ever had: the high-water mark
-		// only grows (a condition keeps two changes from lowering it).
-		old, err := q.Config(ctx, st, name)
-		if err != nil {
-			return QueueConfig{}, err
-		}
-		hw := max(old.maxShards, *s.Shards)
-		u.Set = append(u.Set,
-			dynastore.SetAction{Attr: attrShards, Val: model.NInt(int64(*s.Shards))},
-			dynastore.SetAction{Attr: attrMaxShards, Val: model.NInt(int64(hw))})
-		cond = dynastore.Or{
-			dynastore.NotExists{Attr: attrMaxShards},
-			dynastore.Compare{Attr: attrMaxShards, Op: dynastore.OpLE, Val: model.NInt(int64(hw))},
-		}
-	}
-	if len(u.Set) == 0 && len(u.Remove) == 0 {
-		return q.Config(ctx, st, name)
-	}
-	it, err := st.Update(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}}, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew})
-	if errors.Is(err, dynastore.ErrConditionFailed) {
-		return QueueConfig{}, fmt.Errorf("coord: queue shards changed concurrently: %w", dynastore.ErrTxConflict)
-	}
-	if err != nil {
-		return QueueConfig{}, err
-	}
-	cfg, err := decodeConfig(it)
-	if err == nil {
-		q.remember(name, cfg)
-	}
-	return cfg, err
 }
 
 // ---- messages ----------------------------------------------------------------------
@@ -411,10 +197,6 @@ func (q *Queues) newMessageID(now time.Time) []byte {
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	return append(id, r[:]...)
-}
-
-func newNonce() dynastore.S {
-	return model.NewVer()
 }
 
 func decodeMessage(shard int, it dynastore.Item) (Message, error) {
@@ -664,7 +446,7 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 			m.Deliveries++
 			out = append(out, m)
 		default:
-			nonce := newNonce()
+			nonce := model.NewVer()
 			visible := nowMS + vt.Milliseconds()
 			sk := messageSK(stateLive, prio, visible, id)
 			acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut,
@@ -832,236 +614,6 @@ func (q *Queues) Extend(ctx context.Context, st dynastore.Store, name, receipt [
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// Peek returns up to count ready messages of queue name, in the order a
-// pop would take them from one shard, changing nothing.
-func (q *Queues) Peek(ctx context.Context, st dynastore.Store, name []byte, count int, now time.Time) ([]Message, error) {
-	cfg, err := q.Config(ctx, st, name)
-	if err != nil {
-		return nil, err
-	}
-	var all []Message
-	for shard := range cfg.maxShards {
-		msgs, err := readyPage(ctx, st, name, shard, count, now.UnixMilli())
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, msgs...)
-	}
-	slices.SortFunc(all, func(a, b Message) int { return bytes.Compare(a.sk, b.sk) })
-	return all[:min(len(all), count)], nil
-}
-
-// QueueState is what QUEUE.STATS reports.
-type QueueState struct {
-	Ready, Delayed, InFlight, Dead int64
-	// OldestReadyMS is how long the oldest ready message has been ready.
-	OldestReadyMS int64
-	Counters      map[string]int64
-}
-
-// State counts queue name's messages by state (reading all of them) and
-// sums its counters.
-func (q *Queues) State(ctx context.Context, st dynastore.Store, name []byte, now time.Time) (QueueState, error) {
-	cfg, err := q.Config(ctx, st, name)
-	if err != nil {
-		return QueueState{}, err
-	}
-	nowMS := now.UnixMilli()
-	s := QueueState{Counters: map[string]int64{}}
-	for _, c := range queueCounters {
-		s.Counters[c] = 0
-	}
-	oldest := int64(-1)
-	for shard := range cfg.maxShards {
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
-			if isCounters(it) {
-				return addCounters(s.Counters, it)
-			}
-			m, err := decodeMessage(shard, it)
-			if err != nil {
-				return err
-			}
-			switch {
-			case m.sk[0] == stateDead:
-				s.Dead++
-			case m.VisibleMS <= nowMS:
-				s.Ready++
-				if oldest < 0 || m.VisibleMS < oldest {
-					oldest = m.VisibleMS
-				}
-			case it.Has(attrNonce):
-				s.InFlight++
-			default:
-				s.Delayed++
-			}
-			return nil
-		})
-		if err != nil {
-			return s, err
-		}
-	}
-	if oldest >= 0 {
-		s.OldestReadyMS = nowMS - oldest
-	}
-	return s, nil
-}
-
-// isCounters reports whether a shard item is a counters item.
-func isCounters(it dynastore.Item) bool {
-	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
-	return len(sk) > 0 && sk[0] == 0
-}
-
-// addCounters adds a counters item's counts to sums.
-func addCounters(sums map[string]int64, it dynastore.Item) error {
-	for _, c := range queueCounters {
-		if v := it.Get(c); v != nil {
-			n, err := model.NumberInt(v)
-			if err != nil {
-				return fmt.Errorf("coord: queue counter %s: %w", c, err)
-			}
-			sums[c] += n
-		}
-	}
-	return nil
-}
-
-// eachItem calls f with every item q reads, page after page.
-func eachItem(ctx context.Context, st dynastore.Store, q dynastore.Query, f func(dynastore.Item) error) error {
-	for {
-		page, err := st.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			if err := f(it); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		q.After = page.Next
-	}
-}
-
-// Redrive moves up to count (0: all) messages back to queue dst, ready at
-// once and as never delivered: from src == dst, its dead messages; from
-// another queue (a dead-letter queue), its dead and ready messages. It
-// returns how many it moved.
-func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byte, count int64, now time.Time) (int64, error) {
-	srcCfg, err := q.Config(ctx, st, src)
-	if err != nil {
-		return 0, err
-	}
-	dstCfg, err := q.Config(ctx, st, dst)
-	if err != nil {
-		return 0, err
-	}
-	nowMS := now.UnixMilli()
-	moved := int64(0)
-	for shard := range srcCfg.maxShards {
-		var batch []dynastore.TxAction
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			// The destination counts them as pushed (on the shard of the
-			// first).
-			err := st.Transact(ctx, append(batch, counterUpdate(batch[1].Item.Key().PK, "pushed", int64(len(batch)/2))))
-			if errors.Is(err, dynastore.ErrTxCanceled) {
-				// A worker took one of them meanwhile: leave this batch
-				// (the messages are not lost), count what moved before.
-				batch = nil
-				return nil
-			}
-			if err == nil {
-				moved += int64(len(batch) / 2)
-			}
-			batch = nil
-			return err
-		}
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(src, shard)}, func(it dynastore.Item) error {
-			if count > 0 && moved+int64(len(batch)/2) >= count {
-				return errStop
-			}
-			if isCounters(it) {
-				return nil
-			}
-			m, err := decodeMessage(shard, it)
-			if err != nil {
-				return err
-			}
-			dead := m.sk[0] == stateDead
-			if !dead && (bytes.Equal(src, dst) || m.VisibleMS > nowMS) {
-				return nil
-			}
-			cond := dynastore.Cond(dynastore.NotExists{Attr: attrNonce})
-			if nonce := it.Get(attrNonce); nonce != nil {
-				cond = dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}
-			}
-			batch = append(batch,
-				dynastore.TxAction{Op: dynastore.TxDelete, Key: dynastore.Key{PK: shardPK(src, shard), SK: m.sk},
-					Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, cond}},
-				dynastore.TxAction{Op: dynastore.TxPut, Item: messageItem(shardPK(dst, mrand.IntN(dstCfg.Shards)),
-					messageSK(stateLive, skPriority(m.sk), nowMS, skID(m.sk)), m.Payload, nowMS, 0, nil, m.PushedMS)})
-			if len(batch) >= dynastore.MaxTxActions-2 {
-				return flush()
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			return moved, err
-		}
-		if err := flush(); err != nil {
-			return moved, err
-		}
-	}
-	return moved, nil
-}
-
-var errStop = errors.New("coord: stop")
-
-// Purge deletes every message of queue name and returns how many.
-func (q *Queues) Purge(ctx context.Context, st dynastore.Store, name []byte) (int64, error) {
-	cfg, err := q.Config(ctx, st, name)
-	if err != nil {
-		return 0, err
-	}
-	n := int64(0)
-	for shard := range cfg.maxShards {
-		var batch []dynastore.TxAction
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			err := st.Transact(ctx, batch)
-			if err == nil {
-				n += int64(len(batch))
-			}
-			batch = nil
-			return err
-		}
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
-			if isCounters(it) {
-				return nil // the counters count what happened, purges included
-			}
-			batch = append(batch, dynastore.TxAction{Op: dynastore.TxDelete, Key: it.Key()})
-			if len(batch) == dynastore.MaxTxActions {
-				return flush()
-			}
-			return nil
-		})
-		if err == nil {
-			err = flush()
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 func queueWakeKey(name []byte) string { return "q" + string(name) }
