@@ -397,6 +397,77 @@ func (c *comparer) pairs() []pair {
 			},
 		},
 		{
+			command: "LOCK.ACQUIRE", request: "UpdateItem (conditional, ADD)",
+			redamo: func(i int) error {
+				return expect(rdb.Do(ctx, "LOCK.ACQUIRE", c.redisKey("lock", i), "owner", "PX", 60000).Result())(1)
+			},
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					now := nowMS()
+					_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName:                 &c.table,
+						Key:                       keyOf(append([]byte{'l'}, c.rawPK(rs, "lock", i)...)),
+						UpdateExpression:          aws.String("SET o = :o, x = :x, a = :now, h = :now ADD f :one"),
+						ConditionExpression:       aws.String("attribute_not_exists(o) OR x <= :now"),
+						ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberB{Value: []byte("owner")}, ":x": num(now + 60000), ":now": num(now), ":one": num(1)},
+						ReturnValues:              types.ReturnValueAllOld,
+						ReturnConsumedCapacity:    rs.cc,
+					})
+					return err
+				}
+			},
+		},
+		{
+			command: "LOCK.RELEASE", request: "UpdateItem (conditional, REMOVE)",
+			redamo: func(i int) error {
+				return expect(rdb.Do(ctx, "LOCK.RELEASE", c.redisKey("lock", i), "owner").Result())(1)
+			},
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					_, err := c.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName:                 &c.table,
+						Key:                       keyOf(append([]byte{'l'}, c.rawPK(rs, "lock", i)...)),
+						UpdateExpression:          aws.String("REMOVE o, x, a, h"),
+						ConditionExpression:       aws.String("o = :o AND x > :now"),
+						ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberB{Value: []byte("owner")}, ":now": num(nowMS())},
+						ReturnValues:              types.ReturnValueAllOld,
+						ReturnConsumedCapacity:    rs.cc,
+					})
+					return err
+				}
+			},
+		},
+		{
+			command: "QUEUE.PUSH", request: "TransactWriteItems (put, counter)",
+			redamo: func(i int) error {
+				return rdb.Do(ctx, "QUEUE.PUSH", c.redisKey("queue", 0), c.value).Err()
+			},
+			raw: func(rs rawSide) op {
+				return func(i int) error {
+					pk := append([]byte{'q', 0}, c.rawPK(rs, "queue", 0)...)
+					now := nowMS()
+					sk := append([]byte{1}, []byte(fmt.Sprintf("%016x%016d", uint64(1)<<63, i))...)
+					_, err := c.ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+						TransactItems: []types.TransactWriteItem{
+							{Put: &types.Put{TableName: &c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+								Item: map[string]types.AttributeValue{
+									"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: sk},
+									"p": &types.AttributeValueMemberB{Value: c.value}, "v": num(now), "n": num(0), "t": num(now),
+								}}},
+							{Update: &types.Update{TableName: &c.table,
+								Key: map[string]types.AttributeValue{
+									"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: []byte{0, byte(i % 8)}},
+								},
+								UpdateExpression:          aws.String("ADD pushed :one"),
+								ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)}}},
+						},
+						ReturnConsumedCapacity: rs.cc,
+					})
+					return err
+				}
+			},
+		},
+		{
 			command: "DEL", request: "DeleteItem",
 			redamo: func(i int) error {
 				return expect(rdb.Del(ctx, c.redisKey("s", i)).Result())(1)
