@@ -7,6 +7,7 @@ package commands
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func parseLeaseOpts(cmd string, args [][]byte, allowed ...string) (leaseOpts, st
 	o := leaseOpts{ttl: coord.DefaultTTL, seen: map[string]bool{}}
 	for i := 0; i < len(args); i++ {
 		name := strings.ToUpper(string(args[i]))
-		if !contains(allowed, name) || o.seen[name] || i+1 == len(args) ||
+		if !slices.Contains(allowed, name) || o.seen[name] || i+1 == len(args) ||
 			(name == "PX" && o.seen["EX"]) || (name == "EX" && o.seen["PX"]) {
 			return o, MsgSyntax
 		}
@@ -95,15 +96,6 @@ func parseLeaseOpts(cmd string, args [][]byte, allowed ...string) (leaseOpts, st
 	return o, ""
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // parseToken parses a fencing token or term: a positive integer.
 func parseToken(arg []byte) (int64, bool) {
 	n, ok := model.String2ll(arg)
@@ -117,16 +109,23 @@ func (c *Ctx) leaseClock() coord.Clock {
 	return coord.NewClock(c.Now(), c.Srv.ClockUncertainty())
 }
 
-// leaseClocks reads the clock for each attempt of a waiting command: the
-// command's own reading first, a fresh one for every later attempt.
+// leaseClocks is attemptClock for the coordination recipes.
 func (c *Ctx) leaseClocks() func() coord.Clock {
+	now := c.attemptClock()
+	return func() coord.Clock { return coord.NewClock(now(), c.Srv.ClockUncertainty()) }
+}
+
+// attemptClock reads the clock for each attempt of a waiting command: the
+// command's own reading first, a fresh one for every later attempt (inside
+// EXEC or a script, the unit's one reading throughout).
+func (c *Ctx) attemptClock() func() time.Time {
 	first := true
-	return func() coord.Clock {
-		if !first {
+	return func() time.Time {
+		if !first && !c.InTx {
 			c.now = c.Srv.Now()
 		}
 		first = false
-		return c.leaseClock()
+		return c.Now()
 	}
 }
 

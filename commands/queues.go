@@ -7,6 +7,7 @@ package commands
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func parseQueueOpts(args [][]byte, allowed ...string) (queueOpts, string) {
 		name := strings.ToUpper(string(args[i]))
 		_, dupN := o.n[name]
 		_, dupB := o.bytes[name]
-		if !contains(allowed, name) || dupN || dupB || i+1 == len(args) {
+		if !slices.Contains(allowed, name) || dupN || dupB || i+1 == len(args) {
 			return o, MsgSyntax
 		}
 		i++
@@ -131,7 +132,7 @@ func cmdQueuePop(c *Ctx) {
 			wait = -1 // without limit, as BLPOP's 0
 		}
 	}
-	msgs, err := c.Srv.Coord.Pop(c, c.Store, c.Args[1], count, o.ms("VT", cfg.VT), wait, c.queueClock())
+	msgs, err := c.Srv.Coord.Pop(c, c.Store, c.Args[1], count, o.ms("VT", cfg.VT), wait, c.attemptClock())
 	switch {
 	case err != nil && len(msgs) == 0:
 		c.Fail(err)
@@ -154,20 +155,6 @@ func cmdQueuePop(c *Ctx) {
 			c.W.BulkString("deliveries")
 			c.W.Int(m.Deliveries)
 		}
-	}
-}
-
-// queueClock reads the clock for each attempt of a waiting command: the
-// command's own reading first, a fresh one for every later attempt (inside
-// EXEC or a script, the unit's one reading throughout).
-func (c *Ctx) queueClock() func() time.Time {
-	first := true
-	return func() time.Time {
-		if !first && !c.InTx {
-			c.now = c.Srv.Now()
-		}
-		first = false
-		return c.Now()
 	}
 }
 

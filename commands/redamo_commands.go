@@ -1,5 +1,7 @@
 package commands
 
+import "slices"
+
 // redamoCommands holds the metadata of the commands redamo reports other
 // than redis-server 7.0.15 does (redisCommands): Register takes a
 // command's metadata from here first.
@@ -133,15 +135,15 @@ var redamoCommands = map[string]*Command{
 
 func queueCmd(arity int, flags []string, summary string, args ...Arg) *Command {
 	cats := []string{"slow"}
-	if contains(flags, "fast") {
+	if slices.Contains(flags, "fast") {
 		cats = []string{"fast"}
 	}
-	if contains(flags, FlagWrite) {
+	if slices.Contains(flags, FlagWrite) {
 		cats = append([]string{"write"}, cats...)
 	} else {
 		cats = append([]string{"read"}, cats...)
 	}
-	if contains(flags, FlagBlocking) {
+	if slices.Contains(flags, FlagBlocking) {
 		cats = append(cats, "blocking")
 	}
 	return &Command{Arity: arity, Flags: flags, Categories: cats, Summary: summary, Since: "redamo", Group: "queue", Complexity: "O(1)", Args: args}
