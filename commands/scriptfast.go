@@ -16,7 +16,13 @@ package commands
 //	else return N end
 //
 // node-redlock's acquire, extend and release, loops over KEYS, are the
-// same with one key (recognizeKeysLoop).
+// same with one key (recognizeKeysLoop). Redisson's RLock renewal (its
+// watchdog's script, sent every 10 s per held lock) is the same on a
+// hash field (recognizeHashExtend):
+//
+//	if redis.call('hexists', KEYS[1], ARGV[f]) == 1 then
+//	    redis.call('pexpire', KEYS[1], ARGV[m]); return N
+//	end; return M
 //
 // It runs as DeleteItem (UpdateItem of the expiry, PutItem of a SET)
 // conditioned on the key holding the string ARGV[t] (on nothing being
@@ -46,6 +52,9 @@ const (
 	casSetPX
 	// casSetNXPX: SET key ARGV[tok] PX ARGV[ms] when nothing is there.
 	casSetNXPX
+	// casHashPExpire: PEXPIRE key ARGV[ms] when the hash at key has the
+	// field ARGV[tok].
+	casHashPExpire
 )
 
 // casScript is a recognized compare-and-act script.
@@ -55,8 +64,9 @@ type casScript struct {
 	// PEXPIRE's milliseconds.
 	tok, ms int
 	// onMissing and onOther are the replies when the key holds no string
-	// (GET returned false) and another value.
-	onMissing, onOther int64
+	// (GET returned false) and another value; onHit the reply of
+	// casHashPExpire's write (the others reply 1, as the command does).
+	onMissing, onOther, onHit int64
 	// perKey: the script loops over KEYS (node-redlock's); with exactly
 	// one key it is this one write.
 	perKey bool
@@ -66,6 +76,9 @@ type casScript struct {
 // when they do anything else.
 func recognizeCAS(chunk []ast.Stmt) *casScript {
 	if cas := recognizeKeysLoop(chunk); cas != nil {
+		return cas
+	}
+	if cas := recognizeHashExtend(chunk); cas != nil {
 		return cas
 	}
 	local := ""
@@ -361,6 +374,53 @@ func recognizeSetLoop(chunk []ast.Stmt) *casScript {
 	return cas
 }
 
+// recognizeHashExtend reads Redisson's renewal: if the hash at KEYS[1] has
+// the field ARGV[f], PEXPIRE it by ARGV[m] and return N, else return M.
+func recognizeHashExtend(chunk []ast.Stmt) *casScript {
+	if len(chunk) != 2 {
+		return nil
+	}
+	ifs, ok := chunk[0].(*ast.IfStmt)
+	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 2 {
+		return nil
+	}
+	cas := &casScript{act: casHashPExpire}
+	rel, ok := ifs.Condition.(*ast.RelationalOpExpr)
+	if !ok || rel.Operator != "==" {
+		return nil
+	}
+	hexists, one := rel.Lhs, rel.Rhs
+	if isNumber(hexists, "1") {
+		hexists, one = one, hexists
+	}
+	name, args, ok := redisCallOf(hexists)
+	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) || !isNumber(one, "1") {
+		return nil
+	}
+	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
+		return nil
+	}
+	call, ok := ifs.Then[0].(*ast.FuncCallStmt)
+	if !ok {
+		return nil
+	}
+	name, args, ok = redisCallOf(call.Expr)
+	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil
+	}
+	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+		return nil
+	}
+	if cas.onHit, ok = returnsNumber(ifs.Then[1:]); !ok {
+		return nil
+	}
+	if cas.onMissing, ok = returnsNumber(chunk[1:]); !ok {
+		return nil
+	}
+	cas.onOther = cas.onMissing
+	return cas
+}
+
 // loopOverKeys reads `for _, key in ipairs(KEYS) do body end`.
 func loopOverKeys(st ast.Stmt) (key string, body []ast.Stmt, ok bool) {
 	loop, ok := st.(*ast.GenericForStmt)
@@ -401,6 +461,20 @@ func isNumber(e ast.Expr, n string) bool {
 	return ok && num.Value == n
 }
 
+// hashRefused answers casHashPExpire from the item that refused its write:
+// M when there is no hash or an inline one without the field; anything
+// else (another type, which makes HEXISTS fail; a large hash) is the
+// script's to decide.
+func (cas *casScript) hashRefused(c *Ctx, old dynastore.Item, now int64) bool {
+	ks, err := model.DecodeKey(old, now)
+	switch {
+	case err != nil || (ks.Live && (ks.Type != model.TypeHash || old.Has(attrGen))):
+		return false
+	}
+	c.W.Int(cas.onMissing)
+	return true
+}
+
 // run tries the fast path; done is false when the script must run itself
 // (nothing was written then).
 func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
@@ -427,7 +501,12 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		_, err = c.Store.Put(c, model.StringItem(c.DB(), key, token, model.OriginArg, now+ms), wo)
 	case casDelete:
 		_, err = c.Store.Delete(c, k, wo)
-	case casPExpire:
+	case casPExpire, casHashPExpire:
+		if cas.act == casHashPExpire {
+			// A large hash keeps its fields apart: the script decides.
+			wo.Cond = dynastore.And{model.CondLive(now), model.CondType(model.TypeHash),
+				dynastore.NotExists{Attr: attrGen}, dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(token)}}
+		}
 		ms, ok := model.String2ll(argv[cas.ms-1])
 		// PEXPIRE's own refusals and a deadline in the past (a delete)
 		// are the script's to run.
@@ -442,7 +521,11 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		}}, wo)
 	}
 	if err == nil {
-		c.W.Int(1)
+		if cas.act == casHashPExpire {
+			c.W.Int(cas.onHit)
+		} else {
+			c.W.Int(1)
+		}
 		return true
 	}
 	old, failed := isCondFailed(err)
@@ -450,9 +533,12 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		c.Fail(err)
 		return true
 	}
-	if cas.act == casSetNXPX {
+	switch cas.act {
+	case casSetNXPX:
 		c.W.Int(0) // EXISTS found a key, of whatever type
 		return true
+	case casHashPExpire:
+		return cas.hashRefused(c, old, now)
 	}
 	ks, err := model.DecodeKey(old, now)
 	switch {

@@ -90,6 +90,12 @@ if ARGV[3] == owner then return redis.call('UNLINK', KEYS[1]) elseif false == ow
 for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[3], "PX", ARGV[2]) end
 return #KEYS`, nil},
 		{"release counting by two", `local n = 0 for _, k in ipairs(KEYS) do if redis.call("get", k) == ARGV[1] then redis.pcall("del", k) n = n + 2 end end return n`, nil},
+		{"Redisson RLock renewal", `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;`,
+			&casScript{act: casHashPExpire, tok: 2, ms: 1, onHit: 1}},
+		{"renewal, reindented and swapped", "if 1 == redis.call('HEXISTS', KEYS[1], ARGV[1])\nthen\n  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n  return 7\nend\nreturn -1",
+			&casScript{act: casHashPExpire, tok: 1, ms: 3, onHit: 7, onMissing: -1, onOther: -1}},
+		{"renewal of another key", `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[2], ARGV[1]); return 1; end; return 0;`, nil},
+		{"renewal testing 0", `if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;`, nil},
 		{"acquire over ARGV", `for _, k in ipairs(ARGV) do if redis.call("exists", k) == 1 then return 0 end end
 for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[1], "PX", ARGV[2]) end
 return #KEYS`, nil},

@@ -6,6 +6,8 @@ package commands_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -213,4 +215,60 @@ func TestFunctionsAcrossInstances(t *testing.T) {
 			require.EqualError(t, fresh.FCall(ctx, "incr_by_one", []string{"n"}).Err(), commands.MsgFunctionNotFound)
 		})
 	}
+}
+
+// TestRedissonRenewal: Redisson's watchdog renewal of an RLock (a hash
+// field per holder) is one conditional UpdateItem on an inline hash, and
+// answers as the script would in every other case, which runs the script.
+func TestRedissonRenewal(t *testing.T) {
+	ctx := context.Background()
+	const renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t)
+			require.NoError(t, c.HSet(ctx, "rlock", "uuid:1", 1).Err())
+			require.NoError(t, c.ScriptLoad(ctx, renew).Err())
+			big := map[string]any{}
+			for i := range 1000 { // past the inline thresholds
+				big["f"+strconv.Itoa(i)] = i
+			}
+			require.NoError(t, c.HSet(ctx, "big", big).Err())
+			require.NoError(t, c.Set(ctx, "str", "x", 0).Err())
+			for _, tc := range []struct {
+				key, field string
+				want       any // reply, or an error substring
+				reqs       map[string]int64
+			}{
+				{"rlock", "uuid:1", int64(1), map[string]int64{dynastore.OpUpdateItem: 1}},
+				{"rlock", "uuid:2", int64(0), map[string]int64{dynastore.OpUpdateItem: 1}},
+				{"nolock", "uuid:1", int64(0), map[string]int64{dynastore.OpUpdateItem: 1}},
+				{"big", "f7", int64(1), nil},   // the script runs: the field is in a member item
+				{"str", "f", "WRONGTYPE", nil}, // the script runs, and HEXISTS fails
+			} {
+				before := b.Stats.Snapshot()
+				got, err := c.EvalSha(ctx, sha1hex(renew), []string{tc.key}, 30000, tc.field).Result()
+				if s, ok := tc.want.(string); ok {
+					require.ErrorContains(t, err, s, tc.key)
+				} else {
+					require.NoError(t, err, tc.key)
+					require.Equal(t, tc.want, got, tc.key)
+				}
+				if tc.reqs != nil {
+					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), tc.key)
+				}
+			}
+			pttl, err := c.PTTL(ctx, "rlock").Result()
+			require.NoError(t, err)
+			require.InDelta(t, 30*time.Second, pttl, float64(2*time.Second))
+			require.Equal(t, "1", c.HGet(ctx, "rlock", "uuid:1").Val())
+			pttl, err = c.PTTL(ctx, "big").Result()
+			require.NoError(t, err)
+			require.InDelta(t, 30*time.Second, pttl, float64(2*time.Second))
+		})
+	}
+}
+
+func sha1hex(s string) string {
+	h := sha1.Sum([]byte(s))
+	return hex.EncodeToString(h[:])
 }
