@@ -55,6 +55,9 @@ const (
 	// casHashPExpire: PEXPIRE key ARGV[ms] when the hash at key has the
 	// field ARGV[tok].
 	casHashPExpire
+	// casHashLock: HINCRBY key ARGV[tok] 1 and PEXPIRE key ARGV[ms] when
+	// there is no key or its hash has the field ARGV[tok]; else PTTL.
+	casHashLock
 )
 
 // casScript is a recognized compare-and-act script.
@@ -79,6 +82,9 @@ func recognizeCAS(chunk []ast.Stmt) *casScript {
 		return cas
 	}
 	if cas := recognizeHashExtend(chunk); cas != nil {
+		return cas
+	}
+	if cas := recognizeHashLock(chunk); cas != nil {
 		return cas
 	}
 	local := ""
@@ -421,6 +427,68 @@ func recognizeHashExtend(chunk []ast.Stmt) *casScript {
 	return cas
 }
 
+// recognizeHashLock reads Redisson's RLock acquire (see the file comment).
+func recognizeHashLock(chunk []ast.Stmt) *casScript {
+	if len(chunk) != 2 {
+		return nil
+	}
+	ifs, ok := chunk[0].(*ast.IfStmt)
+	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 3 {
+		return nil
+	}
+	or, ok := ifs.Condition.(*ast.LogicalOpExpr)
+	if !ok || or.Operator != "or" {
+		return nil
+	}
+	free, ok1 := or.Lhs.(*ast.RelationalOpExpr)
+	mine, ok2 := or.Rhs.(*ast.RelationalOpExpr)
+	if !ok1 || !ok2 || free.Operator != "==" || mine.Operator != "==" ||
+		!isCallOnKey1(free.Lhs, "exists", 0) || !isNumber(free.Rhs, "0") || !isNumber(mine.Rhs, "1") {
+		return nil
+	}
+	cas := &casScript{act: casHashLock}
+	name, args, ok := redisCallOf(mine.Lhs)
+	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil
+	}
+	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
+		return nil
+	}
+	incr, ok1 := ifs.Then[0].(*ast.FuncCallStmt)
+	expire, ok2 := ifs.Then[1].(*ast.FuncCallStmt)
+	ret, ok3 := ifs.Then[2].(*ast.ReturnStmt)
+	if !ok1 || !ok2 || !ok3 || len(ret.Exprs) != 1 {
+		return nil
+	}
+	if _, isNil := ret.Exprs[0].(*ast.NilExpr); !isNil {
+		return nil
+	}
+	name, args, ok = redisCallOf(incr.Expr)
+	if !ok || !strings.EqualFold(name, "hincrby") || len(args) != 3 || !isArrayItem(args[0], "KEYS", 1) ||
+		argvIndex(args[1]) != cas.tok || !isNumber(args[2], "1") {
+		return nil
+	}
+	name, args, ok = redisCallOf(expire.Expr)
+	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil
+	}
+	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+		return nil
+	}
+	last, ok := chunk[1].(*ast.ReturnStmt)
+	if !ok || len(last.Exprs) != 1 || !isCallOnKey1(last.Exprs[0], "pttl", 0) {
+		return nil
+	}
+	return cas
+}
+
+// isCallOnKey1 reports whether e is redis.call(cmd, KEYS[1]) followed by
+// args more arguments.
+func isCallOnKey1(e ast.Expr, cmd string, args int) bool {
+	name, a, ok := redisCallOf(e)
+	return ok && strings.EqualFold(name, cmd) && len(a) == 1+args && isArrayItem(a[0], "KEYS", 1)
+}
+
 // loopOverKeys reads `for _, key in ipairs(KEYS) do body end`.
 func loopOverKeys(st ast.Stmt) (key string, body []ast.Stmt, ok bool) {
 	loop, ok := st.(*ast.GenericForStmt)
@@ -459,6 +527,60 @@ func isIdent(e ast.Expr, name string) bool {
 func isNumber(e ast.Expr, n string) bool {
 	num, ok := e.(*ast.NumberExpr)
 	return ok && num.Value == n
+}
+
+// hashLock runs Redisson's acquire as one UpdateItem: the holder's field
+// created (with the key) or incremented, and the expiry set, when the key
+// is free or an inline hash holding the field; otherwise the item that
+// refused it gives PTTL's reply. What that cannot decide (an expired key
+// still in the table, another type, a large hash, a field that is not an
+// integer or would overflow) the script decides.
+func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now int64) bool {
+	ms, ok := model.String2ll(msArg)
+	lim := c.Srv.inline(model.TypeHash)
+	if !ok || ms <= 0 || ms > math.MaxInt64/2-now || lim.entries < 1 || len(field) > lim.bytes || lim.bytes < maxInt64Len {
+		return false
+	}
+	fa, at := fieldAttr(field), now+ms
+	cond := dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.And{
+			model.CondUnexpired(now), model.CondType(model.TypeHash),
+			dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(field)},
+			dynastore.IsType{Attr: fa, Type: dynastore.KindN}, incrRoom(fa, 1),
+		},
+	}
+	_, err := c.Store.Update(c, k, dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+			{Attr: model.AttrExpiry, Val: model.NInt(at)},
+			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
+		},
+		Add: []dynastore.AttrValue{
+			{Attr: fa, Val: model.NInt(1)},
+			{Attr: model.AttrValue, Val: bsOf([][]byte{field})},
+		},
+	}, dynastore.WriteOptions{Cond: cond, OldOnFailure: true})
+	if err == nil {
+		c.W.Nil()
+		return true
+	}
+	old, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return true
+	}
+	ks, err := model.DecodeKey(old, now)
+	if err != nil || !ks.Live || ks.Type != model.TypeHash || old.Has(attrGen) || old.Has(fa) {
+		return false
+	}
+	pttl := int64(-1)
+	if ks.HasExpiry {
+		pttl = ks.Expiry - now
+	}
+	c.W.Int(pttl)
+	return true
 }
 
 // hashRefused answers casHashPExpire from the item that refused its write:
@@ -501,6 +623,8 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		_, err = c.Store.Put(c, model.StringItem(c.DB(), key, token, model.OriginArg, now+ms), wo)
 	case casDelete:
 		_, err = c.Store.Delete(c, k, wo)
+	case casHashLock:
+		return cas.hashLock(c, k, token, argv[cas.ms-1], now)
 	case casPExpire, casHashPExpire:
 		if cas.act == casHashPExpire {
 			// A large hash keeps its fields apart: the script decides.

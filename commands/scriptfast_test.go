@@ -96,6 +96,10 @@ return #KEYS`, nil},
 			&casScript{act: casHashPExpire, tok: 1, ms: 3, onHit: 7, onMissing: -1, onOther: -1}},
 		{"renewal of another key", `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[2], ARGV[1]); return 1; end; return 0;`, nil},
 		{"renewal testing 0", `if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;`, nil},
+		{"Redisson RLock acquire", `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);`,
+			&casScript{act: casHashLock, tok: 2, ms: 1}},
+		{"acquire incrementing another field", `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[3], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);`, nil},
+		{"acquire returning 1", `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return redis.call('pttl', KEYS[1]);`, nil},
 		{"acquire over ARGV", `for _, k in ipairs(ARGV) do if redis.call("exists", k) == 1 then return 0 end end
 for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[1], "PX", ARGV[2]) end
 return #KEYS`, nil},

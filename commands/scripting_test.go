@@ -272,3 +272,55 @@ func sha1hex(s string) string {
 	h := sha1.Sum([]byte(s))
 	return hex.EncodeToString(h[:])
 }
+
+// TestRedissonLock: Redisson's RLock acquire is one conditional UpdateItem
+// when the lock is free or the holder's (nil, its count up), and when
+// another holder has it (its PTTL); the script itself decides the rest.
+func TestRedissonLock(t *testing.T) {
+	ctx := context.Background()
+	const lock = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);"
+	one := map[string]int64{dynastore.OpUpdateItem: 1}
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t)
+			require.NoError(t, c.ScriptLoad(ctx, lock).Err())
+			require.NoError(t, c.Set(ctx, "str", "x", 0).Err())
+			require.NoError(t, c.HSet(ctx, "stale", "old", 1).Err())
+			require.NoError(t, c.PExpire(ctx, "stale", 20*time.Millisecond).Err())
+			time.Sleep(40 * time.Millisecond)
+			for _, tc := range []struct {
+				key, holder string
+				want        any // nil, a PTTL near it (int64), or an error substring
+				reqs        map[string]int64
+			}{
+				{"rlock", "a", nil, one},
+				{"rlock", "a", nil, one},          // reentrant: the count goes up
+				{"rlock", "b", int64(30000), one}, // held: its PTTL
+				{"stale", "b", nil, nil},          // expired, still in the table: the script
+				{"str", "a", "WRONGTYPE", nil},    // the script, and EXISTS/HEXISTS fail
+			} {
+				before := b.Stats.Snapshot()
+				got, err := c.EvalSha(ctx, sha1hex(lock), []string{tc.key}, 30000, tc.holder).Result()
+				switch want := tc.want.(type) {
+				case nil:
+					require.ErrorIs(t, err, redis.Nil, tc.key)
+				case string:
+					require.ErrorContains(t, err, want, tc.key)
+				case int64:
+					require.NoError(t, err, tc.key)
+					require.InDelta(t, want, got, 2000, tc.key)
+				}
+				if tc.reqs != nil {
+					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), tc.key)
+				}
+			}
+			require.Equal(t, map[string]string{"a": "2"}, c.HGetAll(ctx, "rlock").Val())
+			require.Equal(t, map[string]string{"b": "1"}, c.HGetAll(ctx, "stale").Val())
+			pttl, err := c.PTTL(ctx, "rlock").Result()
+			require.NoError(t, err)
+			require.InDelta(t, 30*time.Second, pttl, float64(2*time.Second))
+			require.Equal(t, "hash", c.Type(ctx, "rlock").Val())
+			require.Equal(t, "listpack", c.ObjectEncoding(ctx, "rlock").Val())
+		})
+	}
+}
