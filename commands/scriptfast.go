@@ -58,6 +58,9 @@ const (
 	// casHashLock: HINCRBY key ARGV[tok] 1 and PEXPIRE key ARGV[ms] when
 	// there is no key or its hash has the field ARGV[tok]; else PTTL.
 	casHashLock
+	// casHashUnlock: HINCRBY key ARGV[tok] -1, then DEL key when that
+	// leaves nothing, PEXPIRE key ARGV[ms] otherwise; nil without the field.
+	casHashUnlock
 )
 
 // casScript is a recognized compare-and-act script.
@@ -85,6 +88,9 @@ func recognizeCAS(chunk []ast.Stmt) *casScript {
 		return cas
 	}
 	if cas := recognizeHashLock(chunk); cas != nil {
+		return cas
+	}
+	if cas := recognizeHashUnlock(chunk); cas != nil {
 		return cas
 	}
 	local := ""
@@ -456,11 +462,10 @@ func recognizeHashLock(chunk []ast.Stmt) *casScript {
 	}
 	incr, ok1 := ifs.Then[0].(*ast.FuncCallStmt)
 	expire, ok2 := ifs.Then[1].(*ast.FuncCallStmt)
-	ret, ok3 := ifs.Then[2].(*ast.ReturnStmt)
-	if !ok1 || !ok2 || !ok3 || len(ret.Exprs) != 1 {
+	if !ok1 || !ok2 {
 		return nil
 	}
-	if _, isNil := ret.Exprs[0].(*ast.NilExpr); !isNil {
+	if !returnsNil(ifs.Then[2:]) {
 		return nil
 	}
 	name, args, ok = redisCallOf(incr.Expr)
@@ -480,6 +485,107 @@ func recognizeHashLock(chunk []ast.Stmt) *casScript {
 		return nil
 	}
 	return cas
+}
+
+// recognizeHashUnlock reads Redisson's RLock release:
+//
+//	if redis.call('hexists', KEYS[1], ARGV[f]) == 0 then return nil end
+//	local n = redis.call('hincrby', KEYS[1], ARGV[f], -1)
+//	if n > 0 then redis.call('pexpire', KEYS[1], ARGV[m]); return N0
+//	else redis.call('del', KEYS[1]); [redis.call('publish', ...)]; return N1 end
+//	return nil
+//
+// The PUBLISH has no effect to keep: redamo has no subscribers.
+func recognizeHashUnlock(chunk []ast.Stmt) *casScript {
+	if len(chunk) != 4 {
+		return nil
+	}
+	cas := &casScript{act: casHashUnlock}
+	// 1: no field, nil.
+	guard, ok := chunk[0].(*ast.IfStmt)
+	if !ok || len(guard.Else) != 0 || !returnsNil(guard.Then) {
+		return nil
+	}
+	rel, ok := guard.Condition.(*ast.RelationalOpExpr)
+	if !ok || rel.Operator != "==" || !isNumber(rel.Rhs, "0") {
+		return nil
+	}
+	name, args, ok := redisCallOf(rel.Lhs)
+	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil
+	}
+	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
+		return nil
+	}
+	// 2: the decrement.
+	la, ok := chunk[1].(*ast.LocalAssignStmt)
+	if !ok || len(la.Names) != 1 || len(la.Exprs) != 1 {
+		return nil
+	}
+	name, args, ok = redisCallOf(la.Exprs[0])
+	if !ok || !strings.EqualFold(name, "hincrby") || len(args) != 3 || !isArrayItem(args[0], "KEYS", 1) || argvIndex(args[1]) != cas.tok {
+		return nil
+	}
+	if m, ok := args[2].(*ast.UnaryMinusOpExpr); !ok || !isNumber(m.Expr, "1") {
+		return nil
+	}
+	// 3: keep it (PEXPIRE) or delete it.
+	ifs, ok := chunk[2].(*ast.IfStmt)
+	if !ok || len(ifs.Then) != 2 || (len(ifs.Else) != 2 && len(ifs.Else) != 3) {
+		return nil
+	}
+	rel, ok = ifs.Condition.(*ast.RelationalOpExpr)
+	if !ok || rel.Operator != ">" || !isIdent(rel.Lhs, la.Names[0]) || !isNumber(rel.Rhs, "0") {
+		return nil
+	}
+	expire, ok := ifs.Then[0].(*ast.FuncCallStmt)
+	if !ok {
+		return nil
+	}
+	name, args, ok = redisCallOf(expire.Expr)
+	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil
+	}
+	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+		return nil
+	}
+	if cas.onOther, ok = returnsNumber(ifs.Then[1:]); !ok {
+		return nil
+	}
+	del, ok := ifs.Else[0].(*ast.FuncCallStmt)
+	if !ok || !isCallOnKey1(del.Expr, "del", 0) {
+		return nil
+	}
+	if len(ifs.Else) == 3 {
+		pub, ok := ifs.Else[1].(*ast.FuncCallStmt)
+		if !ok {
+			return nil
+		}
+		if name, _, ok := redisCallOf(pub.Expr); !ok || !strings.EqualFold(name, "publish") {
+			return nil
+		}
+	}
+	if cas.onHit, ok = returnsNumber(ifs.Else[len(ifs.Else)-1:]); !ok {
+		return nil
+	}
+	// 4: return nil (never reached).
+	if !returnsNil(chunk[3:]) {
+		return nil
+	}
+	return cas
+}
+
+// returnsNil reports whether stmts are `return nil`.
+func returnsNil(stmts []ast.Stmt) bool {
+	if len(stmts) != 1 {
+		return false
+	}
+	ret, ok := stmts[0].(*ast.ReturnStmt)
+	if !ok || len(ret.Exprs) != 1 {
+		return false
+	}
+	_, isNil := ret.Exprs[0].(*ast.NilExpr)
+	return isNil
 }
 
 // isCallOnKey1 reports whether e is redis.call(cmd, KEYS[1]) followed by
@@ -583,6 +689,65 @@ func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now
 	return true
 }
 
+// hashUnlock runs Redisson's release: one DeleteItem when the holder's
+// count is at most one; a count above that is decremented, and the expiry
+// set, by a second request conditioned on the item the first found. What
+// neither decides (an expired key still in the table, another type, a
+// large hash, a count that is not an integer) the script decides.
+func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, now int64) bool {
+	ms, ok := model.String2ll(msArg)
+	if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
+		return false
+	}
+	fa := fieldAttr(field)
+	mine := dynastore.And{
+		model.CondLive(now), model.CondType(model.TypeHash), dynastore.NotExists{Attr: attrGen},
+		dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(field)}, dynastore.IsType{Attr: fa, Type: dynastore.KindN},
+	}
+	_, err := c.Store.Delete(c, k, dynastore.WriteOptions{
+		Cond:         append(mine, dynastore.Compare{Attr: fa, Op: dynastore.OpLE, Val: model.NInt(1)}),
+		OldOnFailure: true,
+	})
+	if err == nil {
+		c.W.Int(cas.onHit)
+		return true
+	}
+	old, failed := isCondFailed(err)
+	if !failed {
+		c.Fail(err)
+		return true
+	}
+	ks, err := model.DecodeKey(old, now)
+	switch {
+	case err != nil || (ks.Live && (ks.Type != model.TypeHash || old.Has(attrGen))):
+		return false
+	case !ks.Live || !old.Has(fa):
+		c.W.Nil()
+		return true
+	}
+	if _, err := model.NumberInt(old.Get(fa)); err != nil {
+		return false
+	}
+	at := now + ms
+	_, err = c.Store.Update(c, k, dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: model.AttrVer, Val: model.NewVer()},
+			{Attr: model.AttrExpiry, Val: model.NInt(at)},
+			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
+		},
+		Add: []dynastore.AttrValue{{Attr: fa, Val: model.NInt(-1)}},
+	}, dynastore.WriteOptions{Cond: ks.Guard()})
+	if err != nil {
+		if _, failed := isCondFailed(err); failed {
+			return false // it changed meanwhile: the script decides
+		}
+		c.Fail(err)
+		return true
+	}
+	c.W.Int(cas.onOther)
+	return true
+}
+
 // hashRefused answers casHashPExpire from the item that refused its write:
 // M when there is no hash or an inline one without the field; anything
 // else (another type, which makes HEXISTS fail; a large hash) is the
@@ -625,6 +790,8 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		_, err = c.Store.Delete(c, k, wo)
 	case casHashLock:
 		return cas.hashLock(c, k, token, argv[cas.ms-1], now)
+	case casHashUnlock:
+		return cas.hashUnlock(c, k, token, argv[cas.ms-1], now)
 	case casPExpire, casHashPExpire:
 		if cas.act == casHashPExpire {
 			// A large hash keeps its fields apart: the script decides.

@@ -100,6 +100,11 @@ return #KEYS`, nil},
 			&casScript{act: casHashLock, tok: 2, ms: 1}},
 		{"acquire incrementing another field", `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[3], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);`, nil},
 		{"acquire returning 1", `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return redis.call('pttl', KEYS[1]);`, nil},
+		{"Redisson RLock release", `if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;`,
+			&casScript{act: casHashUnlock, tok: 3, ms: 2, onHit: 1}},
+		{"release without publish", `if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return nil end local n = redis.call('hincrby', KEYS[1], ARGV[1], -1) if n > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 5 else redis.call('del', KEYS[1]) return 6 end return nil`,
+			&casScript{act: casHashUnlock, tok: 1, ms: 2, onHit: 6, onOther: 5}},
+		{"release decrementing by two", `if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -2); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); return 1; end; return nil;`, nil},
 		{"acquire over ARGV", `for _, k in ipairs(ARGV) do if redis.call("exists", k) == 1 then return 0 end end
 for _, k in ipairs(KEYS) do redis.call("set", k, ARGV[1], "PX", ARGV[2]) end
 return #KEYS`, nil},

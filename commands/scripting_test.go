@@ -324,3 +324,53 @@ func TestRedissonLock(t *testing.T) {
 		})
 	}
 }
+
+// TestRedissonUnlock: Redisson's RLock release is one conditional
+// DeleteItem when the holder's count comes down to zero, and when the
+// holder has no field (nil); a reentrant holder's release takes two.
+func TestRedissonUnlock(t *testing.T) {
+	ctx := context.Background()
+	const unlock = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;"
+	del := map[string]int64{dynastore.OpDeleteItem: 1}
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t)
+			require.NoError(t, c.ScriptLoad(ctx, unlock).Err())
+			require.NoError(t, c.HSet(ctx, "rlock", "a", 2).Err())
+			require.NoError(t, c.Set(ctx, "str", "x", 0).Err())
+			for _, tc := range []struct {
+				key, holder string
+				want        any // nil, an int64 reply, or an error substring
+				reqs        map[string]int64
+			}{
+				{"rlock", "b", nil, del}, // not the holder
+				{"rlock", "a", int64(0), map[string]int64{dynastore.OpDeleteItem: 1, dynastore.OpUpdateItem: 1}}, // reentrant: 2 -> 1
+				{"rlock", "a", int64(1), del}, // 1 -> deleted
+				{"rlock", "a", nil, del},      // gone
+				{"str", "a", "WRONGTYPE", nil},
+			} {
+				before := b.Stats.Snapshot()
+				got, err := c.EvalSha(ctx, sha1hex(unlock), []string{tc.key, "channel"}, 0, 30000, tc.holder).Result()
+				switch want := tc.want.(type) {
+				case nil:
+					require.ErrorIs(t, err, redis.Nil, tc.key)
+				case string:
+					require.ErrorContains(t, err, want, tc.key)
+				default:
+					require.NoError(t, err, tc.key)
+					require.Equal(t, want, got, tc.key)
+				}
+				if tc.reqs != nil {
+					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), "%s %s", tc.key, tc.holder)
+				}
+				if tc.want == int64(0) {
+					require.Equal(t, "1", c.HGet(ctx, "rlock", "a").Val())
+					pttl, err := c.PTTL(ctx, "rlock").Result()
+					require.NoError(t, err)
+					require.InDelta(t, 30*time.Second, pttl, float64(2*time.Second))
+				}
+			}
+			require.Zero(t, c.Exists(ctx, "rlock").Val())
+		})
+	}
+}
