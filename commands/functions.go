@@ -634,9 +634,8 @@ func cmdFunctionStats(c *Ctx) {
 	c.W.Int(int64(len(set.byFunc)))
 }
 
-// cmdFunctionKill: no function runs past its time limit here, and none in
-// this connection's way.
-func cmdFunctionKill(c *Ctx) { c.W.Error(MsgNotBusy) }
+// cmdFunctionKill stops the functions running in this instance.
+func cmdFunctionKill(c *Ctx) { c.Srv.running.kill(c, true) }
 
 func cmdFunctionHelp(c *Ctx) {
 	writeHelp(c, "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -13,8 +13,8 @@ package commands
 // one model.Txn, committed when the script returns (or fails: as in
 // Redis, what a script wrote before an error stays); when another client
 // got there first the script runs again from the start (model.Retry). A
-// script that runs longer than busy-reply-threshold is stopped, and
-// nothing it wrote is kept.
+// script that runs longer than busy-reply-threshold, or that SCRIPT KILL
+// stops, ends with nothing it wrote kept.
 
 import (
 	"context"
@@ -42,6 +42,9 @@ const (
 	MsgScriptROWrite     = "ERR Can not execute a script with write flag using *_ro command."
 	MsgScriptFlushOption = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 	MsgNotBusy           = "NOTBUSY No scripts in execution right now."
+	MsgBusyEval          = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	MsgBusyFunction      = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	msgScriptKilled      = "Script killed by user with SCRIPT KILL..."
 	MsgScriptCompile     = "ERR Error compiling script (new function): %s"
 	// MsgScriptTimeout is redamo's: a script is stopped rather than left
 	// to run (outside MULTI nothing it wrote is kept).
@@ -55,7 +58,8 @@ const DefaultScriptTimeLimit = 5 * time.Second
 // ScriptTimeLimit is how long a script may run before it is stopped (0:
 // no limit): CONFIG's busy-reply-threshold. Redis answers other clients
 // BUSY past it and lets SCRIPT KILL stop the script; here a script blocks
-// no other client, so it is stopped instead, with nothing written.
+// no other client, so it is stopped instead, with nothing written (SCRIPT
+// KILL stops one sooner).
 func (s *Server) ScriptTimeLimit() time.Duration {
 	if p := s.scriptLimit.Load(); p != nil {
 		return *p
@@ -380,10 +384,12 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 // scriptOutcome is what a run ended with: a value (a *lua.LState holds it
 // on its stack until replied), a script error reply, or a failure.
 type scriptOutcome struct {
-	L       *lua.LState
-	errMsg  string
-	err     error
-	timeout bool
+	L      *lua.LState
+	errMsg string
+	err    error
+	// timeout and killed: the run was stopped (err is set, so nothing it
+	// wrote commits).
+	timeout, killed bool
 }
 
 // exec runs the script once in a fresh state.
@@ -396,13 +402,19 @@ func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scr
 		ctx, cancel = context.WithTimeout(run.c, limit)
 		defer cancel()
 	}
+	ctx, kill := context.WithCancelCause(ctx)
+	defer kill(nil)
+	defer run.c.Srv.running.add(run, kill)()
 	L.SetContext(ctx)
 	err := start(L, env)
 	if err == nil {
 		return scriptOutcome{L: L}
 	}
 	L.Close()
-	if ctx.Err() != nil && run.c.Err() == nil {
+	switch {
+	case context.Cause(ctx) == errScriptKilled:
+		return scriptOutcome{killed: true, err: errScriptKilled, errMsg: run.errorReply(lua.LString(msgScriptKilled))}
+	case ctx.Err() != nil && run.c.Err() == nil:
 		return scriptOutcome{timeout: true, err: errScriptTimeout}
 	}
 	var ae *lua.ApiError
@@ -412,7 +424,61 @@ func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scr
 	return scriptOutcome{errMsg: run.errorReply(ae.Object)}
 }
 
-var errScriptTimeout = errors.New("commands: script time limit")
+var (
+	errScriptTimeout = errors.New("commands: script time limit")
+	errScriptKilled  = errors.New("commands: script killed by SCRIPT KILL or FUNCTION KILL")
+)
+
+// runningScripts are the scripts and functions running in this process,
+// for SCRIPT KILL and FUNCTION KILL. A running script has written nothing
+// anyone sees (its writes wait for its commit), so every one can be
+// killed, as Redis kills a script that has not written.
+type runningScripts struct {
+	mu sync.Mutex
+	m  map[*scriptRun]context.CancelCauseFunc
+}
+
+// add registers run until the returned function is called.
+func (r *runningScripts) add(run *scriptRun, kill context.CancelCauseFunc) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[*scriptRun]context.CancelCauseFunc{}
+	}
+	r.m[run] = kill
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.m, run)
+	}
+}
+
+// kill stops every running script (functions when function) of this
+// process and replies as Redis does: OK, NOTBUSY when nothing runs, BUSY
+// when only the other kind does.
+func (r *runningScripts) kill(c *Ctx, function bool) {
+	r.mu.Lock()
+	killed, other := 0, false
+	for run, cancel := range r.m {
+		if (run.chunk == functionChunk) != function {
+			other = true
+			continue
+		}
+		cancel(errScriptKilled)
+		killed++
+	}
+	r.mu.Unlock()
+	switch {
+	case killed > 0:
+		c.W.Simple("OK")
+	case other && function:
+		c.W.Error(MsgBusyEval)
+	case other:
+		c.W.Error(MsgBusyFunction)
+	default:
+		c.W.Error(MsgNotBusy)
+	}
+}
 
 // errorReply is the reply to an error that ended a script, as Redis 7
 // words it: the message, then which script and where.
@@ -503,6 +569,8 @@ func (run *scriptRun) reply(out scriptOutcome) {
 	switch {
 	case out.timeout:
 		c.W.Error(fmt.Sprintf(MsgScriptTimeout, c.Srv.ScriptTimeLimit().Milliseconds()))
+	case out.killed:
+		c.W.Error(out.errMsg)
 	case out.err != nil:
 		c.Fail(out.err)
 	case out.errMsg != "":
@@ -574,9 +642,9 @@ func cmdScriptFlush(c *Ctx) {
 	c.W.Simple("OK")
 }
 
-// cmdScriptKill: a script never runs past its time limit here, and no
-// other client's script runs in this connection's way.
-func cmdScriptKill(c *Ctx) { c.W.Error(MsgNotBusy) }
+// cmdScriptKill stops the scripts running in this instance (a script of
+// another instance is that instance's to kill).
+func cmdScriptKill(c *Ctx) { c.Srv.running.kill(c, false) }
 
 func cmdScriptHelp(c *Ctx) {
 	writeHelp(c, "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -374,3 +374,45 @@ func TestRedissonUnlock(t *testing.T) {
 		})
 	}
 }
+
+// TestScriptKill: SCRIPT KILL stops a script running in the instance (it
+// has written nothing anyone sees), FUNCTION KILL a function; each says
+// BUSY while only the other kind runs, and NOTBUSY when nothing does.
+func TestScriptKill(t *testing.T) {
+	ctx := context.Background()
+	srv := testserver.Start(t, memory.New(memory.Options{}))
+	c := srv.Client(t)
+	scriptKill, functionKill := []any{"SCRIPT", "KILL"}, []any{"FUNCTION", "KILL"}
+	const notBusy = "NOTBUSY No scripts in execution right now."
+	require.EqualError(t, c.Do(ctx, scriptKill...).Err(), notBusy)
+	require.EqualError(t, c.Do(ctx, functionKill...).Err(), notBusy)
+	require.NoError(t, c.FunctionLoad(ctx, "#!lua name=spin\nredis.register_function('spin', function() redis.call('SET', 'f', 'x') while true do end end)").Err())
+
+	for _, tc := range []struct {
+		name            string
+		run             func(*redis.Client) error
+		kill, wrongKill []any
+		wrongMsg        string
+	}{
+		{"script", func(r *redis.Client) error {
+			return r.Eval(ctx, "redis.call('SET', 's', 'x') while true do end", nil).Err()
+		},
+			scriptKill, functionKill, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."},
+		{"function", func(r *redis.Client) error { return r.FCall(ctx, "spin", nil).Err() },
+			functionKill, scriptKill, "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runner := srv.Client(t)
+			done := make(chan error, 1)
+			go func() { done <- tc.run(runner) }()
+			require.Eventually(t, func() bool {
+				err := c.Do(ctx, tc.wrongKill...).Err()
+				return err != nil && err.Error() == tc.wrongMsg
+			}, 5*time.Second, 5*time.Millisecond, "the other KILL says BUSY while it runs")
+			require.NoError(t, c.Do(ctx, tc.kill...).Err())
+			require.ErrorContains(t, <-done, "Script killed by user with SCRIPT KILL...")
+			require.Zero(t, c.Exists(ctx, "s", "f").Val(), "a killed script writes nothing")
+			require.EqualError(t, c.Do(ctx, tc.kill...).Err(), notBusy)
+		})
+	}
+}

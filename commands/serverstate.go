@@ -58,6 +58,8 @@ type Server struct {
 	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).
 	scripts     scriptCache
 	scriptLimit atomic.Pointer[time.Duration]
+	// running are the scripts and functions running now (SCRIPT KILL).
+	running runningScripts
 	// functions are the function libraries this process compiled.
 	functions functionCache
 	// Coord is the process's share of the coordination commands: their
