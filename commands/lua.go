@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -556,4 +557,44 @@ func oneLine(s string) string {
 		}
 		return r
 	}, []byte(s)))
+}
+
+// Lua 5.1's wording of the runtime errors gopher-lua words its own way,
+// where the message says enough to word it as Lua does (Lua also names
+// the variable, "local 'x'", which gopher-lua's message does not say).
+var (
+	luaArithErr   = regexp.MustCompile(`cannot perform (?:add|sub|mul|div|mod|pow|unm) operation between (\w+) and (\w+)`)
+	luaConcatErr  = regexp.MustCompile(`cannot perform concat operation between (\w+) and (\w+)`)
+	luaCompareErr = regexp.MustCompile(`attempt to compare (\w+) with (\w+)`)
+	luaBadArgErr  = regexp.MustCompile(`bad argument #(\d+) to (\w+) \(`)
+)
+
+// lua51Wording rewrites a runtime error message as Lua 5.1 words it.
+func lua51Wording(msg string) string {
+	msg = luaArithErr.ReplaceAllStringFunc(msg, func(m string) string {
+		t := luaArithErr.FindStringSubmatch(m)
+		// Lua reports the first operand unless it is a number (or a
+		// string, which it may convert), then the second.
+		bad := t[1]
+		if bad == "number" || bad == "string" {
+			bad = t[2]
+		}
+		return "attempt to perform arithmetic on a " + bad + " value"
+	})
+	msg = luaConcatErr.ReplaceAllStringFunc(msg, func(m string) string {
+		t := luaConcatErr.FindStringSubmatch(m)
+		bad := t[1]
+		if bad == "number" || bad == "string" {
+			bad = t[2]
+		}
+		return "attempt to concatenate a " + bad + " value"
+	})
+	msg = luaCompareErr.ReplaceAllStringFunc(msg, func(m string) string {
+		t := luaCompareErr.FindStringSubmatch(m)
+		if t[1] == t[2] {
+			return "attempt to compare two " + t[1] + " values"
+		}
+		return m
+	})
+	return luaBadArgErr.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
 }

@@ -495,7 +495,7 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 			line = int(n)
 		}
 	default:
-		msg = "ERR " + obj.String()
+		msg = "ERR " + lua51Wording(obj.String())
 		line = lineOf(obj.String(), run.chunk)
 	}
 	if line == 0 {
@@ -553,10 +553,13 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 		L.Call(top, lua.MultRet)
 		n := L.GetTop() - top
 		if n >= 2 && L.Get(top+1) == lua.LFalse {
-			if t, ok := L.Get(top + 2).(*lua.LTable); ok {
-				if s, ok := t.RawGetString("err").(lua.LString); ok {
+			switch e := L.Get(top + 2).(type) {
+			case *lua.LTable:
+				if s, ok := e.RawGetString("err").(lua.LString); ok {
 					L.Replace(top+2, s)
 				}
+			case lua.LString:
+				L.Replace(top+2, lua.LString(lua51Wording(string(e))))
 			}
 		}
 		return n

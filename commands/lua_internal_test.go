@@ -1,0 +1,25 @@
+package commands
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLua51Wording: gopher-lua's runtime errors reworded as Lua 5.1's, as
+// far as their text says enough (the replies of real redis-server in
+// compat/testdata/scripting.txt are the reference).
+func TestLua51Wording(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"user_script:1: cannot perform add operation between number and nil", "user_script:1: attempt to perform arithmetic on a nil value"},
+		{"user_script:3: cannot perform mul operation between table and number", "user_script:3: attempt to perform arithmetic on a table value"},
+		{"cannot perform concat operation between string and nil", "attempt to concatenate a nil value"},
+		{"cannot perform concat operation between boolean and string", "attempt to concatenate a boolean value"},
+		{"attempt to compare table with table", "attempt to compare two table values"},
+		{"attempt to compare number with string", "attempt to compare number with string"},
+		{"bad argument #1 to rep (string expected, got nil)", "bad argument #1 to 'rep' (string expected, got nil)"},
+		{"attempt to call a non-function object", "attempt to call a non-function object"},
+	} {
+		require.Equal(t, tc.want, lua51Wording(tc.in), tc.in)
+	}
+}
