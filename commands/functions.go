@@ -170,7 +170,7 @@ func compileBody(code []byte, name string, body int) (lib *library, msg string) 
 		}
 	}
 	if err != nil {
-		return nil, "Error compiling function: " + oneLine(err.Error())
+		return nil, "Error compiling function: " + lua51SyntaxError(oneLine(err.Error()), string(code[body:]))
 	}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
@@ -250,7 +250,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 				}
 			}
 		}
-		return "Error registering functions: ERR " + oneLine(text)
+		return "Error registering functions: ERR " + lua51Wording(oneLine(text))
 	}
 	if run != nil {
 		target = run.env

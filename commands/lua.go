@@ -69,6 +69,31 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		return 1
 	}))
 	L.SetGlobal("tonumber", L.NewFunction(luaToNumber))
+	loadstring := L.GetGlobal("loadstring").(*lua.LFunction)
+	L.SetGlobal("loadstring", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1's wording of a syntax error, under the chunk name it
+		// gives a string ([string "first line..."]).
+		top := L.GetTop()
+		L.Push(loadstring)
+		for i := 1; i <= top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top, 2)
+		if e, ok := L.Get(-1).(lua.LString); ok && L.Get(-2) == lua.LNil {
+			src, chunk := L.OptString(1, ""), "<string>"
+			name := src
+			if top >= 2 {
+				name = L.OptString(2, src)
+				chunk = name
+			}
+			msg := lua51SyntaxError(string(e), src)
+			if rest, ok := strings.CutPrefix(msg, chunk+":"); ok {
+				msg = luaChunkID(name) + ":" + rest
+			}
+			L.Replace(-1, lua.LString(msg))
+		}
+		return 2
+	}))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
@@ -597,4 +622,45 @@ func lua51Wording(msg string) string {
 		return m
 	})
 	return luaBadArgErr.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
+}
+
+// gopher-lua's syntax errors, and Lua 5.1's wording of them (luaX_syntaxerror).
+var (
+	luaSyntaxNear = regexp.MustCompile(`^(.*?) line:(\d+)\(column:\d+\) near '(.*)':\s+syntax error\s*$`)
+	luaSyntaxEOF  = regexp.MustCompile(`^(.*?) at EOF:\s+(syntax error|unterminated string)\s*$`)
+)
+
+// lua51SyntaxError rewrites a gopher-lua syntax error in src as Lua 5.1
+// words it where the two agree on what went wrong: an unexpected token,
+// or the end of the source inside a statement or a string (Lua names a
+// missing token where gopher-lua knows only "syntax error": those keep
+// gopher-lua's text).
+func lua51SyntaxError(msg, src string) string {
+	if m := luaSyntaxNear.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s:%s: unexpected symbol near '%s'", m[1], m[2], m[3])
+	}
+	if m := luaSyntaxEOF.FindStringSubmatch(msg); m != nil {
+		what := "unexpected symbol"
+		if m[2] == "unterminated string" {
+			what = "unfinished string"
+		}
+		return fmt.Sprintf("%s:%d: %s near '<eof>'", m[1], strings.Count(src, "\n")+1, what)
+	}
+	return msg
+}
+
+// luaChunkID is how Lua 5.1 names a chunk loaded from the string source
+// in its syntax errors (luaO_chunkid, with the lexer's 80 bytes): [string
+// "its first line"], cut to 63 bytes with "..." where it is cut.
+func luaChunkID(source string) string {
+	const room = 80 - len(" [string \"...\"] ") - 1
+	n := strings.IndexAny(source, "\n\r")
+	if n < 0 {
+		n = len(source)
+	}
+	n = min(n, room)
+	if n < len(source) {
+		return `[string "` + source[:n] + `..."]`
+	}
+	return `[string "` + source + `"]`
 }

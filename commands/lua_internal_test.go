@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,4 +23,22 @@ func TestLua51Wording(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, lua51Wording(tc.in), tc.in)
 	}
+}
+
+// TestLua51SyntaxError: gopher-lua's syntax errors worded as Lua 5.1's.
+func TestLua51SyntaxError(t *testing.T) {
+	for _, tc := range []struct{ in, src, want string }{
+		{"user_script line:1(column:8) near '+':   syntax error ", "return +", "user_script:1: unexpected symbol near '+'"},
+		{"user_script line:3(column:11) near '=':   syntax error ", "\n\nlocal x = = 1", "user_script:3: unexpected symbol near '='"},
+		{"user_script at EOF:   syntax error ", "return (", "user_script:1: unexpected symbol near '<eof>'"},
+		{"user_function at EOF:   syntax error ", "a\nb(\n", "user_function:3: unexpected symbol near '<eof>'"},
+		{"user_script at EOF:   unterminated string ", `return "hello`, "user_script:1: unfinished string near '<eof>'"},
+		{"something else", "x", "something else"},
+	} {
+		require.Equal(t, tc.want, lua51SyntaxError(tc.in, tc.src), tc.in)
+	}
+	require.Equal(t, `[string "return +"]`, luaChunkID("return +"))
+	require.Equal(t, `[string "x = 1..."]`, luaChunkID("x = 1\nreturn x"))
+	long := strings.Repeat("y", 70)
+	require.Equal(t, `[string "`+long[:63]+`..."]`, luaChunkID(long))
 }

@@ -176,7 +176,7 @@ func compileScript(body []byte) (*script, error) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(err.Error())))
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, lua51SyntaxError(oneLine(err.Error()), src)))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
