@@ -69,6 +69,51 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		return 1
 	}))
 	L.SetGlobal("tonumber", L.NewFunction(luaToNumber))
+	strlib := L.GetGlobal("string").(*lua.LTable)
+	format := strlib.RawGetString("format").(*lua.LFunction)
+	strlib.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 checks each argument against its conversion (gopher-lua
+		// prints what it gets) and quotes %q its own way.
+		top := L.GetTop()
+		f := L.CheckString(1)
+		spec := formatSpecs(f, func(arg int, conv byte) byte {
+			i := arg + 1
+			if i > top {
+				L.ArgError(i, "no value")
+			}
+			v := L.Get(i)
+			switch {
+			case strings.IndexByte("diouxXeEfgGc", conv) >= 0:
+				if s, ok := v.(lua.LString); ok {
+					if n, ok := luaStringNumber(string(s)); ok {
+						L.Replace(i, n)
+						return conv
+					}
+				}
+				if _, ok := v.(lua.LNumber); !ok {
+					L.ArgError(i, "number expected, got "+v.Type().String())
+				}
+			case conv == 's' || conv == 'q':
+				switch v.(type) {
+				case lua.LString, lua.LNumber:
+				default:
+					L.ArgError(i, "string expected, got "+v.Type().String())
+				}
+				if conv == 'q' {
+					L.Replace(i, lua.LString(luaQuoted(v.String())))
+					return 's'
+				}
+			}
+			return conv
+		})
+		L.Push(format)
+		L.Push(lua.LString(spec))
+		for i := 2; i <= top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top, 1)
+		return 1
+	}))
 	loadstring := L.GetGlobal("loadstring").(*lua.LFunction)
 	L.SetGlobal("loadstring", L.NewFunction(func(L *lua.LState) int {
 		// Lua 5.1's wording of a syntax error, under the chunk name it
@@ -395,19 +440,29 @@ func luaToNumber(L *lua.LState) int {
 			out = v
 		}
 	case lua.LString:
-		text := strings.TrimSpace(string(v))
 		if base == 10 {
-			if f, err := strconv.ParseFloat(text, 64); err == nil {
-				out = lua.LNumber(f)
-			} else if n, err := strconv.ParseInt(text, 0, 64); err == nil {
-				out = lua.LNumber(n)
+			if n, ok := luaStringNumber(string(v)); ok {
+				out = n
 			}
-		} else if n, err := strconv.ParseUint(strings.ToLower(text), base, 64); err == nil {
+		} else if n, err := strconv.ParseUint(strings.ToLower(strings.TrimSpace(string(v))), base, 64); err == nil {
 			out = lua.LNumber(n)
 		}
 	}
 	L.Push(out)
 	return 1
+}
+
+// luaStringNumber converts a string to a number as Lua 5.1 does where it
+// expects one (surrounding blanks allowed, decimal or hexadecimal).
+func luaStringNumber(s string) (lua.LNumber, bool) {
+	text := strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(text, 64); err == nil {
+		return lua.LNumber(f), true
+	}
+	if n, err := strconv.ParseInt(text, 0, 64); err == nil {
+		return lua.LNumber(n), true
+	}
+	return 0, false
 }
 
 // luaNumberString is a number as Lua 5.1's tostring prints it.
@@ -663,4 +718,51 @@ func luaChunkID(source string) string {
 		return `[string "` + source[:n] + `..."]`
 	}
 	return `[string "` + source + `"]`
+}
+
+// formatSpecs returns format with each conversion replaced by what
+// check, told the (1-based) index of the argument it formats and the
+// conversion, returns (which may raise the argument's error).
+func formatSpecs(format string, check func(arg int, conv byte) byte) string {
+	out := []byte(format)
+	arg := 0
+	for i := 0; i < len(out); i++ {
+		if out[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(out) && out[i] == '%' {
+			continue
+		}
+		for i < len(out) && strings.IndexByte("-+ #0123456789.", out[i]) >= 0 {
+			i++
+		}
+		if i == len(out) {
+			break
+		}
+		arg++
+		out[i] = check(arg, out[i])
+	}
+	return string(out)
+}
+
+// luaQuoted is s as Lua 5.1's %q writes it.
+func luaQuoted(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\', '\n':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\r':
+			b.WriteString(`\r`)
+		case 0:
+			b.WriteString(`\000`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,4 +42,19 @@ func TestLua51SyntaxError(t *testing.T) {
 	require.Equal(t, `[string "x = 1..."]`, luaChunkID("x = 1\nreturn x"))
 	long := strings.Repeat("y", 70)
 	require.Equal(t, `[string "`+long[:63]+`..."]`, luaChunkID(long))
+}
+
+// TestLuaQuoted: %q as Lua 5.1 writes it, found among the other specs.
+func TestLuaQuoted(t *testing.T) {
+	require.Equal(t, "\"a\\\nb\\\"c\\\\d\\r\\000\"", luaQuoted("a\nb\"c\\d\r\x00"))
+	var seen []string
+	got := formatSpecs("%5.2f %q %%q %-3s %q", func(arg int, conv byte) byte {
+		seen = append(seen, fmt.Sprintf("%d%c", arg, conv))
+		if conv == 'q' {
+			return 's'
+		}
+		return conv
+	})
+	require.Equal(t, "%5.2f %s %%q %-3s %s", got)
+	require.Equal(t, []string{"1f", "2q", "3s", "4q"}, seen)
 }
