@@ -647,6 +647,7 @@ var (
 	luaConcatErr  = regexp.MustCompile(`cannot perform concat operation between (\w+) and (\w+)`)
 	luaCompareErr = regexp.MustCompile(`attempt to compare (\w+) with (\w+)`)
 	luaBadArgErr  = regexp.MustCompile(`bad argument #(\d+) to (\w+) \(`)
+	luaIndexErr   = regexp.MustCompile(`attempt to index a non-table object\((\w+)\) with key '[^']*'`)
 )
 
 // lua51Wording rewrites a runtime error message as Lua 5.1 words it.
@@ -676,6 +677,7 @@ func lua51Wording(msg string) string {
 		}
 		return m
 	})
+	msg = luaIndexErr.ReplaceAllString(msg, "attempt to index a $1 value")
 	return luaBadArgErr.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
 }
 

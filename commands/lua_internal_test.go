@@ -21,6 +21,7 @@ func TestLua51Wording(t *testing.T) {
 		{"attempt to compare number with string", "attempt to compare number with string"},
 		{"bad argument #1 to rep (string expected, got nil)", "bad argument #1 to 'rep' (string expected, got nil)"},
 		{"attempt to call a non-function object", "attempt to call a non-function object"},
+		{"user_script:1: attempt to index a non-table object(nil) with key 'x'", "user_script:1: attempt to index a nil value"},
 	} {
 		require.Equal(t, tc.want, lua51Wording(tc.in), tc.in)
 	}
