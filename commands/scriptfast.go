@@ -396,31 +396,8 @@ func recognizeHashExtend(chunk []ast.Stmt) *casScript {
 	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 2 {
 		return nil
 	}
-	cas := &casScript{act: casHashPExpire}
-	rel, ok := ifs.Condition.(*ast.RelationalOpExpr)
-	if !ok || rel.Operator != "==" {
-		return nil
-	}
-	hexists, one := rel.Lhs, rel.Rhs
-	if isNumber(hexists, "1") {
-		hexists, one = one, hexists
-	}
-	name, args, ok := redisCallOf(hexists)
-	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) || !isNumber(one, "1") {
-		return nil
-	}
-	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
-		return nil
-	}
-	call, ok := ifs.Then[0].(*ast.FuncCallStmt)
-	if !ok {
-		return nil
-	}
-	name, args, ok = redisCallOf(call.Expr)
-	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
-		return nil
-	}
-	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+	cas := &casScript{act: casHashPExpire, tok: fieldTest(ifs.Condition, "1"), ms: pexpireOf(ifs.Then[0])}
+	if cas.tok == 0 || cas.ms == 0 {
 		return nil
 	}
 	if cas.onHit, ok = returnsNumber(ifs.Then[1:]); !ok {
@@ -439,49 +416,29 @@ func recognizeHashLock(chunk []ast.Stmt) *casScript {
 		return nil
 	}
 	ifs, ok := chunk[0].(*ast.IfStmt)
-	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 3 {
+	if !ok || len(ifs.Else) != 0 || len(ifs.Then) != 3 || !returnsNil(ifs.Then[2:]) {
 		return nil
 	}
 	or, ok := ifs.Condition.(*ast.LogicalOpExpr)
 	if !ok || or.Operator != "or" {
 		return nil
 	}
-	free, ok1 := or.Lhs.(*ast.RelationalOpExpr)
-	mine, ok2 := or.Rhs.(*ast.RelationalOpExpr)
-	if !ok1 || !ok2 || free.Operator != "==" || mine.Operator != "==" ||
-		!isCallOnKey1(free.Lhs, "exists", 0) || !isNumber(free.Rhs, "0") || !isNumber(mine.Rhs, "1") {
+	free, ok := or.Lhs.(*ast.RelationalOpExpr)
+	if !ok || free.Operator != "==" || !isNumber(free.Rhs, "0") {
 		return nil
 	}
-	cas := &casScript{act: casHashLock}
-	name, args, ok := redisCallOf(mine.Lhs)
-	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
+	if args, ok := keyCall(free.Lhs, "exists"); !ok || len(args) != 0 {
 		return nil
 	}
-	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
-		return nil
-	}
-	incr, ok1 := ifs.Then[0].(*ast.FuncCallStmt)
-	expire, ok2 := ifs.Then[1].(*ast.FuncCallStmt)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	if !returnsNil(ifs.Then[2:]) {
-		return nil
-	}
-	name, args, ok = redisCallOf(incr.Expr)
-	if !ok || !strings.EqualFold(name, "hincrby") || len(args) != 3 || !isArrayItem(args[0], "KEYS", 1) ||
-		argvIndex(args[1]) != cas.tok || !isNumber(args[2], "1") {
-		return nil
-	}
-	name, args, ok = redisCallOf(expire.Expr)
-	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
-		return nil
-	}
-	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+	cas := &casScript{act: casHashLock, tok: fieldTest(or.Rhs, "1"), ms: pexpireOf(ifs.Then[1])}
+	if cas.tok == 0 || cas.ms == 0 || hincrbyOf(callExpr(ifs.Then[0]), "1") != cas.tok {
 		return nil
 	}
 	last, ok := chunk[1].(*ast.ReturnStmt)
-	if !ok || len(last.Exprs) != 1 || !isCallOnKey1(last.Exprs[0], "pttl", 0) {
+	if !ok || len(last.Exprs) != 1 {
+		return nil
+	}
+	if args, ok := keyCall(last.Exprs[0], "pttl"); !ok || len(args) != 0 {
 		return nil
 	}
 	return cas
@@ -497,36 +454,21 @@ func recognizeHashLock(chunk []ast.Stmt) *casScript {
 //
 // The PUBLISH has no effect to keep: redamo has no subscribers.
 func recognizeHashUnlock(chunk []ast.Stmt) *casScript {
-	if len(chunk) != 4 {
+	if len(chunk) != 4 || !returnsNil(chunk[3:]) {
 		return nil
 	}
-	cas := &casScript{act: casHashUnlock}
 	// 1: no field, nil.
 	guard, ok := chunk[0].(*ast.IfStmt)
 	if !ok || len(guard.Else) != 0 || !returnsNil(guard.Then) {
 		return nil
 	}
-	rel, ok := guard.Condition.(*ast.RelationalOpExpr)
-	if !ok || rel.Operator != "==" || !isNumber(rel.Rhs, "0") {
-		return nil
-	}
-	name, args, ok := redisCallOf(rel.Lhs)
-	if !ok || !strings.EqualFold(name, "hexists") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
-		return nil
-	}
-	if cas.tok = argvIndex(args[1]); cas.tok == 0 {
+	cas := &casScript{act: casHashUnlock, tok: fieldTest(guard.Condition, "0")}
+	if cas.tok == 0 {
 		return nil
 	}
 	// 2: the decrement.
 	la, ok := chunk[1].(*ast.LocalAssignStmt)
-	if !ok || len(la.Names) != 1 || len(la.Exprs) != 1 {
-		return nil
-	}
-	name, args, ok = redisCallOf(la.Exprs[0])
-	if !ok || !strings.EqualFold(name, "hincrby") || len(args) != 3 || !isArrayItem(args[0], "KEYS", 1) || argvIndex(args[1]) != cas.tok {
-		return nil
-	}
-	if m, ok := args[2].(*ast.UnaryMinusOpExpr); !ok || !isNumber(m.Expr, "1") {
+	if !ok || len(la.Names) != 1 || len(la.Exprs) != 1 || hincrbyOf(la.Exprs[0], "-1") != cas.tok {
 		return nil
 	}
 	// 3: keep it (PEXPIRE) or delete it.
@@ -534,42 +476,25 @@ func recognizeHashUnlock(chunk []ast.Stmt) *casScript {
 	if !ok || len(ifs.Then) != 2 || (len(ifs.Else) != 2 && len(ifs.Else) != 3) {
 		return nil
 	}
-	rel, ok = ifs.Condition.(*ast.RelationalOpExpr)
+	rel, ok := ifs.Condition.(*ast.RelationalOpExpr)
 	if !ok || rel.Operator != ">" || !isIdent(rel.Lhs, la.Names[0]) || !isNumber(rel.Rhs, "0") {
 		return nil
 	}
-	expire, ok := ifs.Then[0].(*ast.FuncCallStmt)
-	if !ok {
-		return nil
-	}
-	name, args, ok = redisCallOf(expire.Expr)
-	if !ok || !strings.EqualFold(name, "pexpire") || len(args) != 2 || !isArrayItem(args[0], "KEYS", 1) {
-		return nil
-	}
-	if cas.ms = argvIndex(args[1]); cas.ms == 0 {
+	if cas.ms = pexpireOf(ifs.Then[0]); cas.ms == 0 {
 		return nil
 	}
 	if cas.onOther, ok = returnsNumber(ifs.Then[1:]); !ok {
 		return nil
 	}
-	del, ok := ifs.Else[0].(*ast.FuncCallStmt)
-	if !ok || !isCallOnKey1(del.Expr, "del", 0) {
+	if args, ok := keyCall(callExpr(ifs.Else[0]), "del"); !ok || len(args) != 0 {
 		return nil
 	}
 	if len(ifs.Else) == 3 {
-		pub, ok := ifs.Else[1].(*ast.FuncCallStmt)
-		if !ok {
-			return nil
-		}
-		if name, _, ok := redisCallOf(pub.Expr); !ok || !strings.EqualFold(name, "publish") {
+		if name, _, ok := redisCallOf(callExpr(ifs.Else[1])); !ok || !strings.EqualFold(name, "publish") {
 			return nil
 		}
 	}
 	if cas.onHit, ok = returnsNumber(ifs.Else[len(ifs.Else)-1:]); !ok {
-		return nil
-	}
-	// 4: return nil (never reached).
-	if !returnsNil(chunk[3:]) {
 		return nil
 	}
 	return cas
@@ -588,11 +513,67 @@ func returnsNil(stmts []ast.Stmt) bool {
 	return isNil
 }
 
-// isCallOnKey1 reports whether e is redis.call(cmd, KEYS[1]) followed by
-// args more arguments.
-func isCallOnKey1(e ast.Expr, cmd string, args int) bool {
-	name, a, ok := redisCallOf(e)
-	return ok && strings.EqualFold(name, cmd) && len(a) == 1+args && isArrayItem(a[0], "KEYS", 1)
+// keyCall returns the arguments after KEYS[1] when e is
+// redis.call(cmd, KEYS[1], ...).
+func keyCall(e ast.Expr, cmd string) ([]ast.Expr, bool) {
+	name, args, ok := redisCallOf(e)
+	if !ok || !strings.EqualFold(name, cmd) || len(args) == 0 || !isArrayItem(args[0], "KEYS", 1) {
+		return nil, false
+	}
+	return args[1:], true
+}
+
+// fieldTest is f when cond is redis.call('hexists', KEYS[1], ARGV[f]) ==
+// n (either order), 0 otherwise.
+func fieldTest(cond ast.Expr, n string) int {
+	rel, ok := cond.(*ast.RelationalOpExpr)
+	if !ok || rel.Operator != "==" {
+		return 0
+	}
+	call, num := rel.Lhs, rel.Rhs
+	if isNumber(call, n) {
+		call, num = num, call
+	}
+	args, ok := keyCall(call, "hexists")
+	if !ok || len(args) != 1 || !isNumber(num, n) {
+		return 0
+	}
+	return argvIndex(args[0])
+}
+
+// callExpr is the call of a call statement, nil for another statement.
+func callExpr(st ast.Stmt) ast.Expr {
+	if call, ok := st.(*ast.FuncCallStmt); ok {
+		return call.Expr
+	}
+	return nil
+}
+
+// pexpireOf is m when st is redis.call('pexpire', KEYS[1], ARGV[m]), 0
+// otherwise.
+func pexpireOf(st ast.Stmt) int {
+	args, ok := keyCall(callExpr(st), "pexpire")
+	if !ok || len(args) != 1 {
+		return 0
+	}
+	return argvIndex(args[0])
+}
+
+// hincrbyOf is f when e is redis.call('hincrby', KEYS[1], ARGV[f], by),
+// 0 otherwise.
+func hincrbyOf(e ast.Expr, by string) int {
+	args, ok := keyCall(e, "hincrby")
+	if !ok || len(args) != 2 {
+		return 0
+	}
+	if m, neg := args[1].(*ast.UnaryMinusOpExpr); neg {
+		if by[0] != '-' || !isNumber(m.Expr, by[1:]) {
+			return 0
+		}
+	} else if !isNumber(args[1], by) {
+		return 0
+	}
+	return argvIndex(args[0])
 }
 
 // loopOverKeys reads `for _, key in ipairs(KEYS) do body end`.
@@ -677,8 +658,8 @@ func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now
 		c.Fail(err)
 		return true
 	}
-	ks, err := model.DecodeKey(old, now)
-	if err != nil || !ks.Live || ks.Type != model.TypeHash || old.Has(attrGen) || old.Has(fa) {
+	ks, ok := inlineHashOrNone(old, now)
+	if !ok || !ks.Live || old.Has(fa) {
 		return false
 	}
 	pttl := int64(-1)
@@ -717,9 +698,9 @@ func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, n
 		c.Fail(err)
 		return true
 	}
-	ks, err := model.DecodeKey(old, now)
+	ks, ok := inlineHashOrNone(old, now)
 	switch {
-	case err != nil || (ks.Live && (ks.Type != model.TypeHash || old.Has(attrGen))):
+	case !ok:
 		return false
 	case !ks.Live || !old.Has(fa):
 		c.W.Nil()
@@ -749,17 +730,22 @@ func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, n
 }
 
 // hashRefused answers casHashPExpire from the item that refused its write:
-// M when there is no hash or an inline one without the field; anything
-// else (another type, which makes HEXISTS fail; a large hash) is the
-// script's to decide.
+// M when there is no hash or an inline one without the field.
 func (cas *casScript) hashRefused(c *Ctx, old dynastore.Item, now int64) bool {
-	ks, err := model.DecodeKey(old, now)
-	switch {
-	case err != nil || (ks.Live && (ks.Type != model.TypeHash || old.Has(attrGen))):
+	if _, ok := inlineHashOrNone(old, now); !ok {
 		return false
 	}
 	c.W.Int(cas.onMissing)
 	return true
+}
+
+// inlineHashOrNone decodes the item a Redisson fast path's write found;
+// ok is false when only the script can decide: a key of another type
+// (the script's HEXISTS fails) or a large hash (its fields are items of
+// their own).
+func inlineHashOrNone(old dynastore.Item, now int64) (model.KeyState, bool) {
+	ks, err := model.DecodeKey(old, now)
+	return ks, err == nil && (!ks.Live || (ks.Type == model.TypeHash && !old.Has(attrGen)))
 }
 
 // run tries the fast path; done is false when the script must run itself

@@ -6,8 +6,6 @@ package commands_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -227,7 +225,8 @@ func TestRedissonRenewal(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			c := b.Start(t).Client(t)
 			require.NoError(t, c.HSet(ctx, "rlock", "uuid:1", 1).Err())
-			require.NoError(t, c.ScriptLoad(ctx, renew).Err())
+			sha, err := c.ScriptLoad(ctx, renew).Result()
+			require.NoError(t, err)
 			big := map[string]any{}
 			for i := range 1000 { // past the inline thresholds
 				big["f"+strconv.Itoa(i)] = i
@@ -245,17 +244,7 @@ func TestRedissonRenewal(t *testing.T) {
 				{"big", "f7", int64(1), nil},   // the script runs: the field is in a member item
 				{"str", "f", "WRONGTYPE", nil}, // the script runs, and HEXISTS fails
 			} {
-				before := b.Stats.Snapshot()
-				got, err := c.EvalSha(ctx, sha1hex(renew), []string{tc.key}, 30000, tc.field).Result()
-				if s, ok := tc.want.(string); ok {
-					require.ErrorContains(t, err, s, tc.key)
-				} else {
-					require.NoError(t, err, tc.key)
-					require.Equal(t, tc.want, got, tc.key)
-				}
-				if tc.reqs != nil {
-					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), tc.key)
-				}
+				evalShaCheck(t, b, c, sha, []string{tc.key}, []any{30000, tc.field}, tc.want, 0, tc.reqs)
 			}
 			pttl, err := c.PTTL(ctx, "rlock").Result()
 			require.NoError(t, err)
@@ -268,9 +257,27 @@ func TestRedissonRenewal(t *testing.T) {
 	}
 }
 
-func sha1hex(s string) string {
-	h := sha1.Sum([]byte(s))
-	return hex.EncodeToString(h[:])
+// evalShaCheck runs the loaded script sha and checks its reply against
+// want (nil: the null reply; a string: an error holding it; an int64:
+// that integer, within delta) and, when reqs is set, its DynamoDB
+// requests.
+func evalShaCheck(t *testing.T, b testserver.Backend, c *redis.Client, sha string, keys []string, args []any, want any, delta float64, reqs map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	before := b.Stats.Snapshot()
+	got, err := c.EvalSha(ctx, sha, keys, args...).Result()
+	switch want := want.(type) {
+	case nil:
+		require.ErrorIs(t, err, redis.Nil, "%v %v", keys, args)
+	case string:
+		require.ErrorContains(t, err, want, "%v %v", keys, args)
+	default:
+		require.NoError(t, err, "%v %v", keys, args)
+		require.InDelta(t, want, got, delta, "%v %v", keys, args)
+	}
+	if reqs != nil {
+		require.Equal(t, reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), "%v %v", keys, args)
+	}
 }
 
 // TestRedissonLock: Redisson's RLock acquire is one conditional UpdateItem
@@ -283,7 +290,8 @@ func TestRedissonLock(t *testing.T) {
 	for _, b := range testserver.Stores(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			c := b.Start(t).Client(t)
-			require.NoError(t, c.ScriptLoad(ctx, lock).Err())
+			sha, err := c.ScriptLoad(ctx, lock).Result()
+			require.NoError(t, err)
 			require.NoError(t, c.Set(ctx, "str", "x", 0).Err())
 			require.NoError(t, c.HSet(ctx, "stale", "old", 1).Err())
 			require.NoError(t, c.PExpire(ctx, "stale", 20*time.Millisecond).Err())
@@ -299,20 +307,7 @@ func TestRedissonLock(t *testing.T) {
 				{"stale", "b", nil, nil},          // expired, still in the table: the script
 				{"str", "a", "WRONGTYPE", nil},    // the script, and EXISTS/HEXISTS fail
 			} {
-				before := b.Stats.Snapshot()
-				got, err := c.EvalSha(ctx, sha1hex(lock), []string{tc.key}, 30000, tc.holder).Result()
-				switch want := tc.want.(type) {
-				case nil:
-					require.ErrorIs(t, err, redis.Nil, tc.key)
-				case string:
-					require.ErrorContains(t, err, want, tc.key)
-				case int64:
-					require.NoError(t, err, tc.key)
-					require.InDelta(t, want, got, 2000, tc.key)
-				}
-				if tc.reqs != nil {
-					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), tc.key)
-				}
+				evalShaCheck(t, b, c, sha, []string{tc.key}, []any{30000, tc.holder}, tc.want, 2000, tc.reqs)
 			}
 			require.Equal(t, map[string]string{"a": "2"}, c.HGetAll(ctx, "rlock").Val())
 			require.Equal(t, map[string]string{"b": "1"}, c.HGetAll(ctx, "stale").Val())
@@ -335,7 +330,8 @@ func TestRedissonUnlock(t *testing.T) {
 	for _, b := range testserver.Stores(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			c := b.Start(t).Client(t)
-			require.NoError(t, c.ScriptLoad(ctx, unlock).Err())
+			sha, err := c.ScriptLoad(ctx, unlock).Result()
+			require.NoError(t, err)
 			require.NoError(t, c.HSet(ctx, "rlock", "a", 2).Err())
 			require.NoError(t, c.Set(ctx, "str", "x", 0).Err())
 			for _, tc := range []struct {
@@ -349,20 +345,7 @@ func TestRedissonUnlock(t *testing.T) {
 				{"rlock", "a", nil, del},      // gone
 				{"str", "a", "WRONGTYPE", nil},
 			} {
-				before := b.Stats.Snapshot()
-				got, err := c.EvalSha(ctx, sha1hex(unlock), []string{tc.key, "channel"}, 0, 30000, tc.holder).Result()
-				switch want := tc.want.(type) {
-				case nil:
-					require.ErrorIs(t, err, redis.Nil, tc.key)
-				case string:
-					require.ErrorContains(t, err, want, tc.key)
-				default:
-					require.NoError(t, err, tc.key)
-					require.Equal(t, want, got, tc.key)
-				}
-				if tc.reqs != nil {
-					require.Equal(t, tc.reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), "%s %s", tc.key, tc.holder)
-				}
+				evalShaCheck(t, b, c, sha, []string{tc.key, "channel"}, []any{0, 30000, tc.holder}, tc.want, 0, tc.reqs)
 				if tc.want == int64(0) {
 					require.Equal(t, "1", c.HGet(ctx, "rlock", "a").Val())
 					pttl, err := c.PTTL(ctx, "rlock").Result()
