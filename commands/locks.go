@@ -253,9 +253,11 @@ func guard(c *Ctx, cond func(name []byte, token int64, clk coord.Clock) (dynasto
 		c.W.Simple("OK")
 		return
 	}
-	// Read through the transaction: it sees the lease as the unit of work
-	// left it (a LOCK.ACQUIRE earlier in the same EXEC).
-	if err := c.Srv.Coord.VerifyGuard(c, txn, k, token, clk); err != nil {
+	// Peek through the transaction: it sees the lease as the unit of work
+	// left it (a LOCK.ACQUIRE earlier in the same EXEC), and the commit
+	// depends on the requirement alone, not on the lease being unchanged
+	// (its holder extending it meanwhile is no conflict).
+	if err := c.Srv.Coord.VerifyGuard(c, txn.Peek, k, token, clk); err != nil {
 		c.Fail(err)
 		return
 	}

@@ -148,11 +148,15 @@ func LeaderGuard(name []byte, term int64, clk Clock) (dynastore.Key, dynastore.C
 	return k, guardCond(term, clk), err
 }
 
-// VerifyGuard reads the lease at k (a LockGuard's or LeaderGuard's) and
-// returns ErrNotOwner unless it is held with token at clk: what a script
-// that fences its writes learns at once.
-func (s *Service) VerifyGuard(ctx context.Context, st dynastore.Store, k dynastore.Key, token int64, clk Clock) error {
-	l, err := readLease(ctx, st, k)
+// VerifyGuard reads the lease at k (a LockGuard's or LeaderGuard's) with
+// get and returns ErrNotOwner unless it is held with token at clk: what a
+// script that fences its writes learns at once.
+func (s *Service) VerifyGuard(ctx context.Context, get func(context.Context, dynastore.Key) (dynastore.Item, error), k dynastore.Key, token int64, clk Clock) error {
+	it, err := get(ctx, k)
+	if err != nil {
+		return err
+	}
+	l, err := decodeLease(it)
 	if err != nil {
 		return err
 	}

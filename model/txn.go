@@ -123,6 +123,20 @@ func (t *Txn) Watch(k dynastore.Key, it dynastore.Item, cond dynastore.Cond) {
 	s.read, s.seen, s.guard, s.watched = true, it, cond, true
 }
 
+// Peek reads the item at k as the Txn sees it (its own write, or what it
+// read) without making the commit depend on it: an item the Txn does not
+// know yet is read from the store and not recorded. A caller that needs
+// something of it at commit says so with Require.
+func (t *Txn) Peek(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
+	t.mu.Lock()
+	if s := t.slots[slotID{string(k.PK), string(k.SK)}]; s != nil && s.known() {
+		defer t.mu.Unlock()
+		return s.view(), nil
+	}
+	t.mu.Unlock()
+	return t.st.Get(ctx, k)
+}
+
 // Require adds cond to what must hold on the item at k at commit, without
 // reading it: a fenced write's lease (LOCK.GUARD). A watched requirement
 // was set before the unit of work began (EXEC's guards): it holds on the

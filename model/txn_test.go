@@ -453,3 +453,36 @@ func TestTxnRequire(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnPeek: Peek sees the Txn's own writes and the store's item, and
+// makes the commit depend on nothing: the peeked item changing before the
+// commit is no conflict, and a single write stays one request.
+func TestTxnPeek(t *testing.T) {
+	ctx := context.Background()
+	st := newCounting()
+	lease := dynastore.Key{PK: []byte("lease"), SK: []byte{0}}
+	data := dynastore.Key{PK: []byte("data"), SK: []byte{0}}
+	item := func(k dynastore.Key, v string) dynastore.Item {
+		return dynastore.Item{
+			{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+			{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+			{Name: "v", Value: dynastore.S(v)},
+		}
+	}
+	_, err := st.Put(ctx, item(lease, "held"), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	txn := model.NewTxn(st, nil)
+	st.take()
+	got, err := txn.Peek(ctx, lease)
+	require.NoError(t, err)
+	require.Equal(t, dynastore.S("held"), got.Get("v"))
+	_, err = txn.Put(ctx, item(data, "x"), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	got, err = txn.Peek(ctx, data)
+	require.NoError(t, err)
+	require.Equal(t, dynastore.S("x"), got.Get("v"), "Peek sees the Txn's own write")
+	_, err = st.Put(ctx, item(lease, "extended"), dynastore.WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, txn.Commit(ctx))
+	require.Equal(t, map[string]int{dynastore.OpGetItem: 1, dynastore.OpPutItem: 2}, st.take())
+}
