@@ -116,11 +116,6 @@ func cmdQueuePop(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	cfg, err := c.Srv.Coord.Queues.Config(c, c.Store, c.Args[1])
-	if err != nil {
-		c.Fail(err)
-		return
-	}
 	count := 1
 	if n, ok := o.n["COUNT"]; ok {
 		count = int(n)
@@ -132,7 +127,7 @@ func cmdQueuePop(c *Ctx) {
 			wait = -1 // without limit, as BLPOP's 0
 		}
 	}
-	msgs, err := c.Srv.Coord.Pop(c, c.Store, c.Args[1], count, o.ms("VT", cfg.VT), wait, c.attemptClock())
+	msgs, err := c.Srv.Coord.Pop(c, c.Store, c.Args[1], count, o.ms("VT", coord.QueueVT), wait, c.attemptClock())
 	switch {
 	case err != nil && len(msgs) == 0:
 		c.Fail(err)

@@ -364,13 +364,19 @@ func shardOrder(n int) []int {
 	return out
 }
 
+// QueueVT asks Pop for the queue's own visibility timeout.
+const QueueVT time.Duration = -1
+
 // Pop delivers up to count ready messages of queue name, invisible for vt
-// (0: deleted at once). Messages received MaxReceives times go to the
+// (0: deleted at once; QueueVT: the queue's). Messages received MaxReceives times go to the
 // dead-letter queue (or are held as dead) instead, in the same write.
 func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count int, vt time.Duration, now func() time.Time) ([]Message, error) {
 	cfg, err := q.Config(ctx, st, name)
 	if err != nil {
 		return nil, err
+	}
+	if vt == QueueVT {
+		vt = cfg.VT
 	}
 	// Dead letters go to the DLQ's shards, as its own pushes do.
 	dlqShards := 0
