@@ -197,6 +197,7 @@ var families = []func(*Table){
 	registerKeys,
 	registerHashes,
 	registerSets,
+	registerZsets,
 	registerLists,
 	registerTransactions,
 	registerLocks,
