@@ -20,7 +20,7 @@ type geoTestWriter struct {
 	buf   bytes.Buffer
 }
 
-func (w *geoTestWriter) Proto() int       { return w.proto }
+func (w *geoTestWriter) Proto() int { return w.proto }
 func (w *geoTestWriter) line(p byte, s string) {
 	w.buf.WriteByte(p)
 	w.buf.WriteString(s)
