@@ -201,6 +201,7 @@ var families = []func(*Table){
 	registerHashes,
 	registerSets,
 	registerZsets,
+	registerGeo,
 	registerLists,
 	registerTransactions,
 	registerLocks,

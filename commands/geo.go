@@ -3,14 +3,16 @@ package commands
 // GEO commands: positions kept in a sorted set, each member's score the
 // 52-bit geohash of its longitude and latitude (internal/geohash has the
 // arithmetic). This file parses their arguments, runs a search over a
-// geoSource and writes the replies, as Redis 7.0's geo.c does; the handlers
-// that read and write the sorted set are registered with the sorted sets.
+// geoSource and writes the replies, as Redis 7.0's geo.c does; the sorted
+// set (zsets.go) is the source, read through its order, and a stored
+// result is written as ZRANGESTORE writes one.
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/redamo/redamo/internal/geohash"
 	"github.com/redamo/redamo/model"
@@ -646,4 +648,155 @@ func geoStoreScore(q *geoQuery, p *geoPoint) float64 {
 		return p.dist
 	}
 	return p.score
+}
+
+// ---- handlers ------------------------------------------------------------------
+
+func registerGeo(t *Table) {
+	t.Register([]Row{
+		{"geoadd", cmdGeoadd},
+		{"geopos", cmdGeopos},
+		{"geodist", cmdGeodist},
+		{"geohash", cmdGeohash},
+		{"georadius", cmdGeoSearch},
+		{"georadius_ro", cmdGeoSearch},
+		{"georadiusbymember", cmdGeoSearch},
+		{"georadiusbymember_ro", cmdGeoSearch},
+		{"geosearch", cmdGeoSearch},
+		{"geosearchstore", cmdGeoSearch},
+	})
+}
+
+func cmdGeoadd(c *Ctx) {
+	a, msg := parseGeoAdd(c.Args)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	zaddApply(c, c.Args[1], zaddFlags{nx: a.nx, xx: a.xx, ch: a.ch}, a.members, a.scores)
+}
+
+// geoScoresOf looks members up in key's sorted set (absent: not ok).
+func geoScoresOf(c *Ctx, key []byte, members [][]byte) ([]geoScore, error) {
+	vals, present, err := collLookup(c, key, model.TypeZSet, members)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]geoScore, len(members))
+	for i := range members {
+		out[i] = geoScore{score: zscoreOf(vals[i]), ok: present[i]}
+	}
+	return out, nil
+}
+
+func cmdGeopos(c *Ctx) {
+	scores, err := geoScoresOf(c, c.Args[1], c.Args[2:])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	writeGeoPos(c.W, scores)
+}
+
+func cmdGeohash(c *Ctx) {
+	scores, err := geoScoresOf(c, c.Args[1], c.Args[2:])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	writeGeoHash(c.W, scores)
+}
+
+func cmdGeodist(c *Ctx) {
+	toMeters, msg := parseGeoDist(c.Args)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	scores, err := geoScoresOf(c, c.Args[1], c.Args[2:4])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	writeGeoDist(c.W, scores[0], scores[1], toMeters)
+}
+
+// zsetGeoSource is a sorted set as a geoSource: a score range is a range
+// of its order.
+type zsetGeoSource struct{ cl *collection }
+
+func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
+	err := zwalk(s.cl, zorderKey(min), zorderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
+	if errors.Is(err, errStopScan) {
+		return nil
+	}
+	return err
+}
+
+// geoQueryOn parses the command against the sorted set cl as read and runs
+// its search (no results when the key does not exist).
+func geoQueryOn(c *Ctx, cl *collection, flags geoFlags) (geoQuery, []geoPoint, error) {
+	var lookup geoMemberScore
+	if cl.exists() {
+		lookup = func(m []byte) (float64, bool, error) {
+			vals, present, err := cl.lookup([][]byte{m})
+			if err != nil || !present[0] {
+				return 0, false, err
+			}
+			return zscoreOf(vals[0]), true, nil
+		}
+	}
+	q, err := parseGeoQuery(c.Args, flags, lookup)
+	if err != nil || !cl.exists() {
+		return q, nil, err
+	}
+	pts, err := geoSearch(&q, zsetGeoSource{cl})
+	return q, pts, err
+}
+
+// cmdGeoSearch runs GEOSEARCH, GEOSEARCHSTORE, GEORADIUS,
+// GEORADIUSBYMEMBER and the _RO forms. A search that stores replaces its
+// destination in one transaction that checks the source unchanged.
+func cmdGeoSearch(c *Ctx) {
+	flags := geoSearchFlags[strings.ToLower(string(c.Args[0]))]
+	src := c.Args[1]
+	if flags&geoSearchStore != 0 {
+		src = c.Args[2]
+	}
+	// The destination, if any, whatever else the arguments hold: the
+	// search proper checks them in Redis's order, the key read first.
+	pre, _ := parseGeoQuery(c.Args, flags, nil)
+	if pre.store == nil {
+		var q geoQuery
+		var pts []geoPoint
+		err := collRead(c, src, model.TypeZSet, func(cl *collection) (err error) {
+			q, pts, err = geoQueryOn(c, cl, flags)
+			return err
+		})
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		writeGeoResults(c.W, &q, pts)
+		return
+	}
+	n, err := zstore(c, pre.store, [][]byte{src}, func(srcs []*collection) ([]zentry, error) {
+		if err := srcs[0].check(); err != nil {
+			return nil, err
+		}
+		q, pts, err := geoQueryOn(c, srcs[0], flags)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]zentry, len(pts))
+		for i := range pts {
+			out[i] = zentry{pts[i].member, geoStoreScore(&q, &pts[i])}
+		}
+		return out, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(n)
 }

@@ -166,44 +166,6 @@ func zscoreAbove(f float64) []byte {
 	return zorderKey(math.Nextafter(f, math.Inf(1)))
 }
 
-// cStrtod reads s as C's strtod: the whole of s must be one number. erange
-// is strtod's ERANGE: an overflow (f infinite) or an underflow.
-func cStrtod(s []byte) (f float64, ok, erange bool) {
-	text, ok := strtoldSyntax(string(s))
-	if !ok {
-		return 0, false, false
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil {
-		return f, true, true
-	}
-	if f == 0 {
-		// A nonzero mantissa that came out zero underflowed.
-		mant := strings.TrimLeft(text, "+-")
-		if hex, ok := strings.CutPrefix(mant, "0x"); ok {
-			mant, _, _ = strings.Cut(hex, "p")
-		} else {
-			mant, _, _ = strings.Cut(mant, "e")
-		}
-		if strings.ContainsAny(mant, "123456789abcdefABCDEF") {
-			return 0, true, true
-		}
-	}
-	return f, true, false
-}
-
-// parseScore parses a score or increment as Redis's getDoubleFromObject.
-func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || isCSpace(b[0]) {
-		return 0, false
-	}
-	f, ok, erange := cStrtod(b)
-	if !ok || (erange && (math.IsInf(f, 0) || f == 0)) {
-		return 0, false
-	}
-	return f, true
-}
-
 func isCSpace(c byte) bool {
 	return c == ' ' || (c >= '\t' && c <= '\r')
 }
@@ -218,8 +180,12 @@ func zrangeStrtod(b []byte) (float64, bool) {
 	for i < len(b) && isCSpace(b[i]) {
 		i++
 	}
-	f, ok, _ := cStrtod(b[i:])
-	return f, ok
+	text, ok := strtoldSyntax(string(b[i:]))
+	if !ok {
+		return 0, false
+	}
+	f, _ := strconv.ParseFloat(text, 64) // ±Inf on an overflow, as strtod
+	return f, true
 }
 
 // scoreRange is a ZRANGEBYSCORE range.
@@ -686,7 +652,7 @@ func zadd(c *Ctx, f zaddFlags) {
 	members := make([][]byte, 0, len(pairs)/2)
 	scores := make([]float64, 0, len(pairs)/2)
 	for j := 0; j < len(pairs); j += 2 {
-		s, ok := parseScore(pairs[j])
+		s, ok := string2d(pairs[j])
 		if !ok {
 			c.W.Error(MsgNotFloat)
 			return
@@ -694,6 +660,11 @@ func zadd(c *Ctx, f zaddFlags) {
 		scores = append(scores, s)
 		members = append(members, pairs[j+1])
 	}
+	zaddApply(c, key, f, members, scores)
+}
+
+// zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
+func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float64) {
 	var st memberStart
 	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
 	if plain {
@@ -1387,7 +1358,7 @@ func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool 
 			j++
 			q.weights = make([]float64, len(q.keys))
 			for i := range q.keys {
-				w, ok := parseScore(opts[j])
+				w, ok := string2d(opts[j])
 				if !ok {
 					c.W.Error(MsgZWeightFloat)
 					return false
