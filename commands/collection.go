@@ -382,7 +382,7 @@ func gensOf(c *Ctx) *keyCache[largeGen] { return &c.Srv.listRT().gens }
 // type typ, is large with generation gen, or not large at all (gen nil:
 // inline, absent, or of another type).
 func noteGen(c *Ctx, key []byte, typ string, gen []byte) {
-	if !model.KeyFits(key) || (typ != model.TypeSet && typ != model.TypeHash) {
+	if !model.KeyFits(key) || (typ != model.TypeSet && typ != model.TypeHash && typ != model.TypeZSet) {
 		return
 	}
 	if gen != nil {
@@ -1180,6 +1180,11 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 		}
 		return nil
 	}
+	// What is read is known: a commit that removes it (ZPOPMIN) need not
+	// fetch its members again.
+	if cl.known == nil {
+		cl.known = map[string]memberState{}
+	}
 	// BETWEEN is inclusive: an item whose key is hi itself is skipped.
 	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: memberPageItems}
 	if hint > 0 && hint < memberPageItems {
@@ -1194,7 +1199,9 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 			if sk, _ := it.Get(dynastore.AttrSK).(dynastore.B); bytes.Equal(sk, hi) {
 				continue
 			}
-			if err := fn(decodeOrderItem(cl.typ, it)); err != nil {
+			m, v := decodeOrderItem(cl.typ, it)
+			cl.known[string(m)] = memberState{present: true, v: v}
+			if err := fn(m, v); err != nil {
 				return err
 			}
 		}
@@ -1406,6 +1413,13 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 			cl.after, cl.afterKnown = a.Item, true
 		case a.Op == dynastore.TxDelete && bytes.Equal(a.Key.PK, k.PK):
 			cl.afterKnown = true
+		case a.Op == dynastore.TxUpdate && bytes.Equal(a.Key.PK, k.PK) && len(a.Update.Add) == 0 && cl.ks.Raw != nil:
+			// Only SETs, guarded by the ver as read: the item after is
+			// that one updated (the commutative form ADDs to n, whose
+			// value then depends on concurrent writers).
+			if after, err := dynastore.ApplyValidUpdate(k, cl.ks.Raw, *a.Update); err == nil {
+				cl.after, cl.afterKnown = after, true
+			}
 		}
 	}
 	return actions, err

@@ -510,8 +510,8 @@ func writeZentries(c *Ctx, es []zentry, withScores bool) {
 // conflict. The first try starts from the key item st holds (a failed
 // single-request attempt's), else from the one the item cache holds, if
 // any: no read, as the commit is guarded by that item's ver and a stale one
-// fails it; but an outcome that writes nothing is only trusted from a
-// fresh read.
+// fails it; but an outcome that writes nothing, or an error (WRONGTYPE), is
+// only trusted from a fresh read.
 func zsetWrite(c *Ctx, key []byte, st memberStart, change func(cl *collection) error) error {
 	return collRetry(c, func(try int) error {
 		seed, seeded, cached := st.seed, st.seeded && try == 0, false
@@ -520,14 +520,14 @@ func zsetWrite(c *Ctx, key []byte, st memberStart, change func(cl *collection) e
 			seeded = cached
 		}
 		cl, err := openSeeded(c, key, model.TypeZSet, seed, seeded)
+		if err == nil {
+			err = change(cl)
+		}
+		if cached && (err != nil || !cl.changed()) {
+			return errCollRetry // an error or a no-op, from what the cache says
+		}
 		if err != nil {
 			return err
-		}
-		if err := change(cl); err != nil {
-			return err
-		}
-		if cached && !cl.changed() {
-			return errCollRetry
 		}
 		return cl.commit()
 	})
@@ -699,7 +699,7 @@ func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float
 				return err
 			}
 			if a {
-				if size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue {
+				if cl.keyAttr(attrBigEncoding) == nil && (size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue) {
 					cl.setKeyAttr(attrBigEncoding, model.NInt(1))
 				}
 				size++
