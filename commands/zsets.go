@@ -513,6 +513,9 @@ func writeZentries(c *Ctx, es []zentry, withScores bool) {
 // fails it; but an outcome that writes nothing, or an error (WRONGTYPE), is
 // only trusted from a fresh read.
 func zsetWrite(c *Ctx, key []byte, st memberStart, change func(cl *collection) error) error {
+	// This process's writers of the key take turns (as list writers do):
+	// they would only invalidate each other's optimistic commits.
+	defer c.lockKeys(key)()
 	return collRetry(c, func(try int) error {
 		seed, seeded, cached := st.seed, st.seeded && try == 0, false
 		if try == 0 && !seeded && c.Store == c.Srv.Store && model.KeyFits(key) {
@@ -668,10 +671,13 @@ func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float
 	var st memberStart
 	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
 	if plain {
+		unlock := c.lockKeys(key)
 		var n int64
 		var done bool
 		var err error
-		if st, n, done, err = zaddFast(c, key, members, scores, f.ch); err != nil || done {
+		st, n, done, err = zaddFast(c, key, members, scores, f.ch)
+		unlock()
+		if err != nil || done {
 			if err != nil {
 				c.Fail(err)
 				return

@@ -50,8 +50,10 @@ func (in *instance) kill() {
 }
 
 // TestKillMidMultiKeyCommands kills redamo at random moments while clients
-// move elements between keys (SMOVE, LMOVE, RPOPLPUSH, SUNIONSTORE), then
-// restarts it on the same table: no element is ever lost or duplicated.
+// move elements between keys (SMOVE, LMOVE, RPOPLPUSH, SUNIONSTORE, a
+// script that moves a sorted set member, ZUNIONSTORE, ZINCRBY there and
+// back), then restarts it on the same table: no element is ever lost or
+// duplicated, and a sorted set's order agrees with its members' scores.
 func TestKillMidMultiKeyCommands(t *testing.T) {
 	ep := endpoint(t)
 	table := fmt.Sprintf("kill_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
@@ -69,13 +71,29 @@ func TestKillMidMultiKeyCommands(t *testing.T) {
 	c := in.start()
 	require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
 	require.NoError(t, c.RPush(ctx, "la", toAny(members)...).Err())
+	zs := make([]redis.Z, n)
+	for i, m := range members {
+		zs[i] = redis.Z{Score: float64(i), Member: m}
+	}
+	require.NoError(t, c.ZAdd(ctx, "za", zs...).Err())
 	require.NoError(t, c.Close())
 	in.kill()
 
 	moved := false
 	killRounds(in, rand.New(rand.NewPCG(7, 11)), 12, func(c *redis.Client, r *rand.Rand) {
-		m := members[r.IntN(n)]
-		switch r.IntN(5) {
+		i := r.IntN(n)
+		m := members[i]
+		switch r.IntN(9) {
+		case 5:
+			c.Eval(ctx, zmoveScript, []string{"za", "zb"}, m)
+		case 6:
+			c.Eval(ctx, zmoveScript, []string{"zb", "za"}, m)
+		case 7:
+			c.ZUnionStore(ctx, "zu", &redis.ZStore{Keys: []string{"za", "zb"}})
+		case 8:
+			// A score change moves the member's order item; the
+			// script puts the score back in the same run.
+			c.Eval(ctx, `redis.call('zincrby', KEYS[1], 1000, ARGV[1]) return redis.call('zincrby', KEYS[1], -1000, ARGV[1])`, []string{"za"}, m)
 		case 0:
 			c.SMove(ctx, "sa", "sb", m)
 		case 1:
@@ -101,9 +119,49 @@ func TestKillMidMultiKeyCommands(t *testing.T) {
 		lb, err := c.LRange(ctx, "lb", 0, -1).Result()
 		require.NoError(t, err)
 		require.Equal(t, members, sorted(append(la, lb...)), "round %d: lists lost or duplicated an element", round)
-		moved = moved || len(sb) > 0 || len(lb) > 0
+		za := zsetChecked(t, c, "za", round)
+		zb := zsetChecked(t, c, "zb", round)
+		require.Equal(t, members, sorted(append(za, zb...)), "round %d: sorted sets lost or duplicated a member", round)
+		if zu := zsetChecked(t, c, "zu", round); len(zu) > 0 {
+			require.Equal(t, members, sorted(zu), "round %d: ZUNIONSTORE stored a partial union", round)
+		}
+		moved = moved || len(sb) > 0 || len(lb) > 0 || len(zb) > 0
 	})
 	require.True(t, moved, "no element ever moved: the workload did not run")
+}
+
+// zmoveScript moves ARGV[1] from the sorted set KEYS[1] to KEYS[2] with
+// its score.
+const zmoveScript = `local s = redis.call('zscore', KEYS[1], ARGV[1])
+if s then redis.call('zrem', KEYS[1], ARGV[1]) redis.call('zadd', KEYS[2], s, ARGV[1]) end`
+
+// zsetChecked returns the members of the sorted set key, after checking
+// that its order (ZRANGE WITHSCORES, read from the order items) holds
+// exactly its members' scores (ZMSCORE, read from the member items), each
+// member m<i> scoring i, and that ZCARD counts them.
+func zsetChecked(t *testing.T, c *redis.Client, key string, round int) []string {
+	t.Helper()
+	ctx := context.Background()
+	zs, err := c.ZRangeWithScores(ctx, key, 0, -1).Result()
+	require.NoError(t, err)
+	ms := make([]string, len(zs))
+	for i, z := range zs {
+		ms[i] = z.Member.(string)
+		want, _ := strconv.Atoi(ms[i][1:])
+		require.EqualValues(t, want, z.Score, "round %d: %s: %s has the wrong score in the order", round, key, ms[i])
+		if i > 0 {
+			require.Less(t, zs[i-1].Score, z.Score, "round %d: %s out of order", round, key)
+		}
+	}
+	require.EqualValues(t, len(zs), c.ZCard(ctx, key).Val(), "round %d: %s: ZCARD", round, key)
+	if len(ms) > 0 {
+		scores, err := c.ZMScore(ctx, key, ms...).Result()
+		require.NoError(t, err)
+		for i, s := range scores {
+			require.Equal(t, zs[i].Score, s, "round %d: %s: %s's member item disagrees with its order item", round, key, ms[i])
+		}
+	}
+	return ms
 }
 
 func toAny(ss []string) []any {
