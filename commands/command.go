@@ -198,6 +198,7 @@ var families = []func(*Table){
 	registerHashes,
 	registerSets,
 	registerLists,
+	registerStreams,
 	registerTransactions,
 	registerLocks,
 	registerLeaders,

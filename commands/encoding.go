@@ -107,6 +107,8 @@ func (s *Server) inline(typ string) inlineLimits {
 		return e.hash
 	case model.TypeList:
 		return e.list
+	case model.TypeStream:
+		return streamInline
 	}
 	return e.set
 }
