@@ -617,10 +617,13 @@ func (st *streamState) trim(cl *collection, t trimArgs) (int64, error) {
 // must not rest on it (the caller re-runs with errCollRetry).
 func openStream(c *Ctx, key []byte, try int, cached bool) (cl *collection, st *streamState, fromCache bool, err error) {
 	if e, ok := itemsOf(c).get(c.DB(), key); ok && cached && try == 0 && c.Store == c.Srv.Store {
-		cl, err = openSeeded(c, key, model.TypeStream, e.it, true)
+		cl, err = collectionFromItem(c, key, model.TypeStream, e.it)
 		fromCache = true
-	} else {
+	}
+	if cl == nil || err != nil || cl.wrongType {
+		// WRONGTYPE is a reply without a write: never from the cache.
 		cl, err = openChecked(c, key, model.TypeStream)
+		fromCache = false
 	}
 	if err != nil {
 		return nil, nil, false, err
@@ -800,6 +803,15 @@ func cmdXadd(c *Ctx) {
 			return noWrite(msgStreamIDTooSmall)
 		}
 		cl.put(id.member(), encodeFields(a.fields))
+		if cl.large() {
+			// No member above the last id was ever written to this
+			// generation: the commit need not read it (the put's own
+			// condition still checks it is absent).
+			if cl.known == nil {
+				cl.known = map[string]memberState{}
+			}
+			cl.known[string(id.member())] = memberState{}
+		}
 		st.appendID(id)
 		if _, err := st.trim(cl, a.trim); err != nil {
 			return err
@@ -1346,8 +1358,8 @@ func startStreamCleanup(c *Ctx, key []byte) {
 }
 
 // streamCleanup deletes the members of key's large stream below its
-// committed floor, a transaction at a time, each conditioned on the key
-// item still holding the generation and at least that floor.
+// committed floor, a transaction at a time, each checking that the key
+// item still holds the generation and at least that floor.
 func streamCleanup(ctx context.Context, srv *Server, db int, key []byte) error {
 	st := srv.Store
 	for {
@@ -1372,16 +1384,18 @@ func streamCleanup(ctx context.Context, srv *Server, db int, key []byte) error {
 		for _, m := range page.Items {
 			acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: m.Key(), Cond: dynastore.Exists{Attr: dynastore.AttrPK}})
 		}
-		delta := -int64(len(page.Items))
+		// A check, not a write, of the key item: the cleanup changes
+		// nothing visible, so it must not move ver (a FLUSHALL or an
+		// optimistic writer would take it for a write). n, the engine's
+		// member count, is left as it is: for a stream it is an upper
+		// bound of the members (the stream's length is in its node table).
 		acts = append(acts, dynastore.TxAction{
-			Op:  dynastore.TxUpdate,
+			Op:  dynastore.TxCheck,
 			Key: model.ItemKey(db, key),
-			Update: &dynastore.Update{
-				Set: []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
-				Add: []dynastore.AttrValue{{Attr: attrCount, Val: model.NInt(delta)}},
+			Cond: dynastore.And{
+				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: gen},
+				dynastore.Compare{Attr: attrStreamFloor, Op: dynastore.OpGE, Val: floor},
 			},
-			Cond: dynastore.And{genLiveCond(gen, srv.Now().UnixMilli(), delta),
-				dynastore.Compare{Attr: attrStreamFloor, Op: dynastore.OpGE, Val: floor}},
 		})
 		if err := st.Transact(ctx, acts); err != nil {
 			if errors.Is(err, dynastore.ErrTxCanceled) || errors.Is(err, dynastore.ErrTxConflict) || errors.Is(err, dynastore.ErrConditionFailed) {
