@@ -1,6 +1,7 @@
 package commands
 
-// Blocking list pops (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP).
+// Blocking pops of lists and sorted sets (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+// BLMPOP; BZPOPMIN, BZPOPMAX, BZMPOP in zsets.go).
 //
 // A blocked client runs in its connection's goroutine (resp/ serves each
 // connection in its own), trying its pop whenever it is told something may
@@ -317,7 +318,7 @@ func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 		if kw == nil {
 			continue
 		}
-		woke := err == nil && kw.wake(listHasElements(items[i], nowMS), func(w *waiter) bool {
+		woke := err == nil && kw.wake(hasElements(items[i], nowMS), func(w *waiter) bool {
 			return w.ready(k, items[i], nowMS)
 		})
 		if woke {
@@ -330,18 +331,24 @@ func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 	}
 }
 
-// listHasElements reports whether a key item is a live, non-empty list.
-func listHasElements(it dynastore.Item, nowMS int64) bool {
+// hasElements reports whether a key item is a live, non-empty list or
+// sorted set, the types clients block on.
+func hasElements(it dynastore.Item, nowMS int64) bool {
 	ks, err := model.DecodeKey(it, nowMS)
-	if err != nil || !ks.Live || ks.Type != model.TypeList {
+	if err != nil || !ks.Live || (ks.Type != model.TypeList && ks.Type != model.TypeZSet) {
 		return false
 	}
 	if it.Has(attrGen) {
 		n, err := model.NumberInt(it.Get(attrCount))
 		return err == nil && n > 0
 	}
-	l, _ := it.Get(model.AttrValue).(dynastore.L)
-	return len(l) > 0
+	switch v := it.Get(model.AttrValue).(type) {
+	case dynastore.L:
+		return len(v) > 0
+	case dynastore.BS:
+		return len(v) > 0
+	}
+	return false
 }
 
 // block runs attempt until it reports done, the timeout (ms, 0 = forever)

@@ -118,6 +118,11 @@ const (
 	attrDying   = "d"  // N: set on a registry item the sweeper has condemned
 	attrDeadAt  = "dd" // N: when the sweeper first saw a generation dead
 	attrCreated = "c"  // N: when a generation was registered
+	// attrBigEncoding (N 1) marks a collection Redis would hold in its big
+	// encoding (skiplist, hashtable): Redis converts when a write crosses a
+	// limit and never back, so OBJECT ENCODING depends on history, which
+	// the key item keeps from then on.
+	attrBigEncoding = "e"
 	// attrFieldPrefix + base64url(field) holds an inline hash field's value.
 	attrFieldPrefix = "f"
 )
@@ -330,7 +335,7 @@ func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64)
 func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
 	if it != nil {
 		switch t, _ := it.Get(model.AttrType).(dynastore.S); t {
-		case model.TypeList, model.TypeSet, model.TypeHash, model.TypeStream:
+		case model.TypeList, model.TypeSet, model.TypeHash, model.TypeZSet, model.TypeStream:
 		default:
 			ic.drop(db, key)
 			return
@@ -403,15 +408,83 @@ func cachedLarge(c *Ctx, key []byte, typ string) *collection {
 
 // ---- member encoding ---------------------------------------------------------
 
+// The first byte of a sort key in a generation's partition says what the
+// item is: a member item (its member verbatim, or its digest), or an order
+// item of a type that keeps a second order of its members (memberOrder).
+const (
+	skMember byte = 0
+	skDigest byte = 1
+	skOrder  byte = 2
+)
+
 // memberSK is the sort key of a member item: 0x00+member, or 0x01+sha256 for
 // members too long for a sort key.
 func memberSK(m []byte) []byte {
 	if len(m) <= maxPlainSK {
 		sk := make([]byte, 0, 1+len(m))
-		return append(append(sk, 0), m...)
+		return append(append(sk, skMember), m...)
 	}
 	h := sha256.Sum256(m)
-	return append([]byte{1}, h[:]...)
+	return append([]byte{skDigest}, h[:]...)
+}
+
+// memberSKEnd bounds every member item's sort key from above (order items
+// sort after it), and memberSKLast is the greatest a member item can have.
+var (
+	memberSKEnd  = []byte{skOrder}
+	memberSKLast = append([]byte{skDigest}, bytes.Repeat([]byte{0xff}, sha256.Size+1)...)
+)
+
+// memberOrder is a type's second order of the members of its large layout:
+// beside each member item, an order item in the same partition whose sort
+// key (skOrder first) sorts members in the type's order, so a range of that
+// order is one Query (a sorted set's members by score; zsets.go). The
+// engine writes and deletes order items with the member items, in the same
+// transaction or staged generation.
+type memberOrder struct {
+	// sk is the order item's sort key for member m with value v: prefix
+	// bytes, then m itself when m is at most maxPlainSK bytes long.
+	sk     func(m []byte, v dynastore.Value) []byte
+	prefix int
+}
+
+// memberOrders holds the types that keep a memberOrder, registered by
+// their family's init.
+var memberOrders = map[string]memberOrder{}
+
+// orderItem is the order item of member m with value v of a generation of
+// type typ (nil when the type keeps no second order). A member too long to
+// be spelt out in the sort key is kept in the item (attrMember).
+func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
+	o, ok := memberOrders[typ]
+	if !ok {
+		return nil
+	}
+	it := dynastore.Item{
+		{Name: dynastore.AttrPK, Value: dynastore.B(membersPK(gen))},
+		{Name: dynastore.AttrSK, Value: dynastore.B(o.sk(m, v))},
+	}
+	if len(m) > maxPlainSK {
+		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
+	}
+	if v != nil {
+		it.Set(model.AttrValue, v)
+	}
+	return it
+}
+
+// decodeOrderItem returns the member and value an order item of type typ
+// stands for.
+func decodeOrderItem(typ string, it dynastore.Item) ([]byte, dynastore.Value) {
+	v := it.Get(model.AttrValue)
+	if m, ok := it.Get(attrMember).(dynastore.B); ok {
+		return m, v
+	}
+	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
+	if p := memberOrders[typ].prefix; len(sk) >= p {
+		return sk[p:], v
+	}
+	return nil, v
 }
 
 // membersPK is the partition of a generation's members.
@@ -542,7 +615,8 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 	if !ok {
 		return out, nil, nil
 	}
-	gen, _, err := stageGen(ctx, st, dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
+	typ, _ := src.Get(model.AttrType).(dynastore.S)
+	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
 		return eachMember(ctx, st, g, yield)
 	})
 	if err != nil {
@@ -555,7 +629,7 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 // stageGen registers a new generation owned by ownerPK and writes the
 // entries entries yields into it. Nothing references it yet: the caller
 // publishes it with a transaction that includes genAliveCheck(gen).
-func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
+func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
 	if txn, ok := st.(*model.Txn); ok {
 		// Inside a transaction (EXEC) the generation is staged in the
 		// store itself: nobody sees it until the transaction's commit
@@ -591,14 +665,19 @@ func stageGen(ctx context.Context, st dynastore.Store, ownerPK []byte, nowMS int
 		return nil
 	}
 	err = entries(func(m []byte, v dynastore.Value) error {
-		it := memberItem(gen, m, v)
-		sz := len(m) + valueSize(v) + 64
-		if len(batch) == dynastore.MaxTxActions || size+sz > maxTxBytes {
+		items := []dynastore.Item{memberItem(gen, m, v)}
+		if o := orderItem(typ, gen, m, v); o != nil {
+			items = append(items, o)
+		}
+		sz := len(items) * (len(m) + valueSize(v) + 64)
+		if len(batch)+len(items) > dynastore.MaxTxActions || size+sz > maxTxBytes {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		batch = append(batch, dynastore.TxAction{Op: dynastore.TxPut, Item: it})
+		for _, it := range items {
+			batch = append(batch, dynastore.TxAction{Op: dynastore.TxPut, Item: it})
+		}
 		size += sz
 		n++
 		return nil
@@ -651,7 +730,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 // membersPageQuery is the query of the page of gen's members that follows
 // the sort key after (nil: the first page).
 func membersPageQuery(gen, after []byte) dynastore.Query {
-	return dynastore.Query{PK: membersPK(gen), After: after, Limit: memberPageItems}
+	return dynastore.Query{PK: membersPK(gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: memberPageItems}
 }
 
 // pageAhead is the first page of a large collection's members, read at the
@@ -1058,6 +1137,79 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true })
 }
 
+// eachOrdered calls fn for the committed entries whose order sort key
+// (memberOrder) lies in [lo, hi) (nil: unbounded), in that order or, when
+// reverse, the opposite one, until fn returns errEnough; staged changes are
+// not seen. A large collection reads order items a page at a time, the
+// first page of at most hint items (0: a full page), so a command that
+// needs the first few reads only them. As each, it makes the commit depend
+// on the whole collection.
+func (cl *collection) eachOrdered(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
+	cl.exact = true
+	if cl.wrongType || !cl.ks.Live {
+		return nil
+	}
+	if lo == nil {
+		lo = []byte{skOrder}
+	}
+	if hi == nil {
+		hi = []byte{skOrder + 1}
+	}
+	err := cl.eachOrderedIn(lo, hi, reverse, hint, fn)
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
+}
+
+func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
+	if !cl.large() {
+		type entry struct {
+			sk, m []byte
+			v     dynastore.Value
+		}
+		order := memberOrders[cl.typ]
+		var es []entry
+		for m, v := range cl.inline {
+			sk := order.sk([]byte(m), v)
+			if bytes.Compare(sk, lo) >= 0 && bytes.Compare(sk, hi) < 0 {
+				es = append(es, entry{sk, []byte(m), v})
+			}
+		}
+		sort.Slice(es, func(i, j int) bool { return (bytes.Compare(es[i].sk, es[j].sk) < 0) != reverse })
+		for _, e := range es {
+			if err := fn(e.m, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// BETWEEN is inclusive: an item whose key is hi itself is skipped.
+	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: memberPageItems}
+	if hint > 0 && hint < memberPageItems {
+		q.Limit = hint
+	}
+	for {
+		page, err := cl.c.Store.Query(cl.c, q)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if sk, _ := it.Get(dynastore.AttrSK).(dynastore.B); bytes.Equal(sk, hi) {
+				continue
+			}
+			if err := fn(decodeOrderItem(cl.typ, it)); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		cl.pagesRead = true
+		q.After, q.Limit = page.Next, memberPageItems
+	}
+}
+
 // ---- ordered range reads -----------------------------------------------------
 
 // eachRange calls fn for the committed entries whose members lie between
@@ -1100,7 +1252,7 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 	if pageHint > 0 && pageHint < memberPageItems {
 		q.Limit = pageHint
 	}
-	lo, hi := []byte{0}, []byte{1} // every plain member: 0x00+m < 0x01
+	lo, hi := []byte{skMember}, []byte{skDigest} // every plain member
 	if from != nil {
 		lo = memberSK(from)
 	}
@@ -1195,7 +1347,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 	for i := 1; i < len(start); i++ {
 		start[i] = byte(rand.IntN(256))
 	}
-	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKGE, A: start}
+	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBetween, A: start, B: memberSKLast}
 	wrapped := false
 	for len(ms) < count {
 		q.Limit = count - len(ms)
@@ -1221,7 +1373,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 		}
 		wrapped = true
 		cl.pagesRead = true
-		q = dynastore.Query{PK: membersPK(cl.gen)}
+		q = dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKLT, A: memberSKEnd}
 	}
 	if wrapped {
 		// The run may have come back to where it started.
@@ -1259,7 +1411,7 @@ func (cl *collection) changed() bool {
 // hold, whatever the encoding parameters were when it was written.
 func inlineLimit(typ string) int {
 	switch typ {
-	case model.TypeHash:
+	case model.TypeHash, model.TypeZSet:
 		return inlineMaxHash
 	case model.TypeList:
 		return inlineMaxList
@@ -1293,6 +1445,9 @@ func (cl *collection) baseKeyItem() dynastore.Item {
 	if !cl.replace && cl.ks.Live && cl.ks.HasExpiry {
 		it.Set(model.AttrExpiry, model.NInt(cl.ks.Expiry))
 		it.Set(dynastore.AttrTTL, model.TTLSeconds(cl.ks.Expiry))
+	}
+	if big := cl.keyAttr(attrBigEncoding); big != nil && !cl.wrongType {
+		it.Set(attrBigEncoding, big)
 	}
 	for name, v := range cl.keyAttrs {
 		it.Set(name, v)
@@ -1367,7 +1522,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		if fitsInline(cl.c.Srv.inline(cl.typ), entries) {
 			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil, nil
 		}
-		gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+		gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 			for m, v := range entries {
 				if err := yield([]byte(m), v); err != nil {
 					return err
@@ -1413,11 +1568,13 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}
 		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v), Cond: cond})
 		size += len(m) + valueSize(v) + 64
+		members = append(members, cl.reorder([]byte(m), cl.known[m], v)...)
 	}
 	for m := range cl.dels {
-		if cl.known[m].present {
+		if st := cl.known[m]; st.present {
 			n--
 			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m)), Cond: dynastore.Exists{Attr: dynastore.AttrPK}})
+			members = append(members, cl.reorder([]byte(m), st, nil)...)
 		}
 	}
 	if n == 0 {
@@ -1456,7 +1613,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		return append(members, keyUpdate), cl.gen, nil
 	}
 	// Too big for one transaction: publish a new generation with the result.
-	gen, n, err := stageGen(cl.c, cl.c.Store, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+	gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 		err := eachMember(cl.c, cl.c.Store, cl.gen, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
 				return nil
@@ -1486,6 +1643,31 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
+}
+
+// reorder returns the actions that keep a large collection's order items
+// (memberOrder) in step with member m going from was to v (nil: removed):
+// none when the type keeps no order or the order item stays the same. They
+// need no condition of their own: the member item's action carries it.
+func (cl *collection) reorder(m []byte, was memberState, v dynastore.Value) []dynastore.TxAction {
+	var old, nw dynastore.Item
+	if was.present {
+		old = orderItem(cl.typ, cl.gen, m, was.v)
+	}
+	if v != nil {
+		nw = orderItem(cl.typ, cl.gen, m, v)
+	}
+	if old != nil && nw != nil && bytes.Equal(old.Key().SK, nw.Key().SK) {
+		return nil
+	}
+	var out []dynastore.TxAction
+	if old != nil {
+		out = append(out, dynastore.TxAction{Op: dynastore.TxDelete, Key: old.Key()})
+	}
+	if nw != nil {
+		out = append(out, dynastore.TxAction{Op: dynastore.TxPut, Item: nw})
+	}
+	return out
 }
 
 // checkAction guards a key only read by a multi-key commit.
@@ -1939,7 +2121,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		}
 		after = a
 	}
-	page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), After: after, Limit: count})
+	page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: count})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -1979,23 +2161,24 @@ func (cl *collection) intsetLike() bool {
 // errEnough ends an each early once the answer is known.
 var errEnough = errors.New("commands: enough entries seen")
 
-// encodingOf is Redis 7.0's OBJECT ENCODING for a hash or set key: compact
-// (listpack, intset) while it holds at most maxEntries entries that all
-// pass fits, hashtable otherwise. Redis never converts back, so a key that
-// was once past a limit stays a hashtable there even after removals bring
+// encodingOf is Redis 7.0's OBJECT ENCODING for a hash, set or sorted set
+// key: compact (listpack, intset) while it holds at most maxEntries entries
+// that all pass fits, big (hashtable, skiplist) otherwise. Redis never
+// converts back, so a key that was once past a limit stays big there even
+// after removals bring
 // it under; redamo keeps no such history and answers from the current
 // content (a large layout is only read when its count is within the limit).
-func encodingOf(c *Ctx, key []byte, typ string, maxEntries int64, compact string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
+func encodingOf(c *Ctx, key []byte, typ string, maxEntries int64, compact, big string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
 	enc := compact
 	err := collRead(c, key, typ, func(cl *collection) error {
 		enc = compact
 		if cl.committedLen() > maxEntries {
-			enc = "hashtable"
+			enc = big
 			return nil
 		}
 		err := cl.each(func(m []byte, v dynastore.Value) error {
 			if !fits(m, v) {
-				enc = "hashtable"
+				enc = big
 				return errEnough
 			}
 			return nil
@@ -2449,7 +2632,9 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 func removeMembersCmd(c *Ctx, typ string) {
 	key, members := c.Args[1], dedupe(c.Args[2:])
 	var cached, seeded blindWrite
+	_, ordered := memberOrders[typ] // a blind delete would leave the order item
 	switch {
+	case ordered:
 	case len(members) == 1:
 		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
 		seeded = cached
@@ -2464,7 +2649,7 @@ func removeMembersCmd(c *Ctx, typ string) {
 			Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
 			Delete: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
 		}
-		if typ == model.TypeHash { // each value is an attribute of its own
+		if typ != model.TypeSet { // each value is an attribute of its own
 			for _, m := range members {
 				u.Remove = append(u.Remove, fieldAttr(m))
 			}

@@ -45,6 +45,9 @@ type Writer interface {
 	Set(n int)
 	// Double writes a double (a bulk string in RESP2), formatted as Redis does.
 	Double(f float64)
+	// HumanDouble writes a double as Redis's addReplyHumanLongDouble does
+	// (FormatHumanDouble's text; a bulk string in RESP2).
+	HumanDouble(f float64)
 	// Bool writes a boolean (:1/:0 in RESP2).
 	Bool(b bool)
 	// Verbatim writes a verbatim string of the given 3-letter format (a bulk
@@ -197,6 +200,8 @@ var families = []func(*Table){
 	registerKeys,
 	registerHashes,
 	registerSets,
+	registerZsets,
+	registerGeo,
 	registerLists,
 	registerStreams,
 	registerTransactions,

@@ -60,8 +60,8 @@ type inlineLimits struct{ entries, bytes int }
 
 // encodingState is the parameters with the inline limits they give.
 type encodingState struct {
-	params          encodingParams
-	hash, set, list inlineLimits
+	params                encodingParams
+	hash, set, list, zset inlineLimits
 }
 
 func newEncodingState(p encodingParams) *encodingState {
@@ -70,6 +70,7 @@ func newEncodingState(p encodingParams) *encodingState {
 		hash:   inlineLimits{capped(p.hashEntries, inlineMaxHash), capped(p.hashValue, inlineMaxBytes)},
 		set:    inlineLimits{capped(p.setEntries, inlineMaxSet), capped(p.setValue, inlineMaxBytes)},
 		list:   inlineLimits{listInlineEntries(p.listSize), inlineMaxBytes},
+		zset:   inlineLimits{capped(p.zsetEntries, inlineMaxHash), capped(p.zsetValue, inlineMaxBytes)},
 	}
 }
 
@@ -105,6 +106,8 @@ func (s *Server) inline(typ string) inlineLimits {
 	switch typ {
 	case model.TypeHash:
 		return e.hash
+	case model.TypeZSet:
+		return e.zset
 	case model.TypeList:
 		return e.list
 	case model.TypeStream:

@@ -249,6 +249,20 @@ func ldFormatHuman(x *big.Float) string {
 	return s
 }
 
+// FormatHumanDouble appends f as Redis's addReplyHumanLongDouble prints a
+// double (GEOPOS coordinates): ldFormatHuman of its exact value.
+func FormatHumanDouble(dst []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...)
+	case math.IsNaN(f):
+		return append(dst, "nan"...)
+	}
+	return append(dst, ldFormatHuman(new(big.Float).SetFloat64(f))...)
+}
+
 // FormatDouble appends f as Redis 7.0 prints a double reply: C's "%.17g", with
 // "inf", "-inf" and "nan".
 func FormatDouble(dst []byte, f float64) []byte {

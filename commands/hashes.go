@@ -19,7 +19,7 @@ const maxInt64Len = len("-9223372036854775808")
 func init() {
 	objectEncoders[model.TypeHash] = func(c *Ctx, key []byte) (string, error) {
 		p := c.Srv.encoding().params
-		return encodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", func(f []byte, v dynastore.Value) bool {
+		return encodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
 			return int64(len(f)) <= p.hashValue && int64(len(valueBytes(v))) <= p.hashValue
 		})
 	}

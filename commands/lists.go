@@ -793,7 +793,7 @@ func (l *listView) plan() (*listCommit, error) {
 // 0..n-1, and returns the commit that points the key item at it.
 func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) error) error) (*listCommit, error) {
 	key := model.ItemKey(l.c.DB(), l.key)
-	gen, n, err := stageGen(l.c, l.c.Store, key.PK, l.c.NowMS(), func(yield func(m []byte, v dynastore.Value) error) error {
+	gen, n, err := stageGen(l.c, l.c.Store, model.TypeList, key.PK, l.c.NowMS(), func(yield func(m []byte, v dynastore.Value) error) error {
 		var p int64
 		return elems(func(e []byte) error {
 			err := yield(posMember(p), dynastore.B(bytes.Clone(e)))

@@ -91,6 +91,8 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 		q.Op, q.A, q.B = dynastore.SKBetween, memberSK(posMember(h)), memberSK(posMember(t-1))
 	} else if n, err = model.NumberInt(ks.Raw.Get(attrCount)); err != nil {
 		return 0, false, err
+	} else if _, ordered := memberOrders[ks.Type]; ordered {
+		n *= 2 // an order item beside each member item
 	}
 	var read, bytes int64
 	for want := min(samples, n); read < want; {

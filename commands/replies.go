@@ -34,7 +34,7 @@ type Reply struct {
 	Str    string
 	Format string  // verbatim
 	Int    int64   // integer; bool (0/1)
-	Float  float64 // double
+	Float  float64 // double; Str holds its text when written by HumanDouble
 	Elems  []Reply // array, set; map: keys and values in turn
 }
 
@@ -138,7 +138,11 @@ func (v Reply) write(w Writer) {
 			e.write(w)
 		}
 	case ReplyDouble:
-		w.Double(v.Float)
+		if v.Str != "" {
+			w.HumanDouble(v.Float)
+		} else {
+			w.Double(v.Float)
+		}
 	case ReplyBool:
 		w.Bool(v.Int != 0)
 	case ReplyVerbatim:
@@ -185,6 +189,15 @@ func (r *replyRecorder) Double(f float64) {
 		return
 	}
 	r.add(Reply{Kind: ReplyDouble, Float: f})
+}
+
+func (r *replyRecorder) HumanDouble(f float64) {
+	txt := string(FormatHumanDouble(nil, f))
+	if r.proto < 3 {
+		r.add(Reply{Kind: ReplyBulk, Str: txt})
+		return
+	}
+	r.add(Reply{Kind: ReplyDouble, Float: f, Str: txt})
 }
 
 func (r *replyRecorder) Bool(b bool) {

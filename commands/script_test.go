@@ -68,6 +68,7 @@ func (r *respRecorder) Map(n int)                 { fmt.Fprintf(&r.buf, "*%d\r\n
 func (r *respRecorder) Set(n int)                 { fmt.Fprintf(&r.buf, "*%d\r\n", n) }
 func (r *respRecorder) Double(f float64)          { r.BulkString(strconv.FormatFloat(f, 'g', 17, 64)) }
 func (r *respRecorder) Bool(b bool)               { r.Int(boolInt(b)) }
+func (r *respRecorder) HumanDouble(f float64)     { r.Bulk(FormatHumanDouble(nil, f)) }
 func (r *respRecorder) Verbatim(format, s string) { r.BulkString(s) }
 func (r *respRecorder) BigNumber(digits string)   { r.BulkString(digits) }
 

@@ -20,7 +20,7 @@ func init() {
 	// Redis 7.0: an intset while every member is an integer, else a hash
 	// table (small sets of strings became listpacks only in 7.2).
 	objectEncoders[model.TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return encodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", func(m []byte, _ dynastore.Value) bool {
+		return encodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", "hashtable", func(m []byte, _ dynastore.Value) bool {
 			_, ok := model.String2ll(m)
 			return ok
 		})

@@ -586,7 +586,10 @@ func (t *Txn) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, 
 	var created []*slot
 	if page.Next == nil && sc.Segment == 0 {
 		for _, s := range t.order {
-			if s.written && s.cur != nil && (!s.read || s.seen == nil) {
+			// The store's pages list only what passes the filter as
+			// stored: a write over an item they left out (absent,
+			// expired, another type) is listed here.
+			if s.written && s.cur != nil && (!s.read || s.seen == nil || !dynastore.EvalValidCond(s.seen, sc.Filter)) {
 				created = append(created, s)
 			}
 		}

@@ -228,6 +228,23 @@ func (w *Writer) Double(f float64) {
 	w.value()
 }
 
+// HumanDouble writes a double with Redis's addReplyHumanLongDouble text: a
+// RESP3 double, or a bulk string in RESP2.
+func (w *Writer) HumanDouble(f float64) {
+	var scratch [48]byte
+	txt := commands.FormatHumanDouble(scratch[:0], f)
+	if w.proto >= 3 {
+		w.buf = append(w.buf, ',')
+		w.buf = append(w.buf, txt...)
+		w.buf = append(w.buf, '\r', '\n')
+	} else {
+		w.header('$', int64(len(txt)))
+		w.buf = append(w.buf, txt...)
+		w.buf = append(w.buf, '\r', '\n')
+	}
+	w.value()
+}
+
 // Bool writes a boolean (#t/#f in RESP3, :1/:0 in RESP2).
 func (w *Writer) Bool(b bool) {
 	switch {

@@ -1,0 +1,1624 @@
+package commands
+
+// Sorted set commands, on the collection layer (collection.go) as its
+// ordered layout: members are entries whose value is the score (8 bytes, the
+// IEEE bits, so -0 and every double survive). An inline sorted set keeps its
+// members like an inline hash (names in v, one attribute per score). A large
+// one keeps, beside each member item, an order item whose sort key is the
+// score in an order-preserving encoding followed by the member (memberOrder),
+// so score and rank ranges, pops and lexicographic ranges read pages of the
+// order, not the set:
+//
+//   - ZADD/ZREM/ZINCRBY/ZSCORE of one member of a small set: one request
+//     (ZINCRBY and flagged ZADDs when the item cache knows the key; else a
+//     read and a write);
+//   - the same on a large set: the key item, the members, one transaction;
+//     two requests when the item cache knows the key (the commit is guarded
+//     by the key item's ver, so a stale cache only costs a re-run);
+//   - ZCARD: one read at any size; ZPOPMIN of k members: the key item (or
+//     the cached one), one page of k order items, one transaction;
+//   - ZRANK/ZCOUNT/ZLEXCOUNT and rank ranges of a large set read the order
+//     up to the member or the range's end (a page per 1,024 members):
+//     DynamoDB keeps no counts to skip with.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// Sorted set error replies.
+const (
+	MsgZNaN          = "ERR resulting score is not a number (NaN)"
+	MsgZRangeFloat   = "ERR min or max is not a float"
+	MsgZRangeLex     = "ERR min or max not valid string range item"
+	MsgZXXNX         = "ERR XX and NX options at the same time are not compatible"
+	MsgZIncrPair     = "ERR INCR option supports a single increment-element pair"
+	MsgZLimitRank    = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	MsgZScoresLex    = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+	MsgZWeightFloat  = "ERR weight value is not a float"
+	MsgZCountPos     = "ERR count should be greater than 0"
+	MsgZNeedsOneKey  = "ERR at least 1 input key is needed for '%s' command"
+	zorderPrefixSize = 9
+)
+
+func init() {
+	inlineCodecs[model.TypeZSet] = inlineCodecs[model.TypeHash]
+	memberOrders[model.TypeZSet] = memberOrder{sk: zorderSK, prefix: zorderPrefixSize}
+	objectEncoders[model.TypeZSet] = func(c *Ctx, key []byte) (string, error) {
+		cl, err := openChecked(c, key, model.TypeZSet)
+		if err != nil || cl.keyAttr(attrBigEncoding) == nil {
+			return "listpack", err
+		}
+		return "skiplist", nil
+	}
+}
+
+func registerZsets(t *Table) {
+	t.Register([]Row{
+		{"zadd", cmdZadd},
+		{"zincrby", cmdZincrby},
+		{"zrem", cmdZrem},
+		{"zcard", cmdZcard},
+		{"zscore", cmdZscore},
+		{"zmscore", cmdZmscore},
+		{"zrank", cmdZrank},
+		{"zrevrank", cmdZrevrank},
+		{"zcount", cmdZcount},
+		{"zlexcount", cmdZlexcount},
+		{"zrange", cmdZrange},
+		{"zrangestore", cmdZrangestore},
+		{"zrevrange", cmdZrevrange},
+		{"zrangebyscore", cmdZrangebyscore},
+		{"zrevrangebyscore", cmdZrevrangebyscore},
+		{"zrangebylex", cmdZrangebylex},
+		{"zrevrangebylex", cmdZrevrangebylex},
+		{"zremrangebyrank", cmdZremrangebyrank},
+		{"zremrangebyscore", cmdZremrangebyscore},
+		{"zremrangebylex", cmdZremrangebylex},
+		{"zpopmin", cmdZpopmin},
+		{"zpopmax", cmdZpopmax},
+		{"zmpop", cmdZmpop},
+		{"bzpopmin", cmdBzpopmin},
+		{"bzpopmax", cmdBzpopmax},
+		{"bzmpop", cmdBzmpop},
+		{"zrandmember", cmdZrandmember},
+		{"zunion", cmdZunion},
+		{"zinter", cmdZinter},
+		{"zdiff", cmdZdiff},
+		{"zunionstore", cmdZunionstore},
+		{"zinterstore", cmdZinterstore},
+		{"zdiffstore", cmdZdiffstore},
+		{"zintercard", cmdZintercard},
+		{"zscan", cmdZscan},
+	})
+}
+
+// ---- scores ------------------------------------------------------------------
+
+// zscoreValue is the stored form of a score: its IEEE bits, big-endian.
+// Redis stores -0 as 0 (replies computed from scores, such as ZUNION's, may
+// still say -0).
+func zscoreValue(f float64) dynastore.Value {
+	if f == 0 {
+		f = 0
+	}
+	b := make(dynastore.B, 8)
+	binary.BigEndian.PutUint64(b, math.Float64bits(f))
+	return b
+}
+
+// zscoreOf decodes a stored score.
+func zscoreOf(v dynastore.Value) float64 {
+	b, _ := v.(dynastore.B)
+	if len(b) != 8 {
+		return 0
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(b))
+}
+
+// zorderKey is the order sort key of score f without a member: skOrder and
+// the score's bits turned so that they sort as the numbers do (-0 as 0).
+func zorderKey(f float64) []byte {
+	if f == 0 {
+		f = 0
+	}
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		b = ^b
+	} else {
+		b |= 1 << 63
+	}
+	k := make([]byte, zorderPrefixSize, zorderPrefixSize+16)
+	k[0] = skOrder
+	binary.BigEndian.PutUint64(k[1:], b)
+	return k
+}
+
+// zorderEnd sorts after every order key.
+var zorderEnd = []byte{skOrder + 1}
+
+// zorderSK is the order item's sort key of member m with score v. A member
+// too long for a sort key is cut and followed by its digest: such members
+// sort by their first bytes, then by digest, among equal scores.
+func zorderSK(m []byte, v dynastore.Value) []byte {
+	k := zorderKey(zscoreOf(v))
+	if len(m) <= maxPlainSK {
+		return append(k, m...)
+	}
+	h := sha256.Sum256(m)
+	return append(append(k, m[:maxPlainSK-sha256.Size]...), h[:]...)
+}
+
+// zscoreAbove is the order key just above every member of score f: the
+// key of the next double (zorderEnd past +inf).
+func zscoreAbove(f float64) []byte {
+	if math.IsInf(f, 1) {
+		return zorderEnd
+	}
+	return zorderKey(math.Nextafter(f, math.Inf(1)))
+}
+
+func isCSpace(c byte) bool {
+	return c == ' ' || (c >= '\t' && c <= '\r')
+}
+
+// zrangeStrtod parses a score range bound as zslParseRange does: strtod,
+// which skips leading blanks and reads "" as 0, with no range check.
+func zrangeStrtod(b []byte) (float64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	i := 0
+	for i < len(b) && isCSpace(b[i]) {
+		i++
+	}
+	text, ok := strtoldSyntax(string(b[i:]))
+	if !ok {
+		return 0, false
+	}
+	f, _ := strconv.ParseFloat(text, 64) // ±Inf on an overflow, as strtod
+	return f, true
+}
+
+// scoreRange is a ZRANGEBYSCORE range.
+type scoreRange struct {
+	min, max     float64
+	minex, maxex bool
+}
+
+func parseScoreRange(minArg, maxArg []byte) (r scoreRange, ok bool) {
+	bound := func(b []byte) (float64, bool, bool) {
+		ex := len(b) > 0 && b[0] == '('
+		if ex {
+			b = b[1:]
+		}
+		f, ok := zrangeStrtod(b)
+		return f, ex, ok
+	}
+	var ok1, ok2 bool
+	r.min, r.minex, ok1 = bound(minArg)
+	r.max, r.maxex, ok2 = bound(maxArg)
+	return r, ok1 && ok2
+}
+
+func (r scoreRange) gteMin(f float64) bool {
+	if r.minex {
+		return f > r.min
+	}
+	return f >= r.min
+}
+
+func (r scoreRange) lteMax(f float64) bool {
+	if r.maxex {
+		return f < r.max
+	}
+	return f <= r.max
+}
+
+func (r scoreRange) empty() bool {
+	return r.min > r.max || (r.min == r.max && (r.minex || r.maxex))
+}
+
+// keys returns the order keys [lo, hi) that hold the range's members.
+func (r scoreRange) keys() (lo, hi []byte) {
+	lo = zorderKey(r.min)
+	if r.minex {
+		lo = zscoreAbove(r.min)
+	}
+	hi = zscoreAbove(r.max)
+	if r.maxex {
+		hi = zorderKey(r.max)
+	}
+	return lo, hi
+}
+
+// lexBound is one end of a ZRANGEBYLEX range: "-" (inf -1), "+" (inf 1),
+// or a member, exclusive or not.
+type lexBound struct {
+	v   []byte
+	inf int
+	ex  bool
+}
+
+func parseLexBound(b []byte) (lexBound, bool) {
+	if len(b) == 0 {
+		return lexBound{}, false
+	}
+	switch b[0] {
+	case '+', '-':
+		if len(b) != 1 {
+			return lexBound{}, false
+		}
+		if b[0] == '+' {
+			return lexBound{inf: 1, ex: true}, true
+		}
+		return lexBound{inf: -1, ex: true}, true
+	case '(', '[':
+		return lexBound{v: b[1:], ex: b[0] == '('}, true
+	}
+	return lexBound{}, false
+}
+
+// cmpLex compares a member with a bound (sdscmplex).
+func cmpLex(m []byte, b lexBound) int {
+	if b.inf != 0 {
+		return -b.inf
+	}
+	return bytes.Compare(m, b.v)
+}
+
+// lexRange is a ZRANGEBYLEX range.
+type lexRange struct{ min, max lexBound }
+
+func parseLexRange(minArg, maxArg []byte) (lexRange, bool) {
+	lo, ok1 := parseLexBound(minArg)
+	hi, ok2 := parseLexBound(maxArg)
+	return lexRange{lo, hi}, ok1 && ok2
+}
+
+func (r lexRange) gteMin(m []byte) bool {
+	if r.min.ex {
+		return cmpLex(m, r.min) > 0
+	}
+	return cmpLex(m, r.min) >= 0
+}
+
+func (r lexRange) lteMax(m []byte) bool {
+	if r.max.ex {
+		return cmpLex(m, r.max) < 0
+	}
+	return cmpLex(m, r.max) <= 0
+}
+
+func (r lexRange) empty() bool {
+	var cmp int
+	switch {
+	case r.min.inf != 0 && r.min.inf == r.max.inf:
+		cmp = 0
+	case r.min.inf == 1 || r.max.inf == -1:
+		cmp = 1
+	case r.min.inf == -1 || r.max.inf == 1:
+		cmp = -1
+	default:
+		cmp = bytes.Compare(r.min.v, r.max.v)
+	}
+	return cmp > 0 || (cmp == 0 && (r.min.ex || r.max.ex))
+}
+
+// ---- reading ---------------------------------------------------------------------
+
+// zentry is a member with its score.
+type zentry struct {
+	m []byte
+	s float64
+}
+
+// zwalk visits the entries of cl whose order keys lie in [lo, hi) in score
+// order (descending when rev), skipping offset of them, until fn returns
+// errEnough; hint is how many the caller expects to need (0: unknown).
+func zwalk(cl *collection, lo, hi []byte, rev bool, offset int64, hint int, fn func(e zentry) error) error {
+	if hint > 0 && offset > 0 {
+		hint += int(min(offset, memberPageItems))
+	}
+	return cl.eachOrdered(lo, hi, rev, hint, func(m []byte, v dynastore.Value) error {
+		if offset > 0 {
+			offset--
+			return nil
+		}
+		return fn(zentry{bytes.Clone(m), zscoreOf(v)})
+	})
+}
+
+// zcollect gathers up to limit entries (negative: all) of a zwalk.
+func zcollect(cl *collection, lo, hi []byte, rev bool, offset, limit int64, keep func(e zentry) bool) ([]zentry, error) {
+	if limit == 0 {
+		return nil, nil
+	}
+	hint := 0
+	if limit > 0 && limit < memberPageItems {
+		hint = int(limit)
+	}
+	var out []zentry
+	err := zwalk(cl, lo, hi, rev, offset, hint, func(e zentry) error {
+		if keep != nil && !keep(e) {
+			return errEnough
+		}
+		out = append(out, e)
+		if limit > 0 && int64(len(out)) >= limit {
+			return errEnough
+		}
+		return nil
+	})
+	return out, err
+}
+
+// zbyRank returns the entries of ranks [start, end] (Redis's indexes,
+// negative from the end), in descending order when rev. A large set is
+// read from the end the range is nearer to.
+func zbyRank(cl *collection, start, end int64, rev bool) ([]zentry, error) {
+	n := cl.committedLen()
+	if !cl.exists() {
+		n = 0
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start = max(start, 0)
+	if start > end || start >= n {
+		return nil, nil
+	}
+	end = min(end, n-1)
+	// Ascending positions [a, b].
+	a, b := start, end
+	if rev {
+		a, b = n-1-end, n-1-start
+	}
+	fromTop := a > n-1-b
+	var out []zentry
+	var err error
+	if fromTop {
+		out, err = zcollect(cl, nil, nil, true, n-1-b, b-a+1, nil)
+	} else {
+		out, err = zcollect(cl, nil, nil, false, a, b-a+1, nil)
+	}
+	if fromTop != rev {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, err
+}
+
+// zbyScore is a ZRANGEBYSCORE read with Redis's LIMIT semantics (a
+// negative offset reads nothing, a negative limit everything).
+func zbyScore(cl *collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
+	if r.empty() || offset < 0 || (offset > 0 && offset >= cl.committedLen()) {
+		return nil, nil
+	}
+	lo, hi := r.keys()
+	return zcollect(cl, lo, hi, rev, offset, limit, nil)
+}
+
+// zbyLex is a ZRANGEBYLEX read. The order is by score first: as in Redis,
+// a lexicographic range means something only while every score is equal.
+// The walk starts at the bound under the first (last, when rev) score, as
+// a walk from the start that skips what the bound excludes would.
+func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
+	if r.empty() || offset < 0 || !cl.exists() {
+		return nil, nil
+	}
+	var lo, hi []byte
+	if cl.large() {
+		edge, err := zcollect(cl, nil, nil, rev, 0, 1, nil)
+		if err != nil || len(edge) == 0 {
+			return nil, err
+		}
+		switch {
+		case !rev && r.min.inf == 0:
+			lo = append(zorderKey(edge[0].s), r.min.v...)
+		case rev && r.max.inf == 0:
+			hi = append(append(zorderKey(edge[0].s), r.max.v...), 0)
+		}
+	}
+	started := false
+	var out []zentry
+	err := zwalk(cl, lo, hi, rev, 0, 0, func(e zentry) error {
+		if !started {
+			if rev && !r.lteMax(e.m) || !rev && !r.gteMin(e.m) {
+				return nil
+			}
+			started = true
+		}
+		if rev && !r.gteMin(e.m) || !rev && !r.lteMax(e.m) {
+			return errEnough
+		}
+		if offset > 0 {
+			offset--
+			return nil
+		}
+		if limit == 0 {
+			return errEnough
+		}
+		out = append(out, e)
+		limit--
+		return nil
+	})
+	return out, err
+}
+
+// zrankOf returns the rank of m (ok false when absent).
+func zrankOf(cl *collection, m []byte, rev bool) (int64, bool, error) {
+	vals, present, err := cl.lookup([][]byte{m})
+	if err != nil || !present[0] {
+		return 0, false, err
+	}
+	sk := zorderSK(m, vals[0])
+	var rank int64
+	lo, hi := []byte(nil), sk
+	if rev {
+		lo, hi = append(sk, 0), nil
+	}
+	err = cl.eachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
+		rank++
+		return nil
+	})
+	return rank, true, err
+}
+
+// ---- replies -----------------------------------------------------------------------
+
+// writeZentries replies with entries, with their scores when withScores
+// (pairs in RESP3, a flat array in RESP2).
+func writeZentries(c *Ctx, es []zentry, withScores bool) {
+	if !withScores {
+		c.W.Array(len(es))
+		for _, e := range es {
+			c.W.Bulk(e.m)
+		}
+		return
+	}
+	if c.W.Proto() >= 3 {
+		c.W.Array(len(es))
+		for _, e := range es {
+			c.W.Array(2)
+			c.W.Bulk(e.m)
+			c.W.Double(e.s)
+		}
+		return
+	}
+	c.W.Array(2 * len(es))
+	for _, e := range es {
+		c.W.Bulk(e.m)
+		c.W.Double(e.s)
+	}
+}
+
+// ---- writing -------------------------------------------------------------------------
+
+// zsetWrite runs change on key's sorted set and commits, re-running on
+// conflict. The first try starts from the key item st holds (a failed
+// single-request attempt's), else from the one the item cache holds, if
+// any: no read, as the commit is guarded by that item's ver and a stale one
+// fails it; but an outcome that writes nothing is only trusted from a
+// fresh read.
+func zsetWrite(c *Ctx, key []byte, st memberStart, change func(cl *collection) error) error {
+	return collRetry(c, func(try int) error {
+		seed, seeded, cached := st.seed, st.seeded && try == 0, false
+		if try == 0 && !seeded && c.Store == c.Srv.Store && model.KeyFits(key) {
+			seed, cached = itemsOf(c).guardable(c.DB(), key, c.NowMS())
+			seeded = cached
+		}
+		cl, err := openSeeded(c, key, model.TypeZSet, seed, seeded)
+		if err != nil {
+			return err
+		}
+		if err := change(cl); err != nil {
+			return err
+		}
+		if cached && !cl.changed() {
+			return errCollRetry
+		}
+		return cl.commit()
+	})
+}
+
+// zaddFlags are ZADD's options.
+type zaddFlags struct {
+	nx, xx, gt, lt, incr, ch bool
+}
+
+// zaddOne applies one score-member pair as Redis's zsetAdd: added or
+// updated report what changed, processed whether the pair was not a no-op,
+// and score is the member's score after it.
+func zaddOne(cl *collection, f zaddFlags, m []byte, score float64) (added, updated, processed bool, _ float64, err error) {
+	cur, present, err := cl.lookup([][]byte{m})
+	if err != nil {
+		return false, false, false, 0, err
+	}
+	if present[0] {
+		if f.nx {
+			return false, false, false, 0, nil
+		}
+		old := zscoreOf(cur[0])
+		if f.incr {
+			score += old
+			if math.IsNaN(score) {
+				return false, false, false, 0, redisError(MsgZNaN)
+			}
+		}
+		if (f.lt && score >= old) || (f.gt && score <= old) {
+			return false, false, false, 0, nil
+		}
+		if score != old {
+			cl.put(m, zscoreValue(score))
+			updated = true
+		}
+		return false, updated, true, score, nil
+	}
+	if f.xx {
+		return false, false, false, 0, nil
+	}
+	cl.put(m, zscoreValue(score))
+	return true, false, true, score, nil
+}
+
+// zaddFast is a plain ZADD (or ZADD CH) of distinct members that fit an
+// inline set: one UpdateItem that sets their scores and adds their names.
+// done is false when the set is not inline with room (or not a sorted set);
+// the general path then starts from st.
+func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (st memberStart, n int64, done bool, err error) {
+	lim := c.Srv.inline(model.TypeZSet)
+	if len(members) > lim.entries || !allSmall(members, lim.bytes) || len(dedupe(members)) != len(members) {
+		return memberStart{}, 0, false, nil
+	}
+	u := dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: model.AttrType, Val: dynastore.S(model.TypeZSet)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+		},
+		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
+	}
+	for i, m := range members {
+		u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(m), Val: zscoreValue(scores[i])})
+	}
+	cond := inlineFastCond(c.NowMS(), model.TypeZSet, lim.entries, len(members), false)
+	return memberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
+		for i, m := range members {
+			switch {
+			case !bsContains(old.Get(model.AttrValue), m):
+				n++
+			case ch && zscoreOf(old.Get(fieldAttr(m))) != scores[i]:
+				n++
+			}
+		}
+		return n
+	})
+}
+
+func cmdZadd(c *Ctx)    { zadd(c, zaddFlags{}) }
+func cmdZincrby(c *Ctx) { zadd(c, zaddFlags{incr: true}) }
+
+// zadd is ZADD and ZINCRBY (key increment member: ZADD key INCR ...).
+func zadd(c *Ctx, f zaddFlags) {
+	key := c.Args[1]
+	i := 2
+	if !f.incr {
+	opts:
+		for ; i < len(c.Args); i++ {
+			switch strings.ToLower(string(c.Args[i])) {
+			case "nx":
+				f.nx = true
+			case "xx":
+				f.xx = true
+			case "ch":
+				f.ch = true
+			case "incr":
+				f.incr = true
+			case "gt":
+				f.gt = true
+			case "lt":
+				f.lt = true
+			default:
+				break opts
+			}
+		}
+	}
+	pairs := c.Args[i:]
+	switch {
+	case len(pairs)%2 != 0 || len(pairs) == 0:
+		c.W.Error(MsgSyntax)
+		return
+	case f.nx && f.xx:
+		c.W.Error(MsgZXXNX)
+		return
+	case (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt):
+		c.W.Error(MsgGTLTNX)
+		return
+	case f.incr && len(pairs) > 2:
+		c.W.Error(MsgZIncrPair)
+		return
+	}
+	members := make([][]byte, 0, len(pairs)/2)
+	scores := make([]float64, 0, len(pairs)/2)
+	for j := 0; j < len(pairs); j += 2 {
+		s, ok := string2d(pairs[j])
+		if !ok {
+			c.W.Error(MsgNotFloat)
+			return
+		}
+		scores = append(scores, s)
+		members = append(members, pairs[j+1])
+	}
+	zaddApply(c, key, f, members, scores)
+}
+
+// zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
+func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float64) {
+	var st memberStart
+	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
+	if plain {
+		var n int64
+		var done bool
+		var err error
+		if st, n, done, err = zaddFast(c, key, members, scores, f.ch); err != nil || done {
+			if err != nil {
+				c.Fail(err)
+				return
+			}
+			c.Srv.listRT().notify(c.DB(), key)
+			c.W.Int(n)
+			return
+		}
+	}
+	var added, updated, processed int64
+	var score float64
+	params := c.Srv.encoding().params
+	change := func(cl *collection) error {
+		added, updated, processed = 0, 0, 0
+		if !cl.exists() && f.xx {
+			return nil
+		}
+		size := cl.committedLen()
+		if !cl.exists() {
+			size = 0
+		}
+		for j, m := range members {
+			a, u, p, s, err := zaddOne(cl, f, m, scores[j])
+			if err != nil {
+				return err
+			}
+			if a {
+				if size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue {
+					cl.setKeyAttr(attrBigEncoding, model.NInt(1))
+				}
+				size++
+			}
+			added += boolInt(a)
+			updated += boolInt(u)
+			processed += boolInt(p)
+			score = s
+		}
+		return nil
+	}
+	if err := zsetWrite(c, key, st, change); err != nil {
+		c.Fail(err)
+		return
+	}
+	if added > 0 {
+		c.Srv.listRT().notify(c.DB(), key)
+	}
+	switch {
+	case f.incr && processed > 0:
+		c.W.Double(score)
+	case f.incr:
+		c.W.Nil()
+	case f.ch:
+		c.W.Int(added + updated)
+	default:
+		c.W.Int(added)
+	}
+}
+
+func cmdZrem(c *Ctx) { removeMembersCmd(c, model.TypeZSet) }
+
+func cmdZcard(c *Ctx) { collLenCmd(c, model.TypeZSet) }
+
+func cmdZscore(c *Ctx) {
+	vals, present, err := collLookup(c, c.Args[1], model.TypeZSet, c.Args[2:3])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if !present[0] {
+		c.W.Nil()
+		return
+	}
+	c.W.Double(zscoreOf(vals[0]))
+}
+
+func cmdZmscore(c *Ctx) {
+	vals, present, err := collLookup(c, c.Args[1], model.TypeZSet, c.Args[2:])
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Array(len(present))
+	for i, p := range present {
+		if p {
+			c.W.Double(zscoreOf(vals[i]))
+		} else {
+			c.W.Nil()
+		}
+	}
+}
+
+func cmdZrank(c *Ctx)    { zrank(c, false) }
+func cmdZrevrank(c *Ctx) { zrank(c, true) }
+
+func zrank(c *Ctx, rev bool) {
+	var rank int64
+	var found bool
+	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+		rank, found, err = zrankOf(cl, c.Args[2], rev)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !found:
+		c.W.Nil()
+	default:
+		c.W.Int(rank)
+	}
+}
+
+func cmdZcount(c *Ctx) {
+	r, ok := parseScoreRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(MsgZRangeFloat)
+		return
+	}
+	zcountWith(c, func(cl *collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
+}
+
+func cmdZlexcount(c *Ctx) {
+	r, ok := parseLexRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(MsgZRangeLex)
+		return
+	}
+	zcountWith(c, func(cl *collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
+}
+
+func zcountWith(c *Ctx, read func(cl *collection) ([]zentry, error)) {
+	var n int
+	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) error {
+		es, err := read(cl)
+		n = len(es)
+		return err
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+// ---- ZRANGE and its family ----------------------------------------------------------
+
+type zrangeBy uint8
+
+const (
+	zbyAuto zrangeBy = iota
+	zbyRankRange
+	zbyScoreRange
+	zbyLexRange
+)
+
+// zrangeQuery is a parsed ZRANGE-family command.
+type zrangeQuery struct {
+	by            zrangeBy
+	rev           bool
+	withScores    bool
+	offset, limit int64
+	start, end    int64
+	score         scoreRange
+	lex           lexRange
+}
+
+// parseZrange parses the range arguments args[0:2] and the options after
+// them as zrangeGenericCommand; dirSet says the command fixed the
+// direction (ZREVRANGE...). It replies with the error when ok is false.
+func parseZrange(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet, store bool) (q zrangeQuery, ok bool) {
+	q = zrangeQuery{by: by, rev: rev, limit: -1}
+	for j := 2; j < len(args); j++ {
+		left := len(args) - j - 1
+		opt := strings.ToLower(string(args[j]))
+		switch {
+		case !store && opt == "withscores":
+			q.withScores = true
+		case opt == "limit" && left >= 2:
+			o, ok1 := model.String2ll(args[j+1])
+			l, ok2 := model.String2ll(args[j+2])
+			if !ok1 || !ok2 {
+				c.W.Error(MsgNotInt)
+				return q, false
+			}
+			q.offset, q.limit = o, l
+			j += 2
+		case !dirSet && opt == "rev":
+			q.rev, dirSet = true, true
+		case q.by == zbyAuto && opt == "bylex":
+			q.by = zbyLexRange
+		case q.by == zbyAuto && opt == "byscore":
+			q.by = zbyScoreRange
+		default:
+			c.W.Error(MsgSyntax)
+			return q, false
+		}
+	}
+	if q.by == zbyAuto {
+		q.by = zbyRankRange
+	}
+	if q.limit != -1 && q.by == zbyRankRange {
+		c.W.Error(MsgZLimitRank)
+		return q, false
+	}
+	if q.withScores && q.by == zbyLexRange {
+		c.W.Error(MsgZScoresLex)
+		return q, false
+	}
+	lo, hi := args[0], args[1]
+	if q.rev && q.by != zbyRankRange {
+		lo, hi = hi, lo
+	}
+	switch q.by {
+	case zbyRankRange:
+		s, ok1 := model.String2ll(lo)
+		e, ok2 := model.String2ll(hi)
+		if !ok1 || !ok2 {
+			c.W.Error(MsgNotInt)
+			return q, false
+		}
+		q.start, q.end = s, e
+	case zbyScoreRange:
+		if q.score, ok = parseScoreRange(lo, hi); !ok {
+			c.W.Error(MsgZRangeFloat)
+			return q, false
+		}
+	case zbyLexRange:
+		if q.lex, ok = parseLexRange(lo, hi); !ok {
+			c.W.Error(MsgZRangeLex)
+			return q, false
+		}
+	}
+	return q, true
+}
+
+// read runs the query on cl.
+func (q zrangeQuery) read(cl *collection) ([]zentry, error) {
+	switch q.by {
+	case zbyScoreRange:
+		return zbyScore(cl, q.score, q.rev, q.offset, q.limit)
+	case zbyLexRange:
+		return zbyLex(cl, q.lex, q.rev, q.offset, q.limit)
+	}
+	return zbyRank(cl, q.start, q.end, q.rev)
+}
+
+// zrangeCmd runs a ZRANGE-family read of key whose range arguments start
+// at args.
+func zrangeCmd(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet bool) {
+	q, ok := parseZrange(c, args, by, rev, dirSet, false)
+	if !ok {
+		return
+	}
+	var es []zentry
+	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+		es, err = q.read(cl)
+		return err
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	writeZentries(c, es, q.withScores)
+}
+
+func cmdZrange(c *Ctx)         { zrangeCmd(c, c.Args[2:], zbyAuto, false, false) }
+func cmdZrevrange(c *Ctx)      { zrangeCmd(c, c.Args[2:], zbyRankRange, true, true) }
+func cmdZrangebyscore(c *Ctx)  { zrangeCmd(c, c.Args[2:], zbyScoreRange, false, true) }
+func cmdZrangebylex(c *Ctx)    { zrangeCmd(c, c.Args[2:], zbyLexRange, false, true) }
+func cmdZrevrangebylex(c *Ctx) { zrangeCmd(c, c.Args[2:], zbyLexRange, true, true) }
+func cmdZrevrangebyscore(c *Ctx) {
+	zrangeCmd(c, c.Args[2:], zbyScoreRange, true, true)
+}
+
+// cmdZrangestore is ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV]
+// [LIMIT offset count]: the range replaces dst (an empty one deletes it).
+func cmdZrangestore(c *Ctx) {
+	dst, src := c.Args[1], c.Args[2]
+	q, ok := parseZrange(c, c.Args[3:], zbyAuto, false, false, true)
+	if !ok {
+		return
+	}
+	n, err := zstore(c, dst, [][]byte{src}, func(srcs []*collection) ([]zentry, error) {
+		if err := srcs[0].check(); err != nil {
+			return nil, err
+		}
+		return q.read(srcs[0])
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(n)
+}
+
+// zstore replaces dst with what compute makes of the sources srcs (opened
+// as sorted sets, with dst, in one BatchGet; a set among them shows as
+// wrongType), in one transaction that also checks that every source is
+// unchanged since it was read.
+func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*collection) ([]zentry, error)) (int64, error) {
+	var n int64
+	err := collRetry(c, func(int) error {
+		all, err := openCollections(c, append([][]byte{dst}, srcs...), model.TypeZSet)
+		if err != nil {
+			return err
+		}
+		res, err := compute(all[1:])
+		if err != nil {
+			return err
+		}
+		dest := all[0]
+		n = int64(len(res))
+		dest.replace = true
+		params := c.Srv.encoding().params
+		big := n > params.zsetEntries
+		for _, e := range res {
+			dest.put(e.m, zscoreValue(e.s))
+			big = big || int64(len(e.m)) > params.zsetValue
+		}
+		if big {
+			dest.setKeyAttr(attrBigEncoding, model.NInt(1))
+		}
+		return commitCollections(c, []*collection{dest}, dedupeColls(all[1:]))
+	})
+	return n, err
+}
+
+// ---- removing ranges --------------------------------------------------------------------
+
+func cmdZremrangebyrank(c *Ctx) {
+	start, ok1 := model.String2ll(c.Args[2])
+	end, ok2 := model.String2ll(c.Args[3])
+	if !ok1 || !ok2 {
+		c.W.Error(MsgNotInt)
+		return
+	}
+	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyRank(cl, start, end, false) })
+}
+
+func cmdZremrangebyscore(c *Ctx) {
+	r, ok := parseScoreRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(MsgZRangeFloat)
+		return
+	}
+	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
+}
+
+func cmdZremrangebylex(c *Ctx) {
+	r, ok := parseLexRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(MsgZRangeLex)
+		return
+	}
+	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
+}
+
+// zremRange removes the entries read finds and replies with their count.
+func zremRange(c *Ctx, read func(cl *collection) ([]zentry, error)) {
+	var n int
+	err := zsetWrite(c, c.Args[1], memberStart{}, func(cl *collection) error {
+		es, err := read(cl)
+		n = len(es)
+		for _, e := range es {
+			cl.del(e.m)
+		}
+		return err
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+// ---- pops ------------------------------------------------------------------------------
+
+// zpopFrom pops up to count of the lowest (highest when top) entries of
+// the first of keys that exists (nil key when none does). quiet: a key of
+// another type is passed over instead of failing (a blocked client's later
+// tries, as Redis serves only sorted sets to them).
+func zpopFrom(c *Ctx, keys [][]byte, top bool, count int64, quiet bool) (key []byte, es []zentry, err error) {
+	for _, k := range keys {
+		found := false
+		err = zsetWrite(c, k, memberStart{}, func(cl *collection) error {
+			key, es, found = nil, nil, false
+			if err := cl.check(); err != nil || !cl.exists() {
+				return err
+			}
+			found = true
+			var err error
+			es, err = zcollect(cl, nil, nil, top, 0, count, nil)
+			for _, e := range es {
+				cl.del(e.m)
+			}
+			return err
+		})
+		if quiet && err == errCollWrongType {
+			continue
+		}
+		if err != nil || found {
+			return k, es, err
+		}
+	}
+	return nil, nil, nil
+}
+
+func cmdZpopmin(c *Ctx) { zpop(c, false) }
+func cmdZpopmax(c *Ctx) { zpop(c, true) }
+
+// zpop is ZPOPMIN/ZPOPMAX key [count].
+func zpop(c *Ctx, top bool) {
+	if len(c.Args) > 3 {
+		c.W.Error(MsgSyntax)
+		return
+	}
+	count := int64(-1)
+	if len(c.Args) == 3 {
+		n, ok := model.String2ll(c.Args[2])
+		if !ok || n < 0 {
+			c.W.Error(MsgCountPositive)
+			return
+		}
+		count = n
+	}
+	if count == 0 {
+		// Redis checks the type first, then answers an empty array.
+		if _, err := openChecked(c, c.Args[1], model.TypeZSet); err != nil {
+			c.Fail(err)
+			return
+		}
+		c.W.Array(0)
+		return
+	}
+	_, es, err := zpopFrom(c, c.Args[1:2], top, max(count, 1), false)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if count == -1 || c.W.Proto() < 3 {
+		c.W.Array(2 * len(es))
+		for _, e := range es {
+			c.W.Bulk(e.m)
+			c.W.Double(e.s)
+		}
+		return
+	}
+	writeZentries(c, es, true)
+}
+
+// parseZmpop parses numkeys key... MIN|MAX [COUNT count] (args from numkeys).
+func parseZmpop(c *Ctx, args [][]byte) (keys [][]byte, top bool, count int64, ok bool) {
+	n, okn := model.String2ll(args[0])
+	if !okn || n < 1 {
+		c.W.Error(MsgNumkeys)
+		return nil, false, 0, false
+	}
+	if n >= int64(len(args)-1) {
+		c.W.Error(MsgSyntax)
+		return nil, false, 0, false
+	}
+	keys = args[1 : 1+n]
+	rest := args[1+n:]
+	switch strings.ToLower(string(rest[0])) {
+	case "min":
+	case "max":
+		top = true
+	default:
+		c.W.Error(MsgSyntax)
+		return nil, false, 0, false
+	}
+	count = -1
+	for j := 1; j < len(rest); j++ {
+		if count == -1 && strings.EqualFold(string(rest[j]), "count") && j+1 < len(rest) {
+			j++
+			v, okc := model.String2ll(rest[j])
+			if !okc || v < 1 {
+				c.W.Error(MsgZCountPos)
+				return nil, false, 0, false
+			}
+			count = v
+			continue
+		}
+		c.W.Error(MsgSyntax)
+		return nil, false, 0, false
+	}
+	return keys, top, max(count, 1), true
+}
+
+// writeZmpop replies [key, [[member, score] ...]].
+func writeZmpop(c *Ctx, key []byte, es []zentry) {
+	c.W.Array(2)
+	c.W.Bulk(key)
+	writeZentriesNested(c, es)
+}
+
+// writeZentriesNested replies [[member, score] ...] in both protocols.
+func writeZentriesNested(c *Ctx, es []zentry) {
+	c.W.Array(len(es))
+	for _, e := range es {
+		c.W.Array(2)
+		c.W.Bulk(e.m)
+		c.W.Double(e.s)
+	}
+}
+
+func cmdZmpop(c *Ctx) {
+	keys, top, count, ok := parseZmpop(c, c.Args[1:])
+	if !ok {
+		return
+	}
+	key, es, err := zpopFrom(c, keys, top, count, false)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case key == nil:
+		c.W.NilArray()
+	default:
+		writeZmpop(c, key, es)
+	}
+}
+
+// zblockPop waits until it pops from the first non-empty sorted set of
+// keys, or the timeout passes (it then replies the null array).
+func zblockPop(c *Ctx, keys [][]byte, ms int64, top bool, count int64) (key []byte, es []zentry, ok bool) {
+	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
+		ac, live := blockAttempt(c)
+		if !live {
+			return false, nil
+		}
+		k, got, err := zpopFrom(ac, keys, top, count, quiet)
+		if err != nil || k == nil {
+			return false, err
+		}
+		key, es = k, got
+		return true, nil
+	})
+	if err != nil {
+		c.Fail(err)
+		return nil, nil, false
+	}
+	if !ok {
+		c.W.NilArray()
+	}
+	return key, es, ok
+}
+
+func cmdBzpopmin(c *Ctx) { bzpop(c, false) }
+func cmdBzpopmax(c *Ctx) { bzpop(c, true) }
+
+// bzpop is BZPOPMIN/BZPOPMAX key [key ...] timeout: [key, member, score].
+func bzpop(c *Ctx, top bool) {
+	ms, msg := parseBlockTimeout(c.Args[len(c.Args)-1])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	if key, es, ok := zblockPop(c, c.Args[1:len(c.Args)-1], ms, top, 1); ok {
+		c.W.Array(3)
+		c.W.Bulk(key)
+		c.W.Bulk(es[0].m)
+		c.W.Double(es[0].s)
+	}
+}
+
+func cmdBzmpop(c *Ctx) {
+	keys, top, count, ok := parseZmpop(c, c.Args[2:])
+	if !ok {
+		return
+	}
+	ms, msg := parseBlockTimeout(c.Args[1])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	if key, es, ok := zblockPop(c, keys, ms, top, count); ok {
+		writeZmpop(c, key, es)
+	}
+}
+
+// ---- ZRANDMEMBER, ZSCAN -------------------------------------------------------------------
+
+func cmdZrandmember(c *Ctx) {
+	withCount := len(c.Args) >= 3
+	withScores := false
+	count := int64(1)
+	if withCount {
+		n, ok := randomCount(c, c.Args[2])
+		if !ok {
+			return
+		}
+		if len(c.Args) > 4 || (len(c.Args) == 4 && !bytes.EqualFold(c.Args[3], []byte("withscores"))) {
+			c.W.Error(MsgSyntax)
+			return
+		}
+		if len(c.Args) == 4 {
+			withScores = true
+			if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
+				c.W.Error(MsgIntOutOfRange)
+				return
+			}
+		}
+		if n < -maxRandomCount {
+			c.W.Error(MsgIntOutOfRange)
+			return
+		}
+		count = n
+	}
+	var ms [][]byte
+	var vals []dynastore.Value
+	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+		ms, vals, err = randomPick(cl, count)
+		return err
+	})
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	if !withScores {
+		writePicked(c, ms, withCount)
+		return
+	}
+	es := make([]zentry, len(ms))
+	for i, m := range ms {
+		es[i] = zentry{m, zscoreOf(vals[i])}
+	}
+	writeZentries(c, es, true)
+}
+
+func cmdZscan(c *Ctx) {
+	collScanCmd(c, model.TypeZSet, func(m []byte, v dynastore.Value) [][]byte {
+		return [][]byte{m, FormatDouble(nil, zscoreOf(v))}
+	})
+}
+
+// ---- ZUNION, ZINTER, ZDIFF ---------------------------------------------------------------
+
+type zsetOp uint8
+
+const (
+	zopUnion zsetOp = iota
+	zopInter
+	zopDiff
+)
+
+// zopQuery is a parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD.
+type zopQuery struct {
+	op         zsetOp
+	keys       [][]byte
+	weights    []float64
+	agg        string
+	withScores bool
+	limit      int64
+}
+
+// parseZop parses numkeys key... [options] (args from numkeys) as
+// zunionInterDiffGenericCommand, except the options, which it returns
+// unparsed: Redis looks the keys up (WRONGTYPE) before it parses them.
+func parseZop(c *Ctx, args [][]byte) (keys, opts [][]byte, ok bool) {
+	n, okn := model.String2ll(args[0])
+	if !okn {
+		c.W.Error(MsgNotInt)
+		return nil, nil, false
+	}
+	if n < 1 {
+		c.W.Error(strings.Replace(MsgZNeedsOneKey, "%s", strings.ToLower(string(c.Args[0])), 1))
+		return nil, nil, false
+	}
+	if n > int64(len(args)-1) {
+		c.W.Error(MsgSyntax)
+		return nil, nil, false
+	}
+	return args[1 : 1+n], args[1+n:], true
+}
+
+// parseZopOptions parses the options after the keys; store and card say
+// which command it is. It replies with the error when ok is false.
+func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool {
+	q.agg = "sum"
+	for j := 0; j < len(opts); {
+		remaining := len(opts) - j
+		opt := strings.ToLower(string(opts[j]))
+		switch {
+		case q.op != zopDiff && !card && remaining >= len(q.keys)+1 && opt == "weights":
+			j++
+			q.weights = make([]float64, len(q.keys))
+			for i := range q.keys {
+				w, ok := string2d(opts[j])
+				if !ok {
+					c.W.Error(MsgZWeightFloat)
+					return false
+				}
+				q.weights[i] = w
+				j++
+			}
+		case q.op != zopDiff && !card && remaining >= 2 && opt == "aggregate":
+			switch a := strings.ToLower(string(opts[j+1])); a {
+			case "sum", "min", "max":
+				q.agg = a
+			default:
+				c.W.Error(MsgSyntax)
+				return false
+			}
+			j += 2
+		case !store && !card && opt == "withscores":
+			q.withScores = true
+			j++
+		case card && remaining >= 2 && opt == "limit":
+			l, ok := model.String2ll(opts[j+1])
+			if !ok || l < 0 {
+				c.W.Error(MsgLimitNegative)
+				return false
+			}
+			q.limit = l
+			j += 2
+		default:
+			c.W.Error(MsgSyntax)
+			return false
+		}
+	}
+	return true
+}
+
+// zsource is one input of a ZUNION-style command: a sorted set, or a set
+// (every member scoring 1), as read.
+type zsource struct {
+	cl     *collection
+	scores map[string]float64
+	order  []string
+	weight float64
+}
+
+// zsourcesOf reads whole the sources cls, opened as sorted sets: one
+// holding a set is read as a set; any other type is WRONGTYPE.
+func zsourcesOf(c *Ctx, cls []*collection) ([]zsource, error) {
+	srcs := make([]zsource, len(cls))
+	for i, cl := range cls {
+		if cl.wrongType && cl.ks.Type == model.TypeSet {
+			var err error
+			if cl, err = collectionFromItem(c, cl.key, model.TypeSet, cl.ks.Raw); err != nil {
+				return nil, err
+			}
+		}
+		if err := cl.check(); err != nil {
+			return nil, err
+		}
+		src := zsource{cl: cl, scores: map[string]float64{}, weight: 1}
+		err := cl.each(func(m []byte, v dynastore.Value) error {
+			s := 1.0
+			if cl.typ == model.TypeZSet {
+				s = zscoreOf(v)
+			}
+			src.scores[string(m)] = s
+			src.order = append(src.order, string(m))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = src
+	}
+	return srcs, nil
+}
+
+// zaggregate folds v into acc as zunionInterAggregate.
+func zaggregate(acc *float64, v float64, agg string) {
+	switch agg {
+	case "sum":
+		*acc += v
+		if math.IsNaN(*acc) {
+			*acc = 0
+		}
+	case "min":
+		*acc = min(*acc, v)
+	case "max":
+		*acc = max(*acc, v)
+	}
+}
+
+// compute runs the operation over srcs and returns the result in score
+// order (and its size, for ZINTERCARD, which stops at its limit).
+func (q *zopQuery) compute(srcs []zsource) []zentry {
+	for i := range srcs {
+		if q.weights != nil {
+			srcs[i].weight = q.weights[i]
+		}
+	}
+	if q.op != zopDiff {
+		// Redis orders the inputs by size (a stable sort): the order in
+		// which scores are summed.
+		sort.SliceStable(srcs, func(i, j int) bool { return len(srcs[i].order) < len(srcs[j].order) })
+	}
+	weighted := func(s float64, w float64) float64 {
+		x := s * w
+		if math.IsNaN(x) {
+			return 0
+		}
+		return x
+	}
+	var out []zentry
+	switch q.op {
+	case zopInter:
+		if len(srcs[0].order) == 0 {
+			return nil
+		}
+		for _, m := range srcs[0].order {
+			score := weighted(srcs[0].scores[m], srcs[0].weight)
+			in := true
+			for _, src := range srcs[1:] {
+				v, ok := src.scores[m]
+				if !ok {
+					in = false
+					break
+				}
+				zaggregate(&score, v*src.weight, q.agg)
+			}
+			if !in {
+				continue
+			}
+			out = append(out, zentry{[]byte(m), score})
+			if q.limit > 0 && int64(len(out)) >= q.limit {
+				break
+			}
+		}
+	case zopUnion:
+		acc := map[string]float64{}
+		var order []string
+		for _, src := range srcs {
+			for _, m := range src.order {
+				score := weighted(src.scores[m], src.weight)
+				if cur, ok := acc[m]; ok {
+					zaggregate(&cur, score, q.agg)
+					acc[m] = cur
+					continue
+				}
+				acc[m] = score
+				order = append(order, m)
+			}
+		}
+		for _, m := range order {
+			out = append(out, zentry{[]byte(m), acc[m]})
+		}
+	case zopDiff:
+		for _, m := range srcs[0].order {
+			in := false
+			for _, src := range srcs[1:] {
+				if _, ok := src.scores[m]; ok {
+					in = true
+					break
+				}
+			}
+			if !in {
+				out = append(out, zentry{[]byte(m), srcs[0].scores[m]})
+			}
+		}
+	}
+	sortZentries(out)
+	return out
+}
+
+// sortZentries sorts by score, then member bytes, as a sorted set orders.
+func sortZentries(es []zentry) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].s != es[j].s {
+			return es[i].s < es[j].s
+		}
+		return bytes.Compare(es[i].m, es[j].m) < 0
+	})
+}
+
+// zopRead runs a read-only ZUNION/ZINTER/ZDIFF/ZINTERCARD as one
+// consistent snapshot.
+func zopRead(c *Ctx, op zsetOp, card bool) {
+	keys, opts, ok := parseZop(c, c.Args[1:])
+	if !ok {
+		return
+	}
+	q := &zopQuery{op: op, keys: keys}
+	var res []zentry
+	parsed := false
+	err := collRetry(c, func(int) error {
+		cls, err := openCollections(c, keys, model.TypeZSet)
+		if err != nil {
+			return err
+		}
+		srcs, err := zsourcesOf(c, cls)
+		if err != nil {
+			return err
+		}
+		if !parsed {
+			if !parseZopOptions(c, q, opts, false, card) {
+				return errOptionReplied
+			}
+			parsed = true
+		}
+		res = q.compute(srcs)
+		return validateRead(c, dedupeColls(cls)...)
+	})
+	switch {
+	case err == errOptionReplied:
+	case err != nil:
+		c.Fail(err)
+	case card:
+		c.W.Int(int64(len(res)))
+	default:
+		writeZentries(c, res, q.withScores)
+	}
+}
+
+// errOptionReplied ends a command whose options were refused after its
+// keys were read (the reply is written).
+var errOptionReplied = redisError("option refused")
+
+func cmdZunion(c *Ctx)     { zopRead(c, zopUnion, false) }
+func cmdZinter(c *Ctx)     { zopRead(c, zopInter, false) }
+func cmdZdiff(c *Ctx)      { zopRead(c, zopDiff, false) }
+func cmdZintercard(c *Ctx) { zopRead(c, zopInter, true) }
+
+func cmdZunionstore(c *Ctx) { zopStore(c, zopUnion) }
+func cmdZinterstore(c *Ctx) { zopStore(c, zopInter) }
+func cmdZdiffstore(c *Ctx)  { zopStore(c, zopDiff) }
+
+// zopStore runs ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE dst numkeys key...
+func zopStore(c *Ctx, op zsetOp) {
+	keys, opts, ok := parseZop(c, c.Args[2:])
+	if !ok {
+		return
+	}
+	q := &zopQuery{op: op, keys: keys}
+	parsed := false
+	n, err := zstore(c, c.Args[1], keys, func(cls []*collection) ([]zentry, error) {
+		srcs, err := zsourcesOf(c, cls)
+		if err != nil {
+			return nil, err
+		}
+		if !parsed {
+			if !parseZopOptions(c, q, opts, true, false) {
+				return nil, errOptionReplied
+			}
+			parsed = true
+		}
+		return q.compute(srcs), nil
+	})
+	switch {
+	case err == errOptionReplied:
+	case err != nil:
+		c.Fail(err)
+	default:
+		c.W.Int(n)
+	}
+}
