@@ -22,6 +22,11 @@ package commands
 //     100 ms), with ±20% jitter so instances do not poll in step. A push
 //     through another instance is therefore seen within the poll interval.
 //
+// A blocked XREAD (streams.go) waits in the same queues but consumes
+// nothing, so it is not served in turn: every such waiter of a key is woken
+// by a write through this instance, and by the poller when its ready
+// function says the key item may hold entries for it.
+//
 // The poller's reads are counted under the label "blocking-poll".
 
 import (
@@ -136,6 +141,30 @@ type waiter struct {
 	// try its pop.
 	ch   chan struct{}
 	keys []dbKey
+	// ready, for a waiter that consumes nothing (XREAD), tells from a
+	// key item the poller read whether to wake it; nil for a pop, which
+	// waits its turn.
+	ready func(k dbKey, it dynastore.Item, nowMS int64) bool
+}
+
+// wake signals the first pop waiter of kw and every reader for which
+// ready (nil: every one) holds; it reports whether it signalled anyone.
+func (kw *keyWaiters) wake(popReady bool, ready func(w *waiter) bool) bool {
+	woke, popSeen := false, false
+	for _, w := range kw.queue {
+		switch {
+		case w.ready == nil && !popSeen:
+			popSeen = true
+			if popReady {
+				signal(w.ch)
+				woke = true
+			}
+		case w.ready != nil && (ready == nil || ready(w)):
+			signal(w.ch)
+			woke = true
+		}
+	}
+	return woke
 }
 
 func (s *Server) listRT() *listRuntime {
@@ -177,7 +206,7 @@ func (r *listRuntime) notify(db int, key []byte) {
 	if kw == nil || len(kw.queue) == 0 {
 		return
 	}
-	signal(kw.queue[0].ch)
+	kw.wake(true, nil)
 	kw.interval = blockPollMin
 	kw.due = time.Now().Add(blockPollMin)
 }
@@ -289,8 +318,10 @@ func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
 		if kw == nil {
 			continue
 		}
-		if err == nil && hasElements(items[i], nowMS) && len(kw.queue) > 0 {
-			signal(kw.queue[0].ch)
+		woke := err == nil && kw.wake(hasElements(items[i], nowMS), func(w *waiter) bool {
+			return w.ready(k, items[i], nowMS)
+		})
+		if woke {
 			kw.interval = blockPollMin
 		} else {
 			kw.interval = min(kw.interval*3/2, r.maxPoll())
@@ -326,12 +357,18 @@ func hasElements(it dynastore.Item, nowMS int64) bool {
 // turned into another type meanwhile is not served, as in Redis). It
 // returns false on timeout or cancellation, and at once inside EXEC.
 func block(c *Ctx, keys [][]byte, timeoutMS int64, attempt func(quiet bool) (bool, error)) (bool, error) {
+	return blockWith(c, keys, timeoutMS, nil, attempt)
+}
+
+// blockWith is block for a waiter that consumes nothing (ready non-nil:
+// see waiter).
+func blockWith(c *Ctx, keys [][]byte, timeoutMS int64, ready func(k dbKey, it dynastore.Item, nowMS int64) bool, attempt func(quiet bool) (bool, error)) (bool, error) {
 	done, err := attempt(false)
 	if err != nil || done || c.InTx {
 		return done, err
 	}
 	r := c.Srv.listRT()
-	w := &waiter{ch: make(chan struct{}, 1)}
+	w := &waiter{ch: make(chan struct{}, 1), ready: ready}
 	seen := map[dbKey]bool{}
 	for _, k := range keys {
 		ck := dbKey{c.DB(), string(k)}

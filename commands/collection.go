@@ -335,7 +335,7 @@ func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64)
 func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
 	if it != nil {
 		switch t, _ := it.Get(model.AttrType).(dynastore.S); t {
-		case model.TypeList, model.TypeSet, model.TypeHash, model.TypeZSet:
+		case model.TypeList, model.TypeSet, model.TypeHash, model.TypeZSet, model.TypeStream:
 		default:
 			ic.drop(db, key)
 			return
@@ -931,6 +931,10 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 type inlineCodec struct {
 	decode func(it dynastore.Item) (map[string]dynastore.Value, error)
 	encode func(it *dynastore.Item, entries map[string]dynastore.Value)
+	// keepEmpty: the key outlives its last entry (a stream: Redis keeps
+	// an emptied stream with its last id). Removing the last entry then
+	// leaves an inline key item with no entries instead of deleting it.
+	keepEmpty bool
 }
 
 var inlineCodecs = map[string]inlineCodec{
@@ -1213,6 +1217,80 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 	}
 }
 
+// ---- ordered range reads -----------------------------------------------------
+
+// eachRange calls fn for the committed entries whose members lie between
+// from and to (both inclusive; nil: unbounded), in member order, or in
+// reverse member order when rev, until fn returns false. Only members of
+// at most maxPlainSK bytes are in member order in a large collection (the
+// longer ones sit under digests), so callers range over short members
+// (a stream's 16-byte ids). A large collection is read a page at a time
+// starting at the bound, pages of pageHint items (what the caller expects
+// to need; 0: memberPageItems), so a read that stops early costs only the
+// pages it needed. Like each, reading several pages marks the view for
+// validateRead; unlike each, it does not make the commit exact.
+func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func(m []byte, v dynastore.Value) (bool, error)) error {
+	if cl.wrongType || !cl.ks.Live || cl.replace {
+		return nil
+	}
+	in := func(m []byte) bool {
+		return (from == nil || bytes.Compare(m, from) >= 0) && (to == nil || bytes.Compare(m, to) <= 0)
+	}
+	if !cl.large() {
+		ms := make([]string, 0, len(cl.inline))
+		for m := range cl.inline {
+			if in([]byte(m)) {
+				ms = append(ms, m)
+			}
+		}
+		sort.Strings(ms)
+		for i := range ms {
+			m := ms[i]
+			if rev {
+				m = ms[len(ms)-1-i]
+			}
+			if more, err := fn([]byte(m), cl.inline[m]); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+	q := dynastore.Query{PK: membersPK(cl.gen), Reverse: rev, Limit: memberPageItems}
+	if pageHint > 0 && pageHint < memberPageItems {
+		q.Limit = pageHint
+	}
+	lo, hi := []byte{skMember}, []byte{skDigest} // every plain member
+	if from != nil {
+		lo = memberSK(from)
+	}
+	if to != nil {
+		hi = memberSK(to)
+	}
+	q.Op, q.A, q.B = dynastore.SKBetween, lo, hi
+	for pages := 0; ; pages++ {
+		if pages > 0 {
+			cl.pagesRead = true
+		}
+		page, err := cl.c.Store.Query(cl.c, q)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			m := decodeMember(it)
+			if !in(m) {
+				continue
+			}
+			if more, err := fn(m, it.Get(model.AttrValue)); err != nil || !more {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		q.After = page.Next
+	}
+}
+
 // validateRead re-reads the key items of views whose reads were not one
 // consistent snapshot (several pages, or several keys) and returns
 // errCollRetry if any changed since it was opened.
@@ -1449,7 +1527,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		for m, v := range cl.puts {
 			entries[m] = v
 		}
-		if len(entries) == 0 {
+		if len(entries) == 0 && !inlineCodecs[cl.typ].keepEmpty {
 			if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
 				return nil, nil, nil
 			}
@@ -1514,6 +1592,11 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}
 	}
 	if n == 0 {
+		if inlineCodecs[cl.typ].keepEmpty {
+			// Back to an inline key item with no entries; the generation
+			// is left to the sweeper.
+			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(nil), Cond: guard}}, nil, nil
+		}
 		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
 	}
 	if len(members) == 0 && len(cl.keyAttrs) == 0 {

@@ -203,6 +203,7 @@ var families = []func(*Table){
 	registerZsets,
 	registerGeo,
 	registerLists,
+	registerStreams,
 	registerTransactions,
 	registerLocks,
 	registerLeaders,

@@ -110,6 +110,8 @@ func (s *Server) inline(typ string) inlineLimits {
 		return e.zset
 	case model.TypeList:
 		return e.list
+	case model.TypeStream:
+		return streamInline
 	}
 	return e.set
 }

@@ -3250,6 +3250,208 @@ var redisCommands = map[string]*Command{
 			{Name: "key", Type: "key", Flags: []string{"multiple"}},
 		},
 	},
+	"xadd": {
+		Arity:      -5,
+		Flags:      []string{"write", "denyoom", "fast"},
+		Categories: []string{"write", "stream", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		Tips: []string{"nondeterministic_output"},
+		KeySpecs: []KeySpec{
+			{Notes: "UPDATE instead of INSERT because of the optional trimming feature", Flags: []string{"RW", "update"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Appends a new entry to a stream",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.",
+		History: [][2]string{
+			{"6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."},
+			{"7.0.0", "Added support for the `<ms>-*` explicit ID form."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "nomkstream", Type: "pure-token", Token: "NOMKSTREAM", Since: "6.2.0", Flags: []string{"optional"}},
+			{Name: "trim", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "strategy", Type: "oneof", Args: []Arg{
+					{Name: "maxlen", Type: "pure-token", Token: "MAXLEN"},
+					{Name: "minid", Type: "pure-token", Token: "MINID", Since: "6.2.0"},
+				}},
+				{Name: "operator", Type: "oneof", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "equal", Type: "pure-token", Token: "="},
+					{Name: "approximately", Type: "pure-token", Token: "~"},
+				}},
+				{Name: "threshold", Type: "string"},
+				{Name: "count", Type: "integer", Token: "LIMIT", Since: "6.2.0", Flags: []string{"optional"}},
+			}},
+			{Name: "id_or_auto", Type: "oneof", Args: []Arg{
+				{Name: "auto_id", Type: "pure-token", Token: "*"},
+				{Name: "id", Type: "string"},
+			}},
+			{Name: "field_value", Type: "block", Flags: []string{"multiple"}, Args: []Arg{
+				{Name: "field", Type: "string"},
+				{Name: "value", Type: "string"},
+			}},
+		},
+	},
+	"xdel": {
+		Arity:      -3,
+		Flags:      []string{"write", "fast"},
+		Categories: []string{"write", "stream", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "delete"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(1) for each single item to delete in the stream, regardless of the stream size.",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "id", Type: "string", Flags: []string{"multiple"}},
+		},
+	},
+	"xinfo": {
+		Arity:      -2,
+		Categories: []string{"slow"},
+		Summary:    "A container for stream introspection commands",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "Depends on subcommand.",
+	},
+	"xinfo|stream": {
+		Arity:      -3,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "stream", "slow"},
+		FirstKey:   2, LastKey: 2, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 2, KeyStep: 1},
+		},
+		Summary:    "Get information about a stream",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(1)",
+		History: [][2]string{
+			{"6.0.0", "Added the `FULL` modifier."},
+			{"7.0.0", "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "full", Type: "block", Token: "FULL", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "count", Type: "integer", Token: "COUNT", Flags: []string{"optional"}},
+			}},
+		},
+	},
+	"xlen": {
+		Arity:      2,
+		Flags:      []string{"readonly", "fast"},
+		Categories: []string{"read", "stream", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Return the number of entries in a stream",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+		},
+	},
+	"xrange": {
+		Arity:      -4,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "stream", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Return a range of elements in a stream, with IDs matching the specified IDs interval",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+		History: [][2]string{
+			{"6.2.0", "Added exclusive ranges."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "start", Type: "string"},
+			{Name: "end", Type: "string"},
+			{Name: "count", Type: "integer", Token: "COUNT", Flags: []string{"optional"}},
+		},
+	},
+	"xread": {
+		Arity:      -4,
+		Flags:      []string{"readonly", "blocking", "movablekeys"},
+		Categories: []string{"read", "stream", "slow", "blocking"},
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Keyword: "STREAMS", StartFrom: 1, LastKey: -1, KeyStep: 1, Limit: 2},
+		},
+		Summary:    "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.",
+		Args: []Arg{
+			{Name: "count", Type: "integer", Token: "COUNT", Flags: []string{"optional"}},
+			{Name: "milliseconds", Type: "integer", Token: "BLOCK", Flags: []string{"optional"}},
+			{Name: "streams", Type: "block", Token: "STREAMS", Args: []Arg{
+				{Name: "key", Type: "key", Flags: []string{"multiple"}},
+				{Name: "id", Type: "string", Flags: []string{"multiple"}},
+			}},
+		},
+	},
+	"xrevrange": {
+		Arity:      -4,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "stream", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+		History: [][2]string{
+			{"6.2.0", "Added exclusive ranges."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "end", Type: "string"},
+			{Name: "start", Type: "string"},
+			{Name: "count", Type: "integer", Token: "COUNT", Flags: []string{"optional"}},
+		},
+	},
+	"xtrim": {
+		Arity:      -4,
+		Flags:      []string{"write"},
+		Categories: []string{"write", "stream", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		Tips: []string{"nondeterministic_output"},
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "delete"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Trims the stream to (approximately if '~' is passed) a certain size",
+		Since:      "5.0.0",
+		Group:      "stream",
+		Complexity: "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.",
+		History: [][2]string{
+			{"6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "trim", Type: "block", Args: []Arg{
+				{Name: "strategy", Type: "oneof", Args: []Arg{
+					{Name: "maxlen", Type: "pure-token", Token: "MAXLEN"},
+					{Name: "minid", Type: "pure-token", Token: "MINID", Since: "6.2.0"},
+				}},
+				{Name: "operator", Type: "oneof", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "equal", Type: "pure-token", Token: "="},
+					{Name: "approximately", Type: "pure-token", Token: "~"},
+				}},
+				{Name: "threshold", Type: "string"},
+				{Name: "count", Type: "integer", Token: "LIMIT", Since: "6.2.0", Flags: []string{"optional"}},
+			}},
+		},
+	},
 	"zadd": {
 		Arity:      -4,
 		Flags:      []string{"write", "denyoom", "fast"},

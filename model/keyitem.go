@@ -9,7 +9,7 @@ package model
 //
 //	pk   'k', db, key bytes
 //	sk   0x00
-//	t    S  the Redis type ("string", "hash", "list", "set", "zset")
+//	t    S  the Redis type ("string", "hash", "list", "set", "zset", "stream")
 //	v    the string value: N when it is a canonical int64 (INCR is then one
 //	     UpdateItem ADD), B otherwise, or L of B chunks once APPEND has
 //	     extended it (each APPEND is then one list_append)
@@ -62,6 +62,7 @@ const (
 	TypeList   = "list"
 	TypeSet    = "set"
 	TypeZSet   = "zset"
+	TypeStream = "stream"
 )
 
 // First bytes of pk. Every other first byte is reserved for internal
