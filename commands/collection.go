@@ -118,6 +118,17 @@ const (
 	attrDying   = "d"  // N: set on a registry item the sweeper has condemned
 	attrDeadAt  = "dd" // N: when the sweeper first saw a generation dead
 	attrCreated = "c"  // N: when a generation was registered
+	// attrPending (B, on a key item) names the change whose writes wait in
+	// pending items to be rolled forward, attrPhase (N) how far that got,
+	// and attrChanges (N) counts such changes; attrPendingOp ("p" put, "d"
+	// delete) is a pending item's write, and attrRolling (N) the count of
+	// the change that last rolled a member or order item forward (see
+	// rollForward).
+	attrPending   = "pd"
+	attrPhase     = "pp"
+	attrChanges   = "cc"
+	attrPendingOp = "po"
+	attrRolling   = "rt"
 	// attrBigEncoding (N 1) marks a collection Redis would hold in its big
 	// encoding (skiplist, hashtable): Redis converts when a write crosses a
 	// limit and never back, so OBJECT ENCODING depends on history, which
@@ -409,12 +420,15 @@ func cachedLarge(c *Ctx, key []byte, typ string) *collection {
 // ---- member encoding ---------------------------------------------------------
 
 // The first byte of a sort key in a generation's partition says what the
-// item is: a member item (its member verbatim, or its digest), or an order
-// item of a type that keeps a second order of its members (memberOrder).
+// item is: a member item (its member verbatim, or its digest), an order
+// item of a type that keeps a second order of its members (memberOrder), or
+// a pending write of a change too big for one transaction (rollForward).
+// Reads of members and of the order never reach pending items.
 const (
-	skMember byte = 0
-	skDigest byte = 1
-	skOrder  byte = 2
+	skMember  byte = 0
+	skDigest  byte = 1
+	skOrder   byte = 2
+	skPending byte = 3
 )
 
 // memberSK is the sort key of a member item: 0x00+member, or 0x01+sha256 for
@@ -615,6 +629,12 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 	if !ok {
 		return out, nil, nil
 	}
+	if src.Has(attrPending) {
+		if err := rollForward(ctx, st, src.Key(), src); err != nil {
+			return nil, nil, err
+		}
+		out.Delete(attrPending)
+	}
 	typ, _ := src.Get(model.AttrType).(dynastore.S)
 	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
 		return eachMember(ctx, st, g, yield)
@@ -693,13 +713,13 @@ func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byt
 
 // eachMember pages through a generation's members.
 func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m []byte, v dynastore.Value) error) error {
-	return eachMemberPaged(ctx, st, gen, nil, fn, nil)
+	return eachMemberPaged(ctx, st, gen, nil, fn, nil, nil)
 }
 
 // eachMemberPaged is eachMember starting from first, the first page when
 // it was already read (nil: read it), that also calls nextPage (when not
 // nil) before it reads any page after the first.
-func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func()) error {
+func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func(), saw func(dynastore.Item)) error {
 	var after []byte
 	for {
 		var page dynastore.QueryPage
@@ -713,6 +733,9 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 			return err
 		}
 		for _, it := range page.Items {
+			if saw != nil {
+				saw(it)
+			}
 			if err := fn(decodeMember(it), it.Get(model.AttrValue)); err != nil {
 				return err
 			}
@@ -774,7 +797,7 @@ func (p *pageAhead) take(cl *collection) *dynastore.QueryPage {
 		return nil
 	}
 	<-p.done
-	if p.err != nil || cl == nil || !cl.large() || !bytes.Equal(cl.gen, p.gen) {
+	if p.err != nil || cl == nil || cl.rolled || !cl.large() || !bytes.Equal(cl.gen, p.gen) {
 		return nil
 	}
 	return &p.page
@@ -826,6 +849,27 @@ type collection struct {
 	genAfter   []byte
 	after      dynastore.Item
 	afterKnown bool
+	// pending is what the key item marks once a plan whose writes wait in
+	// pending items (planPending) commits: the commit's caller rolls it
+	// forward.
+	pending dynastore.Item
+	// rolled: opening the collection rolled a change forward, so a page
+	// read ahead of it may predate that (pageAhead.take).
+	rolled bool
+	// changes is the key item's attrChanges as read; sawRolling: a read
+	// met an item a later change rolled forward, so what was read holds
+	// only if the key item is still as read (validateRead).
+	changes    int64
+	sawRolling bool
+}
+
+// saw notes what a read of member or order items met.
+func (cl *collection) saw(it dynastore.Item) {
+	if v := it.Get(attrRolling); v != nil {
+		if n, err := model.NumberInt(v); err != nil || n > cl.changes {
+			cl.sawRolling = true
+		}
+	}
 }
 
 // setKeyAttr stages an extra attribute of the key item. The commit writes
@@ -893,6 +937,9 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 	if err != nil {
 		return nil, err
 	}
+	if ks.Live && ks.Type == typ && it.Has(attrPending) {
+		return rolledForward(c, key, typ, it)
+	}
 	cl.ks = ks
 	defer func() {
 		if err == nil && model.KeyFits(key) {
@@ -912,6 +959,11 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 		if cl.n, err = model.NumberInt(it.Get(attrCount)); err != nil {
 			return nil, fmt.Errorf("commands: collection count: %w", err)
 		}
+		if c := it.Get(attrChanges); c != nil {
+			if cl.changes, err = model.NumberInt(c); err != nil {
+				return nil, fmt.Errorf("commands: collection changes: %w", err)
+			}
+		}
 		return cl, nil
 	}
 	codec, ok := inlineCodecs[typ]
@@ -923,6 +975,41 @@ func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *c
 	}
 	return cl, nil
 }
+
+// rolledForward is collectionFromItem of a key item that marks a change
+// published but not rolled forward yet: it finishes the change first (its
+// writes change no content). Inside a transaction the item is then decoded
+// as it is without the mark (same ver: the commit checks that it still
+// is); otherwise it is read again, since a read is not checked at the end.
+func rolledForward(c *Ctx, key []byte, typ string, it dynastore.Item) (*collection, error) {
+	k := model.ItemKey(c.DB(), key)
+	for range maxRollForwards {
+		if err := rollForward(c, c.Store, k, it); err != nil {
+			return nil, err
+		}
+		if _, inTx := c.Store.(*model.Txn); inTx {
+			it = it.Clone(0)
+			it.Delete(attrPending)
+		} else {
+			var err error
+			if it, err = c.Store.Get(c, k); err != nil {
+				return nil, err
+			}
+		}
+		if !it.Has(attrPending) {
+			cl, err := collectionFromItem(c, key, typ, it)
+			if cl != nil {
+				cl.rolled = true
+			}
+			return cl, err
+		}
+	}
+	return nil, errCollRetry
+}
+
+// maxRollForwards bounds the changes one open rolls forward before it
+// starts over (each one was published after the previous one finished).
+const maxRollForwards = 8
 
 // inlineCodec reads and writes one type's inline entries in its key item.
 // Sets and hashes are registered here; a list family adds its own (v as an
@@ -1082,6 +1169,7 @@ func (cl *collection) fetch(members [][]byte) error {
 		return err
 	}
 	for i, it := range items {
+		cl.saw(it)
 		st := memberState{}
 		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
 			st = memberState{present: true, v: it.Get(model.AttrValue)}
@@ -1134,7 +1222,7 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 	}
 	first := cl.first
 	cl.first = nil
-	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true })
+	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true }, cl.saw)
 }
 
 // eachOrdered calls fn for the committed entries whose order sort key
@@ -1203,6 +1291,7 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 			if sk, _ := it.Get(dynastore.AttrSK).(dynastore.B); bytes.Equal(sk, hi) {
 				continue
 			}
+			cl.saw(it)
 			m, v := decodeOrderItem(cl.typ, it)
 			cl.known[string(m)] = memberState{present: true, v: v}
 			if err := fn(m, v); err != nil {
@@ -1276,6 +1365,7 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 			return err
 		}
 		for _, it := range page.Items {
+			cl.saw(it)
 			m := decodeMember(it)
 			if !in(m) {
 				continue
@@ -1297,7 +1387,7 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 func validateRead(c *Ctx, cls ...*collection) error {
 	need := len(cls) > 1
 	for _, cl := range cls {
-		need = need || cl.pagesRead
+		need = need || cl.pagesRead || cl.sawRolling
 	}
 	if !need {
 		return nil
@@ -1311,7 +1401,7 @@ func validateRead(c *Ctx, cls ...*collection) error {
 		return err
 	}
 	for i, cl := range cls {
-		if !sameVer(cl.ks.Raw, items[i]) {
+		if !sameVer(cl.ks.Raw, items[i]) || items[i].Has(attrPending) {
 			return errCollRetry
 		}
 	}
@@ -1363,6 +1453,7 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 			return nil, nil, err
 		}
 		for _, it := range page.Items {
+			cl.saw(it)
 			m := decodeMember(it)
 			if wrapped && bytes.Compare(memberSK(m), start) >= 0 {
 				return ms, vs, nil
@@ -1626,7 +1717,14 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}
 		return append(members, keyUpdate), cl.gen, nil
 	}
-	// Too big for one transaction: publish a new generation with the result.
+	if _, inTx := cl.c.Store.(*model.Txn); !inTx {
+		// Too big for one transaction: the writes wait in pending items
+		// (invisible), one transaction publishes them with the key item,
+		// and they are rolled forward (rollForward) before anyone reads.
+		return cl.planPending(key, guard, members, n)
+	}
+	// Inside MULTI or a script, whose commit is not this plan's to roll
+	// forward: publish a new generation with the result.
 	gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 		err := eachMember(cl.c, cl.c.Store, cl.gen, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
@@ -1657,6 +1755,216 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
+}
+
+// planPending is the large-layout commit of member writes (their member
+// actions; n the count after them) that do not fit one transaction. Each
+// write goes, unconditioned, into a pending item of a fresh change id (sort
+// key skPending, id, the target's sort key), written concurrently a
+// transaction of them at a time; no read reaches them. The returned commit
+// is one update of the key item, guarded by its ver as read (which also
+// stands for every member read: none changes without it), that sets the
+// count and marks the change pending. The commit's caller rolls it forward
+// (commitCollections), and so does anyone who opens the collection first.
+// The cost is in proportion to the change, not to the collection.
+func (cl *collection) planPending(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n int64) ([]dynastore.TxAction, []byte, error) {
+	tx := newGenID()[:8]
+	var batches [][]dynastore.TxAction
+	var batch []dynastore.TxAction
+	size := 0
+	for _, a := range members {
+		var it dynastore.Item
+		target := a.Key
+		if a.Op == dynastore.TxPut {
+			target = a.Item.Key()
+			it = a.Item.Clone(0)
+			it.Set(attrPendingOp, dynastore.S("p"))
+		} else {
+			it = dynastore.Item{{Name: attrPendingOp, Value: dynastore.S("d")}}
+		}
+		it.Set(dynastore.AttrPK, dynastore.B(target.PK))
+		it.Set(dynastore.AttrSK, dynastore.B(append(pendingPrefix(tx), target.SK...)))
+		sz := dynastore.ItemSize(it)
+		if len(batch) == dynastore.MaxTxActions || size+sz > maxTxBytes {
+			batches, batch, size = append(batches, batch), nil, 0
+		}
+		batch = append(batch, dynastore.TxAction{Op: dynastore.TxPut, Item: it})
+		size += sz
+	}
+	batches = append(batches, batch)
+	if err := parallel(len(batches), func(i int) error { return cl.c.Store.Transact(cl.c, batches[i]) }); err != nil {
+		return nil, nil, fmt.Errorf("writing pending members: %w", err)
+	}
+	cl.pending = dynastore.Item{
+		{Name: attrGen, Value: dynastore.B(cl.gen)},
+		{Name: attrPending, Value: dynastore.B(tx)},
+		{Name: attrPhase, Value: model.NInt(1)},
+		{Name: attrChanges, Value: model.NInt(cl.changes + 1)},
+	}
+	return []dynastore.TxAction{{
+		Op:  dynastore.TxUpdate,
+		Key: key,
+		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
+			{Attr: attrCount, Val: model.NInt(n)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+			{Attr: attrPending, Val: cl.pending.Get(attrPending)},
+			{Attr: attrPhase, Val: cl.pending.Get(attrPhase)},
+			{Attr: attrChanges, Val: cl.pending.Get(attrChanges)},
+		}, cl.keyAttrSets()...)},
+		Cond: guard,
+	}}, cl.gen, nil
+}
+
+// pendingPrefix is the sort key prefix of change tx's pending items.
+func pendingPrefix(tx []byte) []byte {
+	return append([]byte{skPending}, tx...)
+}
+
+// rollForwardWidth is how many transactions of pending writes go out at
+// once.
+const rollForwardWidth = 4
+
+// parallel runs f(0..n-1), rollForwardWidth at a time, and returns the
+// first error once every call has returned (the callers' contexts do not
+// outlive them).
+func parallel(n int, f func(i int) error) error {
+	errs := make(chan error, n)
+	sem := make(chan struct{}, rollForwardWidth)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- f(i)
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// rollForward applies the pending writes of the change the key item it
+// (the key item at key) marks as pending, then clears the mark.
+//
+// A reader that read the key item before the change was published may read
+// members while it is applied, over many transactions; the items tell it,
+// with no extra request unless it meets one. Every member or order item a
+// change writes, or is about to delete, carries the change's count
+// (attrRolling, from the key item's attrChanges): an item whose count is
+// above the one of the key item the reader holds is newer than what it
+// read, so it checks its key item again (validateRead). Two phases keep
+// deletes visible that way until every write is in place:
+//
+//  1. every put is applied, carrying the count, and every delete's target
+//     is marked with it;
+//  2. the marked targets are deleted, and the pending items;
+//
+// and then the key item's mark goes. The key item holds the phase
+// (attrPhase): every transaction of a phase also checks that the key item
+// still marks the change at that phase, so any number of processes may roll
+// it forward at once (the writes of a phase are idempotent), and a late
+// one's writes fail once the change has moved on. It reads and writes the
+// store itself, inside a transaction (EXEC) too: its writes change no
+// content anyone can see, only how it is kept.
+func rollForward(ctx context.Context, st dynastore.Store, key dynastore.Key, it dynastore.Item) error {
+	if txn, ok := st.(*model.Txn); ok {
+		st = txn.Base()
+	}
+	tx, _ := it.Get(attrPending).(dynastore.B)
+	tx = bytes.Clone(tx)
+	gen, _ := it.Get(attrGen).(dynastore.B)
+	phase, _ := model.NumberInt(it.Get(attrPhase))
+	count := it.Get(attrChanges)
+	for ; phase <= 2; phase++ {
+		at := dynastore.And{
+			dynastore.Compare{Attr: attrPending, Op: dynastore.OpEQ, Val: dynastore.B(tx)},
+			dynastore.Compare{Attr: attrPhase, Op: dynastore.OpEQ, Val: model.NInt(phase)},
+		}
+		done, err := rollPhase(ctx, st, key, gen, tx, count, phase, at)
+		if err != nil || done {
+			return err
+		}
+		u := dynastore.Update{Set: []dynastore.SetAction{{Attr: attrPhase, Val: model.NInt(phase + 1)}}}
+		if phase == 2 {
+			u = dynastore.Update{Remove: []string{attrPending, attrPhase}}
+		}
+		if _, err := st.Update(ctx, key, u, dynastore.WriteOptions{Cond: at}); err != nil && !errors.Is(err, dynastore.ErrConditionFailed) {
+			return fmt.Errorf("rolling a change forward: %w", err)
+		}
+	}
+	return nil
+}
+
+// rollPhase runs one phase of rollForward over every pending item of change
+// tx (count is its attrChanges); done reports that the key item no longer
+// marks the change at that phase (another process moved it on, possibly to
+// its end), so this one stops.
+func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, tx []byte, count dynastore.Value, phase int64, at dynastore.Cond) (done bool, err error) {
+	check := dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: at}
+	prefix := pendingPrefix(tx)
+	q := dynastore.Query{PK: membersPK(gen), Op: dynastore.SKBeginsWith, A: prefix, Limit: dynastore.MaxTxActions - 1}
+	for {
+		page, err := st.Query(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		var batches [][]dynastore.TxAction
+		var batch []dynastore.TxAction
+		size := 0
+		for _, p := range page.Items {
+			sk, _ := p.Get(dynastore.AttrSK).(dynastore.B)
+			target := dynastore.Key{PK: membersPK(gen), SK: sk[len(prefix):]}
+			op, _ := p.Get(attrPendingOp).(dynastore.S)
+			var acts []dynastore.TxAction
+			switch {
+			case phase == 1 && op == "p":
+				t := p.Clone(1)
+				t.Set(dynastore.AttrSK, dynastore.B(target.SK))
+				t.Delete(attrPendingOp)
+				t.Set(attrRolling, count)
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: t})
+			case phase == 1:
+				acts = append(acts, dynastore.TxAction{
+					Op: dynastore.TxUpdate, Key: target, Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+					Update: &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrRolling, Val: count}}},
+				})
+			case op == "p":
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: p.Key()})
+			default:
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: target}, dynastore.TxAction{Op: dynastore.TxDelete, Key: p.Key()})
+			}
+			sz := len(acts) * dynastore.ItemSize(p)
+			if len(batch) > 0 && (size+sz > maxTxBytes || len(batch)+len(acts) > dynastore.MaxTxActions-1) {
+				batches, batch, size = append(batches, append(batch, check)), nil, 0
+			}
+			batch = append(batch, acts...)
+			size += sz
+		}
+		if len(batch) > 0 {
+			batches = append(batches, append(batch, check))
+		}
+		err = parallel(len(batches), func(i int) error { return st.Transact(ctx, batches[i]) })
+		if err != nil {
+			if checkFailed(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("rolling a change forward: %w", err)
+		}
+		if page.Next == nil {
+			return false, nil
+		}
+		q.After = page.Next
+	}
+}
+
+// checkFailed reports whether a transaction was cancelled by its last
+// action's condition (rollPhase's check of the key item).
+func checkFailed(err error) bool {
+	var tc *dynastore.TxCanceledError
+	return errors.As(err, &tc) && len(tc.Reasons) > 0 && tc.Reasons[len(tc.Reasons)-1].Code == dynastore.ReasonConditionalFailed
 }
 
 // reorder returns the actions that keep a large collection's order items
@@ -1729,6 +2037,13 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 	}
 	for _, cl := range writes {
 		cl.noteCommitted()
+		if cl.pending == nil {
+			continue
+		}
+		// Published: roll it forward now (readers would otherwise). A
+		// failure leaves it to them, so the command still succeeded.
+		_ = rollForward(c, c.Store, model.ItemKey(c.DB(), cl.key), cl.pending)
+		itemsOf(c).drop(c.DB(), cl.key)
 	}
 	return nil
 }
@@ -1879,6 +2194,7 @@ func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 	cond := dynastore.And{
 		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)},
 		model.CondUnexpired(nowMS),
+		dynastore.NotExists{Attr: attrPending},
 	}
 	if delta < 0 {
 		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: model.NInt(-delta)})
@@ -2068,12 +2384,12 @@ func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collect
 
 // collLookup reads members of key's collection: one read inline, two (key
 // item, then the members) when large.
-func collLookup(c *Ctx, key []byte, typ string, members [][]byte) ([]dynastore.Value, []bool, error) {
-	cl, err := openChecked(c, key, typ)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cl.lookup(members)
+func collLookup(c *Ctx, key []byte, typ string, members [][]byte) (vals []dynastore.Value, present []bool, err error) {
+	err = collRead(c, key, typ, func(cl *collection) (err error) {
+		vals, present, err = cl.lookup(members)
+		return err
+	})
+	return vals, present, err
 }
 
 // collLenCmd replies with the number of entries of the key (SCARD, HLEN).

@@ -1263,3 +1263,118 @@ func TestCollectionBlindRaces(t *testing.T) {
 		})
 	}
 }
+
+// stalledRollForward fails every write that rolls a published change
+// forward (the transactions that check a key item's pending mark, and the
+// update that clears it), as a process that dies right after its commit
+// would leave the change.
+type stalledRollForward struct{ dynastore.Store }
+
+func marksPending(c dynastore.Cond) bool {
+	cmp, ok := c.(dynastore.Compare)
+	return ok && cmp.Attr == "pd"
+}
+
+func (s stalledRollForward) Transact(ctx context.Context, actions []dynastore.TxAction) error {
+	for _, a := range actions {
+		if a.Op == dynastore.TxCheck && marksPending(a.Cond) {
+			return errors.New("stalled")
+		}
+	}
+	return s.Store.Transact(ctx, actions)
+}
+
+func (s stalledRollForward) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if marksPending(o.Cond) {
+		return nil, errors.New("stalled")
+	}
+	return s.Store.Update(ctx, k, u, o)
+}
+
+// TestCollectionBigWrites changes large collections by more members than
+// one transaction holds. The cost follows the change, not the collection;
+// a change published but never rolled forward by its writer (a stalled
+// instance) is finished by the next reader on another instance, which sees
+// all of it; and a reader never sees part of it.
+func TestCollectionBigWrites(t *testing.T) {
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			a := testserver.Start(t, b.store, testserver.WithStats(b.stats)).Client(t)
+			stalled := testserver.Start(t, stalledRollForward{b.store}).Client(t)
+			members := func(prefix string, from, to int) []any {
+				var out []any
+				for i := from; i < to; i++ {
+					out = append(out, prefix+strconv.Itoa(i))
+				}
+				return out
+			}
+			// Proportional: the same requests for 1,000 new members whatever
+			// the set's size (a rebuild would copy all of it).
+			var cost []int64
+			for _, size := range []int{3000, 6000} {
+				key := "s" + strconv.Itoa(size)
+				require.EqualValues(t, size, a.SAdd(ctx, key, members("m", 0, size)...).Val())
+				b.stats.Reset()
+				require.EqualValues(t, 1000, a.SAdd(ctx, key, members("n", 0, 1000)...).Val())
+				cost = append(cost, b.stats.Requests("sadd"))
+				require.EqualValues(t, size+1000, a.SCard(ctx, key).Val())
+				require.Len(t, a.SMembers(ctx, key).Val(), size+1000)
+			}
+			require.Equal(t, cost[0], cost[1], "requests of the same change to 3,000 and 6,000 members")
+			require.Less(t, cost[0], int64(80))
+			t.Logf("SADD of 1,000 new members to a 3,000- or 6,000-member set: %d requests", cost[0])
+			require.NoError(t, a.Rename(ctx, "s3000", "s").Err())
+			require.EqualValues(t, 4000, a.SCard(ctx, "s").Val())
+
+			// A stalled writer: its change is published, then left.
+			require.EqualValues(t, 500, stalled.SRem(ctx, "s", members("m", 0, 500)...).Val())
+			require.EqualValues(t, 3500, a.SCard(ctx, "s").Val())
+			got := a.SMembers(ctx, "s").Val()
+			require.Len(t, got, 3500)
+			require.False(t, a.SIsMember(ctx, "s", "m1").Val())
+			require.True(t, a.SIsMember(ctx, "s", "m500").Val())
+
+			// Sorted sets: a member change is two actions (member, order).
+			zs := make([]redis.Z, 400)
+			for i := range zs {
+				zs[i] = redis.Z{Score: float64(i), Member: "z" + strconv.Itoa(i)}
+			}
+			require.EqualValues(t, 400, stalled.ZAdd(ctx, "z", zs...).Val())
+			for i := range zs {
+				zs[i].Score = float64(1000 - i)
+			}
+			require.EqualValues(t, 0, stalled.ZAdd(ctx, "z", zs...).Val())
+			top := a.ZRangeWithScores(ctx, "z", 0, 2).Val()
+			require.Equal(t, []redis.Z{{Score: 601, Member: "z399"}, {Score: 602, Member: "z398"}, {Score: 603, Member: "z397"}}, top)
+			require.EqualValues(t, 400, a.ZCard(ctx, "z").Val())
+			require.EqualValues(t, 399, a.ZRank(ctx, "z", "z0").Val())
+
+			// Readers during big changes see each one whole or not at all.
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			var bad atomic.Value
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					n := len(a.SMembers(ctx, "w").Val())
+					if n%300 != 0 {
+						bad.Store(n)
+					}
+				}
+			}()
+			for round := 0; round < 6; round++ {
+				require.EqualValues(t, 300, a.SAdd(ctx, "w", members("r"+strconv.Itoa(round)+":", 0, 300)...).Val())
+			}
+			close(stop)
+			wg.Wait()
+			require.Nil(t, bad.Load(), "a reader saw part of a change")
+		})
+	}
+}

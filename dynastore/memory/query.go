@@ -73,7 +73,7 @@ func checkSK(sk []byte) error {
 func prefixEnd(p string) (string, bool) {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i] < 0xff {
-			return p[:i] + string(p[i]+1), true
+			return p[:i] + string([]byte{p[i] + 1}), true
 		}
 	}
 	return "", false

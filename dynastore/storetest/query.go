@@ -127,6 +127,10 @@ func testQueryRanges(t *testing.T, s dynastore.Store) {
 		{Op: dynastore.SKBeginsWith, A: []byte{0x00}},
 		{Op: dynastore.SKBeginsWith, A: []byte{0x01, 0x02}},
 		{Op: dynastore.SKBeginsWith, A: []byte{0x02}},
+		// Prefixes whose end (the last byte plus one) is 0x80 or more.
+		{Op: dynastore.SKBeginsWith, A: []byte{0x7f}},
+		{Op: dynastore.SKBeginsWith, A: []byte{0x80}},
+		{Op: dynastore.SKBeginsWith, A: []byte{0x01, 0xa0}},
 	} {
 		for _, rev := range []bool{false, true} {
 			q.PK, q.Reverse = pk, rev
