@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -16,10 +17,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batch is how many entries one build command adds: under the 100-action
-// transaction limit, so each one is a single transaction on a large
-// collection rather than a rebuild.
-const batch = 90
+// parseInts parses a comma-separated list of positive integers: the
+// entries one build command adds, one build each (100 and 1,000 are more
+// than one transaction holds once a sorted set's order items, or 1,000 of
+// anything, count, so such builds measure writes that do not fit one).
+func parseInts(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// kinds are the collection types fill builds, in report order.
+var kinds = []string{"list", "set", "hash", "zset"}
+
+// reportBuild prints how long fill took for each kind.
+func reportBuild(who string, n, batch int, took map[string]time.Duration) {
+	fmt.Printf("%s: built a list, a set, a hash and a sorted set of %d entries (%d per command, the four in parallel):", who, n, batch)
+	for _, k := range kinds {
+		fmt.Printf(" %s %s", k, took[k].Round(time.Millisecond))
+	}
+	fmt.Println()
+}
 
 // rawUpdate is the raw side of every collection command: one UpdateItem
 // (an ADD on a key item), the request issue 4 measures them against.
@@ -196,13 +220,13 @@ func (c *comparer) sameChangePairs() ([]pair, error) {
 	}, nil
 }
 
-// fill adds n entries to a list, a set and a hash named prefix+"list" ...,
-// batch entries per command, the three in parallel.
-func fill(ctx context.Context, rdb *redis.Client, prefix string, n int) (map[string]time.Duration, error) {
+// fill builds a list, a set, a hash and a sorted set of n entries under
+// prefix, batch entries per command, the four in parallel.
+func fill(ctx context.Context, rdb *redis.Client, prefix string, n, batch int) (map[string]time.Duration, error) {
 	took := map[string]time.Duration{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, len(kinds))
 	add := map[string]func(args []any) error{
 		"list": func(args []any) error { return rdb.RPush(ctx, prefix+"list", args...).Err() },
 		"set":  func(args []any) error { return rdb.SAdd(ctx, prefix+"set", args...).Err() },
@@ -212,6 +236,14 @@ func fill(ctx context.Context, rdb *redis.Client, prefix string, n int) (map[str
 				kv = append(kv, a, a)
 			}
 			return rdb.HSet(ctx, prefix+"hash", kv...).Err()
+		},
+		"zset": func(args []any) error {
+			zs := make([]redis.Z, len(args))
+			for i, a := range args {
+				n, _ := strconv.Atoi(a.(string)[1:])
+				zs[i] = redis.Z{Score: float64(n), Member: a}
+			}
+			return rdb.ZAdd(ctx, prefix+"zset", zs...).Err()
 		},
 	}
 	for kind, f := range add {
@@ -242,17 +274,19 @@ func fill(ctx context.Context, rdb *redis.Client, prefix string, n int) (map[str
 // largePairs measures the same commands on collections of n entries.
 func (c *comparer) largePairs(n int) ([]pair, error) {
 	ctx, rdb := c.ctx, c.rdb
-	prefix := c.redisKey("big", n) + ":"
-	// The measured client has one connection; the three fills run in
-	// parallel on their own.
-	bulk := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: 3, MaxRetries: -1})
+	// The measured client has one connection; the fills run in parallel
+	// on their own. The commands are measured on the last build.
+	bulk := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: len(kinds), MaxRetries: -1})
 	defer bulk.Close()
-	took, err := fill(ctx, bulk, prefix, n)
-	if err != nil {
-		return nil, err
+	var prefix string
+	for _, b := range c.batches {
+		prefix = c.redisKey("big"+strconv.Itoa(b), n) + ":"
+		took, err := fill(ctx, bulk, prefix, n, b)
+		if err != nil {
+			return nil, err
+		}
+		reportBuild("redamo on DynamoDB Local", n, b, took)
 	}
-	fmt.Printf("Built a list, a set and a hash of %d entries each through redamo (%d per command): list %s, set %s, hash %s\n",
-		n, batch, took["list"].Round(time.Millisecond), took["set"].Round(time.Millisecond), took["hash"].Round(time.Millisecond))
 	label := func(cmd string) string { return cmd + " (" + strconv.Itoa(n) + ")" }
 	return []pair{
 		{command: label("LPUSH"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bl", 1),
@@ -263,6 +297,12 @@ func (c *comparer) largePairs(n int) ([]pair, error) {
 			redamo: func(i int) error { return rdb.SAdd(ctx, prefix+"set", "x"+strconv.Itoa(i)).Err() }},
 		{command: label("HSET"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bh", 1),
 			redamo: func(i int) error { return rdb.HSet(ctx, prefix+"hash", "x"+strconv.Itoa(i), c.value).Err() }},
+		{command: label("ZADD"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bz", 1),
+			redamo: func(i int) error {
+				return rdb.ZAdd(ctx, prefix+"zset", redis.Z{Score: float64(i), Member: "x" + strconv.Itoa(i)}).Err()
+			}},
+		{command: label("ZPOPMIN"), request: "UpdateItem ADD (counter)", raw: c.rawUpdate("bz", 1),
+			redamo: func(i int) error { return rdb.ZPopMin(ctx, prefix+"zset").Err() }},
 	}, nil
 }
 
@@ -274,7 +314,7 @@ func (c *comparer) readSizes(redisAddr string, ops int) error {
 	defer real.Close()
 	prefix := c.redisKey("read", 0) + ":"
 	for _, rdb := range []*redis.Client{c.rdb, real} {
-		if _, err := fill(ctx, rdb, prefix, 1000); err != nil {
+		if _, err := fill(ctx, rdb, prefix, 1000, 100); err != nil {
 			return err
 		}
 	}

@@ -43,6 +43,8 @@ type comparer struct {
 	table string
 	lay   layout
 	value []byte
+	// batches are the entries per command of the -large builds.
+	batches []int
 }
 
 // op is one measured operation on key index i.
@@ -82,10 +84,15 @@ func runCompare(args []string) error {
 	chunk := fs.Int("chunk", 5, "operations per command and side in a row before switching sides")
 	warmup := fs.Int("warmup", 50, "unmeasured operations per command and side first")
 	valueSize := fs.Int("value-size", 16, "value size in bytes")
-	large := fs.Int("large", 0, "also measure LPUSH/RPOP/SADD/HSET on a list, set and hash of this many entries (0: skip)")
+	large := fs.Int("large", 0, "also measure LPUSH/RPOP/SADD/HSET/ZADD/ZPOPMIN on a list, set, hash and sorted set of this many entries (0: skip)")
 	redisAddr := fs.String("redis-addr", "", "a real redis-server: also time reads of 1,000-entry collections on both (empty: skip)")
+	batchList := fs.String("batches", "1000", "entries per command building the -large collections, one build each (comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	batches, err := parseInts(*batchList)
+	if err != nil {
+		return fmt.Errorf("-batches: %w", err)
 	}
 	if *chunk < 1 || *ops < *chunk {
 		return errors.New("need 1 <= -chunk <= -ops")
@@ -107,7 +114,7 @@ func runCompare(args []string) error {
 	defer rdb.Close()
 
 	c := &comparer{
-		ctx: ctx, rdb: rdb, ddb: ddb, table: *table,
+		ctx: ctx, rdb: rdb, ddb: ddb, table: *table, batches: batches,
 		run:   strconv.FormatInt(time.Now().UnixNano(), 36),
 		value: bytes.Repeat([]byte("v"), *valueSize),
 	}

@@ -13,18 +13,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runLarge builds a list, a set and a hash of n entries on redamo (and on a
-// real redis-server, for reference) and times single-entry commands on
-// them with one client: the 100,000-entry figures of the memory store
-// (compare has DynamoDB's).
+// runLarge builds a list, a set, a hash and a sorted set of n entries on
+// redamo (and on a real redis-server, for reference), with commands of each
+// of buildBatches entries, and times single-entry commands on them with one
+// client: the 100,000-entry figures of the memory store (compare has
+// DynamoDB's).
 func runLarge(args []string) error {
 	fs := flag.NewFlagSet("large", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:6379", "redamo address")
 	redisAddr := fs.String("redis-addr", "", "a real redis-server, measured the same way (empty: skip)")
 	n := fs.Int("n", 100000, "entries of each collection")
 	ops := fs.Int("ops", 2000, "measured operations per command and server")
+	batchList := fs.String("batches", "100,1000", "entries per build command, one build each (comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	batches, err := parseInts(*batchList)
+	if err != nil {
+		return fmt.Errorf("-batches: %w", err)
 	}
 	// RPOP takes the n original elements from the tail, LINDEX reads the
 	// first half.
@@ -40,17 +46,30 @@ func runLarge(args []string) error {
 	cmds := largeCommands(prefix, *n)
 	clients := make([]*redis.Client, len(servers))
 	for s, srv := range servers {
-		bulk := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: 3, MaxRetries: -1})
-		took, err := fill(ctx, bulk, prefix, *n)
-		if err == nil {
-			err = checkLens(ctx, bulk, prefix, int64(*n))
+		bulk := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: len(kinds), MaxRetries: -1})
+		var err error
+		for _, b := range batches {
+			// The commands are measured on the last build; the others go.
+			p := prefix
+			if b != batches[len(batches)-1] {
+				p = prefix + "b" + strconv.Itoa(b) + ":"
+			}
+			var took map[string]time.Duration
+			if took, err = fill(ctx, bulk, p, *n, b); err == nil {
+				err = checkLens(ctx, bulk, p, int64(*n))
+			}
+			if err != nil {
+				break
+			}
+			reportBuild(srv.name, *n, b, took)
+			if p != prefix {
+				err = bulk.Del(ctx, p+"list", p+"set", p+"hash", p+"zset").Err()
+			}
 		}
 		bulk.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", srv.name, err)
 		}
-		fmt.Printf("%s: built a list, a set and a hash of %d entries (%d per command, the three in parallel): list %s, set %s, hash %s\n",
-			srv.name, *n, batch, took["list"].Round(time.Millisecond), took["set"].Round(time.Millisecond), took["hash"].Round(time.Millisecond))
 		clients[s] = redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: 1, MaxRetries: -1})
 		defer clients[s].Close()
 	}
@@ -76,7 +95,7 @@ func runLarge(args []string) error {
 		}
 	}
 	for s, srv := range servers {
-		if err := clients[s].Del(ctx, prefix+"list", prefix+"set", prefix+"hash").Err(); err != nil {
+		if err := clients[s].Del(ctx, prefix+"list", prefix+"set", prefix+"hash", prefix+"zset").Err(); err != nil {
 			return fmt.Errorf("deleting the collections on %s: %w", srv.name, err)
 		}
 	}
@@ -105,6 +124,7 @@ func checkLens(ctx context.Context, rdb *redis.Client, prefix string, n int64) e
 		"list": func(k string) *redis.IntCmd { return rdb.LLen(ctx, k) },
 		"set":  func(k string) *redis.IntCmd { return rdb.SCard(ctx, k) },
 		"hash": func(k string) *redis.IntCmd { return rdb.HLen(ctx, k) },
+		"zset": func(k string) *redis.IntCmd { return rdb.ZCard(ctx, k) },
 	} {
 		got, err := f(prefix + kind).Result()
 		if err != nil {
@@ -127,7 +147,7 @@ type largeCommand struct {
 // entries, point reads of existing entries spread over the collection, and
 // the counts.
 func largeCommands(prefix string, n int) []largeCommand {
-	list, set, hash := prefix+"list", prefix+"set", prefix+"hash"
+	list, set, hash, zset := prefix+"list", prefix+"set", prefix+"hash", prefix+"zset"
 	// spread visits the entries in a scattered order.
 	spread := func(i int) string { return "e" + strconv.Itoa(int(uint64(i)*7919%uint64(n))) }
 	return []largeCommand{
@@ -156,5 +176,18 @@ func largeCommands(prefix string, n int) []largeCommand {
 			return expect(rdb.HGet(ctx, hash, f).Result())(f)
 		}},
 		{"HLEN", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.HLen(ctx, hash).Err() }},
+		{"ZADD", func(ctx context.Context, rdb *redis.Client, i int) error {
+			return expect(rdb.ZAdd(ctx, zset, redis.Z{Score: float64(i) + 0.5, Member: "x" + strconv.Itoa(i)}).Result())(1)
+		}},
+		{"ZSCORE", func(ctx context.Context, rdb *redis.Client, i int) error {
+			m := spread(i)
+			n, _ := strconv.Atoi(m[1:])
+			return expect(rdb.ZScore(ctx, zset, m).Result())(float64(n))
+		}},
+		{"ZRANGEBYSCORE LIMIT 0 10", func(ctx context.Context, rdb *redis.Client, i int) error {
+			return rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: strconv.Itoa(i * 7 % n), Max: "+inf", Count: 10}).Err()
+		}},
+		{"ZPOPMIN", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.ZPopMin(ctx, zset).Err() }},
+		{"ZCARD", func(ctx context.Context, rdb *redis.Client, i int) error { return rdb.ZCard(ctx, zset).Err() }},
 	}
 }
