@@ -1858,9 +1858,10 @@ func parallel(n int, f func(i int) error) error {
 // read, so it checks its key item again (validateRead). Two phases keep
 // deletes visible that way until every write is in place:
 //
-//  1. every put is applied, carrying the count, and every delete's target
-//     is marked with it;
-//  2. the marked targets are deleted, and the pending items;
+//  1. every put is applied, carrying the count (and its pending item goes),
+//     and every delete's target is marked with it;
+//  2. the marked targets are deleted, with their pending items (a change
+//     without deletes has no phase 2);
 //
 // and then the key item's mark goes. The key item holds the phase
 // (attrPhase): every transaction of a phase also checks that the key item
@@ -1883,13 +1884,14 @@ func rollForward(ctx context.Context, st dynastore.Store, key dynastore.Key, it 
 			dynastore.Compare{Attr: attrPending, Op: dynastore.OpEQ, Val: dynastore.B(tx)},
 			dynastore.Compare{Attr: attrPhase, Op: dynastore.OpEQ, Val: model.NInt(phase)},
 		}
-		done, err := rollPhase(ctx, st, key, gen, tx, count, phase, at)
+		deletes, done, err := rollPhase(ctx, st, key, gen, tx, count, phase, at)
 		if err != nil || done {
 			return err
 		}
 		u := dynastore.Update{Set: []dynastore.SetAction{{Attr: attrPhase, Val: model.NInt(phase + 1)}}}
-		if phase == 2 {
+		if phase == 2 || !deletes {
 			u = dynastore.Update{Remove: []string{attrPending, attrPhase}}
+			phase = 2
 		}
 		if _, err := st.Update(ctx, key, u, dynastore.WriteOptions{Cond: at}); err != nil && !errors.Is(err, dynastore.ErrConditionFailed) {
 			return fmt.Errorf("rolling a change forward: %w", err)
@@ -1899,17 +1901,18 @@ func rollForward(ctx context.Context, st dynastore.Store, key dynastore.Key, it 
 }
 
 // rollPhase runs one phase of rollForward over every pending item of change
-// tx (count is its attrChanges); done reports that the key item no longer
-// marks the change at that phase (another process moved it on, possibly to
-// its end), so this one stops.
-func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, tx []byte, count dynastore.Value, phase int64, at dynastore.Cond) (done bool, err error) {
+// tx (count is its attrChanges); deletes reports that it met pending
+// deletes (which phase 1 leaves for phase 2), done that the key item no
+// longer marks the change at that phase (another process moved it on,
+// possibly to its end), so this one stops.
+func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, tx []byte, count dynastore.Value, phase int64, at dynastore.Cond) (deletes, done bool, err error) {
 	check := dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: at}
 	prefix := pendingPrefix(tx)
 	q := dynastore.Query{PK: membersPK(gen), Op: dynastore.SKBeginsWith, A: prefix, Limit: dynastore.MaxTxActions - 1}
 	for {
 		page, err := st.Query(ctx, q)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		var batches [][]dynastore.TxAction
 		var batch []dynastore.TxAction
@@ -1920,19 +1923,18 @@ func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, 
 			op, _ := p.Get(attrPendingOp).(dynastore.S)
 			var acts []dynastore.TxAction
 			switch {
-			case phase == 1 && op == "p":
+			case op == "p":
 				t := p.Clone(1)
 				t.Set(dynastore.AttrSK, dynastore.B(target.SK))
 				t.Delete(attrPendingOp)
 				t.Set(attrRolling, count)
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: t})
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: t}, dynastore.TxAction{Op: dynastore.TxDelete, Key: p.Key()})
 			case phase == 1:
+				deletes = true
 				acts = append(acts, dynastore.TxAction{
 					Op: dynastore.TxUpdate, Key: target, Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 					Update: &dynastore.Update{Set: []dynastore.SetAction{{Attr: attrRolling, Val: count}}},
 				})
-			case op == "p":
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: p.Key()})
 			default:
 				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: target}, dynastore.TxAction{Op: dynastore.TxDelete, Key: p.Key()})
 			}
@@ -1949,12 +1951,12 @@ func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, 
 		err = parallel(len(batches), func(i int) error { return st.Transact(ctx, batches[i]) })
 		if err != nil {
 			if checkFailed(err) {
-				return true, nil
+				return deletes, true, nil
 			}
-			return false, fmt.Errorf("rolling a change forward: %w", err)
+			return deletes, false, fmt.Errorf("rolling a change forward: %w", err)
 		}
 		if page.Next == nil {
-			return false, nil
+			return deletes, false, nil
 		}
 		q.After = page.Next
 	}

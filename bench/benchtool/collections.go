@@ -33,6 +33,10 @@ func parseInts(list string) ([]int, error) {
 	return out, nil
 }
 
+// buildTimeout is how long one build command may take: a 1,000-member
+// command on DynamoDB Local under the other builds takes seconds.
+const buildTimeout = 2 * time.Minute
+
 // kinds are the collection types fill builds, in report order.
 var kinds = []string{"list", "set", "hash", "zset"}
 
@@ -276,7 +280,7 @@ func (c *comparer) largePairs(n int) ([]pair, error) {
 	ctx, rdb := c.ctx, c.rdb
 	// The measured client has one connection; the fills run in parallel
 	// on their own. The commands are measured on the last build.
-	bulk := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: len(kinds), MaxRetries: -1})
+	bulk := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: len(kinds), MaxRetries: -1, ReadTimeout: buildTimeout})
 	defer bulk.Close()
 	var prefix string
 	for _, b := range c.batches {

@@ -46,7 +46,7 @@ func runLarge(args []string) error {
 	cmds := largeCommands(prefix, *n)
 	clients := make([]*redis.Client, len(servers))
 	for s, srv := range servers {
-		bulk := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: len(kinds), MaxRetries: -1})
+		bulk := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: len(kinds), MaxRetries: -1, ReadTimeout: buildTimeout})
 		var err error
 		for _, b := range batches {
 			// The commands are measured on the last build; the others go.
