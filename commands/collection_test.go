@@ -634,8 +634,8 @@ func (s slowReads) BatchGet(ctx context.Context, k []dynastore.Key) ([]dynastore
 	return items, err
 }
 
-// TestCollectionsAtSize builds a set and a hash of b.big entries with one
-// command each, then uses them.
+// TestCollectionsAtSize builds a set, a hash and a sorted set of b.big
+// entries with one command each, then uses them.
 func TestCollectionsAtSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("size test")
@@ -653,6 +653,23 @@ func TestCollectionsAtSize(t *testing.T) {
 		}
 		require.EqualValues(t, n, mustInt(t, c.SAdd(ctx, "set", members...)))
 		require.EqualValues(t, n, mustInt(t, c.HSet(ctx, "hash", pairs...)))
+		zs := make([]redis.Z, n)
+		for i := range zs {
+			zs[i] = redis.Z{Score: float64(i), Member: members[i]}
+		}
+		require.EqualValues(t, n, mustInt(t, c.ZAdd(ctx, "zset", zs...)))
+		b.stats.Reset()
+		require.EqualValues(t, n, c.ZCard(ctx, "zset").Val())
+		require.EqualValues(t, 1, b.stats.Requests("zcard"))
+		require.Equal(t, 12345.0, c.ZScore(ctx, "zset", "member:12345").Val())
+		require.Equal(t, []string{"member:777", "member:778"}, c.ZRangeByScore(ctx, "zset", &redis.ZRangeBy{Min: "777", Max: "+inf", Count: 2}).Val())
+		require.LessOrEqual(t, b.stats.Requests("zrangebyscore"), int64(2), "a page of the order, not the set")
+		require.Equal(t, []redis.Z{{Score: 0, Member: "member:0"}}, c.ZPopMin(ctx, "zset").Val())
+		require.LessOrEqual(t, b.stats.Requests("zpopmin"), int64(3))
+		require.EqualValues(t, 1, mustInt(t, c.ZAdd(ctx, "zset", redis.Z{Score: -1, Member: "first"})))
+		require.LessOrEqual(t, b.stats.Requests("zadd"), int64(3))
+		require.EqualValues(t, 0, c.ZRank(ctx, "zset", "first").Val())
+		require.EqualValues(t, n-1, c.ZRevRank(ctx, "zset", "first").Val())
 
 		b.stats.Reset()
 		require.EqualValues(t, n, c.SCard(ctx, "set").Val())
@@ -694,9 +711,9 @@ func TestCollectionsAtSize(t *testing.T) {
 		require.Len(t, seen, n)
 
 		b.stats.Reset()
-		require.EqualValues(t, 2, c.Del(ctx, "set", "hash").Val())
-		require.LessOrEqual(t, b.stats.Requests("del"), int64(2))
-		require.EqualValues(t, 0, c.Exists(ctx, "set", "hash").Val())
+		require.EqualValues(t, 3, c.Del(ctx, "set", "hash", "zset").Val())
+		require.LessOrEqual(t, b.stats.Requests("del"), int64(3))
+		require.EqualValues(t, 0, c.Exists(ctx, "set", "hash", "zset").Val())
 	})
 }
 

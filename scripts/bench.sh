@@ -8,13 +8,15 @@
 #      REDAMO_BENCH_ROUNDS rounds, the median kept, with CPU time per request.
 #   3. On DynamoDB Local, one client: each hot command through redamo vs the
 #      single raw DynamoDB request it maps to (bench/benchtool compare), the
-#      same for LPUSH/RPOP/SADD/HSET on small collections and on collections
-#      of REDAMO_BENCH_LARGE entries (vs one raw UpdateItem ADD of a counter;
-#      small ones also vs the raw UpdateItem making the same change), and
-#      reads of 1,000-entry collections next to redis-server's.
+#      same for LPUSH/RPOP/SADD/HSET on small collections and for those and
+#      ZADD/ZPOPMIN on collections of REDAMO_BENCH_DDB_LARGE entries (vs one
+#      raw UpdateItem ADD of a counter; small ones also vs the raw UpdateItem
+#      making the same change), with the time each took to build, and reads
+#      of 1,000-entry collections next to redis-server's.
 #   4. One client, on the memory store and redis-server: single-entry commands
-#      on a list, a set and a hash of REDAMO_BENCH_LARGE entries (benchtool
-#      large), with the time each took to build.
+#      on a list, a set, a hash and a sorted set of REDAMO_BENCH_LARGE entries
+#      (benchtool large), with the time each took to build with 100- and
+#      1,000-entry commands.
 #   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   6. DynamoDB requests per command, from INFO (redamo section).
 #   7. The shell CLI: wall time per `redamo get` call, one process after the
@@ -33,7 +35,10 @@
 #                         -ERR ... unavailable, as it should under overload)
 #   REDAMO_BENCH_LAT_N    requests per one-client latency test [20000; /10 on DynamoDB]
 #   REDAMO_BENCH_TIME     go test -benchtime [1s]
-#   REDAMO_BENCH_LARGE    entries of the large list/set/hash, on both stores [100000]
+#   REDAMO_BENCH_LARGE    entries of the large list/set/hash/sorted set on the
+#                         memory store, built with 100- and 1,000-entry commands [100000]
+#   REDAMO_BENCH_DDB_LARGE the same on DynamoDB Local, 1,000-entry commands [20000]:
+#                         its JVM takes minutes over 100,000
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
 #   REDAMO_BENCH_CLI_N    redamo get calls per CLI figure [200]
 #   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue rss cli
@@ -50,6 +55,7 @@ LAT_N="${REDAMO_BENCH_LAT_N:-20000}"
 BENCHTIME="${REDAMO_BENCH_TIME:-1s}"
 CONNS="${REDAMO_BENCH_CONNS:-1000}"
 LARGE="${REDAMO_BENCH_LARGE:-100000}"
+DDB_LARGE="${REDAMO_BENCH_DDB_LARGE:-20000}"
 CLI_N="${REDAMO_BENCH_CLI_N:-200}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
@@ -274,7 +280,7 @@ fi
 if ! skipped compare; then
 	step "DynamoDB Local, one client: redamo command vs the raw SDK request it maps to"
 	"$work/benchtool" compare --addr "127.0.0.1:$ddb_port" --endpoint "$endpoint" \
-		--region us-east-1 --table "$table" --large "$LARGE" --redis-addr "127.0.0.1:$redis_port"
+		--region us-east-1 --table "$table" --large "$DDB_LARGE" --redis-addr "127.0.0.1:$redis_port"
 fi
 
 # ---- 4. large collections on the memory store -------------------------------------------
