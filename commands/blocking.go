@@ -412,30 +412,38 @@ func blockAttempt(c *Ctx) (*Ctx, bool) {
 	return &cc, true
 }
 
-// blockPop waits until it pops up to count elements from the first
-// non-empty list of keys, or the timeout passes (ok false). On a store
-// error it has already replied.
-func blockPop(c *Ctx, keys [][]byte, ms int64, left bool, count int64) (key []byte, vals [][]byte, ok bool) {
+// blockingPop waits until pop takes something from one of keys (it
+// returns the key, nil when there was nothing), or the timeout passes (ok
+// false: it has replied the null array). On a store error it has replied.
+func blockingPop[T any](c *Ctx, keys [][]byte, ms int64, pop func(ac *Ctx, quiet bool) ([]byte, T, error)) (key []byte, got T, ok bool) {
 	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
 		ac, live := blockAttempt(c)
 		if !live {
 			return false, nil
 		}
-		k, vs, err := listMultiPop(ac, keys, left, count, quiet)
+		k, g, err := pop(ac, quiet)
 		if err != nil || k == nil {
 			return false, err
 		}
-		key, vals = k, vs
+		key, got = k, g
 		return true, nil
 	})
 	if err != nil {
 		c.Fail(err)
-		return nil, nil, false
+		return nil, got, false
 	}
 	if !ok {
 		c.W.NilArray()
 	}
-	return key, vals, ok
+	return key, got, ok
+}
+
+// blockPop waits until it pops up to count elements from the first
+// non-empty list of keys (blockingPop).
+func blockPop(c *Ctx, keys [][]byte, ms int64, left bool, count int64) ([]byte, [][]byte, bool) {
+	return blockingPop(c, keys, ms, func(ac *Ctx, quiet bool) ([]byte, [][]byte, error) {
+		return listMultiPop(ac, keys, left, count, quiet)
+	})
 }
 
 func cmdBpop(c *Ctx, left bool) {

@@ -252,27 +252,31 @@ func ldFormatHuman(x *big.Float) string {
 // FormatHumanDouble appends f as Redis's addReplyHumanLongDouble prints a
 // double (GEOPOS coordinates): ldFormatHuman of its exact value.
 func FormatHumanDouble(dst []byte, f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return append(dst, "inf"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-inf"...)
-	case math.IsNaN(f):
-		return append(dst, "nan"...)
+	if special, ok := formatSpecial(dst, f); ok {
+		return special
 	}
 	return append(dst, ldFormatHuman(new(big.Float).SetFloat64(f))...)
+}
+
+// formatSpecial appends Redis's spelling of an infinity or NaN (ok false
+// for any other value).
+func formatSpecial(dst []byte, f float64) ([]byte, bool) {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...), true
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...), true
+	case math.IsNaN(f):
+		return append(dst, "nan"...), true
+	}
+	return dst, false
 }
 
 // FormatDouble appends f as Redis 7.0 prints a double reply: C's "%.17g", with
 // "inf", "-inf" and "nan".
 func FormatDouble(dst []byte, f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return append(dst, "inf"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-inf"...)
-	case math.IsNaN(f):
-		return append(dst, "nan"...)
+	if special, ok := formatSpecial(dst, f); ok {
+		return special
 	}
 	// Go's 'g' with precision 17 matches C's %.17g: trailing zeros dropped,
 	// exponent with a sign and at least two digits.

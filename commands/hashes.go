@@ -351,31 +351,40 @@ func cmdHincrbyfloat(c *Ctx) {
 	c.W.BulkString(text)
 }
 
-func cmdHrandfield(c *Ctx) {
-	withCount := len(c.Args) >= 3
-	withValues := false
-	count := int64(1)
-	if withCount {
-		n, ok := randomCount(c, c.Args[2])
-		if !ok {
-			return
-		}
-		if len(c.Args) > 4 || (len(c.Args) == 4 && !bytes.EqualFold(c.Args[3], []byte("withvalues"))) {
-			c.W.Error(MsgSyntax)
-			return
-		}
-		if len(c.Args) == 4 {
-			withValues = true
-			if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
-				c.W.Error(MsgIntOutOfRange)
-				return
-			}
-		}
-		if n < -maxRandomCount {
+// parseRandomArgs parses HRANDFIELD's and ZRANDMEMBER's key [count
+// [with]] (with: "withvalues", "withscores"), replying the error when ok is
+// false.
+func parseRandomArgs(c *Ctx, with string) (count int64, withCount, withValues, ok bool) {
+	withCount = len(c.Args) >= 3
+	if !withCount {
+		return 1, false, false, true
+	}
+	n, ok := randomCount(c, c.Args[2])
+	if !ok {
+		return 0, false, false, false
+	}
+	if len(c.Args) > 4 || (len(c.Args) == 4 && !bytes.EqualFold(c.Args[3], []byte(with))) {
+		c.W.Error(MsgSyntax)
+		return 0, false, false, false
+	}
+	if len(c.Args) == 4 {
+		withValues = true
+		if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
 			c.W.Error(MsgIntOutOfRange)
-			return
+			return 0, false, false, false
 		}
-		count = n
+	}
+	if n < -maxRandomCount {
+		c.W.Error(MsgIntOutOfRange)
+		return 0, false, false, false
+	}
+	return n, true, withValues, true
+}
+
+func cmdHrandfield(c *Ctx) {
+	count, withCount, withValues, ok := parseRandomArgs(c, "withvalues")
+	if !ok {
+		return
 	}
 	var fields [][]byte
 	var vals []dynastore.Value

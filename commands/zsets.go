@@ -1200,28 +1200,11 @@ func cmdZmpop(c *Ctx) {
 }
 
 // zblockPop waits until it pops from the first non-empty sorted set of
-// keys, or the timeout passes (it then replies the null array).
-func zblockPop(c *Ctx, keys [][]byte, ms int64, top bool, count int64) (key []byte, es []zentry, ok bool) {
-	ok, err := block(c, keys, ms, func(quiet bool) (bool, error) {
-		ac, live := blockAttempt(c)
-		if !live {
-			return false, nil
-		}
-		k, got, err := zpopFrom(ac, keys, top, count, quiet)
-		if err != nil || k == nil {
-			return false, err
-		}
-		key, es = k, got
-		return true, nil
+// keys (blockingPop).
+func zblockPop(c *Ctx, keys [][]byte, ms int64, top bool, count int64) ([]byte, []zentry, bool) {
+	return blockingPop(c, keys, ms, func(ac *Ctx, quiet bool) ([]byte, []zentry, error) {
+		return zpopFrom(ac, keys, top, count, quiet)
 	})
-	if err != nil {
-		c.Fail(err)
-		return nil, nil, false
-	}
-	if !ok {
-		c.W.NilArray()
-	}
-	return key, es, ok
 }
 
 func cmdBzpopmin(c *Ctx) { bzpop(c, false) }
@@ -1260,30 +1243,9 @@ func cmdBzmpop(c *Ctx) {
 // ---- ZRANDMEMBER, ZSCAN -------------------------------------------------------------------
 
 func cmdZrandmember(c *Ctx) {
-	withCount := len(c.Args) >= 3
-	withScores := false
-	count := int64(1)
-	if withCount {
-		n, ok := randomCount(c, c.Args[2])
-		if !ok {
-			return
-		}
-		if len(c.Args) > 4 || (len(c.Args) == 4 && !bytes.EqualFold(c.Args[3], []byte("withscores"))) {
-			c.W.Error(MsgSyntax)
-			return
-		}
-		if len(c.Args) == 4 {
-			withScores = true
-			if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
-				c.W.Error(MsgIntOutOfRange)
-				return
-			}
-		}
-		if n < -maxRandomCount {
-			c.W.Error(MsgIntOutOfRange)
-			return
-		}
-		count = n
+	count, withCount, withScores, ok := parseRandomArgs(c, "withscores")
+	if !ok {
+		return
 	}
 	var ms [][]byte
 	var vals []dynastore.Value

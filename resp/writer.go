@@ -215,33 +215,25 @@ func (w *Writer) Set(n int) {
 // Redis 7.0's "%.17g" formatting and its spelling of infinities.
 func (w *Writer) Double(f float64) {
 	var scratch [32]byte
-	txt := commands.FormatDouble(scratch[:0], f)
-	if w.proto >= 3 {
-		w.buf = append(w.buf, ',')
-		w.buf = append(w.buf, txt...)
-		w.buf = append(w.buf, '\r', '\n')
-	} else {
-		w.header('$', int64(len(txt)))
-		w.buf = append(w.buf, txt...)
-		w.buf = append(w.buf, '\r', '\n')
-	}
-	w.value()
+	w.double(commands.FormatDouble(scratch[:0], f))
 }
 
 // HumanDouble writes a double with Redis's addReplyHumanLongDouble text: a
 // RESP3 double, or a bulk string in RESP2.
 func (w *Writer) HumanDouble(f float64) {
 	var scratch [48]byte
-	txt := commands.FormatHumanDouble(scratch[:0], f)
+	w.double(commands.FormatHumanDouble(scratch[:0], f))
+}
+
+// double writes a double's text as RESP3 double or RESP2 bulk string.
+func (w *Writer) double(txt []byte) {
 	if w.proto >= 3 {
 		w.buf = append(w.buf, ',')
-		w.buf = append(w.buf, txt...)
-		w.buf = append(w.buf, '\r', '\n')
 	} else {
 		w.header('$', int64(len(txt)))
-		w.buf = append(w.buf, txt...)
-		w.buf = append(w.buf, '\r', '\n')
 	}
+	w.buf = append(w.buf, txt...)
+	w.buf = append(w.buf, '\r', '\n')
 	w.value()
 }
 
