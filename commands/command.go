@@ -138,6 +138,10 @@ type KeySpec struct {
 	Keyword   string
 	StartFrom int
 
+	// Unknown: both the begin search and the find keys step are of type
+	// "unknown" (SORT's BY/GET and STORE keys); the fields below are unused.
+	Unknown bool
+
 	// Range: LastKey (relative to the first key; -1 the last argument),
 	// KeyStep and Limit. KeyNum: KeyNumIdx, FirstKey and KeyStep.
 	KeyNum    bool
@@ -151,10 +155,13 @@ type KeySpec struct {
 // Arg is one argument of COMMAND DOCS. Type is "string", "integer",
 // "double", "key", "pattern", "unix-time", "pure-token", "oneof" or
 // "block" (the last two have Args). KeySpecIndex is meaningful for "key"
-// arguments only. Flags: "optional", "multiple", "multiple_token".
+// arguments (and patterns with PatternKeys) only. Flags: "optional", "multiple", "multiple_token".
 type Arg struct {
-	Name, Type      string
-	KeySpecIndex    int
+	Name, Type   string
+	KeySpecIndex int
+	// PatternKeys: a pattern naming keys (SORT's BY and GET), which
+	// reports a KeySpecIndex as a key does.
+	PatternKeys     bool
 	Token, Summary  string
 	Since           string
 	DeprecatedSince string
@@ -203,6 +210,7 @@ var families = []func(*Table){
 	registerZsets,
 	registerGeo,
 	registerLists,
+	registerSort,
 	registerStreams,
 	registerTransactions,
 	registerLocks,
@@ -377,6 +385,10 @@ type Ctx struct {
 	// InTx is set for a command EXEC runs: it must not block (a blocking
 	// command answers at once, as if its timeout had passed).
 	InTx bool
+	// InScript is set for a command a script runs (redis.call): Redis
+	// flags its client CLIENT_SCRIPT, and SORT then orders what it would
+	// otherwise return in a set's own order (sort.go).
+	InScript bool
 	// now is fixed per command, so all expiry checks in one command agree.
 	now time.Time
 	// local is the local clock's reading now derives from (zero on a test

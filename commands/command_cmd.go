@@ -94,6 +94,10 @@ func writeKeySpec(w Writer, ks KeySpec) {
 		{"notes", ks.Notes != "", bulk(w, ks.Notes)},
 		{"flags", true, simpleSet(w, ks.Flags)},
 		{"begin_search", true, func() {
+			if ks.Unknown {
+				writeTypedSpec(w, "unknown", nil)
+				return
+			}
 			if ks.Keyword != "" {
 				writeTypedSpec(w, "keyword", []mapEntry{
 					{"keyword", true, bulk(w, ks.Keyword)},
@@ -104,6 +108,10 @@ func writeKeySpec(w Writer, ks KeySpec) {
 			writeTypedSpec(w, "index", []mapEntry{{"index", true, integer(w, ks.Index)}})
 		}},
 		{"find_keys", true, func() {
+			if ks.Unknown {
+				writeTypedSpec(w, "unknown", nil)
+				return
+			}
 			if ks.KeyNum {
 				writeTypedSpec(w, "keynum", []mapEntry{
 					{"keynumidx", true, integer(w, ks.KeyNumIdx)},
@@ -177,7 +185,7 @@ func writeArgs(w Writer, args []Arg) {
 		writeSparseMap(w, []mapEntry{
 			{"name", true, bulk(w, a.Name)},
 			{"type", true, bulk(w, a.Type)},
-			{"key_spec_index", a.Type == "key", func() { w.Int(int64(a.KeySpecIndex)) }},
+			{"key_spec_index", a.Type == "key" || a.PatternKeys, func() { w.Int(int64(a.KeySpecIndex)) }},
 			{"token", a.Token != "", bulk(w, a.Token)},
 			{"summary", a.Summary != "", bulk(w, a.Summary)},
 			{"since", a.Since != "", bulk(w, a.Since)},
@@ -339,6 +347,11 @@ type keyRef struct {
 	flags []string
 }
 
+// keysProcs are Redis's getkeys_proc functions of the commands whose key
+// specs do not say where all their keys are (a spec of type unknown),
+// by command name; each family registers its own from an init.
+var keysProcs = map[string]func(args [][]byte) []keyRef{}
+
 // keysOf finds the keys of a full command (args[0] is its name) from its key
 // specs, as Redis's getKeysUsingKeySpecs does; ok is false when the
 // arguments contradict a spec (a numkeys that is not a count, a key range
@@ -348,6 +361,14 @@ func (c *Command) keysOf(args [][]byte) (keys []keyRef, ok bool) {
 	for _, ks := range c.KeySpecs {
 		if hasString(ks.Flags, "not_key") {
 			continue
+		}
+		if ks.Unknown {
+			// Redis's specs fail here and its command's own function
+			// finds the keys.
+			if proc := keysProcs[c.Name]; proc != nil {
+				return proc(args), true
+			}
+			return nil, false
 		}
 		first := 0
 		if ks.Keyword != "" {

@@ -412,7 +412,9 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, msgLuaReadOnly, raise)
 	}
 	rec := &replyRecorder{proto: run.resp}
-	run.c.Srv.Run(run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st), cmd)
+	cc := run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st)
+	cc.InScript = true
+	run.c.Srv.Run(cc, cmd)
 	if len(rec.top) == 0 {
 		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
 	}

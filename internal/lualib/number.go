@@ -205,3 +205,8 @@ func stringToNumber(s string) (float64, bool) {
 	}
 	return f, true
 }
+
+// Strtod is glibc's strtod in the C locale (see strtod): the value of the
+// longest prefix of s that reads as a number, and that prefix's length (0
+// when there is none).
+func Strtod(s string) (float64, int) { return strtod(s) }

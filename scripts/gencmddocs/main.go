@@ -135,6 +135,14 @@ type keySpec struct {
 	} `json:"find_keys"`
 }
 
+// unknown reports whether both the key spec's begin_search and find_keys
+// are "unknown" (neither of their known forms: the JSON says
+// {"unknown": null}).
+func (ks keySpec) unknown() bool {
+	return ks.BeginSearch.Index == nil && ks.BeginSearch.Keyword == nil &&
+		ks.FindKeys.Range == nil && ks.FindKeys.KeyNum == nil
+}
+
 type arg struct {
 	Name            string `json:"name"`
 	Type            string `json:"type"`
@@ -335,9 +343,12 @@ func convert(name string, d desc, redis map[string]desc) (entry, error) {
 		flags[f] = true
 	}
 	for _, ks := range d.KeySpecs {
-		if (ks.BeginSearch.Index == nil) == (ks.BeginSearch.Keyword == nil) ||
+		if ks.unknown() {
+			// SORT's BY/GET and STORE keys: where they are is not
+			// known from the arguments' positions alone.
+		} else if (ks.BeginSearch.Index == nil) == (ks.BeginSearch.Keyword == nil) ||
 			(ks.FindKeys.Range == nil) == (ks.FindKeys.KeyNum == nil) {
-			return e, errors.New("a key spec redamo's KeySpec cannot hold (unknown begin_search or find_keys)")
+			return e, errors.New("a key spec redamo's KeySpec cannot hold (one of begin_search and find_keys unknown)")
 		}
 		for _, f := range ks.Flags {
 			if !hasString(keyFlagOrder, f) {
@@ -407,13 +418,14 @@ func convert(name string, d desc, redis map[string]desc) (entry, error) {
 	return e, nil
 }
 
-// checkArgs refuses what redamo's Arg cannot report as Redis does: a
-// key_spec_index on an argument that is not a key (SORT's patterns), and a
-// token with a '"', which Redis's generated C turns into another string
-// (MIGRATE's "\"\"" is reported as an empty token).
+// checkArgs refuses what redamo's Arg cannot report as Redis does: a key
+// without a key_spec_index, a key_spec_index on an argument that is neither
+// a key nor a pattern (SORT's patterns name keys), and a token with a '"',
+// which Redis's generated C turns into another string (MIGRATE's "\"\"" is
+// reported as an empty token).
 func checkArgs(args []arg) error {
 	for _, a := range args {
-		if (a.Type == "key") != (a.KeySpecIndex != nil) {
+		if (a.Type == "key") != (a.KeySpecIndex != nil) && a.Type != "pattern" {
 			return fmt.Errorf("argument %s of type %s with key_spec_index %v", a.Name, a.Type, a.KeySpecIndex)
 		}
 		if strings.Contains(a.Token, `"`) {
@@ -580,6 +592,10 @@ func keySpecLit(ks keySpec) string {
 			f = append(f, fmt.Sprintf("%s: %d", name, n))
 		}
 	}
+	if ks.unknown() {
+		f = append(f, "Unknown: true")
+		return "{" + strings.Join(f, ", ") + "}"
+	}
 	if bs := ks.BeginSearch.Keyword; bs != nil {
 		f = append(f, "Keyword: "+strconv.Quote(bs.Keyword))
 		num("StartFrom", bs.StartFrom)
@@ -608,6 +624,9 @@ func writeArgs(b *bytes.Buffer, args []arg) {
 		f := []string{"Name: " + strconv.Quote(strings.ToLower(a.Name)), "Type: " + strconv.Quote(a.Type)}
 		if a.KeySpecIndex != nil && *a.KeySpecIndex != 0 {
 			f = append(f, fmt.Sprintf("KeySpecIndex: %d", *a.KeySpecIndex))
+		}
+		if a.KeySpecIndex != nil && a.Type != "key" {
+			f = append(f, "PatternKeys: true")
 		}
 		for _, s := range [][2]string{
 			{"Token", strings.ToUpper(a.Token)}, {"Summary", a.Summary},

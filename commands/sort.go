@@ -1,0 +1,771 @@
+package commands
+
+// SORT and SORT_RO, as Redis 7.0.15's sort.c defines them, over lists, sets
+// and sorted sets.
+//
+// BY and GET patterns name other keys (string keys, or hash fields with
+// "->"), so one attempt reads the source key item, then the key items the
+// patterns name (batched), then the fields of large hashes, and holds the
+// result only if all of it was one state: a read-only SORT reads the key
+// items again and starts over if any changed (sortSnap.validate); a STORE
+// writes the destination list in one request or transaction that also
+// checks every key read is still as read (sortSnap.checks).
+//
+// Costs (DynamoDB requests) of a small source: SORT alone is one GetItem;
+// each BY or GET round adds a BatchGet (one for BY and GET together when
+// the whole result is returned, else one each), and then one BatchGet
+// validates; STORE is one BatchGet (source and destination) and one
+// TransactWriteItems (one Put when source and destination are one key).
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/lualib"
+	"github.com/redamo/redamo/model"
+)
+
+// msgSortNotDouble is sort.c's reply when a weight is not a number.
+const msgSortNotDouble = "ERR One or more scores can't be converted into double"
+
+func init() {
+	keysProcs["sort"] = sortKeys
+	keysProcs["sort_ro"] = func([][]byte) []keyRef { return []keyRef{{pos: 1, flags: []string{"RO", "access"}}} }
+}
+
+// sortKeys is Redis's sortGetKeys: the key, and the last STORE's key
+// (skipping LIMIT's, GET's and BY's arguments, any other word alone).
+func sortKeys(args [][]byte) []keyRef {
+	keys := []keyRef{{pos: 1, flags: []string{"RO", "access"}}}
+	store := 0
+	for i := 2; i < len(args); i++ {
+		switch {
+		case bytes.EqualFold(args[i], []byte("limit")):
+			i += 2
+		case bytes.EqualFold(args[i], []byte("get")), bytes.EqualFold(args[i], []byte("by")):
+			i++
+		case bytes.EqualFold(args[i], []byte("store")) && i+1 < len(args):
+			store = i + 1
+		}
+	}
+	if store > 0 {
+		keys = append(keys, keyRef{pos: store, flags: []string{"OW", "update"}})
+	}
+	return keys
+}
+
+func registerSort(t *Table) {
+	t.Register([]Row{
+		{"sort", func(c *Ctx) { cmdSort(c, false) }},
+		{"sort_ro", func(c *Ctx) { cmdSort(c, true) }},
+	})
+}
+
+// sortPattern is a BY or GET pattern: "#" (the element itself), or a key
+// name with a '*' the element replaces, and optionally "->field" naming a
+// field of the hash at that key. Like sort.c, it reads the pattern as a C
+// string where C string functions read it (up to a zero byte).
+type sortPattern struct {
+	raw  []byte
+	self bool
+	// star is the index of the '*' (-1: none, the pattern names no key).
+	star int
+	// keyEnd ends the key part; field is the hash field (nil: a string).
+	keyEnd int
+	field  []byte
+}
+
+func parseSortPattern(p []byte) sortPattern {
+	sp := sortPattern{raw: p, star: -1, keyEnd: len(p)}
+	if len(p) > 0 && p[0] == '#' && (len(p) == 1 || p[1] == 0) {
+		sp.self = true
+		return sp
+	}
+	cstr := p
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		cstr = p[:i]
+	}
+	sp.star = bytes.IndexByte(cstr, '*')
+	if sp.star < 0 {
+		return sp
+	}
+	if f := bytes.Index(cstr[sp.star+1:], []byte("->")); f >= 0 {
+		at := sp.star + 1 + f
+		if at+2 < len(cstr) {
+			sp.keyEnd, sp.field = at, p[at+2:]
+		}
+	}
+	return sp
+}
+
+// names reports whether the pattern names another key.
+func (p *sortPattern) names() bool { return !p.self && p.star >= 0 }
+
+// key is the key the pattern names for element e.
+func (p *sortPattern) key(e []byte) []byte {
+	k := make([]byte, 0, p.keyEnd-1+len(e))
+	k = append(k, p.raw[:p.star]...)
+	k = append(k, e...)
+	return append(k, p.raw[p.star+1:p.keyEnd]...)
+}
+
+// sortOpts is a parsed SORT.
+type sortOpts struct {
+	key []byte
+	// by is the last BY pattern (nil: none); dontsort is set once a BY
+	// pattern without '*' was given, whatever came after it (sort.c).
+	by       *sortPattern
+	dontsort bool
+	// LIMIT offset count; count -1: to the end.
+	start, count int64
+	gets         []sortPattern
+	desc, alpha  bool
+	store        []byte
+	hasStore     bool
+}
+
+// parseSort parses SORT's options in sort.c's order: the first bad option
+// is the error (a LIMIT's bad integers before anything else after it).
+func parseSort(args [][]byte, readonly bool) (sortOpts, string) {
+	o := sortOpts{key: args[1], count: -1}
+	for j := 2; j < len(args); j++ {
+		left := len(args) - j - 1
+		a := args[j]
+		switch {
+		case bytes.EqualFold(a, []byte("asc")):
+			o.desc = false
+		case bytes.EqualFold(a, []byte("desc")):
+			o.desc = true
+		case bytes.EqualFold(a, []byte("alpha")):
+			o.alpha = true
+		case bytes.EqualFold(a, []byte("limit")) && left >= 2:
+			start, ok := model.String2ll(args[j+1])
+			if !ok {
+				return o, MsgNotInt
+			}
+			count, ok := model.String2ll(args[j+2])
+			if !ok {
+				return o, MsgNotInt
+			}
+			o.start, o.count = start, count
+			j += 2
+		case !readonly && bytes.EqualFold(a, []byte("store")) && left >= 1:
+			o.store, o.hasStore = args[j+1], true
+			j++
+		case bytes.EqualFold(a, []byte("by")) && left >= 1:
+			p := parseSortPattern(args[j+1])
+			o.by = &p
+			if p.self || p.star < 0 {
+				o.dontsort = true
+			}
+			j++
+		case bytes.EqualFold(a, []byte("get")) && left >= 1:
+			o.gets = append(o.gets, parseSortPattern(args[j+1]))
+			j++
+		default:
+			return o, MsgSyntax
+		}
+	}
+	return o, ""
+}
+
+func cmdSort(c *Ctx, readonly bool) {
+	o, msg := parseSort(c.Args, readonly)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	if o.hasStore {
+		defer c.lockKeys(o.store)()
+	}
+	var res sortResult
+	err := collRetry(c, func(int) error {
+		var err error
+		res, err = sortAttempt(c, &o)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case res.badWeight:
+		c.W.Error(msgSortNotDouble)
+	case o.hasStore:
+		if len(res.vals) > 0 {
+			c.Srv.listRT().notify(c.DB(), o.store)
+		}
+		c.W.Int(int64(len(res.vals)))
+	default:
+		c.W.Array(len(res.vals))
+		for i, v := range res.vals {
+			if res.missing != nil && res.missing[i] {
+				c.W.Nil()
+				continue
+			}
+			c.W.Bulk(v)
+		}
+	}
+}
+
+// sortResult is what one attempt found: the reply's (or the stored list's)
+// elements, with missing[i] set for a GET that found nothing (a nil in
+// the reply), or that a weight is not a number.
+type sortResult struct {
+	vals      [][]byte
+	missing   []bool
+	badWeight bool
+}
+
+// sortItem is an element with its weight: score when sorting numerically,
+// cmp (nil: none) when sorting by a pattern's value alphabetically.
+type sortItem struct {
+	elem  []byte
+	score float64
+	cmp   []byte
+}
+
+func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
+	var res sortResult
+	s := &sortSnap{c: c, states: map[string]model.KeyState{}}
+	first := [][]byte{o.key}
+	if o.hasStore {
+		first = append(first, o.store)
+	}
+	if err := s.load(first); err != nil {
+		return res, err
+	}
+	src := s.states[string(o.key)]
+	typ := model.TypeList // an absent key sorts as an empty list
+	if src.Live {
+		switch src.Type {
+		case model.TypeList, model.TypeSet, model.TypeZSet:
+			typ = src.Type
+		default:
+			return res, errCollWrongType
+		}
+	}
+	dontsort, alpha, by := o.dontsort, o.alpha, o.by
+	if dontsort && typ == model.TypeSet && (o.hasStore || c.InScript) {
+		// A set's own order is not one every replica or script run
+		// shares: sort.c sorts it alphabetically instead.
+		dontsort, alpha, by = false, true, nil
+	}
+
+	var l *listView
+	var cl *collection
+	var n int64
+	if typ == model.TypeList {
+		var err error
+		if l, err = listFromItem(c, o.key, src.Raw); err != nil {
+			return res, err
+		}
+		if src.Live {
+			n = l.length()
+		}
+		s.multi = s.multi || l.large()
+	} else {
+		var err error
+		if cl, err = collectionFromItem(c, o.key, typ, src.Raw); err != nil {
+			return res, err
+		}
+		if cl.wrongType {
+			return res, errCollRetry // changed type while rolled forward
+		}
+		s.note(o.key, cl.ks)
+		if cl.exists() {
+			n = cl.committedLen()
+		}
+		s.multi = s.multi || cl.large()
+	}
+
+	// LIMIT, clamped as sort.c does.
+	start := min(max(o.start, 0), n)
+	count := min(max(o.count, -1), n)
+	end := n - 1
+	if count >= 0 {
+		end = start + count - 1
+	}
+	if start >= n {
+		start, end = n-1, n-2
+	}
+	end = min(end, n-1)
+
+	var elems [][]byte
+	var err error
+	switch {
+	case typ == model.TypeList && dontsort:
+		// The list's order (reversed by DESC), only the range read.
+		if end >= start {
+			if elems, err = listSortRange(l, start, end, o.desc); err != nil {
+				return res, err
+			}
+			end, start = end-start, 0
+		}
+	case typ == model.TypeList:
+		err = l.all(func(_ int64, v []byte) error {
+			elems = append(elems, v)
+			return nil
+		})
+	case typ == model.TypeZSet && dontsort:
+		// Score order (reversed by DESC), only the range read.
+		if end >= start {
+			es, err := zbyRank(cl, start, end, o.desc)
+			if err != nil {
+				return res, err
+			}
+			for _, e := range es {
+				elems = append(elems, e.m)
+			}
+			end, start = end-start, 0
+		}
+	default:
+		if cl.exists() {
+			elems, err = setMembersOf(cl)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	if cl != nil && (cl.pagesRead || cl.sawRolling) {
+		s.multi = true
+	}
+
+	items := make([]sortItem, len(elems))
+	for i, e := range elems {
+		items[i].elem = e
+	}
+	whole := start == 0 && end == int64(len(items))-1
+	if !dontsort {
+		// Every element's weight; the GET keys of every element too when
+		// all of them are returned (one round of reads for both).
+		var pats []sortPattern
+		if by != nil {
+			pats = append(pats, *by)
+		}
+		if whole {
+			pats = append(pats, o.gets...)
+		}
+		if err := s.prepare(pats, elems); err != nil {
+			return res, err
+		}
+		for i := range items {
+			w := items[i].elem
+			if by != nil {
+				v, ok, err := s.value(by, w)
+				if err != nil {
+					return res, err
+				}
+				if !ok {
+					continue // no weight: score 0, or sorted first by ALPHA
+				}
+				w = v
+			}
+			if alpha {
+				if by != nil {
+					items[i].cmp = w
+				}
+				continue
+			}
+			f, ok := sortWeight(w)
+			if !ok {
+				res.badWeight = true
+			}
+			items[i].score = f
+		}
+		if res.badWeight {
+			return res, s.validate()
+		}
+		byPattern, binary := by != nil, o.hasStore
+		slices.SortStableFunc(items, func(a, b sortItem) int {
+			var r int
+			switch {
+			case !alpha:
+				switch {
+				case a.score > b.score:
+					r = 1
+				case a.score < b.score:
+					r = -1
+				default:
+					r = bytes.Compare(a.elem, b.elem)
+				}
+			case byPattern:
+				switch {
+				case a.cmp == nil || b.cmp == nil:
+					r = boolCmp(a.cmp != nil, b.cmp != nil)
+				case binary:
+					r = bytes.Compare(a.cmp, b.cmp)
+				default:
+					r = collate(a.cmp, b.cmp)
+				}
+			case binary:
+				r = bytes.Compare(a.elem, b.elem)
+			default:
+				r = collate(a.elem, b.elem)
+			}
+			if o.desc {
+				r = -r
+			}
+			return r
+		})
+	}
+
+	var out []sortItem
+	if end >= start {
+		out = items[start : end+1]
+	}
+	if len(o.gets) == 0 {
+		for _, it := range out {
+			res.vals = append(res.vals, it.elem)
+		}
+	} else {
+		outElems := make([][]byte, len(out))
+		for i, it := range out {
+			outElems[i] = it.elem
+		}
+		if err := s.prepare(o.gets, outElems); err != nil {
+			return res, err
+		}
+		for _, it := range out {
+			for g := range o.gets {
+				v, ok, err := s.value(&o.gets[g], it.elem)
+				if err != nil {
+					return res, err
+				}
+				if !ok {
+					v = []byte{}
+					if res.missing == nil {
+						res.missing = make([]bool, len(out)*len(o.gets))
+					}
+					res.missing[len(res.vals)] = true
+				}
+				res.vals = append(res.vals, v)
+			}
+		}
+	}
+	if !o.hasStore {
+		return res, s.validate()
+	}
+	return res, s.store(o.store, res.vals)
+}
+
+// listSortRange returns the elements of ranks [start, end] of l, counted
+// from the tail when desc (in that order).
+func listSortRange(l *listView, start, end int64, desc bool) ([][]byte, error) {
+	n := l.length()
+	from, to := start, end
+	if desc {
+		from, to = n-1-end, n-1-start
+	}
+	var vals [][]byte
+	if l.large() {
+		var err error
+		if vals, err = l.readPositions(l.nh+from, l.nh+to+1); err != nil {
+			return nil, err
+		}
+	} else {
+		vals = slices.Clone(l.elems[from : to+1])
+	}
+	if desc {
+		slices.Reverse(vals)
+	}
+	return vals, nil
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// collate is strcoll in the C (and C.UTF-8) locale redis-server runs
+// under: byte order, each string ending at its first zero byte.
+func collate(a, b []byte) int {
+	if i := bytes.IndexByte(a, 0); i >= 0 {
+		a = a[:i]
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.Compare(a, b)
+}
+
+// sortWeight reads a weight as sort.c does: strtod must take the whole
+// string (up to a zero byte; an empty string is 0), and the result must
+// be in range and not NaN.
+func sortWeight(b []byte) (float64, bool) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 {
+		return 0, true
+	}
+	s := string(b)
+	f, n := lualib.Strtod(s)
+	if n != len(s) || math.IsNaN(f) {
+		return f, false
+	}
+	return f, !strtodRange(s, f)
+}
+
+// strtodRange reports whether strtod sets ERANGE reading s (all of it a
+// number) as f: an overflow to infinity, or an underflow of a nonzero
+// number to zero or below the normal range.
+func strtodRange(s string, f float64) bool {
+	t := s
+	for len(t) > 0 && (t[0] == ' ' || (t[0] >= '\t' && t[0] <= '\r') || t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	if math.IsInf(f, 0) {
+		return len(t) == 0 || t[0]|0x20 != 'i'
+	}
+	if f != 0 && math.Abs(f) >= 0x1p-1022 {
+		return false
+	}
+	exp := byte('e')
+	if len(t) > 1 && t[0] == '0' && t[1]|0x20 == 'x' {
+		t, exp = t[2:], 'p'
+	}
+	for i := 0; i < len(t) && t[i]|0x20 != exp; i++ {
+		if t[i] != '0' && t[i] != '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// sortSnap is what one attempt of SORT read: the key items of the keys
+// it looked at (KeyStates at the command's now) and the values of the
+// hash fields its patterns name.
+type sortSnap struct {
+	c      *Ctx
+	states map[string]model.KeyState
+	// keys are the keys read, in the order read (the ones that fit).
+	keys [][]byte
+	// fields holds, per hash key, the fields read (nil value: absent).
+	fields map[string]map[string][]byte
+	// multi: the reads were not one request of one key item, so they are
+	// one state only if validated.
+	multi bool
+}
+
+// load reads the key items of keys not read yet, in one BatchGet (one
+// GetItem for one key).
+func (s *sortSnap) load(keys [][]byte) error {
+	var want [][]byte
+	var ks []dynastore.Key
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if _, ok := s.states[string(k)]; ok || seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		if !model.KeyFits(k) {
+			s.states[string(k)] = model.KeyState{} // it cannot exist
+			continue
+		}
+		want = append(want, k)
+		ks = append(ks, model.ItemKey(s.c.DB(), k))
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	if len(s.keys) > 0 {
+		s.multi = true
+	}
+	items, err := dynastore.GetMany(s.c, s.c.Store, ks)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		st, err := model.DecodeKey(it, s.c.NowMS())
+		if err != nil {
+			return err
+		}
+		s.states[string(want[i])] = st
+		s.keys = append(s.keys, want[i])
+	}
+	return nil
+}
+
+// note replaces what was read of key (a collection open that rolled a
+// change forward read its key item again).
+func (s *sortSnap) note(key []byte, st model.KeyState) {
+	if _, ok := s.states[string(key)]; ok {
+		s.states[string(key)] = st
+	}
+}
+
+// prepare reads what pats name for elems: the key items, then the fields
+// of the hashes among them.
+func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
+	var keys [][]byte
+	fields := map[string][][]byte{}
+	var hashes [][]byte
+	for p := range pats {
+		pat := &pats[p]
+		if !pat.names() {
+			continue
+		}
+		for _, e := range elems {
+			k := pat.key(e)
+			keys = append(keys, k)
+			if pat.field != nil {
+				if _, ok := fields[string(k)]; !ok {
+					hashes = append(hashes, k)
+				}
+				fields[string(k)] = append(fields[string(k)], pat.field)
+			}
+		}
+	}
+	if err := s.load(keys); err != nil {
+		return err
+	}
+	for _, k := range hashes {
+		st := s.states[string(k)]
+		if !st.Live || st.Type != model.TypeHash {
+			continue
+		}
+		var want [][]byte
+		for _, f := range dedupe(fields[string(k)]) {
+			if _, ok := s.fields[string(k)][string(f)]; !ok {
+				want = append(want, f)
+			}
+		}
+		if len(want) == 0 {
+			continue
+		}
+		cl, err := collectionFromItem(s.c, k, model.TypeHash, st.Raw)
+		if err != nil {
+			return err
+		}
+		s.note(k, cl.ks)
+		if cl.wrongType || !cl.exists() {
+			return errCollRetry // changed while rolled forward
+		}
+		vals, present, err := cl.lookup(want)
+		if err != nil {
+			return err
+		}
+		if cl.large() {
+			s.multi = true
+		}
+		if s.fields == nil {
+			s.fields = map[string]map[string][]byte{}
+		}
+		fm := s.fields[string(k)]
+		if fm == nil {
+			fm = map[string][]byte{}
+			s.fields[string(k)] = fm
+		}
+		for i, f := range want {
+			fm[string(f)] = nil
+			if present[i] {
+				fm[string(f)] = valueBytes(vals[i])
+				if fm[string(f)] == nil {
+					fm[string(f)] = []byte{}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// value is what pattern p gives for element e (sort.c's
+// lookupKeyByPattern): e itself for "#", the string at the key it names,
+// or the field of the hash there; ok false when there is none. The reads
+// were made by prepare.
+func (s *sortSnap) value(p *sortPattern, e []byte) (_ []byte, ok bool, _ error) {
+	if p.self {
+		return e, true, nil
+	}
+	if p.star < 0 {
+		return nil, false, nil
+	}
+	k := p.key(e)
+	st := s.states[string(k)]
+	if !st.Live {
+		return nil, false, nil
+	}
+	if p.field != nil {
+		if st.Type != model.TypeHash {
+			return nil, false, nil
+		}
+		v := s.fields[string(k)][string(p.field)]
+		return v, v != nil, nil
+	}
+	if st.Type != model.TypeString {
+		return nil, false, nil
+	}
+	v, err := st.StringValue()
+	if err != nil {
+		return nil, false, err
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+// validate makes sure what was read is one state: it reads the key items
+// again when the reads took more than one request or key, and returns
+// errCollRetry if any changed.
+func (s *sortSnap) validate() error {
+	if !s.multi && len(s.keys) <= 1 {
+		return nil
+	}
+	ks := make([]dynastore.Key, len(s.keys))
+	for i, k := range s.keys {
+		ks[i] = model.ItemKey(s.c.DB(), k)
+	}
+	items, err := s.c.Store.BatchGet(s.c, ks)
+	if err != nil {
+		return err
+	}
+	for i, k := range s.keys {
+		if !sameVer(s.states[string(k)].Raw, items[i]) || items[i].Has(attrPending) {
+			return errCollRetry
+		}
+	}
+	return nil
+}
+
+// store replaces dst with the list vals (deletes it when vals is empty)
+// in one request or transaction that also checks that every other key
+// read is still as read.
+func (s *sortSnap) store(dst []byte, vals [][]byte) error {
+	c := s.c
+	l := &listView{c: c, key: dst, ks: s.states[string(dst)], elems: vals, changed: true}
+	// The result replaces the key whole: no expiry survives (setKey).
+	l.ks.HasExpiry = false
+	lc, err := l.plan()
+	if err != nil {
+		return err
+	}
+	if len(lc.actions) == 0 {
+		// Nothing to write (no result, no key to delete): the reply
+		// still rests on the reads agreeing.
+		return s.validate()
+	}
+	actions := lc.actions
+	for _, k := range s.keys {
+		if bytes.Equal(k, dst) {
+			continue
+		}
+		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: model.ItemKey(c.DB(), k), Cond: s.states[string(k)].Guard()})
+	}
+	if err := commitActions(c, actions); err != nil {
+		if errors.Is(err, errCollRetry) {
+			itemsOf(c).drop(c.DB(), dst)
+		}
+		return err
+	}
+	itemsOf(c).putList(c.DB(), dst, lc.after, lc.known)
+	noteGen(c, dst, model.TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
+	return nil
+}
