@@ -699,6 +699,11 @@ func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float
 		if !cl.exists() {
 			size = 0
 		}
+		// One read of every member a large set has not shown yet (zaddOne
+		// then finds them known).
+		if err := cl.fetch(members); err != nil {
+			return err
+		}
 		for j, m := range members {
 			a, u, p, s, err := zaddOne(cl, f, m, scores[j])
 			if err != nil {

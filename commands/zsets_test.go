@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -67,6 +68,15 @@ func TestZsetRequestCounts(t *testing.T) {
 			name := strings.ToLower(a[0].(string))
 			require.Equal(t, tc.n, b.stats.Requests(name), "%s: requests %v", tc.cmd, b.stats.Keys())
 		}
+		// Several members of a large set are read together, not one by one.
+		many := make([]redis.Z, 40)
+		for i := range many {
+			many[i] = redis.Z{Score: float64(i), Member: "many" + strconv.Itoa(i)}
+		}
+		b.stats.Reset()
+		require.EqualValues(t, 40, c.ZAdd(ctx, "big", many...).Val())
+		require.EqualValues(t, 1, b.stats.Requests("zadd", dynastore.OpBatchGetItem), "%v", b.stats.Keys())
+		require.LessOrEqual(t, b.stats.Requests("zadd"), int64(3))
 	})
 }
 
