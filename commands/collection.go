@@ -1,9 +1,9 @@
 package commands
 
-// The collection layer: how hashes, sets (and lists, built on the same
-// machinery) are laid out in the table, read, and changed atomically. Command
-// files (hashes.go, sets.go, lists.go) speak to a *collection and never build
-// member items themselves.
+// The collection layer: how hashes, sets, sorted sets, streams (and lists,
+// built on the same machinery) are laid out in the table, read, and changed
+// atomically. Command files (hashes.go, sets.go, zsets.go, streams.go,
+// lists.go) speak to a *collection and never build member items themselves.
 //
 // Layouts. A collection's key item (model/keyitem.go: pk 'k'+db+key, sk 0x00, t,
 // x, ttl, ver) is the single source of truth for which members exist:
@@ -26,7 +26,9 @@ package commands
 //     item under pk 'm'+g, sk = memberSK(member), with the value in v for a
 //     hash. Members are NOT under the user key, so RENAME moves only the key
 //     item and DEL/EXPIRE/overwrite touch only the key item: the old
-//     generation simply stops being referenced.
+//     generation simply stops being referenced. A type with a second order
+//     of its members (a sorted set's scores: memberOrder) also keeps an order
+//     item per member in the partition, which the engine writes with it.
 //
 // A collection with no entries does not exist: the write that removes the
 // last entry deletes the key item in the same request or transaction.
@@ -47,12 +49,15 @@ package commands
 //   - inline result: one Put of the whole key item (or one Delete when empty);
 //   - large, at most maxTxMembers changed members: one TransactWriteItems with
 //     the member puts/deletes and the key item's n/ver update;
-//   - anything bigger (SADD of 5,000, conversion inline -> large, SPOP of
-//     thousands): a new generation holding the complete result is staged and
-//     published by one transaction. Until then readers see the old generation
-//     untouched, so no client ever observes part of the command. The price is
-//     O(size) writes for big changes to big collections, paid only when the
-//     change itself does not fit one transaction.
+//   - a conversion inline -> large: a new generation holding the complete
+//     result is staged and published by one transaction;
+//   - a bigger change to a large collection (SADD of 5,000, SPOP of
+//     thousands): its writes wait in pending items, one transaction publishes
+//     them, and they are rolled forward in place (planPending, rollForward),
+//     at a cost in proportion to the change. Inside a transaction (EXEC, a
+//     script) such a change is a new generation too.
+//
+// Either way no client ever observes part of the command.
 //
 // Caches. Each instance remembers the collection key items it last read or
 // wrote (itemCache) and the generations of the large sets and hashes it
