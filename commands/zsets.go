@@ -209,20 +209,6 @@ func parseScoreRange(minArg, maxArg []byte) (r scoreRange, ok bool) {
 	return r, ok1 && ok2
 }
 
-func (r scoreRange) gteMin(f float64) bool {
-	if r.minex {
-		return f > r.min
-	}
-	return f >= r.min
-}
-
-func (r scoreRange) lteMax(f float64) bool {
-	if r.maxex {
-		return f < r.max
-	}
-	return f <= r.max
-}
-
 func (r scoreRange) empty() bool {
 	return r.min > r.max || (r.min == r.max && (r.minex || r.maxex))
 }

@@ -53,17 +53,6 @@ func ddMulF(a dd, b float64) dd {
 	return quickTwoSum(p.hi, p.lo)
 }
 
-// ddDivF divides by a double: one correction step on the quotient.
-func ddDivF(a dd, b float64) dd {
-	q1 := a.hi / b
-	r := ddAdd(a, ddNeg(twoProd(q1, b)))
-	q2 := r.hi / b
-	r = ddAdd(r, ddNeg(twoProd(q2, b)))
-	q3 := r.hi / b
-	q := quickTwoSum(q1, q2)
-	return ddAdd(q, dd{q3, 0})
-}
-
 // ddSqrtF is the square root of a non-negative double.
 func ddSqrtF(a float64) dd {
 	if a == 0 {
