@@ -1352,6 +1352,21 @@ func TestCollectionBigWrites(t *testing.T) {
 			require.False(t, a.SIsMember(ctx, "s", "m1").Val())
 			require.True(t, a.SIsMember(ctx, "s", "m500").Val())
 
+			// A stalled change met first inside MULTI: EXEC sees all of it
+			// and commits on top of it.
+			require.EqualValues(t, 3000, a.SAdd(ctx, "t", members("m", 0, 3000)...).Val())
+			require.EqualValues(t, 700, stalled.SAdd(ctx, "t", members("n", 0, 700)...).Val())
+			cmds, err := a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.SCard(ctx, "t")
+				p.SIsMember(ctx, "t", "n699")
+				p.SAdd(ctx, "t", "extra")
+				return nil
+			})
+			require.NoError(t, err)
+			require.EqualValues(t, 3700, cmds[0].(*redis.IntCmd).Val())
+			require.True(t, cmds[1].(*redis.BoolCmd).Val())
+			require.Len(t, a.SMembers(ctx, "t").Val(), 3701)
+
 			// Sorted sets: a member change is two actions (member, order).
 			zs := make([]redis.Z, 400)
 			for i := range zs {
