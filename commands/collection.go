@@ -856,8 +856,10 @@ type collection struct {
 	afterKnown bool
 	// pending is what the key item marks once a plan whose writes wait in
 	// pending items (planPending) commits: the commit's caller rolls it
-	// forward.
-	pending dynastore.Item
+	// forward. pendingTx is that change's id from the moment its pending
+	// items start to be written.
+	pending   dynastore.Item
+	pendingTx []byte
 	// rolled: opening the collection rolled a change forward, so a page
 	// read ahead of it may predate that (pageAhead.take).
 	rolled bool
@@ -1774,6 +1776,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 // The cost is in proportion to the change, not to the collection.
 func (cl *collection) planPending(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n int64) ([]dynastore.TxAction, []byte, error) {
 	tx := newGenID()[:8]
+	cl.pendingTx = tx
 	var batches [][]dynastore.TxAction
 	var batch []dynastore.TxAction
 	size := 0
@@ -1818,6 +1821,39 @@ func (cl *collection) planPending(key dynastore.Key, guard dynastore.Cond, membe
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}}, cl.gen, nil
+}
+
+// dropUnpublished deletes, best effort, the pending items the plans of
+// writes wrote for changes that will never be published (the commit was
+// refused, or a plan failed), so a conflict on a big change leaves nothing
+// behind. Items a crashed writer leaves stay until the generation is swept.
+func dropUnpublished(c *Ctx, writes []*collection) {
+	for _, cl := range writes {
+		tx := cl.pendingTx
+		if tx == nil {
+			continue
+		}
+		cl.pending, cl.pendingTx = nil, nil
+		st := c.Store
+		if txn, ok := st.(*model.Txn); ok {
+			st = txn.Base()
+		}
+		q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBeginsWith, A: pendingPrefix(tx), Limit: dynastore.MaxTxActions}
+		for {
+			page, err := st.Query(c, q)
+			if err != nil || len(page.Items) == 0 {
+				break
+			}
+			dels := make([]dynastore.TxAction, len(page.Items))
+			for i, it := range page.Items {
+				dels[i] = dynastore.TxAction{Op: dynastore.TxDelete, Key: it.Key()}
+			}
+			if st.Transact(c, dels) != nil || page.Next == nil {
+				break
+			}
+			q.After = page.Next
+		}
+	}
 }
 
 // pendingPrefix is the sort key prefix of change tx's pending items.
@@ -2023,6 +2059,7 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 	for _, cl := range writes {
 		a, err := cl.plan()
 		if err != nil {
+			dropUnpublished(c, writes)
 			return err
 		}
 		written[string(cl.key)] = true
@@ -2040,6 +2077,11 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 		actions = append(actions, cl.checkAction())
 	}
 	if err := commitActions(c, actions); err != nil {
+		if errors.Is(err, errCollRetry) {
+			// Refused, so certainly not published (after another error
+			// it may have been: its pending items must then stay).
+			dropUnpublished(c, writes)
+		}
 		return err
 	}
 	for _, cl := range writes {

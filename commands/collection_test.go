@@ -1410,3 +1410,46 @@ func TestCollectionBigWrites(t *testing.T) {
 		})
 	}
 }
+
+// refuseFirstPublish refuses the first commit that publishes a pending
+// change, as a concurrent writer's change of the key item would.
+type refuseFirstPublish struct {
+	dynastore.Store
+	refused atomic.Bool
+}
+
+func (s *refuseFirstPublish) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	for _, a := range u.Set {
+		if a.Attr == "pd" && s.refused.CompareAndSwap(false, true) {
+			return nil, dynastore.ErrConditionFailed
+		}
+	}
+	return s.Store.Update(ctx, k, u, o)
+}
+
+// TestBigWriteConflictLeavesNothing: a big change whose commit is refused
+// runs again, and the pending items of the refused attempt are gone.
+func TestBigWriteConflictLeavesNothing(t *testing.T) {
+	for _, b := range collBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := &refuseFirstPublish{Store: b.store}
+			c := testserver.Start(t, st).Client(t)
+			var ms []any
+			for i := 0; i < 600; i++ {
+				ms = append(ms, "m"+strconv.Itoa(i))
+			}
+			require.EqualValues(t, 300, c.SAdd(ctx, "s", ms[:300]...).Val())
+			require.EqualValues(t, 300, c.SAdd(ctx, "s", ms[300:]...).Val())
+			require.True(t, st.refused.Load(), "the publish was refused once")
+			require.EqualValues(t, 600, c.SCard(ctx, "s").Val())
+			key, err := b.store.Get(ctx, dynastore.Key{PK: append([]byte{'k', 0}, "s"...), SK: []byte{0}})
+			require.NoError(t, err)
+			gen, _ := key.Get("g").(dynastore.B)
+			require.NotEmpty(t, gen)
+			page, err := b.store.Query(ctx, dynastore.Query{PK: append([]byte{'m'}, gen...), Op: dynastore.SKBeginsWith, A: []byte{3}})
+			require.NoError(t, err)
+			require.Zero(t, len(page.Items), "pending items left behind")
+		})
+	}
+}
