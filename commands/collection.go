@@ -2090,9 +2090,19 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 			continue
 		}
 		// Published: roll it forward now (readers would otherwise). A
-		// failure leaves it to them, so the command still succeeded.
-		_ = rollForward(c, c.Store, model.ItemKey(c.DB(), cl.key), cl.pending)
-		itemsOf(c).drop(c.DB(), cl.key)
+		// failure leaves it to them, so the command still succeeded; the
+		// item cache then forgets the key, which holds the mark until
+		// they have. After a roll-forward it holds the item as published
+		// without the mark (the same ver).
+		err := rollForward(c, c.Store, model.ItemKey(c.DB(), cl.key), cl.pending)
+		if err != nil || !cl.afterKnown || cl.after == nil {
+			itemsOf(c).drop(c.DB(), cl.key)
+			continue
+		}
+		done := cl.after.Clone(0)
+		done.Delete(attrPending)
+		done.Delete(attrPhase)
+		itemsOf(c).put(c.DB(), cl.key, done)
 	}
 	return nil
 }
