@@ -466,7 +466,7 @@ func cmdBlmpop(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	keys, left, count, msg := parseMpop(c.Args[2:])
+	keys, left, count, msg := parseMpop(c.Args[2:], "left", "right")
 	if msg != "" {
 		c.W.Error(msg)
 		return

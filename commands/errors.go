@@ -57,6 +57,16 @@ const (
 	MsgHashNotInt      = "ERR hash value is not an integer"
 	MsgHashNotFloat    = "ERR hash value is not a float"
 	MsgNaNOrInf        = "ERR value is NaN or Infinity"
+	// Sorted sets.
+	MsgZNaN         = "ERR resulting score is not a number (NaN)"
+	MsgZRangeFloat  = "ERR min or max is not a float"
+	MsgZRangeLex    = "ERR min or max not valid string range item"
+	MsgZXXNX        = "ERR XX and NX options at the same time are not compatible"
+	MsgZIncrPair    = "ERR INCR option supports a single increment-element pair"
+	MsgZLimitRank   = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	MsgZScoresLex   = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+	MsgZWeightFloat = "ERR weight value is not a float"
+	MsgZNeedsOneKey = "ERR at least 1 input key is needed for '%s' command"
 	// GEO commands.
 	MsgGeoUnit      = "ERR unsupported unit provided. please use M, KM, FT, MI"
 	MsgGeoRadius    = "ERR need numeric radius"

@@ -1729,8 +1729,10 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 	return key, popped, err
 }
 
-// parseMpop parses LMPOP/BLMPOP from numkeys (args[0]) on.
-func parseMpop(args [][]byte) (keys [][]byte, left bool, count int64, msg string) {
+// parseMpop parses LMPOP/BLMPOP (LEFT|RIGHT) and ZMPOP/BZMPOP (MIN|MAX)
+// from numkeys (args[0]) on: first reports the first of the two words
+// (LEFT, MIN). msg is the error reply ("" when none).
+func parseMpop(args [][]byte, firstWord, secondWord string) (keys [][]byte, first bool, count int64, msg string) {
 	numkeys, ok := model.String2ll(args[0])
 	if !ok || numkeys < 1 {
 		return nil, false, 0, MsgNumkeys
@@ -1740,8 +1742,10 @@ func parseMpop(args [][]byte) (keys [][]byte, left bool, count int64, msg string
 	}
 	keys = args[1 : 1+numkeys]
 	rest := args[1+numkeys:]
-	left, ok = parseWhere(rest[0])
-	if !ok {
+	switch {
+	case argIs(rest[0], firstWord):
+		first = true
+	case !argIs(rest[0], secondWord):
 		return nil, false, 0, MsgSyntax
 	}
 	count = -1
@@ -1760,11 +1764,11 @@ func parseMpop(args [][]byte) (keys [][]byte, left bool, count int64, msg string
 	if count == -1 {
 		count = 1
 	}
-	return keys, left, count, ""
+	return keys, first, count, ""
 }
 
 func cmdLmpop(c *Ctx) {
-	keys, left, count, msg := parseMpop(c.Args[1:])
+	keys, left, count, msg := parseMpop(c.Args[1:], "left", "right")
 	if msg != "" {
 		c.W.Error(msg)
 		return

@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -34,20 +35,9 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
-// Sorted set error replies.
-const (
-	MsgZNaN          = "ERR resulting score is not a number (NaN)"
-	MsgZRangeFloat   = "ERR min or max is not a float"
-	MsgZRangeLex     = "ERR min or max not valid string range item"
-	MsgZXXNX         = "ERR XX and NX options at the same time are not compatible"
-	MsgZIncrPair     = "ERR INCR option supports a single increment-element pair"
-	MsgZLimitRank    = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
-	MsgZScoresLex    = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
-	MsgZWeightFloat  = "ERR weight value is not a float"
-	MsgZCountPos     = "ERR count should be greater than 0"
-	MsgZNeedsOneKey  = "ERR at least 1 input key is needed for '%s' command"
-	zorderPrefixSize = 9
-)
+// zorderPrefixSize is the length of an order item's sort key before its
+// member: skOrder and the score's 8 bytes.
+const zorderPrefixSize = 9
 
 func init() {
 	inlineCodecs[model.TypeZSet] = inlineCodecs[model.TypeHash]
@@ -323,27 +313,39 @@ func zwalk(cl *collection, lo, hi []byte, rev bool, offset int64, hint int, fn f
 	})
 }
 
-// zcollect gathers up to limit entries (negative: all) of a zwalk.
-func zcollect(cl *collection, lo, hi []byte, rev bool, offset, limit int64, keep func(e zentry) bool) ([]zentry, error) {
+// zlimitWalk is zwalk of at most limit entries (negative: all).
+func zlimitWalk(cl *collection, lo, hi []byte, rev bool, offset, limit int64, fn func(e zentry) error) error {
 	if limit == 0 {
-		return nil, nil
+		return nil
 	}
 	hint := 0
 	if limit > 0 && limit < memberPageItems {
 		hint = int(limit)
 	}
-	var out []zentry
-	err := zwalk(cl, lo, hi, rev, offset, hint, func(e zentry) error {
-		if keep != nil && !keep(e) {
-			return errEnough
+	return zwalk(cl, lo, hi, rev, offset, hint, func(e zentry) error {
+		if err := fn(e); err != nil {
+			return err
 		}
-		out = append(out, e)
-		if limit > 0 && int64(len(out)) >= limit {
+		if limit--; limit == 0 {
 			return errEnough
 		}
 		return nil
 	})
+}
+
+// zgather collects the entries a walk visits.
+func zgather(walk func(fn func(e zentry) error) error) ([]zentry, error) {
+	var out []zentry
+	err := walk(func(e zentry) error {
+		out = append(out, e)
+		return nil
+	})
 	return out, err
+}
+
+// zcollect gathers up to limit entries (negative: all) of a zwalk.
+func zcollect(cl *collection, lo, hi []byte, rev bool, offset, limit int64) ([]zentry, error) {
+	return zgather(func(fn func(e zentry) error) error { return zlimitWalk(cl, lo, hi, rev, offset, limit, fn) })
 }
 
 // zbyRank returns the entries of ranks [start, end] (Redis's indexes,
@@ -374,9 +376,9 @@ func zbyRank(cl *collection, start, end int64, rev bool) ([]zentry, error) {
 	var out []zentry
 	var err error
 	if fromTop {
-		out, err = zcollect(cl, nil, nil, true, n-1-b, b-a+1, nil)
+		out, err = zcollect(cl, nil, nil, true, n-1-b, b-a+1)
 	} else {
-		out, err = zcollect(cl, nil, nil, false, a, b-a+1, nil)
+		out, err = zcollect(cl, nil, nil, false, a, b-a+1)
 	}
 	if fromTop != rev {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -386,29 +388,36 @@ func zbyRank(cl *collection, start, end int64, rev bool) ([]zentry, error) {
 	return out, err
 }
 
-// zbyScore is a ZRANGEBYSCORE read with Redis's LIMIT semantics (a
-// negative offset reads nothing, a negative limit everything).
-func zbyScore(cl *collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
+// zscoreWalk visits the entries of a ZRANGEBYSCORE read, with Redis's
+// LIMIT semantics (a negative offset reads nothing, a negative limit
+// everything).
+func zscoreWalk(cl *collection, r scoreRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
 	if r.empty() || offset < 0 || (offset > 0 && offset >= cl.committedLen()) {
-		return nil, nil
+		return nil
 	}
 	lo, hi := r.keys()
-	return zcollect(cl, lo, hi, rev, offset, limit, nil)
+	return zlimitWalk(cl, lo, hi, rev, offset, limit, fn)
 }
 
-// zbyLex is a ZRANGEBYLEX read. The order is by score first: as in Redis,
-// a lexicographic range means something only while every score is equal.
-// The walk starts at the bound under the first (last, when rev) score, as
-// a walk from the start that skips what the bound excludes would.
-func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
+// zbyScore is zscoreWalk's entries.
+func zbyScore(cl *collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
+	return zgather(func(fn func(e zentry) error) error { return zscoreWalk(cl, r, rev, offset, limit, fn) })
+}
+
+// zlexWalk visits the entries of a ZRANGEBYLEX read. The order is by
+// score first: as in Redis, a lexicographic range means something only
+// while every score is equal. The walk starts at the bound under the first
+// (last, when rev) score, as a walk from the start that skips what the
+// bound excludes would.
+func zlexWalk(cl *collection, r lexRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
 	if r.empty() || offset < 0 || !cl.exists() {
-		return nil, nil
+		return nil
 	}
 	var lo, hi []byte
 	if cl.large() {
-		edge, err := zcollect(cl, nil, nil, rev, 0, 1, nil)
+		edge, err := zcollect(cl, nil, nil, rev, 0, 1)
 		if err != nil || len(edge) == 0 {
-			return nil, err
+			return err
 		}
 		switch {
 		case !rev && r.min.inf == 0:
@@ -418,8 +427,7 @@ func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry
 		}
 	}
 	started := false
-	var out []zentry
-	err := zwalk(cl, lo, hi, rev, 0, 0, func(e zentry) error {
+	return zwalk(cl, lo, hi, rev, 0, 0, func(e zentry) error {
 		if !started {
 			if rev && !r.lteMax(e.m) || !rev && !r.gteMin(e.m) {
 				return nil
@@ -436,11 +444,14 @@ func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry
 		if limit == 0 {
 			return errEnough
 		}
-		out = append(out, e)
 		limit--
-		return nil
+		return fn(e)
 	})
-	return out, err
+}
+
+// zbyLex is zlexWalk's entries.
+func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
+	return zgather(func(fn func(e zentry) error) error { return zlexWalk(cl, r, rev, offset, limit, fn) })
 }
 
 // zrankOf returns the rank of m (ok false when absent).
@@ -786,7 +797,7 @@ func cmdZcount(c *Ctx) {
 		c.W.Error(MsgZRangeFloat)
 		return
 	}
-	zcountWith(c, func(cl *collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
+	zcountWith(c, func(cl *collection, fn func(zentry) error) error { return zscoreWalk(cl, r, false, 0, -1, fn) })
 }
 
 func cmdZlexcount(c *Ctx) {
@@ -795,21 +806,25 @@ func cmdZlexcount(c *Ctx) {
 		c.W.Error(MsgZRangeLex)
 		return
 	}
-	zcountWith(c, func(cl *collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
+	zcountWith(c, func(cl *collection, fn func(zentry) error) error { return zlexWalk(cl, r, false, 0, -1, fn) })
 }
 
-func zcountWith(c *Ctx, read func(cl *collection) ([]zentry, error)) {
-	var n int
+// zcountWith replies with how many entries walk visits, counted as they
+// come rather than gathered: a count of a large set holds no entries.
+func zcountWith(c *Ctx, walk func(cl *collection, fn func(zentry) error) error) {
+	var n int64
 	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) error {
-		es, err := read(cl)
-		n = len(es)
-		return err
+		n = 0
+		return walk(cl, func(zentry) error {
+			n++
+			return nil
+		})
 	})
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(int64(n))
+	c.W.Int(n)
 }
 
 // ---- ZRANGE and its family ----------------------------------------------------------
@@ -1059,7 +1074,7 @@ func zpopFrom(c *Ctx, keys [][]byte, top bool, count int64, quiet bool) (key []b
 			}
 			found = true
 			var err error
-			es, err = zcollect(cl, nil, nil, top, 0, count, nil)
+			es, err = zcollect(cl, nil, nil, top, 0, count)
 			for _, e := range es {
 				cl.del(e.m)
 			}
@@ -1118,45 +1133,6 @@ func zpop(c *Ctx, top bool) {
 	writeZentries(c, es, true)
 }
 
-// parseZmpop parses numkeys key... MIN|MAX [COUNT count] (args from numkeys).
-func parseZmpop(c *Ctx, args [][]byte) (keys [][]byte, top bool, count int64, ok bool) {
-	n, okn := model.String2ll(args[0])
-	if !okn || n < 1 {
-		c.W.Error(MsgNumkeys)
-		return nil, false, 0, false
-	}
-	if n >= int64(len(args)-1) {
-		c.W.Error(MsgSyntax)
-		return nil, false, 0, false
-	}
-	keys = args[1 : 1+n]
-	rest := args[1+n:]
-	switch strings.ToLower(string(rest[0])) {
-	case "min":
-	case "max":
-		top = true
-	default:
-		c.W.Error(MsgSyntax)
-		return nil, false, 0, false
-	}
-	count = -1
-	for j := 1; j < len(rest); j++ {
-		if count == -1 && strings.EqualFold(string(rest[j]), "count") && j+1 < len(rest) {
-			j++
-			v, okc := model.String2ll(rest[j])
-			if !okc || v < 1 {
-				c.W.Error(MsgZCountPos)
-				return nil, false, 0, false
-			}
-			count = v
-			continue
-		}
-		c.W.Error(MsgSyntax)
-		return nil, false, 0, false
-	}
-	return keys, top, max(count, 1), true
-}
-
 // writeZmpop replies [key, [[member, score] ...]].
 func writeZmpop(c *Ctx, key []byte, es []zentry) {
 	c.W.Array(2)
@@ -1175,11 +1151,12 @@ func writeZentriesNested(c *Ctx, es []zentry) {
 }
 
 func cmdZmpop(c *Ctx) {
-	keys, top, count, ok := parseZmpop(c, c.Args[1:])
-	if !ok {
+	keys, lowest, count, msg := parseMpop(c.Args[1:], "min", "max")
+	if msg != "" {
+		c.W.Error(msg)
 		return
 	}
-	key, es, err := zpopFrom(c, keys, top, count, false)
+	key, es, err := zpopFrom(c, keys, !lowest, count, false)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -1217,8 +1194,9 @@ func bzpop(c *Ctx, top bool) {
 }
 
 func cmdBzmpop(c *Ctx) {
-	keys, top, count, ok := parseZmpop(c, c.Args[2:])
-	if !ok {
+	keys, lowest, count, msg := parseMpop(c.Args[2:], "min", "max")
+	if msg != "" {
+		c.W.Error(msg)
 		return
 	}
 	ms, msg := parseBlockTimeout(c.Args[1])
@@ -1226,7 +1204,7 @@ func cmdBzmpop(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	if key, es, ok := zblockPop(c, keys, ms, top, count); ok {
+	if key, es, ok := zblockPop(c, keys, ms, !lowest, count); ok {
 		writeZmpop(c, key, es)
 	}
 }
@@ -1295,7 +1273,7 @@ func parseZop(c *Ctx, args [][]byte) (keys, opts [][]byte, ok bool) {
 		return nil, nil, false
 	}
 	if n < 1 {
-		c.W.Error(strings.Replace(MsgZNeedsOneKey, "%s", strings.ToLower(string(c.Args[0])), 1))
+		c.W.Error(fmt.Sprintf(MsgZNeedsOneKey, strings.ToLower(string(c.Args[0]))))
 		return nil, nil, false
 	}
 	if n > int64(len(args)-1) {
@@ -1306,8 +1284,9 @@ func parseZop(c *Ctx, args [][]byte) (keys, opts [][]byte, ok bool) {
 }
 
 // parseZopOptions parses the options after the keys; store and card say
-// which command it is. It replies with the error when ok is false.
-func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool {
+// which command it is. It returns the error reply's text, "" when they are
+// right.
+func parseZopOptions(q *zopQuery, opts [][]byte, store, card bool) string {
 	q.agg = "sum"
 	for j := 0; j < len(opts); {
 		remaining := len(opts) - j
@@ -1319,8 +1298,7 @@ func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool 
 			for i := range q.keys {
 				w, ok := string2d(opts[j])
 				if !ok {
-					c.W.Error(MsgZWeightFloat)
-					return false
+					return MsgZWeightFloat
 				}
 				q.weights[i] = w
 				j++
@@ -1330,8 +1308,7 @@ func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool 
 			case "sum", "min", "max":
 				q.agg = a
 			default:
-				c.W.Error(MsgSyntax)
-				return false
+				return MsgSyntax
 			}
 			j += 2
 		case !store && !card && opt == "withscores":
@@ -1340,17 +1317,15 @@ func parseZopOptions(c *Ctx, q *zopQuery, opts [][]byte, store, card bool) bool 
 		case card && remaining >= 2 && opt == "limit":
 			l, ok := model.String2ll(opts[j+1])
 			if !ok || l < 0 {
-				c.W.Error(MsgLimitNegative)
-				return false
+				return MsgLimitNegative
 			}
 			q.limit = l
 			j += 2
 		default:
-			c.W.Error(MsgSyntax)
-			return false
+			return MsgSyntax
 		}
 	}
-	return true
+	return ""
 }
 
 // zsource is one input of a ZUNION-style command: a sorted set, or a set
@@ -1520,8 +1495,8 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 			return err
 		}
 		if !parsed {
-			if !parseZopOptions(c, q, opts, false, card) {
-				return errOptionReplied
+			if msg := parseZopOptions(q, opts, false, card); msg != "" {
+				return redisError(msg)
 			}
 			parsed = true
 		}
@@ -1529,7 +1504,6 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 		return validateRead(c, dedupeColls(cls)...)
 	})
 	switch {
-	case err == errOptionReplied:
 	case err != nil:
 		c.Fail(err)
 	case card:
@@ -1538,10 +1512,6 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 		writeZentries(c, res, q.withScores)
 	}
 }
-
-// errOptionReplied ends a command whose options were refused after its
-// keys were read (the reply is written).
-var errOptionReplied = redisError("option refused")
 
 func cmdZunion(c *Ctx)     { zopRead(c, zopUnion, false) }
 func cmdZinter(c *Ctx)     { zopRead(c, zopInter, false) }
@@ -1566,18 +1536,16 @@ func zopStore(c *Ctx, op zsetOp) {
 			return nil, err
 		}
 		if !parsed {
-			if !parseZopOptions(c, q, opts, true, false) {
-				return nil, errOptionReplied
+			if msg := parseZopOptions(q, opts, true, false); msg != "" {
+				return nil, redisError(msg)
 			}
 			parsed = true
 		}
 		return q.compute(srcs), nil
 	})
-	switch {
-	case err == errOptionReplied:
-	case err != nil:
+	if err != nil {
 		c.Fail(err)
-	default:
-		c.W.Int(n)
+		return
 	}
+	c.W.Int(n)
 }
