@@ -54,8 +54,9 @@ package commands
 //   - a bigger change to a large collection (SADD of 5,000, SPOP of
 //     thousands): its writes wait in pending items, one transaction publishes
 //     them, and they are rolled forward in place (planPending, rollForward),
-//     at a cost in proportion to the change. Inside a transaction (EXEC, a
-//     script) such a change is a new generation too.
+//     at a cost in proportion to the change (a list's writes around its
+//     range of positions need no pending items: planSpan). Inside a
+//     transaction (EXEC, a script) such a change is a new generation too.
 //
 // Either way no client ever observes part of the command.
 //
@@ -89,10 +90,11 @@ package commands
 //	})
 //
 // Entries are (member, value) pairs keyed by member bytes; each() visits
-// them in member order (sorted inline, partition order when large), so a
-// list uses order-preserving position keys as members, keeps its head and
-// tail with setKeyAttr, and registers an inlineCodec for model.TypeList (v as an L
-// of B). A commit of a command that read only some members is conditioned
+// them in member order (sorted inline, partition order when large). A type
+// is a layout over that: its inline codec (inlineCodecs), and for the
+// large layout optionally a second order of its members (memberOrders: a
+// sorted set's scores) or a range of positions (memberSpans: a list). A
+// commit of a command that read only some members is conditioned
 // on exactly those members (concurrent writers of other members do not
 // conflict); one that read everything (each) or set key attributes is
 // guarded by the key item's ver.
@@ -105,6 +107,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -470,6 +473,65 @@ type memberOrder struct {
 // memberOrders holds the types that keep a memberOrder, registered by
 // their family's init.
 var memberOrders = map[string]memberOrder{}
+
+// memberSpan is the layout of a type whose members are positions
+// (posMember) in a range its key item holds in two N attributes: the first
+// position and one past the last (a list: lists.go). Only the members in
+// the range are entries. Member items outside it are leftovers of earlier
+// states (popped members whose clean-up did not run, members written by a
+// change that lost a race): no read reaches them, the write that reaches
+// their position again overwrites them, and they go with their generation.
+// So every write of such a type sets the range (setKeyAttr) and is guarded
+// by the key item's ver, its member writes need no condition of their own,
+// and a change too big for one transaction writes around the range
+// (planSpan) instead of through pending items.
+type memberSpan struct{ lo, hi string }
+
+// memberSpans holds the types laid out as a memberSpan, registered by their
+// family's init.
+var memberSpans = map[string]memberSpan{}
+
+// span returns the range of a spanned type's collection as read, or, when
+// after, as its staged key attributes leave it; spanned is false for the
+// other types.
+func (cl *collection) span(after bool) (lo, hi int64, spanned bool, err error) {
+	sp, ok := memberSpans[cl.typ]
+	if !ok {
+		return 0, 0, false, nil
+	}
+	get := func(name string) dynastore.Value {
+		if v, ok := cl.keyAttrs[name]; ok && after {
+			return v
+		}
+		return cl.ks.Raw.Get(name)
+	}
+	if lo, err = model.NumberInt(get(sp.lo)); err != nil {
+		return 0, 0, true, fmt.Errorf("commands: %s range start: %w", cl.typ, err)
+	}
+	if hi, err = model.NumberInt(get(sp.hi)); err != nil {
+		return 0, 0, true, fmt.Errorf("commands: %s range end: %w", cl.typ, err)
+	}
+	return lo, hi, true, nil
+}
+
+// posMember is the member bytes of position p: big-endian with the sign bit
+// flipped, so byte order is numeric order.
+func posMember(p int64) []byte {
+	u := uint64(p) ^ (1 << 63)
+	return []byte{byte(u >> 56), byte(u >> 48), byte(u >> 40), byte(u >> 32), byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}
+}
+
+// memberPos decodes posMember.
+func memberPos(m []byte) (int64, bool) {
+	if len(m) != 8 {
+		return 0, false
+	}
+	var u uint64
+	for _, b := range m {
+		u = u<<8 | uint64(b)
+	}
+	return int64(u ^ (1 << 63)), true
+}
 
 // orderItem is the order item of member m with value v of a generation of
 // type typ (nil when the type keeps no second order). A member too long to
@@ -868,6 +930,17 @@ type collection struct {
 	// only if the key item is still as read (validateRead).
 	changes    int64
 	sawRolling bool
+	// rebuilt, when set, is the whole content the commit writes in place
+	// of what the key holds (rebuiltLen entries; the expiry stays): a new
+	// generation, or an inline item when it fits (see rebuild).
+	rebuilt    func(yield func(m []byte, v dynastore.Value) error) error
+	rebuiltLen int64
+	// outside is the positions a spanned commit takes out of the range
+	// (memberSpan), deleted after it succeeds (dropOutside).
+	outside []int64
+	// listKnown is what the item cache keeps with the key item after the
+	// commit (a large list's element values: listKnown).
+	listKnown *listKnown
 }
 
 // saw notes what a read of member or order items met.
@@ -1019,9 +1092,8 @@ func rolledForward(c *Ctx, key []byte, typ string, it dynastore.Item) (*collecti
 const maxRollForwards = 8
 
 // inlineCodec reads and writes one type's inline entries in its key item.
-// Sets and hashes are registered here; a list family adds its own (v as an
-// L of B, entries keyed by an order-preserving position key) to the map
-// from its register function, before any command runs.
+// Sets and hashes are registered here; the other families add theirs (a
+// list's v as an L of B, entries keyed by posMember) from their init.
 type inlineCodec struct {
 	decode func(it dynastore.Item) (map[string]dynastore.Value, error)
 	encode func(it *dynastore.Item, entries map[string]dynastore.Value)
@@ -1509,7 +1581,17 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 // ---- commit ----------------------------------------------------------------------
 
 func (cl *collection) changed() bool {
-	return cl.replace || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
+	return cl.replace || cl.rebuilt != nil || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
+}
+
+// rebuild stages the replacement of the collection's whole content by the
+// n entries entries yields (in any order; for a spanned type, positions
+// from 0 on), keeping the key's expiry: the commit writes a new generation,
+// or an inline item when the result fits one. Other staged changes are
+// dropped.
+func (cl *collection) rebuild(n int64, entries func(yield func(m []byte, v dynastore.Value) error) error) {
+	cl.puts, cl.dels = nil, nil
+	cl.rebuilt, cl.rebuiltLen = entries, n
 }
 
 // inlineLimit is the most entries an inline collection of the type can
@@ -1612,43 +1694,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	}
 	key := model.ItemKey(cl.c.DB(), cl.key)
 	guard := cl.ks.Guard()
-	if !cl.large() || cl.replace {
-		entries := map[string]dynastore.Value{}
-		if !cl.replace && !cl.wrongType {
-			for m, v := range cl.inline {
-				entries[m] = v
-			}
-		}
-		for m := range cl.dels {
-			delete(entries, m)
-		}
-		for m, v := range cl.puts {
-			entries[m] = v
-		}
-		if len(entries) == 0 && !inlineCodecs[cl.typ].keepEmpty {
-			if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
-				return nil, nil, nil
-			}
-			return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
-		}
-		if fitsInline(cl.c.Srv.inline(cl.typ), entries) {
-			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(entries), Cond: guard}}, nil, nil
-		}
-		gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
-			for m, v := range entries {
-				if err := yield([]byte(m), v); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		it := cl.baseKeyItem()
-		it.Set(attrGen, dynastore.B(gen))
-		it.Set(attrCount, model.NInt(n))
-		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
+	if !cl.large() || cl.replace || cl.rebuilt != nil {
+		return cl.planWhole(key, guard)
 	}
 
 	// Large layout.
@@ -1659,7 +1706,23 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	for m := range cl.dels {
 		changed = append(changed, []byte(m))
 	}
-	if err := cl.fetch(changed); err != nil {
+	lo, hi, spanned, err := cl.span(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if spanned {
+		// A position is an entry exactly when it is in the range: nothing
+		// to read.
+		if cl.known == nil {
+			cl.known = map[string]memberState{}
+		}
+		for _, m := range changed {
+			if _, ok := cl.known[string(m)]; !ok {
+				p, _ := memberPos(m)
+				cl.known[string(m)] = memberState{present: p >= lo && p < hi}
+			}
+		}
+	} else if err := cl.fetch(changed); err != nil {
 		return nil, nil, err
 	}
 	n := cl.n
@@ -1668,7 +1731,8 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	for m, v := range cl.puts {
 		// Each member action is conditioned on the member being as read,
 		// which is all a command that did not read the whole collection
-		// depends on (see below).
+		// depends on (see below). A spanned type's writes are all guarded
+		// by the key item's ver instead (they set its range).
 		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
 		if st := cl.known[m]; st.present {
 			cond = dynastore.Exists{Attr: dynastore.AttrPK}
@@ -1678,6 +1742,9 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		} else {
 			n++
 		}
+		if spanned {
+			cond = nil
+		}
 		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v), Cond: cond})
 		size += len(m) + valueSize(v) + 64
 		members = append(members, cl.reorder([]byte(m), cl.known[m], v)...)
@@ -1685,7 +1752,11 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	for m := range cl.dels {
 		if st := cl.known[m]; st.present {
 			n--
-			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m)), Cond: dynastore.Exists{Attr: dynastore.AttrPK}})
+			var cond dynastore.Cond = dynastore.Exists{Attr: dynastore.AttrPK}
+			if spanned {
+				cond = nil
+			}
+			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m)), Cond: cond})
 			members = append(members, cl.reorder([]byte(m), st, nil)...)
 		}
 	}
@@ -1701,15 +1772,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		return nil, nil, nil
 	}
 	if len(members) <= maxTxMembers && size <= maxTxBytes {
-		keyUpdate := dynastore.TxAction{
-			Op:  dynastore.TxUpdate,
-			Key: key,
-			Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-				{Attr: attrCount, Val: model.NInt(n)},
-				{Attr: model.AttrVer, Val: model.NewVer()},
-			}, cl.keyAttrSets()...)},
-			Cond: guard,
-		}
+		keyUpdate := cl.keyUpdate(key, guard, n)
 		if !cl.exact {
 			// Commutative form: concurrent writers of different members
 			// of one large collection do not invalidate each other (the
@@ -1724,7 +1787,13 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}
 		return append(members, keyUpdate), cl.gen, nil
 	}
-	if _, inTx := cl.c.Store.(*model.Txn); !inTx {
+	_, inTx := cl.c.Store.(*model.Txn)
+	if spanned && !inTx {
+		if acts, ok, err := cl.planSpan(key, guard, members, n, lo, hi); ok || err != nil {
+			return acts, cl.gen, err
+		}
+	}
+	if !inTx {
 		// Too big for one transaction: the writes wait in pending items
 		// (invisible), one transaction publishes them with the key item,
 		// and they are rolled forward (rollForward) before anyone reads.
@@ -1736,6 +1805,9 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		err := eachMember(cl.c, cl.c.Store, cl.gen, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
 				return nil
+			}
+			if p, _ := memberPos(m); spanned && (p < lo || p >= hi) {
+				return nil // a leftover (memberSpan)
 			}
 			return yield(m, v)
 		})
@@ -1762,6 +1834,194 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
+}
+
+// planWhole is the commit of a collection written whole: an inline one,
+// one the commit replaces (replace), or one rebuilt (rebuild). The result
+// goes inline when it fits, else into a new generation the commit
+// publishes.
+func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dynastore.TxAction, []byte, error) {
+	lim := cl.c.Srv.inline(cl.typ)
+	entries := cl.rebuilt
+	n := cl.rebuiltLen
+	var small map[string]dynastore.Value // the entries, when they may fit inline
+	if entries == nil {
+		small = map[string]dynastore.Value{}
+		if !cl.replace && !cl.wrongType {
+			for m, v := range cl.inline {
+				small[m] = v
+			}
+		}
+		for m := range cl.dels {
+			delete(small, m)
+		}
+		for m, v := range cl.puts {
+			small[m] = v
+		}
+		n = int64(len(small))
+		entries = func(yield func([]byte, dynastore.Value) error) error {
+			for m, v := range small {
+				if err := yield([]byte(m), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else if n <= int64(lim.entries) {
+		small = make(map[string]dynastore.Value, n)
+		err := entries(func(m []byte, v dynastore.Value) error {
+			small[string(m)] = v
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if n == 0 && !inlineCodecs[cl.typ].keepEmpty {
+		if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
+			return nil, nil, nil
+		}
+		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
+	}
+	if small != nil && fitsInline(lim, small) {
+		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(small), Cond: guard}}, nil, nil
+	}
+	sp, spanned := memberSpans[cl.typ]
+	var lo, hi int64 // a spanned type's range: the positions written
+	gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+		first := true
+		return entries(func(m []byte, v dynastore.Value) error {
+			if p, ok := memberPos(m); ok && spanned {
+				if first {
+					lo, hi, first = p, p+1, false
+				}
+				lo, hi = min(lo, p), max(hi, p+1)
+			}
+			return yield(m, v)
+		})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	it := cl.baseKeyItem()
+	it.Set(attrGen, dynastore.B(gen))
+	it.Set(attrCount, model.NInt(n))
+	if spanned {
+		it.Set(sp.lo, model.NInt(lo))
+		it.Set(sp.hi, model.NInt(hi))
+	}
+	return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
+}
+
+// planSpan is the large-layout commit of a spanned type's member writes
+// (their member actions; n the count after them) that do not fit one
+// transaction, when every put is to a position outside the range as read
+// (lo, hi) and every delete to one outside the range after the change (a
+// big push, pop or LTRIM): no read can see any of them before or after the
+// key item's update, so the puts are written first, directly, a
+// transaction at a time, each checking that the key item is still as read
+// (they never overwrite what a concurrent writer published), and the
+// deletes are left to dropOutside once the update is in. ok is false when
+// the change is not of that kind (planPending then takes it).
+func (cl *collection) planSpan(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n, lo, hi int64) (_ []dynastore.TxAction, ok bool, err error) {
+	nlo, nhi, _, err := cl.span(true)
+	if err != nil {
+		return nil, false, err
+	}
+	var puts []dynastore.TxAction
+	var outside []int64
+	for _, a := range members {
+		if a.Op == dynastore.TxPut {
+			if p, _ := memberPos(decodeMember(a.Item)); p >= lo && p < hi {
+				return nil, false, nil
+			}
+			puts = append(puts, a)
+			continue
+		}
+		p, _ := memberPos(a.Key.SK[1:]) // a position's sort key is skMember and the position
+		if p >= nlo && p < nhi {
+			return nil, false, nil
+		}
+		outside = append(outside, p)
+	}
+	check := dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: guard}
+	var batches [][]dynastore.TxAction
+	var batch []dynastore.TxAction
+	size := 0
+	for _, a := range puts {
+		sz := dynastore.ItemSize(a.Item)
+		if len(batch) == dynastore.MaxTxActions-1 || size+sz > maxTxBytes {
+			batches, batch, size = append(batches, append(batch, check)), nil, 0
+		}
+		batch = append(batch, a)
+		size += sz
+	}
+	if len(batch) > 0 {
+		batches = append(batches, append(batch, check))
+	}
+	if err := parallel(len(batches), func(i int) error { return commitActions(cl.c, batches[i]) }); err != nil {
+		return nil, true, err
+	}
+	slices.Sort(outside)
+	cl.outside = outside
+	return []dynastore.TxAction{cl.keyUpdate(key, guard, n)}, true, nil
+}
+
+// keyUpdate is the update of a large collection's key item under guard
+// that sets its count to n, a fresh ver and the staged key attributes.
+func (cl *collection) keyUpdate(key dynastore.Key, guard dynastore.Cond, n int64) dynastore.TxAction {
+	return dynastore.TxAction{
+		Op:  dynastore.TxUpdate,
+		Key: key,
+		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
+			{Attr: attrCount, Val: model.NInt(n)},
+			{Attr: model.AttrVer, Val: model.NewVer()},
+		}, cl.keyAttrSets()...)},
+		Cond: guard,
+	}
+}
+
+// dropOutside deletes the members a committed spanned change took out of
+// the range (planSpan), a transaction at a time, each checking that the
+// key item still holds the generation with every one of them outside its
+// range (a later push may have reached a position again: then it is an
+// entry, and the clean-up stops). It is best effort: leftovers are
+// harmless (memberSpan).
+func (cl *collection) dropOutside() {
+	sp := memberSpans[cl.typ]
+	nlo, _, _, err := cl.span(true)
+	if err != nil {
+		return
+	}
+	key := model.ItemKey(cl.c.DB(), cl.key)
+	below, above := cl.outside, []int64(nil)
+	if i, _ := slices.BinarySearch(cl.outside, nlo); i < len(cl.outside) {
+		below, above = cl.outside[:i], cl.outside[i:]
+	}
+	run := func(ps []int64, isBelow bool) error {
+		for len(ps) > 0 {
+			batch := ps[:min(len(ps), dynastore.MaxTxActions-1)]
+			ps = ps[len(batch):]
+			acts := make([]dynastore.TxAction, 0, len(batch)+1)
+			for _, p := range batch {
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, posMember(p))})
+			}
+			out := dynastore.Cond(dynastore.Compare{Attr: sp.lo, Op: dynastore.OpGT, Val: model.NInt(batch[len(batch)-1])})
+			if !isBelow {
+				out = dynastore.Compare{Attr: sp.hi, Op: dynastore.OpLE, Val: model.NInt(batch[0])}
+			}
+			acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: dynastore.And{
+				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)}, out,
+			}})
+			if err := commitActions(cl.c, acts); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if run(below, true) == nil {
+		_ = run(above, false)
+	}
 }
 
 // planPending is the large-layout commit of member writes (their member
@@ -2086,6 +2346,11 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 	}
 	for _, cl := range writes {
 		cl.noteCommitted()
+		if cl.outside != nil {
+			// The command's outcome is decided; a failed clean-up only
+			// leaves leftovers.
+			cl.dropOutside()
+		}
 		if cl.pending == nil {
 			continue
 		}
@@ -2115,7 +2380,7 @@ func (cl *collection) noteCommitted() {
 	}
 	noteGen(cl.c, cl.key, cl.typ, cl.genAfter)
 	if cl.afterKnown {
-		itemsOf(cl.c).put(cl.c.DB(), cl.key, cl.after)
+		itemsOf(cl.c).putList(cl.c.DB(), cl.key, cl.after, cl.listKnown)
 	} else {
 		itemsOf(cl.c).drop(cl.c.DB(), cl.key)
 	}
@@ -2210,8 +2475,7 @@ func bsContains(set dynastore.Value, m []byte) bool {
 // needs (DynamoDB Local's latency grows with each one):
 //   - "inline" is not attribute_not_exists(g): a size comparison of v
 //     holds only when v exists, and only an inline layout has v (the key
-//     item of a large collection holds g and n, never v: see plan, and
-//     listView.plan/publish for lists);
+//     item of a large collection holds g and n, never v: see plan);
 //   - "live" is model.CondUnexpired: the comparison of t (and of v's size) holds
 //     only when the item exists.
 

@@ -16,13 +16,13 @@ package commands
 //     with the key item's update. LINDEX is one GetItem of a member,
 //     LRANGE one Query over a position range, LLEN the key item alone.
 //
-// Positions outside [lh, lt) may hold leftovers (members staged by a big
-// push that lost a race, or popped members whose best-effort clean-up did
-// not run): they are never read, are overwritten by the next push that
-// reaches them, and disappear with their generation (sweeper.go).
-//
-// Every write of a large list is guarded by the key item's ver, so writers
-// of one list serialize; a conflict re-runs the command (collRetry).
+// This is the list layout of the collection engine (collection.go): the
+// inline codec above, and a memberSpan (lh, lt) for the large layout, whose
+// positions outside [lh, lt) may hold leftovers that no read sees. A
+// listView works in positions and stages its changes into its collection,
+// which plans and commits them like any other type's. Every write of a
+// large list is guarded by the key item's ver, so writers of one list
+// serialize; a conflict re-runs the command (collRetry).
 //
 // Costs (DynamoDB requests), when this instance wrote or read the list last
 // (its item cache, itemsOf, then holds the key item; a stale entry costs a
@@ -31,9 +31,9 @@ package commands
 //	LPUSH/RPUSH small list                 1 UpdateItem (guarded by ver alone
 //	                                       when cached: fastUpdate)
 //	LPOP/RPOP/LMOVE small list             1 Put (GetItem + Put uncached)
-//	LPUSH/RPUSH large list (<= 97 elems)   1 TransactWriteItems (uncached: the
+//	LPUSH/RPUSH large list (<= 96 elems)   1 TransactWriteItems (uncached: the
 //	                                       inline UpdateItem fails first)
-//	LPOP/RPOP large list (<= 97 elems)     1 TransactWriteItems when the
+//	LPOP/RPOP large list (<= 96 elems)     1 TransactWriteItems when the
 //	                                       elements are known (this instance
 //	                                       pushed them or read them ahead),
 //	                                       else Query + TransactWriteItems
@@ -45,16 +45,18 @@ package commands
 //	LINSERT/LREM large                     O(n): a new generation with the result
 //	LTRIM large                            one write (GetItem first uncached),
 //	                                       then the trimmed members are deleted
-//	                                       99 per transaction
-//	push of more than a transaction holds  the members are staged in batches
+//	                                       99 per transaction (planSpan)
+//	push of more than a transaction holds  the members are written in batches
 //	                                       (each checked against ver) below lh
 //	                                       or from lt, then one write publishes
+//	                                       them (planSpan)
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
@@ -74,13 +76,11 @@ const (
 	msgCountGTZero   = "ERR count should be greater than 0"
 )
 
-// listTxMembers is how many member writes fit one transaction next to the
-// key item's update and the checks of a two-key LMOVE.
-const listTxMembers = dynastore.MaxTxActions - 3
-
 func init() {
 	// Redis 7.0 reports every list as a quicklist.
 	objectEncoders[model.TypeList] = func(*Ctx, []byte) (string, error) { return "quicklist", nil }
+	inlineCodecs[model.TypeList] = inlineCodec{decode: decodeListInline, encode: encodeListInline}
+	memberSpans[model.TypeList] = memberSpan{lo: attrListHead, hi: attrListTail}
 }
 
 func registerLists(t *Table) {
@@ -110,70 +110,47 @@ func registerLists(t *Table) {
 	})
 }
 
-// ---- positions ------------------------------------------------------------------
-
-// posMember is the member bytes of position p: big-endian with the sign bit
-// flipped, so byte order is numeric order.
-func posMember(p int64) []byte {
-	u := uint64(p) ^ (1 << 63)
-	return []byte{byte(u >> 56), byte(u >> 48), byte(u >> 40), byte(u >> 32), byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}
-}
-
-// memberPos decodes posMember.
-func memberPos(m []byte) (int64, bool) {
-	if len(m) != 8 {
-		return 0, false
-	}
-	var u uint64
-	for _, b := range m {
-		u = u<<8 | uint64(b)
-	}
-	return int64(u ^ (1 << 63)), true
-}
-
 // ---- the list view ------------------------------------------------------------------
 
 // listView is one list key as read by one attempt, plus the changes the
-// attempt stages. Reads through it see the staged changes.
+// attempt stages, in positions: the list layout of the collection engine
+// (a memberSpan), which it stages its changes into (stage) to commit them.
+// Reads through it see the staged changes.
 type listView struct {
-	c   *Ctx
-	key []byte
-	ks  model.KeyState
-	// wrongType: the key is live and holds another type.
-	wrongType bool
+	*collection
 
-	// Inline layout (gen == nil): the elements, changes applied.
+	// Inline layout: the elements, changes applied.
 	elems [][]byte
 
-	// Large layout: as read (gen, h, t) and after the staged changes (nh, nt).
-	gen    []byte
+	// Large layout: the range as read (h, t) and after the staged changes
+	// (nh, nt).
 	h, t   int64
 	nh, nt int64
-	// puts are staged member writes by position.
-	puts map[int64][]byte
+	// staged are staged member writes by position.
+	staged map[int64][]byte
 	// rewrite, when set, replaces the whole list with what it yields
 	// (LINSERT, LREM on a large list).
 	rewrite func(yield func([]byte) error) error
 	// rewriteLen is the length of the rewritten list.
 	rewriteLen int64
-	// known holds committed elements' values by position (large layout),
+	// values holds committed elements' values by position (large layout),
 	// valid for the key item as read: those the item cache kept with it
-	// (the cache's own map while knownShared: copied before a change) and
+	// (the cache's own map while valuesShared: copied before a change) and
 	// those this attempt read. elemSize is the average size of the
 	// elements last read from the table (0: unknown).
-	known       map[int64][]byte
-	knownShared bool
-	elemSize    int
+	values       map[int64][]byte
+	valuesShared bool
+	elemSize     int
 
 	changed bool
 }
 
 // listKnown is what the item cache keeps with a large list's key item:
 // values of elements near its ends, by position, and the average element
-// size of the last read (listView.known, elemSize). They stay valid as
+// size of the last read (listView.values, elemSize). They stay valid as
 // long as the key item does: an element inside [lh, lt) changes only with
-// a write that also sets a fresh ver (see listView.plan), and every write
-// made from the entry is guarded by its ver.
+// a write that also sets a fresh ver (memberSpan), and every write made
+// from the entry is guarded by its ver.
 type listKnown struct {
 	values   map[int64][]byte
 	elemSize int
@@ -196,26 +173,16 @@ const popPrefetch = 16
 // the 4 KB one strongly consistent read unit pays for.
 const popReadBytes = 4 << 10
 
-// listKeyItem reads key's item (and remembers it in the item cache).
-func listKeyItem(c *Ctx, key []byte) (dynastore.Item, error) {
-	if !model.KeyFits(key) {
-		return nil, nil
-	}
-	it, err := c.Store.Get(c, model.ItemKey(c.DB(), key))
-	if err != nil {
-		return nil, err
-	}
-	itemsOf(c).put(c.DB(), key, it)
-	return it, nil
-}
-
-// openList reads key as a list.
+// openList reads key as a list (one GetItem).
 func openList(c *Ctx, key []byte) (*listView, error) {
-	it, err := listKeyItem(c, key)
+	if !model.KeyFits(key) {
+		return listFromItem(c, key, nil)
+	}
+	cl, err := openCollection(c, key, model.TypeList)
 	if err != nil {
 		return nil, err
 	}
-	return listFromItem(c, key, it)
+	return listOf(cl)
 }
 
 // openListForWrite opens key for a command that writes: on its first
@@ -232,7 +199,7 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 			}
 			if l.ks.Live && !l.wrongType && l.length() > 0 {
 				if e.list != nil && l.large() {
-					l.known, l.knownShared, l.elemSize = e.list.values, true, e.list.elemSize
+					l.values, l.valuesShared, l.elemSize = e.list.values, true, e.list.elemSize
 				}
 				return l, nil
 			}
@@ -243,56 +210,66 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 
 // listFromItem decodes a key item as a list.
 func listFromItem(c *Ctx, key []byte, it dynastore.Item) (*listView, error) {
-	l := &listView{c: c, key: key}
-	if !model.KeyFits(key) {
-		it = nil
-	}
-	ks, err := model.DecodeKey(it, c.NowMS())
+	cl, err := collectionFromItem(c, key, model.TypeList, it)
 	if err != nil {
 		return nil, err
 	}
-	l.ks = ks
-	if !ks.Live {
+	return listOf(cl)
+}
+
+// listOf is the list view of a list collection.
+func listOf(cl *collection) (*listView, error) {
+	l := &listView{collection: cl}
+	if !cl.ks.Live || cl.wrongType {
 		return l, nil
 	}
-	if ks.Type != model.TypeList {
-		l.wrongType = true
-		return l, nil
+	if cl.large() {
+		h, t, _, err := cl.span(false)
+		l.h, l.t, l.nh, l.nt = h, t, h, t
+		return l, err
 	}
-	if g, ok := it.Get(attrGen).(dynastore.B); ok {
-		l.gen = g
-		if l.h, err = model.NumberInt(it.Get(attrListHead)); err != nil {
-			return nil, fmt.Errorf("commands: list head: %w", err)
-		}
-		if l.t, err = model.NumberInt(it.Get(attrListTail)); err != nil {
-			return nil, fmt.Errorf("commands: list tail: %w", err)
-		}
-		l.nh, l.nt = l.h, l.t
-		return l, nil
+	ms := make([]string, 0, len(cl.inline))
+	for m := range cl.inline {
+		ms = append(ms, m)
 	}
+	slices.Sort(ms)
+	l.elems = make([][]byte, len(ms))
+	for i, m := range ms {
+		l.elems[i] = cl.inline[m].(dynastore.B) // decodeListInline made them so
+	}
+	return l, nil
+}
+
+// decodeListInline and encodeListInline are the list's inline codec: v
+// is an L of B, the elements in order, read as positions from 0 on.
+func decodeListInline(it dynastore.Item) (map[string]dynastore.Value, error) {
 	vs, ok := it.Get(model.AttrValue).(dynastore.L)
 	if !ok {
 		return nil, fmt.Errorf("commands: list without elements: %w", dynastore.ErrInvalid)
 	}
-	l.elems = make([][]byte, len(vs))
+	out := make(map[string]dynastore.Value, len(vs))
 	for i, v := range vs {
 		b, ok := v.(dynastore.B)
 		if !ok {
 			return nil, fmt.Errorf("commands: list element of kind %d: %w", v.Kind(), dynastore.ErrInvalid)
 		}
-		l.elems[i] = b
+		out[string(posMember(int64(i)))] = b
 	}
-	return l, nil
+	return out, nil
 }
 
-func (l *listView) check() error {
-	if l.wrongType {
-		return errCollWrongType
+func encodeListInline(it *dynastore.Item, entries map[string]dynastore.Value) {
+	ms := make([]string, 0, len(entries))
+	for m := range entries {
+		ms = append(ms, m)
 	}
-	return nil
+	slices.Sort(ms)
+	vs := make(dynastore.L, len(ms))
+	for i, m := range ms {
+		vs[i] = entries[m]
+	}
+	it.Set(model.AttrValue, vs)
 }
-
-func (l *listView) large() bool { return l.gen != nil }
 
 // length is the number of elements, staged changes included.
 func (l *listView) length() int64 {
@@ -334,10 +311,10 @@ func (l *listView) pushRight(vals [][]byte) {
 }
 
 func (l *listView) stagePut(p int64, v []byte) {
-	if l.puts == nil {
-		l.puts = map[int64][]byte{}
+	if l.staged == nil {
+		l.staged = map[int64][]byte{}
 	}
-	l.puts[p] = v
+	l.staged[p] = v
 }
 
 // pop removes and returns up to n elements from one end.
@@ -371,7 +348,7 @@ func (l *listView) pop(left bool, n int64) ([][]byte, error) {
 		return nil, err
 	}
 	for p := from; p < to; p++ {
-		delete(l.puts, p)
+		delete(l.staged, p)
 	}
 	if left {
 		l.nh = to
@@ -391,9 +368,9 @@ func (l *listView) pop(left bool, n int64) ([][]byte, error) {
 func (l *listView) readEnd(from, to int64, left bool) ([][]byte, error) {
 	out := make([][]byte, 0, to-from)
 	for p := from; p < to; p++ {
-		v, ok := l.puts[p]
+		v, ok := l.staged[p]
 		if !ok {
-			v, ok = l.known[p]
+			v, ok = l.values[p]
 		}
 		if !ok {
 			out = nil
@@ -418,18 +395,18 @@ func (l *listView) readEnd(from, to int64, left bool) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.known == nil || l.knownShared {
-		own := make(map[int64][]byte, len(l.known)+len(all))
-		for p, v := range l.known {
+	if l.values == nil || l.valuesShared {
+		own := make(map[int64][]byte, len(l.values)+len(all))
+		for p, v := range l.values {
 			own[p] = v
 		}
-		l.known, l.knownShared = own, false
+		l.values, l.valuesShared = own, false
 	}
 	size := 0
 	for i, v := range all {
 		p := rf + int64(i)
-		if _, staged := l.puts[p]; !staged {
-			l.known[p] = v
+		if _, staged := l.staged[p]; !staged {
+			l.values[p] = v
 		}
 		size += len(v)
 	}
@@ -454,12 +431,12 @@ func (l *listView) knownAfter() *listKnown {
 		out.values[p] = v
 		size += len(v)
 	}
-	for p, v := range l.known {
-		if _, staged := l.puts[p]; !staged {
+	for p, v := range l.values {
+		if _, staged := l.staged[p]; !staged {
 			keep(p, v)
 		}
 	}
-	for p, v := range l.puts {
+	for p, v := range l.staged {
 		keep(p, bytes.Clone(v)) // staged values may alias the request
 	}
 	return out
@@ -471,7 +448,7 @@ func (l *listView) index(i int64) ([]byte, error) {
 		return l.elems[i], nil
 	}
 	p := l.nh + i
-	if v, ok := l.puts[p]; ok {
+	if v, ok := l.staged[p]; ok {
 		return v, nil
 	}
 	it, err := l.c.Store.Get(l.c, memberKey(l.gen, posMember(p)))
@@ -512,7 +489,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 	p := from
 	emitStaged := func(upto int64) error {
 		for ; p < upto; p++ {
-			v, ok := l.puts[p]
+			v, ok := l.staged[p]
 			if !ok {
 				return fmt.Errorf("commands: list position %d not read: %w", p, errCollRetry)
 			}
@@ -528,31 +505,23 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 		if err := emitStaged(cf); err != nil {
 			return err
 		}
-		q := dynastore.Query{PK: membersPK(l.gen), Op: dynastore.SKBetween, A: memberSK(posMember(cf)), B: memberSK(posMember(ct - 1))}
-		for {
-			page, err := l.c.Store.Query(l.c, q)
-			if err != nil {
-				return err
+		err := l.eachRange(posMember(cf), posMember(ct-1), false, int(min(ct-cf, memberPageItems)), func(m []byte, v dynastore.Value) (bool, error) {
+			if mp, ok := memberPos(m); !ok || mp != p {
+				// A hole: the list changed since its key item was read.
+				return false, errCollRetry
 			}
-			for _, it := range page.Items {
-				mp, ok := memberPos(decodeMember(it))
-				if !ok || mp != p {
-					// A hole: the list changed since its key item was read.
-					return errCollRetry
-				}
-				v, _ := it.Get(model.AttrValue).(dynastore.B)
-				if sv, ok := l.puts[p]; ok {
-					v = sv
-				}
-				if err := fn(p, v); err != nil {
-					return err
-				}
-				p++
+			b, _ := v.(dynastore.B)
+			if sv, ok := l.staged[p]; ok {
+				b = sv
 			}
-			if page.Next == nil {
-				break
+			if err := fn(p, b); err != nil {
+				return false, err
 			}
-			q.After = page.Next
+			p++
+			return p < ct, nil // no page past the range's end
+		})
+		if err != nil {
+			return err
 		}
 		if p != ct {
 			return errCollRetry
@@ -588,6 +557,7 @@ func (l *listView) allReverse(fn func(i int64, v []byte) error) error {
 	const chunk = 256
 	for to := l.nt; to > l.nh; to -= chunk {
 		from := max(l.nh, to-chunk)
+		l.pagesRead = l.pagesRead || to != l.nt // not one snapshot any more
 		vals, err := l.readPositions(from, to)
 		if err != nil {
 			return err
@@ -607,193 +577,44 @@ func (l *listView) setRewrite(n int64, gen func(yield func([]byte) error) error)
 	l.rewrite, l.rewriteLen = gen, n
 }
 
-// fitsInlineList reports whether elems can be stored inline within lim.
-func fitsInlineList(lim inlineLimits, elems [][]byte) bool {
-	if len(elems) > lim.entries {
-		return false
-	}
-	for _, e := range elems {
-		if len(e) > lim.bytes {
-			return false
-		}
-	}
-	return true
-}
-
-// baseItem is the key item's common part: type, fresh ver, expiry kept.
-func (l *listView) baseItem() dynastore.Item {
-	k := model.ItemKey(l.c.DB(), l.key)
-	it := dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
-		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: model.AttrType, Value: dynastore.S(model.TypeList)},
-		{Name: model.AttrVer, Value: model.NewVer()},
-	}
-	if l.ks.Live && l.ks.HasExpiry {
-		it.Set(model.AttrExpiry, model.NInt(l.ks.Expiry))
-		it.Set(dynastore.AttrTTL, model.TTLSeconds(l.ks.Expiry))
-	}
-	return it
-}
-
-func inlineListItem(it dynastore.Item, elems [][]byte) dynastore.Item {
-	vs := make(dynastore.L, len(elems))
-	for i, e := range elems {
-		vs[i] = dynastore.B(bytes.Clone(e))
-	}
-	it.Set(model.AttrValue, vs)
-	return it
-}
-
-// listCommit is what a plan writes: actions for one request or transaction,
-// the key item as it will be after them (nil when deleted; for the cache),
-// and clean-up to run after a successful commit.
-type listCommit struct {
-	actions []dynastore.TxAction
-	after   dynastore.Item
-	// known is what the cache may keep with after (an in-place commit of
-	// a large list).
-	known   *listKnown
-	cleanup func() error
-}
-
-// plan stages what must be staged (a new generation, members of a big push)
-// and returns the commit of this view's changes.
-func (l *listView) plan() (*listCommit, error) {
+// stage stages the view's changes in its collection, for the engine to
+// commit: an inline list, or a rewritten one, is rebuilt whole (one Put
+// while it fits inline, else a new generation with positions from 0 on);
+// a large one changes in place, its moved range staged as key attributes.
+func (l *listView) stage() {
 	if !l.changed {
-		return &listCommit{}, nil
+		return
 	}
-	if !model.KeyFits(l.key) {
-		return nil, model.ErrKeyTooLong
-	}
-	key := model.ItemKey(l.c.DB(), l.key)
-	guard := l.ks.Guard()
-	if l.length() == 0 {
-		if l.ks.Raw == nil || !l.ks.Live {
-			return &listCommit{}, nil
-		}
-		return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}}, nil
-	}
-	lim := l.c.Srv.inline(model.TypeList)
-	if !l.large() && l.rewrite == nil {
-		if fitsInlineList(lim, l.elems) {
-			it := inlineListItem(l.baseItem(), l.elems)
-			return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}}, after: it}, nil
-		}
-		elems := l.elems
-		return l.publish(guard, func(yield func([]byte) error) error {
-			for _, e := range elems {
-				if err := yield(e); err != nil {
-					return err
-				}
+	elems := func(yield func([]byte) error) error {
+		for _, e := range l.elems {
+			if err := yield(e); err != nil {
+				return err
 			}
-			return nil
-		})
-	}
-	if l.rewrite != nil {
-		if l.rewriteLen <= int64(lim.entries) {
-			var elems [][]byte
-			if err := l.rewrite(func(e []byte) error { elems = append(elems, bytes.Clone(e)); return nil }); err != nil {
-				return nil, err
-			}
-			if fitsInlineList(lim, elems) {
-				it := inlineListItem(l.baseItem(), elems)
-				return &listCommit{actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}}, after: it}, nil
-			}
-		}
-		return l.publish(guard, l.rewrite)
-	}
-
-	// Large layout, changed in place.
-	var members []dynastore.TxAction
-	size := 0
-	for p, v := range l.puts {
-		if p < l.nh || p >= l.nt {
-			continue
-		}
-		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(l.gen, posMember(p), dynastore.B(bytes.Clone(v)))})
-		size += len(v) + 64
-	}
-	var gone []int64 // committed positions no longer in the list
-	for p := l.h; p < min(l.t, l.nh); p++ {
-		gone = append(gone, p)
-	}
-	for p := max(l.h, l.nt); p < l.t; p++ {
-		gone = append(gone, p)
-	}
-	after := l.ks.Raw.Clone(4)
-	ver := model.NewVer()
-	after.Set(attrListHead, model.NInt(l.nh))
-	after.Set(attrListTail, model.NInt(l.nt))
-	after.Set(attrCount, model.NInt(l.nt-l.nh))
-	after.Set(model.AttrVer, ver)
-	keyUpdate := dynastore.TxAction{
-		Op:  dynastore.TxUpdate,
-		Key: key,
-		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrListHead, Val: model.NInt(l.nh)},
-			{Attr: attrListTail, Val: model.NInt(l.nt)},
-			{Attr: attrCount, Val: model.NInt(l.nt - l.nh)},
-			{Attr: model.AttrVer, Val: ver},
-		}},
-		Cond: guard,
-	}
-	lc := &listCommit{after: after, known: l.knownAfter()}
-	if len(members)+len(gone) <= listTxMembers && size <= maxTxBytes {
-		for _, p := range gone {
-			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(l.gen, posMember(p))})
-		}
-		lc.actions = append(members, keyUpdate)
-		return lc, nil
-	}
-	// Too big for one transaction. New members go first, in batches that
-	// each check the key item is still as read: they land outside [lh, lt)
-	// of that state, so they are invisible until the key update publishes
-	// them, and never overwrite an element another writer pushed meanwhile.
-	var batch []dynastore.TxAction
-	bsize := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		acts := append(batch, dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: guard})
-		batch, bsize = nil, 0
-		if err := commitActions(l.c, acts); err != nil {
-			return err
 		}
 		return nil
 	}
-	for _, m := range members {
-		if p, _ := memberPos(decodeMember(m.Item)); p >= l.h && p < l.t {
-			// An overwrite inside the visible range (LSET): it must be
-			// published with the key update. Plans that mix such writes
-			// with big pushes do not exist (LMOVE moves one element).
-			return nil, fmt.Errorf("commands: list plan too large: %w", dynastore.ErrTxTooLarge)
-		}
-		batch = append(batch, m)
-		bsize += len(m.Item.Get(model.AttrValue).(dynastore.B)) + 64
-		if len(batch) == listTxMembers || bsize >= maxTxBytes {
-			if err := flush(); err != nil {
-				return nil, err
+	n := int64(len(l.elems))
+	switch {
+	case l.rewrite != nil:
+		elems, n = l.rewrite, l.rewriteLen
+	case l.large():
+		for p, v := range l.staged {
+			if p >= l.nh && p < l.nt {
+				l.put(posMember(p), dynastore.B(bytes.Clone(v)))
 			}
 		}
+		for p := l.h; p < min(l.t, l.nh); p++ {
+			l.del(posMember(p))
+		}
+		for p := max(l.h, l.nt); p < l.t; p++ {
+			l.del(posMember(p))
+		}
+		l.setKeyAttr(attrListHead, model.NInt(l.nh))
+		l.setKeyAttr(attrListTail, model.NInt(l.nt))
+		l.listKnown = l.knownAfter()
+		return
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	lc.actions = []dynastore.TxAction{keyUpdate}
-	if len(gone) > 0 {
-		gen, nh, nt := l.gen, l.nh, l.nt
-		lc.cleanup = func() error { return listCleanup(l.c, key, gen, gone, nh, nt) }
-	}
-	return lc, nil
-}
-
-// publish stages a new generation holding what elems yields, at positions
-// 0..n-1, and returns the commit that points the key item at it.
-func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) error) error) (*listCommit, error) {
-	key := model.ItemKey(l.c.DB(), l.key)
-	gen, n, err := stageGen(l.c, l.c.Store, model.TypeList, key.PK, l.c.NowMS(), func(yield func(m []byte, v dynastore.Value) error) error {
+	l.rebuild(n, func(yield func([]byte, dynastore.Value) error) error {
 		var p int64
 		return elems(func(e []byte) error {
 			err := yield(posMember(p), dynastore.B(bytes.Clone(e)))
@@ -801,113 +622,22 @@ func (l *listView) publish(guard dynastore.Cond, elems func(yield func([]byte) e
 			return err
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	it := l.baseItem()
-	it.Set(attrGen, dynastore.B(gen))
-	it.Set(attrCount, model.NInt(n))
-	it.Set(attrListHead, model.NInt(0))
-	it.Set(attrListTail, model.NInt(n))
-	return &listCommit{
-		actions: []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)},
-		after:   it,
-	}, nil
-}
-
-// listCleanup deletes members that a commit took out of [lh, lt), 99 per
-// transaction, each batch checked to be still outside the list (a later
-// push may have reused a position: then the member is live again and the
-// clean-up stops). It is best effort: leftovers are harmless.
-func listCleanup(c *Ctx, key dynastore.Key, gen []byte, gone []int64, nh, nt int64) error {
-	var left, right []int64
-	for _, p := range gone {
-		if p < nh {
-			left = append(left, p)
-		} else {
-			right = append(right, p)
-		}
-	}
-	run := func(ps []int64, isLeft bool) error {
-		for len(ps) > 0 {
-			n := min(len(ps), listTxMembers)
-			batch := ps[:n]
-			ps = ps[n:]
-			lo, hi := batch[0], batch[0]
-			acts := make([]dynastore.TxAction, 0, n+1)
-			for _, p := range batch {
-				lo, hi = min(lo, p), max(hi, p)
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(gen, posMember(p))})
-			}
-			outside := dynastore.Cond(dynastore.Compare{Attr: attrListHead, Op: dynastore.OpGT, Val: model.NInt(hi)})
-			if !isLeft {
-				outside = dynastore.Compare{Attr: attrListTail, Op: dynastore.OpLE, Val: model.NInt(lo)}
-			}
-			acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: dynastore.And{
-				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)}, outside,
-			}})
-			if err := commitActions(c, acts); err != nil {
-				if errors.Is(err, errCollRetry) {
-					return nil
-				}
-				return err
-			}
-		}
-		return nil
-	}
-	if err := run(left, true); err != nil {
-		return err
-	}
-	return run(right, false)
 }
 
 // commitLists commits the changes of several views in one request or
 // transaction (reads are views only read: their key items are checked).
 // It returns errCollRetry on a conflict.
 func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
-	var actions []dynastore.TxAction
-	var commits []*listCommit
-	seen := map[string]bool{}
-	for _, l := range writes {
-		lc, err := l.plan()
-		if err != nil {
-			return err
-		}
-		seen[string(l.key)] = true
-		commits = append(commits, lc)
-		actions = append(actions, lc.actions...)
-	}
-	if len(actions) == 0 {
-		return nil
-	}
-	for _, l := range reads {
-		if seen[string(l.key)] || !model.KeyFits(l.key) {
-			continue
-		}
-		seen[string(l.key)] = true
-		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: model.ItemKey(c.DB(), l.key), Cond: l.ks.Guard()})
-	}
-	cache := itemsOf(c)
-	if err := commitActions(c, actions); err != nil {
-		if errors.Is(err, errCollRetry) {
-			for _, l := range writes {
-				cache.drop(c.DB(), l.key)
-			}
-		}
-		return err
-	}
+	ws := make([]*collection, len(writes))
 	for i, l := range writes {
-		if len(commits[i].actions) == 0 {
-			continue
-		}
-		cache.putList(c.DB(), l.key, commits[i].after, commits[i].known)
-		if commits[i].cleanup != nil {
-			// The command's outcome is decided; a failed clean-up only
-			// leaves invisible leftovers.
-			_ = commits[i].cleanup()
-		}
+		l.stage()
+		ws[i] = l.collection
 	}
-	return nil
+	rs := make([]*collection, len(reads))
+	for i, l := range reads {
+		rs[i] = l.collection
+	}
+	return commitCollections(c, ws, rs)
 }
 
 // ---- push and pop -------------------------------------------------------------------
@@ -929,7 +659,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 	var seed dynastore.Item
 	seeded := false
 	lim := c.Srv.inline(model.TypeList)
-	if fitsInlineList(lim, vals) && model.KeyFits(key) && !cachedLargeList(c, key) {
+	if len(vals) <= lim.entries && allSmall(vals, lim.bytes) && model.KeyFits(key) && !cachedLargeList(c, key) {
 		// One UpdateItem: list_append onto an inline list with room, or a
 		// new list when the key is absent.
 		add := make(dynastore.L, len(vals))
@@ -1119,12 +849,9 @@ func cmdLrange(c *Ctx) {
 		if err != nil {
 			return err
 		}
-		if to-from >= 1000 {
-			// Several pages are not one snapshot: the key item must not
-			// have moved meanwhile.
-			return listValidate(c, l)
-		}
-		return nil
+		// Several pages are not one snapshot: the key item must not have
+		// moved meanwhile.
+		return listValidate(c, l)
 	})
 	if err != nil {
 		c.Fail(err)
@@ -1133,18 +860,13 @@ func cmdLrange(c *Ctx) {
 	writeBulks(c, out)
 }
 
-// listValidate returns errCollRetry if l's key item changed since read.
+// listValidate is validateRead of list views.
 func listValidate(c *Ctx, ls ...*listView) error {
-	for _, l := range ls {
-		it, err := listKeyItem(c, l.key)
-		if err != nil {
-			return err
-		}
-		if !sameVer(l.ks.Raw, it) {
-			return errCollRetry
-		}
+	cls := make([]*collection, len(ls))
+	for i, l := range ls {
+		cls[i] = l.collection
 	}
-	return nil
+	return validateRead(c, cls...)
 }
 
 // rangeIndexes normalizes LRANGE-style start/stop for a list of n elements.
@@ -1303,10 +1025,7 @@ func cmdLpos(c *Ctx) {
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		if l.large() && l.length() > 1000 {
-			return listValidate(c, l)
-		}
-		return nil
+		return listValidate(c, l)
 	})
 	if err != nil {
 		c.Fail(err)

@@ -783,3 +783,93 @@ func TestListFaultsNeverHalfApply(t *testing.T) {
 		})
 	}
 }
+
+// TestListBigChanges runs changes of a large list too big for one
+// transaction (the list layout's planSpan: pushes written around the
+// range, pops and trims cleaned up after), alone and inside MULTI (a new
+// generation), and checks the replies, the request counts, and that the
+// generation's partition holds exactly the list's elements afterwards.
+func TestListBigChanges(t *testing.T) {
+	listBackends(t, func(t *testing.T, b testserver.Backend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		elems := func(prefix string, from, to int) []any {
+			var out []any
+			for i := from; i < to; i++ {
+				out = append(out, fmt.Sprintf("%s%04d", prefix, i))
+			}
+			return out
+		}
+		// members counts the items in the list's generation partition.
+		members := func() int {
+			key, err := b.Store.Get(ctx, dynastore.Key{PK: append([]byte{'k', 0}, "l"...), SK: []byte{0}})
+			require.NoError(t, err)
+			gen, _ := key.Get("g").(dynastore.B)
+			require.NotEmpty(t, gen, "large layout")
+			n := 0
+			q := dynastore.Query{PK: append([]byte{'m'}, gen...)}
+			for {
+				page, err := b.Store.Query(ctx, q)
+				require.NoError(t, err)
+				n += len(page.Items)
+				if page.Next == nil {
+					return n
+				}
+				q.After = page.Next
+			}
+		}
+		require.EqualValues(t, 1000, c.RPush(ctx, "l", elems("e", 0, 1000)...).Val())
+		require.Equal(t, 1000, members())
+
+		b.Stats.Reset()
+		require.Equal(t, toStrings(elems("e", 0, 150)), c.LPopCount(ctx, "l", 150).Val())
+		// The key update, then the 150 deletes (99 per transaction),
+		// after a read of the popped elements.
+		t.Logf("LPOP 150 of 1000: %d requests", b.Stats.Requests("lpop"))
+		require.LessOrEqual(t, b.Stats.Requests("lpop"), int64(5))
+		require.Equal(t, 850, members())
+		popped := c.RPopCount(ctx, "l", 120).Val()
+		require.Len(t, popped, 120)
+		require.Equal(t, "e0999", popped[0])
+		require.Equal(t, 730, members())
+
+		// Both ends at once: 110 positions go on each side.
+		require.Equal(t, "OK", c.LTrim(ctx, "l", 110, -111).Val())
+		require.EqualValues(t, 510, c.LLen(ctx, "l").Val())
+		require.Equal(t, 510, members())
+		require.Equal(t, []string{"e0260", "e0261"}, c.LRange(ctx, "l", 0, 1).Val())
+		require.Equal(t, []string{"e0768", "e0769"}, c.LRange(ctx, "l", -2, -1).Val())
+
+		b.Stats.Reset()
+		require.EqualValues(t, 810, c.LPush(ctx, "l", elems("h", 0, 300)...).Val())
+		// Four transactions of 99 new elements before the key update.
+		t.Logf("LPUSH 300 onto 510: %d requests", b.Stats.Requests("lpush"))
+		require.LessOrEqual(t, b.Stats.Requests("lpush"), int64(6))
+		require.Equal(t, 810, members())
+		require.Equal(t, "h0299", c.LIndex(ctx, "l", 0).Val())
+
+		// Inside MULTI the change is one transaction: a new generation
+		// holding the result, with no leftover.
+		cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, "l", elems("t", 0, 200)...)
+			p.LPopCount(ctx, "l", 150)
+			return nil
+		})
+		require.NoError(t, err)
+		require.EqualValues(t, 1010, cmds[0].(*redis.IntCmd).Val())
+		require.Len(t, cmds[1].(*redis.StringSliceCmd).Val(), 150)
+		require.EqualValues(t, 860, c.LLen(ctx, "l").Val())
+		require.Equal(t, 860, members())
+		all := c.LRange(ctx, "l", 0, -1).Val()
+		require.Len(t, all, 860)
+		require.Equal(t, "h0149", all[0])
+		require.Equal(t, "t0199", all[859])
+	})
+}
+
+func toStrings(vs []any) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.(string)
+	}
+	return out
+}

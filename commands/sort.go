@@ -740,19 +740,25 @@ func (s *sortSnap) validate() error {
 // read is still as read.
 func (s *sortSnap) store(dst []byte, vals [][]byte) error {
 	c := s.c
-	l := &listView{c: c, key: dst, ks: s.states[string(dst)], elems: vals, changed: true}
-	// The result replaces the key whole: no expiry survives (setKey).
-	l.ks.HasExpiry = false
-	lc, err := l.plan()
+	// The result replaces the key whole: whatever it held, and no expiry
+	// survives (setKey).
+	cl, err := collectionFromItem(c, dst, model.TypeList, s.states[string(dst)].Raw)
 	if err != nil {
 		return err
 	}
-	if len(lc.actions) == 0 {
+	cl.replace = true
+	for i, v := range vals {
+		cl.put(posMember(int64(i)), dynastore.B(bytes.Clone(v)))
+	}
+	actions, err := cl.plan()
+	if err != nil {
+		return err
+	}
+	if len(actions) == 0 {
 		// Nothing to write (no result, no key to delete): the reply
 		// still rests on the reads agreeing.
 		return s.validate()
 	}
-	actions := lc.actions
 	for _, k := range s.keys {
 		if bytes.Equal(k, dst) {
 			continue
@@ -765,7 +771,7 @@ func (s *sortSnap) store(dst []byte, vals [][]byte) error {
 		}
 		return err
 	}
-	itemsOf(c).putList(c.DB(), dst, lc.after, lc.known)
+	cl.noteCommitted()
 	noteGen(c, dst, model.TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
 	return nil
 }
