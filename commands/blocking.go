@@ -51,12 +51,17 @@ const DefaultBlockingPoll = 100 * time.Millisecond
 const blockPollMin = 10 * time.Millisecond
 
 // listRuntime is the list family's per-process state, and the home of the
-// collection caches the set and hash families share with it (itemsOf,
+// collection caches the set and hash families share with it (model.Items,
 // gensOf).
+// dbKey names one key of one database among this process's waiters and
+// key locks.
+type dbKey struct {
+	db  int
+	key string
+}
+
 type listRuntime struct {
-	items itemCache
-	gens  keyCache[largeGen]
-	srv   *Server
+	srv *Server
 
 	mu      sync.Mutex
 	keys    map[dbKey]*keyWaiters
@@ -165,6 +170,13 @@ func (kw *keyWaiters) wake(popReady bool, ready func(w *waiter) bool) bool {
 		}
 	}
 	return woke
+}
+
+// dataModel is the server's share of the data model (model.Process), with
+// the inline limits of its encoding parameters.
+func (s *Server) dataModel() *model.Process {
+	s.procOnce.Do(func() { s.proc = model.NewProcess(s.inline) })
+	return s.proc
 }
 
 func (s *Server) listRT() *listRuntime {
@@ -338,8 +350,8 @@ func hasElements(it dynastore.Item, nowMS int64) bool {
 	if err != nil || !ks.Live || (ks.Type != model.TypeList && ks.Type != model.TypeZSet) {
 		return false
 	}
-	if it.Has(attrGen) {
-		n, err := model.NumberInt(it.Get(attrCount))
+	if it.Has(model.AttrGen) {
+		n, err := model.NumberInt(it.Get(model.AttrCount))
 		return err == nil && n > 0
 	}
 	switch v := it.Get(model.AttrValue).(type) {

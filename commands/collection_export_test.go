@@ -14,9 +14,9 @@ func KeyItemKeyForTest(db int, key string) dynastore.Key { return model.ItemKey(
 // GenerationForTest is the generation a large collection's key item names,
 // nil for any other key item.
 func GenerationForTest(it dynastore.Item) []byte {
-	g, _ := it.Get(attrGen).(dynastore.B)
+	g, _ := it.Get(model.AttrGen).(dynastore.B)
 	return g
 }
 
 // MembersPKForTest is the partition of a generation's members.
-var MembersPKForTest = membersPK
+var MembersPKForTest = model.MembersPK

@@ -22,6 +22,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/model"
 )
 
 // collBackend is one store a collection test runs on.
@@ -512,7 +513,7 @@ func TestSweeper(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 
 		clock := time.Now()
-		sw := &commands.Sweeper{Store: b.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+		sw := &model.Sweeper{Store: b.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
 		// First pass only notes who is dead; nothing goes before the grace.
 		require.NoError(t, sw.SweepOnce(ctx))
 		require.Zero(t, sw.Members)
@@ -520,7 +521,7 @@ func TestSweeper(t *testing.T) {
 		require.NoError(t, sw.SweepOnce(ctx))
 		require.EqualValues(t, 2, sw.Gens)
 		require.EqualValues(t, 500, sw.Members)
-		require.Positive(t, b.stats.Requests(commands.SweeperLabel, dynastore.OpTransactWriteItems))
+		require.Positive(t, b.stats.Requests(model.SweeperLabel, dynastore.OpTransactWriteItems))
 		require.Len(t, c.SMembers(ctx, "live").Val(), 250)
 		require.Len(t, c.SMembers(ctx, "renamed2").Val(), 250)
 		// Nothing left to do.

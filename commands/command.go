@@ -423,11 +423,11 @@ func (c *Ctx) Now() time.Time {
 	return c.now
 }
 
-// lostRace is model.Retry.Lost for an attempt of this command that lost a
+// LostRace is model.Retry.Lost for an attempt of this command that lost a
 // race: once it allows another attempt, the command reads the clock
 // again, so that the next attempt decides expiry as of when it runs, not
 // as of the first attempt (a command may keep losing for seconds).
-func (c *Ctx) lostRace(r *model.Retry) error {
+func (c *Ctx) LostRace(r *model.Retry) error {
 	if err := r.Lost(c); err != nil {
 		return err
 	}
@@ -440,6 +440,12 @@ func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }
 
 // DB is the connection's selected database.
 func (c *Ctx) DB() int { return c.Conn.DB }
+
+// Data is where the command reads and writes (model.Scope).
+func (c *Ctx) Data() dynastore.Store { return c.Store }
+
+// Process is the server's share of the data model (model.Scope).
+func (c *Ctx) Process() *model.Process { return c.Srv.dataModel() }
 
 // Conn is the per-connection state. Fields other connections may read (CLIENT
 // LIST) are guarded by mu; the owning connection's goroutine is the only writer.

@@ -8,14 +8,14 @@ package commands
 // redamo honours each parameter twice over:
 //
 //   - OBJECT ENCODING answers as Redis 7.0.15 does, by its rules, from the
-//     key's content and the current thresholds (encodingOf). Redis 7.0
+//     key's content and the current thresholds (model.EncodingOf). Redis 7.0
 //     calls every list a quicklist and every set that is not an intset a
 //     hashtable, whatever its size, so the layout alone cannot give the
 //     name: a set of 3 strings is inline in redamo and a hashtable in Redis.
 //   - They bound redamo's inline layout (collection.go, lists.go): a
 //     collection stays in its key item only while it is within the
-//     parameters and within redamo's own caps (inlineMaxHash, inlineMaxSet
-//     and inlineMaxList entries of at most inlineMaxBytes bytes). The caps
+//     parameters and within redamo's own caps (model.InlineMaxHash, model.InlineMaxSet
+//     and model.InlineMaxList entries of at most model.InlineMaxBytes bytes). The caps
 //     keep an inline key item to a few KB, far below DynamoDB's 400 KB item
 //     limit, because each write of an inline collection is billed for the
 //     whole item. Lowering a parameter below its cap pages collections
@@ -54,23 +54,19 @@ var defaultEncodingParams = encodingParams{
 	zsetEntries: 128, zsetValue: 64,
 }
 
-// inlineLimits bound an inline collection: at most entries entries, each
-// member, field, value or element at most bytes long.
-type inlineLimits struct{ entries, bytes int }
-
 // encodingState is the parameters with the inline limits they give.
 type encodingState struct {
 	params                encodingParams
-	hash, set, list, zset inlineLimits
+	hash, set, list, zset model.InlineLimits
 }
 
 func newEncodingState(p encodingParams) *encodingState {
 	return &encodingState{
 		params: p,
-		hash:   inlineLimits{capped(p.hashEntries, inlineMaxHash), capped(p.hashValue, inlineMaxBytes)},
-		set:    inlineLimits{capped(p.setEntries, inlineMaxSet), capped(p.setValue, inlineMaxBytes)},
-		list:   inlineLimits{listInlineEntries(p.listSize), inlineMaxBytes},
-		zset:   inlineLimits{capped(p.zsetEntries, inlineMaxHash), capped(p.zsetValue, inlineMaxBytes)},
+		hash:   model.InlineLimits{Entries: capped(p.hashEntries, model.InlineMaxHash), Bytes: capped(p.hashValue, model.InlineMaxBytes)},
+		set:    model.InlineLimits{Entries: capped(p.setEntries, model.InlineMaxSet), Bytes: capped(p.setValue, model.InlineMaxBytes)},
+		list:   model.InlineLimits{Entries: listInlineEntries(p.listSize), Bytes: model.InlineMaxBytes},
+		zset:   model.InlineLimits{Entries: capped(p.zsetEntries, model.InlineMaxHash), Bytes: capped(p.zsetValue, model.InlineMaxBytes)},
 	}
 }
 
@@ -80,16 +76,16 @@ func capped(v int64, limit int) int { return int(min(v, int64(limit))) }
 
 // listInlineEntries is how many elements an inline list holds under
 // list-max-listpack-size: as many as one quicklist node of that fill holds
-// when every element is inlineMaxBytes long, within inlineMaxList. A
+// when every element is model.InlineMaxBytes long, within model.InlineMaxList. A
 // positive fill counts elements (0 counts as 1, as in Redis); a negative
 // one is a node size, 4 KB for -1 doubling to 64 KB for -5 and below
 // (clamped there as Redis 7.2 does).
 func listInlineEntries(fill int64) int {
 	if fill >= 0 {
-		return capped(max(fill, 1), inlineMaxList)
+		return capped(max(fill, 1), model.InlineMaxList)
 	}
 	node := int64(4096) << min(-fill-1, 4)
-	return capped(node/inlineMaxBytes, inlineMaxList)
+	return capped(node/model.InlineMaxBytes, model.InlineMaxList)
 }
 
 // encoding returns the current encoding parameters and inline limits.
@@ -101,7 +97,7 @@ func (s *Server) encoding() *encodingState {
 }
 
 // inline returns the inline limits for collections of type typ.
-func (s *Server) inline(typ string) inlineLimits {
+func (s *Server) inline(typ string) model.InlineLimits {
 	e := s.encoding()
 	switch typ {
 	case model.TypeHash:

@@ -14,25 +14,26 @@ func TestInlineLimits(t *testing.T) {
 		f(&p)
 		return p
 	}
+	lim := func(entries, bytes int) model.InlineLimits { return model.InlineLimits{Entries: entries, Bytes: bytes} }
 	cases := []struct {
 		name            string
 		params          encodingParams
-		hash, set, list inlineLimits
+		hash, set, list model.InlineLimits
 	}{
 		// Redis's defaults give redamo's caps.
-		{"defaults", defaultEncodingParams, inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		{"defaults", defaultEncodingParams, lim(64, 64), lim(128, 64), lim(128, 64)},
 		{"lowered", with(func(p *encodingParams) {
 			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 3, 5, 7, 9, 11
-		}), inlineLimits{3, 5}, inlineLimits{7, 9}, inlineLimits{11, 64}},
+		}), lim(3, 5), lim(7, 9), lim(11, 64)},
 		{"raised past the caps", with(func(p *encodingParams) {
 			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 1<<40, 1<<40, 1<<40, 1<<40, 1<<30
-		}), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		}), lim(64, 64), lim(128, 64), lim(128, 64)},
 		{"zero", with(func(p *encodingParams) {
 			p.hashEntries, p.hashValue, p.setEntries, p.setValue, p.listSize = 0, 0, 0, 0, 0
-		}), inlineLimits{0, 0}, inlineLimits{0, 0}, inlineLimits{1, 64}},
-		{"4 KB list nodes", with(func(p *encodingParams) { p.listSize = -1 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{64, 64}},
-		{"64 KB list nodes", with(func(p *encodingParams) { p.listSize = -5 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
-		{"past the smallest list size", with(func(p *encodingParams) { p.listSize = -1 << 31 }), inlineLimits{64, 64}, inlineLimits{128, 64}, inlineLimits{128, 64}},
+		}), lim(0, 0), lim(0, 0), lim(1, 64)},
+		{"4 KB list nodes", with(func(p *encodingParams) { p.listSize = -1 }), lim(64, 64), lim(128, 64), lim(64, 64)},
+		{"64 KB list nodes", with(func(p *encodingParams) { p.listSize = -5 }), lim(64, 64), lim(128, 64), lim(128, 64)},
+		{"past the smallest list size", with(func(p *encodingParams) { p.listSize = -1 << 31 }), lim(64, 64), lim(128, 64), lim(128, 64)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

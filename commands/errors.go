@@ -8,6 +8,7 @@ import (
 
 	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Reply strings, exactly as Redis 7 sends them. Every error reply a handler
@@ -181,6 +182,8 @@ func ErrorMsg(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return string(re)
+	case errors.Is(err, model.ErrWrongType):
+		return MsgWrongType
 	case errors.Is(err, coord.ErrNotOwner):
 		return MsgNotOwner
 	case errors.Is(err, coord.ErrBadReceipt):

@@ -456,13 +456,13 @@ func changeLibraries(c *Ctx, change func(set *librarySet, libs map[string][]byte
 		} else {
 			_, err = c.Srv.Store.Put(c, model.LibrariesItem(libs), wo)
 		}
-		if _, failed := isCondFailed(err); !failed {
+		if _, failed := model.CondFailed(err); !failed {
 			c.Srv.functions.mu.Lock()
 			c.Srv.functions.set = nil
 			c.Srv.functions.mu.Unlock()
 			return err
 		}
-		if err := c.lostRace(&retry); err != nil {
+		if err := c.LostRace(&retry); err != nil {
 			return err
 		}
 	}

@@ -678,7 +678,7 @@ func cmdGeoadd(c *Ctx) {
 
 // geoScoresOf looks members up in key's sorted set (absent: not ok).
 func geoScoresOf(c *Ctx, key []byte, members [][]byte) ([]geoScore, error) {
-	vals, present, err := collLookup(c, key, model.TypeZSet, members)
+	vals, present, err := model.Lookup(c, key, model.TypeZSet, members)
 	if err != nil {
 		return nil, err
 	}
@@ -723,7 +723,7 @@ func cmdGeodist(c *Ctx) {
 
 // zsetGeoSource is a sorted set as a geoSource: a score range is a range
 // of its order.
-type zsetGeoSource struct{ cl *collection }
+type zsetGeoSource struct{ cl *model.Collection }
 
 func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
 	err := zwalk(s.cl, zorderKey(min), zorderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
@@ -735,11 +735,11 @@ func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score
 
 // geoQueryOn parses the command against the sorted set cl as read and runs
 // its search (no results when the key does not exist).
-func geoQueryOn(c *Ctx, cl *collection, flags geoFlags) (geoQuery, []geoPoint, error) {
+func geoQueryOn(c *Ctx, cl *model.Collection, flags geoFlags) (geoQuery, []geoPoint, error) {
 	var lookup geoMemberScore
-	if cl.exists() {
+	if cl.Exists() {
 		lookup = func(m []byte) (float64, bool, error) {
-			vals, present, err := cl.lookup([][]byte{m})
+			vals, present, err := cl.Lookup([][]byte{m})
 			if err != nil || !present[0] {
 				return 0, false, err
 			}
@@ -747,7 +747,7 @@ func geoQueryOn(c *Ctx, cl *collection, flags geoFlags) (geoQuery, []geoPoint, e
 		}
 	}
 	q, err := parseGeoQuery(c.Args, flags, lookup)
-	if err != nil || !cl.exists() {
+	if err != nil || !cl.Exists() {
 		return q, nil, err
 	}
 	pts, err := geoSearch(&q, zsetGeoSource{cl})
@@ -769,7 +769,7 @@ func cmdGeoSearch(c *Ctx) {
 	if pre.store == nil {
 		var q geoQuery
 		var pts []geoPoint
-		err := collRead(c, src, model.TypeZSet, func(cl *collection) (err error) {
+		err := model.Read(c, src, model.TypeZSet, func(cl *model.Collection) (err error) {
 			q, pts, err = geoQueryOn(c, cl, flags)
 			return err
 		})
@@ -780,8 +780,8 @@ func cmdGeoSearch(c *Ctx) {
 		writeGeoResults(c.W, &q, pts)
 		return
 	}
-	n, err := zstore(c, pre.store, [][]byte{src}, func(srcs []*collection) ([]zentry, error) {
-		if err := srcs[0].check(); err != nil {
+	n, err := zstore(c, pre.store, [][]byte{src}, func(srcs []*model.Collection) ([]zentry, error) {
+		if err := srcs[0].Check(); err != nil {
 			return nil, err
 		}
 		q, pts, err := geoQueryOn(c, srcs[0], flags)

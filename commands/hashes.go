@@ -19,8 +19,8 @@ const maxInt64Len = len("-9223372036854775808")
 func init() {
 	objectEncoders[model.TypeHash] = func(c *Ctx, key []byte) (string, error) {
 		p := c.Srv.encoding().params
-		return encodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
-			return int64(len(f)) <= p.hashValue && int64(len(valueBytes(v))) <= p.hashValue
+		return model.EncodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
+			return int64(len(f)) <= p.hashValue && int64(len(model.ValueBytes(v))) <= p.hashValue
 		})
 	}
 }
@@ -71,7 +71,12 @@ func hashSet(c *Ctx) (int64, bool) {
 		return 0, false
 	}
 	fields, vals := hashPairs(c.Args[2:])
-	return addMembers(c, c.Args[1], model.TypeHash, fields, vals)
+	n, err := model.AddMembers(c, c.Args[1], model.TypeHash, fields, vals)
+	if err != nil {
+		c.Fail(err)
+		return 0, false
+	}
+	return n, true
 }
 
 func cmdHset(c *Ctx) {
@@ -91,13 +96,13 @@ func cmdHmset(c *Ctx) {
 // field's current value (present false when absent) and returns the value
 // to write, nil for none.
 func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
-	return seededRetry(c, key, model.TypeHash, [][]byte{f}, seed, seeded, func(cl *collection, vals []dynastore.Value, present []bool) error {
+	return model.SeededRetry(c, key, model.TypeHash, [][]byte{f}, seed, seeded, func(cl *model.Collection, vals []dynastore.Value, present []bool) error {
 		v, err := next(vals[0], present[0])
 		if err != nil {
 			return err
 		}
 		if v != nil {
-			cl.put(f, v)
+			cl.Put(f, v)
 		}
 		return nil
 	})
@@ -107,15 +112,15 @@ func cmdHsetnx(c *Ctx) {
 	key, f, v := c.Args[1], c.Args[2], c.Args[3]
 	var seed dynastore.Item
 	seeded := false
-	if lim := c.Srv.inline(model.TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && len(v) <= lim.bytes {
-		cond := dynastore.And{inlineFastCond(c.NowMS(), model.TypeHash, lim.entries, 1, false), dynastore.NotExists{Attr: fieldAttr(f)}}
-		_, _, applied, cur, err := fastUpdate(c, key, dynastore.Update{
+	if lim := c.Srv.inline(model.TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && len(v) <= lim.Bytes {
+		cond := dynastore.And{model.InlineFastCond(c.NowMS(), model.TypeHash, lim.Entries, 1, false), dynastore.NotExists{Attr: model.FieldAttr(f)}}
+		_, _, applied, cur, err := model.FastUpdate(c, key, dynastore.Update{
 			Set: []dynastore.SetAction{
 				{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
 				{Attr: model.AttrVer, Val: model.NewVer()},
-				{Attr: fieldAttr(f), Val: hashValue(v)},
+				{Attr: model.FieldAttr(f), Val: model.HashValue(v)},
 			},
-			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf([][]byte{f})}},
+			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf([][]byte{f})}},
 		}, cond)
 		if err != nil {
 			c.Fail(err)
@@ -130,7 +135,7 @@ func cmdHsetnx(c *Ctx) {
 	var set bool
 	err := hashFieldRetry(c, key, f, seed, seeded, func(_ dynastore.Value, present bool) (dynastore.Value, error) {
 		if set = !present; set {
-			return hashValue(v), nil
+			return model.HashValue(v), nil
 		}
 		return nil, nil
 	})
@@ -142,7 +147,7 @@ func cmdHsetnx(c *Ctx) {
 }
 
 func cmdHget(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	vals, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -151,11 +156,11 @@ func cmdHget(c *Ctx) {
 		c.W.Nil()
 		return
 	}
-	c.W.Bulk(valueBytes(vals[0]))
+	c.W.Bulk(model.ValueBytes(vals[0]))
 }
 
 func cmdHmget(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:])
+	vals, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -166,12 +171,12 @@ func cmdHmget(c *Ctx) {
 			c.W.Nil()
 			continue
 		}
-		c.W.Bulk(valueBytes(v))
+		c.W.Bulk(model.ValueBytes(v))
 	}
 }
 
 func cmdHexists(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	_, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -180,20 +185,20 @@ func cmdHexists(c *Ctx) {
 }
 
 func cmdHstrlen(c *Ctx) {
-	vals, _, err := collLookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	vals, _, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(int64(valueSize(vals[0])))
+	c.W.Int(int64(model.ValueSize(vals[0])))
 }
 
 func cmdHlen(c *Ctx) { collLenCmd(c, model.TypeHash) }
 
 // hashAll reads a whole hash as one consistent state.
 func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err error) {
-	err = collReadAll(c, key, model.TypeHash, func(cl *collection) (err error) {
-		fields, vals, err = entriesOf(cl)
+	err = model.ReadAll(c, key, model.TypeHash, func(cl *model.Collection) (err error) {
+		fields, vals, err = model.EntriesOf(cl)
 		return err
 	})
 	return fields, vals, err
@@ -208,7 +213,7 @@ func cmdHgetall(c *Ctx) {
 	c.W.Map(len(fields))
 	for i, f := range fields {
 		c.W.Bulk(f)
-		c.W.Bulk(valueBytes(vals[i]))
+		c.W.Bulk(model.ValueBytes(vals[i]))
 	}
 }
 
@@ -232,7 +237,7 @@ func cmdHvals(c *Ctx) {
 	}
 	c.W.Array(len(vals))
 	for _, v := range vals {
-		c.W.Bulk(valueBytes(v))
+		c.W.Bulk(model.ValueBytes(v))
 	}
 }
 
@@ -249,13 +254,13 @@ func cmdHincrby(c *Ctx) {
 	seeded := false
 	// The value an in-place ADD leaves is an int64's text, at most
 	// maxInt64Len bytes: the fast path needs inline room for that much.
-	if lim := c.Srv.inline(model.TypeHash); lim.entries >= 1 && len(f) <= lim.bytes && lim.bytes >= maxInt64Len {
-		fa := fieldAttr(f)
+	if lim := c.Srv.inline(model.TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && lim.Bytes >= maxInt64Len {
+		fa := model.FieldAttr(f)
 		inRange := incrRoom(fa, incr)
 		if inRange == nil {
 			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
 		}
-		// As inlineFastCond: each disjunct of the inner Or holds only on an
+		// As model.InlineFastCond: each disjunct of the inner Or holds only on an
 		// inline hash (v exists, or the field's own attribute does), which
 		// therefore exists.
 		cond := dynastore.Or{
@@ -263,7 +268,7 @@ func cmdHincrby(c *Ctx) {
 			dynastore.And{
 				model.CondUnexpired(c.NowMS()), model.CondType(model.TypeHash),
 				dynastore.Or{
-					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLT, Size: int64(lim.entries)}},
+					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLT, Size: int64(lim.Entries)}},
 					inRange,
 				},
 			},
@@ -275,14 +280,14 @@ func cmdHincrby(c *Ctx) {
 			},
 			Add: []dynastore.AttrValue{
 				{Attr: fa, Val: model.NInt(incr)},
-				{Attr: model.AttrValue, Val: bsOf([][]byte{f})},
+				{Attr: model.AttrValue, Val: model.BSOf([][]byte{f})},
 			},
 		}
 		if !model.KeyFits(key) {
 			c.Fail(model.ErrKeyTooLong)
 			return
 		}
-		_, nw, applied, cur, err := fastUpdate(c, key, u, cond)
+		_, nw, applied, cur, err := model.FastUpdate(c, key, u, cond)
 		if err == nil && applied {
 			var n int64
 			if n, err = model.NumberInt(nw.Get(fa)); err == nil {
@@ -301,7 +306,7 @@ func cmdHincrby(c *Ctx) {
 		var cur int64
 		if present {
 			var ok bool
-			if cur, ok = model.String2ll(valueBytes(v)); !ok {
+			if cur, ok = model.String2ll(model.ValueBytes(v)); !ok {
 				return nil, redisError(MsgHashNotInt)
 			}
 		}
@@ -333,7 +338,7 @@ func cmdHincrbyfloat(c *Ctx) {
 	err := hashFieldRetry(c, key, f, nil, false, func(v dynastore.Value, present bool) (dynastore.Value, error) {
 		sum := incr
 		if present {
-			cur, ok := ldParse(valueBytes(v))
+			cur, ok := ldParse(model.ValueBytes(v))
 			if !ok {
 				return nil, redisError(MsgHashNotFloat)
 			}
@@ -342,7 +347,7 @@ func cmdHincrbyfloat(c *Ctx) {
 			}
 		}
 		text = ldFormatHuman(sum)
-		return hashValue([]byte(text)), nil
+		return model.HashValue([]byte(text)), nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -388,7 +393,7 @@ func cmdHrandfield(c *Ctx) {
 	}
 	var fields [][]byte
 	var vals []dynastore.Value
-	err := collRead(c, c.Args[1], model.TypeHash, func(cl *collection) (err error) {
+	err := model.Read(c, c.Args[1], model.TypeHash, func(cl *model.Collection) (err error) {
 		fields, vals, err = randomPick(cl, count)
 		return err
 	})
@@ -405,17 +410,17 @@ func cmdHrandfield(c *Ctx) {
 		for i, f := range fields {
 			c.W.Array(2)
 			c.W.Bulk(f)
-			c.W.Bulk(valueBytes(vals[i]))
+			c.W.Bulk(model.ValueBytes(vals[i]))
 		}
 		return
 	}
 	c.W.Array(2 * len(fields))
 	for i, f := range fields {
 		c.W.Bulk(f)
-		c.W.Bulk(valueBytes(vals[i]))
+		c.W.Bulk(model.ValueBytes(vals[i]))
 	}
 }
 
 func cmdHscan(c *Ctx) {
-	collScanCmd(c, model.TypeHash, func(m []byte, v dynastore.Value) [][]byte { return [][]byte{m, valueBytes(v)} })
+	collScanCmd(c, model.TypeHash, func(m []byte, v dynastore.Value) [][]byte { return [][]byte{m, model.ValueBytes(v)} })
 }

@@ -126,7 +126,7 @@ func txRetry(c *Ctx, err error, retry *model.Retry) error {
 	if !onlyConditionsFailed(err) {
 		return err
 	}
-	return c.lostRace(retry)
+	return c.LostRace(retry)
 }
 
 // distinctKeys returns keys without repeats and without keys too long to exist.
@@ -298,7 +298,7 @@ func replyCondWrite(c *Ctx, err error) {
 		c.W.Int(1)
 		return
 	}
-	if _, failed := isCondFailed(err); failed {
+	if _, failed := model.CondFailed(err); failed {
 		c.W.Int(0)
 		return
 	}
@@ -458,7 +458,7 @@ func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult
 			{Op: dynastore.TxDelete, Key: srcKey, Cond: from.Guard()},
 			{Op: dynastore.TxPut, Item: model.Retarget(from.Raw, dstDB, dst), Cond: to.Guard()},
 		}
-		acts = append(acts, CollectionRenameActions(from.Raw, dstPK)...)
+		acts = append(acts, model.CollectionRenameActions(from.Raw, dstPK)...)
 		err = c.Store.Transact(c, acts)
 		if err == nil {
 			return moveDone, nil
@@ -556,7 +556,7 @@ func cmdCopy(c *Ctx) {
 		var extra []dynastore.TxAction
 		if from.Type == model.TypeString {
 			item = model.Retarget(from.Raw, o.dstDB, o.dst)
-		} else if item, extra, err = CopyCollectionItem(c, c.Store, from.Raw, model.KeyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
+		} else if item, extra, err = model.CopyCollectionItem(c, c.Store, from.Raw, model.KeyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -920,7 +920,7 @@ func flushPrefix(c *Ctx, prefix []byte) {
 					cond = dynastore.Compare{Attr: model.AttrVer, Op: dynastore.OpEQ, Val: v}
 				}
 				_, err := c.Store.Delete(c, it.Key(), dynastore.WriteOptions{Cond: cond})
-				if _, changed := isCondFailed(err); err != nil && !changed {
+				if _, changed := model.CondFailed(err); err != nil && !changed {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err

@@ -58,7 +58,7 @@ func incrRoom(attr string, d int64) dynastore.Cond {
 // back (err from a write with OldOnFailure), for mutateKey to start from.
 // When ok is false err was something else and it has replied.
 func condFailedStart(c *Ctx, err error, nowMS int64) (start model.KeyState, ok bool) {
-	cur, failed := isCondFailed(err)
+	cur, failed := model.CondFailed(err)
 	if !failed {
 		c.Fail(err)
 		return model.KeyState{}, false
@@ -117,16 +117,6 @@ func scanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn 
 	}
 }
 
-// isCondFailed reports whether err is a failed condition, and the item the
-// store returned with it (nil when not asked for, or when there is none).
-func isCondFailed(err error) (dynastore.Item, bool) {
-	var cf *dynastore.ConditionFailedError
-	if errors.As(err, &cf) {
-		return cf.Old, true
-	}
-	return nil, errors.Is(err, dynastore.ErrConditionFailed)
-}
-
 // sameKey reports whether two keys are the same bytes.
 func sameKey(a, b []byte) bool { return bytes.Equal(a, b) }
 
@@ -177,11 +167,11 @@ func mutateKey(c *Ctx, key []byte, start *model.KeyState, decide func(model.KeyS
 		if err == nil {
 			return nil
 		}
-		cur, failed := isCondFailed(err)
+		cur, failed := model.CondFailed(err)
 		if !failed {
 			return err
 		}
-		if err := c.lostRace(&retry); err != nil {
+		if err := c.LostRace(&retry); err != nil {
 			return err
 		}
 		if ks, err = model.DecodeKey(cur, c.NowMS()); err != nil {

@@ -2,7 +2,7 @@ package commands
 
 // List commands. A list's key item (model/keyitem.go) has one of two layouts:
 //
-//   - inline (at most inlineMaxList elements of at most inlineMaxBytes
+//   - inline (at most model.InlineMaxList elements of at most model.InlineMaxBytes
 //     bytes, fewer under a small list-max-listpack-size: encoding.go): v is
 //     an L of B holding the elements in order. LPUSH/RPUSH are one
 //     UpdateItem (list_append, creating the key if absent); every other
@@ -17,19 +17,19 @@ package commands
 //     LRANGE one Query over a position range, LLEN the key item alone.
 //
 // This is the list layout of the collection engine (collection.go): the
-// inline codec above, and a memberSpan (lh, lt) for the large layout, whose
+// inline codec above, and a model.MemberSpan (lh, lt) for the large layout, whose
 // positions outside [lh, lt) may hold leftovers that no read sees. A
 // listView works in positions and stages its changes into its collection,
 // which plans and commits them like any other type's. Every write of a
 // large list is guarded by the key item's ver, so writers of one list
-// serialize; a conflict re-runs the command (collRetry).
+// serialize; a conflict re-runs the command (model.RetryConflicts).
 //
 // Costs (DynamoDB requests), when this instance wrote or read the list last
-// (its item cache, itemsOf, then holds the key item; a stale entry costs a
+// (its item cache, model.Items, then holds the key item; a stale entry costs a
 // failed guard and a fresh read):
 //
 //	LPUSH/RPUSH small list                 1 UpdateItem (guarded by ver alone
-//	                                       when cached: fastUpdate)
+//	                                       when cached: model.FastUpdate)
 //	LPOP/RPOP/LMOVE small list             1 Put (GetItem + Put uncached)
 //	LPUSH/RPUSH large list (<= 96 elems)   1 TransactWriteItems (uncached: the
 //	                                       inline UpdateItem fails first)
@@ -79,8 +79,8 @@ const (
 func init() {
 	// Redis 7.0 reports every list as a quicklist.
 	objectEncoders[model.TypeList] = func(*Ctx, []byte) (string, error) { return "quicklist", nil }
-	inlineCodecs[model.TypeList] = inlineCodec{decode: decodeListInline, encode: encodeListInline}
-	memberSpans[model.TypeList] = memberSpan{lo: attrListHead, hi: attrListTail}
+	model.InlineCodecs[model.TypeList] = model.InlineCodec{Decode: decodeListInline, Encode: encodeListInline}
+	model.MemberSpans[model.TypeList] = model.MemberSpan{Lo: attrListHead, Hi: attrListTail}
 }
 
 func registerLists(t *Table) {
@@ -114,10 +114,11 @@ func registerLists(t *Table) {
 
 // listView is one list key as read by one attempt, plus the changes the
 // attempt stages, in positions: the list layout of the collection engine
-// (a memberSpan), which it stages its changes into (stage) to commit them.
+// (a model.MemberSpan), which it stages its changes into (stage) to commit them.
 // Reads through it see the staged changes.
 type listView struct {
-	*collection
+	*model.Collection
+	c *Ctx
 
 	// Inline layout: the elements, changes applied.
 	elems [][]byte
@@ -145,18 +146,7 @@ type listView struct {
 	changed bool
 }
 
-// listKnown is what the item cache keeps with a large list's key item:
-// values of elements near its ends, by position, and the average element
-// size of the last read (listView.values, elemSize). They stay valid as
-// long as the key item does: an element inside [lh, lt) changes only with
-// a write that also sets a fresh ver (memberSpan), and every write made
-// from the entry is guarded by its ver.
-type listKnown struct {
-	values   map[int64][]byte
-	elemSize int
-}
-
-// Bounds of listKnown: the positions within listKnownReach of either end,
+// Bounds of model.ListKnown: the positions within listKnownReach of either end,
 // each value of at most listKnownValue bytes, listKnownBytes in all.
 const (
 	listKnownReach = popPrefetch
@@ -178,11 +168,11 @@ func openList(c *Ctx, key []byte) (*listView, error) {
 	if !model.KeyFits(key) {
 		return listFromItem(c, key, nil)
 	}
-	cl, err := openCollection(c, key, model.TypeList)
+	cl, err := model.Open(c, key, model.TypeList)
 	if err != nil {
 		return nil, err
 	}
-	return listOf(cl)
+	return listOf(c, cl)
 }
 
 // openListForWrite opens key for a command that writes: on its first
@@ -192,14 +182,14 @@ func openList(c *Ctx, key []byte) (*listView, error) {
 // from a fresh read.
 func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 	if try == 0 && model.KeyFits(key) {
-		if e, ok := itemsOf(c).get(c.DB(), key); ok {
-			l, err := listFromItem(c, key, e.it)
+		if e, ok := model.Items(c).Get(c.DB(), key); ok {
+			l, err := listFromItem(c, key, e.Item)
 			if err != nil {
 				return nil, err
 			}
-			if l.ks.Live && !l.wrongType && l.length() > 0 {
-				if e.list != nil && l.large() {
-					l.values, l.valuesShared, l.elemSize = e.list.values, true, e.list.elemSize
+			if l.KS.Live && !l.WrongType && l.length() > 0 {
+				if e.List != nil && l.Large() {
+					l.values, l.valuesShared, l.elemSize = e.List.Values, true, e.List.ElemSize
 				}
 				return l, nil
 			}
@@ -210,32 +200,32 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 
 // listFromItem decodes a key item as a list.
 func listFromItem(c *Ctx, key []byte, it dynastore.Item) (*listView, error) {
-	cl, err := collectionFromItem(c, key, model.TypeList, it)
+	cl, err := model.FromItem(c, key, model.TypeList, it)
 	if err != nil {
 		return nil, err
 	}
-	return listOf(cl)
+	return listOf(c, cl)
 }
 
 // listOf is the list view of a list collection.
-func listOf(cl *collection) (*listView, error) {
-	l := &listView{collection: cl}
-	if !cl.ks.Live || cl.wrongType {
+func listOf(c *Ctx, cl *model.Collection) (*listView, error) {
+	l := &listView{Collection: cl, c: c}
+	if !cl.KS.Live || cl.WrongType {
 		return l, nil
 	}
-	if cl.large() {
-		h, t, _, err := cl.span(false)
+	if cl.Large() {
+		h, t, _, err := cl.Span(false)
 		l.h, l.t, l.nh, l.nt = h, t, h, t
 		return l, err
 	}
-	ms := make([]string, 0, len(cl.inline))
-	for m := range cl.inline {
+	ms := make([]string, 0, len(cl.Inline))
+	for m := range cl.Inline {
 		ms = append(ms, m)
 	}
 	slices.Sort(ms)
 	l.elems = make([][]byte, len(ms))
 	for i, m := range ms {
-		l.elems[i] = cl.inline[m].(dynastore.B) // decodeListInline made them so
+		l.elems[i] = cl.Inline[m].(dynastore.B) // decodeListInline made them so
 	}
 	return l, nil
 }
@@ -253,7 +243,7 @@ func decodeListInline(it dynastore.Item) (map[string]dynastore.Value, error) {
 		if !ok {
 			return nil, fmt.Errorf("commands: list element of kind %d: %w", v.Kind(), dynastore.ErrInvalid)
 		}
-		out[string(posMember(int64(i)))] = b
+		out[string(model.PosMember(int64(i)))] = b
 	}
 	return out, nil
 }
@@ -276,7 +266,7 @@ func (l *listView) length() int64 {
 	if l.rewrite != nil {
 		return l.rewriteLen
 	}
-	if l.large() {
+	if l.Large() {
 		return l.nt - l.nh
 	}
 	return int64(len(l.elems))
@@ -284,7 +274,7 @@ func (l *listView) length() int64 {
 
 func (l *listView) pushLeft(vals [][]byte) {
 	l.changed = true
-	if !l.large() {
+	if !l.Large() {
 		ne := make([][]byte, 0, len(vals)+len(l.elems))
 		for i := len(vals) - 1; i >= 0; i-- {
 			ne = append(ne, vals[i])
@@ -300,7 +290,7 @@ func (l *listView) pushLeft(vals [][]byte) {
 
 func (l *listView) pushRight(vals [][]byte) {
 	l.changed = true
-	if !l.large() {
+	if !l.Large() {
 		l.elems = append(l.elems, vals...)
 		return
 	}
@@ -324,7 +314,7 @@ func (l *listView) pop(left bool, n int64) ([][]byte, error) {
 		return nil, nil
 	}
 	l.changed = true
-	if !l.large() {
+	if !l.Large() {
 		out := make([][]byte, n)
 		if left {
 			copy(out, l.elems[:n])
@@ -415,20 +405,20 @@ func (l *listView) readEnd(from, to int64, left bool) ([][]byte, error) {
 }
 
 // knownAfter is what of known and the staged puts stays valid, within
-// listKnown's bounds, once a guarded in-place commit of the view moves the
+// model.ListKnown's bounds, once a guarded in-place commit of the view moves the
 // list to [nh, nt).
-func (l *listView) knownAfter() *listKnown {
-	out := &listKnown{values: map[int64][]byte{}, elemSize: l.elemSize}
+func (l *listView) knownAfter() *model.ListKnown {
+	out := &model.ListKnown{Values: map[int64][]byte{}, ElemSize: l.elemSize}
 	size := 0
 	keep := func(p int64, v []byte) {
 		near := p < l.nh+listKnownReach || p >= l.nt-listKnownReach
 		if p < l.nh || p >= l.nt || !near || len(v) > listKnownValue || size+len(v) > listKnownBytes {
 			return
 		}
-		if old, ok := out.values[p]; ok {
+		if old, ok := out.Values[p]; ok {
 			size -= len(old)
 		}
-		out.values[p] = v
+		out.Values[p] = v
 		size += len(v)
 	}
 	for p, v := range l.values {
@@ -444,20 +434,20 @@ func (l *listView) knownAfter() *listKnown {
 
 // index returns the element at list index i (0-based, already normalized).
 func (l *listView) index(i int64) ([]byte, error) {
-	if !l.large() {
+	if !l.Large() {
 		return l.elems[i], nil
 	}
 	p := l.nh + i
 	if v, ok := l.staged[p]; ok {
 		return v, nil
 	}
-	it, err := l.c.Store.Get(l.c, memberKey(l.gen, posMember(p)))
+	it, err := l.c.Store.Get(l.c, model.MemberKey(l.Gen, model.PosMember(p)))
 	if err != nil {
 		return nil, err
 	}
 	v, ok := it.Get(model.AttrValue).(dynastore.B)
 	if !ok {
-		return nil, fmt.Errorf("commands: list member %d of [%d,%d) missing: %w", p, l.h, l.t, errCollRetry)
+		return nil, fmt.Errorf("commands: list member %d of [%d,%d) missing: %w", p, l.h, l.t, model.ErrConflict)
 	}
 	return v, nil
 }
@@ -465,7 +455,7 @@ func (l *listView) index(i int64) ([]byte, error) {
 // set replaces the element at list index i (normalized).
 func (l *listView) set(i int64, v []byte) {
 	l.changed = true
-	if !l.large() {
+	if !l.Large() {
 		l.elems[i] = v
 		return
 	}
@@ -491,7 +481,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 		for ; p < upto; p++ {
 			v, ok := l.staged[p]
 			if !ok {
-				return fmt.Errorf("commands: list position %d not read: %w", p, errCollRetry)
+				return fmt.Errorf("commands: list position %d not read: %w", p, model.ErrConflict)
 			}
 			if err := fn(p, v); err != nil {
 				return err
@@ -505,10 +495,10 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 		if err := emitStaged(cf); err != nil {
 			return err
 		}
-		err := l.eachRange(posMember(cf), posMember(ct-1), false, int(min(ct-cf, memberPageItems)), func(m []byte, v dynastore.Value) (bool, error) {
-			if mp, ok := memberPos(m); !ok || mp != p {
+		err := l.EachRange(model.PosMember(cf), model.PosMember(ct-1), false, int(min(ct-cf, model.MemberPageItems)), func(m []byte, v dynastore.Value) (bool, error) {
+			if mp, ok := model.MemberPos(m); !ok || mp != p {
 				// A hole: the list changed since its key item was read.
-				return false, errCollRetry
+				return false, model.ErrConflict
 			}
 			b, _ := v.(dynastore.B)
 			if sv, ok := l.staged[p]; ok {
@@ -524,7 +514,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 			return err
 		}
 		if p != ct {
-			return errCollRetry
+			return model.ErrConflict
 		}
 	}
 	return emitStaged(to)
@@ -532,7 +522,7 @@ func (l *listView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 
 // all calls fn for every element in order, staged changes included.
 func (l *listView) all(fn func(i int64, v []byte) error) error {
-	if !l.large() {
+	if !l.Large() {
 		for i, v := range l.elems {
 			if err := fn(int64(i), v); err != nil {
 				return err
@@ -546,7 +536,7 @@ func (l *listView) all(fn func(i int64, v []byte) error) error {
 // allReverse calls fn for every element from the tail, staged changes
 // included; a large list is read in pages from its end.
 func (l *listView) allReverse(fn func(i int64, v []byte) error) error {
-	if !l.large() {
+	if !l.Large() {
 		for i := len(l.elems) - 1; i >= 0; i-- {
 			if err := fn(int64(i), l.elems[i]); err != nil {
 				return err
@@ -557,7 +547,7 @@ func (l *listView) allReverse(fn func(i int64, v []byte) error) error {
 	const chunk = 256
 	for to := l.nt; to > l.nh; to -= chunk {
 		from := max(l.nh, to-chunk)
-		l.pagesRead = l.pagesRead || to != l.nt // not one snapshot any more
+		l.PagesRead = l.PagesRead || to != l.nt // not one snapshot any more
 		vals, err := l.readPositions(from, to)
 		if err != nil {
 			return err
@@ -597,27 +587,27 @@ func (l *listView) stage() {
 	switch {
 	case l.rewrite != nil:
 		elems, n = l.rewrite, l.rewriteLen
-	case l.large():
+	case l.Large():
 		for p, v := range l.staged {
 			if p >= l.nh && p < l.nt {
-				l.put(posMember(p), dynastore.B(bytes.Clone(v)))
+				l.Put(model.PosMember(p), dynastore.B(bytes.Clone(v)))
 			}
 		}
 		for p := l.h; p < min(l.t, l.nh); p++ {
-			l.del(posMember(p))
+			l.Del(model.PosMember(p))
 		}
 		for p := max(l.h, l.nt); p < l.t; p++ {
-			l.del(posMember(p))
+			l.Del(model.PosMember(p))
 		}
-		l.setKeyAttr(attrListHead, model.NInt(l.nh))
-		l.setKeyAttr(attrListTail, model.NInt(l.nt))
-		l.listKnown = l.knownAfter()
+		l.SetKeyAttr(attrListHead, model.NInt(l.nh))
+		l.SetKeyAttr(attrListTail, model.NInt(l.nt))
+		l.ListKnown = l.knownAfter()
 		return
 	}
-	l.rebuild(n, func(yield func([]byte, dynastore.Value) error) error {
+	l.Rebuild(n, func(yield func([]byte, dynastore.Value) error) error {
 		var p int64
 		return elems(func(e []byte) error {
-			err := yield(posMember(p), dynastore.B(bytes.Clone(e)))
+			err := yield(model.PosMember(p), dynastore.B(bytes.Clone(e)))
 			p++
 			return err
 		})
@@ -626,18 +616,18 @@ func (l *listView) stage() {
 
 // commitLists commits the changes of several views in one request or
 // transaction (reads are views only read: their key items are checked).
-// It returns errCollRetry on a conflict.
+// It returns model.ErrConflict on a conflict.
 func commitLists(c *Ctx, writes []*listView, reads []*listView) error {
-	ws := make([]*collection, len(writes))
+	ws := make([]*model.Collection, len(writes))
 	for i, l := range writes {
 		l.stage()
-		ws[i] = l.collection
+		ws[i] = l.Collection
 	}
-	rs := make([]*collection, len(reads))
+	rs := make([]*model.Collection, len(reads))
 	for i, l := range reads {
-		rs[i] = l.collection
+		rs[i] = l.Collection
 	}
-	return commitCollections(c, ws, rs)
+	return model.Commit(c, ws, rs)
 }
 
 // ---- push and pop -------------------------------------------------------------------
@@ -659,7 +649,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 	var seed dynastore.Item
 	seeded := false
 	lim := c.Srv.inline(model.TypeList)
-	if len(vals) <= lim.entries && allSmall(vals, lim.bytes) && model.KeyFits(key) && !cachedLargeList(c, key) {
+	if len(vals) <= lim.Entries && model.AllSmall(vals, lim.Bytes) && model.KeyFits(key) && !cachedLargeList(c, key) {
 		// One UpdateItem: list_append onto an inline list with room, or a
 		// new list when the key is absent.
 		add := make(dynastore.L, len(vals))
@@ -675,11 +665,11 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		if left {
 			val = dynastore.ListAppend{A: add, B: list}
 		}
-		_, nw, applied, cur, err := fastUpdate(c, key, dynastore.Update{Set: []dynastore.SetAction{
+		_, nw, applied, cur, err := model.FastUpdate(c, key, dynastore.Update{Set: []dynastore.SetAction{
 			{Attr: model.AttrType, Val: dynastore.S(model.TypeList)},
 			{Attr: model.AttrValue, Val: val},
 			{Attr: model.AttrVer, Val: model.NewVer()},
-		}}, inlineFastCond(c.NowMS(), model.TypeList, lim.entries, len(vals), mustExist))
+		}}, model.InlineFastCond(c.NowMS(), model.TypeList, lim.Entries, len(vals), mustExist))
 		if err != nil {
 			return 0, err
 		}
@@ -691,7 +681,7 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		seed, seeded = cur, true
 	}
 	var n int64
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		var l *listView
 		var err error
 		if seeded && try == 0 {
@@ -702,11 +692,11 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 		if err != nil {
 			return err
 		}
-		if err := l.check(); err != nil {
+		if err := l.Check(); err != nil {
 			return err
 		}
 		n = 0
-		if mustExist && !l.ks.Live {
+		if mustExist && !l.KS.Live {
 			return nil
 		}
 		if left {
@@ -729,11 +719,11 @@ func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int6
 // push re-runs from a fresh read), rather than first sending the inline
 // UpdateItem, which fails on a large list.
 func cachedLargeList(c *Ctx, key []byte) bool {
-	e, ok := itemsOf(c).get(c.DB(), key)
-	if !ok || e.it.Get(attrGen) == nil {
+	e, ok := model.Items(c).Get(c.DB(), key)
+	if !ok || e.Item.Get(model.AttrGen) == nil {
 		return false
 	}
-	ks, err := model.DecodeKey(e.it, c.NowMS())
+	ks, err := model.DecodeKey(e.Item, c.NowMS())
 	return err == nil && ks.Live && ks.Type == model.TypeList
 }
 
@@ -761,16 +751,16 @@ func cmdPop(c *Ctx, left bool) {
 	var popped [][]byte
 	exists := false
 	defer c.lockKeys(c.Args[1])()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		popped, exists = nil, false
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
 		}
-		if err := l.check(); err != nil {
+		if err := l.Check(); err != nil {
 			return err
 		}
-		exists = l.ks.Live
+		exists = l.KS.Live
 		if !exists || count == 0 {
 			return nil
 		}
@@ -810,7 +800,7 @@ func readList(c *Ctx, key []byte) (*listView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l, l.check()
+	return l, l.Check()
 }
 
 func cmdLlen(c *Ctx) {
@@ -830,7 +820,7 @@ func cmdLrange(c *Ctx) {
 		return
 	}
 	var out [][]byte
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		out = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
@@ -841,7 +831,7 @@ func cmdLrange(c *Ctx) {
 		if !ok {
 			return nil
 		}
-		if !l.large() {
+		if !l.Large() {
 			out = l.elems[from : to+1]
 			return nil
 		}
@@ -860,13 +850,13 @@ func cmdLrange(c *Ctx) {
 	writeBulks(c, out)
 }
 
-// listValidate is validateRead of list views.
+// listValidate is model.ValidateRead of list views.
 func listValidate(c *Ctx, ls ...*listView) error {
-	cls := make([]*collection, len(ls))
+	cls := make([]*model.Collection, len(ls))
 	for i, l := range ls {
-		cls[i] = l.collection
+		cls[i] = l.Collection
 	}
-	return validateRead(c, cls...)
+	return model.ValidateRead(c, cls...)
 }
 
 // rangeIndexes normalizes LRANGE-style start/stop for a list of n elements.
@@ -893,13 +883,13 @@ func cmdLindex(c *Ctx) {
 	// Redis looks the key up before it parses the index.
 	idx, idxOK := model.String2ll(c.Args[2])
 	var v []byte
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		v = nil
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
 		}
-		if !l.ks.Live {
+		if !l.KS.Live {
 			return nil
 		}
 		if !idxOK {
@@ -982,13 +972,13 @@ func cmdLpos(c *Ctx) {
 	elem := c.Args[2]
 	var found []int64
 	exists := false
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		found, exists = nil, false
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
 		}
-		exists = l.ks.Live
+		exists = l.KS.Live
 		if !exists {
 			return nil
 		}
@@ -1050,15 +1040,15 @@ func cmdLpos(c *Ctx) {
 func cmdLset(c *Ctx) {
 	idx, idxOK := model.String2ll(c.Args[2])
 	defer c.lockKeys(c.Args[1])()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
 		}
-		if err := l.check(); err != nil {
+		if err := l.Check(); err != nil {
 			return err
 		}
-		if !l.ks.Live {
+		if !l.KS.Live {
 			return redisError(MsgNoSuchKey)
 		}
 		if !idxOK {
@@ -1094,13 +1084,13 @@ func cmdLinsert(c *Ctx) {
 	pivot, elem := c.Args[3], c.Args[4]
 	defer c.lockKeys(c.Args[1])()
 	var reply int64
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
 		}
 		reply = 0
-		if !l.ks.Live {
+		if !l.KS.Live {
 			return nil
 		}
 		// Find the pivot first: a miss writes nothing.
@@ -1124,7 +1114,7 @@ func cmdLinsert(c *Ctx) {
 		}
 		n := l.length() + 1
 		reply = n
-		if !l.large() {
+		if !l.Large() {
 			ne := make([][]byte, 0, n)
 			ne = append(append(append(ne, l.elems[:at]...), elem), l.elems[at:]...)
 			l.elems = ne
@@ -1173,13 +1163,13 @@ func cmdLrem(c *Ctx) {
 	elem := c.Args[3]
 	var removed int64
 	defer c.lockKeys(c.Args[1])()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		l, err := readList(c, c.Args[1])
 		if err != nil {
 			return err
 		}
 		removed = 0
-		if !l.ks.Live {
+		if !l.KS.Live {
 			return nil
 		}
 		// Which list indexes go: count > 0 the first count matches, < 0
@@ -1210,7 +1200,7 @@ func cmdLrem(c *Ctx) {
 		if removed == 0 {
 			return nil
 		}
-		if !l.large() {
+		if !l.Large() {
 			ne := make([][]byte, 0, len(l.elems))
 			for i, v := range l.elems {
 				if !drop[int64(i)] {
@@ -1247,15 +1237,15 @@ func cmdLtrim(c *Ctx) {
 		return
 	}
 	defer c.lockKeys(c.Args[1])()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		l, err := openListForWrite(c, c.Args[1], try)
 		if err != nil {
 			return err
 		}
-		if err := l.check(); err != nil {
+		if err := l.Check(); err != nil {
 			return err
 		}
-		if !l.ks.Live {
+		if !l.KS.Live {
 			return nil
 		}
 		n := l.length()
@@ -1267,7 +1257,7 @@ func cmdLtrim(c *Ctx) {
 			return nil
 		}
 		l.changed = true
-		if !l.large() {
+		if !l.Large() {
 			l.elems = l.elems[from : to+1]
 		} else {
 			l.nh, l.nt = l.nh+from, l.nh+to+1
@@ -1327,19 +1317,19 @@ func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, er
 	var moved []byte
 	same := bytes.Equal(src, dst)
 	defer c.lockKeys(src, dst)()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		moved = nil
 		s, err := openListForWrite(c, src, try)
 		if err != nil {
 			return err
 		}
-		if s.wrongType && quiet {
+		if s.WrongType && quiet {
 			return nil
 		}
-		if err := s.check(); err != nil {
+		if err := s.Check(); err != nil {
 			return err
 		}
-		if !s.ks.Live || s.length() == 0 {
+		if !s.KS.Live || s.length() == 0 {
 			return nil
 		}
 		d := s
@@ -1347,7 +1337,7 @@ func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, er
 			if d, err = openListForWrite(c, dst, try); err != nil {
 				return err
 			}
-			if err := d.check(); err != nil {
+			if err := d.Check(); err != nil {
 				return err
 			}
 		}
@@ -1381,7 +1371,7 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 	var key []byte
 	var popped [][]byte
 	defer c.lockKeys(keys...)()
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		key, popped = nil, nil
 		var ls []*listView
 		if len(keys) == 1 {
@@ -1414,20 +1404,20 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 			}
 		}
 		for i, l := range ls {
-			if l.wrongType {
+			if l.WrongType {
 				if quiet {
 					continue
 				}
 				if i == 0 {
-					return errCollWrongType
+					return model.ErrWrongType
 				}
 				// The keys before must still be empty when replying.
 				if err := listValidate(c, ls[:i+1]...); err != nil {
 					return err
 				}
-				return errCollWrongType
+				return model.ErrWrongType
 			}
-			if !l.ks.Live || l.length() == 0 {
+			if !l.KS.Live || l.length() == 0 {
 				continue
 			}
 			vals, err := l.pop(left, count)
@@ -1437,7 +1427,7 @@ func listMultiPop(c *Ctx, keys [][]byte, left bool, count int64, quiet bool) ([]
 			if err := commitLists(c, []*listView{l}, ls[:i]); err != nil {
 				return err
 			}
-			key, popped = l.key, vals
+			key, popped = l.Key, vals
 			return nil
 		}
 		if len(ls) > 1 {

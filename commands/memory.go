@@ -71,11 +71,11 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 		return 0, false, err
 	}
 	size = int64(dynastore.ItemSize(ks.Raw))
-	gen, large := ks.Raw.Get(attrGen).(dynastore.B)
+	gen, large := ks.Raw.Get(model.AttrGen).(dynastore.B)
 	if !large {
 		return size, true, nil
 	}
-	q := dynastore.Query{PK: membersPK(gen)}
+	q := dynastore.Query{PK: model.MembersPK(gen)}
 	var n int64
 	if ks.Type == model.TypeList {
 		// Only the positions in [lh, lt) are elements (lists.go).
@@ -88,10 +88,10 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 			return 0, false, err
 		}
 		n = t - h
-		q.Op, q.A, q.B = dynastore.SKBetween, memberSK(posMember(h)), memberSK(posMember(t-1))
-	} else if n, err = model.NumberInt(ks.Raw.Get(attrCount)); err != nil {
+		q.Op, q.A, q.B = dynastore.SKBetween, model.MemberSK(model.PosMember(h)), model.MemberSK(model.PosMember(t-1))
+	} else if n, err = model.NumberInt(ks.Raw.Get(model.AttrCount)); err != nil {
 		return 0, false, err
-	} else if _, ordered := memberOrders[ks.Type]; ordered {
+	} else if _, ordered := model.MemberOrders[ks.Type]; ordered {
 		n *= 2 // an order item beside each member item
 	}
 	var read, bytes int64

@@ -625,10 +625,10 @@ func isNumber(e ast.Expr, n string) bool {
 func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now int64) bool {
 	ms, ok := model.String2ll(msArg)
 	lim := c.Srv.inline(model.TypeHash)
-	if !ok || ms <= 0 || ms > math.MaxInt64/2-now || lim.entries < 1 || len(field) > lim.bytes || lim.bytes < maxInt64Len {
+	if !ok || ms <= 0 || ms > math.MaxInt64/2-now || lim.Entries < 1 || len(field) > lim.Bytes || lim.Bytes < maxInt64Len {
 		return false
 	}
-	fa, at := fieldAttr(field), now+ms
+	fa, at := model.FieldAttr(field), now+ms
 	cond := dynastore.Or{
 		dynastore.NotExists{Attr: dynastore.AttrPK},
 		dynastore.And{
@@ -646,14 +646,14 @@ func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now
 		},
 		Add: []dynastore.AttrValue{
 			{Attr: fa, Val: model.NInt(1)},
-			{Attr: model.AttrValue, Val: bsOf([][]byte{field})},
+			{Attr: model.AttrValue, Val: model.BSOf([][]byte{field})},
 		},
 	}, dynastore.WriteOptions{Cond: cond, OldOnFailure: true})
 	if err == nil {
 		c.W.Nil()
 		return true
 	}
-	old, failed := isCondFailed(err)
+	old, failed := model.CondFailed(err)
 	if !failed {
 		c.Fail(err)
 		return true
@@ -680,9 +680,9 @@ func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, n
 	if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
 		return false
 	}
-	fa := fieldAttr(field)
+	fa := model.FieldAttr(field)
 	mine := dynastore.And{
-		model.CondLive(now), model.CondType(model.TypeHash), dynastore.NotExists{Attr: attrGen},
+		model.CondLive(now), model.CondType(model.TypeHash), dynastore.NotExists{Attr: model.AttrGen},
 		dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(field)}, dynastore.IsType{Attr: fa, Type: dynastore.KindN},
 	}
 	_, err := c.Store.Delete(c, k, dynastore.WriteOptions{
@@ -693,7 +693,7 @@ func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, n
 		c.W.Int(cas.onHit)
 		return true
 	}
-	old, failed := isCondFailed(err)
+	old, failed := model.CondFailed(err)
 	if !failed {
 		c.Fail(err)
 		return true
@@ -719,7 +719,7 @@ func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, n
 		Add: []dynastore.AttrValue{{Attr: fa, Val: model.NInt(-1)}},
 	}, dynastore.WriteOptions{Cond: ks.Guard()})
 	if err != nil {
-		if _, failed := isCondFailed(err); failed {
+		if _, failed := model.CondFailed(err); failed {
 			return false // it changed meanwhile: the script decides
 		}
 		c.Fail(err)
@@ -745,7 +745,7 @@ func (cas *casScript) hashRefused(c *Ctx, old dynastore.Item, now int64) bool {
 // their own).
 func inlineHashOrNone(old dynastore.Item, now int64) (model.KeyState, bool) {
 	ks, err := model.DecodeKey(old, now)
-	return ks, err == nil && (!ks.Live || (ks.Type == model.TypeHash && !old.Has(attrGen)))
+	return ks, err == nil && (!ks.Live || (ks.Type == model.TypeHash && !old.Has(model.AttrGen)))
 }
 
 // run tries the fast path; done is false when the script must run itself
@@ -782,7 +782,7 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		if cas.act == casHashPExpire {
 			// A large hash keeps its fields apart: the script decides.
 			wo.Cond = dynastore.And{model.CondLive(now), model.CondType(model.TypeHash),
-				dynastore.NotExists{Attr: attrGen}, dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(token)}}
+				dynastore.NotExists{Attr: model.AttrGen}, dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(token)}}
 		}
 		ms, ok := model.String2ll(argv[cas.ms-1])
 		// PEXPIRE's own refusals and a deadline in the past (a delete)
@@ -805,7 +805,7 @@ func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
 		}
 		return true
 	}
-	old, failed := isCondFailed(err)
+	old, failed := model.CondFailed(err)
 	if !failed {
 		c.Fail(err)
 		return true

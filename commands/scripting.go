@@ -370,7 +370,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 			if out.L != nil {
 				out.L.Close()
 			}
-			if err := c.lostRace(&retry); err != nil {
+			if err := c.LostRace(&retry); err != nil {
 				c.Fail(err)
 				return
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Version is the Redis version redamo reports (INFO, HELLO): clients gate
@@ -49,10 +50,14 @@ type Server struct {
 	// enc holds the encoding parameters (encoding.go): nil until set.
 	enc atomic.Pointer[encodingState]
 
-	// lists is the list family's per-process state (blocked clients, the
-	// list cache): see blocking.go.
+	// lists is the list family's per-process state (blocked clients, key
+	// locks): see blocking.go.
 	listsOnce sync.Once
 	lists     *listRuntime
+	// proc is the data model's per-process state (its caches): see
+	// dataModel.
+	procOnce sync.Once
+	proc     *model.Process
 
 	// scripts are the scripts this process compiled (scripting.go);
 	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).

@@ -20,7 +20,7 @@ func init() {
 	// Redis 7.0: an intset while every member is an integer, else a hash
 	// table (small sets of strings became listpacks only in 7.2).
 	objectEncoders[model.TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return encodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", "hashtable", func(m []byte, _ dynastore.Value) bool {
+		return model.EncodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", "hashtable", func(m []byte, _ dynastore.Value) bool {
 			_, ok := model.String2ll(m)
 			return ok
 		})
@@ -55,9 +55,9 @@ func registerSets(t *Table) {
 const maxRandomCount = 10_000_000
 
 // setMembersOf reads a set whole: the members of every entry.
-func setMembersOf(cl *collection) ([][]byte, error) {
+func setMembersOf(cl *model.Collection) ([][]byte, error) {
 	var out [][]byte
-	err := cl.each(func(m []byte, _ dynastore.Value) error {
+	err := cl.Each(func(m []byte, _ dynastore.Value) error {
 		out = append(out, bytes.Clone(m))
 		return nil
 	})
@@ -65,15 +65,18 @@ func setMembersOf(cl *collection) ([][]byte, error) {
 }
 
 func cmdSadd(c *Ctx) {
-	if n, ok := addMembers(c, c.Args[1], model.TypeSet, dedupe(c.Args[2:]), nil); ok {
-		c.W.Int(n)
+	n, err := model.AddMembers(c, c.Args[1], model.TypeSet, model.Dedupe(c.Args[2:]), nil)
+	if err != nil {
+		c.Fail(err)
+		return
 	}
+	c.W.Int(n)
 }
 
 func cmdSrem(c *Ctx) { removeMembersCmd(c, model.TypeSet) }
 
 func cmdSismember(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], model.TypeSet, c.Args[2:3])
+	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -82,7 +85,7 @@ func cmdSismember(c *Ctx) {
 }
 
 func cmdSmismember(c *Ctx) {
-	_, present, err := collLookup(c, c.Args[1], model.TypeSet, c.Args[2:])
+	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -102,7 +105,7 @@ func boolInt(b bool) int64 {
 
 func cmdSmembers(c *Ctx) {
 	var members [][]byte
-	err := collReadAll(c, c.Args[1], model.TypeSet, func(cl *collection) (err error) {
+	err := model.ReadAll(c, c.Args[1], model.TypeSet, func(cl *model.Collection) (err error) {
 		members, err = setMembersOf(cl)
 		return err
 	})
@@ -139,47 +142,47 @@ func cmdSpop(c *Ctx) {
 		count = n
 	}
 	var popped [][]byte
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		popped = nil
-		cl, err := openChecked(c, c.Args[1], model.TypeSet)
+		cl, err := model.OpenChecked(c, c.Args[1], model.TypeSet)
 		if err != nil {
 			return err
 		}
-		if !cl.exists() || count == 0 {
+		if !cl.Exists() || count == 0 {
 			return nil
 		}
-		if count >= cl.committedLen() {
+		if count >= cl.Len() {
 			// Everything goes: the key is deleted, O(1) whatever its size.
 			if popped, err = setMembersOf(cl); err != nil {
 				return err
 			}
-			if err := validateRead(c, cl); err != nil {
+			if err := model.ValidateRead(c, cl); err != nil {
 				return err
 			}
 			for _, m := range popped {
-				cl.del(m)
+				cl.Del(m)
 			}
-			if cl.large() {
-				err := commitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), cl.key), Cond: cl.ks.Guard()}})
+			if cl.Large() {
+				err := model.CommitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), cl.Key), Cond: cl.KS.Guard()}})
 				if err == nil {
-					noteGen(c, cl.key, model.TypeSet, nil)
-					itemsOf(c).put(c.DB(), cl.key, nil)
+					model.NoteGen(c, cl.Key, model.TypeSet, nil)
+					model.Items(c).Put(c.DB(), cl.Key, nil)
 				}
 				return err
 			}
-			return cl.commit()
+			return cl.Commit()
 		}
-		ms, _, err := cl.randomMembers(int(count))
+		ms, _, err := cl.RandomMembers(int(count))
 		if err != nil {
 			return err
 		}
 		popped = ms
 		for _, m := range ms {
-			cl.del(m)
+			cl.Del(m)
 		}
-		// randomMembers' pages need no validation: the commit's ver guard
+		// RandomMembers' pages need no validation: the commit's ver guard
 		// covers everything read.
-		return cl.commit()
+		return cl.Commit()
 	})
 	if err != nil {
 		c.Fail(err)
@@ -235,7 +238,7 @@ func cmdSrandmember(c *Ctx) {
 		count = n
 	}
 	var picked [][]byte
-	err := collRead(c, c.Args[1], model.TypeSet, func(cl *collection) (err error) {
+	err := model.Read(c, c.Args[1], model.TypeSet, func(cl *model.Collection) (err error) {
 		picked, _, err = randomPick(cl, count)
 		return err
 	})
@@ -262,21 +265,21 @@ func writePicked(c *Ctx, picked [][]byte, withCount bool) {
 // randomPick implements SRANDMEMBER/HRANDFIELD counts: a positive count
 // picks distinct members (all of them when count >= size), a negative one
 // -count members with repetition.
-func randomPick(cl *collection, count int64) ([][]byte, []dynastore.Value, error) {
-	size := cl.committedLen()
-	if !cl.exists() || count == 0 || size == 0 {
+func randomPick(cl *model.Collection, count int64) ([][]byte, []dynastore.Value, error) {
+	size := cl.Len()
+	if !cl.Exists() || count == 0 || size == 0 {
 		return nil, nil, nil
 	}
 	if count > 0 {
 		if count >= size {
-			return entriesOf(cl)
+			return model.EntriesOf(cl)
 		}
-		return cl.randomMembers(int(count))
+		return cl.RandomMembers(int(count))
 	}
 	want := -count
 	// Draw from a pool of distinct members, with repetition.
 	pool := min(want, size)
-	ms, vs, err := cl.randomMembers(int(pool))
+	ms, vs, err := cl.RandomMembers(int(pool))
 	if err != nil || len(ms) == 0 {
 		return nil, nil, err
 	}
@@ -292,23 +295,23 @@ func randomPick(cl *collection, count int64) ([][]byte, []dynastore.Value, error
 func cmdSmove(c *Ctx) {
 	src, dst, m := c.Args[1], c.Args[2], c.Args[3]
 	var moved bool
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		moved = false
-		cls, err := openCollections(c, [][]byte{src, dst}, model.TypeSet)
+		cls, err := model.OpenMany(c, [][]byte{src, dst}, model.TypeSet)
 		if err != nil {
 			return err
 		}
 		s, d := cls[0], cls[1]
-		if !s.exists() {
+		if !s.Exists() {
 			return nil
 		}
-		if err := s.check(); err != nil {
+		if err := s.Check(); err != nil {
 			return err
 		}
-		if err := d.check(); err != nil {
+		if err := d.Check(); err != nil {
 			return err
 		}
-		_, present, err := s.lookup([][]byte{m})
+		_, present, err := s.Lookup([][]byte{m})
 		if err != nil {
 			return err
 		}
@@ -319,15 +322,15 @@ func cmdSmove(c *Ctx) {
 		if bytes.Equal(src, dst) {
 			return nil
 		}
-		s.del(m)
-		_, inDst, err := d.lookup([][]byte{m})
+		s.Del(m)
+		_, inDst, err := d.Lookup([][]byte{m})
 		if err != nil {
 			return err
 		}
 		if !inDst[0] {
-			d.put(m, nil)
+			d.Put(m, nil)
 		}
-		return commitCollections(c, []*collection{s, d}, nil)
+		return model.Commit(c, []*model.Collection{s, d}, nil)
 	})
 	if err != nil {
 		c.Fail(err)
@@ -338,8 +341,8 @@ func cmdSmove(c *Ctx) {
 
 // openSets opens the distinct keys of keys (one BatchGet) and fails with
 // WRONGTYPE if any holds another type, as Redis checks every key first.
-func openSets(c *Ctx, keys [][]byte) ([]*collection, error) {
-	cls, err := openCollections(c, dedupe(keys), model.TypeSet)
+func openSets(c *Ctx, keys [][]byte) ([]*model.Collection, error) {
+	cls, err := model.OpenMany(c, model.Dedupe(keys), model.TypeSet)
 	if err != nil {
 		return nil, err
 	}
@@ -348,15 +351,15 @@ func openSets(c *Ctx, keys [][]byte) ([]*collection, error) {
 
 // setsByKey checks that each of cls (opened for the distinct keys) is a set
 // or absent, and returns the one for each of keys, repeats included.
-func setsByKey(cls []*collection, keys [][]byte) ([]*collection, error) {
-	byKey := map[string]*collection{}
+func setsByKey(cls []*model.Collection, keys [][]byte) ([]*model.Collection, error) {
+	byKey := map[string]*model.Collection{}
 	for _, cl := range cls {
-		if err := cl.check(); err != nil {
+		if err := cl.Check(); err != nil {
 			return nil, err
 		}
-		byKey[string(cl.key)] = cl
+		byKey[string(cl.Key)] = cl
 	}
-	out := make([]*collection, len(keys))
+	out := make([]*model.Collection, len(keys))
 	for i, k := range keys {
 		out[i] = byKey[string(k)]
 	}
@@ -373,13 +376,13 @@ const (
 
 // setAlgebra computes the intersection, union or difference of sets, in
 // a deterministic order. limit > 0 stops an intersection at limit members.
-func setAlgebra(op setOp, sets []*collection, limit int) ([][]byte, error) {
+func setAlgebra(op setOp, sets []*model.Collection, limit int) ([][]byte, error) {
 	switch op {
 	case opUnion:
 		seen := map[string]bool{}
 		var out [][]byte
 		for _, cl := range dedupeColls(sets) {
-			err := cl.each(func(m []byte, _ dynastore.Value) error {
+			err := cl.Each(func(m []byte, _ dynastore.Value) error {
 				if !seen[string(m)] {
 					seen[string(m)] = true
 					out = append(out, bytes.Clone(m))
@@ -393,12 +396,12 @@ func setAlgebra(op setOp, sets []*collection, limit int) ([][]byte, error) {
 		return out, nil
 	case opInter:
 		for _, cl := range sets {
-			if !cl.exists() {
+			if !cl.Exists() {
 				return nil, nil
 			}
 		}
 		ordered := dedupeColls(sets)
-		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].committedLen() < ordered[j].committedLen() })
+		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Len() < ordered[j].Len() })
 		cand, err := setMembersOf(ordered[0])
 		if err != nil {
 			return nil, err
@@ -432,8 +435,8 @@ func setAlgebra(op setOp, sets []*collection, limit int) ([][]byte, error) {
 
 // filterMembers keeps the candidates that are (keep) or are not (!keep)
 // members of cl, looking them up in batches for a large set.
-func filterMembers(cl *collection, cand [][]byte, keep bool) ([][]byte, error) {
-	if !cl.exists() {
+func filterMembers(cl *model.Collection, cand [][]byte, keep bool) ([][]byte, error) {
+	if !cl.Exists() {
 		if keep {
 			return nil, nil
 		}
@@ -443,7 +446,7 @@ func filterMembers(cl *collection, cand [][]byte, keep bool) ([][]byte, error) {
 	const batch = 1000
 	for i := 0; i < len(cand); i += batch {
 		part := cand[i:min(i+batch, len(cand))]
-		_, present, err := cl.lookup(part)
+		_, present, err := cl.Lookup(part)
 		if err != nil {
 			return nil, err
 		}
@@ -452,16 +455,16 @@ func filterMembers(cl *collection, cand [][]byte, keep bool) ([][]byte, error) {
 				out = append(out, m)
 			}
 		}
-		if cl.large() {
-			cl.known = nil // keep memory bounded by the batch
+		if cl.Large() {
+			cl.Known = nil // keep memory bounded by the batch
 		}
 	}
 	return out, nil
 }
 
-func dedupeColls(cls []*collection) []*collection {
-	seen := map[*collection]bool{}
-	var out []*collection
+func dedupeColls(cls []*model.Collection) []*model.Collection {
+	seen := map[*model.Collection]bool{}
+	var out []*model.Collection
 	for _, cl := range cls {
 		if !seen[cl] {
 			seen[cl] = true
@@ -474,7 +477,7 @@ func dedupeColls(cls []*collection) []*collection {
 // setRead runs a read-only set algebra command as one consistent snapshot.
 func setRead(c *Ctx, op setOp, keys [][]byte, limit int) ([][]byte, error) {
 	var res [][]byte
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		sets, err := openSets(c, keys)
 		if err != nil {
 			return err
@@ -482,7 +485,7 @@ func setRead(c *Ctx, op setOp, keys [][]byte, limit int) ([][]byte, error) {
 		if res, err = setAlgebra(op, sets, limit); err != nil {
 			return err
 		}
-		return validateRead(c, dedupeColls(sets)...)
+		return model.ValidateRead(c, dedupeColls(sets)...)
 	})
 	return res, err
 }
@@ -541,8 +544,8 @@ func cmdSintercard(c *Ctx) {
 func setStore(c *Ctx, op setOp) {
 	dst, keys := c.Args[1], c.Args[2:]
 	var n int
-	err := collRetry(c, func(int) error {
-		all, err := openCollections(c, append([][]byte{dst}, dedupe(keys)...), model.TypeSet)
+	err := model.RetryConflicts(c, func(int) error {
+		all, err := model.OpenMany(c, append([][]byte{dst}, model.Dedupe(keys)...), model.TypeSet)
 		if err != nil {
 			return err
 		}
@@ -556,11 +559,11 @@ func setStore(c *Ctx, op setOp) {
 			return err
 		}
 		n = len(res)
-		dest.replace = true
+		dest.Replace = true
 		for _, m := range res {
-			dest.put(m, nil)
+			dest.Put(m, nil)
 		}
-		return commitCollections(c, []*collection{dest}, all[1:])
+		return model.Commit(c, []*model.Collection{dest}, all[1:])
 	})
 	if err != nil {
 		c.Fail(err)
@@ -613,12 +616,12 @@ func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]
 			return
 		}
 	}
-	cl, err := openChecked(c, c.Args[1], typ)
+	cl, err := model.OpenChecked(c, c.Args[1], typ)
 	var ms [][]byte
 	var vs []dynastore.Value
 	var next uint64
 	if err == nil {
-		ms, vs, next, err = cl.scanPage(cursor, int(min(count, 10_000)))
+		ms, vs, next, err = cl.ScanPage(cursor, int(min(count, 10_000)))
 	}
 	if err != nil {
 		c.Fail(err)

@@ -182,7 +182,7 @@ func cmdSort(c *Ctx, readonly bool) {
 		defer c.lockKeys(o.store)()
 	}
 	var res sortResult
-	err := collRetry(c, func(int) error {
+	err := model.RetryConflicts(c, func(int) error {
 		var err error
 		res, err = sortAttempt(c, &o)
 		return err
@@ -243,7 +243,7 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 		case model.TypeList, model.TypeSet, model.TypeZSet:
 			typ = src.Type
 		default:
-			return res, errCollWrongType
+			return res, model.ErrWrongType
 		}
 	}
 	dontsort, alpha, by := o.dontsort, o.alpha, o.by
@@ -254,7 +254,7 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 	}
 
 	var l *listView
-	var cl *collection
+	var cl *model.Collection
 	var n int64
 	if typ == model.TypeList {
 		var err error
@@ -264,20 +264,20 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 		if src.Live {
 			n = l.length()
 		}
-		s.multi = s.multi || l.large()
+		s.multi = s.multi || l.Large()
 	} else {
 		var err error
-		if cl, err = collectionFromItem(c, o.key, typ, src.Raw); err != nil {
+		if cl, err = model.FromItem(c, o.key, typ, src.Raw); err != nil {
 			return res, err
 		}
-		if cl.wrongType {
-			return res, errCollRetry // changed type while rolled forward
+		if cl.WrongType {
+			return res, model.ErrConflict // changed type while rolled forward
 		}
-		s.note(o.key, cl.ks)
-		if cl.exists() {
-			n = cl.committedLen()
+		s.note(o.key, cl.KS)
+		if cl.Exists() {
+			n = cl.Len()
 		}
-		s.multi = s.multi || cl.large()
+		s.multi = s.multi || cl.Large()
 	}
 
 	// LIMIT, clamped as sort.c does.
@@ -321,14 +321,14 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 			end, start = end-start, 0
 		}
 	default:
-		if cl.exists() {
+		if cl.Exists() {
 			elems, err = setMembersOf(cl)
 		}
 	}
 	if err != nil {
 		return res, err
 	}
-	if cl != nil && (cl.pagesRead || cl.sawRolling) {
+	if cl != nil && (cl.PagesRead || cl.SawRolling) {
 		s.multi = true
 	}
 
@@ -459,7 +459,7 @@ func listSortRange(l *listView, start, end int64, desc bool) ([][]byte, error) {
 		from, to = n-1-end, n-1-start
 	}
 	var vals [][]byte
-	if l.large() {
+	if l.Large() {
 		var err error
 		if vals, err = l.readPositions(l.nh+from, l.nh+to+1); err != nil {
 			return nil, err
@@ -632,7 +632,7 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 			continue
 		}
 		var want [][]byte
-		for _, f := range dedupe(fields[string(k)]) {
+		for _, f := range model.Dedupe(fields[string(k)]) {
 			if _, ok := s.fields[string(k)][string(f)]; !ok {
 				want = append(want, f)
 			}
@@ -640,19 +640,19 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 		if len(want) == 0 {
 			continue
 		}
-		cl, err := collectionFromItem(s.c, k, model.TypeHash, st.Raw)
+		cl, err := model.FromItem(s.c, k, model.TypeHash, st.Raw)
 		if err != nil {
 			return err
 		}
-		s.note(k, cl.ks)
-		if cl.wrongType || !cl.exists() {
-			return errCollRetry // changed while rolled forward
+		s.note(k, cl.KS)
+		if cl.WrongType || !cl.Exists() {
+			return model.ErrConflict // changed while rolled forward
 		}
-		vals, present, err := cl.lookup(want)
+		vals, present, err := cl.Lookup(want)
 		if err != nil {
 			return err
 		}
-		if cl.large() {
+		if cl.Large() {
 			s.multi = true
 		}
 		if s.fields == nil {
@@ -666,7 +666,7 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 		for i, f := range want {
 			fm[string(f)] = nil
 			if present[i] {
-				fm[string(f)] = valueBytes(vals[i])
+				fm[string(f)] = model.ValueBytes(vals[i])
 				if fm[string(f)] == nil {
 					fm[string(f)] = []byte{}
 				}
@@ -714,7 +714,7 @@ func (s *sortSnap) value(p *sortPattern, e []byte) (_ []byte, ok bool, _ error) 
 
 // validate makes sure what was read is one state: it reads the key items
 // again when the reads took more than one request or key, and returns
-// errCollRetry if any changed.
+// model.ErrConflict if any changed.
 func (s *sortSnap) validate() error {
 	if !s.multi && len(s.keys) <= 1 {
 		return nil
@@ -728,8 +728,8 @@ func (s *sortSnap) validate() error {
 		return err
 	}
 	for i, k := range s.keys {
-		if !sameVer(s.states[string(k)].Raw, items[i]) || items[i].Has(attrPending) {
-			return errCollRetry
+		if !model.SameVer(s.states[string(k)].Raw, items[i]) || items[i].Has(model.AttrPending) {
+			return model.ErrConflict
 		}
 	}
 	return nil
@@ -742,15 +742,15 @@ func (s *sortSnap) store(dst []byte, vals [][]byte) error {
 	c := s.c
 	// The result replaces the key whole: whatever it held, and no expiry
 	// survives (setKey).
-	cl, err := collectionFromItem(c, dst, model.TypeList, s.states[string(dst)].Raw)
+	cl, err := model.FromItem(c, dst, model.TypeList, s.states[string(dst)].Raw)
 	if err != nil {
 		return err
 	}
-	cl.replace = true
+	cl.Replace = true
 	for i, v := range vals {
-		cl.put(posMember(int64(i)), dynastore.B(bytes.Clone(v)))
+		cl.Put(model.PosMember(int64(i)), dynastore.B(bytes.Clone(v)))
 	}
-	actions, err := cl.plan()
+	actions, err := cl.Plan()
 	if err != nil {
 		return err
 	}
@@ -765,13 +765,13 @@ func (s *sortSnap) store(dst []byte, vals [][]byte) error {
 		}
 		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: model.ItemKey(c.DB(), k), Cond: s.states[string(k)].Guard()})
 	}
-	if err := commitActions(c, actions); err != nil {
-		if errors.Is(err, errCollRetry) {
-			itemsOf(c).drop(c.DB(), dst)
+	if err := model.CommitActions(c, actions); err != nil {
+		if errors.Is(err, model.ErrConflict) {
+			model.Items(c).Drop(c.DB(), dst)
 		}
 		return err
 	}
-	cl.noteCommitted()
-	noteGen(c, dst, model.TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
+	cl.NoteCommitted()
+	model.NoteGen(c, dst, model.TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
 	return nil
 }

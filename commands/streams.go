@@ -6,11 +6,11 @@ package commands
 //
 // Layout. Each entry is a collection member: the member bytes are the
 // entry id as 16 big-endian bytes (ms, seq), so member order is id order
-// and XRANGE is a range read over member sort keys (eachRange); the value
+// and XRANGE is a range read over member sort keys (EachRange); the value
 // is the entry's field/value pairs (encodeFields). A small stream keeps
 // its entries inline in the key item (v as an L of B: id, fields, id,
 // fields, ...), a large one as member items of its generation, like sets
-// and hashes. The key item also holds, as key attributes (setKeyAttr,
+// and hashes. The key item also holds, as key attributes (SetKeyAttr,
 // staged by every write of a stream):
 //
 //	xl  B  the last generated id
@@ -98,7 +98,7 @@ const xreadBlockedCount = 1000
 
 // streamInline bounds an inline stream: entries of at most 256 bytes of
 // fields, 64 of them, keep the key item under ~16 KB.
-var streamInline = inlineLimits{entries: 64, bytes: 256}
+var streamInline = model.InlineLimits{Entries: 64, Bytes: 256}
 
 // StreamCleanupLabel is the request label of the background deletion of
 // trimmed stream entries.
@@ -106,8 +106,8 @@ const StreamCleanupLabel = "stream-cleanup"
 
 func init() {
 	objectEncoders[model.TypeStream] = func(*Ctx, []byte) (string, error) { return "stream", nil }
-	inlineCodecs[model.TypeStream] = inlineCodec{
-		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+	model.InlineCodecs[model.TypeStream] = model.InlineCodec{
+		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
 			l, _ := it.Get(model.AttrValue).(dynastore.L)
 			if len(l)%2 != 0 {
 				return nil, fmt.Errorf("commands: inline stream of %d values: %w", len(l), dynastore.ErrInvalid)
@@ -122,7 +122,7 @@ func init() {
 			}
 			return out, nil
 		},
-		encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
 			if len(entries) == 0 {
 				return
 			}
@@ -137,7 +137,7 @@ func init() {
 			}
 			it.Set(model.AttrValue, l)
 		},
-		keepEmpty: true,
+		KeepEmpty: true,
 	}
 }
 
@@ -378,20 +378,20 @@ func idAttr(v dynastore.Value) streamID {
 }
 
 // streamStateOf decodes cl's stream attributes (zero for a new stream).
-func streamStateOf(cl *collection) (*streamState, error) {
+func streamStateOf(cl *model.Collection) (*streamState, error) {
 	st := &streamState{
-		last:   idAttr(cl.keyAttr(attrStreamLast)),
-		maxDel: idAttr(cl.keyAttr(attrStreamMaxDel)),
-		floor:  idAttr(cl.keyAttr(attrStreamFloor)),
+		last:   idAttr(cl.KeyAttr(attrStreamLast)),
+		maxDel: idAttr(cl.KeyAttr(attrStreamMaxDel)),
+		floor:  idAttr(cl.KeyAttr(attrStreamFloor)),
 	}
-	if v := cl.keyAttr(attrStreamAdded); v != nil {
+	if v := cl.KeyAttr(attrStreamAdded); v != nil {
 		n, err := model.NumberInt(v)
 		if err != nil {
 			return nil, fmt.Errorf("commands: stream entries-added: %w", err)
 		}
 		st.added = n
 	}
-	b, _ := cl.keyAttr(attrStreamNodes).(dynastore.B)
+	b, _ := cl.KeyAttr(attrStreamNodes).(dynastore.B)
 	for len(b) > 0 {
 		var vals [6]uint64
 		for i := range vals {
@@ -411,18 +411,18 @@ func streamStateOf(cl *collection) (*streamState, error) {
 
 // stage stages every stream attribute (an inline commit rewrites the key
 // item whole).
-func (st *streamState) stage(cl *collection) {
+func (st *streamState) stage(cl *model.Collection) {
 	var nodes []byte
 	for _, n := range st.nodes {
 		for _, v := range []uint64{n.master.ms, n.master.seq, n.last.ms, n.last.seq, uint64(n.live), uint64(n.total)} {
 			nodes = binary.AppendUvarint(nodes, v)
 		}
 	}
-	cl.setKeyAttr(attrStreamLast, dynastore.B(st.last.member()))
-	cl.setKeyAttr(attrStreamAdded, model.NInt(st.added))
-	cl.setKeyAttr(attrStreamMaxDel, dynastore.B(st.maxDel.member()))
-	cl.setKeyAttr(attrStreamNodes, dynastore.B(nodes))
-	cl.setKeyAttr(attrStreamFloor, dynastore.B(st.floor.member()))
+	cl.SetKeyAttr(attrStreamLast, dynastore.B(st.last.member()))
+	cl.SetKeyAttr(attrStreamAdded, model.NInt(st.added))
+	cl.SetKeyAttr(attrStreamMaxDel, dynastore.B(st.maxDel.member()))
+	cl.SetKeyAttr(attrStreamNodes, dynastore.B(nodes))
+	cl.SetKeyAttr(attrStreamFloor, dynastore.B(st.floor.member()))
 }
 
 // length is the number of entries.
@@ -462,14 +462,14 @@ func (st *streamState) live(id streamID) bool { return id.cmp(st.floor) >= 0 }
 // rangeRead calls fn for the live committed entries from..to (inclusive),
 // in id order or reversed, until fn returns false; hint is how many the
 // caller expects to need (0: unknown).
-func (st *streamState) rangeRead(cl *collection, from, to streamID, rev bool, hint int, fn func(e streamEntry) bool) error {
+func (st *streamState) rangeRead(cl *model.Collection, from, to streamID, rev bool, hint int, fn func(e streamEntry) bool) error {
 	if from.cmp(st.floor) < 0 {
 		from = st.floor
 	}
 	if from.cmp(to) > 0 {
 		return nil
 	}
-	return cl.eachRange(from.member(), to.member(), rev, hint, func(m []byte, v dynastore.Value) (bool, error) {
+	return cl.EachRange(from.member(), to.member(), rev, hint, func(m []byte, v dynastore.Value) (bool, error) {
 		fields, err := decodeFields(v)
 		if err != nil {
 			return false, err
@@ -480,8 +480,8 @@ func (st *streamState) rangeRead(cl *collection, from, to streamID, rev bool, hi
 
 // cutBelow removes every entry with an id below cut: inline ones (and
 // those this command put) at once, large ones by raising the floor.
-func (st *streamState) cutBelow(cl *collection, cut streamID) error {
-	if !cl.large() {
+func (st *streamState) cutBelow(cl *model.Collection, cut streamID) error {
+	if !cl.Large() {
 		end, ok := cut.decr()
 		if ok {
 			var ids [][]byte
@@ -493,12 +493,12 @@ func (st *streamState) cutBelow(cl *collection, cut streamID) error {
 				return err
 			}
 			for _, m := range ids {
-				cl.del(m)
+				cl.Del(m)
 			}
 		}
 		for _, id := range st.pending {
 			if id.cmp(cut) < 0 {
-				cl.del(id.member())
+				cl.Del(id.member())
 			}
 		}
 		return nil
@@ -526,7 +526,7 @@ const (
 // trim is streamTrim over the node table: it removes whole nodes from the
 // head while they may go, and, unless approx, entries of the next one. It
 // returns how many entries it removed.
-func (st *streamState) trim(cl *collection, t trimArgs) (int64, error) {
+func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 	if t.strategy == 0 {
 		return 0, nil
 	}
@@ -614,15 +614,15 @@ func (st *streamState) trim(cl *collection, t trimArgs) (int64, error) {
 // transactions starts from the item cache instead (fromCache): a write
 // made from it is guarded by the cached item's ver, so a stale entry
 // costs a failed write and a re-run, but a reply given without a write
-// must not rest on it (the caller re-runs with errCollRetry).
-func openStream(c *Ctx, key []byte, try int, cached bool) (cl *collection, st *streamState, fromCache bool, err error) {
-	if e, ok := itemsOf(c).get(c.DB(), key); ok && cached && try == 0 && c.Store == c.Srv.Store {
-		cl, err = collectionFromItem(c, key, model.TypeStream, e.it)
+// must not rest on it (the caller re-runs with model.ErrConflict).
+func openStream(c *Ctx, key []byte, try int, cached bool) (cl *model.Collection, st *streamState, fromCache bool, err error) {
+	if e, ok := model.Items(c).Get(c.DB(), key); ok && cached && try == 0 && c.Store == c.Srv.Store {
+		cl, err = model.FromItem(c, key, model.TypeStream, e.Item)
 		fromCache = true
 	}
-	if cl == nil || err != nil || cl.wrongType {
+	if cl == nil || err != nil || cl.WrongType {
 		// WRONGTYPE is a reply without a write: never from the cache.
-		cl, err = openChecked(c, key, model.TypeStream)
+		cl, err = model.OpenChecked(c, key, model.TypeStream)
 		fromCache = false
 	}
 	if err != nil {
@@ -636,13 +636,13 @@ func openStream(c *Ctx, key []byte, try int, cached bool) (cl *collection, st *s
 
 // commitStream stages st and commits cl, then starts the deletion of
 // trimmed members if the floor rose.
-func commitStream(c *Ctx, cl *collection, st *streamState) error {
+func commitStream(c *Ctx, cl *model.Collection, st *streamState) error {
 	st.stage(cl)
-	if err := cl.commit(); err != nil {
+	if err := cl.Commit(); err != nil {
 		return err
 	}
 	if st.cleanup {
-		startStreamCleanup(c, cl.key)
+		startStreamCleanup(c, cl.Key)
 	}
 	return nil
 }
@@ -761,7 +761,7 @@ func cmdXadd(c *Ctx) {
 	var added streamID
 	var reply string
 	unlock := c.lockKeys(key)
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		reply, added = "", streamID{}
 		cl, st, fromCache, err := openStream(c, key, try, true)
 		if err != nil {
@@ -770,12 +770,12 @@ func cmdXadd(c *Ctx) {
 		// An outcome without a write must not rest on the cache.
 		noWrite := func(msg string) error {
 			if fromCache {
-				return errCollRetry
+				return model.ErrConflict
 			}
 			reply = msg
 			return nil
 		}
-		if !cl.exists() && a.noMkStream {
+		if !cl.Exists() && a.noMkStream {
 			return noWrite("")
 		}
 		if st.last == maxStreamID {
@@ -802,15 +802,15 @@ func cmdXadd(c *Ctx) {
 		if id.cmp(st.last) <= 0 {
 			return noWrite(msgStreamIDTooSmall)
 		}
-		cl.put(id.member(), encodeFields(a.fields))
-		if cl.large() {
+		cl.Put(id.member(), encodeFields(a.fields))
+		if cl.Large() {
 			// No member above the last id was ever written to this
 			// generation: the commit need not read it (the put's own
 			// condition still checks it is absent).
-			if cl.known == nil {
-				cl.known = map[string]memberState{}
+			if cl.Known == nil {
+				cl.Known = map[string]model.MemberState{}
 			}
-			cl.known[string(id.member())] = memberState{}
+			cl.Known[string(id.member())] = model.MemberState{}
 		}
 		st.appendID(id)
 		if _, err := st.trim(cl, a.trim); err != nil {
@@ -842,7 +842,7 @@ func cmdXtrim(c *Ctx) {
 	key := c.Args[1]
 	var deleted int64
 	unlock := c.lockKeys(key)
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		cl, st, _, err := openStream(c, key, try, false)
 		if err != nil {
 			return err
@@ -867,9 +867,9 @@ func cmdXdel(c *Ctx) {
 	key := c.Args[1]
 	var deleted int64
 	unlock := c.lockKeys(key)
-	err := collRetry(c, func(try int) error {
+	err := model.RetryConflicts(c, func(try int) error {
 		cl, st, _, err := openStream(c, key, try, false)
-		if err != nil || !cl.exists() {
+		if err != nil || !cl.Exists() {
 			return err
 		}
 		if try == 0 { // after the type check, as Redis
@@ -885,7 +885,7 @@ func cmdXdel(c *Ctx) {
 		for _, id := range ids {
 			members = append(members, id.member())
 		}
-		_, present, err := cl.lookup(members)
+		_, present, err := cl.Lookup(members)
 		if err != nil {
 			return err
 		}
@@ -896,7 +896,7 @@ func cmdXdel(c *Ctx) {
 				continue
 			}
 			gone[id] = true
-			cl.del(members[i])
+			cl.Del(members[i])
 			if n := st.nodeOf(id); n >= 0 {
 				if st.nodes[n].live--; st.nodes[n].live == 0 {
 					st.nodes = append(st.nodes[:n], st.nodes[n+1:]...)
@@ -923,7 +923,7 @@ func cmdXdel(c *Ctx) {
 // ---- reads -----------------------------------------------------------------------------------
 
 func cmdXlen(c *Ctx) {
-	cl, err := openChecked(c, c.Args[1], model.TypeStream)
+	cl, err := model.OpenChecked(c, c.Args[1], model.TypeStream)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -979,8 +979,8 @@ func cmdXrange(c *Ctx, rev bool) {
 	}
 	var out []streamEntry
 	exists := false
-	err := collRead(c, c.Args[1], model.TypeStream, func(cl *collection) error {
-		out, exists = nil, cl.exists()
+	err := model.Read(c, c.Args[1], model.TypeStream, func(cl *model.Collection) error {
+		out, exists = nil, cl.Exists()
 		if !exists || count == 0 {
 			return nil
 		}
@@ -1004,7 +1004,7 @@ func cmdXrange(c *Ctx, rev bool) {
 }
 
 // firstLast reads a stream's first and last entries (nil when empty).
-func firstLast(cl *collection, st *streamState) (first, last *streamEntry, err error) {
+func firstLast(cl *model.Collection, st *streamState) (first, last *streamEntry, err error) {
 	for _, rev := range []bool{false, true} {
 		err = st.rangeRead(cl, streamID{}, maxStreamID, rev, 1, func(e streamEntry) bool {
 			if rev {
@@ -1072,8 +1072,8 @@ func cmdXinfoStream(c *Ctx) {
 	var st *streamState
 	var first, last *streamEntry
 	exists := false
-	err := collRead(c, c.Args[2], model.TypeStream, func(cl *collection) (err error) {
-		if exists = cl.exists(); !exists {
+	err := model.Read(c, c.Args[2], model.TypeStream, func(cl *model.Collection) (err error) {
+		if exists = cl.Exists(); !exists {
 			return nil
 		}
 		if st, err = streamStateOf(cl); err != nil {
@@ -1208,9 +1208,9 @@ func cmdXread(c *Ctx) {
 		if quiet && count == 0 {
 			count = xreadBlockedCount
 		}
-		return true, collRetry(ac, func(int) error {
+		return true, model.RetryConflicts(ac, func(int) error {
 			out = nil
-			cls, err := openCollections(ac, a.keys, model.TypeStream)
+			cls, err := model.OpenMany(ac, a.keys, model.TypeStream)
 			if err != nil {
 				return err
 			}
@@ -1221,11 +1221,11 @@ func cmdXread(c *Ctx) {
 				seen = make([]streamID, len(cls))
 			}
 			for i, cl := range cls {
-				if cl.wrongType {
+				if cl.WrongType {
 					if quiet {
 						continue // as Redis, a blocked client ignores it
 					}
-					return errCollWrongType
+					return model.ErrWrongType
 				}
 				if sts[i], err = streamStateOf(cl); err != nil {
 					return err
@@ -1253,7 +1253,7 @@ func cmdXread(c *Ctx) {
 			}
 			mu.Unlock()
 			for i, cl := range cls {
-				if sts[i] == nil || !cl.exists() {
+				if sts[i] == nil || !cl.Exists() {
 					continue
 				}
 				from, ok := gt[i].incr()
@@ -1272,7 +1272,7 @@ func cmdXread(c *Ctx) {
 					out = append(out, xreadResult{key: a.keys[i], entries: es})
 				}
 			}
-			return validateRead(ac, cls...)
+			return model.ValidateRead(ac, cls...)
 		})
 	}
 	_, err := attempt(c, false)
@@ -1371,12 +1371,12 @@ func streamCleanup(ctx context.Context, srv *Server, db int, key []byte) error {
 		if err != nil || !ks.Live || ks.Type != model.TypeStream {
 			return err
 		}
-		gen, _ := it.Get(attrGen).(dynastore.B)
+		gen, _ := it.Get(model.AttrGen).(dynastore.B)
 		floor, _ := it.Get(attrStreamFloor).(dynastore.B)
 		if gen == nil || len(floor) != 16 {
 			return nil
 		}
-		page, err := st.Query(ctx, dynastore.Query{PK: membersPK(gen), Op: dynastore.SKLT, A: memberSK(floor), Limit: maxTxMembers})
+		page, err := st.Query(ctx, dynastore.Query{PK: model.MembersPK(gen), Op: dynastore.SKLT, A: model.MemberSK(floor), Limit: model.MaxTxMembers})
 		if err != nil || len(page.Items) == 0 {
 			return err
 		}
@@ -1393,7 +1393,7 @@ func streamCleanup(ctx context.Context, srv *Server, db int, key []byte) error {
 			Op:  dynastore.TxCheck,
 			Key: model.ItemKey(db, key),
 			Cond: dynastore.And{
-				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: gen},
+				dynastore.Compare{Attr: model.AttrGen, Op: dynastore.OpEQ, Val: gen},
 				dynastore.Compare{Attr: attrStreamFloor, Op: dynastore.OpGE, Val: floor},
 			},
 		})

@@ -366,7 +366,7 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 func (o setOpts) reply(c *Ctx, rep setReply, old dynastore.Item, err error) {
 	get := o.flags&setGet != 0
 	if err != nil {
-		cur, failed := isCondFailed(err)
+		cur, failed := model.CondFailed(err)
 		if !failed {
 			c.Fail(err)
 			return
@@ -437,7 +437,7 @@ func (o setOpts) runKeepTTL(c *Ctx, rep setReply) {
 		wo.Return = dynastore.ReturnAllOld
 	}
 	old, err := c.Store.Update(c, model.ItemKey(c.DB(), o.key), u, wo)
-	cur, failed := isCondFailed(err)
+	cur, failed := model.CondFailed(err)
 	if !failed {
 		o.reply(c, rep, old, err)
 		return
@@ -501,7 +501,7 @@ func cmdGetDel(c *Ctx) {
 // conditioned on the key being a string (ALL_OLD), or, when the condition
 // failed, the value of the item the failure handed back.
 func replyOldString(c *Ctx, old dynastore.Item, err error, nowMS int64) {
-	if cur, failed := isCondFailed(err); failed {
+	if cur, failed := model.CondFailed(err); failed {
 		old, err = cur, nil
 	}
 	if err != nil {
@@ -641,7 +641,7 @@ func msetGeneric(c *Ctx, nx bool) {
 // onlyConditionsFailed reports whether a write failed for no other reason
 // than its conditions.
 func onlyConditionsFailed(err error) bool {
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := model.CondFailed(err); ok {
 		return true
 	}
 	var tc *dynastore.TxCanceledError

@@ -144,7 +144,7 @@ func throttle(c *Ctx, key []byte, q gcraQuota) (gcraResult, error) {
 			if lost {
 				// The snapshot answers nothing by itself: try again, at
 				// a fresh clock reading.
-				if err := c.lostRace(&retry); err != nil {
+				if err := c.LostRace(&retry); err != nil {
 					return r, err
 				}
 				lost = false
@@ -197,7 +197,7 @@ func throttle(c *Ctx, key []byte, q gcraQuota) (gcraResult, error) {
 			}
 			return res, nil
 		}
-		cur, failed := isCondFailed(err)
+		cur, failed := model.CondFailed(err)
 		if !failed {
 			return res, err
 		}

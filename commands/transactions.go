@@ -231,7 +231,7 @@ func (w watchedKey) still(nowMS int64) dynastore.Cond {
 // read them: a large collection's members, reached only through their
 // key item, whose version every change of a member changes too.
 func coveredByKeyItem(k dynastore.Key) bool {
-	return len(k.PK) > 0 && k.PK[0] == nsMembers
+	return len(k.PK) > 0 && k.PK[0] == model.NsMembers
 }
 
 func cmdExec(c *Ctx) {
@@ -322,7 +322,7 @@ func cmdExec(c *Ctx) {
 		case model.Retryable(err):
 			// The connection's own state as at EXEC (SELECT, HELLO).
 			c.Conn.DB, c.Conn.Proto = db, proto
-			if err := c.lostRace(&retry); err != nil {
+			if err := c.LostRace(&retry); err != nil {
 				c.Fail(err)
 				return
 			}

@@ -5,7 +5,7 @@ package commands
 // IEEE bits, so -0 and every double survive). An inline sorted set keeps its
 // members like an inline hash (names in v, one attribute per score). A large
 // one keeps, beside each member item, an order item whose sort key is the
-// score in an order-preserving encoding followed by the member (memberOrder),
+// score in an order-preserving encoding followed by the member (model.MemberOrder),
 // so score and rank ranges, pops and lexicographic ranges read pages of the
 // order, not the set:
 //
@@ -36,15 +36,15 @@ import (
 )
 
 // zorderPrefixSize is the length of an order item's sort key before its
-// member: skOrder and the score's 8 bytes.
+// member: model.SKOrder and the score's 8 bytes.
 const zorderPrefixSize = 9
 
 func init() {
-	inlineCodecs[model.TypeZSet] = inlineCodecs[model.TypeHash]
-	memberOrders[model.TypeZSet] = memberOrder{sk: zorderSK, prefix: zorderPrefixSize}
+	model.InlineCodecs[model.TypeZSet] = model.InlineCodecs[model.TypeHash]
+	model.MemberOrders[model.TypeZSet] = model.MemberOrder{SK: zorderSK, Prefix: zorderPrefixSize}
 	objectEncoders[model.TypeZSet] = func(c *Ctx, key []byte) (string, error) {
-		cl, err := openChecked(c, key, model.TypeZSet)
-		if err != nil || cl.keyAttr(attrBigEncoding) == nil {
+		cl, err := model.OpenChecked(c, key, model.TypeZSet)
+		if err != nil || cl.KeyAttr(model.AttrBigEncoding) == nil {
 			return "listpack", err
 		}
 		return "skiplist", nil
@@ -114,7 +114,7 @@ func zscoreOf(v dynastore.Value) float64 {
 	return math.Float64frombits(binary.BigEndian.Uint64(b))
 }
 
-// zorderKey is the order sort key of score f without a member: skOrder and
+// zorderKey is the order sort key of score f without a member: model.SKOrder and
 // the score's bits turned so that they sort as the numbers do (-0 as 0).
 func zorderKey(f float64) []byte {
 	if f == 0 {
@@ -127,24 +127,24 @@ func zorderKey(f float64) []byte {
 		b |= 1 << 63
 	}
 	k := make([]byte, zorderPrefixSize, zorderPrefixSize+16)
-	k[0] = skOrder
+	k[0] = model.SKOrder
 	binary.BigEndian.PutUint64(k[1:], b)
 	return k
 }
 
 // zorderEnd sorts after every order key.
-var zorderEnd = []byte{skOrder + 1}
+var zorderEnd = []byte{model.SKOrder + 1}
 
 // zorderSK is the order item's sort key of member m with score v. A member
 // too long for a sort key is cut and followed by its digest: such members
 // sort by their first bytes, then by digest, among equal scores.
 func zorderSK(m []byte, v dynastore.Value) []byte {
 	k := zorderKey(zscoreOf(v))
-	if len(m) <= maxPlainSK {
+	if len(m) <= model.MaxPlainSK {
 		return append(k, m...)
 	}
 	h := sha256.Sum256(m)
-	return append(append(k, m[:maxPlainSK-sha256.Size]...), h[:]...)
+	return append(append(k, m[:model.MaxPlainSK-sha256.Size]...), h[:]...)
 }
 
 // zscoreAbove is the order key just above every member of score f: the
@@ -299,12 +299,12 @@ type zentry struct {
 
 // zwalk visits the entries of cl whose order keys lie in [lo, hi) in score
 // order (descending when rev), skipping offset of them, until fn returns
-// errEnough; hint is how many the caller expects to need (0: unknown).
-func zwalk(cl *collection, lo, hi []byte, rev bool, offset int64, hint int, fn func(e zentry) error) error {
+// model.ErrEnough; hint is how many the caller expects to need (0: unknown).
+func zwalk(cl *model.Collection, lo, hi []byte, rev bool, offset int64, hint int, fn func(e zentry) error) error {
 	if hint > 0 && offset > 0 {
-		hint += int(min(offset, memberPageItems))
+		hint += int(min(offset, model.MemberPageItems))
 	}
-	return cl.eachOrdered(lo, hi, rev, hint, func(m []byte, v dynastore.Value) error {
+	return cl.EachOrdered(lo, hi, rev, hint, func(m []byte, v dynastore.Value) error {
 		if offset > 0 {
 			offset--
 			return nil
@@ -314,12 +314,12 @@ func zwalk(cl *collection, lo, hi []byte, rev bool, offset int64, hint int, fn f
 }
 
 // zlimitWalk is zwalk of at most limit entries (negative: all).
-func zlimitWalk(cl *collection, lo, hi []byte, rev bool, offset, limit int64, fn func(e zentry) error) error {
+func zlimitWalk(cl *model.Collection, lo, hi []byte, rev bool, offset, limit int64, fn func(e zentry) error) error {
 	if limit == 0 {
 		return nil
 	}
 	hint := 0
-	if limit > 0 && limit < memberPageItems {
+	if limit > 0 && limit < model.MemberPageItems {
 		hint = int(limit)
 	}
 	return zwalk(cl, lo, hi, rev, offset, hint, func(e zentry) error {
@@ -327,7 +327,7 @@ func zlimitWalk(cl *collection, lo, hi []byte, rev bool, offset, limit int64, fn
 			return err
 		}
 		if limit--; limit == 0 {
-			return errEnough
+			return model.ErrEnough
 		}
 		return nil
 	})
@@ -344,16 +344,16 @@ func zgather(walk func(fn func(e zentry) error) error) ([]zentry, error) {
 }
 
 // zcollect gathers up to limit entries (negative: all) of a zwalk.
-func zcollect(cl *collection, lo, hi []byte, rev bool, offset, limit int64) ([]zentry, error) {
+func zcollect(cl *model.Collection, lo, hi []byte, rev bool, offset, limit int64) ([]zentry, error) {
 	return zgather(func(fn func(e zentry) error) error { return zlimitWalk(cl, lo, hi, rev, offset, limit, fn) })
 }
 
 // zbyRank returns the entries of ranks [start, end] (Redis's indexes,
 // negative from the end), in descending order when rev. A large set is
 // read from the end the range is nearer to.
-func zbyRank(cl *collection, start, end int64, rev bool) ([]zentry, error) {
-	n := cl.committedLen()
-	if !cl.exists() {
+func zbyRank(cl *model.Collection, start, end int64, rev bool) ([]zentry, error) {
+	n := cl.Len()
+	if !cl.Exists() {
 		n = 0
 	}
 	if start < 0 {
@@ -391,8 +391,8 @@ func zbyRank(cl *collection, start, end int64, rev bool) ([]zentry, error) {
 // zscoreWalk visits the entries of a ZRANGEBYSCORE read, with Redis's
 // LIMIT semantics (a negative offset reads nothing, a negative limit
 // everything).
-func zscoreWalk(cl *collection, r scoreRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
-	if r.empty() || offset < 0 || (offset > 0 && offset >= cl.committedLen()) {
+func zscoreWalk(cl *model.Collection, r scoreRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
+	if r.empty() || offset < 0 || (offset > 0 && offset >= cl.Len()) {
 		return nil
 	}
 	lo, hi := r.keys()
@@ -400,7 +400,7 @@ func zscoreWalk(cl *collection, r scoreRange, rev bool, offset, limit int64, fn 
 }
 
 // zbyScore is zscoreWalk's entries.
-func zbyScore(cl *collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
+func zbyScore(cl *model.Collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
 	return zgather(func(fn func(e zentry) error) error { return zscoreWalk(cl, r, rev, offset, limit, fn) })
 }
 
@@ -409,12 +409,12 @@ func zbyScore(cl *collection, r scoreRange, rev bool, offset, limit int64) ([]ze
 // while every score is equal. The walk starts at the bound under the first
 // (last, when rev) score, as a walk from the start that skips what the
 // bound excludes would.
-func zlexWalk(cl *collection, r lexRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
-	if r.empty() || offset < 0 || !cl.exists() {
+func zlexWalk(cl *model.Collection, r lexRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
+	if r.empty() || offset < 0 || !cl.Exists() {
 		return nil
 	}
 	var lo, hi []byte
-	if cl.large() {
+	if cl.Large() {
 		edge, err := zcollect(cl, nil, nil, rev, 0, 1)
 		if err != nil || len(edge) == 0 {
 			return err
@@ -435,14 +435,14 @@ func zlexWalk(cl *collection, r lexRange, rev bool, offset, limit int64, fn func
 			started = true
 		}
 		if rev && !r.gteMin(e.m) || !rev && !r.lteMax(e.m) {
-			return errEnough
+			return model.ErrEnough
 		}
 		if offset > 0 {
 			offset--
 			return nil
 		}
 		if limit == 0 {
-			return errEnough
+			return model.ErrEnough
 		}
 		limit--
 		return fn(e)
@@ -450,13 +450,13 @@ func zlexWalk(cl *collection, r lexRange, rev bool, offset, limit int64, fn func
 }
 
 // zbyLex is zlexWalk's entries.
-func zbyLex(cl *collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
+func zbyLex(cl *model.Collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
 	return zgather(func(fn func(e zentry) error) error { return zlexWalk(cl, r, rev, offset, limit, fn) })
 }
 
 // zrankOf returns the rank of m (ok false when absent).
-func zrankOf(cl *collection, m []byte, rev bool) (int64, bool, error) {
-	vals, present, err := cl.lookup([][]byte{m})
+func zrankOf(cl *model.Collection, m []byte, rev bool) (int64, bool, error) {
+	vals, present, err := cl.Lookup([][]byte{m})
 	if err != nil || !present[0] {
 		return 0, false, err
 	}
@@ -466,7 +466,7 @@ func zrankOf(cl *collection, m []byte, rev bool) (int64, bool, error) {
 	if rev {
 		lo, hi = append(sk, 0), nil
 	}
-	err = cl.eachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
+	err = cl.EachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
 		rank++
 		return nil
 	})
@@ -509,27 +509,27 @@ func writeZentries(c *Ctx, es []zentry, withScores bool) {
 // any: no read, as the commit is guarded by that item's ver and a stale one
 // fails it; but an outcome that writes nothing, or an error (WRONGTYPE), is
 // only trusted from a fresh read.
-func zsetWrite(c *Ctx, key []byte, st memberStart, change func(cl *collection) error) error {
+func zsetWrite(c *Ctx, key []byte, st model.MemberStart, change func(cl *model.Collection) error) error {
 	// This process's writers of the key take turns (as list writers do):
 	// they would only invalidate each other's optimistic commits.
 	defer c.lockKeys(key)()
-	return collRetry(c, func(try int) error {
-		seed, seeded, cached := st.seed, st.seeded && try == 0, false
+	return model.RetryConflicts(c, func(try int) error {
+		seed, seeded, cached := st.Seed, st.Seeded && try == 0, false
 		if try == 0 && !seeded && c.Store == c.Srv.Store && model.KeyFits(key) {
-			seed, cached = itemsOf(c).guardable(c.DB(), key, c.NowMS())
+			seed, cached = model.Items(c).Guardable(c.DB(), key, c.NowMS())
 			seeded = cached
 		}
-		cl, err := openSeeded(c, key, model.TypeZSet, seed, seeded)
+		cl, err := model.OpenSeeded(c, key, model.TypeZSet, seed, seeded)
 		if err == nil {
 			err = change(cl)
 		}
-		if cached && (err != nil || !cl.changed()) {
-			return errCollRetry // an error or a no-op, from what the cache says
+		if cached && (err != nil || !cl.Changed()) {
+			return model.ErrConflict // an error or a no-op, from what the cache says
 		}
 		if err != nil {
 			return err
 		}
-		return cl.commit()
+		return cl.Commit()
 	})
 }
 
@@ -541,8 +541,8 @@ type zaddFlags struct {
 // zaddOne applies one score-member pair as Redis's zsetAdd: added or
 // updated report what changed, processed whether the pair was not a no-op,
 // and score is the member's score after it.
-func zaddOne(cl *collection, f zaddFlags, m []byte, score float64) (added, updated, processed bool, _ float64, err error) {
-	cur, present, err := cl.lookup([][]byte{m})
+func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added, updated, processed bool, _ float64, err error) {
+	cur, present, err := cl.Lookup([][]byte{m})
 	if err != nil {
 		return false, false, false, 0, err
 	}
@@ -561,7 +561,7 @@ func zaddOne(cl *collection, f zaddFlags, m []byte, score float64) (added, updat
 			return false, false, false, 0, nil
 		}
 		if score != old {
-			cl.put(m, zscoreValue(score))
+			cl.Put(m, zscoreValue(score))
 			updated = true
 		}
 		return false, updated, true, score, nil
@@ -569,7 +569,7 @@ func zaddOne(cl *collection, f zaddFlags, m []byte, score float64) (added, updat
 	if f.xx {
 		return false, false, false, 0, nil
 	}
-	cl.put(m, zscoreValue(score))
+	cl.Put(m, zscoreValue(score))
 	return true, false, true, score, nil
 }
 
@@ -577,28 +577,28 @@ func zaddOne(cl *collection, f zaddFlags, m []byte, score float64) (added, updat
 // inline set: one UpdateItem that sets their scores and adds their names.
 // done is false when the set is not inline with room (or not a sorted set);
 // the general path then starts from st.
-func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (st memberStart, n int64, done bool, err error) {
+func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (st model.MemberStart, n int64, done bool, err error) {
 	lim := c.Srv.inline(model.TypeZSet)
-	if len(members) > lim.entries || !allSmall(members, lim.bytes) || len(dedupe(members)) != len(members) {
-		return memberStart{}, 0, false, nil
+	if len(members) > lim.Entries || !model.AllSmall(members, lim.Bytes) || len(model.Dedupe(members)) != len(members) {
+		return model.MemberStart{}, 0, false, nil
 	}
 	u := dynastore.Update{
 		Set: []dynastore.SetAction{
 			{Attr: model.AttrType, Val: dynastore.S(model.TypeZSet)},
 			{Attr: model.AttrVer, Val: model.NewVer()},
 		},
-		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
+		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf(members)}},
 	}
 	for i, m := range members {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(m), Val: zscoreValue(scores[i])})
+		u.Set = append(u.Set, dynastore.SetAction{Attr: model.FieldAttr(m), Val: zscoreValue(scores[i])})
 	}
-	cond := inlineFastCond(c.NowMS(), model.TypeZSet, lim.entries, len(members), false)
-	return memberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
+	cond := model.InlineFastCond(c.NowMS(), model.TypeZSet, lim.Entries, len(members), false)
+	return model.MemberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
 		for i, m := range members {
 			switch {
-			case !bsContains(old.Get(model.AttrValue), m):
+			case !model.BSContains(old.Get(model.AttrValue), m):
 				n++
-			case ch && zscoreOf(old.Get(fieldAttr(m))) != scores[i]:
+			case ch && zscoreOf(old.Get(model.FieldAttr(m))) != scores[i]:
 				n++
 			}
 		}
@@ -665,7 +665,7 @@ func zadd(c *Ctx, f zaddFlags) {
 
 // zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
 func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float64) {
-	var st memberStart
+	var st model.MemberStart
 	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
 	if plain {
 		unlock := c.lockKeys(key)
@@ -687,18 +687,18 @@ func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float
 	var added, updated, processed int64
 	var score float64
 	params := c.Srv.encoding().params
-	change := func(cl *collection) error {
+	change := func(cl *model.Collection) error {
 		added, updated, processed = 0, 0, 0
-		if !cl.exists() && f.xx {
+		if !cl.Exists() && f.xx {
 			return nil
 		}
-		size := cl.committedLen()
-		if !cl.exists() {
+		size := cl.Len()
+		if !cl.Exists() {
 			size = 0
 		}
 		// One read of every member a large set has not shown yet (zaddOne
 		// then finds them known).
-		if err := cl.fetch(members); err != nil {
+		if err := cl.Fetch(members); err != nil {
 			return err
 		}
 		for j, m := range members {
@@ -707,8 +707,8 @@ func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float
 				return err
 			}
 			if a {
-				if cl.keyAttr(attrBigEncoding) == nil && (size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue) {
-					cl.setKeyAttr(attrBigEncoding, model.NInt(1))
+				if cl.KeyAttr(model.AttrBigEncoding) == nil && (size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue) {
+					cl.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
 				}
 				size++
 			}
@@ -743,7 +743,7 @@ func cmdZrem(c *Ctx) { removeMembersCmd(c, model.TypeZSet) }
 func cmdZcard(c *Ctx) { collLenCmd(c, model.TypeZSet) }
 
 func cmdZscore(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], model.TypeZSet, c.Args[2:3])
+	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -756,7 +756,7 @@ func cmdZscore(c *Ctx) {
 }
 
 func cmdZmscore(c *Ctx) {
-	vals, present, err := collLookup(c, c.Args[1], model.TypeZSet, c.Args[2:])
+	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -777,7 +777,7 @@ func cmdZrevrank(c *Ctx) { zrank(c, true) }
 func zrank(c *Ctx, rev bool) {
 	var rank int64
 	var found bool
-	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
 		rank, found, err = zrankOf(cl, c.Args[2], rev)
 		return err
 	})
@@ -797,7 +797,7 @@ func cmdZcount(c *Ctx) {
 		c.W.Error(MsgZRangeFloat)
 		return
 	}
-	zcountWith(c, func(cl *collection, fn func(zentry) error) error { return zscoreWalk(cl, r, false, 0, -1, fn) })
+	zcountWith(c, func(cl *model.Collection, fn func(zentry) error) error { return zscoreWalk(cl, r, false, 0, -1, fn) })
 }
 
 func cmdZlexcount(c *Ctx) {
@@ -806,14 +806,14 @@ func cmdZlexcount(c *Ctx) {
 		c.W.Error(MsgZRangeLex)
 		return
 	}
-	zcountWith(c, func(cl *collection, fn func(zentry) error) error { return zlexWalk(cl, r, false, 0, -1, fn) })
+	zcountWith(c, func(cl *model.Collection, fn func(zentry) error) error { return zlexWalk(cl, r, false, 0, -1, fn) })
 }
 
 // zcountWith replies with how many entries walk visits, counted as they
 // come rather than gathered: a count of a large set holds no entries.
-func zcountWith(c *Ctx, walk func(cl *collection, fn func(zentry) error) error) {
+func zcountWith(c *Ctx, walk func(cl *model.Collection, fn func(zentry) error) error) {
 	var n int64
-	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) error {
+	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) error {
 		n = 0
 		return walk(cl, func(zentry) error {
 			n++
@@ -919,7 +919,7 @@ func parseZrange(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet, store bool) (q
 }
 
 // read runs the query on cl.
-func (q zrangeQuery) read(cl *collection) ([]zentry, error) {
+func (q zrangeQuery) read(cl *model.Collection) ([]zentry, error) {
 	switch q.by {
 	case zbyScoreRange:
 		return zbyScore(cl, q.score, q.rev, q.offset, q.limit)
@@ -937,7 +937,7 @@ func zrangeCmd(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet bool) {
 		return
 	}
 	var es []zentry
-	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
 		es, err = q.read(cl)
 		return err
 	})
@@ -965,8 +965,8 @@ func cmdZrangestore(c *Ctx) {
 	if !ok {
 		return
 	}
-	n, err := zstore(c, dst, [][]byte{src}, func(srcs []*collection) ([]zentry, error) {
-		if err := srcs[0].check(); err != nil {
+	n, err := zstore(c, dst, [][]byte{src}, func(srcs []*model.Collection) ([]zentry, error) {
+		if err := srcs[0].Check(); err != nil {
 			return nil, err
 		}
 		return q.read(srcs[0])
@@ -982,10 +982,10 @@ func cmdZrangestore(c *Ctx) {
 // as sorted sets, with dst, in one BatchGet; a set among them shows as
 // wrongType), in one transaction that also checks that every source is
 // unchanged since it was read.
-func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*collection) ([]zentry, error)) (int64, error) {
+func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*model.Collection) ([]zentry, error)) (int64, error) {
 	var n int64
-	err := collRetry(c, func(int) error {
-		all, err := openCollections(c, append([][]byte{dst}, srcs...), model.TypeZSet)
+	err := model.RetryConflicts(c, func(int) error {
+		all, err := model.OpenMany(c, append([][]byte{dst}, srcs...), model.TypeZSet)
 		if err != nil {
 			return err
 		}
@@ -995,17 +995,17 @@ func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*collection) 
 		}
 		dest := all[0]
 		n = int64(len(res))
-		dest.replace = true
+		dest.Replace = true
 		params := c.Srv.encoding().params
 		big := n > params.zsetEntries
 		for _, e := range res {
-			dest.put(e.m, zscoreValue(e.s))
+			dest.Put(e.m, zscoreValue(e.s))
 			big = big || int64(len(e.m)) > params.zsetValue
 		}
 		if big {
-			dest.setKeyAttr(attrBigEncoding, model.NInt(1))
+			dest.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
 		}
-		return commitCollections(c, []*collection{dest}, dedupeColls(all[1:]))
+		return model.Commit(c, []*model.Collection{dest}, dedupeColls(all[1:]))
 	})
 	return n, err
 }
@@ -1019,7 +1019,7 @@ func cmdZremrangebyrank(c *Ctx) {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyRank(cl, start, end, false) })
+	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyRank(cl, start, end, false) })
 }
 
 func cmdZremrangebyscore(c *Ctx) {
@@ -1028,7 +1028,7 @@ func cmdZremrangebyscore(c *Ctx) {
 		c.W.Error(MsgZRangeFloat)
 		return
 	}
-	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
+	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
 }
 
 func cmdZremrangebylex(c *Ctx) {
@@ -1037,17 +1037,17 @@ func cmdZremrangebylex(c *Ctx) {
 		c.W.Error(MsgZRangeLex)
 		return
 	}
-	zremRange(c, func(cl *collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
+	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
 }
 
 // zremRange removes the entries read finds and replies with their count.
-func zremRange(c *Ctx, read func(cl *collection) ([]zentry, error)) {
+func zremRange(c *Ctx, read func(cl *model.Collection) ([]zentry, error)) {
 	var n int
-	err := zsetWrite(c, c.Args[1], memberStart{}, func(cl *collection) error {
+	err := zsetWrite(c, c.Args[1], model.MemberStart{}, func(cl *model.Collection) error {
 		es, err := read(cl)
 		n = len(es)
 		for _, e := range es {
-			cl.del(e.m)
+			cl.Del(e.m)
 		}
 		return err
 	})
@@ -1067,20 +1067,20 @@ func zremRange(c *Ctx, read func(cl *collection) ([]zentry, error)) {
 func zpopFrom(c *Ctx, keys [][]byte, top bool, count int64, quiet bool) (key []byte, es []zentry, err error) {
 	for _, k := range keys {
 		found := false
-		err = zsetWrite(c, k, memberStart{}, func(cl *collection) error {
+		err = zsetWrite(c, k, model.MemberStart{}, func(cl *model.Collection) error {
 			key, es, found = nil, nil, false
-			if err := cl.check(); err != nil || !cl.exists() {
+			if err := cl.Check(); err != nil || !cl.Exists() {
 				return err
 			}
 			found = true
 			var err error
 			es, err = zcollect(cl, nil, nil, top, 0, count)
 			for _, e := range es {
-				cl.del(e.m)
+				cl.Del(e.m)
 			}
 			return err
 		})
-		if quiet && err == errCollWrongType {
+		if quiet && err == model.ErrWrongType {
 			continue
 		}
 		if err != nil || found {
@@ -1110,7 +1110,7 @@ func zpop(c *Ctx, top bool) {
 	}
 	if count == 0 {
 		// Redis checks the type first, then answers an empty array.
-		if _, err := openChecked(c, c.Args[1], model.TypeZSet); err != nil {
+		if _, err := model.OpenChecked(c, c.Args[1], model.TypeZSet); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -1218,7 +1218,7 @@ func cmdZrandmember(c *Ctx) {
 	}
 	var ms [][]byte
 	var vals []dynastore.Value
-	err := collRead(c, c.Args[1], model.TypeZSet, func(cl *collection) (err error) {
+	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
 		ms, vals, err = randomPick(cl, count)
 		return err
 	})
@@ -1331,7 +1331,7 @@ func parseZopOptions(q *zopQuery, opts [][]byte, store, card bool) string {
 // zsource is one input of a ZUNION-style command: a sorted set, or a set
 // (every member scoring 1), as read.
 type zsource struct {
-	cl     *collection
+	cl     *model.Collection
 	scores map[string]float64
 	order  []string
 	weight float64
@@ -1339,22 +1339,22 @@ type zsource struct {
 
 // zsourcesOf reads whole the sources cls, opened as sorted sets: one
 // holding a set is read as a set; any other type is WRONGTYPE.
-func zsourcesOf(c *Ctx, cls []*collection) ([]zsource, error) {
+func zsourcesOf(c *Ctx, cls []*model.Collection) ([]zsource, error) {
 	srcs := make([]zsource, len(cls))
 	for i, cl := range cls {
-		if cl.wrongType && cl.ks.Type == model.TypeSet {
+		if cl.WrongType && cl.KS.Type == model.TypeSet {
 			var err error
-			if cl, err = collectionFromItem(c, cl.key, model.TypeSet, cl.ks.Raw); err != nil {
+			if cl, err = model.FromItem(c, cl.Key, model.TypeSet, cl.KS.Raw); err != nil {
 				return nil, err
 			}
 		}
-		if err := cl.check(); err != nil {
+		if err := cl.Check(); err != nil {
 			return nil, err
 		}
 		src := zsource{cl: cl, scores: map[string]float64{}, weight: 1}
-		err := cl.each(func(m []byte, v dynastore.Value) error {
+		err := cl.Each(func(m []byte, v dynastore.Value) error {
 			s := 1.0
-			if cl.typ == model.TypeZSet {
+			if cl.Type == model.TypeZSet {
 				s = zscoreOf(v)
 			}
 			src.scores[string(m)] = s
@@ -1485,8 +1485,8 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 	q := &zopQuery{op: op, keys: keys}
 	var res []zentry
 	parsed := false
-	err := collRetry(c, func(int) error {
-		cls, err := openCollections(c, keys, model.TypeZSet)
+	err := model.RetryConflicts(c, func(int) error {
+		cls, err := model.OpenMany(c, keys, model.TypeZSet)
 		if err != nil {
 			return err
 		}
@@ -1501,7 +1501,7 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 			parsed = true
 		}
 		res = q.compute(srcs)
-		return validateRead(c, dedupeColls(cls)...)
+		return model.ValidateRead(c, dedupeColls(cls)...)
 	})
 	switch {
 	case err != nil:
@@ -1530,7 +1530,7 @@ func zopStore(c *Ctx, op zsetOp) {
 	}
 	q := &zopQuery{op: op, keys: keys}
 	parsed := false
-	n, err := zstore(c, c.Args[1], keys, func(cls []*collection) ([]zentry, error) {
+	n, err := zstore(c, c.Args[1], keys, func(cls []*model.Collection) ([]zentry, error) {
 		srcs, err := zsourcesOf(c, cls)
 		if err != nil {
 			return nil, err

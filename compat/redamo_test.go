@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/model"
 )
 
 // redamoTargets starts redamo in-process on every backend available (memory
@@ -25,7 +25,7 @@ func redamoTargets(t *testing.T) []*Target {
 		// SCAN with a cursor where Redis ends: before a case that iterates
 		// the keyspace, sweep them, in two passes (mark, then delete) with
 		// no grace, since no command runs meanwhile.
-		sw := &commands.Sweeper{Store: b.Store, Grace: time.Nanosecond, Rate: 1 << 20}
+		sw := &model.Sweeper{Store: b.Store, Grace: time.Nanosecond, Rate: 1 << 20}
 		tg.Clean = func(c *Case) error {
 			if !iteratesKeyspace(c) {
 				return nil

@@ -33,6 +33,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/metrics"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
 )
 
@@ -158,7 +159,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	// Every instance sweeps dead collection generations; the sweeper is safe
 	// to run concurrently everywhere and rate-limits itself. Its requests are
 	// counted under the label "sweeper".
-	go (&commands.Sweeper{Store: store}).Run(ctx)
+	go (&model.Sweeper{Store: store}).Run(ctx)
 
 	go func() {
 		if err := a.resp.Serve(ln); err != nil {

@@ -1,11 +1,11 @@
-package commands
+package model
 
-// The collection layer: how hashes, sets, sorted sets, streams (and lists,
-// built on the same machinery) are laid out in the table, read, and changed
-// atomically. Command files (hashes.go, sets.go, zsets.go, streams.go,
-// lists.go) speak to a *collection and never build member items themselves.
+// The collection engine: how lists, hashes, sets, sorted sets and streams
+// are laid out in the table, read, and changed atomically. The command
+// families (commands/lists.go, hashes.go, sets.go, zsets.go, streams.go)
+// speak to a *Collection and never build member items themselves.
 //
-// Layouts. A collection's key item (model/keyitem.go: pk 'k'+db+key, sk 0x00, t,
+// Layouts. A collection's key item (keyitem.go: pk 'k'+db+key, sk 0x00, t,
 // x, ttl, ver) is the single source of truth for which members exist:
 //
 //   - inline (small): the members live in the key item itself, so every
@@ -17,17 +17,17 @@ package commands
 //     lets HSET/HDEL/HINCRBY change one field without rewriting the others.
 //     A value is an N when it is a canonical int64 (HINCRBY is then one ADD),
 //     a B otherwise. Inline is used while the collection has at most
-//     inlineMaxSet / inlineMaxHash entries of at most inlineMaxBytes each
+//     InlineMaxSet / InlineMaxHash entries of at most InlineMaxBytes each
 //     (redis.conf's listpack thresholds, halved for hashes), or fewer when
-//     the encoding parameters say so (encoding.go): the item then stays
+//     the encoding parameters say so (Process.inline): the item then stays
 //     under ~16 KB, so a write costs a few WCU.
 //   - large: the key item holds g (a random 16-byte generation id) and n (the
 //     entry count: SCARD/HLEN are one read at any size); each member is an
-//     item under pk 'm'+g, sk = memberSK(member), with the value in v for a
+//     item under pk 'm'+g, sk = MemberSK(member), with the value in v for a
 //     hash. Members are NOT under the user key, so RENAME moves only the key
 //     item and DEL/EXPIRE/overwrite touch only the key item: the old
 //     generation simply stops being referenced. A type with a second order
-//     of its members (a sorted set's scores: memberOrder) also keeps an order
+//     of its members (a sorted set's scores: MemberOrder) also keeps an order
 //     item per member in the partition, which the engine writes with it.
 //
 // A collection with no entries does not exist: the write that removes the
@@ -41,13 +41,13 @@ package commands
 // registry entry; a crash at any point leaves only unreferenced garbage.
 //
 // Changes. Every write is "read, compute, commit conditioned on what was
-// read" (the key item's ver), re-run on conflict (model.Retry), except
+// read" (the key item's ver), re-run on conflict (Retry), except
 // the single-request fast paths of the hot commands, which fall back to it
 // when their condition fails (the failed condition returns the item, so the
 // fallback does not read it again). A commit is:
 //
 //   - inline result: one Put of the whole key item (or one Delete when empty);
-//   - large, at most maxTxMembers changed members: one TransactWriteItems with
+//   - large, at most MaxTxMembers changed members: one TransactWriteItems with
 //     the member puts/deletes and the key item's n/ver update;
 //   - a conversion inline -> large: a new generation holding the complete
 //     result is staged and published by one transaction;
@@ -64,9 +64,9 @@ package commands
 // wrote (itemCache) and the generations of the large sets and hashes it
 // saw (gensOf), and starts the hot commands from them: a fast path whose
 // condition holds on the cached item goes out guarded by the item's ver
-// alone (fastUpdate), a single-member write of a known large collection is
+// alone (FastUpdate), a single-member write of a known large collection is
 // its blind transaction at once and a write of several members reads only
-// them before its transaction (memberFast), a list push or pop skips the
+// them before its transaction (MemberFast), a list push or pop skips the
 // read. Every such write is conditioned on what the cache claims, so
 // another instance's writes (DEL, RENAME, conversions, ...) only make it
 // fail and fall back: a stale entry costs requests, never a wrong reply.
@@ -77,26 +77,26 @@ package commands
 //
 // Multi-key commands (SMOVE, *STORE, and LMOVE for lists) open several
 // collections, compute, and commit all of them in one transaction whose
-// actions each carry the "ver as read" guard (commitCollections).
+// actions each carry the "ver as read" guard (Commit).
 //
-// Using the layer (a family file such as lists.go):
+// Using the engine (a family file such as commands/sets.go):
 //
-//	err := collRetry(c, func(try int) error {
-//		cl, err := openChecked(c, key, TypeX) // one GetItem; WRONGTYPE
+//	err := model.RetryConflicts(c, func(try int) error {
+//		cl, err := model.OpenChecked(c, key, model.TypeSet) // one GetItem; ErrWrongType
 //		if err != nil { return err }
-//		vals, present, err := cl.lookup(members)        // BatchGet if large
-//		cl.put(m, v); cl.del(m); cl.setKeyAttr(name, v)  // staged
-//		return cl.commit() // errCollRetry on conflict: collRetry re-runs
+//		vals, present, err := cl.Lookup(members)        // BatchGet if large
+//		cl.Put(m, v); cl.Del(m); cl.SetKeyAttr(name, v)  // staged
+//		return cl.Commit() // ErrConflict on conflict: RetryConflicts re-runs
 //	})
 //
-// Entries are (member, value) pairs keyed by member bytes; each() visits
+// Entries are (member, value) pairs keyed by member bytes; Each visits
 // them in member order (sorted inline, partition order when large). A type
-// is a layout over that: its inline codec (inlineCodecs), and for the
-// large layout optionally a second order of its members (memberOrders: a
-// sorted set's scores) or a range of positions (memberSpans: a list). A
+// is a layout over that: its inline codec (InlineCodecs), and for the
+// large layout optionally a second order of its members (MemberOrders: a
+// sorted set's scores) or a range of positions (MemberSpans: a list). A
 // commit of a command that read only some members is conditioned
 // on exactly those members (concurrent writers of other members do not
-// conflict); one that read everything (each) or set key attributes is
+// conflict); one that read everything (Each) or set key attributes is
 // guarded by the key item's ver.
 
 import (
@@ -114,41 +114,40 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/model"
 )
 
 // Collection attributes of the key item, member items and registry items.
 const (
-	attrGen     = "g"  // B: the generation id of a large collection
-	attrCount   = "n"  // N: the entry count of a large collection
+	AttrGen     = "g"  // B: the generation id of a large collection
+	AttrCount   = "n"  // N: the entry count of a large collection
 	attrMember  = "m"  // B: a member item's member when its sk is a digest
 	attrOwner   = "o"  // B: a registry item's owner key pk
 	attrDying   = "d"  // N: set on a registry item the sweeper has condemned
 	attrDeadAt  = "dd" // N: when the sweeper first saw a generation dead
 	attrCreated = "c"  // N: when a generation was registered
-	// attrPending (B, on a key item) names the change whose writes wait in
+	// AttrPending (B, on a key item) names the change whose writes wait in
 	// pending items to be rolled forward, attrPhase (N) how far that got,
 	// and attrChanges (N) counts such changes; attrPendingOp ("p" put, "d"
 	// delete) is a pending item's write, and attrRolling (N) the count of
 	// the change that last rolled a member or order item forward (see
 	// rollForward).
-	attrPending   = "pd"
+	AttrPending   = "pd"
 	attrPhase     = "pp"
 	attrChanges   = "cc"
 	attrPendingOp = "po"
 	attrRolling   = "rt"
-	// attrBigEncoding (N 1) marks a collection Redis would hold in its big
+	// AttrBigEncoding (N 1) marks a collection Redis would hold in its big
 	// encoding (skiplist, hashtable): Redis converts when a write crosses a
 	// limit and never back, so OBJECT ENCODING depends on history, which
 	// the key item keeps from then on.
-	attrBigEncoding = "e"
+	AttrBigEncoding = "e"
 	// attrFieldPrefix + base64url(field) holds an inline hash field's value.
 	attrFieldPrefix = "f"
 )
 
 // pk namespaces of the collection layer (model/keyitem.go lists the others).
 const (
-	nsMembers  = 'm' // 'm', generation id: the members of a large collection
+	NsMembers  = 'm' // 'm', generation id: the members of a large collection
 	nsGens     = 'G' // 'G', shard: the generation registry
 	nsCollScan = 's' // 's', cursor id: SSCAN/HSCAN/ZSCAN positions
 )
@@ -157,12 +156,12 @@ const (
 // limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
 // whose fields cost twice (name in v and attribute). They bound the key
 // item's size whatever the encoding parameters, which may only lower them
-// (Server.inline); OBJECT ENCODING does not depend on them (encodingOf).
+// (Server.inline); OBJECT ENCODING does not depend on them (EncodingOf).
 const (
-	inlineMaxBytes = 64
-	inlineMaxSet   = 128
-	inlineMaxHash  = 64
-	inlineMaxList  = 128
+	InlineMaxBytes = 64
+	InlineMaxSet   = 128
+	InlineMaxHash  = 64
+	InlineMaxList  = 128
 )
 
 // genShards spreads the registry over a few partitions.
@@ -171,39 +170,32 @@ const genShards = 16
 // genIDLen is the length of a generation id.
 const genIDLen = 16
 
-// maxTxMembers is how many member writes one commit transaction carries, with
+// MaxTxMembers is how many member writes one commit transaction carries, with
 // room for the key item and two more actions (the other side of an SMOVE).
-const maxTxMembers = dynastore.MaxTxActions - 4
+const MaxTxMembers = dynastore.MaxTxActions - 4
 
 // maxTxBytes keeps a transaction safely under DynamoDB's 4 MB.
 const maxTxBytes = 3 << 20
 
-// memberPageItems caps the items of one page when reading a whole large
+// MemberPageItems caps the items of one page when reading a whole large
 // collection: a full 1 MB page can take DynamoDB longer than one request's
 // time budget, while 1,024 keeps "HGETALL of 1,000 entries" one page.
-const memberPageItems = 1024
+const MemberPageItems = 1024
 
-// maxPlainSK is the longest member stored verbatim in a sort key; longer ones
+// MaxPlainSK is the longest member stored verbatim in a sort key; longer ones
 // are stored under their digest (DynamoDB caps sort keys at 1024 bytes).
-const maxPlainSK = 1000
+const MaxPlainSK = 1000
 
-var (
-	// errCollWrongType is returned when a key holds another type.
-	errCollWrongType error = redisError(MsgWrongType)
-	// errCollRetry restarts a read-compute-commit attempt.
-	errCollRetry = errors.New("commands: collection changed concurrently")
-)
-
-// collRetry runs attempt until it succeeds or fails with anything but a
-// conflict (errCollRetry), as long as the retry policy allows (model.Retry).
-func collRetry(c *Ctx, attempt func(try int) error) error {
-	var retry model.Retry
+// RetryConflicts runs attempt until it succeeds or fails with anything but a
+// conflict (ErrConflict), as long as the retry policy allows (Retry).
+func RetryConflicts(c Scope, attempt func(try int) error) error {
+	var retry Retry
 	for try := 0; ; try++ {
 		err := attempt(try)
-		if !errors.Is(err, errCollRetry) {
+		if !errors.Is(err, ErrConflict) {
 			return err
 		}
-		if err := c.lostRace(&retry); err != nil {
+		if err := c.LostRace(&retry); err != nil {
 			return err
 		}
 	}
@@ -243,7 +235,7 @@ type keyCache[V cacheEntry] struct {
 	weight int
 }
 
-func (kc *keyCache[V]) get(db int, key []byte) (V, bool) {
+func (kc *keyCache[V]) Get(db int, key []byte) (V, bool) {
 	kc.mu.Lock()
 	defer kc.mu.Unlock()
 	v, ok := kc.m[dbKey{db, string(key)}]
@@ -276,11 +268,11 @@ func (kc *keyCache[V]) update(db int, key []byte, next func(old V, ok bool) V) {
 	}
 }
 
-func (kc *keyCache[V]) put(db int, key []byte, v V) {
+func (kc *keyCache[V]) Put(db int, key []byte, v V) {
 	kc.update(db, key, func(V, bool) V { return v })
 }
 
-func (kc *keyCache[V]) drop(db int, key []byte) {
+func (kc *keyCache[V]) Drop(db int, key []byte) {
 	kc.mu.Lock()
 	defer kc.mu.Unlock()
 	k := dbKey{db, string(key)}
@@ -290,21 +282,32 @@ func (kc *keyCache[V]) drop(db int, key []byte) {
 	}
 }
 
+// ListKnown is what the item cache keeps with a large list's key item
+// (commands/lists.go): values of elements near its ends, by position, and
+// the average element size of the last read. They stay valid as
+// long as the key item does: an element inside [lh, lt) changes only with
+// a write that also sets a fresh ver (MemberSpan), and every write made
+// from the entry is guarded by its ver.
+type ListKnown struct {
+	Values   map[int64][]byte
+	ElemSize int
+}
+
 // cachedItem is an item cache entry: a collection key item exactly as this
 // process last read or wrote it (nil: the key did not exist), until when
-// (Unix ms) fastUpdate sends no guarded writes for the key, and for a
-// large list, element values valid for that item (listKnown).
+// (Unix ms) FastUpdate sends no guarded writes for the key, and for a
+// large list, element values valid for that item (ListKnown).
 type cachedItem struct {
-	it     dynastore.Item
+	Item   dynastore.Item
 	calmAt int64
-	list   *listKnown
+	List   *ListKnown
 	// w is the entry's weight, computed once.
 	w int
 }
 
 func (e cachedItem) weight() int { return e.w }
 
-// contendedPause is how long fastUpdate sends no guarded writes for a key
+// contendedPause is how long FastUpdate sends no guarded writes for a key
 // after one failed: another instance is writing it, and each failure costs
 // a request.
 const contendedPause = time.Second
@@ -313,7 +316,7 @@ const contendedPause = time.Second
 // absence) this process saw last: a list pop or LPUSH, and the fast paths
 // of small sets and hashes, start from it instead of reading. Every entry
 // is an item as it was at some moment, never a guess: writes made from one
-// are conditioned on its ver (model.KeyState.guard), which holds only while the
+// are conditioned on its ver (KeyState.guard), which holds only while the
 // item is exactly that one (every write sets a fresh ver).
 type itemCache struct {
 	kc keyCache[cachedItem]
@@ -321,60 +324,60 @@ type itemCache struct {
 
 // get returns what the cache knows of key: ok, and the entry (its item
 // nil: absent).
-func (ic *itemCache) get(db int, key []byte) (cachedItem, bool) {
-	return ic.kc.get(db, key)
+func (ic *itemCache) Get(db int, key []byte) (cachedItem, bool) {
+	return ic.kc.Get(db, key)
 }
 
-// guardable is get, except while fastUpdate's guarded writes of key pause.
-func (ic *itemCache) guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
-	e, ok := ic.kc.get(db, key)
+// guardable is get, except while FastUpdate's guarded writes of key pause.
+func (ic *itemCache) Guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
+	e, ok := ic.kc.Get(db, key)
 	if !ok || nowMS < e.calmAt {
 		return nil, false
 	}
-	return e.it, true
+	return e.Item, true
 }
 
 // put remembers it (nil: key is absent) as key's item, if it is a
 // collection's (anything else forgets key).
-func (ic *itemCache) put(db int, key []byte, it dynastore.Item) {
+func (ic *itemCache) Put(db int, key []byte, it dynastore.Item) {
 	ic.remember(db, key, it, 0, nil)
 }
 
 // putList is put of a large list's key item with element values valid for
 // it.
-func (ic *itemCache) putList(db int, key []byte, it dynastore.Item, list *listKnown) {
+func (ic *itemCache) PutList(db int, key []byte, it dynastore.Item, list *ListKnown) {
 	ic.remember(db, key, it, 0, list)
 }
 
 // contend is put, also pausing guarded writes of key for contendedPause.
-func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64) {
+func (ic *itemCache) Contend(db int, key []byte, it dynastore.Item, nowMS int64) {
 	ic.remember(db, key, it, nowMS+contendedPause.Milliseconds(), nil)
 }
 
-func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *listKnown) {
+func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *ListKnown) {
 	if it != nil {
-		switch t, _ := it.Get(model.AttrType).(dynastore.S); t {
-		case model.TypeList, model.TypeSet, model.TypeHash, model.TypeZSet, model.TypeStream:
+		switch t, _ := it.Get(AttrType).(dynastore.S); t {
+		case TypeList, TypeSet, TypeHash, TypeZSet, TypeStream:
 		default:
-			ic.drop(db, key)
+			ic.Drop(db, key)
 			return
 		}
 	}
 	w := 64 + dynastore.ItemSize(it)
 	if list != nil {
-		for _, v := range list.values {
+		for _, v := range list.Values {
 			w += 16 + len(v)
 		}
 	}
 	ic.kc.update(db, key, func(old cachedItem, _ bool) cachedItem {
-		return cachedItem{it: it, calmAt: max(calmAt, old.calmAt), list: list, w: w}
+		return cachedItem{Item: it, calmAt: max(calmAt, old.calmAt), List: list, w: w}
 	})
 }
 
-func (ic *itemCache) drop(db int, key []byte) { ic.kc.drop(db, key) }
+func (ic *itemCache) Drop(db int, key []byte) { ic.kc.Drop(db, key) }
 
-// itemsOf is the process's item cache.
-func itemsOf(c *Ctx) *itemCache { return &c.Srv.listRT().items }
+// Items is the process's item cache.
+func Items(c Scope) *itemCache { return &c.Process().items }
 
 // largeGen is what the generation cache knows of a large collection: its
 // type and generation. A generation belongs to one collection of one type
@@ -395,54 +398,54 @@ func (g largeGen) weight() int { return 64 + len(g.gen) }
 // the generation and is live) are all its correctness rests on. Unlike the
 // item cache it needs no exact item, so blind writes, which do not learn
 // the new count, keep it valid.
-func gensOf(c *Ctx) *keyCache[largeGen] { return &c.Srv.listRT().gens }
+func gensOf(c Scope) *keyCache[largeGen] { return &c.Process().gens }
 
-// noteGen records in the generation cache that key, as a collection of
+// NoteGen records in the generation cache that key, as a collection of
 // type typ, is large with generation gen, or not large at all (gen nil:
 // inline, absent, or of another type).
-func noteGen(c *Ctx, key []byte, typ string, gen []byte) {
-	if !model.KeyFits(key) || (typ != model.TypeSet && typ != model.TypeHash && typ != model.TypeZSet) {
+func NoteGen(c Scope, key []byte, typ string, gen []byte) {
+	if !KeyFits(key) || (typ != TypeSet && typ != TypeHash && typ != TypeZSet) {
 		return
 	}
 	if gen != nil {
-		gensOf(c).put(c.DB(), key, largeGen{typ: typ, gen: gen})
+		gensOf(c).Put(c.DB(), key, largeGen{typ: typ, gen: gen})
 		return
 	}
-	gensOf(c).drop(c.DB(), key)
+	gensOf(c).Drop(c.DB(), key)
 }
 
 // cachedLarge is the large collection the generation cache remembers for
 // key, with type typ (nil if none): a view with the generation only, for a
 // blind write.
-func cachedLarge(c *Ctx, key []byte, typ string) *collection {
-	if !model.KeyFits(key) {
+func cachedLarge(c Scope, key []byte, typ string) *Collection {
+	if !KeyFits(key) {
 		return nil
 	}
-	lg, ok := gensOf(c).get(c.DB(), key)
+	lg, ok := gensOf(c).Get(c.DB(), key)
 	if !ok || lg.typ != typ {
 		return nil
 	}
-	return &collection{c: c, typ: typ, key: key, gen: lg.gen}
+	return &Collection{c: c, Type: typ, Key: key, Gen: lg.gen}
 }
 
 // ---- member encoding ---------------------------------------------------------
 
 // The first byte of a sort key in a generation's partition says what the
 // item is: a member item (its member verbatim, or its digest), an order
-// item of a type that keeps a second order of its members (memberOrder), or
+// item of a type that keeps a second order of its members (MemberOrder), or
 // a pending write of a change too big for one transaction (rollForward).
 // Reads of members and of the order never reach pending items.
 const (
 	skMember  byte = 0
 	skDigest  byte = 1
-	skOrder   byte = 2
+	SKOrder   byte = 2
 	skPending byte = 3
 )
 
-// memberSK is the sort key of a member item: 0x00+member, or 0x01+sha256 for
+// MemberSK is the sort key of a member item: 0x00+member, or 0x01+sha256 for
 // members too long for a sort key.
-func memberSK(m []byte) []byte {
-	if len(m) <= maxPlainSK {
+func MemberSK(m []byte) []byte {
+	if len(m) <= MaxPlainSK {
 		sk := make([]byte, 0, 1+len(m))
 		return append(append(sk, skMember), m...)
 	}
@@ -453,49 +456,49 @@ func memberSK(m []byte) []byte {
 // memberSKEnd bounds every member item's sort key from above (order items
 // sort after it), and memberSKLast is the greatest a member item can have.
 var (
-	memberSKEnd  = []byte{skOrder}
+	memberSKEnd  = []byte{SKOrder}
 	memberSKLast = append([]byte{skDigest}, bytes.Repeat([]byte{0xff}, sha256.Size+1)...)
 )
 
-// memberOrder is a type's second order of the members of its large layout:
+// MemberOrder is a type's second order of the members of its large layout:
 // beside each member item, an order item in the same partition whose sort
-// key (skOrder first) sorts members in the type's order, so a range of that
+// key (SKOrder first) sorts members in the type's order, so a range of that
 // order is one Query (a sorted set's members by score; zsets.go). The
 // engine writes and deletes order items with the member items, in the same
 // transaction or staged generation.
-type memberOrder struct {
+type MemberOrder struct {
 	// sk is the order item's sort key for member m with value v: prefix
-	// bytes, then m itself when m is at most maxPlainSK bytes long.
-	sk     func(m []byte, v dynastore.Value) []byte
-	prefix int
+	// bytes, then m itself when m is at most MaxPlainSK bytes long.
+	SK     func(m []byte, v dynastore.Value) []byte
+	Prefix int
 }
 
-// memberOrders holds the types that keep a memberOrder, registered by
+// MemberOrders holds the types that keep a MemberOrder, registered by
 // their family's init.
-var memberOrders = map[string]memberOrder{}
+var MemberOrders = map[string]MemberOrder{}
 
-// memberSpan is the layout of a type whose members are positions
-// (posMember) in a range its key item holds in two N attributes: the first
+// MemberSpan is the layout of a type whose members are positions
+// (PosMember) in a range its key item holds in two N attributes: the first
 // position and one past the last (a list: lists.go). Only the members in
 // the range are entries. Member items outside it are leftovers of earlier
 // states (popped members whose clean-up did not run, members written by a
 // change that lost a race): no read reaches them, the write that reaches
 // their position again overwrites them, and they go with their generation.
-// So every write of such a type sets the range (setKeyAttr) and is guarded
+// So every write of such a type sets the range (SetKeyAttr) and is guarded
 // by the key item's ver, its member writes need no condition of their own,
 // and a change too big for one transaction writes around the range
 // (planSpan) instead of through pending items.
-type memberSpan struct{ lo, hi string }
+type MemberSpan struct{ Lo, Hi string }
 
-// memberSpans holds the types laid out as a memberSpan, registered by their
+// MemberSpans holds the types laid out as a MemberSpan, registered by their
 // family's init.
-var memberSpans = map[string]memberSpan{}
+var MemberSpans = map[string]MemberSpan{}
 
 // span returns the range of a spanned type's collection as read, or, when
 // after, as its staged key attributes leave it; spanned is false for the
 // other types.
-func (cl *collection) span(after bool) (lo, hi int64, spanned bool, err error) {
-	sp, ok := memberSpans[cl.typ]
+func (cl *Collection) Span(after bool) (lo, hi int64, spanned bool, err error) {
+	sp, ok := MemberSpans[cl.Type]
 	if !ok {
 		return 0, 0, false, nil
 	}
@@ -503,26 +506,26 @@ func (cl *collection) span(after bool) (lo, hi int64, spanned bool, err error) {
 		if v, ok := cl.keyAttrs[name]; ok && after {
 			return v
 		}
-		return cl.ks.Raw.Get(name)
+		return cl.KS.Raw.Get(name)
 	}
-	if lo, err = model.NumberInt(get(sp.lo)); err != nil {
-		return 0, 0, true, fmt.Errorf("commands: %s range start: %w", cl.typ, err)
+	if lo, err = NumberInt(get(sp.Lo)); err != nil {
+		return 0, 0, true, fmt.Errorf("model: %s range start: %w", cl.Type, err)
 	}
-	if hi, err = model.NumberInt(get(sp.hi)); err != nil {
-		return 0, 0, true, fmt.Errorf("commands: %s range end: %w", cl.typ, err)
+	if hi, err = NumberInt(get(sp.Hi)); err != nil {
+		return 0, 0, true, fmt.Errorf("model: %s range end: %w", cl.Type, err)
 	}
 	return lo, hi, true, nil
 }
 
-// posMember is the member bytes of position p: big-endian with the sign bit
+// PosMember is the member bytes of position p: big-endian with the sign bit
 // flipped, so byte order is numeric order.
-func posMember(p int64) []byte {
+func PosMember(p int64) []byte {
 	u := uint64(p) ^ (1 << 63)
 	return []byte{byte(u >> 56), byte(u >> 48), byte(u >> 40), byte(u >> 32), byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}
 }
 
-// memberPos decodes posMember.
-func memberPos(m []byte) (int64, bool) {
+// MemberPos decodes PosMember.
+func MemberPos(m []byte) (int64, bool) {
 	if len(m) != 8 {
 		return 0, false
 	}
@@ -537,19 +540,19 @@ func memberPos(m []byte) (int64, bool) {
 // type typ (nil when the type keeps no second order). A member too long to
 // be spelt out in the sort key is kept in the item (attrMember).
 func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
-	o, ok := memberOrders[typ]
+	o, ok := MemberOrders[typ]
 	if !ok {
 		return nil
 	}
 	it := dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B(membersPK(gen))},
-		{Name: dynastore.AttrSK, Value: dynastore.B(o.sk(m, v))},
+		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
+		{Name: dynastore.AttrSK, Value: dynastore.B(o.SK(m, v))},
 	}
-	if len(m) > maxPlainSK {
+	if len(m) > MaxPlainSK {
 		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
 	}
 	if v != nil {
-		it.Set(model.AttrValue, v)
+		it.Set(AttrValue, v)
 	}
 	return it
 }
@@ -557,38 +560,38 @@ func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
 // decodeOrderItem returns the member and value an order item of type typ
 // stands for.
 func decodeOrderItem(typ string, it dynastore.Item) ([]byte, dynastore.Value) {
-	v := it.Get(model.AttrValue)
+	v := it.Get(AttrValue)
 	if m, ok := it.Get(attrMember).(dynastore.B); ok {
 		return m, v
 	}
 	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
-	if p := memberOrders[typ].prefix; len(sk) >= p {
+	if p := MemberOrders[typ].Prefix; len(sk) >= p {
 		return sk[p:], v
 	}
 	return nil, v
 }
 
-// membersPK is the partition of a generation's members.
-func membersPK(gen []byte) []byte {
-	return append([]byte{nsMembers}, gen...)
+// MembersPK is the partition of a generation's members.
+func MembersPK(gen []byte) []byte {
+	return append([]byte{NsMembers}, gen...)
 }
 
-// memberKey is the key of one member item.
-func memberKey(gen, m []byte) dynastore.Key {
-	return dynastore.Key{PK: membersPK(gen), SK: memberSK(m)}
+// MemberKey is the key of one member item.
+func MemberKey(gen, m []byte) dynastore.Key {
+	return dynastore.Key{PK: MembersPK(gen), SK: MemberSK(m)}
 }
 
 // memberItem builds a member item; v is nil for sets.
 func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 	it := dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B(membersPK(gen))},
-		{Name: dynastore.AttrSK, Value: dynastore.B(memberSK(m))},
+		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
+		{Name: dynastore.AttrSK, Value: dynastore.B(MemberSK(m))},
 	}
-	if len(m) > maxPlainSK {
+	if len(m) > MaxPlainSK {
 		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
 	}
 	if v != nil {
-		it.Set(model.AttrValue, v)
+		it.Set(AttrValue, v)
 	}
 	return it
 }
@@ -605,21 +608,21 @@ func decodeMember(it dynastore.Item) []byte {
 	return sk[1:]
 }
 
-// fieldAttr is the attribute of an inline hash field.
-func fieldAttr(f []byte) string {
+// FieldAttr is the attribute of an inline hash field.
+func FieldAttr(f []byte) string {
 	return attrFieldPrefix + base64.RawURLEncoding.EncodeToString(f)
 }
 
-// hashValue encodes a hash value: N for a canonical int64, B otherwise.
-func hashValue(v []byte) dynastore.Value {
-	if _, ok := model.String2ll(v); ok {
+// HashValue encodes a hash value: N for a canonical int64, B otherwise.
+func HashValue(v []byte) dynastore.Value {
+	if _, ok := String2ll(v); ok {
 		return dynastore.N(v)
 	}
 	return dynastore.B(bytes.Clone(v))
 }
 
-// valueBytes is the Redis string of a stored hash value.
-func valueBytes(v dynastore.Value) []byte {
+// ValueBytes is the Redis string of a stored hash value.
+func ValueBytes(v dynastore.Value) []byte {
 	switch v := v.(type) {
 	case dynastore.B:
 		return v
@@ -629,9 +632,9 @@ func valueBytes(v dynastore.Value) []byte {
 	return nil
 }
 
-// valueSize is the byte length of a stored hash value (0 for none).
-func valueSize(v dynastore.Value) int {
-	return len(valueBytes(v))
+// ValueSize is the byte length of a stored hash value (0 for none).
+func ValueSize(v dynastore.Value) int {
+	return len(ValueBytes(v))
 }
 
 // ---- the generation registry ---------------------------------------------------
@@ -668,7 +671,7 @@ func genAliveCheck(gen []byte) dynastore.TxAction {
 // registry entry must name its new owner in the same transaction, or the
 // sweeper would take the generation for dead.
 func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxAction {
-	g, ok := it.Get(attrGen).(dynastore.B)
+	g, ok := it.Get(AttrGen).(dynastore.B)
 	if !ok || len(g) == 0 {
 		return nil
 	}
@@ -690,26 +693,26 @@ func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxActi
 func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.Item, dstPK []byte, nowMS int64) (dynastore.Item, []dynastore.TxAction, error) {
 	out := src.Clone(0)
 	out.Set(dynastore.AttrPK, dynastore.B(bytes.Clone(dstPK)))
-	out.Set(dynastore.AttrSK, dynastore.B(model.KeyItemSK))
-	out.Set(model.AttrVer, model.NewVer())
-	g, ok := src.Get(attrGen).(dynastore.B)
+	out.Set(dynastore.AttrSK, dynastore.B(KeyItemSK))
+	out.Set(AttrVer, NewVer())
+	g, ok := src.Get(AttrGen).(dynastore.B)
 	if !ok {
 		return out, nil, nil
 	}
-	if src.Has(attrPending) {
+	if src.Has(AttrPending) {
 		if err := rollForward(ctx, st, src.Key(), src); err != nil {
 			return nil, nil, err
 		}
-		out.Delete(attrPending)
+		out.Delete(AttrPending)
 	}
-	typ, _ := src.Get(model.AttrType).(dynastore.S)
+	typ, _ := src.Get(AttrType).(dynastore.S)
 	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
 		return eachMember(ctx, st, g, yield)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	out.Set(attrGen, dynastore.B(gen))
+	out.Set(AttrGen, dynastore.B(gen))
 	return out, []dynastore.TxAction{genAliveCheck(gen)}, nil
 }
 
@@ -717,7 +720,7 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 // entries entries yields into it. Nothing references it yet: the caller
 // publishes it with a transaction that includes genAliveCheck(gen).
 func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
-	if txn, ok := st.(*model.Txn); ok {
+	if txn, ok := st.(*Txn); ok {
 		// Inside a transaction (EXEC) the generation is staged in the
 		// store itself: nobody sees it until the transaction's commit
 		// publishes it, and one that is never published is garbage the
@@ -731,7 +734,7 @@ func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byt
 		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(reg.SK)},
 		{Name: attrOwner, Value: dynastore.B(bytes.Clone(ownerPK))},
-		{Name: attrCreated, Value: model.NInt(nowMS)},
+		{Name: attrCreated, Value: NInt(nowMS)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("registering generation: %w", err)
@@ -756,7 +759,7 @@ func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byt
 		if o := orderItem(typ, gen, m, v); o != nil {
 			items = append(items, o)
 		}
-		sz := len(items) * (len(m) + valueSize(v) + 64)
+		sz := len(items) * (len(m) + ValueSize(v) + 64)
 		if len(batch)+len(items) > dynastore.MaxTxActions || size+sz > maxTxBytes {
 			if err := flush(); err != nil {
 				return err
@@ -803,7 +806,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 			if saw != nil {
 				saw(it)
 			}
-			if err := fn(decodeMember(it), it.Get(model.AttrValue)); err != nil {
+			if err := fn(decodeMember(it), it.Get(AttrValue)); err != nil {
 				return err
 			}
 		}
@@ -820,7 +823,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 // membersPageQuery is the query of the page of gen's members that follows
 // the sort key after (nil: the first page).
 func membersPageQuery(gen, after []byte) dynastore.Query {
-	return dynastore.Query{PK: membersPK(gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: memberPageItems}
+	return dynastore.Query{PK: MembersPK(gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: MemberPageItems}
 }
 
 // pageAhead is the first page of a large collection's members, read at the
@@ -841,30 +844,30 @@ type pageAhead struct {
 // generation cache knows key as a large collection of type typ, and the
 // command reads the store itself (a transaction's buffer is not for
 // concurrent use). It returns nil otherwise.
-func startPageAhead(c *Ctx, key []byte, typ string) *pageAhead {
+func startPageAhead(c Scope, key []byte, typ string) *pageAhead {
 	lg := cachedLarge(c, key, typ)
-	if lg == nil || c.Store != c.Srv.Store {
+	if _, inTx := c.Data().(*Txn); lg == nil || inTx {
 		return nil
 	}
-	p := &pageAhead{gen: lg.gen, done: make(chan struct{})}
-	// The command's context, not c: a Ctx is reused once its command
-	// returns, and every path waits for the page before it returns.
-	ctx, st := c.Context, c.Store
+	p := &pageAhead{gen: lg.Gen, done: make(chan struct{})}
+	// Every path waits for the page (take) before the command returns:
+	// the scope is not used after that.
+	st := c.Data()
 	go func() {
 		defer close(p.done)
-		p.page, p.err = st.Query(ctx, membersPageQuery(p.gen, nil))
+		p.page, p.err = st.Query(c, membersPageQuery(p.gen, nil))
 	}()
 	return p
 }
 
 // take waits for the page and returns it when cl, as read, is the
 // collection it was read from (nil otherwise, and when p is nil).
-func (p *pageAhead) take(cl *collection) *dynastore.QueryPage {
+func (p *pageAhead) take(cl *Collection) *dynastore.QueryPage {
 	if p == nil {
 		return nil
 	}
 	<-p.done
-	if p.err != nil || cl == nil || cl.rolled || !cl.large() || !bytes.Equal(cl.gen, p.gen) {
+	if p.err != nil || cl == nil || cl.rolled || !cl.Large() || !bytes.Equal(cl.Gen, p.gen) {
 		return nil
 	}
 	return &p.page
@@ -874,30 +877,30 @@ func (p *pageAhead) take(cl *collection) *dynastore.QueryPage {
 
 // collection is one collection key as read by one attempt, plus the changes
 // the attempt stages. Reads see the staged changes.
-type collection struct {
-	c   *Ctx
-	typ string
-	key []byte
-	ks  model.KeyState
+type Collection struct {
+	c    Scope
+	Type string
+	Key  []byte
+	KS   KeyState
 	// wrongType: the key is live and holds another type.
-	wrongType bool
+	WrongType bool
 
 	// gen is non-nil for the large layout; n is then the entry count.
-	gen []byte
+	Gen []byte
 	n   int64
 	// inline holds an inline collection's entries (nil values for sets),
 	// keyed by string(member).
-	inline map[string]dynastore.Value
+	Inline map[string]dynastore.Value
 	// known caches large-layout lookups: present members with their values.
-	known map[string]memberState
+	Known map[string]MemberState
 
 	puts map[string]dynastore.Value
 	dels map[string]bool
 	// replace: the commit overwrites the key (whatever it held) with exactly
 	// the staged puts and no expiry (SINTERSTORE and friends).
-	replace bool
+	Replace bool
 	// pagesRead is set when a read took more than one query page.
-	pagesRead bool
+	PagesRead bool
 	// first is the first page of a large collection's members when it was
 	// read beside the key item (see pageAhead); each uses it once.
 	first *dynastore.QueryPage
@@ -906,7 +909,7 @@ type collection struct {
 	// than only the members it changes.
 	exact bool
 	// keyAttrs are extra key item attributes the commit writes (a list's
-	// head and tail, say); see setKeyAttr.
+	// head and tail, say); see SetKeyAttr.
 	keyAttrs map[string]dynastore.Value
 	// planned is set by a plan with actions; genAfter is then the
 	// generation the key item holds once they are applied (nil: none),
@@ -927,36 +930,36 @@ type collection struct {
 	rolled bool
 	// changes is the key item's attrChanges as read; sawRolling: a read
 	// met an item a later change rolled forward, so what was read holds
-	// only if the key item is still as read (validateRead).
+	// only if the key item is still as read (ValidateRead).
 	changes    int64
-	sawRolling bool
+	SawRolling bool
 	// rebuilt, when set, is the whole content the commit writes in place
 	// of what the key holds (rebuiltLen entries; the expiry stays): a new
 	// generation, or an inline item when it fits (see rebuild).
 	rebuilt    func(yield func(m []byte, v dynastore.Value) error) error
 	rebuiltLen int64
 	// outside is the positions a spanned commit takes out of the range
-	// (memberSpan), deleted after it succeeds (dropOutside).
+	// (MemberSpan), deleted after it succeeds (dropOutside).
 	outside []int64
-	// listKnown is what the item cache keeps with the key item after the
-	// commit (a large list's element values: listKnown).
-	listKnown *listKnown
+	// ListKnown is what the item cache keeps with the key item after the
+	// commit (a large list's element values: ListKnown).
+	ListKnown *ListKnown
 }
 
 // saw notes what a read of member or order items met.
-func (cl *collection) saw(it dynastore.Item) {
+func (cl *Collection) saw(it dynastore.Item) {
 	if v := it.Get(attrRolling); v != nil {
-		if n, err := model.NumberInt(v); err != nil || n > cl.changes {
-			cl.sawRolling = true
+		if n, err := NumberInt(v); err != nil || n > cl.changes {
+			cl.SawRolling = true
 		}
 	}
 }
 
-// setKeyAttr stages an extra attribute of the key item. The commit writes
+// SetKeyAttr stages an extra attribute of the key item. The commit writes
 // it whatever the layout; an inline commit rewrites the whole key item, so
 // a family with extra attributes stages all of them on every write. Such a
 // commit is always guarded by the key item's ver.
-func (cl *collection) setKeyAttr(name string, v dynastore.Value) {
+func (cl *Collection) SetKeyAttr(name string, v dynastore.Value) {
 	if cl.keyAttrs == nil {
 		cl.keyAttrs = map[string]dynastore.Value{}
 	}
@@ -964,166 +967,166 @@ func (cl *collection) setKeyAttr(name string, v dynastore.Value) {
 	cl.exact = true
 }
 
-// keyAttr returns an attribute of the key item as read (nil if none).
-func (cl *collection) keyAttr(name string) dynastore.Value {
-	if !cl.ks.Live || cl.replace {
+// KeyAttr returns an attribute of the key item as read (nil if none).
+func (cl *Collection) KeyAttr(name string) dynastore.Value {
+	if !cl.KS.Live || cl.Replace {
 		return nil
 	}
-	return cl.ks.Raw.Get(name)
+	return cl.KS.Raw.Get(name)
 }
 
-type memberState struct {
+type MemberState struct {
 	present bool
 	v       dynastore.Value
 }
 
-// openCollection reads key (one GetItem) as a collection of type typ.
-func openCollection(c *Ctx, key []byte, typ string) (*collection, error) {
-	it, err := c.Store.Get(c, model.ItemKey(c.DB(), key))
+// Open reads key (one GetItem) as a collection of type typ.
+func Open(c Scope, key []byte, typ string) (*Collection, error) {
+	it, err := c.Data().Get(c, ItemKey(c.DB(), key))
 	if err != nil {
 		return nil, err
 	}
-	return collectionFromItem(c, key, typ, it)
+	return FromItem(c, key, typ, it)
 }
 
-// openCollections reads several keys with one BatchGet.
-func openCollections(c *Ctx, keys [][]byte, typ string) ([]*collection, error) {
+// OpenMany reads several keys with one BatchGet.
+func OpenMany(c Scope, keys [][]byte, typ string) ([]*Collection, error) {
 	ks := make([]dynastore.Key, len(keys))
 	for i, k := range keys {
-		ks[i] = model.ItemKey(c.DB(), k)
+		ks[i] = ItemKey(c.DB(), k)
 	}
-	items, err := c.Store.BatchGet(c, ks)
+	items, err := c.Data().BatchGet(c, ks)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*collection, len(keys))
+	out := make([]*Collection, len(keys))
 	for i, it := range items {
-		if out[i], err = collectionFromItem(c, keys[i], typ, it); err != nil {
+		if out[i], err = FromItem(c, keys[i], typ, it); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// collectionFromItem decodes a key item read (or returned by a failed
+// FromItem decodes a key item read (or returned by a failed
 // condition) as a collection of type typ, and remembers it in the item
 // cache, and in the generation cache whether it is large.
-func collectionFromItem(c *Ctx, key []byte, typ string, it dynastore.Item) (_ *collection, err error) {
-	cl := &collection{c: c, typ: typ, key: key}
-	if !model.KeyFits(key) {
+func FromItem(c Scope, key []byte, typ string, it dynastore.Item) (_ *Collection, err error) {
+	cl := &Collection{c: c, Type: typ, Key: key}
+	if !KeyFits(key) {
 		it = nil
 	}
-	ks, err := model.DecodeKey(it, c.NowMS())
+	ks, err := DecodeKey(it, c.NowMS())
 	if err != nil {
 		return nil, err
 	}
-	if ks.Live && ks.Type == typ && it.Has(attrPending) {
+	if ks.Live && ks.Type == typ && it.Has(AttrPending) {
 		return rolledForward(c, key, typ, it)
 	}
-	cl.ks = ks
+	cl.KS = ks
 	defer func() {
-		if err == nil && model.KeyFits(key) {
-			noteGen(c, key, typ, cl.gen)
-			itemsOf(c).put(c.DB(), key, it)
+		if err == nil && KeyFits(key) {
+			NoteGen(c, key, typ, cl.Gen)
+			Items(c).Put(c.DB(), key, it)
 		}
 	}()
 	if !ks.Live {
 		return cl, nil
 	}
 	if ks.Type != typ {
-		cl.wrongType = true
+		cl.WrongType = true
 		return cl, nil
 	}
-	if g, ok := it.Get(attrGen).(dynastore.B); ok {
-		cl.gen = g
-		if cl.n, err = model.NumberInt(it.Get(attrCount)); err != nil {
-			return nil, fmt.Errorf("commands: collection count: %w", err)
+	if g, ok := it.Get(AttrGen).(dynastore.B); ok {
+		cl.Gen = g
+		if cl.n, err = NumberInt(it.Get(AttrCount)); err != nil {
+			return nil, fmt.Errorf("model: collection count: %w", err)
 		}
 		if c := it.Get(attrChanges); c != nil {
-			if cl.changes, err = model.NumberInt(c); err != nil {
-				return nil, fmt.Errorf("commands: collection changes: %w", err)
+			if cl.changes, err = NumberInt(c); err != nil {
+				return nil, fmt.Errorf("model: collection changes: %w", err)
 			}
 		}
 		return cl, nil
 	}
-	codec, ok := inlineCodecs[typ]
+	codec, ok := InlineCodecs[typ]
 	if !ok {
-		return nil, fmt.Errorf("commands: no inline codec for type %q: %w", typ, dynastore.ErrInvalid)
+		return nil, fmt.Errorf("model: no inline codec for type %q: %w", typ, dynastore.ErrInvalid)
 	}
-	if cl.inline, err = codec.decode(it); err != nil {
+	if cl.Inline, err = codec.Decode(it); err != nil {
 		return nil, err
 	}
 	return cl, nil
 }
 
-// rolledForward is collectionFromItem of a key item that marks a change
+// rolledForward is FromItem of a key item that marks a change
 // published but not rolled forward yet: it finishes the change first (its
 // writes change no content). Inside a transaction the item is then decoded
 // as it is without the mark (same ver: the commit checks that it still
 // is); otherwise it is read again, since a read is not checked at the end.
-func rolledForward(c *Ctx, key []byte, typ string, it dynastore.Item) (*collection, error) {
-	k := model.ItemKey(c.DB(), key)
+func rolledForward(c Scope, key []byte, typ string, it dynastore.Item) (*Collection, error) {
+	k := ItemKey(c.DB(), key)
 	for range maxRollForwards {
-		if err := rollForward(c, c.Store, k, it); err != nil {
+		if err := rollForward(c, c.Data(), k, it); err != nil {
 			return nil, err
 		}
-		if _, inTx := c.Store.(*model.Txn); inTx {
+		if _, inTx := c.Data().(*Txn); inTx {
 			it = it.Clone(0)
-			it.Delete(attrPending)
+			it.Delete(AttrPending)
 		} else {
 			var err error
-			if it, err = c.Store.Get(c, k); err != nil {
+			if it, err = c.Data().Get(c, k); err != nil {
 				return nil, err
 			}
 		}
-		if !it.Has(attrPending) {
-			cl, err := collectionFromItem(c, key, typ, it)
+		if !it.Has(AttrPending) {
+			cl, err := FromItem(c, key, typ, it)
 			if cl != nil {
 				cl.rolled = true
 			}
 			return cl, err
 		}
 	}
-	return nil, errCollRetry
+	return nil, ErrConflict
 }
 
 // maxRollForwards bounds the changes one open rolls forward before it
 // starts over (each one was published after the previous one finished).
 const maxRollForwards = 8
 
-// inlineCodec reads and writes one type's inline entries in its key item.
+// InlineCodec reads and writes one type's inline entries in its key item.
 // Sets and hashes are registered here; the other families add theirs (a
-// list's v as an L of B, entries keyed by posMember) from their init.
-type inlineCodec struct {
-	decode func(it dynastore.Item) (map[string]dynastore.Value, error)
-	encode func(it *dynastore.Item, entries map[string]dynastore.Value)
+// list's v as an L of B, entries keyed by PosMember) from their init.
+type InlineCodec struct {
+	Decode func(it dynastore.Item) (map[string]dynastore.Value, error)
+	Encode func(it *dynastore.Item, entries map[string]dynastore.Value)
 	// keepEmpty: the key outlives its last entry (a stream: Redis keeps
 	// an emptied stream with its last id). Removing the last entry then
 	// leaves an inline key item with no entries instead of deleting it.
-	keepEmpty bool
+	KeepEmpty bool
 }
 
-var inlineCodecs = map[string]inlineCodec{
-	model.TypeSet: {
-		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(model.AttrValue).(dynastore.BS)
+var InlineCodecs = map[string]InlineCodec{
+	TypeSet: {
+		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+			names, _ := it.Get(AttrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
 				out[string(m)] = nil
 			}
 			return out, nil
 		},
-		encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
 			names := make(dynastore.BS, 0, len(entries))
 			for m := range entries {
 				names = append(names, []byte(m))
 			}
-			it.Set(model.AttrValue, names)
+			it.Set(AttrValue, names)
 		},
 	},
-	model.TypeHash: {
-		decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(model.AttrValue).(dynastore.BS)
+	TypeHash: {
+		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+			names, _ := it.Get(AttrValue).(dynastore.BS)
 			out := make(map[string]dynastore.Value, len(names))
 			for _, m := range names {
 				out[string(m)] = nil
@@ -1138,7 +1141,7 @@ var inlineCodecs = map[string]inlineCodec{
 				}
 				f, err := base64.RawURLEncoding.DecodeString(enc)
 				if err != nil {
-					return nil, fmt.Errorf("commands: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
+					return nil, fmt.Errorf("model: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
 				}
 				if v, listed := out[string(f)]; listed && v == nil {
 					out[string(f)] = a.Value
@@ -1146,120 +1149,120 @@ var inlineCodecs = map[string]inlineCodec{
 				}
 			}
 			if found != len(names) {
-				return nil, fmt.Errorf("commands: hash field without a value: %w", dynastore.ErrInvalid)
+				return nil, fmt.Errorf("model: hash field without a value: %w", dynastore.ErrInvalid)
 			}
 			return out, nil
 		},
-		encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
 			names := make(dynastore.BS, 0, len(entries))
 			for m, v := range entries {
 				names = append(names, []byte(m))
-				it.Set(fieldAttr([]byte(m)), v)
+				it.Set(FieldAttr([]byte(m)), v)
 			}
-			it.Set(model.AttrValue, names)
+			it.Set(AttrValue, names)
 		},
 	},
 }
 
-// check returns errCollWrongType when the key holds another type.
-func (cl *collection) check() error {
-	if cl.wrongType {
-		return errCollWrongType
+// check returns ErrWrongType when the key holds another type.
+func (cl *Collection) Check() error {
+	if cl.WrongType {
+		return ErrWrongType
 	}
 	return nil
 }
 
 // exists reports whether the key exists as read (any type).
-func (cl *collection) exists() bool { return cl.ks.Live }
+func (cl *Collection) Exists() bool { return cl.KS.Live }
 
 // large reports whether the collection uses the large layout.
-func (cl *collection) large() bool { return cl.gen != nil }
+func (cl *Collection) Large() bool { return cl.Gen != nil }
 
-// committedLen is the entry count as read.
-func (cl *collection) committedLen() int64 {
-	if cl.large() {
+// Len is the entry count as read.
+func (cl *Collection) Len() int64 {
+	if cl.Large() {
 		return cl.n
 	}
-	return int64(len(cl.inline))
+	return int64(len(cl.Inline))
 }
 
 // lookup returns the current values of members (staged changes included)
 // and whether each is present. A large collection fetches the members it has
 // not seen yet with one BatchGet.
-func (cl *collection) lookup(members [][]byte) ([]dynastore.Value, []bool, error) {
-	if err := cl.fetch(members); err != nil {
+func (cl *Collection) Lookup(members [][]byte) ([]dynastore.Value, []bool, error) {
+	if err := cl.Fetch(members); err != nil {
 		return nil, nil, err
 	}
 	vals := make([]dynastore.Value, len(members))
 	ok := make([]bool, len(members))
 	for i, m := range members {
-		vals[i], ok[i] = cl.current(m)
+		vals[i], ok[i] = cl.Current(m)
 	}
 	return vals, ok, nil
 }
 
 // committed returns a member's value as read (fetch first for large).
-func (cl *collection) committed(m []byte) (dynastore.Value, bool) {
-	if cl.replace || cl.wrongType {
+func (cl *Collection) Committed(m []byte) (dynastore.Value, bool) {
+	if cl.Replace || cl.WrongType {
 		return nil, false
 	}
-	if cl.large() {
-		st := cl.known[string(m)]
+	if cl.Large() {
+		st := cl.Known[string(m)]
 		return st.v, st.present
 	}
-	v, ok := cl.inline[string(m)]
+	v, ok := cl.Inline[string(m)]
 	return v, ok
 }
 
-func (cl *collection) current(m []byte) (dynastore.Value, bool) {
+func (cl *Collection) Current(m []byte) (dynastore.Value, bool) {
 	if v, ok := cl.puts[string(m)]; ok {
 		return v, true
 	}
 	if cl.dels[string(m)] {
 		return nil, false
 	}
-	return cl.committed(m)
+	return cl.Committed(m)
 }
 
 // fetch loads the large-layout members not looked up yet.
-func (cl *collection) fetch(members [][]byte) error {
-	if !cl.large() || cl.replace {
+func (cl *Collection) Fetch(members [][]byte) error {
+	if !cl.Large() || cl.Replace {
 		return nil
 	}
-	if cl.known == nil {
-		cl.known = map[string]memberState{}
+	if cl.Known == nil {
+		cl.Known = map[string]MemberState{}
 	}
 	var keys []dynastore.Key
 	var want [][]byte
 	seen := map[string]bool{}
 	for _, m := range members {
-		if _, ok := cl.known[string(m)]; ok || seen[string(m)] {
+		if _, ok := cl.Known[string(m)]; ok || seen[string(m)] {
 			continue
 		}
 		seen[string(m)] = true
-		keys = append(keys, memberKey(cl.gen, m))
+		keys = append(keys, MemberKey(cl.Gen, m))
 		want = append(want, m)
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	items, err := cl.c.Store.BatchGet(cl.c, keys)
+	items, err := cl.c.Data().BatchGet(cl.c, keys)
 	if err != nil {
 		return err
 	}
 	for i, it := range items {
 		cl.saw(it)
-		st := memberState{}
+		st := MemberState{}
 		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
-			st = memberState{present: true, v: it.Get(model.AttrValue)}
+			st = MemberState{present: true, v: it.Get(AttrValue)}
 		}
-		cl.known[string(want[i])] = st
+		cl.Known[string(want[i])] = st
 	}
 	return nil
 }
 
 // put stages member m with value v (nil for sets).
-func (cl *collection) put(m []byte, v dynastore.Value) {
+func (cl *Collection) Put(m []byte, v dynastore.Value) {
 	if cl.puts == nil {
 		cl.puts = map[string]dynastore.Value{}
 	}
@@ -1268,7 +1271,7 @@ func (cl *collection) put(m []byte, v dynastore.Value) {
 }
 
 // del stages the removal of member m.
-func (cl *collection) del(m []byte) {
+func (cl *Collection) Del(m []byte) {
 	if cl.dels == nil {
 		cl.dels = map[string]bool{}
 	}
@@ -1278,22 +1281,22 @@ func (cl *collection) del(m []byte) {
 
 // each calls fn for every committed entry (staged changes are not seen).
 // Reading a large collection over several pages marks the view so the
-// caller validates it (validateRead) before trusting the result.
-func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
+// caller validates it (ValidateRead) before trusting the result.
+func (cl *Collection) Each(fn func(m []byte, v dynastore.Value) error) error {
 	cl.exact = true
-	if cl.wrongType || !cl.ks.Live {
+	if cl.WrongType || !cl.KS.Live {
 		return nil
 	}
-	if !cl.large() {
+	if !cl.Large() {
 		// Member order, as the large layout's partition order: lists rely
 		// on it (their members are position keys).
-		ms := make([]string, 0, len(cl.inline))
-		for m := range cl.inline {
+		ms := make([]string, 0, len(cl.Inline))
+		for m := range cl.Inline {
 			ms = append(ms, m)
 		}
 		sort.Strings(ms)
 		for _, m := range ms {
-			if err := fn([]byte(m), cl.inline[m]); err != nil {
+			if err := fn([]byte(m), cl.Inline[m]); err != nil {
 				return err
 			}
 		}
@@ -1301,44 +1304,44 @@ func (cl *collection) each(fn func(m []byte, v dynastore.Value) error) error {
 	}
 	first := cl.first
 	cl.first = nil
-	return eachMemberPaged(cl.c, cl.c.Store, cl.gen, first, fn, func() { cl.pagesRead = true }, cl.saw)
+	return eachMemberPaged(cl.c, cl.c.Data(), cl.Gen, first, fn, func() { cl.PagesRead = true }, cl.saw)
 }
 
-// eachOrdered calls fn for the committed entries whose order sort key
-// (memberOrder) lies in [lo, hi) (nil: unbounded), in that order or, when
-// reverse, the opposite one, until fn returns errEnough; staged changes are
+// EachOrdered calls fn for the committed entries whose order sort key
+// (MemberOrder) lies in [lo, hi) (nil: unbounded), in that order or, when
+// reverse, the opposite one, until fn returns ErrEnough; staged changes are
 // not seen. A large collection reads order items a page at a time, the
 // first page of at most hint items (0: a full page), so a command that
 // needs the first few reads only them. As each, it makes the commit depend
 // on the whole collection.
-func (cl *collection) eachOrdered(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
+func (cl *Collection) EachOrdered(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
 	cl.exact = true
-	if cl.wrongType || !cl.ks.Live {
+	if cl.WrongType || !cl.KS.Live {
 		return nil
 	}
 	if lo == nil {
-		lo = []byte{skOrder}
+		lo = []byte{SKOrder}
 	}
 	if hi == nil {
-		hi = []byte{skOrder + 1}
+		hi = []byte{SKOrder + 1}
 	}
 	err := cl.eachOrderedIn(lo, hi, reverse, hint, fn)
-	if errors.Is(err, errEnough) {
+	if errors.Is(err, ErrEnough) {
 		return nil
 	}
 	return err
 }
 
-func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
-	if !cl.large() {
+func (cl *Collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn func(m []byte, v dynastore.Value) error) error {
+	if !cl.Large() {
 		type entry struct {
 			sk, m []byte
 			v     dynastore.Value
 		}
-		order := memberOrders[cl.typ]
+		order := MemberOrders[cl.Type]
 		var es []entry
-		for m, v := range cl.inline {
-			sk := order.sk([]byte(m), v)
+		for m, v := range cl.Inline {
+			sk := order.SK([]byte(m), v)
 			if bytes.Compare(sk, lo) >= 0 && bytes.Compare(sk, hi) < 0 {
 				es = append(es, entry{sk, []byte(m), v})
 			}
@@ -1353,16 +1356,16 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 	}
 	// What is read is known: a commit that removes it (ZPOPMIN) need not
 	// fetch its members again.
-	if cl.known == nil {
-		cl.known = map[string]memberState{}
+	if cl.Known == nil {
+		cl.Known = map[string]MemberState{}
 	}
 	// BETWEEN is inclusive: an item whose key is hi itself is skipped.
-	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: memberPageItems}
-	if hint > 0 && hint < memberPageItems {
+	q := dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: MemberPageItems}
+	if hint > 0 && hint < MemberPageItems {
 		q.Limit = hint
 	}
 	for {
-		page, err := cl.c.Store.Query(cl.c, q)
+		page, err := cl.c.Data().Query(cl.c, q)
 		if err != nil {
 			return err
 		}
@@ -1371,8 +1374,8 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 				continue
 			}
 			cl.saw(it)
-			m, v := decodeOrderItem(cl.typ, it)
-			cl.known[string(m)] = memberState{present: true, v: v}
+			m, v := decodeOrderItem(cl.Type, it)
+			cl.Known[string(m)] = MemberState{present: true, v: v}
 			if err := fn(m, v); err != nil {
 				return err
 			}
@@ -1380,33 +1383,33 @@ func (cl *collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 		if page.Next == nil {
 			return nil
 		}
-		cl.pagesRead = true
-		q.After, q.Limit = page.Next, memberPageItems
+		cl.PagesRead = true
+		q.After, q.Limit = page.Next, MemberPageItems
 	}
 }
 
 // ---- ordered range reads -----------------------------------------------------
 
-// eachRange calls fn for the committed entries whose members lie between
+// EachRange calls fn for the committed entries whose members lie between
 // from and to (both inclusive; nil: unbounded), in member order, or in
 // reverse member order when rev, until fn returns false. Only members of
-// at most maxPlainSK bytes are in member order in a large collection (the
+// at most MaxPlainSK bytes are in member order in a large collection (the
 // longer ones sit under digests), so callers range over short members
 // (a stream's 16-byte ids). A large collection is read a page at a time
 // starting at the bound, pages of pageHint items (what the caller expects
-// to need; 0: memberPageItems), so a read that stops early costs only the
+// to need; 0: MemberPageItems), so a read that stops early costs only the
 // pages it needed. Like each, reading several pages marks the view for
-// validateRead; unlike each, it does not make the commit exact.
-func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func(m []byte, v dynastore.Value) (bool, error)) error {
-	if cl.wrongType || !cl.ks.Live || cl.replace {
+// ValidateRead; unlike each, it does not make the commit exact.
+func (cl *Collection) EachRange(from, to []byte, rev bool, pageHint int, fn func(m []byte, v dynastore.Value) (bool, error)) error {
+	if cl.WrongType || !cl.KS.Live || cl.Replace {
 		return nil
 	}
 	in := func(m []byte) bool {
 		return (from == nil || bytes.Compare(m, from) >= 0) && (to == nil || bytes.Compare(m, to) <= 0)
 	}
-	if !cl.large() {
-		ms := make([]string, 0, len(cl.inline))
-		for m := range cl.inline {
+	if !cl.Large() {
+		ms := make([]string, 0, len(cl.Inline))
+		for m := range cl.Inline {
 			if in([]byte(m)) {
 				ms = append(ms, m)
 			}
@@ -1417,29 +1420,29 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 			if rev {
 				m = ms[len(ms)-1-i]
 			}
-			if more, err := fn([]byte(m), cl.inline[m]); err != nil || !more {
+			if more, err := fn([]byte(m), cl.Inline[m]); err != nil || !more {
 				return err
 			}
 		}
 		return nil
 	}
-	q := dynastore.Query{PK: membersPK(cl.gen), Reverse: rev, Limit: memberPageItems}
-	if pageHint > 0 && pageHint < memberPageItems {
+	q := dynastore.Query{PK: MembersPK(cl.Gen), Reverse: rev, Limit: MemberPageItems}
+	if pageHint > 0 && pageHint < MemberPageItems {
 		q.Limit = pageHint
 	}
 	lo, hi := []byte{skMember}, []byte{skDigest} // every plain member
 	if from != nil {
-		lo = memberSK(from)
+		lo = MemberSK(from)
 	}
 	if to != nil {
-		hi = memberSK(to)
+		hi = MemberSK(to)
 	}
 	q.Op, q.A, q.B = dynastore.SKBetween, lo, hi
 	for pages := 0; ; pages++ {
 		if pages > 0 {
-			cl.pagesRead = true
+			cl.PagesRead = true
 		}
-		page, err := cl.c.Store.Query(cl.c, q)
+		page, err := cl.c.Data().Query(cl.c, q)
 		if err != nil {
 			return err
 		}
@@ -1449,7 +1452,7 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 			if !in(m) {
 				continue
 			}
-			if more, err := fn(m, it.Get(model.AttrValue)); err != nil || !more {
+			if more, err := fn(m, it.Get(AttrValue)); err != nil || !more {
 				return err
 			}
 		}
@@ -1460,52 +1463,52 @@ func (cl *collection) eachRange(from, to []byte, rev bool, pageHint int, fn func
 	}
 }
 
-// validateRead re-reads the key items of views whose reads were not one
+// ValidateRead re-reads the key items of views whose reads were not one
 // consistent snapshot (several pages, or several keys) and returns
-// errCollRetry if any changed since it was opened.
-func validateRead(c *Ctx, cls ...*collection) error {
+// ErrConflict if any changed since it was opened.
+func ValidateRead(c Scope, cls ...*Collection) error {
 	need := len(cls) > 1
 	for _, cl := range cls {
-		need = need || cl.pagesRead || cl.sawRolling
+		need = need || cl.PagesRead || cl.SawRolling
 	}
 	if !need {
 		return nil
 	}
 	keys := make([]dynastore.Key, len(cls))
 	for i, cl := range cls {
-		keys[i] = model.ItemKey(c.DB(), cl.key)
+		keys[i] = ItemKey(c.DB(), cl.Key)
 	}
-	items, err := c.Store.BatchGet(c, keys)
+	items, err := c.Data().BatchGet(c, keys)
 	if err != nil {
 		return err
 	}
 	for i, cl := range cls {
-		if !sameVer(cl.ks.Raw, items[i]) || items[i].Has(attrPending) {
-			return errCollRetry
+		if !SameVer(cl.KS.Raw, items[i]) || items[i].Has(AttrPending) {
+			return ErrConflict
 		}
 	}
 	return nil
 }
 
-// sameVer reports whether two reads of one key item saw the same version.
-func sameVer(a, b dynastore.Item) bool {
+// SameVer reports whether two reads of one key item saw the same version.
+func SameVer(a, b dynastore.Item) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
 	// Whatever the token's type: items written before versions became
 	// strings hold Numbers.
-	va, vb := a.Get(model.AttrVer), b.Get(model.AttrVer)
+	va, vb := a.Get(AttrVer), b.Get(AttrVer)
 	return (va == nil && vb == nil) || dynastore.ValuesEqual(va, vb)
 }
 
-// randomMembers returns up to count distinct members (values included)
+// RandomMembers returns up to count distinct members (values included)
 // chosen at random: all of an inline collection's members shuffled, or, for
 // a large one, a run starting at a random position in the partition.
-func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, error) {
+func (cl *Collection) RandomMembers(count int) ([][]byte, []dynastore.Value, error) {
 	var ms [][]byte
 	var vs []dynastore.Value
-	if !cl.large() {
-		for m, v := range cl.inline {
+	if !cl.Large() {
+		for m, v := range cl.Inline {
 			ms = append(ms, []byte(m))
 			vs = append(vs, v)
 		}
@@ -1523,25 +1526,25 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 	for i := 1; i < len(start); i++ {
 		start[i] = byte(rand.IntN(256))
 	}
-	q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBetween, A: start, B: memberSKLast}
+	q := dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKBetween, A: start, B: memberSKLast}
 	wrapped := false
 	for len(ms) < count {
 		q.Limit = count - len(ms)
-		page, err := cl.c.Store.Query(cl.c, q)
+		page, err := cl.c.Data().Query(cl.c, q)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, it := range page.Items {
 			cl.saw(it)
 			m := decodeMember(it)
-			if wrapped && bytes.Compare(memberSK(m), start) >= 0 {
+			if wrapped && bytes.Compare(MemberSK(m), start) >= 0 {
 				return ms, vs, nil
 			}
 			ms = append(ms, m)
-			vs = append(vs, it.Get(model.AttrValue))
+			vs = append(vs, it.Get(AttrValue))
 		}
 		if page.Next != nil {
-			cl.pagesRead = true
+			cl.PagesRead = true
 			q.After = page.Next
 			continue
 		}
@@ -1549,8 +1552,8 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 			break
 		}
 		wrapped = true
-		cl.pagesRead = true
-		q = dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKLT, A: memberSKEnd}
+		cl.PagesRead = true
+		q = dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKLT, A: memberSKEnd}
 	}
 	if wrapped {
 		// The run may have come back to where it started.
@@ -1569,19 +1572,19 @@ func (cl *collection) randomMembers(count int) ([][]byte, []dynastore.Value, err
 		ms, vs = ms[:count], vs[:count]
 	}
 	// What was read is known: a following commit need not fetch it again.
-	if cl.known == nil {
-		cl.known = map[string]memberState{}
+	if cl.Known == nil {
+		cl.Known = map[string]MemberState{}
 	}
 	for i, m := range ms {
-		cl.known[string(m)] = memberState{present: true, v: vs[i]}
+		cl.Known[string(m)] = MemberState{present: true, v: vs[i]}
 	}
 	return ms, vs, nil
 }
 
 // ---- commit ----------------------------------------------------------------------
 
-func (cl *collection) changed() bool {
-	return cl.replace || cl.rebuilt != nil || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
+func (cl *Collection) Changed() bool {
+	return cl.Replace || cl.rebuilt != nil || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
 }
 
 // rebuild stages the replacement of the collection's whole content by the
@@ -1589,7 +1592,7 @@ func (cl *collection) changed() bool {
 // from 0 on), keeping the key's expiry: the commit writes a new generation,
 // or an inline item when the result fits one. Other staged changes are
 // dropped.
-func (cl *collection) rebuild(n int64, entries func(yield func(m []byte, v dynastore.Value) error) error) {
+func (cl *Collection) Rebuild(n int64, entries func(yield func(m []byte, v dynastore.Value) error) error) {
 	cl.puts, cl.dels = nil, nil
 	cl.rebuilt, cl.rebuiltLen = entries, n
 }
@@ -1598,21 +1601,21 @@ func (cl *collection) rebuild(n int64, entries func(yield func(m []byte, v dynas
 // hold, whatever the encoding parameters were when it was written.
 func inlineLimit(typ string) int {
 	switch typ {
-	case model.TypeHash, model.TypeZSet:
-		return inlineMaxHash
-	case model.TypeList:
-		return inlineMaxList
+	case TypeHash, TypeZSet:
+		return InlineMaxHash
+	case TypeList:
+		return InlineMaxList
 	}
-	return inlineMaxSet
+	return InlineMaxSet
 }
 
 // fitsInline reports whether entries can be stored inline within lim.
-func fitsInline(lim inlineLimits, entries map[string]dynastore.Value) bool {
-	if len(entries) > lim.entries {
+func fitsInline(lim InlineLimits, entries map[string]dynastore.Value) bool {
+	if len(entries) > lim.Entries {
 		return false
 	}
 	for m, v := range entries {
-		if len(m) > lim.bytes || valueSize(v) > lim.bytes {
+		if len(m) > lim.Bytes || ValueSize(v) > lim.Bytes {
 			return false
 		}
 	}
@@ -1621,20 +1624,20 @@ func fitsInline(lim inlineLimits, entries map[string]dynastore.Value) bool {
 
 // baseKeyItem is the key item's common part for a write: type, fresh ver,
 // and the expiry kept unless the commit replaces the key.
-func (cl *collection) baseKeyItem() dynastore.Item {
-	k := model.ItemKey(cl.c.DB(), cl.key)
+func (cl *Collection) baseKeyItem() dynastore.Item {
+	k := ItemKey(cl.c.DB(), cl.Key)
 	it := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: model.AttrType, Value: dynastore.S(cl.typ)},
-		{Name: model.AttrVer, Value: model.NewVer()},
+		{Name: AttrType, Value: dynastore.S(cl.Type)},
+		{Name: AttrVer, Value: NewVer()},
 	}
-	if !cl.replace && cl.ks.Live && cl.ks.HasExpiry {
-		it.Set(model.AttrExpiry, model.NInt(cl.ks.Expiry))
-		it.Set(dynastore.AttrTTL, model.TTLSeconds(cl.ks.Expiry))
+	if !cl.Replace && cl.KS.Live && cl.KS.HasExpiry {
+		it.Set(AttrExpiry, NInt(cl.KS.Expiry))
+		it.Set(dynastore.AttrTTL, TTLSeconds(cl.KS.Expiry))
 	}
-	if big := cl.keyAttr(attrBigEncoding); big != nil && !cl.wrongType {
-		it.Set(attrBigEncoding, big)
+	if big := cl.KeyAttr(AttrBigEncoding); big != nil && !cl.WrongType {
+		it.Set(AttrBigEncoding, big)
 	}
 	for name, v := range cl.keyAttrs {
 		it.Set(name, v)
@@ -1643,7 +1646,7 @@ func (cl *collection) baseKeyItem() dynastore.Item {
 }
 
 // keyAttrSets are the SET actions of the staged key attributes.
-func (cl *collection) keyAttrSets() []dynastore.SetAction {
+func (cl *Collection) keyAttrSets() []dynastore.SetAction {
 	var out []dynastore.SetAction
 	for name, v := range cl.keyAttrs {
 		out = append(out, dynastore.SetAction{Attr: name, Val: v})
@@ -1652,30 +1655,30 @@ func (cl *collection) keyAttrSets() []dynastore.SetAction {
 }
 
 // inlineItem is the key item of an inline collection holding entries.
-func (cl *collection) inlineItem(entries map[string]dynastore.Value) dynastore.Item {
+func (cl *Collection) inlineItem(entries map[string]dynastore.Value) dynastore.Item {
 	it := cl.baseKeyItem()
-	inlineCodecs[cl.typ].encode(&it, entries)
+	InlineCodecs[cl.Type].Encode(&it, entries)
 	return it
 }
 
 // plan stages what must be staged (a new generation) and returns the
 // actions that commit this view's changes, each guarded by the key item's
 // ver as read. No actions means nothing to write.
-func (cl *collection) plan() ([]dynastore.TxAction, error) {
+func (cl *Collection) Plan() ([]dynastore.TxAction, error) {
 	actions, gen, err := cl.planActions()
 	cl.planned, cl.genAfter, cl.after, cl.afterKnown = len(actions) > 0, gen, nil, false
-	k := model.ItemKey(cl.c.DB(), cl.key)
+	k := ItemKey(cl.c.DB(), cl.Key)
 	for _, a := range actions {
 		switch {
 		case a.Op == dynastore.TxPut && bytes.Equal(a.Item.Key().PK, k.PK):
 			cl.after, cl.afterKnown = a.Item, true
 		case a.Op == dynastore.TxDelete && bytes.Equal(a.Key.PK, k.PK):
 			cl.afterKnown = true
-		case a.Op == dynastore.TxUpdate && bytes.Equal(a.Key.PK, k.PK) && len(a.Update.Add) == 0 && cl.ks.Raw != nil:
+		case a.Op == dynastore.TxUpdate && bytes.Equal(a.Key.PK, k.PK) && len(a.Update.Add) == 0 && cl.KS.Raw != nil:
 			// Only SETs, guarded by the ver as read: the item after is
 			// that one updated (the commutative form ADDs to n, whose
 			// value then depends on concurrent writers).
-			if after, err := dynastore.ApplyValidUpdate(k, cl.ks.Raw, *a.Update); err == nil {
+			if after, err := dynastore.ApplyValidUpdate(k, cl.KS.Raw, *a.Update); err == nil {
 				cl.after, cl.afterKnown = after, true
 			}
 		}
@@ -1685,16 +1688,16 @@ func (cl *collection) plan() ([]dynastore.TxAction, error) {
 
 // planActions is plan, also returning the generation the key item holds
 // after the actions (nil when they leave it inline or delete it).
-func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
-	if !cl.changed() {
+func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
+	if !cl.Changed() {
 		return nil, nil, nil
 	}
-	if !model.KeyFits(cl.key) {
-		return nil, nil, model.ErrKeyTooLong
+	if !KeyFits(cl.Key) {
+		return nil, nil, ErrKeyTooLong
 	}
-	key := model.ItemKey(cl.c.DB(), cl.key)
-	guard := cl.ks.Guard()
-	if !cl.large() || cl.replace || cl.rebuilt != nil {
+	key := ItemKey(cl.c.DB(), cl.Key)
+	guard := cl.KS.Guard()
+	if !cl.Large() || cl.Replace || cl.rebuilt != nil {
 		return cl.planWhole(key, guard)
 	}
 
@@ -1706,23 +1709,23 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	for m := range cl.dels {
 		changed = append(changed, []byte(m))
 	}
-	lo, hi, spanned, err := cl.span(false)
+	lo, hi, spanned, err := cl.Span(false)
 	if err != nil {
 		return nil, nil, err
 	}
 	if spanned {
 		// A position is an entry exactly when it is in the range: nothing
 		// to read.
-		if cl.known == nil {
-			cl.known = map[string]memberState{}
+		if cl.Known == nil {
+			cl.Known = map[string]MemberState{}
 		}
 		for _, m := range changed {
-			if _, ok := cl.known[string(m)]; !ok {
-				p, _ := memberPos(m)
-				cl.known[string(m)] = memberState{present: p >= lo && p < hi}
+			if _, ok := cl.Known[string(m)]; !ok {
+				p, _ := MemberPos(m)
+				cl.Known[string(m)] = MemberState{present: p >= lo && p < hi}
 			}
 		}
-	} else if err := cl.fetch(changed); err != nil {
+	} else if err := cl.Fetch(changed); err != nil {
 		return nil, nil, err
 	}
 	n := cl.n
@@ -1734,10 +1737,10 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		// depends on (see below). A spanned type's writes are all guarded
 		// by the key item's ver instead (they set its range).
 		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
-		if st := cl.known[m]; st.present {
+		if st := cl.Known[m]; st.present {
 			cond = dynastore.Exists{Attr: dynastore.AttrPK}
 			if st.v != nil {
-				cond = dynastore.Compare{Attr: model.AttrValue, Op: dynastore.OpEQ, Val: st.v}
+				cond = dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
 			}
 		} else {
 			n++
@@ -1745,23 +1748,23 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		if spanned {
 			cond = nil
 		}
-		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, []byte(m), v), Cond: cond})
-		size += len(m) + valueSize(v) + 64
-		members = append(members, cl.reorder([]byte(m), cl.known[m], v)...)
+		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v), Cond: cond})
+		size += len(m) + ValueSize(v) + 64
+		members = append(members, cl.reorder([]byte(m), cl.Known[m], v)...)
 	}
 	for m := range cl.dels {
-		if st := cl.known[m]; st.present {
+		if st := cl.Known[m]; st.present {
 			n--
 			var cond dynastore.Cond = dynastore.Exists{Attr: dynastore.AttrPK}
 			if spanned {
 				cond = nil
 			}
-			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, []byte(m)), Cond: cond})
+			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, []byte(m)), Cond: cond})
 			members = append(members, cl.reorder([]byte(m), st, nil)...)
 		}
 	}
 	if n == 0 {
-		if inlineCodecs[cl.typ].keepEmpty {
+		if InlineCodecs[cl.Type].KeepEmpty {
 			// Back to an inline key item with no entries; the generation
 			// is left to the sweeper.
 			return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(nil), Cond: guard}}, nil, nil
@@ -1771,7 +1774,7 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	if len(members) == 0 && len(cl.keyAttrs) == 0 {
 		return nil, nil, nil
 	}
-	if len(members) <= maxTxMembers && size <= maxTxBytes {
+	if len(members) <= MaxTxMembers && size <= maxTxBytes {
 		keyUpdate := cl.keyUpdate(key, guard, n)
 		if !cl.exact {
 			// Commutative form: concurrent writers of different members
@@ -1780,17 +1783,17 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 			// guarded path above on its re-run).
 			delta := n - cl.n
 			keyUpdate.Update = &dynastore.Update{
-				Set: []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
-				Add: []dynastore.AttrValue{{Attr: attrCount, Val: model.NInt(delta)}},
+				Set: []dynastore.SetAction{{Attr: AttrVer, Val: NewVer()}},
+				Add: []dynastore.AttrValue{{Attr: AttrCount, Val: NInt(delta)}},
 			}
-			keyUpdate.Cond = genLiveCond(cl.gen, cl.c.NowMS(), delta)
+			keyUpdate.Cond = genLiveCond(cl.Gen, cl.c.NowMS(), delta)
 		}
-		return append(members, keyUpdate), cl.gen, nil
+		return append(members, keyUpdate), cl.Gen, nil
 	}
-	_, inTx := cl.c.Store.(*model.Txn)
+	_, inTx := cl.c.Data().(*Txn)
 	if spanned && !inTx {
 		if acts, ok, err := cl.planSpan(key, guard, members, n, lo, hi); ok || err != nil {
-			return acts, cl.gen, err
+			return acts, cl.Gen, err
 		}
 	}
 	if !inTx {
@@ -1801,13 +1804,13 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	}
 	// Inside MULTI or a script, whose commit is not this plan's to roll
 	// forward: publish a new generation with the result.
-	gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
-		err := eachMember(cl.c, cl.c.Store, cl.gen, func(m []byte, v dynastore.Value) error {
+	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+		err := eachMember(cl.c, cl.c.Data(), cl.Gen, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
 				return nil
 			}
-			if p, _ := memberPos(m); spanned && (p < lo || p >= hi) {
-				return nil // a leftover (memberSpan)
+			if p, _ := MemberPos(m); spanned && (p < lo || p >= hi) {
+				return nil // a leftover (MemberSpan)
 			}
 			return yield(m, v)
 		})
@@ -1828,9 +1831,9 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-			{Attr: attrGen, Val: dynastore.B(gen)},
-			{Attr: attrCount, Val: model.NInt(n)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
+			{Attr: AttrGen, Val: dynastore.B(gen)},
+			{Attr: AttrCount, Val: NInt(n)},
+			{Attr: AttrVer, Val: NewVer()},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}, genAliveCheck(gen)}, gen, nil
@@ -1840,15 +1843,15 @@ func (cl *collection) planActions() ([]dynastore.TxAction, []byte, error) {
 // one the commit replaces (replace), or one rebuilt (rebuild). The result
 // goes inline when it fits, else into a new generation the commit
 // publishes.
-func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dynastore.TxAction, []byte, error) {
-	lim := cl.c.Srv.inline(cl.typ)
+func (cl *Collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dynastore.TxAction, []byte, error) {
+	lim := cl.c.Process().inline(cl.Type)
 	entries := cl.rebuilt
 	n := cl.rebuiltLen
 	var small map[string]dynastore.Value // the entries, when they may fit inline
 	if entries == nil {
 		small = map[string]dynastore.Value{}
-		if !cl.replace && !cl.wrongType {
-			for m, v := range cl.inline {
+		if !cl.Replace && !cl.WrongType {
+			for m, v := range cl.Inline {
 				small[m] = v
 			}
 		}
@@ -1867,7 +1870,7 @@ func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 			}
 			return nil
 		}
-	} else if n <= int64(lim.entries) {
+	} else if n <= int64(lim.Entries) {
 		small = make(map[string]dynastore.Value, n)
 		err := entries(func(m []byte, v dynastore.Value) error {
 			small[string(m)] = v
@@ -1877,8 +1880,8 @@ func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 			return nil, nil, err
 		}
 	}
-	if n == 0 && !inlineCodecs[cl.typ].keepEmpty {
-		if cl.ks.Raw == nil || (!cl.ks.Live && !cl.replace) {
+	if n == 0 && !InlineCodecs[cl.Type].KeepEmpty {
+		if cl.KS.Raw == nil || (!cl.KS.Live && !cl.Replace) {
 			return nil, nil, nil
 		}
 		return []dynastore.TxAction{{Op: dynastore.TxDelete, Key: key, Cond: guard}}, nil, nil
@@ -1886,12 +1889,12 @@ func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 	if small != nil && fitsInline(lim, small) {
 		return []dynastore.TxAction{{Op: dynastore.TxPut, Item: cl.inlineItem(small), Cond: guard}}, nil, nil
 	}
-	sp, spanned := memberSpans[cl.typ]
+	sp, spanned := MemberSpans[cl.Type]
 	var lo, hi int64 // a spanned type's range: the positions written
-	gen, n, err := stageGen(cl.c, cl.c.Store, cl.typ, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 		first := true
 		return entries(func(m []byte, v dynastore.Value) error {
-			if p, ok := memberPos(m); ok && spanned {
+			if p, ok := MemberPos(m); ok && spanned {
 				if first {
 					lo, hi, first = p, p+1, false
 				}
@@ -1904,11 +1907,11 @@ func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 		return nil, nil, err
 	}
 	it := cl.baseKeyItem()
-	it.Set(attrGen, dynastore.B(gen))
-	it.Set(attrCount, model.NInt(n))
+	it.Set(AttrGen, dynastore.B(gen))
+	it.Set(AttrCount, NInt(n))
 	if spanned {
-		it.Set(sp.lo, model.NInt(lo))
-		it.Set(sp.hi, model.NInt(hi))
+		it.Set(sp.Lo, NInt(lo))
+		it.Set(sp.Hi, NInt(hi))
 	}
 	return []dynastore.TxAction{{Op: dynastore.TxPut, Item: it, Cond: guard}, genAliveCheck(gen)}, gen, nil
 }
@@ -1923,8 +1926,8 @@ func (cl *collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 // (they never overwrite what a concurrent writer published), and the
 // deletes are left to dropOutside once the update is in. ok is false when
 // the change is not of that kind (planPending then takes it).
-func (cl *collection) planSpan(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n, lo, hi int64) (_ []dynastore.TxAction, ok bool, err error) {
-	nlo, nhi, _, err := cl.span(true)
+func (cl *Collection) planSpan(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n, lo, hi int64) (_ []dynastore.TxAction, ok bool, err error) {
+	nlo, nhi, _, err := cl.Span(true)
 	if err != nil {
 		return nil, false, err
 	}
@@ -1932,13 +1935,13 @@ func (cl *collection) planSpan(key dynastore.Key, guard dynastore.Cond, members 
 	var outside []int64
 	for _, a := range members {
 		if a.Op == dynastore.TxPut {
-			if p, _ := memberPos(decodeMember(a.Item)); p >= lo && p < hi {
+			if p, _ := MemberPos(decodeMember(a.Item)); p >= lo && p < hi {
 				return nil, false, nil
 			}
 			puts = append(puts, a)
 			continue
 		}
-		p, _ := memberPos(a.Key.SK[1:]) // a position's sort key is skMember and the position
+		p, _ := MemberPos(a.Key.SK[1:]) // a position's sort key is skMember and the position
 		if p >= nlo && p < nhi {
 			return nil, false, nil
 		}
@@ -1959,7 +1962,7 @@ func (cl *collection) planSpan(key dynastore.Key, guard dynastore.Cond, members 
 	if len(batch) > 0 {
 		batches = append(batches, append(batch, check))
 	}
-	if err := parallel(len(batches), func(i int) error { return commitActions(cl.c, batches[i]) }); err != nil {
+	if err := parallel(len(batches), func(i int) error { return CommitActions(cl.c, batches[i]) }); err != nil {
 		return nil, true, err
 	}
 	slices.Sort(outside)
@@ -1969,13 +1972,13 @@ func (cl *collection) planSpan(key dynastore.Key, guard dynastore.Cond, members 
 
 // keyUpdate is the update of a large collection's key item under guard
 // that sets its count to n, a fresh ver and the staged key attributes.
-func (cl *collection) keyUpdate(key dynastore.Key, guard dynastore.Cond, n int64) dynastore.TxAction {
+func (cl *Collection) keyUpdate(key dynastore.Key, guard dynastore.Cond, n int64) dynastore.TxAction {
 	return dynastore.TxAction{
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-			{Attr: attrCount, Val: model.NInt(n)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
+			{Attr: AttrCount, Val: NInt(n)},
+			{Attr: AttrVer, Val: NewVer()},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
 	}
@@ -1986,14 +1989,14 @@ func (cl *collection) keyUpdate(key dynastore.Key, guard dynastore.Cond, n int64
 // key item still holds the generation with every one of them outside its
 // range (a later push may have reached a position again: then it is an
 // entry, and the clean-up stops). It is best effort: leftovers are
-// harmless (memberSpan).
-func (cl *collection) dropOutside() {
-	sp := memberSpans[cl.typ]
-	nlo, _, _, err := cl.span(true)
+// harmless (MemberSpan).
+func (cl *Collection) dropOutside() {
+	sp := MemberSpans[cl.Type]
+	nlo, _, _, err := cl.Span(true)
 	if err != nil {
 		return
 	}
-	key := model.ItemKey(cl.c.DB(), cl.key)
+	key := ItemKey(cl.c.DB(), cl.Key)
 	below, above := cl.outside, []int64(nil)
 	if i, _ := slices.BinarySearch(cl.outside, nlo); i < len(cl.outside) {
 		below, above = cl.outside[:i], cl.outside[i:]
@@ -2004,16 +2007,16 @@ func (cl *collection) dropOutside() {
 			ps = ps[len(batch):]
 			acts := make([]dynastore.TxAction, 0, len(batch)+1)
 			for _, p := range batch {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, posMember(p))})
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, PosMember(p))})
 			}
-			out := dynastore.Cond(dynastore.Compare{Attr: sp.lo, Op: dynastore.OpGT, Val: model.NInt(batch[len(batch)-1])})
+			out := dynastore.Cond(dynastore.Compare{Attr: sp.Lo, Op: dynastore.OpGT, Val: NInt(batch[len(batch)-1])})
 			if !isBelow {
-				out = dynastore.Compare{Attr: sp.hi, Op: dynastore.OpLE, Val: model.NInt(batch[0])}
+				out = dynastore.Compare{Attr: sp.Hi, Op: dynastore.OpLE, Val: NInt(batch[0])}
 			}
 			acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: dynastore.And{
-				dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.gen)}, out,
+				dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(cl.Gen)}, out,
 			}})
-			if err := commitActions(cl.c, acts); err != nil {
+			if err := CommitActions(cl.c, acts); err != nil {
 				return err
 			}
 		}
@@ -2032,9 +2035,9 @@ func (cl *collection) dropOutside() {
 // is one update of the key item, guarded by its ver as read (which also
 // stands for every member read: none changes without it), that sets the
 // count and marks the change pending. The commit's caller rolls it forward
-// (commitCollections), and so does anyone who opens the collection first.
+// (Commit), and so does anyone who opens the collection first.
 // The cost is in proportion to the change, not to the collection.
-func (cl *collection) planPending(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n int64) ([]dynastore.TxAction, []byte, error) {
+func (cl *Collection) planPending(key dynastore.Key, guard dynastore.Cond, members []dynastore.TxAction, n int64) ([]dynastore.TxAction, []byte, error) {
 	tx := newGenID()[:8]
 	cl.pendingTx = tx
 	var batches [][]dynastore.TxAction
@@ -2060,45 +2063,45 @@ func (cl *collection) planPending(key dynastore.Key, guard dynastore.Cond, membe
 		size += sz
 	}
 	batches = append(batches, batch)
-	if err := parallel(len(batches), func(i int) error { return cl.c.Store.Transact(cl.c, batches[i]) }); err != nil {
+	if err := parallel(len(batches), func(i int) error { return cl.c.Data().Transact(cl.c, batches[i]) }); err != nil {
 		return nil, nil, fmt.Errorf("writing pending members: %w", err)
 	}
 	cl.pending = dynastore.Item{
-		{Name: attrGen, Value: dynastore.B(cl.gen)},
-		{Name: attrPending, Value: dynastore.B(tx)},
-		{Name: attrPhase, Value: model.NInt(1)},
-		{Name: attrChanges, Value: model.NInt(cl.changes + 1)},
+		{Name: AttrGen, Value: dynastore.B(cl.Gen)},
+		{Name: AttrPending, Value: dynastore.B(tx)},
+		{Name: attrPhase, Value: NInt(1)},
+		{Name: attrChanges, Value: NInt(cl.changes + 1)},
 	}
 	return []dynastore.TxAction{{
 		Op:  dynastore.TxUpdate,
 		Key: key,
 		Update: &dynastore.Update{Set: append([]dynastore.SetAction{
-			{Attr: attrCount, Val: model.NInt(n)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-			{Attr: attrPending, Val: cl.pending.Get(attrPending)},
+			{Attr: AttrCount, Val: NInt(n)},
+			{Attr: AttrVer, Val: NewVer()},
+			{Attr: AttrPending, Val: cl.pending.Get(AttrPending)},
 			{Attr: attrPhase, Val: cl.pending.Get(attrPhase)},
 			{Attr: attrChanges, Val: cl.pending.Get(attrChanges)},
 		}, cl.keyAttrSets()...)},
 		Cond: guard,
-	}}, cl.gen, nil
+	}}, cl.Gen, nil
 }
 
 // dropUnpublished deletes, best effort, the pending items the plans of
 // writes wrote for changes that will never be published (the commit was
 // refused, or a plan failed), so a conflict on a big change leaves nothing
 // behind. Items a crashed writer leaves stay until the generation is swept.
-func dropUnpublished(c *Ctx, writes []*collection) {
+func dropUnpublished(c Scope, writes []*Collection) {
 	for _, cl := range writes {
 		tx := cl.pendingTx
 		if tx == nil {
 			continue
 		}
 		cl.pending, cl.pendingTx = nil, nil
-		st := c.Store
-		if txn, ok := st.(*model.Txn); ok {
+		st := c.Data()
+		if txn, ok := st.(*Txn); ok {
 			st = txn.Base()
 		}
-		q := dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKBeginsWith, A: pendingPrefix(tx), Limit: dynastore.MaxTxActions}
+		q := dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKBeginsWith, A: pendingPrefix(tx), Limit: dynastore.MaxTxActions}
 		for {
 			page, err := st.Query(c, q)
 			if err != nil || len(page.Items) == 0 {
@@ -2156,7 +2159,7 @@ func parallel(n int, f func(i int) error) error {
 // change writes, or is about to delete, carries the change's count
 // (attrRolling, from the key item's attrChanges): an item whose count is
 // above the one of the key item the reader holds is newer than what it
-// read, so it checks its key item again (validateRead). Two phases keep
+// read, so it checks its key item again (ValidateRead). Two phases keep
 // deletes visible that way until every write is in place:
 //
 //  1. every put is applied, carrying the count (and its pending item goes),
@@ -2172,26 +2175,26 @@ func parallel(n int, f func(i int) error) error {
 // store itself, inside a transaction (EXEC) too: its writes change no
 // content anyone can see, only how it is kept.
 func rollForward(ctx context.Context, st dynastore.Store, key dynastore.Key, it dynastore.Item) error {
-	if txn, ok := st.(*model.Txn); ok {
+	if txn, ok := st.(*Txn); ok {
 		st = txn.Base()
 	}
-	tx, _ := it.Get(attrPending).(dynastore.B)
+	tx, _ := it.Get(AttrPending).(dynastore.B)
 	tx = bytes.Clone(tx)
-	gen, _ := it.Get(attrGen).(dynastore.B)
-	phase, _ := model.NumberInt(it.Get(attrPhase))
+	gen, _ := it.Get(AttrGen).(dynastore.B)
+	phase, _ := NumberInt(it.Get(attrPhase))
 	count := it.Get(attrChanges)
 	for ; phase <= 2; phase++ {
 		at := dynastore.And{
-			dynastore.Compare{Attr: attrPending, Op: dynastore.OpEQ, Val: dynastore.B(tx)},
-			dynastore.Compare{Attr: attrPhase, Op: dynastore.OpEQ, Val: model.NInt(phase)},
+			dynastore.Compare{Attr: AttrPending, Op: dynastore.OpEQ, Val: dynastore.B(tx)},
+			dynastore.Compare{Attr: attrPhase, Op: dynastore.OpEQ, Val: NInt(phase)},
 		}
 		deletes, done, err := rollPhase(ctx, st, key, gen, tx, count, phase, at)
 		if err != nil || done {
 			return err
 		}
-		u := dynastore.Update{Set: []dynastore.SetAction{{Attr: attrPhase, Val: model.NInt(phase + 1)}}}
+		u := dynastore.Update{Set: []dynastore.SetAction{{Attr: attrPhase, Val: NInt(phase + 1)}}}
 		if phase == 2 || !deletes {
-			u = dynastore.Update{Remove: []string{attrPending, attrPhase}}
+			u = dynastore.Update{Remove: []string{AttrPending, attrPhase}}
 			phase = 2
 		}
 		if _, err := st.Update(ctx, key, u, dynastore.WriteOptions{Cond: at}); err != nil && !errors.Is(err, dynastore.ErrConditionFailed) {
@@ -2209,7 +2212,7 @@ func rollForward(ctx context.Context, st dynastore.Store, key dynastore.Key, it 
 func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, tx []byte, count dynastore.Value, phase int64, at dynastore.Cond) (deletes, done bool, err error) {
 	check := dynastore.TxAction{Op: dynastore.TxCheck, Key: key, Cond: at}
 	prefix := pendingPrefix(tx)
-	q := dynastore.Query{PK: membersPK(gen), Op: dynastore.SKBeginsWith, A: prefix, Limit: dynastore.MaxTxActions - 1}
+	q := dynastore.Query{PK: MembersPK(gen), Op: dynastore.SKBeginsWith, A: prefix, Limit: dynastore.MaxTxActions - 1}
 	for {
 		page, err := st.Query(ctx, q)
 		if err != nil {
@@ -2220,7 +2223,7 @@ func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, 
 		size := 0
 		for _, p := range page.Items {
 			sk, _ := p.Get(dynastore.AttrSK).(dynastore.B)
-			target := dynastore.Key{PK: membersPK(gen), SK: sk[len(prefix):]}
+			target := dynastore.Key{PK: MembersPK(gen), SK: sk[len(prefix):]}
 			op, _ := p.Get(attrPendingOp).(dynastore.S)
 			var acts []dynastore.TxAction
 			switch {
@@ -2263,6 +2266,16 @@ func rollPhase(ctx context.Context, st dynastore.Store, key dynastore.Key, gen, 
 	}
 }
 
+// CondFailed reports whether err is a failed condition, and the item the
+// store returned with it (nil when not asked for, or when there is none).
+func CondFailed(err error) (dynastore.Item, bool) {
+	var cf *dynastore.ConditionFailedError
+	if errors.As(err, &cf) {
+		return cf.Old, true
+	}
+	return nil, errors.Is(err, dynastore.ErrConditionFailed)
+}
+
 // checkFailed reports whether a transaction was cancelled by its last
 // action's condition (rollPhase's check of the key item).
 func checkFailed(err error) bool {
@@ -2271,16 +2284,16 @@ func checkFailed(err error) bool {
 }
 
 // reorder returns the actions that keep a large collection's order items
-// (memberOrder) in step with member m going from was to v (nil: removed):
+// (MemberOrder) in step with member m going from was to v (nil: removed):
 // none when the type keeps no order or the order item stays the same. They
 // need no condition of their own: the member item's action carries it.
-func (cl *collection) reorder(m []byte, was memberState, v dynastore.Value) []dynastore.TxAction {
+func (cl *Collection) reorder(m []byte, was MemberState, v dynastore.Value) []dynastore.TxAction {
 	var old, nw dynastore.Item
 	if was.present {
-		old = orderItem(cl.typ, cl.gen, m, was.v)
+		old = orderItem(cl.Type, cl.Gen, m, was.v)
 	}
 	if v != nil {
-		nw = orderItem(cl.typ, cl.gen, m, v)
+		nw = orderItem(cl.Type, cl.Gen, m, v)
 	}
 	if old != nil && nw != nil && bytes.Equal(old.Key().SK, nw.Key().SK) {
 		return nil
@@ -2296,48 +2309,48 @@ func (cl *collection) reorder(m []byte, was memberState, v dynastore.Value) []dy
 }
 
 // checkAction guards a key only read by a multi-key commit.
-func (cl *collection) checkAction() dynastore.TxAction {
-	k := model.ItemKey(cl.c.DB(), cl.key)
-	if !model.KeyFits(cl.key) {
+func (cl *Collection) checkAction() dynastore.TxAction {
+	k := ItemKey(cl.c.DB(), cl.Key)
+	if !KeyFits(cl.Key) {
 		// A key that cannot exist never changes.
 		return dynastore.TxAction{}
 	}
-	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.ks.Guard()}
+	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.KS.Guard()}
 }
 
 // commit writes the staged changes of one collection.
-func (cl *collection) commit() error {
-	return commitCollections(cl.c, []*collection{cl}, nil)
+func (cl *Collection) Commit() error {
+	return Commit(cl.c, []*Collection{cl}, nil)
 }
 
-// commitCollections commits the changes of writes in one request or
+// Commit commits the changes of writes in one request or
 // transaction, with checks that the keys of reads are unchanged (reads that
 // are also written need no check).
-func commitCollections(c *Ctx, writes []*collection, reads []*collection) error {
+func Commit(c Scope, writes []*Collection, reads []*Collection) error {
 	var actions []dynastore.TxAction
 	written := map[string]bool{}
 	for _, cl := range writes {
-		a, err := cl.plan()
+		a, err := cl.Plan()
 		if err != nil {
 			dropUnpublished(c, writes)
 			return err
 		}
-		written[string(cl.key)] = true
+		written[string(cl.Key)] = true
 		actions = append(actions, a...)
 	}
 	if len(actions) == 0 {
 		// Nothing to write: the reply still rests on every read agreeing.
-		return validateRead(c, reads...)
+		return ValidateRead(c, reads...)
 	}
 	for _, cl := range reads {
-		if written[string(cl.key)] || !model.KeyFits(cl.key) {
+		if written[string(cl.Key)] || !KeyFits(cl.Key) {
 			continue
 		}
-		written[string(cl.key)] = true
+		written[string(cl.Key)] = true
 		actions = append(actions, cl.checkAction())
 	}
-	if err := commitActions(c, actions); err != nil {
-		if errors.Is(err, errCollRetry) {
+	if err := CommitActions(c, actions); err != nil {
+		if errors.Is(err, ErrConflict) {
 			// Refused, so certainly not published (after another error
 			// it may have been: its pending items must then stay).
 			dropUnpublished(c, writes)
@@ -2345,7 +2358,7 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 		return err
 	}
 	for _, cl := range writes {
-		cl.noteCommitted()
+		cl.NoteCommitted()
 		if cl.outside != nil {
 			// The command's outcome is decided; a failed clean-up only
 			// leaves leftovers.
@@ -2359,38 +2372,38 @@ func commitCollections(c *Ctx, writes []*collection, reads []*collection) error 
 		// item cache then forgets the key, which holds the mark until
 		// they have. After a roll-forward it holds the item as published
 		// without the mark (the same ver).
-		err := rollForward(c, c.Store, model.ItemKey(c.DB(), cl.key), cl.pending)
+		err := rollForward(c, c.Data(), ItemKey(c.DB(), cl.Key), cl.pending)
 		if err != nil || !cl.afterKnown || cl.after == nil {
-			itemsOf(c).drop(c.DB(), cl.key)
+			Items(c).Drop(c.DB(), cl.Key)
 			continue
 		}
 		done := cl.after.Clone(0)
-		done.Delete(attrPending)
+		done.Delete(AttrPending)
 		done.Delete(attrPhase)
-		itemsOf(c).put(c.DB(), cl.key, done)
+		Items(c).Put(c.DB(), cl.Key, done)
 	}
 	return nil
 }
 
-// noteCommitted records in the caches what a successful commit of cl's
+// NoteCommitted records in the caches what a successful commit of cl's
 // plan left the key as.
-func (cl *collection) noteCommitted() {
+func (cl *Collection) NoteCommitted() {
 	if !cl.planned {
 		return
 	}
-	noteGen(cl.c, cl.key, cl.typ, cl.genAfter)
+	NoteGen(cl.c, cl.Key, cl.Type, cl.genAfter)
 	if cl.afterKnown {
-		itemsOf(cl.c).putList(cl.c.DB(), cl.key, cl.after, cl.listKnown)
+		Items(cl.c).PutList(cl.c.DB(), cl.Key, cl.after, cl.ListKnown)
 	} else {
-		itemsOf(cl.c).drop(cl.c.DB(), cl.key)
+		Items(cl.c).Drop(cl.c.DB(), cl.Key)
 	}
 }
 
-// commitActions runs actions as one single-item write when there is only
-// one, else as a transaction. A failed condition becomes errCollRetry.
-func commitActions(c *Ctx, actions []dynastore.TxAction) error {
+// CommitActions runs actions as one single-item write when there is only
+// one, else as a transaction. A failed condition becomes ErrConflict.
+func CommitActions(c Scope, actions []dynastore.TxAction) error {
 	if len(actions) > dynastore.MaxTxActions {
-		return fmt.Errorf("commands: %d actions: %w", len(actions), dynastore.ErrTxTooLarge)
+		return fmt.Errorf("model: %d actions: %w", len(actions), dynastore.ErrTxTooLarge)
 	}
 	var err error
 	if len(actions) == 1 {
@@ -2398,16 +2411,16 @@ func commitActions(c *Ctx, actions []dynastore.TxAction) error {
 		o := dynastore.WriteOptions{Cond: a.Cond}
 		switch a.Op {
 		case dynastore.TxPut:
-			_, err = c.Store.Put(c, a.Item, o)
+			_, err = c.Data().Put(c, a.Item, o)
 		case dynastore.TxUpdate:
-			_, err = c.Store.Update(c, a.Key, *a.Update, o)
+			_, err = c.Data().Update(c, a.Key, *a.Update, o)
 		case dynastore.TxDelete:
-			_, err = c.Store.Delete(c, a.Key, o)
+			_, err = c.Data().Delete(c, a.Key, o)
 		default:
-			err = c.Store.Transact(c, actions)
+			err = c.Data().Transact(c, actions)
 		}
 	} else {
-		err = c.Store.Transact(c, actions)
+		err = c.Data().Transact(c, actions)
 	}
 	if err == nil {
 		return nil
@@ -2415,11 +2428,11 @@ func commitActions(c *Ctx, actions []dynastore.TxAction) error {
 	var tc *dynastore.TxCanceledError
 	switch {
 	case errors.Is(err, dynastore.ErrConditionFailed), errors.Is(err, dynastore.ErrTxConflict):
-		return errCollRetry
+		return ErrConflict
 	case errors.As(err, &tc):
 		for _, r := range tc.Reasons {
 			if r.Code == dynastore.ReasonConditionalFailed {
-				return errCollRetry
+				return ErrConflict
 			}
 		}
 	}
@@ -2429,7 +2442,7 @@ func commitActions(c *Ctx, actions []dynastore.TxAction) error {
 // ---- small helpers ---------------------------------------------------------------
 
 // dedupe returns args without repeats, first occurrence order.
-func dedupe(args [][]byte) [][]byte {
+func Dedupe(args [][]byte) [][]byte {
 	seen := make(map[string]bool, len(args))
 	out := make([][]byte, 0, len(args))
 	for _, a := range args {
@@ -2441,8 +2454,8 @@ func dedupe(args [][]byte) [][]byte {
 	return out
 }
 
-// allSmall reports whether every element is at most limit bytes long.
-func allSmall(args [][]byte, limit int) bool {
+// AllSmall reports whether every element is at most limit bytes long.
+func AllSmall(args [][]byte, limit int) bool {
 	for _, a := range args {
 		if len(a) > limit {
 			return false
@@ -2451,8 +2464,8 @@ func allSmall(args [][]byte, limit int) bool {
 	return true
 }
 
-// bsOf builds a binary set of copies of members.
-func bsOf(members [][]byte) dynastore.BS {
+// BSOf builds a binary set of copies of members.
+func BSOf(members [][]byte) dynastore.BS {
 	out := make(dynastore.BS, len(members))
 	for i, m := range members {
 		out[i] = bytes.Clone(m)
@@ -2460,8 +2473,8 @@ func bsOf(members [][]byte) dynastore.BS {
 	return out
 }
 
-// bsContains reports whether set holds m.
-func bsContains(set dynastore.Value, m []byte) bool {
+// BSContains reports whether set holds m.
+func BSContains(set dynastore.Value, m []byte) bool {
 	bs, _ := set.(dynastore.BS)
 	for _, x := range bs {
 		if bytes.Equal(x, m) {
@@ -2476,19 +2489,19 @@ func bsContains(set dynastore.Value, m []byte) bool {
 //   - "inline" is not attribute_not_exists(g): a size comparison of v
 //     holds only when v exists, and only an inline layout has v (the key
 //     item of a large collection holds g and n, never v: see plan);
-//   - "live" is model.CondUnexpired: the comparison of t (and of v's size) holds
+//   - "live" is CondUnexpired: the comparison of t (and of v's size) holds
 //     only when the item exists.
 
-// inlineFastCond is the condition under which a fast-path update may touch
+// InlineFastCond is the condition under which a fast-path update may touch
 // an inline collection of type typ that will hold at most limit entries
 // after adding up to adding new ones: the key is absent (the update creates
 // it), or live, of the type, inline, with room. The caller checks that
 // adding fits limit on its own.
-func inlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) dynastore.Cond {
+func InlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) dynastore.Cond {
 	room := dynastore.And{
-		model.CondUnexpired(nowMS),
-		model.CondType(typ),
-		dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLE, Size: int64(limit - adding)},
+		CondUnexpired(nowMS),
+		CondType(typ),
+		dynastore.SizeCompare{Attr: AttrValue, Op: dynastore.OpLE, Size: int64(limit - adding)},
 	}
 	if mustExist {
 		return room
@@ -2501,9 +2514,9 @@ func inlineFastCond(nowMS int64, typ string, limit, adding int, mustExist bool) 
 // write that empties a collection must delete its key item instead).
 func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 	return dynastore.And{
-		model.CondUnexpired(nowMS),
-		model.CondType(typ),
-		dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpGT, Size: int64(removing)},
+		CondUnexpired(nowMS),
+		CondType(typ),
+		dynastore.SizeCompare{Attr: AttrValue, Op: dynastore.OpGT, Size: int64(removing)},
 	}
 }
 
@@ -2515,17 +2528,17 @@ func inlineShrinkCond(nowMS int64, typ string, removing int) dynastore.Cond {
 // key item instead).
 func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 	cond := dynastore.And{
-		dynastore.Compare{Attr: attrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)},
-		model.CondUnexpired(nowMS),
-		dynastore.NotExists{Attr: attrPending},
+		dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(gen)},
+		CondUnexpired(nowMS),
+		dynastore.NotExists{Attr: AttrPending},
 	}
 	if delta < 0 {
-		cond = append(cond, dynastore.Compare{Attr: attrCount, Op: dynastore.OpGT, Val: model.NInt(-delta)})
+		cond = append(cond, dynastore.Compare{Attr: AttrCount, Op: dynastore.OpGT, Val: NInt(-delta)})
 	}
 	return cond
 }
 
-// fastUpdate tries a command's single-request form, the update u under
+// FastUpdate tries a command's single-request form, the update u under
 // cond, on the key item of key. applied: it happened, and old and nw are
 // the item before and after it (nil when absent). Otherwise cond failed and
 // cur is the item as it is (nil if none), for the command's general path
@@ -2541,35 +2554,35 @@ func genLiveCond(gen []byte, nowMS int64, delta int64) dynastore.Cond {
 // computes). A failed guard (another writer) pauses guarded writes of the
 // key (itemCache.contend) and u goes out under cond, unless the item the
 // failure returned already fails it.
-func fastUpdate(c *Ctx, key []byte, u dynastore.Update, cond dynastore.Cond) (old, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
-	if !model.KeyFits(key) {
+func FastUpdate(c Scope, key []byte, u dynastore.Update, cond dynastore.Cond) (old, nw dynastore.Item, applied bool, cur dynastore.Item, err error) {
+	if !KeyFits(key) {
 		return nil, nil, false, nil, nil
 	}
-	k, items, now := model.ItemKey(c.DB(), key), itemsOf(c), c.NowMS()
-	if it, ok := items.guardable(c.DB(), key, now); ok {
+	k, items, now := ItemKey(c.DB(), key), Items(c), c.NowMS()
+	if it, ok := items.Guardable(c.DB(), key, now); ok {
 		if holds, _ := dynastore.EvalCond(it, cond); holds {
-			_, err := c.Store.Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: model.KeyState{Raw: it}.Guard(), OldOnFailure: true})
+			_, err := c.Data().Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: KeyState{Raw: it}.Guard(), OldOnFailure: true})
 			if err == nil {
 				nw, err = fastApplied(c, key, it, u)
 				return it, nw, err == nil, nil, err
 			}
-			cur, failed := isCondFailed(err)
+			cur, failed := CondFailed(err)
 			if !failed {
 				return nil, nil, false, nil, err
 			}
-			items.contend(c.DB(), key, cur, now)
+			items.Contend(c.DB(), key, cur, now)
 			if holds, _ := dynastore.EvalCond(cur, cond); !holds {
 				return nil, nil, false, cur, nil
 			}
 		}
 	}
-	old, err = c.Store.Update(c, k, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	old, err = c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	if err == nil {
 		nw, err = fastApplied(c, key, old, u)
 		return old, nw, err == nil, nil, err
 	}
-	if cur, failed := isCondFailed(err); failed {
-		items.put(c.DB(), key, cur)
+	if cur, failed := CondFailed(err); failed {
+		items.Put(c.DB(), key, cur)
 		return nil, nil, false, cur, nil
 	}
 	return nil, nil, false, nil, err
@@ -2634,64 +2647,64 @@ func knownOperand(it dynastore.Item, op dynastore.Operand) (_ dynastore.Operand,
 	return op, false
 }
 
-// fastApplied returns the item a fastUpdate that applied u to old left,
+// fastApplied returns the item a FastUpdate that applied u to old left,
 // and remembers it in the item cache.
-func fastApplied(c *Ctx, key []byte, old dynastore.Item, u dynastore.Update) (dynastore.Item, error) {
-	nw, err := dynastore.ApplyValidUpdate(model.ItemKey(c.DB(), key), old, u)
+func fastApplied(c Scope, key []byte, old dynastore.Item, u dynastore.Update) (dynastore.Item, error) {
+	nw, err := dynastore.ApplyValidUpdate(ItemKey(c.DB(), key), old, u)
 	if err != nil {
-		return nil, fmt.Errorf("commands: applying an accepted update: %w", err)
+		return nil, fmt.Errorf("model: applying an accepted update: %w", err)
 	}
-	itemsOf(c).put(c.DB(), key, nw)
+	Items(c).Put(c.DB(), key, nw)
 	return nw, nil
 }
 
-// openSeeded opens key from an item already read (use) or by reading it,
-// failing with errCollWrongType when it holds another type.
-func openSeeded(c *Ctx, key []byte, typ string, seed dynastore.Item, use bool) (*collection, error) {
-	var cl *collection
+// OpenSeeded opens key from an item already read (use) or by reading it,
+// failing with ErrWrongType when it holds another type.
+func OpenSeeded(c Scope, key []byte, typ string, seed dynastore.Item, use bool) (*Collection, error) {
+	var cl *Collection
 	var err error
 	if use {
-		cl, err = collectionFromItem(c, key, typ, seed)
+		cl, err = FromItem(c, key, typ, seed)
 	} else {
-		cl, err = openCollection(c, key, typ)
+		cl, err = Open(c, key, typ)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := cl.check(); err != nil {
+	if err := cl.Check(); err != nil {
 		return nil, err
 	}
 	return cl, nil
 }
 
-// openChecked reads key (one GetItem) as a collection of type typ, failing
-// with errCollWrongType when it holds another type.
-func openChecked(c *Ctx, key []byte, typ string) (*collection, error) {
-	return openSeeded(c, key, typ, nil, false)
+// OpenChecked reads key (one GetItem) as a collection of type typ, failing
+// with ErrWrongType when it holds another type.
+func OpenChecked(c Scope, key []byte, typ string) (*Collection, error) {
+	return OpenSeeded(c, key, typ, nil, false)
 }
 
-// collRead runs read on key's collection as one consistent state: after
-// read, validateRead makes collRetry start over if a large collection
+// Read runs read on key's collection as one consistent state: after
+// read, ValidateRead makes RetryConflicts start over if a large collection
 // changed while read paged through it.
-func collRead(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
+func Read(c Scope, key []byte, typ string, read func(cl *Collection) error) error {
 	return collReading(c, key, typ, false, read)
 }
 
-// collReadAll is collRead for a read that goes through every entry (each):
+// ReadAll is Read for a read that goes through every entry (each):
 // the first page of a large collection's members is read beside its key
 // item when the generation cache knows it (see pageAhead).
-func collReadAll(c *Ctx, key []byte, typ string, read func(cl *collection) error) error {
+func ReadAll(c Scope, key []byte, typ string, read func(cl *Collection) error) error {
 	return collReading(c, key, typ, true, read)
 }
 
-// collReading is collRead, reading ahead (collReadAll) when all is set.
-func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collection) error) error {
-	return collRetry(c, func(try int) error {
+// collReading is Read, reading ahead (ReadAll) when all is set.
+func collReading(c Scope, key []byte, typ string, all bool, read func(cl *Collection) error) error {
+	return RetryConflicts(c, func(try int) error {
 		var p *pageAhead
 		if all && try == 0 {
 			p = startPageAhead(c, key, typ)
 		}
-		cl, err := openChecked(c, key, typ)
+		cl, err := OpenChecked(c, key, typ)
 		if first := p.take(cl); err == nil {
 			cl.first = first
 		}
@@ -2701,33 +2714,23 @@ func collReading(c *Ctx, key []byte, typ string, all bool, read func(cl *collect
 		if err := read(cl); err != nil {
 			return err
 		}
-		return validateRead(c, cl)
+		return ValidateRead(c, cl)
 	})
 }
 
-// collLookup reads members of key's collection: one read inline, two (key
+// Lookup reads members of key's collection: one read inline, two (key
 // item, then the members) when large.
-func collLookup(c *Ctx, key []byte, typ string, members [][]byte) (vals []dynastore.Value, present []bool, err error) {
-	err = collRead(c, key, typ, func(cl *collection) (err error) {
-		vals, present, err = cl.lookup(members)
+func Lookup(c Scope, key []byte, typ string, members [][]byte) (vals []dynastore.Value, present []bool, err error) {
+	err = Read(c, key, typ, func(cl *Collection) (err error) {
+		vals, present, err = cl.Lookup(members)
 		return err
 	})
 	return vals, present, err
 }
 
-// collLenCmd replies with the number of entries of the key (SCARD, HLEN).
-func collLenCmd(c *Ctx, typ string) {
-	cl, err := openChecked(c, c.Args[1], typ)
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	c.W.Int(cl.committedLen())
-}
-
-// entriesOf reads a collection whole: copies of the members, and their values.
-func entriesOf(cl *collection) (ms [][]byte, vs []dynastore.Value, err error) {
-	err = cl.each(func(m []byte, v dynastore.Value) error {
+// EntriesOf reads a collection whole: copies of the members, and their values.
+func EntriesOf(cl *Collection) (ms [][]byte, vs []dynastore.Value, err error) {
+	err = cl.Each(func(m []byte, v dynastore.Value) error {
 		ms = append(ms, bytes.Clone(m))
 		vs = append(vs, v)
 		return nil
@@ -2735,18 +2738,18 @@ func entriesOf(cl *collection) (ms [][]byte, vs []dynastore.Value, err error) {
 	return ms, vs, err
 }
 
-// scanPage returns one page of an SSCAN/HSCAN-style iteration and the next
+// ScanPage returns one page of an SSCAN/HSCAN-style iteration and the next
 // cursor (0 at the end). An inline collection is returned whole with cursor
 // 0, as Redis does for its small encodings. A large one pages through its
 // partition; the position to resume after is stored in the table under a
 // random cursor id (with a one-hour TTL), so any instance can continue it.
 // An unknown or stale cursor ends the iteration.
-func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.Value, uint64, error) {
-	if !cl.exists() {
+func (cl *Collection) ScanPage(cursor uint64, count int) ([][]byte, []dynastore.Value, uint64, error) {
+	if !cl.Exists() {
 		return nil, nil, 0, nil
 	}
-	if !cl.large() {
-		if cursor != 0 && cl.typ == model.TypeSet && !cl.intsetLike() {
+	if !cl.Large() {
+		if cursor != 0 && cl.Type == TypeSet && !cl.intsetLike() {
 			// Redis 7.0 keeps such a set in a hash table, where a cursor
 			// it never handed out (it returns 0 for small sets) lands past
 			// the end: an empty last page.
@@ -2754,7 +2757,7 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 		}
 		var ms [][]byte
 		var vs []dynastore.Value
-		err := cl.each(func(m []byte, v dynastore.Value) error {
+		err := cl.Each(func(m []byte, v dynastore.Value) error {
 			ms = append(ms, m)
 			vs = append(vs, v)
 			return nil
@@ -2763,37 +2766,37 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	}
 	var after []byte
 	if cursor != 0 {
-		it, err := cl.c.Store.Get(cl.c, scanCursorKey(cursor))
+		it, err := cl.c.Data().Get(cl.c, scanCursorKey(cursor))
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		g, _ := it.Get(attrGen).(dynastore.B)
+		g, _ := it.Get(AttrGen).(dynastore.B)
 		a, _ := it.Get("a").(dynastore.B)
-		if it == nil || !bytes.Equal(g, cl.gen) || len(a) == 0 {
+		if it == nil || !bytes.Equal(g, cl.Gen) || len(a) == 0 {
 			return nil, nil, 0, nil
 		}
 		after = a
 	}
-	page, err := cl.c.Store.Query(cl.c, dynastore.Query{PK: membersPK(cl.gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: count})
+	page, err := cl.c.Data().Query(cl.c, dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKLT, A: memberSKEnd, After: after, Limit: count})
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	ms := make([][]byte, len(page.Items))
 	vs := make([]dynastore.Value, len(page.Items))
 	for i, it := range page.Items {
-		ms[i], vs[i] = decodeMember(it), it.Get(model.AttrValue)
+		ms[i], vs[i] = decodeMember(it), it.Get(AttrValue)
 	}
 	if page.Next == nil {
 		return ms, vs, 0, nil
 	}
 	next := rand.Uint64()>>1 + 1
 	k := scanCursorKey(next)
-	_, err = cl.c.Store.Put(cl.c, dynastore.Item{
+	_, err = cl.c.Data().Put(cl.c, dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: attrGen, Value: dynastore.B(cl.gen)},
+		{Name: AttrGen, Value: dynastore.B(cl.Gen)},
 		{Name: "a", Value: dynastore.B(page.Next)},
-		{Name: dynastore.AttrTTL, Value: model.NInt(cl.c.NowMS()/1000 + 3600)},
+		{Name: dynastore.AttrTTL, Value: NInt(cl.c.NowMS()/1000 + 3600)},
 	}, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, nil, 0, err
@@ -2802,41 +2805,41 @@ func (cl *collection) scanPage(cursor uint64, count int) ([][]byte, []dynastore.
 }
 
 // intsetLike reports whether Redis would keep this inline set as an intset.
-func (cl *collection) intsetLike() bool {
-	for m := range cl.inline {
-		if _, ok := model.String2ll([]byte(m)); !ok {
+func (cl *Collection) intsetLike() bool {
+	for m := range cl.Inline {
+		if _, ok := String2ll([]byte(m)); !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// errEnough ends an each early once the answer is known.
-var errEnough = errors.New("commands: enough entries seen")
+// ErrEnough ends an each early once the answer is known.
+var ErrEnough = errors.New("model: enough entries seen")
 
-// encodingOf is Redis 7.0's OBJECT ENCODING for a hash, set or sorted set
+// EncodingOf is Redis 7.0's OBJECT ENCODING for a hash, set or sorted set
 // key: compact (listpack, intset) while it holds at most maxEntries entries
 // that all pass fits, big (hashtable, skiplist) otherwise. Redis never
 // converts back, so a key that was once past a limit stays big there even
 // after removals bring
 // it under; redamo keeps no such history and answers from the current
 // content (a large layout is only read when its count is within the limit).
-func encodingOf(c *Ctx, key []byte, typ string, maxEntries int64, compact, big string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
+func EncodingOf(c Scope, key []byte, typ string, maxEntries int64, compact, big string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
 	enc := compact
-	err := collRead(c, key, typ, func(cl *collection) error {
+	err := Read(c, key, typ, func(cl *Collection) error {
 		enc = compact
-		if cl.committedLen() > maxEntries {
+		if cl.Len() > maxEntries {
 			enc = big
 			return nil
 		}
-		err := cl.each(func(m []byte, v dynastore.Value) error {
+		err := cl.Each(func(m []byte, v dynastore.Value) error {
 			if !fits(m, v) {
 				enc = big
-				return errEnough
+				return ErrEnough
 			}
 			return nil
 		})
-		if errors.Is(err, errEnough) {
+		if errors.Is(err, ErrEnough) {
 			return nil
 		}
 		return err
@@ -2850,7 +2853,7 @@ func scanCursorKey(id uint64) dynastore.Key {
 	for i := 0; i < 8; i++ {
 		pk[1+i] = byte(id >> (56 - 8*i))
 	}
-	return dynastore.Key{PK: pk, SK: model.KeyItemSK}
+	return dynastore.Key{PK: pk, SK: KeyItemSK}
 }
 
 // blindOutcome is how a blind member write ended.
@@ -2882,20 +2885,20 @@ type blindResult struct {
 // and the key item's update adds delta to n under genLiveCond. The
 // cancellation reasons tell a wrong assumption (the member's condition
 // alone failed) from a changed key item, which the failure returns.
-func blindMember(c *Ctx, cl *collection, memberAction dynastore.TxAction, delta int64) (blindResult, error) {
+func blindMember(c Scope, cl *Collection, memberAction dynastore.TxAction, delta int64) (blindResult, error) {
 	return blindMembers(c, cl, []dynastore.TxAction{memberAction}, delta)
 }
 
 // blindMembers is blindMember for up to maxBlindMembers member actions,
 // where blindMemberFailed means that member conditions alone failed.
-func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
-	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}}}
+func blindMembers(c Scope, cl *Collection, memberActions []dynastore.TxAction, delta int64) (blindResult, error) {
+	u := &dynastore.Update{Set: []dynastore.SetAction{{Attr: AttrVer, Val: NewVer()}}}
 	if delta != 0 {
-		u.Add = []dynastore.AttrValue{{Attr: attrCount, Val: model.NInt(delta)}}
+		u.Add = []dynastore.AttrValue{{Attr: AttrCount, Val: NInt(delta)}}
 	}
-	keyAction := dynastore.TxAction{Op: dynastore.TxUpdate, Key: model.ItemKey(c.DB(), cl.key), Update: u, Cond: genLiveCond(cl.gen, c.NowMS(), delta), OldOnFailure: true}
+	keyAction := dynastore.TxAction{Op: dynastore.TxUpdate, Key: ItemKey(c.DB(), cl.Key), Update: u, Cond: genLiveCond(cl.Gen, c.NowMS(), delta), OldOnFailure: true}
 	actions := append(memberActions[:len(memberActions):len(memberActions)], keyAction)
-	err := c.Store.Transact(c, actions)
+	err := c.Data().Transact(c, actions)
 	if err == nil {
 		return blindResult{out: blindApplied}, nil
 	}
@@ -2932,12 +2935,12 @@ func blindMembers(c *Ctx, cl *collection, memberActions []dynastore.TxAction, de
 // members blindAddMany, blindRemoveMany): n is the command's count (the
 // members added or removed) and done whether the change settled the
 // command; when it did not, res says why.
-type blindWrite func(cl *collection) (n int64, done bool, res blindResult, err error)
+type blindWrite func(cl *Collection) (n int64, done bool, res blindResult, err error)
 
 // blindAdd adds one member (v nil for sets) to the large collection cl.
-func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (int64, bool, blindResult, error) {
+func blindAdd(c Scope, cl *Collection, m []byte, v dynastore.Value) (int64, bool, blindResult, error) {
 	res, err := blindMember(c, cl, dynastore.TxAction{
-		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
+		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
 	}, 1)
 	switch {
 	case err != nil || res.out == blindUnknown:
@@ -2949,7 +2952,7 @@ func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (int64, bool,
 	}
 	// A hash field that exists: overwrite it, n unchanged.
 	res, err = blindMember(c, cl, dynastore.TxAction{
-		Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 	}, 0)
 	return 0, err == nil && res.out == blindApplied, res, err
 }
@@ -2957,14 +2960,17 @@ func blindAdd(c *Ctx, cl *collection, m []byte, v dynastore.Value) (int64, bool,
 // blindRemove removes one member from the large collection cl (never the
 // last one: that write must delete the key item, so it fails genLiveCond
 // and falls back).
-func blindRemove(c *Ctx, cl *collection, m []byte) (int64, bool, blindResult, error) {
+func blindRemove(c Scope, cl *Collection, m []byte) (int64, bool, blindResult, error) {
 	res, err := blindMember(c, cl, dynastore.TxAction{
-		Op: dynastore.TxDelete, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+		Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 	}, -1)
 	if err != nil || res.out == blindUnknown {
 		return 0, false, res, err
 	}
-	return boolInt(res.out == blindApplied), true, res, nil
+	if res.out != blindApplied {
+		return 0, true, res, nil // it was not there
+	}
+	return 1, true, res, nil
 }
 
 // maxBlindMembers is the most members one blind write changes: with the
@@ -2992,22 +2998,22 @@ func blindFits(members, vals [][]byte) bool {
 // key item to the general path should the write need it. When the key item
 // no longer holds cl's generation (deleted, replaced, renamed, expired), ok
 // is false.
-func blindRead(c *Ctx, cl *collection, members [][]byte) (present []bool, n int64, seed blindResult, ok bool, err error) {
+func blindRead(c Scope, cl *Collection, members [][]byte) (present []bool, n int64, seed blindResult, ok bool, err error) {
 	keys := make([]dynastore.Key, 0, 1+len(members))
-	keys = append(keys, model.ItemKey(c.DB(), cl.key))
+	keys = append(keys, ItemKey(c.DB(), cl.Key))
 	for _, m := range members {
-		keys = append(keys, memberKey(cl.gen, m))
+		keys = append(keys, MemberKey(cl.Gen, m))
 	}
-	items, err := c.Store.BatchGet(c, keys)
+	items, err := c.Data().BatchGet(c, keys)
 	if err != nil {
 		return nil, 0, blindResult{out: blindUnknown}, false, err
 	}
-	cur, err := collectionFromItem(c, cl.key, cl.typ, items[0])
+	cur, err := FromItem(c, cl.Key, cl.Type, items[0])
 	if err != nil {
 		return nil, 0, blindResult{out: blindUnknown}, false, err
 	}
 	seed = blindResult{out: blindUnknown, cur: items[0], known: true}
-	if cur.wrongType || !cur.large() || !bytes.Equal(cur.gen, cl.gen) {
+	if cur.WrongType || !cur.Large() || !bytes.Equal(cur.Gen, cl.Gen) {
 		return nil, 0, seed, false, nil
 	}
 	present = make([]bool, len(members))
@@ -3026,7 +3032,7 @@ func blindRead(c *Ctx, cl *collection, members [][]byte) (present []bool, n int6
 // key item holding the generation, and a generation's members are only
 // added while it does). A member that changed in between (a race with
 // another writer) does not settle the command: the general path does.
-func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, blindResult, error) {
+func blindAddMany(c Scope, cl *Collection, members, vals [][]byte) (int64, bool, blindResult, error) {
 	present, _, seed, ok, err := blindRead(c, cl, members)
 	if !ok {
 		return 0, false, seed, err
@@ -3036,16 +3042,16 @@ func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, 
 	for i, m := range members {
 		var v dynastore.Value
 		if vals != nil {
-			v = hashValue(vals[i])
+			v = HashValue(vals[i])
 		}
 		switch {
 		case !present[i]:
 			added++
-			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
 		case v != nil:
-			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		default:
-			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: MemberKey(cl.Gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		}
 	}
 	if vals == nil && added == 0 {
@@ -3065,7 +3071,7 @@ func blindAddMany(c *Ctx, cl *collection, members, vals [][]byte) (int64, bool, 
 // write that empties the collection must delete its key item), from the
 // key item read; genLiveCond's count condition makes the transaction fail
 // should that happen in between.
-func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, blindResult, error) {
+func blindRemoveMany(c Scope, cl *Collection, members [][]byte) (int64, bool, blindResult, error) {
 	present, n, seed, ok, err := blindRead(c, cl, members)
 	if !ok {
 		return 0, false, seed, err
@@ -3075,9 +3081,9 @@ func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, bli
 	for i, m := range members {
 		if present[i] {
 			removed++
-			actions[i] = dynastore.TxAction{Op: dynastore.TxDelete, Key: memberKey(cl.gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		} else {
-			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: memberKey(cl.gen, m), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: MemberKey(cl.Gen, m), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
 		}
 	}
 	switch {
@@ -3095,20 +3101,20 @@ func blindRemoveMany(c *Ctx, cl *collection, members [][]byte) (int64, bool, bli
 
 // largeFromSeed decodes the item a failed single-request attempt returned
 // when it is a large collection of type typ (nil otherwise).
-func largeFromSeed(c *Ctx, key []byte, typ string, seed dynastore.Item) *collection {
-	cl, err := collectionFromItem(c, key, typ, seed)
-	if err != nil || cl.wrongType || !cl.large() {
+func largeFromSeed(c Scope, key []byte, typ string, seed dynastore.Item) *Collection {
+	cl, err := FromItem(c, key, typ, seed)
+	if err != nil || cl.WrongType || !cl.Large() {
 		return nil
 	}
 	return cl
 }
 
-// memberStart is where a member write goes on when a single-request form
+// MemberStart is where a member write goes on when a single-request form
 // did not settle it: from the key item that attempt returned (seeded; seed
 // nil when there is none), or from a fresh read.
-type memberStart struct {
-	seed   dynastore.Item
-	seeded bool
+type MemberStart struct {
+	Seed   dynastore.Item
+	Seeded bool
 	// tried is the generation a blind write failed on: it is not tried
 	// again.
 	tried []byte
@@ -3117,45 +3123,45 @@ type memberStart struct {
 // blind runs write on the large collection cl (nil: nothing to try). When
 // write does not settle the command, st takes the key item it found, if
 // any; when write cannot tell, the generation cache forgets the key.
-func (st *memberStart) blind(c *Ctx, cl *collection, write blindWrite) (n int64, done bool, err error) {
-	if cl == nil || bytes.Equal(cl.gen, st.tried) {
+func (st *MemberStart) blind(c Scope, cl *Collection, write blindWrite) (n int64, done bool, err error) {
+	if cl == nil || bytes.Equal(cl.Gen, st.tried) {
 		return 0, false, nil
 	}
 	n, done, res, err := write(cl)
 	if err != nil || done {
 		return n, done, err
 	}
-	st.tried = cl.gen
-	st.seed, st.seeded = res.cur, res.known
+	st.tried = cl.Gen
+	st.Seed, st.Seeded = res.cur, res.known
 	if res.out == blindUnknown && !res.known {
-		gensOf(c).drop(c.DB(), cl.key)
+		gensOf(c).Drop(c.DB(), cl.Key)
 	}
 	return 0, false, nil
 }
 
 // ---- adding and removing members (SADD/HSET, SREM/HDEL) ---------------------
 
-// seededRetry is a read-modify-write of members of key's collection,
+// SeededRetry is a read-modify-write of members of key's collection,
 // committed conditioned on what it read (the first try starts from seed
 // when seeded): change stages the writes, given what lookup found.
-func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastore.Item, seeded bool, change func(cl *collection, vals []dynastore.Value, present []bool) error) error {
-	return collRetry(c, func(try int) error {
-		cl, err := openSeeded(c, key, typ, seed, seeded && try == 0)
+func SeededRetry(c Scope, key []byte, typ string, members [][]byte, seed dynastore.Item, seeded bool, change func(cl *Collection, vals []dynastore.Value, present []bool) error) error {
+	return RetryConflicts(c, func(try int) error {
+		cl, err := OpenSeeded(c, key, typ, seed, seeded && try == 0)
 		if err != nil {
 			return err
 		}
-		vals, present, err := cl.lookup(members)
+		vals, present, err := cl.Lookup(members)
 		if err != nil {
 			return err
 		}
 		if err := change(cl, vals, present); err != nil {
 			return err
 		}
-		return cl.commit()
+		return cl.Commit()
 	})
 }
 
-// memberFast runs the single-request forms of a member write on key, in
+// MemberFast runs the single-request forms of a member write on key, in
 // turn: cached, a blind write (nil: none), on the large collection the
 // generation cache remembers; then, unless that cache knows the key as
 // large, the UpdateItem u (nil: the members cannot be inline) under cond,
@@ -3165,7 +3171,7 @@ func seededRetry(c *Ctx, key []byte, typ string, members [][]byte, seed dynastor
 // from a returned key item it would cost what the general path costs from
 // it: it is a cached write only. done reports the command settled with
 // count n; otherwise the general path starts from st.
-func memberFast(c *Ctx, key []byte, typ string, cached, seeded blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st memberStart, n int64, done bool, err error) {
+func MemberFast(c Scope, key []byte, typ string, cached, seeded blindWrite, u *dynastore.Update, cond dynastore.Cond, count func(old dynastore.Item) int64) (st MemberStart, n int64, done bool, err error) {
 	if cached != nil {
 		if n, done, err = st.blind(c, cachedLarge(c, key, typ), cached); err != nil || done {
 			return st, n, done, err
@@ -3175,15 +3181,15 @@ func memberFast(c *Ctx, key []byte, typ string, cached, seeded blindWrite, u *dy
 	// entries: u would fail, costing a write unit, only to hand back the key
 	// item, which the general path reads for a read unit. (A stale entry
 	// costs the general path's read where u would have done.)
-	if !st.seeded && u != nil && cachedLarge(c, key, typ) == nil {
-		old, _, applied, cur, err := fastUpdate(c, key, *u, cond)
+	if !st.Seeded && u != nil && cachedLarge(c, key, typ) == nil {
+		old, _, applied, cur, err := FastUpdate(c, key, *u, cond)
 		if err != nil || applied {
 			return st, count(old), applied, err
 		}
-		st.seed, st.seeded = cur, true
+		st.Seed, st.Seeded = cur, true
 	}
-	if st.seeded && seeded != nil {
-		n, done, err = st.blind(c, largeFromSeed(c, key, typ, st.seed), seeded)
+	if st.Seeded && seeded != nil {
+		n, done, err = st.blind(c, largeFromSeed(c, key, typ, st.Seed), seeded)
 	}
 	return st, n, done, err
 }
@@ -3194,41 +3200,40 @@ func memberFast(c *Ctx, key []byte, typ string, cached, seeded blindWrite, u *dy
 // set's version, as before.
 const someNewMax = 16
 
-// addMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
+// AddMembers is SADD and HSET/HMSET: it puts members, with vals for a hash
 // (nil for a set, whose present members are left alone), and returns how
 // many were new. A small add to an inline collection is one UpdateItem,
-// one member of a large one a blind write (memberFast), several members of
+// one member of a large one a blind write (MemberFast), several members of
 // a large one the generation cache knows a read of those members and a
-// blind write; anything else reads, computes and commits. When ok is false
-// it has replied with the error.
-func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added int64, ok bool) {
+// blind write; anything else reads, computes and commits.
+func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added int64, err error) {
 	var cached, seeded blindWrite
 	switch {
 	case len(members) == 1:
 		var v dynastore.Value
 		if vals != nil {
-			v = hashValue(vals[0])
+			v = HashValue(vals[0])
 		}
-		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindAdd(c, cl, members[0], v) }
+		cached = func(cl *Collection) (int64, bool, blindResult, error) { return blindAdd(c, cl, members[0], v) }
 		seeded = cached
 	case blindFits(members, vals):
-		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindAddMany(c, cl, members, vals) }
+		cached = func(cl *Collection) (int64, bool, blindResult, error) { return blindAddMany(c, cl, members, vals) }
 	}
 	var u *dynastore.Update
-	lim := c.Srv.inline(typ)
-	if allSmall(members, lim.bytes) && allSmall(vals, lim.bytes) && len(members) <= lim.entries {
+	lim := c.Process().inline(typ)
+	if AllSmall(members, lim.Bytes) && AllSmall(vals, lim.Bytes) && len(members) <= lim.Entries {
 		u = &dynastore.Update{
 			Set: []dynastore.SetAction{
-				{Attr: model.AttrType, Val: dynastore.S(typ)},
-				{Attr: model.AttrVer, Val: model.NewVer()},
+				{Attr: AttrType, Val: dynastore.S(typ)},
+				{Attr: AttrVer, Val: NewVer()},
 			},
-			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
+			Add: []dynastore.AttrValue{{Attr: AttrValue, Val: BSOf(members)}},
 		}
 		for i, v := range vals {
-			u.Set = append(u.Set, dynastore.SetAction{Attr: fieldAttr(members[i]), Val: hashValue(v)})
+			u.Set = append(u.Set, dynastore.SetAction{Attr: FieldAttr(members[i]), Val: HashValue(v)})
 		}
 	}
-	cond := inlineFastCond(c.NowMS(), typ, lim.entries, len(members), false)
+	cond := InlineFastCond(c.NowMS(), typ, lim.Entries, len(members), false)
 	if vals == nil && u != nil && len(members) <= someNewMax {
 		// An SADD of members that are all there already changes nothing,
 		// as in Redis (a WATCH of the set stays unbroken): the update
@@ -3236,26 +3241,22 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 		// condition returns the set, which the count is taken from.
 		someNew := make(dynastore.Or, len(members))
 		for i, m := range members {
-			someNew[i] = dynastore.Not{C: dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(m)}}
+			someNew[i] = dynastore.Not{C: dynastore.Contains{Attr: AttrValue, Val: dynastore.B(m)}}
 		}
 		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, dynastore.And{cond, someNew}}
 	}
-	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, cond, func(old dynastore.Item) (n int64) {
+	st, n, done, err := MemberFast(c, key, typ, cached, seeded, u, cond, func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if !bsContains(old.Get(model.AttrValue), m) {
+			if !BSContains(old.Get(AttrValue), m) {
 				n++
 			}
 		}
 		return n
 	})
-	if err != nil {
-		c.Fail(err)
-		return 0, false
+	if err != nil || done {
+		return n, err
 	}
-	if done {
-		return n, true
-	}
-	err = seededRetry(c, key, typ, members, st.seed, st.seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
+	err = SeededRetry(c, key, typ, members, st.Seed, st.Seeded, func(cl *Collection, _ []dynastore.Value, present []bool) error {
 		added = 0
 		for i, m := range members {
 			if !present[i] {
@@ -3263,81 +3264,67 @@ func addMembers(c *Ctx, key []byte, typ string, members, vals [][]byte) (added i
 			}
 			switch {
 			case vals != nil:
-				cl.put(m, hashValue(vals[i]))
+				cl.Put(m, HashValue(vals[i]))
 			case !present[i]:
-				cl.put(m, nil)
+				cl.Put(m, nil)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return 0, false
-	}
-	return added, true
+	return added, err
 }
 
-// removeMembersCmd is SREM and HDEL (key member [member ...]): it replies
-// with how many of the members were there. Like addMembers, a small remove
+// RemoveMembers is SREM, HDEL and ZREM: it removes members from key's
+// collection of type typ and returns how many of them were there. Like AddMembers, a small remove
 // from an inline collection is one UpdateItem, one member of a large one a
 // blind delete, and several members of a large one the generation cache
 // knows a read of those members and a blind write.
-func removeMembersCmd(c *Ctx, typ string) {
-	key, members := c.Args[1], dedupe(c.Args[2:])
+func RemoveMembers(c Scope, key []byte, typ string, members [][]byte) (int64, error) {
 	var cached, seeded blindWrite
-	_, ordered := memberOrders[typ] // a blind delete would leave the order item
+	_, ordered := MemberOrders[typ] // a blind delete would leave the order item
 	switch {
 	case ordered:
 	case len(members) == 1:
-		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
+		cached = func(cl *Collection) (int64, bool, blindResult, error) { return blindRemove(c, cl, members[0]) }
 		seeded = cached
 	case blindFits(members, nil):
-		cached = func(cl *collection) (int64, bool, blindResult, error) { return blindRemoveMany(c, cl, members) }
+		cached = func(cl *Collection) (int64, bool, blindResult, error) { return blindRemoveMany(c, cl, members) }
 	}
 	// An inline collection has at most inlineLimit entries: more arguments,
 	// or longer ones, cannot all be there (and would bloat the expression).
 	var u *dynastore.Update
-	if len(members) <= inlineLimit(typ) && allSmall(members, inlineMaxBytes) {
+	if len(members) <= inlineLimit(typ) && AllSmall(members, InlineMaxBytes) {
 		u = &dynastore.Update{
-			Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
-			Delete: []dynastore.AttrValue{{Attr: model.AttrValue, Val: bsOf(members)}},
+			Set:    []dynastore.SetAction{{Attr: AttrVer, Val: NewVer()}},
+			Delete: []dynastore.AttrValue{{Attr: AttrValue, Val: BSOf(members)}},
 		}
-		if typ != model.TypeSet { // each value is an attribute of its own
+		if typ != TypeSet { // each value is an attribute of its own
 			for _, m := range members {
-				u.Remove = append(u.Remove, fieldAttr(m))
+				u.Remove = append(u.Remove, FieldAttr(m))
 			}
 		}
 	}
-	st, n, done, err := memberFast(c, key, typ, cached, seeded, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
+	st, n, done, err := MemberFast(c, key, typ, cached, seeded, u, inlineShrinkCond(c.NowMS(), typ, len(members)), func(old dynastore.Item) (n int64) {
 		for _, m := range members {
-			if bsContains(old.Get(model.AttrValue), m) {
+			if BSContains(old.Get(AttrValue), m) {
 				n++
 			}
 		}
 		return n
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	if done {
-		c.W.Int(n)
-		return
+	if err != nil || done {
+		return n, err
 	}
 	var removed int64
-	err = seededRetry(c, key, typ, members, st.seed, st.seeded, func(cl *collection, _ []dynastore.Value, present []bool) error {
+	err = SeededRetry(c, key, typ, members, st.Seed, st.Seeded, func(cl *Collection, _ []dynastore.Value, present []bool) error {
 		removed = 0
 		for i, m := range members {
 			if present[i] {
-				cl.del(m)
+				cl.Del(m)
 				removed++
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	c.W.Int(removed)
+	return removed, err
 }

@@ -1,4 +1,4 @@
-package commands
+package model
 
 import (
 	"strconv"
@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/model"
 )
 
 // TestKeyCacheBounds checks that a key cache keeps at most keyCacheMax
@@ -16,10 +15,10 @@ import (
 func TestKeyCacheBounds(t *testing.T) {
 	var gens keyCache[largeGen]
 	for i := 0; i < keyCacheMax+100; i++ {
-		gens.put(0, []byte(strconv.Itoa(i)), largeGen{typ: model.TypeSet, gen: []byte("0123456789abcdef")})
+		gens.Put(0, []byte(strconv.Itoa(i)), largeGen{typ: TypeSet, gen: []byte("0123456789abcdef")})
 	}
 	require.Len(t, gens.m, keyCacheMax)
-	_, ok := gens.get(0, []byte(strconv.Itoa(keyCacheMax+99)))
+	_, ok := gens.Get(0, []byte(strconv.Itoa(keyCacheMax+99)))
 	require.True(t, ok, "the entry just put stays")
 
 	var items itemCache
@@ -27,18 +26,18 @@ func TestKeyCacheBounds(t *testing.T) {
 		return dynastore.Item{
 			{Name: dynastore.AttrPK, Value: dynastore.B("k" + strconv.Itoa(i))},
 			{Name: dynastore.AttrSK, Value: dynastore.B{0}},
-			{Name: model.AttrType, Value: dynastore.S(model.TypeList)},
-			{Name: model.AttrValue, Value: dynastore.L{dynastore.B(make([]byte, 1<<20))}},
+			{Name: AttrType, Value: dynastore.S(TypeList)},
+			{Name: AttrValue, Value: dynastore.L{dynastore.B(make([]byte, 1<<20))}},
 		}
 	}
 	for i := 0; i < 20; i++ {
-		items.put(0, []byte(strconv.Itoa(i)), heavy(i))
-		items.put(0, []byte(strconv.Itoa(i)), heavy(i)) // a replacement
+		items.Put(0, []byte(strconv.Itoa(i)), heavy(i))
+		items.Put(0, []byte(strconv.Itoa(i)), heavy(i)) // a replacement
 	}
 	require.LessOrEqual(t, items.kc.weight, keyCacheBytes)
-	_, ok = items.get(0, []byte("19"))
+	_, ok = items.Get(0, []byte("19"))
 	require.True(t, ok)
-	items.drop(0, []byte("19"))
+	items.Drop(0, []byte("19"))
 	sum := 0
 	for _, e := range items.kc.m {
 		sum += e.weight()
@@ -51,7 +50,7 @@ func TestKeyCacheBounds(t *testing.T) {
 // guarded writes after a contended one.
 func TestItemCacheEntries(t *testing.T) {
 	var ic itemCache
-	set := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeSet)}, {Name: model.AttrVer, Value: dynastore.N("1")}}
+	set := dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeSet)}, {Name: AttrVer, Value: dynastore.N("1")}}
 	cases := []struct {
 		name    string
 		it      dynastore.Item
@@ -60,31 +59,31 @@ func TestItemCacheEntries(t *testing.T) {
 	}{
 		{"set", set, true, set},
 		{"absent", nil, true, nil},
-		{"string", dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeString)}}, false, nil},
+		{"string", dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeString)}}, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ic.put(0, []byte(tc.name), tc.it)
-			e, ok := ic.get(0, []byte(tc.name))
+			ic.Put(0, []byte(tc.name), tc.it)
+			e, ok := ic.Get(0, []byte(tc.name))
 			require.Equal(t, tc.kept, ok)
-			require.Equal(t, tc.content, e.it)
+			require.Equal(t, tc.content, e.Item)
 		})
 	}
-	ic.put(0, []byte("k"), set)
-	ic.put(0, []byte("k"), nil)
-	_, ok := ic.get(0, []byte("k"))
+	ic.Put(0, []byte("k"), set)
+	ic.Put(0, []byte("k"), nil)
+	_, ok := ic.Get(0, []byte("k"))
 	require.True(t, ok)
-	ic.put(0, []byte("k"), dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeString)}})
-	_, ok = ic.get(0, []byte("k"))
+	ic.Put(0, []byte("k"), dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeString)}})
+	_, ok = ic.Get(0, []byte("k"))
 	require.False(t, ok, "a key now of another type is forgotten")
 
-	ic.contend(0, []byte("c"), set, 1000)
-	_, ok = ic.guardable(0, []byte("c"), 1000)
+	ic.Contend(0, []byte("c"), set, 1000)
+	_, ok = ic.Guardable(0, []byte("c"), 1000)
 	require.False(t, ok, "paused right after contention")
-	ic.put(0, []byte("c"), set)
-	_, ok = ic.guardable(0, []byte("c"), 1000+contendedPause.Milliseconds()-1)
+	ic.Put(0, []byte("c"), set)
+	_, ok = ic.Guardable(0, []byte("c"), 1000+contendedPause.Milliseconds()-1)
 	require.False(t, ok, "a later put keeps the pause")
-	_, ok = ic.guardable(0, []byte("c"), 1000+contendedPause.Milliseconds())
+	_, ok = ic.Guardable(0, []byte("c"), 1000+contendedPause.Milliseconds())
 	require.True(t, ok)
 }
 
@@ -92,23 +91,23 @@ func TestItemCacheEntries(t *testing.T) {
 // where the known item allows, and always leaving that item as the full
 // update would.
 func TestOnKnownItem(t *testing.T) {
-	key := model.ItemKey(0, []byte("k"))
-	set := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeSet)}, {Name: model.AttrVer, Value: dynastore.N("1")}, {Name: model.AttrValue, Value: dynastore.BS{[]byte("a")}}}
-	list := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeList)}, {Name: model.AttrVer, Value: dynastore.N("1")}, {Name: model.AttrValue, Value: dynastore.L{dynastore.B("a")}}}
-	bare := dynastore.Item{{Name: model.AttrType, Value: dynastore.S(model.TypeList)}, {Name: model.AttrVer, Value: dynastore.N("1")}}
-	ver := dynastore.SetAction{Attr: model.AttrVer, Val: dynastore.N("2")}
+	key := ItemKey(0, []byte("k"))
+	set := dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeSet)}, {Name: AttrVer, Value: dynastore.N("1")}, {Name: AttrValue, Value: dynastore.BS{[]byte("a")}}}
+	list := dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeList)}, {Name: AttrVer, Value: dynastore.N("1")}, {Name: AttrValue, Value: dynastore.L{dynastore.B("a")}}}
+	bare := dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeList)}, {Name: AttrVer, Value: dynastore.N("1")}}
+	ver := dynastore.SetAction{Attr: AttrVer, Val: dynastore.N("2")}
 	typ := func(t string) dynastore.SetAction {
-		return dynastore.SetAction{Attr: model.AttrType, Val: dynastore.S(t)}
+		return dynastore.SetAction{Attr: AttrType, Val: dynastore.S(t)}
 	}
-	push := dynastore.SetAction{Attr: model.AttrValue, Val: dynastore.ListAppend{
+	push := dynastore.SetAction{Attr: AttrValue, Val: dynastore.ListAppend{
 		A: dynastore.L{dynastore.B("b")},
-		B: dynastore.IfNotExists{Attr: model.AttrValue, Default: dynastore.L{}},
+		B: dynastore.IfNotExists{Attr: AttrValue, Default: dynastore.L{}},
 	}}
-	pushKnown := dynastore.SetAction{Attr: model.AttrValue, Val: dynastore.ListAppend{
+	pushKnown := dynastore.SetAction{Attr: AttrValue, Val: dynastore.ListAppend{
 		A: dynastore.L{dynastore.B("b")},
-		B: dynastore.Ref{Attr: model.AttrValue},
+		B: dynastore.Ref{Attr: AttrValue},
 	}}
-	add := []dynastore.AttrValue{{Attr: model.AttrValue, Val: dynastore.BS{[]byte("b")}}}
+	add := []dynastore.AttrValue{{Attr: AttrValue, Val: dynastore.BS{[]byte("b")}}}
 	for _, tc := range []struct {
 		name string
 		it   dynastore.Item
@@ -116,22 +115,22 @@ func TestOnKnownItem(t *testing.T) {
 		want dynastore.Update
 	}{
 		{"type it has dropped", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet), ver}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet), ver}, Add: add},
 			dynastore.Update{Set: []dynastore.SetAction{ver}, Add: add}},
 		{"another type kept", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeHash), ver}},
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeHash), ver}}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeHash), ver}}},
 		{"if_not_exists of a present attribute reduced", list,
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeList), push, ver}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeList), push, ver}},
 			dynastore.Update{Set: []dynastore.SetAction{pushKnown, ver}}},
 		{"if_not_exists of a missing attribute kept", bare,
 			dynastore.Update{Set: []dynastore.SetAction{push, ver}},
 			dynastore.Update{Set: []dynastore.SetAction{push, ver}}},
 		{"an update is never left empty", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}},
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}}},
 		{"only no-op sets beside other actions", set,
-			dynastore.Update{Set: []dynastore.SetAction{typ(model.TypeSet)}, Add: add},
+			dynastore.Update{Set: []dynastore.SetAction{typ(TypeSet)}, Add: add},
 			dynastore.Update{Set: []dynastore.SetAction{}, Add: add}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +151,7 @@ func TestSameVer(t *testing.T) {
 	item := func(ver dynastore.Value) dynastore.Item {
 		it := dynastore.Item{{Name: dynastore.AttrPK, Value: dynastore.B("k")}}
 		if ver != nil {
-			it.Set(model.AttrVer, ver)
+			it.Set(AttrVer, ver)
 		}
 		return it
 	}
@@ -172,6 +171,6 @@ func TestSameVer(t *testing.T) {
 		{"both absent", nil, nil, true},
 		{"one absent", nil, item(s1), false},
 	} {
-		require.Equal(t, c.same, sameVer(c.a, c.b), c.name)
+		require.Equal(t, c.same, SameVer(c.a, c.b), c.name)
 	}
 }

@@ -1,4 +1,4 @@
-package commands
+package model
 
 // The sweeper deletes the members of dead generations (collection.go): a
 // large collection that was deleted, overwritten, expired or converted
@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/model"
 )
 
 // SweeperLabel is the request label of the sweeper's store requests.
@@ -177,7 +176,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	var key dynastore.Item
 	if len(owner) > 0 {
 		var err error
-		if key, err = s.Store.Get(ctx, dynastore.Key{PK: owner, SK: model.KeyItemSK}); err != nil {
+		if key, err = s.Store.Get(ctx, dynastore.Key{PK: owner, SK: KeyItemSK}); err != nil {
 			return err
 		}
 	}
@@ -190,23 +189,23 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			_, err := s.Store.Update(ctx, k, dynastore.Update{Remove: []string{attrDeadAt}}, dynastore.WriteOptions{
 				Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
 			})
-			if _, failed := isCondFailed(err); failed {
+			if _, failed := CondFailed(err); failed {
 				return nil
 			}
 			return err
 		}
 		return nil
 	}
-	deadAt, err := model.NumberInt(reg.Get(attrDeadAt))
+	deadAt, err := NumberInt(reg.Get(attrDeadAt))
 	if err != nil {
 		// First time seen dead: start its grace period.
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
 		_, err := s.Store.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrDeadAt, Val: model.NInt(nowMS)},
+			{Attr: attrDeadAt, Val: NInt(nowMS)},
 		}}, dynastore.WriteOptions{Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}}})
-		if _, failed := isCondFailed(err); failed {
+		if _, failed := CondFailed(err); failed {
 			return nil
 		}
 		return err
@@ -224,7 +223,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			Op:  dynastore.TxUpdate,
 			Key: k,
 			Update: &dynastore.Update{Set: []dynastore.SetAction{
-				{Attr: attrDying, Val: model.NInt(nowMS)},
+				{Attr: attrDying, Val: NInt(nowMS)},
 			}},
 			Cond: dynastore.And{
 				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
@@ -233,11 +232,11 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		},
 		{
 			Op:  dynastore.TxCheck,
-			Key: dynastore.Key{PK: owner, SK: model.KeyItemSK},
+			Key: dynastore.Key{PK: owner, SK: KeyItemSK},
 			Cond: dynastore.Or{
 				dynastore.NotExists{Attr: dynastore.AttrPK},
-				dynastore.Compare{Attr: attrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
-				dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLE, Val: model.NInt(nowMS)},
+				dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+				dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
 			},
 		},
 	})
@@ -255,11 +254,11 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 	if it == nil {
 		return false
 	}
-	g, _ := it.Get(attrGen).(dynastore.B)
+	g, _ := it.Get(AttrGen).(dynastore.B)
 	if !bytes.Equal(g, gen) {
 		return false
 	}
-	if x, err := model.ExpiryMS(it.Get(model.AttrExpiry)); err == nil && x <= nowMS {
+	if x, err := ExpiryMS(it.Get(AttrExpiry)); err == nil && x <= nowMS {
 		return false
 	}
 	return true
@@ -271,7 +270,7 @@ func (s *Sweeper) purge(ctx context.Context, reg dynastore.Key, gen []byte) erro
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
-		page, err := s.Store.Query(ctx, dynastore.Query{PK: membersPK(gen), Limit: dynastore.MaxTxActions})
+		page, err := s.Store.Query(ctx, dynastore.Query{PK: MembersPK(gen), Limit: dynastore.MaxTxActions})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,29 @@
+package commands
+
+// Handlers shared by the member families (sets, hashes, sorted sets): the
+// model does the work (model.AddMembers, RemoveMembers), they parse and
+// reply.
+
+import "github.com/redamo/redamo/model"
+
+// collLenCmd replies with the number of entries of the key (SCARD, HLEN,
+// ZCARD).
+func collLenCmd(c *Ctx, typ string) {
+	cl, err := model.OpenChecked(c, c.Args[1], typ)
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(cl.Len())
+}
+
+// model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
+// replies with how many of the members were there.
+func removeMembersCmd(c *Ctx, typ string) {
+	n, err := model.RemoveMembers(c, c.Args[1], typ, model.Dedupe(c.Args[2:]))
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.W.Int(n)
+}

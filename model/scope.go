@@ -1,0 +1,70 @@
+package model
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Scope is what one command's calls into the data model run in: its
+// context, where it reads and writes, its database and clock reading, and
+// what the process keeps between commands. A command handler's context
+// implements it.
+type Scope interface {
+	context.Context
+	// Data is where the command reads and writes: the store, or a Txn
+	// over it (EXEC, a script).
+	Data() dynastore.Store
+	// DB is the command's database.
+	DB() int
+	// NowMS is the command's clock reading (Unix ms), fixed for an attempt
+	// so that all its expiry checks agree.
+	NowMS() int64
+	// LostRace is Retry.Lost for an attempt that lost a race; once it
+	// allows another attempt, NowMS reads the clock again, so the next
+	// attempt decides expiry as of when it runs.
+	LostRace(r *Retry) error
+	// Process is this process's share of the data model (its caches).
+	Process() *Process
+}
+
+// ErrWrongType is an operation on a key that holds another type.
+var ErrWrongType = errors.New("model: the key holds another type")
+
+// InlineLimits bound a type's inline layout: the entries, and the bytes of
+// each member and value.
+type InlineLimits struct{ Entries, Bytes int }
+
+// Process is what one process keeps of the data model between commands:
+// the caches of collection key items (itemCache) and of large collections'
+// generations (largeGen). Nothing correctness depends on lives in it.
+type Process struct {
+	items itemCache
+	gens  keyCache[largeGen]
+	// limits are the inline limits of a type under the encoding
+	// parameters (CONFIG SET hash-max-listpack-entries and friends); nil:
+	// the caps (InlineCap).
+	limits func(typ string) InlineLimits
+}
+
+// NewProcess returns a Process whose inline limits are limits (nil: the
+// caps).
+func NewProcess(limits func(typ string) InlineLimits) *Process {
+	return &Process{limits: limits}
+}
+
+// inline is the inline limits of typ.
+func (p *Process) inline(typ string) InlineLimits {
+	if p.limits != nil {
+		return p.limits(typ)
+	}
+	return InlineLimits{inlineLimit(typ), InlineMaxBytes}
+}
+
+// Forget drops what the caches hold of key in db (FLUSHDB, a key another
+// path rewrote).
+func (p *Process) Forget(db int, key []byte) {
+	p.items.Drop(db, key)
+	p.gens.Drop(db, key)
+}
