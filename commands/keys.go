@@ -61,17 +61,18 @@ func cmdDel(c *Ctx) {
 			c.W.Int(0)
 			return
 		}
-		old, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{Return: dynastore.ReturnAllOld})
+		// Only a live key goes: an expired item stays for DynamoDB's TTL
+		// (it may be WATCH's mark: model.WatchMarkItem).
+		_, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{Cond: model.CondLive(c.NowMS())})
+		if _, failed := model.CondFailed(err); failed {
+			c.W.Int(0)
+			return
+		}
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		ks, err := model.DecodeKey(old, c.NowMS())
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		c.W.Int(boolInt(ks.Live))
+		c.W.Int(1)
 		return
 	}
 	keys := distinctKeys(c.Args[1:])
@@ -936,6 +937,11 @@ func flushPrefix(c *Ctx, prefix []byte) {
 		mu.Unlock()
 		if failed != nil {
 			return failed
+		}
+		if it.Has(model.AttrWatchMark) {
+			// No key (it reads as expired), and a watcher's: Redis's
+			// flush does not touch a watched key that did not exist.
+			return nil
 		}
 		work <- it
 		return nil

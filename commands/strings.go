@@ -489,8 +489,10 @@ func cmdGetDel(c *Ctx) {
 		return
 	}
 	now := c.NowMS()
+	// Conditioned on a live string: an absent or expired key is left as it
+	// is (an expired item may be WATCH's mark: model.WatchMarkItem).
 	old, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{
-		Cond:         model.CondNotLiveOrType(now, model.TypeString),
+		Cond:         model.CondLiveType(now, model.TypeString),
 		Return:       dynastore.ReturnAllOld,
 		OldOnFailure: true,
 	})

@@ -17,9 +17,8 @@ package commands
 // each watched key item being still as WATCH saw it (and, if it was live
 // then, still live): a change by any client of any instance, an expiry or
 // a deletion in between makes EXEC reply with the null array and write
-// nothing. A key that was absent at WATCH and is absent again at EXEC
-// (set and deleted in between) is not noticed: there is no tombstone to
-// tell.
+// nothing. A key with no item at WATCH gets one (model.WatchMarkItem), so
+// that one set and deleted again before EXEC is noticed too.
 
 import (
 	"errors"
@@ -191,6 +190,22 @@ func cmdWatch(c *Ctx) {
 			continue // a key that cannot exist never changes
 		}
 		w.item, items = items[0], items[1:]
+		if w.item == nil {
+			// No item to tell a key created and deleted again meanwhile
+			// from one left alone: leave one (model.WatchMarkItem).
+			mark := model.WatchMarkItem(db, w.key, c.NowMS())
+			_, err := c.Store.Put(c, mark, dynastore.WriteOptions{Cond: dynastore.NotExists{Attr: dynastore.AttrPK}, OldOnFailure: true})
+			cur, failed := model.CondFailed(err)
+			switch {
+			case failed:
+				w.item = cur // written meanwhile: watch what is there now
+			case err != nil:
+				c.Fail(err)
+				return
+			default:
+				w.item = mark
+			}
+		}
 		st, err := model.DecodeKey(w.item, c.NowMS())
 		if err != nil {
 			c.Fail(err)
@@ -212,16 +227,16 @@ func watching(ws []watchedKey, db int, key []byte) bool {
 }
 
 // still is what must hold on a watched key item at commit: the item as
-// WATCH read it and, if it was live then, still live at nowMS. An item
-// that had expired at WATCH may be deleted meanwhile (by anyone's write
-// that takes it over as absent, or by DynamoDB's TTL): no logical change,
-// as in Redis.
+// WATCH read it and, if it was live then, still live at nowMS. A key that
+// had expired at WATCH may be deleted meanwhile (by DynamoDB's TTL): no
+// logical change, as in Redis. A WATCH mark (model.WatchMarkItem) must be
+// there still.
 func (w watchedKey) still(nowMS int64) dynastore.Cond {
 	ks := model.KeyState{Raw: w.item}
 	switch {
 	case w.live:
 		return dynastore.And{ks.Guard(), model.CondUnexpired(nowMS)}
-	case w.item != nil:
+	case w.item != nil && !w.item.Has(model.AttrWatchMark):
 		return dynastore.Or{ks.Guard(), dynastore.NotExists{Attr: dynastore.AttrPK}}
 	}
 	return ks.Guard()

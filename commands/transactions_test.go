@@ -269,7 +269,7 @@ func TestTxWatchBrokenByAnotherConnection(t *testing.T) {
 					txRun(t, other, args...)
 				}
 				txQueue(t, c, txCmd("SET", "j", "done"))
-				if w.aborts && !(p.redamo && w.name == "created and deleted") {
+				if w.aborts {
 					txRequireAborted(t, c)
 					require.Equal(t, "<nil>", txGet(t, other, "j"))
 				} else {
@@ -290,9 +290,9 @@ func TestTxWatchBrokenByAnotherConnection(t *testing.T) {
 func TestTxWatchAbsentKeyAcrossConnections(t *testing.T) {
 	writes := []txWrite{
 		{"created", [][]any{{"SET", "k", "v"}}, true},
-		// redamo keeps no tombstone of a deleted key, so it cannot tell
-		// (known_mismatches.txt has the compat case).
 		{"created and deleted", [][]any{{"SET", "k", "v"}, {"DEL", "k"}}, true},
+		{"created and deleted by GETDEL", [][]any{{"SET", "k", "v"}, {"GETDEL", "k"}}, true},
+		{"getdel of the absent key", [][]any{{"GETDEL", "k"}}, false},
 		{"created with expiry", [][]any{{"SET", "k", "v", "PX", 60000}}, true},
 		{"list created", [][]any{{"RPUSH", "k", "a"}}, true},
 		{"nothing", nil, false},
@@ -311,7 +311,7 @@ func TestTxWatchAbsentKeyAcrossConnections(t *testing.T) {
 					txRun(t, other, args...)
 				}
 				txQueue(t, c, txCmd("SET", "j", "done"))
-				if w.aborts && !(p.redamo && w.name == "created and deleted") {
+				if w.aborts {
 					txRequireAborted(t, c)
 				} else {
 					require.Equal(t, []any{"OK"}, txRequireExec(t, c))

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -53,7 +54,35 @@ const (
 	AttrVer = "ver"
 	// AttrTATVer is "tv" (see above).
 	AttrTATVer = "tv"
+	// AttrWatchMark marks the item WATCH writes for a key that has none
+	// (WatchMarkItem).
+	AttrWatchMark = "wm"
 )
+
+// watchMarkTTL is how long DynamoDB keeps a WATCH mark: longer than any
+// MULTI a client keeps open.
+const watchMarkTTL = 24 * time.Hour
+
+// WatchMarkItem is the key item WATCH writes for key when it has no item
+// at all, so that the key being created and deleted again before EXEC
+// leaves a trace, as Redis's EXEC then fails. It reads as a key that
+// expired long ago, so every command takes it for an absent key, and it
+// carries a fresh ver: any write that creates the key replaces it, and the
+// only deletes of a key item are of live keys (or of their own writes), so
+// EXEC finds it unchanged exactly when nothing wrote the key. DynamoDB's
+// TTL removes it after watchMarkTTL.
+func WatchMarkItem(db int, key []byte, nowMS int64) dynastore.Item {
+	k := ItemKey(db, key)
+	return dynastore.Item{
+		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
+		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+		{Name: AttrType, Value: dynastore.S(TypeString)},
+		{Name: AttrVer, Value: NewVer()},
+		{Name: AttrExpiry, Value: NInt(1)},
+		{Name: AttrWatchMark, Value: NInt(1)},
+		{Name: dynastore.AttrTTL, Value: TTLSeconds(nowMS + watchMarkTTL.Milliseconds())},
+	}
+}
 
 // Redis type names, as TYPE reports them and as the key item's "t" holds them.
 const (
