@@ -76,12 +76,11 @@ func cmdDel(c *Ctx) {
 		return
 	}
 	keys := distinctKeys(c.Args[1:])
-	var retry model.Retry
-	for {
+	var n int64
+	err := model.RetryConflicts(c, func(int) error {
 		states, err := readKeys(c, keys)
 		if err != nil {
-			c.Fail(err)
-			return
+			return err
 		}
 		var acts []dynastore.TxAction
 		for i, ks := range states {
@@ -89,16 +88,14 @@ func cmdDel(c *Ctx) {
 				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), keys[i]), Cond: ks.Guard()})
 			}
 		}
-		err = commitKeyActions(c, acts)
-		if err == nil {
-			c.W.Int(int64(len(acts)))
-			return
-		}
-		if err := txRetry(c, err, &retry); err != nil {
-			c.Fail(err)
-			return
-		}
+		n = int64(len(acts))
+		return keyConflict(commitKeyActions(c, acts))
+	})
+	if err != nil {
+		c.Fail(err)
+		return
 	}
+	c.W.Int(n)
 }
 
 // commitKeyActions writes actions atomically: nothing for none, a single
@@ -120,14 +117,14 @@ func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
 	return c.Store.Transact(c, acts)
 }
 
-// txRetry is what a key transaction that failed with err means for its
-// attempt loop: nil to try again (only its conditions failed, and the retry
-// policy allows another attempt), else the error to end with.
-func txRetry(c *Ctx, err error, retry *model.Retry) error {
-	if !onlyConditionsFailed(err) {
-		return err
+// keyConflict is what a key transaction's outcome means for its attempt
+// (model.RetryConflicts): model.ErrConflict when only its conditions failed
+// (another writer got there first), else err.
+func keyConflict(err error) error {
+	if err != nil && onlyConditionsFailed(err) {
+		return model.ErrConflict
 	}
-	return c.LostRace(retry)
+	return err
 }
 
 // distinctKeys returns keys without repeats and without keys too long to exist.
@@ -424,35 +421,37 @@ const (
 // registry entry follows its key); a lost race re-runs it.
 func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult, error) {
 	srcKey := model.ItemKey(c.DB(), src)
-	var retry model.Retry
-	for {
+	if !model.KeyFits(src) {
+		return moveNoSource, nil
+	}
+	var res moveResult
+	err := model.RetryConflicts(c, func(int) error {
 		var from, to model.KeyState
 		keys := []dynastore.Key{srcKey}
 		if model.KeyFits(dst) {
 			keys = append(keys, model.ItemKey(dstDB, dst))
 		}
-		if !model.KeyFits(src) {
-			return moveNoSource, nil
-		}
 		items, err := c.Store.BatchGet(c, keys)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if from, err = model.DecodeKey(items[0], c.NowMS()); err != nil {
-			return 0, err
+			return err
 		}
 		if len(items) > 1 {
 			if to, err = model.DecodeKey(items[1], c.NowMS()); err != nil {
-				return 0, err
+				return err
 			}
 		}
 		switch {
 		case !from.Live:
-			return moveNoSource, nil
+			res = moveNoSource
+			return nil
 		case to.Live && nx:
-			return moveTargetExists, nil
+			res = moveTargetExists
+			return nil
 		case !model.KeyFits(dst):
-			return 0, model.ErrKeyTooLong
+			return model.ErrKeyTooLong
 		}
 		dstPK := model.KeyPK(dstDB, dst)
 		acts := []dynastore.TxAction{
@@ -460,14 +459,10 @@ func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult
 			{Op: dynastore.TxPut, Item: model.Retarget(from.Raw, dstDB, dst), Cond: to.Guard()},
 		}
 		acts = append(acts, model.CollectionRenameActions(from.Raw, dstPK)...)
-		err = c.Store.Transact(c, acts)
-		if err == nil {
-			return moveDone, nil
-		}
-		if err := txRetry(c, err, &retry); err != nil {
-			return 0, err
-		}
-	}
+		res = moveDone
+		return keyConflict(c.Store.Transact(c, acts))
+	})
+	return res, err
 }
 
 // copyOpts is a parsed COPY.
@@ -522,8 +517,9 @@ func cmdCopy(c *Ctx) {
 		return
 	}
 	srcKey := model.ItemKey(c.DB(), o.src)
-	var retry model.Retry
-	for {
+	var copied int64
+	err := model.RetryConflicts(c, func(int) error {
+		copied = 0
 		var dstRaw dynastore.Item
 		var from, to model.KeyState
 		keys := []dynastore.Key{srcKey}
@@ -532,8 +528,7 @@ func cmdCopy(c *Ctx) {
 		}
 		items, err := c.Store.BatchGet(c, keys)
 		if err != nil {
-			c.Fail(err)
-			return
+			return err
 		}
 		if len(items) > 1 {
 			dstRaw = items[1]
@@ -541,40 +536,31 @@ func cmdCopy(c *Ctx) {
 		if from, err = model.DecodeKey(items[0], c.NowMS()); err == nil {
 			to, err = model.DecodeKey(dstRaw, c.NowMS())
 		}
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if !from.Live || (to.Live && !o.replace) {
-			c.W.Int(0)
-			return
+		if err != nil || !from.Live || (to.Live && !o.replace) {
+			return err
 		}
 		if !model.KeyFits(o.dst) {
-			c.W.Error(MsgKeyTooLong)
-			return
+			return model.ErrKeyTooLong
 		}
 		var item dynastore.Item
 		var extra []dynastore.TxAction
 		if from.Type == model.TypeString {
 			item = model.Retarget(from.Raw, o.dstDB, o.dst)
 		} else if item, extra, err = model.CopyCollectionItem(c, c.Store, from.Raw, model.KeyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
-			c.Fail(err)
-			return
+			return err
 		}
 		acts := append([]dynastore.TxAction{
 			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.Guard()},
 			{Op: dynastore.TxPut, Item: item, Cond: to.Guard()},
 		}, extra...)
-		err = c.Store.Transact(c, acts)
-		if err == nil {
-			c.W.Int(1)
-			return
-		}
-		if err := txRetry(c, err, &retry); err != nil {
-			c.Fail(err)
-			return
-		}
+		copied = 1
+		return keyConflict(c.Store.Transact(c, acts))
+	})
+	if err != nil {
+		c.Fail(err)
+		return
 	}
+	c.W.Int(copied)
 }
 
 // ---- KEYS, SCAN, RANDOMKEY, DBSIZE ------------------------------------------------

@@ -152,8 +152,16 @@ func mutateKey(c *Ctx, key []byte, start *model.KeyState, decide func(model.KeyS
 			return err
 		}
 	}
-	var retry model.Retry
-	for {
+	var cur dynastore.Item // what the last failed write found
+	lost := false
+	return model.RetryConflicts(c, func(int) error {
+		if lost {
+			// Decoded now, at the clock reading of this attempt.
+			var err error
+			if ks, err = model.DecodeKey(cur, c.NowMS()); err != nil {
+				return err
+			}
+		}
 		w, err := decide(ks)
 		if err != nil || w == nil {
 			return err
@@ -164,20 +172,11 @@ func mutateKey(c *Ctx, key []byte, start *model.KeyState, decide func(model.KeyS
 		} else {
 			_, err = c.Store.Put(c, w.Put, wo)
 		}
-		if err == nil {
-			return nil
+		if cur, lost = model.CondFailed(err); lost {
+			return model.ErrConflict
 		}
-		cur, failed := model.CondFailed(err)
-		if !failed {
-			return err
-		}
-		if err := c.LostRace(&retry); err != nil {
-			return err
-		}
-		if ks, err = model.DecodeKey(cur, c.NowMS()); err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // asTxCanceled is errors.As for a canceled transaction.
