@@ -229,114 +229,25 @@ type sortItem struct {
 func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 	var res sortResult
 	s := &sortSnap{c: c, states: map[string]model.KeyState{}}
-	first := [][]byte{o.key}
-	if o.hasStore {
-		first = append(first, o.store)
-	}
-	if err := s.load(first); err != nil {
+	src, err := s.source(o)
+	if err != nil {
 		return res, err
 	}
-	src := s.states[string(o.key)]
-	typ := model.TypeList // an absent key sorts as an empty list
-	if src.Live {
-		switch src.Type {
-		case model.TypeList, model.TypeSet, model.TypeZSet:
-			typ = src.Type
-		default:
-			return res, model.ErrWrongType
-		}
-	}
 	dontsort, alpha, by := o.dontsort, o.alpha, o.by
-	if dontsort && typ == model.TypeSet && (o.hasStore || c.InScript) {
+	if dontsort && src.typ == model.TypeSet && (o.hasStore || c.InScript) {
 		// A set's own order is not one every replica or script run
 		// shares: sort.c sorts it alphabetically instead.
 		dontsort, alpha, by = false, true, nil
 	}
-
-	var l *listView
-	var cl *model.Collection
-	var n int64
-	if typ == model.TypeList {
-		var err error
-		if l, err = listFromItem(c, o.key, src.Raw); err != nil {
-			return res, err
-		}
-		if src.Live {
-			n = l.length()
-		}
-		s.multi = s.multi || l.Large()
-	} else {
-		var err error
-		if cl, err = model.FromItem(c, o.key, typ, src.Raw); err != nil {
-			return res, err
-		}
-		if cl.WrongType {
-			return res, model.ErrConflict // changed type while rolled forward
-		}
-		s.note(o.key, cl.KS)
-		if cl.Exists() {
-			n = cl.Len()
-		}
-		s.multi = s.multi || cl.Large()
-	}
-
-	// LIMIT, clamped as sort.c does.
-	start := min(max(o.start, 0), n)
-	count := min(max(o.count, -1), n)
-	end := n - 1
-	if count >= 0 {
-		end = start + count - 1
-	}
-	if start >= n {
-		start, end = n-1, n-2
-	}
-	end = min(end, n-1)
-
+	start, end := sortLimit(o, src.n)
 	var elems [][]byte
-	var err error
-	switch {
-	case typ == model.TypeList && dontsort:
-		// The list's order (reversed by DESC), only the range read.
-		if end >= start {
-			if elems, err = listSortRange(l, start, end, o.desc); err != nil {
-				return res, err
-			}
-			end, start = end-start, 0
-		}
-	case typ == model.TypeList:
-		err = l.all(func(_ int64, v []byte) error {
-			elems = append(elems, v)
-			return nil
-		})
-	case typ == model.TypeZSet && dontsort:
-		// Score order (reversed by DESC), only the range read.
-		if end >= start {
-			es, err := zbyRank(cl, start, end, o.desc)
-			if err != nil {
-				return res, err
-			}
-			for _, e := range es {
-				elems = append(elems, e.m)
-			}
-			end, start = end-start, 0
-		}
-	default:
-		if cl.Exists() {
-			elems, err = setMembersOf(cl)
-		}
-	}
-	if err != nil {
+	if elems, start, end, err = s.elements(src, dontsort, o.desc, start, end); err != nil {
 		return res, err
 	}
-	if cl != nil && (cl.PagesRead || cl.SawRolling) {
-		s.multi = true
-	}
-
 	items := make([]sortItem, len(elems))
 	for i, e := range elems {
 		items[i].elem = e
 	}
-	whole := start == 0 && end == int64(len(items))-1
 	if !dontsort {
 		// Every element's weight; the GET keys of every element too when
 		// all of them are returned (one round of reads for both).
@@ -344,110 +255,242 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 		if by != nil {
 			pats = append(pats, *by)
 		}
-		if whole {
+		if start == 0 && end == int64(len(items))-1 {
 			pats = append(pats, o.gets...)
 		}
 		if err := s.prepare(pats, elems); err != nil {
 			return res, err
 		}
-		for i := range items {
-			w := items[i].elem
-			if by != nil {
-				v, ok, err := s.value(by, w)
-				if err != nil {
-					return res, err
-				}
-				if !ok {
-					continue // no weight: score 0, or sorted first by ALPHA
-				}
-				w = v
+		if res.badWeight, err = s.weigh(items, by, alpha); err != nil || res.badWeight {
+			if err == nil {
+				err = s.validate()
 			}
-			if alpha {
-				if by != nil {
-					items[i].cmp = w
-				}
-				continue
-			}
-			f, ok := sortWeight(w)
-			if !ok {
-				res.badWeight = true
-			}
-			items[i].score = f
+			return res, err
 		}
-		if res.badWeight {
-			return res, s.validate()
-		}
-		byPattern, binary := by != nil, o.hasStore
-		slices.SortStableFunc(items, func(a, b sortItem) int {
-			var r int
-			switch {
-			case !alpha:
-				switch {
-				case a.score > b.score:
-					r = 1
-				case a.score < b.score:
-					r = -1
-				default:
-					r = bytes.Compare(a.elem, b.elem)
-				}
-			case byPattern:
-				switch {
-				case a.cmp == nil || b.cmp == nil:
-					r = boolCmp(a.cmp != nil, b.cmp != nil)
-				case binary:
-					r = bytes.Compare(a.cmp, b.cmp)
-				default:
-					r = collate(a.cmp, b.cmp)
-				}
-			case binary:
-				r = bytes.Compare(a.elem, b.elem)
-			default:
-				r = collate(a.elem, b.elem)
-			}
-			if o.desc {
-				r = -r
-			}
-			return r
-		})
+		sortItems(items, alpha, by != nil, o.hasStore, o.desc)
 	}
-
 	var out []sortItem
 	if end >= start {
 		out = items[start : end+1]
 	}
-	if len(o.gets) == 0 {
-		for _, it := range out {
-			res.vals = append(res.vals, it.elem)
-		}
-	} else {
-		outElems := make([][]byte, len(out))
-		for i, it := range out {
-			outElems[i] = it.elem
-		}
-		if err := s.prepare(o.gets, outElems); err != nil {
-			return res, err
-		}
-		for _, it := range out {
-			for g := range o.gets {
-				v, ok, err := s.value(&o.gets[g], it.elem)
-				if err != nil {
-					return res, err
-				}
-				if !ok {
-					v = []byte{}
-					if res.missing == nil {
-						res.missing = make([]bool, len(out)*len(o.gets))
-					}
-					res.missing[len(res.vals)] = true
-				}
-				res.vals = append(res.vals, v)
-			}
-		}
+	if err := s.gets(&res, out, o.gets); err != nil {
+		return res, err
 	}
 	if !o.hasStore {
 		return res, s.validate()
 	}
 	return res, s.store(o.store, res.vals)
+}
+
+// sortSource is SORT's source key as opened: a list (l) or a set or sorted
+// set (cl) of type typ with n elements.
+type sortSource struct {
+	typ string
+	l   *listView
+	cl  *model.Collection
+	n   int64
+}
+
+// source reads the source key (and the STORE destination with it) and
+// opens it; an absent key sorts as an empty list.
+func (s *sortSnap) source(o *sortOpts) (sortSource, error) {
+	var src sortSource
+	first := [][]byte{o.key}
+	if o.hasStore {
+		first = append(first, o.store)
+	}
+	if err := s.load(first); err != nil {
+		return src, err
+	}
+	ks := s.states[string(o.key)]
+	src.typ = model.TypeList
+	if ks.Live {
+		switch ks.Type {
+		case model.TypeList, model.TypeSet, model.TypeZSet:
+			src.typ = ks.Type
+		default:
+			return src, model.ErrWrongType
+		}
+	}
+	var err error
+	if src.typ == model.TypeList {
+		if src.l, err = listFromItem(s.c, o.key, ks.Raw); err != nil {
+			return src, err
+		}
+		if ks.Live {
+			src.n = src.l.length()
+		}
+		s.multi = s.multi || src.l.Large()
+		return src, nil
+	}
+	if src.cl, err = model.FromItem(s.c, o.key, src.typ, ks.Raw); err != nil {
+		return src, err
+	}
+	if src.cl.WrongType {
+		return src, model.ErrConflict // changed type while rolled forward
+	}
+	s.note(o.key, src.cl.KS)
+	if src.cl.Exists() {
+		src.n = src.cl.Len()
+	}
+	s.multi = s.multi || src.cl.Large()
+	return src, nil
+}
+
+// sortLimit is LIMIT's range of ranks [start, end] among n elements,
+// clamped as sort.c does (empty when end < start).
+func sortLimit(o *sortOpts, n int64) (start, end int64) {
+	start = min(max(o.start, 0), n)
+	count := min(max(o.count, -1), n)
+	end = n - 1
+	if count >= 0 {
+		end = start + count - 1
+	}
+	if start >= n {
+		start, end = n-1, n-2
+	}
+	return start, min(end, n-1)
+}
+
+// elements reads the elements to sort, and returns the range of ranks
+// among them the reply takes. Without sorting, a list or a sorted set is
+// read only over that range, in its own order (reversed when desc).
+func (s *sortSnap) elements(src sortSource, dontsort, desc bool, start, end int64) (_ [][]byte, _, _ int64, err error) {
+	var elems [][]byte
+	switch {
+	case src.typ == model.TypeList && dontsort:
+		if end >= start {
+			if elems, err = listSortRange(src.l, start, end, desc); err != nil {
+				return nil, 0, 0, err
+			}
+			end, start = end-start, 0
+		}
+	case src.typ == model.TypeList:
+		err = src.l.all(func(_ int64, v []byte) error {
+			elems = append(elems, v)
+			return nil
+		})
+	case src.typ == model.TypeZSet && dontsort:
+		if end >= start {
+			es, err := zbyRank(src.cl, start, end, desc)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			for _, e := range es {
+				elems = append(elems, e.m)
+			}
+			end, start = end-start, 0
+		}
+	default:
+		if src.cl.Exists() {
+			elems, err = setMembersOf(src.cl)
+		}
+	}
+	if src.cl != nil && (src.cl.PagesRead || src.cl.SawRolling) {
+		s.multi = true
+	}
+	return elems, start, end, err
+}
+
+// weigh sets each item's weight: its element, or the BY pattern's value
+// for it, as a number (score) or, under ALPHA with BY, as bytes (cmp).
+// badWeight reports a weight that is not a number.
+func (s *sortSnap) weigh(items []sortItem, by *sortPattern, alpha bool) (badWeight bool, err error) {
+	for i := range items {
+		w := items[i].elem
+		if by != nil {
+			v, ok, err := s.value(by, w)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				continue // no weight: score 0, or sorted first by ALPHA
+			}
+			w = v
+		}
+		if alpha {
+			if by != nil {
+				items[i].cmp = w
+			}
+			continue
+		}
+		f, ok := sortWeight(w)
+		badWeight = badWeight || !ok
+		items[i].score = f
+	}
+	return badWeight, nil
+}
+
+// sortItems sorts weighed items as sort.c compares them: by score, then
+// element; or under ALPHA by the BY value (missing ones first) or the
+// element, collated, or as bytes for STORE (binary).
+func sortItems(items []sortItem, alpha, byPattern, binary, desc bool) {
+	slices.SortStableFunc(items, func(a, b sortItem) int {
+		var r int
+		switch {
+		case !alpha:
+			switch {
+			case a.score > b.score:
+				r = 1
+			case a.score < b.score:
+				r = -1
+			default:
+				r = bytes.Compare(a.elem, b.elem)
+			}
+		case byPattern:
+			switch {
+			case a.cmp == nil || b.cmp == nil:
+				r = boolCmp(a.cmp != nil, b.cmp != nil)
+			case binary:
+				r = bytes.Compare(a.cmp, b.cmp)
+			default:
+				r = collate(a.cmp, b.cmp)
+			}
+		case binary:
+			r = bytes.Compare(a.elem, b.elem)
+		default:
+			r = collate(a.elem, b.elem)
+		}
+		if desc {
+			r = -r
+		}
+		return r
+	})
+}
+
+// gets fills res with the reply's values for items: the elements, or, with
+// GET patterns, each pattern's value per element (missing ones marked).
+func (s *sortSnap) gets(res *sortResult, items []sortItem, gets []sortPattern) error {
+	if len(gets) == 0 {
+		for _, it := range items {
+			res.vals = append(res.vals, it.elem)
+		}
+		return nil
+	}
+	elems := make([][]byte, len(items))
+	for i, it := range items {
+		elems[i] = it.elem
+	}
+	if err := s.prepare(gets, elems); err != nil {
+		return err
+	}
+	for _, it := range items {
+		for g := range gets {
+			v, ok, err := s.value(&gets[g], it.elem)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				v = []byte{}
+				if res.missing == nil {
+					res.missing = make([]bool, len(items)*len(gets))
+				}
+				res.missing[len(res.vals)] = true
+			}
+			res.vals = append(res.vals, v)
+		}
+	}
+	return nil
 }
 
 // listSortRange returns the elements of ranks [start, end] of l, counted
