@@ -132,66 +132,13 @@ func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	}
 
 	// Large layout.
-	var changed [][]byte
-	for m := range cl.puts {
-		changed = append(changed, []byte(m))
-	}
-	for m := range cl.dels {
-		changed = append(changed, []byte(m))
-	}
 	lo, hi, spanned, err := cl.Span(false)
 	if err != nil {
 		return nil, nil, err
 	}
-	if spanned {
-		// A position is an entry exactly when it is in the range: nothing
-		// to read.
-		if cl.Known == nil {
-			cl.Known = map[string]MemberState{}
-		}
-		for _, m := range changed {
-			if _, ok := cl.Known[string(m)]; !ok {
-				p, _ := MemberPos(m)
-				cl.Known[string(m)] = MemberState{present: p >= lo && p < hi}
-			}
-		}
-	} else if err := cl.Fetch(changed); err != nil {
+	members, n, size, err := cl.memberActions(spanned, lo, hi)
+	if err != nil {
 		return nil, nil, err
-	}
-	n := cl.n
-	var members []dynastore.TxAction
-	size := 0
-	for m, v := range cl.puts {
-		// Each member action is conditioned on the member being as read,
-		// which is all a command that did not read the whole collection
-		// depends on (see below). A spanned type's writes are all guarded
-		// by the key item's ver instead (they set its range).
-		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
-		if st := cl.Known[m]; st.present {
-			cond = dynastore.Exists{Attr: dynastore.AttrPK}
-			if st.v != nil {
-				cond = dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
-			}
-		} else {
-			n++
-		}
-		if spanned {
-			cond = nil
-		}
-		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v), Cond: cond})
-		size += len(m) + ValueSize(v) + 64
-		members = append(members, cl.reorder([]byte(m), cl.Known[m], v)...)
-	}
-	for m := range cl.dels {
-		if st := cl.Known[m]; st.present {
-			n--
-			var cond dynastore.Cond = dynastore.Exists{Attr: dynastore.AttrPK}
-			if spanned {
-				cond = nil
-			}
-			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, []byte(m)), Cond: cond})
-			members = append(members, cl.reorder([]byte(m), st, nil)...)
-		}
 	}
 	if n == 0 {
 		if InlineCodecs[cl.Type].KeepEmpty {
@@ -232,8 +179,76 @@ func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
 		// and they are rolled forward (rollForward) before anyone reads.
 		return cl.planPending(key, guard, members, n)
 	}
-	// Inside MULTI or a script, whose commit is not this plan's to roll
-	// forward: publish a new generation with the result.
+	return cl.planRestage(key, guard, spanned, lo, hi)
+}
+
+// memberActions are the member (and order) writes of a large collection's
+// staged changes, with the count after them and their size. Members are
+// read first where not known yet (a spanned type's need no read).
+func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynastore.TxAction, n int64, size int, err error) {
+	var changed [][]byte
+	for m := range cl.puts {
+		changed = append(changed, []byte(m))
+	}
+	for m := range cl.dels {
+		changed = append(changed, []byte(m))
+	}
+	if spanned {
+		// A position is an entry exactly when it is in the range: nothing
+		// to read.
+		if cl.Known == nil {
+			cl.Known = map[string]MemberState{}
+		}
+		for _, m := range changed {
+			if _, ok := cl.Known[string(m)]; !ok {
+				p, _ := MemberPos(m)
+				cl.Known[string(m)] = MemberState{present: p >= lo && p < hi}
+			}
+		}
+	} else if err := cl.Fetch(changed); err != nil {
+		return nil, 0, 0, err
+	}
+	n = cl.n
+	for m, v := range cl.puts {
+		// Each member action is conditioned on the member being as read,
+		// which is all a command that did not read the whole collection
+		// depends on (see planActions). A spanned type's writes are all
+		// guarded by the key item's ver instead (they set its range).
+		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
+		if st := cl.Known[m]; st.present {
+			cond = dynastore.Exists{Attr: dynastore.AttrPK}
+			if st.v != nil {
+				cond = dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
+			}
+		} else {
+			n++
+		}
+		if spanned {
+			cond = nil
+		}
+		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v), Cond: cond})
+		size += len(m) + ValueSize(v) + 64
+		members = append(members, cl.reorder([]byte(m), cl.Known[m], v)...)
+	}
+	for m := range cl.dels {
+		if st := cl.Known[m]; st.present {
+			n--
+			var cond dynastore.Cond = dynastore.Exists{Attr: dynastore.AttrPK}
+			if spanned {
+				cond = nil
+			}
+			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, []byte(m)), Cond: cond})
+			members = append(members, cl.reorder([]byte(m), st, nil)...)
+		}
+	}
+	return members, n, size, nil
+}
+
+// planRestage is the commit of a large collection's change too big for
+// one transaction inside MULTI or a script, whose commit is not the plan's
+// to roll forward: a new generation with the result, published by the
+// commit. A spanned type's leftovers are left behind.
+func (cl *Collection) planRestage(key dynastore.Key, guard dynastore.Cond, spanned bool, lo, hi int64) ([]dynastore.TxAction, []byte, error) {
 	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
 		err := eachMember(cl.c, cl.c.Data(), cl.Gen, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
