@@ -1,6 +1,6 @@
 package commands
 
-// Hash commands, on the collection layer (collection.go). HSET, HSETNX,
+// Hash commands, on the collection engine (model/collection.go). HSET, HSETNX,
 // HDEL and HINCRBY of small hashes are one UpdateItem on the inline layout
 // (field names in v, each value in its own top-level attribute); everything
 // else reads, computes, and commits conditioned on the key item's ver.

@@ -2,8 +2,9 @@ package commands
 
 // List commands. A list's key item (model/keyitem.go) has one of two layouts:
 //
-//   - inline (at most model.InlineMaxList elements of at most model.InlineMaxBytes
-//     bytes, fewer under a small list-max-listpack-size: encoding.go): v is
+//   - inline (at most model.InlineMaxList elements of at most
+//     model.InlineMaxBytes bytes, fewer under a small
+//     list-max-listpack-size: encoding.go): v is
 //     an L of B holding the elements in order. LPUSH/RPUSH are one
 //     UpdateItem (list_append, creating the key if absent); every other
 //     write rewrites the item with one conditional Put guarded by ver.
@@ -16,17 +17,17 @@ package commands
 //     with the key item's update. LINDEX is one GetItem of a member,
 //     LRANGE one Query over a position range, LLEN the key item alone.
 //
-// This is the list layout of the collection engine (collection.go): the
-// inline codec above, and a model.MemberSpan (lh, lt) for the large layout, whose
-// positions outside [lh, lt) may hold leftovers that no read sees. A
+// This is the list layout of the collection engine (model/collection.go):
+// the inline codec above, and a model.MemberSpan (lh, lt) for the large
+// layout, whose positions outside [lh, lt) may hold leftovers no read sees. A
 // listView works in positions and stages its changes into its collection,
 // which plans and commits them like any other type's. Every write of a
 // large list is guarded by the key item's ver, so writers of one list
 // serialize; a conflict re-runs the command (model.RetryConflicts).
 //
 // Costs (DynamoDB requests), when this instance wrote or read the list last
-// (its item cache, model.Items, then holds the key item; a stale entry costs a
-// failed guard and a fresh read):
+// (its item cache, model.Items, then holds the key item; a stale entry
+// costs a failed guard and a fresh read):
 //
 //	LPUSH/RPUSH small list                 1 UpdateItem (guarded by ver alone
 //	                                       when cached: model.FastUpdate)
@@ -114,8 +115,8 @@ func registerLists(t *Table) {
 
 // listView is one list key as read by one attempt, plus the changes the
 // attempt stages, in positions: the list layout of the collection engine
-// (a model.MemberSpan), which it stages its changes into (stage) to commit them.
-// Reads through it see the staged changes.
+// (a model.MemberSpan), which it stages its changes into (stage) to commit
+// them. Reads through it see the staged changes.
 type listView struct {
 	*model.Collection
 	c *Ctx

@@ -1,6 +1,6 @@
 package commands
 
-// Set commands, on the collection layer (collection.go). SADD and SREM of
+// Set commands, on the collection engine (model/collection.go). SADD and SREM of
 // small sets are one UpdateItem (ADD/DELETE on the inline binary set, with
 // ALL_OLD to compute the reply); everything else reads, computes, and
 // commits conditioned on the key item's ver.

@@ -1,7 +1,7 @@
 package commands
 
 // Stream commands (XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XREAD,
-// XINFO STREAM), on the collection layer (collection.go). Consumer groups
+// XINFO STREAM), on the collection engine (model/collection.go). Consumer groups
 // are not implemented and their commands not registered.
 //
 // Layout. Each entry is a collection member: the member bytes are the

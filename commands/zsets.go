@@ -1,6 +1,6 @@
 package commands
 
-// Sorted set commands, on the collection layer (collection.go) as its
+// Sorted set commands, on the collection engine (model/collection.go) as its
 // ordered layout: members are entries whose value is the score (8 bytes, the
 // IEEE bits, so -0 and every double survive). An inline sorted set keeps its
 // members like an inline hash (names in v, one attribute per score). A large
