@@ -1,0 +1,16 @@
+// Package lua51 words the errors of scripts run by gopher-lua as Lua 5.1,
+// the Lua of Redis 7.0.15, words them.
+//
+// gopher-lua runs Lua 5.1 code but says its own things when code fails:
+// "syntax error" where Lua names the token it expected. Scripts and
+// clients may match on Redis's text, so redamo gives Lua's:
+//
+//   - Syntax errors: Check is a Lua 5.1 parser that only checks: its lexer
+//     and recursive descent follow llex.c and lparser.c, and it reports the
+//     first error with Lua's message. gopher-lua still compiles the code;
+//     Check only words its refusal (Syntax).
+//   - SyntaxChunkID and RuntimeChunkID name a chunk in messages as
+//     luaO_chunkid does.
+//
+// Where the package cannot be sure of Lua's wording it leaves gopher-lua's.
+package lua51
