@@ -19,6 +19,7 @@
 //     Check only words its refusal (Syntax).
 //   - SyntaxChunkID and RuntimeChunkID name a chunk in messages as
 //     luaO_chunkid does.
+//   - Dump writes a function as a Lua 5.1 binary chunk (string.dump).
 //
 // Where the package cannot be sure of Lua's wording it leaves gopher-lua's.
 package lua51
