@@ -31,6 +31,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/model"
 )
 
@@ -176,7 +177,7 @@ func compileScript(body []byte) (*script, error) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, lua51SyntaxError(oneLine(err.Error()), src)))
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
@@ -320,7 +321,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		fn := L.NewFunctionFromProto(s.proto)
 		fn.Env = env
 		L.Push(fn)
-		return L.PCall(0, 1, nil)
+		return L.PCall(0, 1, lua51.Handler(L))
 	})
 }
 
@@ -495,7 +496,7 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 			line = int(n)
 		}
 	default:
-		msg = "ERR " + lua51Wording(obj.String())
+		msg = "ERR " + lua51.Text(obj.String())
 		line = lineOf(obj.String(), run.chunk)
 	}
 	if line == 0 {
@@ -523,11 +524,11 @@ func lineOf(msg, chunk string) int {
 }
 
 // wrapErrorFunctions replaces error, to note where the script raised its
-// error (Redis's error handler reports the line of any error), and pcall,
-// which, as in Redis, hands the script the message of an error reply
-// rather than its table.
+// error (Redis's error handler reports the line of any error), and pcall
+// and xpcall, which word errors as Lua does (lua51.Handler) and, as in
+// Redis, hand the script the message of an error reply rather than its
+// table.
 func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
-	origPcall := L.GetGlobal("pcall").(*lua.LFunction)
 	L.G.Global.RawSetString("error", L.NewFunction(func(L *lua.LState) int {
 		run.errLine = currentLine(L)
 		msg, level := L.Get(1), L.OptInt(2, 1)
@@ -538,32 +539,73 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 			}
 		case lua.LString, lua.LNumber:
 			if level > 0 {
-				msg = lua.LString(L.Where(level) + " " + v.String())
+				msg = lua.LString(luaWhere(L, level) + v.String())
 			}
 		}
 		L.Error(msg, 0)
 		return 0
 	}))
+	handler := lua51.Handler(L)
 	L.G.Global.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
-		top := L.GetTop()
-		L.Push(origPcall)
-		for i := 1; i <= top; i++ {
-			L.Push(L.Get(i))
+		v := L.CheckAny(1)
+		if v.Type() != lua.LTFunction && L.GetMetaField(v, "__call").Type() != lua.LTFunction {
+			L.Push(lua.LFalse)
+			L.Push(lua.LString("attempt to call a " + v.Type().String() + " value"))
+			return 2
 		}
-		L.Call(top, lua.MultRet)
-		n := L.GetTop() - top
-		if n >= 2 && L.Get(top+1) == lua.LFalse {
-			switch e := L.Get(top + 2).(type) {
-			case *lua.LTable:
-				if s, ok := e.RawGetString("err").(lua.LString); ok {
-					L.Replace(top+2, s)
-				}
-			case lua.LString:
-				L.Replace(top+2, lua.LString(lua51Wording(string(e))))
+		return protectedCall(L, L.GetTop()-1, handler)
+	}))
+	L.G.Global.RawSetString("xpcall", L.NewFunction(func(L *lua.LState) int {
+		fn, h := L.CheckFunction(1), L.CheckFunction(2)
+		L.SetTop(0)
+		L.Push(fn)
+		return protectedCall(L, 0, L.NewFunction(func(L *lua.LState) int {
+			v := lua51.Reword(L, L.Get(1))
+			L.Push(h)
+			L.Push(v)
+			L.Call(1, 1)
+			return 1
+		}))
+	}))
+}
+
+// protectedCall calls the function under its nargs arguments on top of
+// L's stack with handler as error function, and returns pcall's results:
+// true and the function's, or false and the error (an error reply's
+// message rather than its table).
+func protectedCall(L *lua.LState, nargs int, handler *lua.LFunction) int {
+	base := L.GetTop() - nargs - 1
+	if err := L.PCall(nargs, lua.MultRet, handler); err != nil {
+		var v lua.LValue = lua.LString(err.Error())
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			v = ae.Object
+		}
+		if t, ok := v.(*lua.LTable); ok {
+			if s, ok := t.RawGetString("err").(lua.LString); ok {
+				v = s
 			}
 		}
-		return n
-	}))
+		L.Push(lua.LFalse)
+		L.Push(v)
+		return 2
+	}
+	L.Insert(lua.LTrue, base+1)
+	return L.GetTop() - base
+}
+
+// luaWhere is where the function level levels up the stack runs, as
+// error() puts it before a message (luaL_where): "CHUNK:LINE: " in Lua
+// code, nothing elsewhere.
+func luaWhere(L *lua.LState, level int) string {
+	dbg, ok := L.GetStack(level)
+	if !ok {
+		return ""
+	}
+	if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil || dbg.CurrentLine <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d: ", dbg.Source, dbg.CurrentLine)
 }
 
 // reply answers the command with a run's outcome.
