@@ -413,9 +413,18 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	if cmd != nil && len(cmd.Subcommands) > 0 && len(args) >= 2 {
 		cmd = cmd.Subcommand(args[1])
 	}
+	if cmd == nil {
+		arity, ok := redisNoScript(args)
+		switch {
+		case !ok:
+			return luaError(L, msgLuaUnknownCmd, raise)
+		case !(&Command{Arity: arity}).ArityOK(len(args)):
+			return luaError(L, msgLuaArity, raise)
+		}
+		// A command redamo lacks, which Redis refuses in scripts anyway.
+		return luaError(L, msgLuaNotAllowed, raise)
+	}
 	switch {
-	case cmd == nil:
-		return luaError(L, msgLuaUnknownCmd, raise)
 	case !cmd.ArityOK(len(args)):
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(FlagNoScript):
@@ -451,6 +460,29 @@ func luaDump(L *lua.LState) int {
 	}
 	L.Push(lua.LString(lua51.Dump(fn.Proto, source)))
 	return 1
+}
+
+//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -noscript -out redis_noscript_gen.go
+
+// redisNoScript reports whether args call a command of Redis that
+// scripts may not call and redamo does not have, and its arity (or, alone,
+// the container of such subcommands).
+func redisNoScript(args [][]byte) (arity int, ok bool) {
+	name := strings.ToLower(string(args[0]))
+	if len(args) >= 2 {
+		if arity, ok := redisNoScriptArity[name+"|"+strings.ToLower(string(args[1]))]; ok {
+			return arity, true
+		}
+	}
+	if arity, ok = redisNoScriptArity[name]; ok {
+		return arity, true
+	}
+	if arity, ok := redisNoScriptContainerArity[name]; ok && len(args) == 1 {
+		// A container alone fails its arity check; with a subcommand
+		// that is not among those, it is unknown.
+		return arity, true
+	}
+	return 0, false
 }
 
 // luaToNumber is Lua 5.1's tonumber: decimal text as C's strtod reads it
