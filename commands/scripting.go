@@ -181,7 +181,9 @@ func compileScript(body []byte) (*script, error) {
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(err.Error())))
+		// Some code gopher-lua parses its compiler refuses where Lua's
+		// parser does (a break outside a loop): Syntax words those too.
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	s.proto = proto
 	s.cas = recognizeCAS(chunk)
