@@ -719,6 +719,6 @@ func fcallGeneric(c *Ctx, ro bool) {
 		L.Push(callbacks[f.name])
 		L.Push(stringArray(L, keys))
 		L.Push(stringArray(L, args))
-		return L.PCall(2, 1, lua51.Handler(L))
+		return L.PCall(2, 1, run.handler(L))
 	})
 }

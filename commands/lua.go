@@ -122,6 +122,8 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		n := loadstring.GFunction(L)
 		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil {
 			L.Replace(-1, lua.LString(lua51.Syntax(src, source, string(e))))
+		} else if fn, ok := L.Get(-1).(*lua.LFunction); ok && n == 1 {
+			run.loaded(fn, source)
 		}
 		return n
 	}))
@@ -147,6 +149,8 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		n := load.GFunction(L)
 		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil {
 			L.Replace(-1, lua.LString(lua51.Syntax(src.String(), source, string(e))))
+		} else if fn, ok := L.Get(-1).(*lua.LFunction); ok && n == 1 {
+			run.loaded(fn, source)
 		}
 		return n
 	}))
@@ -281,29 +285,14 @@ func errTable(L *lua.LState, text string) *lua.LTable {
 }
 
 // luaError raises (redis.call) or returns (redis.pcall) the error text
-// (an error reply with its leading dash, or a message ERR is added to),
-// noting the line the script is at, as Redis's error handler does.
+// (an error reply with its leading dash, or a message ERR is added to).
 func luaError(L *lua.LState, text string, raise bool) int {
 	t := errTable(L, text)
 	if raise {
-		t.RawSetString("line", lua.LNumber(currentLine(L)))
 		L.Error(t, 0)
 	}
 	L.Push(t)
 	return 1
-}
-
-// currentLine is the script line running the Go function called now (0
-// when unknown).
-func currentLine(L *lua.LState) int {
-	w := L.Where(1)
-	w = strings.TrimSuffix(w, ":")
-	if i := strings.LastIndexByte(w, ':'); i >= 0 {
-		if n, err := strconv.Atoi(w[i+1:]); err == nil {
-			return n
-		}
-	}
-	return 0
 }
 
 // msgLuaBadReplyArgs is what redis.error_reply and redis.status_reply
