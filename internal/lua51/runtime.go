@@ -36,7 +36,9 @@ var (
 	reIndex  = regexp.MustCompile(`^attempt to index a non-table object\((\w+)\) with key '(?s:(.*))'$`)
 	reArith  = regexp.MustCompile(`^cannot perform (add|sub|mul|div|mod|pow) operation between (\w+) and (\w+)$`)
 	reConcat = regexp.MustCompile(`^cannot perform concat operation between (\w+) and (\w+)$`)
-	reBadArg = regexp.MustCompile(`^bad argument #(\d+) to ('[^']*'|\S+) \((?s:(.*))\)$`)
+	// reBadArg is gopher-lua's ArgError: the name is not quoted (the
+	// messages of ArgError here, Lua's, have it quoted).
+	reBadArg = regexp.MustCompile(`^bad argument #(\d+) to (\S+) \((?s:(.*))\)$`)
 	// reWhere is the position gopher-lua puts before a message
 	// ("user_script:3: "), as Lua does.
 	reWhere = regexp.MustCompile(`^(?s:(.*?:\d+: ))`)
@@ -235,10 +237,9 @@ func (f frame) concatCulprit(L *lua.LState, first, last int) (int, bool) {
 	return 0, false
 }
 
-// argError words a "bad argument" error of the Go function f: Lua names
-// the function as the calling code refers to it, does not count self in
-// a method call, and says "no value" for an argument not given. fromLua
-// says whether f was called from Lua code.
+// argError words a "bad argument" error of the Go function f as Lua's
+// luaL_argerror would have (argumentError). fromLua says whether f was
+// called from Lua code.
 func argError(L *lua.LState, f frame, body string) (msg string, fromLua, ok bool) {
 	m := reBadArg.FindStringSubmatch(body)
 	if m == nil || isScriptError(L, f.fn) {
@@ -248,38 +249,91 @@ func argError(L *lua.LState, f frame, body string) (msg string, fromLua, ok bool
 	if err != nil {
 		return "", false, false
 	}
-	detail := m[3]
-	kind, name := "", "?"
-	if caller, ok := frameAt(L, 2); ok && !caller.fn.IsG {
-		fromLua = true
-		pc := caller.instructionAt(func(i instruction) bool {
-			op := i.op()
-			return op == lua.OP_CALL || op == lua.OP_TAILCALL || op == lua.OP_TFORLOOP
-		})
-		if pc < 0 {
-			return "", false, false
-		}
-		i := instruction(caller.fn.Proto.Code[pc])
-		reg := i.a()
-		if i.op() == lua.OP_TFORLOOP {
-			reg += 3
-		} else if f.nargs < 0 && i.b() != 0 {
-			f.nargs = i.b() - 1
-		}
-		if kind, name = objectName(caller.fn.Proto, pc, reg); kind == "" {
-			name = "?"
-		}
+	call, ok := callerOf(L, 2)
+	if !ok {
+		return "", false, false
 	}
+	if f.nargs < 0 {
+		f.nargs = call.nargs
+	}
+	detail := m[3]
 	if rest, ok := strings.CutSuffix(detail, " expected, got nil"); ok && f.nargs >= 0 && n > f.nargs {
 		detail = rest + " expected, got no value"
 	}
-	if kind == kindMethod {
+	return call.argumentError(n, detail), call.fromLua, true
+}
+
+// call is how a Go function was called, as Lua's getfuncname sees it.
+type call struct {
+	fromLua bool
+	// kind and name are how the calling code refers to the function
+	// (kind "" and name "?" when it has no name).
+	kind, name string
+	// nargs is the number of arguments of the call, -1 when unknown.
+	nargs int
+	// where is the position of the calling code ("user_script:1: ").
+	where string
+}
+
+// callerOf is how the Go function one level below level (as
+// LState.GetStack counts) was called by the function at level; ok is
+// false when that is Lua code but the call instruction is not known.
+func callerOf(L *lua.LState, level int) (c call, ok bool) {
+	c = call{name: "?", nargs: -1}
+	caller, found := frameAt(L, level)
+	if !found || caller.fn.IsG {
+		return c, true
+	}
+	c.fromLua = true
+	c.where = fmt.Sprintf("%s:%d: ", caller.fn.Proto.SourceName, caller.line)
+	pc := caller.instructionAt(func(i instruction) bool {
+		op := i.op()
+		return op == lua.OP_CALL || op == lua.OP_TAILCALL || op == lua.OP_TFORLOOP
+	})
+	if pc < 0 {
+		return c, false
+	}
+	i := instruction(caller.fn.Proto.Code[pc])
+	reg := i.a()
+	if i.op() == lua.OP_TFORLOOP {
+		reg += 3
+	} else if i.b() != 0 {
+		c.nargs = i.b() - 1
+	}
+	if c.kind, c.name = objectName(caller.fn.Proto, pc, reg); c.kind == "" {
+		c.name = "?"
+	}
+	return c, true
+}
+
+// argumentError is luaL_argerror's message for argument n: self does not
+// count in a method call.
+func (c call) argumentError(n int, detail string) string {
+	if c.kind == kindMethod {
 		n--
 		if n == 0 {
-			return fmt.Sprintf("calling '%s' on bad self (%s)", name, detail), fromLua, true
+			return fmt.Sprintf("calling '%s' on bad self (%s)", c.name, detail)
 		}
 	}
-	return fmt.Sprintf("bad argument #%d to '%s' (%s)", n, name, detail), fromLua, true
+	return fmt.Sprintf("bad argument #%d to '%s' (%s)", n, c.name, detail)
+}
+
+// ArgError raises, from the Go function running in L, Lua 5.1's error
+// for its argument n (luaL_argerror): "bad argument #n to 'NAME' (msg)",
+// NAME being how the calling Lua code refers to the function ("?" if
+// it is not Lua code), self not counted in a method call, after the
+// position of the calling code.
+func ArgError(L *lua.LState, n int, msg string) {
+	c, ok := callerOf(L, 1)
+	if !ok {
+		// The call is not known: the name gopher-lua gives the function.
+		if self, found := L.GetStack(0); found {
+			if _, err := L.GetInfo("n", self, lua.LNil); err == nil && self.Name != "" {
+				c.name = self.Name
+			}
+		}
+	}
+	L.Error(lua.LString(c.where+c.argumentError(n, msg)), 0)
 }
 
 // isScriptError reports whether fn is how a script raises its own errors

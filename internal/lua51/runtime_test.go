@@ -87,3 +87,34 @@ func TestHandlerByLine(t *testing.T) {
 	}
 	t.Logf("%d of %d worded as Redis does by line alone", exact, len(cases))
 }
+
+// TestArgError: luaL_argerror raised from a Go function, named as the
+// calling code refers to it (the same rules as the cases of
+// runtime.tsv on Lua 5.1's own functions).
+func TestArgError(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"f()", "user_script:1: bad argument #2 to 'f' (x expected)"},
+		{"local g = f\ng()", "user_script:2: bad argument #2 to 'g' (x expected)"},
+		{"local t = {m = f} t.m()", "user_script:1: bad argument #2 to 'm' (x expected)"},
+		{"local t = {m = f} t:m()", "user_script:1: bad argument #1 to 'm' (x expected)"},
+		{"local ok, e = pcall(f) return e", "bad argument #2 to '?' (x expected)"},
+		{"local t = {f} t[1]()", "user_script:1: bad argument #2 to '?' (x expected)"},
+	} {
+		L := lua.NewState()
+		L.SetGlobal("f", L.NewFunction(func(L *lua.LState) int {
+			ArgError(L, 2, "x expected")
+			return 0
+		}))
+		fn, err := L.Load(strings.NewReader(tc.src), "user_script")
+		require.NoError(t, err)
+		L.Push(fn)
+		got := ""
+		if err := L.PCall(0, 1, nil); err != nil {
+			got = err.(*lua.ApiError).Object.String()
+		} else {
+			got = L.Get(-1).String()
+		}
+		require.Equal(t, tc.want, got, tc.src)
+		L.Close()
+	}
+}
