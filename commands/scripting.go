@@ -562,7 +562,7 @@ func (run *scriptRun) loaded(fn *lua.LFunction, source string) {
 
 // wrapErrorFunctions replaces error, which puts a position before a
 // message as Lua's does (none for a level that is not Lua code), and pcall
-// and xpcall, which word errors as Lua does (lua51.Handler) and, as in
+// and xpcall, which word errors as Lua does (lua51.Reword) and, as in
 // Redis, hand the script the message of an error reply rather than its
 // table.
 func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
@@ -577,7 +577,10 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 		L.Error(msg, 0)
 		return 0
 	}))
-	handler := lua51.Handler(L)
+	handler := L.NewFunction(func(L *lua.LState) int {
+		reraise(L, lua51.Reword(L, L.Get(1)))
+		return 0
+	})
 	L.G.Global.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
 		// Redis's pcall calls a placeholder true when given nothing.
 		var fn lua.LValue = lua.LTrue
@@ -603,31 +606,44 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 		L.CheckAny(2)
 		fn, h := L.Get(1), L.Get(2)
 		L.SetTop(0)
-		errfunc := L.NewFunction(func(L *lua.LState) int {
+		// handle is what the script's handler makes of the error v.
+		handle := func(v lua.LValue) lua.LValue {
 			hf, ok := h.(*lua.LFunction)
 			if !ok {
-				L.Push(lua.LString("error in error handling"))
-				return 1
+				return lua.LString("error in error handling")
 			}
-			v := lua51.Reword(L, L.Get(1))
 			L.Push(hf)
 			L.Push(v)
 			L.Call(1, 1)
-			return 1
-		})
+			v = L.Get(-1)
+			L.Pop(1)
+			return v
+		}
 		if !callable(L, fn) {
 			// The call fails before it starts: the handler gets Lua's
 			// error.
-			L.Push(errfunc)
-			L.Push(lua.LString("attempt to call a " + fn.Type().String() + " value"))
-			L.Call(1, 1)
-			L.Insert(lua.LFalse, 1)
+			v := handle(lua.LString("attempt to call a " + fn.Type().String() + " value"))
+			L.Push(lua.LFalse)
+			L.Push(v)
 			return 2
 		}
 		L.Push(fn)
-		_, n := protectedCall(L, 0, errfunc)
+		_, n := protectedCall(L, 0, L.NewFunction(func(L *lua.LState) int {
+			reraise(L, handle(lua51.Reword(L, L.Get(1))))
+			return 0
+		}))
 		return n
 	}))
+}
+
+// reraise ends the error function of a protected call the code goes on
+// after (pcall, xpcall) by raising v, the error the call returns: with an
+// error function set, gopher-lua leaves open the upvalues of the frames
+// the error unwinds, which a closure made there and kept would go on
+// sharing with registers used again; raised from the error function (none
+// is set then), the error closes them as it does without one.
+func reraise(L *lua.LState, v lua.LValue) {
+	L.Error(v, 0)
 }
 
 // callable reports whether v can be called: a function, or a value with
