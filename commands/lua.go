@@ -33,6 +33,8 @@ const (
 	msgLuaReadOnly    = "Write commands are not allowed from read-only scripts."
 	msgLuaNoGlobal    = "Script attempted to access nonexistent global variable '%s'"
 	msgLuaReadOnlyTbl = "Attempt to modify a readonly table"
+	// msgLuaReaderType is load's refusal of a piece that is not a string.
+	msgLuaReaderType = "reader function must return a string"
 )
 
 // newLuaState builds the sandbox a run executes in, and the read-only view
@@ -147,14 +149,14 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		}))
 		L.Replace(2, lua.LString(lua51.RuntimeChunkID(source)))
 		n := load.GFunction(L)
-		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil {
+		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil && e != msgLuaReaderType {
 			L.Replace(-1, lua.LString(lua51.Syntax(src.String(), source, string(e))))
 		} else if fn, ok := L.Get(-1).(*lua.LFunction); ok && n == 1 {
 			run.loaded(fn, source)
 		}
 		return n
 	}))
-	strlib.RawSetString("dump", L.NewFunction(luaDump))
+	strlib.RawSetString("dump", L.NewFunction(run.dump))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
@@ -436,18 +438,14 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	return 1
 }
 
-// luaDump is string.dump: the function as a Lua 5.1 binary chunk (which
+// dump is string.dump: the function as a Lua 5.1 binary chunk (which
 // load and loadstring refuse, as Redis's do).
-func luaDump(L *lua.LState) int {
+func (run *scriptRun) dump(L *lua.LState) int {
 	fn := L.CheckFunction(1)
 	if fn.IsG {
 		L.RaiseError("unable to dump given function")
 	}
-	source := fn.Proto.SourceName
-	if source == chunkName || source == functionChunk {
-		source = "@" + source // as Redis names them for Lua
-	}
-	L.Push(lua.LString(lua51.Dump(fn.Proto, source)))
+	L.Push(lua.LString(lua51.Dump(fn.Proto, run.source(fn.Proto))))
 	return 1
 }
 
