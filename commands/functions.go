@@ -26,6 +26,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/model"
 )
 
@@ -170,7 +171,7 @@ func compileBody(code []byte, name string, body int) (lib *library, msg string) 
 		}
 	}
 	if err != nil {
-		return nil, "Error compiling function: " + lua51SyntaxError(oneLine(err.Error()), string(code[body:]))
+		return nil, "Error compiling function: " + oneLine(lua51.Syntax(string(code[body:]), "@"+functionChunk, err.Error()))
 	}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
@@ -238,7 +239,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = env
 	L.Push(fn)
-	err := L.PCall(0, 0, nil)
+	err := L.PCall(0, 0, lua51.Handler(L))
 	if err != nil {
 		var ae *lua.ApiError
 		text := err.Error()
@@ -250,7 +251,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 				}
 			}
 		}
-		return "Error registering functions: ERR " + lua51Wording(oneLine(text))
+		return "Error registering functions: ERR " + oneLine(lua51.Text(text))
 	}
 	if run != nil {
 		target = run.env
@@ -718,6 +719,6 @@ func fcallGeneric(c *Ctx, ro bool) {
 		L.Push(callbacks[f.name])
 		L.Push(stringArray(L, keys))
 		L.Push(stringArray(L, args))
-		return L.PCall(2, 1, nil)
+		return L.PCall(2, 1, run.handler(L))
 	})
 }

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"log"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/internal/lualib"
 )
 
@@ -33,6 +33,8 @@ const (
 	msgLuaReadOnly    = "Write commands are not allowed from read-only scripts."
 	msgLuaNoGlobal    = "Script attempted to access nonexistent global variable '%s'"
 	msgLuaReadOnlyTbl = "Attempt to modify a readonly table"
+	// msgLuaReaderType is load's refusal of a piece that is not a string.
+	msgLuaReaderType = "reader function must return a string"
 )
 
 // newLuaState builds the sandbox a run executes in, and the read-only view
@@ -56,17 +58,18 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 	for _, name := range []string{"dofile", "loadfile", "print", "module", "require", "_printregs", "newproxy", "setfenv", "getfenv"} {
 		L.SetGlobal(name, lua.LNil)
 	}
+	// The functions replacing gopher-lua's run the one they replace in
+	// their own call (GFunction), not through L.Call: errors are then
+	// raised by the function the script called, which Lua's messages
+	// name ("bad argument #1 to 'tostring'").
 	tostring := L.GetGlobal("tostring").(*lua.LFunction)
 	L.SetGlobal("tostring", L.NewFunction(func(L *lua.LState) int {
 		// Lua 5.1 prints numbers with "%.14g" (gopher-lua as Go does).
-		if n, ok := L.Get(1).(lua.LNumber); ok && L.GetTop() == 1 {
+		if n, ok := L.Get(1).(lua.LNumber); ok {
 			L.Push(lua.LString(luaNumberString(float64(n))))
 			return 1
 		}
-		L.Push(tostring)
-		L.Push(L.Get(1))
-		L.Call(1, 1)
-		return 1
+		return tostring.GFunction(L)
 	}))
 	L.SetGlobal("tonumber", L.NewFunction(luaToNumber))
 	strlib := L.GetGlobal("string").(*lua.LTable)
@@ -106,39 +109,54 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 			}
 			return conv
 		})
-		L.Push(format)
-		L.Push(lua.LString(spec))
-		for i := 2; i <= top; i++ {
-			L.Push(L.Get(i))
-		}
-		L.Call(top, 1)
-		return 1
+		L.Replace(1, lua.LString(spec))
+		return format.GFunction(L)
 	}))
+	// loadstring and load name a chunk as Lua does in runtime errors
+	// (gopher-lua puts the name it is given before its messages as it
+	// is) and word a syntax error as Lua does.
 	loadstring := L.GetGlobal("loadstring").(*lua.LFunction)
 	L.SetGlobal("loadstring", L.NewFunction(func(L *lua.LState) int {
-		// Lua 5.1's wording of a syntax error, under the chunk name it
-		// gives a string ([string "first line..."]).
-		top := L.GetTop()
-		L.Push(loadstring)
-		for i := 1; i <= top; i++ {
-			L.Push(L.Get(i))
+		src := L.CheckString(1)
+		source := L.OptString(2, src)
+		L.SetTop(2)
+		L.Replace(2, lua.LString(lua51.RuntimeChunkID(source)))
+		n := loadstring.GFunction(L)
+		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil {
+			L.Replace(-1, lua.LString(lua51.Syntax(src, source, string(e))))
+		} else if fn, ok := L.Get(-1).(*lua.LFunction); ok && n == 1 {
+			run.loaded(fn, source)
 		}
-		L.Call(top, 2)
-		if e, ok := L.Get(-1).(lua.LString); ok && L.Get(-2) == lua.LNil {
-			src, chunk := L.OptString(1, ""), "<string>"
-			name := src
-			if top >= 2 {
-				name = L.OptString(2, src)
-				chunk = name
-			}
-			msg := lua51SyntaxError(string(e), src)
-			if rest, ok := strings.CutPrefix(msg, chunk+":"); ok {
-				msg = luaChunkID(name) + ":" + rest
-			}
-			L.Replace(-1, lua.LString(msg))
-		}
-		return 2
+		return n
 	}))
+	load := L.GetGlobal("load").(*lua.LFunction)
+	L.SetGlobal("load", L.NewFunction(func(L *lua.LState) int {
+		reader := L.CheckFunction(1)
+		source := L.OptString(2, "=(load)")
+		// The reader's pieces, recorded as load reads them, are the
+		// source Syntax parses.
+		var src strings.Builder
+		L.SetTop(2)
+		L.Replace(1, L.NewFunction(func(L *lua.LState) int {
+			L.Push(reader)
+			L.Call(0, 1)
+			if s, ok := L.Get(-1).(lua.LString); ok {
+				src.WriteString(string(s))
+			} else if n, ok := L.Get(-1).(lua.LNumber); ok {
+				src.WriteString(n.String())
+			}
+			return 1
+		}))
+		L.Replace(2, lua.LString(lua51.RuntimeChunkID(source)))
+		n := load.GFunction(L)
+		if e, ok := L.Get(-1).(lua.LString); ok && n == 2 && L.Get(-2) == lua.LNil && e != msgLuaReaderType {
+			L.Replace(-1, lua.LString(lua51.Syntax(src.String(), source, string(e))))
+		} else if fn, ok := L.Get(-1).(*lua.LFunction); ok && n == 1 {
+			run.loaded(fn, source)
+		}
+		return n
+	}))
+	strlib.RawSetString("dump", L.NewFunction(run.dump))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
@@ -269,29 +287,14 @@ func errTable(L *lua.LState, text string) *lua.LTable {
 }
 
 // luaError raises (redis.call) or returns (redis.pcall) the error text
-// (an error reply with its leading dash, or a message ERR is added to),
-// noting the line the script is at, as Redis's error handler does.
+// (an error reply with its leading dash, or a message ERR is added to).
 func luaError(L *lua.LState, text string, raise bool) int {
 	t := errTable(L, text)
 	if raise {
-		t.RawSetString("line", lua.LNumber(currentLine(L)))
 		L.Error(t, 0)
 	}
 	L.Push(t)
 	return 1
-}
-
-// currentLine is the script line running the Go function called now (0
-// when unknown).
-func currentLine(L *lua.LState) int {
-	w := L.Where(1)
-	w = strings.TrimSuffix(w, ":")
-	if i := strings.LastIndexByte(w, ':'); i >= 0 {
-		if n, err := strconv.Atoi(w[i+1:]); err == nil {
-			return n
-		}
-	}
-	return 0
 }
 
 // msgLuaBadReplyArgs is what redis.error_reply and redis.status_reply
@@ -401,9 +404,18 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	if cmd != nil && len(cmd.Subcommands) > 0 && len(args) >= 2 {
 		cmd = cmd.Subcommand(args[1])
 	}
+	if cmd == nil {
+		arity, ok := redisNoScript(args)
+		switch {
+		case !ok:
+			return luaError(L, msgLuaUnknownCmd, raise)
+		case !(&Command{Arity: arity}).ArityOK(len(args)):
+			return luaError(L, msgLuaArity, raise)
+		}
+		// A command redamo lacks, which Redis refuses in scripts anyway.
+		return luaError(L, msgLuaNotAllowed, raise)
+	}
 	switch {
-	case cmd == nil:
-		return luaError(L, msgLuaUnknownCmd, raise)
 	case !cmd.ArityOK(len(args)):
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(FlagNoScript):
@@ -424,6 +436,40 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	}
 	L.Push(run.toLua(L, r))
 	return 1
+}
+
+// dump is string.dump: the function as a Lua 5.1 binary chunk (which
+// load and loadstring refuse, as Redis's do).
+func (run *scriptRun) dump(L *lua.LState) int {
+	fn := L.CheckFunction(1)
+	if fn.IsG {
+		L.RaiseError("unable to dump given function")
+	}
+	L.Push(lua.LString(lua51.Dump(fn.Proto, run.source(fn.Proto))))
+	return 1
+}
+
+//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -noscript -out redis_noscript_gen.go
+
+// redisNoScript reports whether args call a command of Redis that
+// scripts may not call and redamo does not have, and its arity (or, alone,
+// the container of such subcommands).
+func redisNoScript(args [][]byte) (arity int, ok bool) {
+	name := strings.ToLower(string(args[0]))
+	if len(args) >= 2 {
+		if arity, ok := redisNoScriptArity[name+"|"+strings.ToLower(string(args[1]))]; ok {
+			return arity, true
+		}
+	}
+	if arity, ok = redisNoScriptArity[name]; ok {
+		return arity, true
+	}
+	if arity, ok := redisNoScriptContainerArity[name]; ok && len(args) == 1 {
+		// A container alone fails its arity check; with a subcommand
+		// that is not among those, it is unknown.
+		return arity, true
+	}
+	return 0, false
 }
 
 // luaToNumber is Lua 5.1's tonumber: decimal text as C's strtod reads it
@@ -639,89 +685,6 @@ func oneLine(s string) string {
 		}
 		return r
 	}, []byte(s)))
-}
-
-// Lua 5.1's wording of the runtime errors gopher-lua words its own way,
-// where the message says enough to word it as Lua does (Lua also names
-// the variable, "local 'x'", which gopher-lua's message does not say).
-var (
-	luaArithErr   = regexp.MustCompile(`cannot perform (?:add|sub|mul|div|mod|pow|unm) operation between (\w+) and (\w+)`)
-	luaConcatErr  = regexp.MustCompile(`cannot perform concat operation between (\w+) and (\w+)`)
-	luaCompareErr = regexp.MustCompile(`attempt to compare (\w+) with (\w+)`)
-	luaBadArgErr  = regexp.MustCompile(`bad argument #(\d+) to (\w+) \(`)
-	luaIndexErr   = regexp.MustCompile(`attempt to index a non-table object\((\w+)\) with key '[^']*'`)
-)
-
-// lua51Wording rewrites a runtime error message as Lua 5.1 words it.
-func lua51Wording(msg string) string {
-	msg = luaArithErr.ReplaceAllStringFunc(msg, func(m string) string {
-		t := luaArithErr.FindStringSubmatch(m)
-		// Lua reports the first operand unless it is a number (or a
-		// string, which it may convert), then the second.
-		bad := t[1]
-		if bad == "number" || bad == "string" {
-			bad = t[2]
-		}
-		return "attempt to perform arithmetic on a " + bad + " value"
-	})
-	msg = luaConcatErr.ReplaceAllStringFunc(msg, func(m string) string {
-		t := luaConcatErr.FindStringSubmatch(m)
-		bad := t[1]
-		if bad == "number" || bad == "string" {
-			bad = t[2]
-		}
-		return "attempt to concatenate a " + bad + " value"
-	})
-	msg = luaCompareErr.ReplaceAllStringFunc(msg, func(m string) string {
-		t := luaCompareErr.FindStringSubmatch(m)
-		if t[1] == t[2] {
-			return "attempt to compare two " + t[1] + " values"
-		}
-		return m
-	})
-	msg = luaIndexErr.ReplaceAllString(msg, "attempt to index a $1 value")
-	return luaBadArgErr.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
-}
-
-// gopher-lua's syntax errors, and Lua 5.1's wording of them (luaX_syntaxerror).
-var (
-	luaSyntaxNear = regexp.MustCompile(`^(.*?) line:(\d+)\(column:\d+\) near '(.*)':\s+syntax error\s*$`)
-	luaSyntaxEOF  = regexp.MustCompile(`^(.*?) at EOF:\s+(syntax error|unterminated string)\s*$`)
-)
-
-// lua51SyntaxError rewrites a gopher-lua syntax error in src as Lua 5.1
-// words it where the two agree on what went wrong: an unexpected token,
-// or the end of the source inside a statement or a string (Lua names a
-// missing token where gopher-lua knows only "syntax error": those keep
-// gopher-lua's text).
-func lua51SyntaxError(msg, src string) string {
-	if m := luaSyntaxNear.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("%s:%s: unexpected symbol near '%s'", m[1], m[2], m[3])
-	}
-	if m := luaSyntaxEOF.FindStringSubmatch(msg); m != nil {
-		what := "unexpected symbol"
-		if m[2] == "unterminated string" {
-			what = "unfinished string"
-		}
-		return fmt.Sprintf("%s:%d: %s near '<eof>'", m[1], strings.Count(src, "\n")+1, what)
-	}
-	return msg
-}
-
-// luaChunkID is how Lua 5.1 names a chunk loaded from the string source
-// in its syntax errors (luaO_chunkid, with the lexer's 80 bytes): [string
-// "its first line"], cut to 63 bytes with "..." where it is cut.
-func luaChunkID(source string) string {
-	const room = 80 - len(" [string \"...\"] ") - 1
-	n := strings.IndexAny(source, "\n\r")
-	if n < 0 {
-		n = len(source)
-	}
-	n = min(n, room)
-	if n < len(source) {
-		return `[string "` + source[:n] + `..."]`
-	}
-	return `[string "` + source + `"]`
 }
 
 // formatSpecs returns format with each conversion replaced by what

@@ -22,7 +22,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/model"
 )
 
@@ -176,11 +176,13 @@ func compileScript(body []byte) (*script, error) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, lua51SyntaxError(oneLine(err.Error()), src)))
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(err.Error())))
+		// Some code gopher-lua parses its compiler refuses where Lua's
+		// parser does (a break outside a loop): Syntax words those too.
+		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	s.proto = proto
 	s.cas = recognizeCAS(chunk)
@@ -299,8 +301,12 @@ type scriptRun struct {
 	env *lua.LTable
 	// resp is the protocol of the script's redis.calls (redis.setresp).
 	resp int
-	// errLine is the line of the last error() the script raised.
-	errLine int
+	// errAt is where the error the run ended with happened, as Redis's
+	// error replies say it ("@user_script:3"; see handler); "" if unknown.
+	errAt string
+	// sources are the sources of the chunks the code loaded (loadstring,
+	// load), for errAt: Lua names a chunk by its source.
+	sources map[*lua.FunctionProto]string
 }
 
 // runScript runs s with the command's keys and arguments and replies.
@@ -320,7 +326,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		fn := L.NewFunctionFromProto(s.proto)
 		fn.Env = env
 		L.Push(fn)
-		return L.PCall(0, 1, nil)
+		return L.PCall(0, 1, run.handler(L))
 	})
 }
 
@@ -343,7 +349,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	var retry model.Retry
 	for {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
-		run.st, run.resp, run.errLine = txn, 2, 0
+		run.st, run.resp, run.errAt = txn, 2, ""
 		c.Conn.DB = db
 		itemKeys := make([]dynastore.Key, 0, len(keys))
 		for _, k := range keys {
@@ -483,7 +489,7 @@ func (r *runningScripts) kill(c *Ctx, function bool) {
 // errorReply is the reply to an error that ended a script, as Redis 7
 // words it: the message, then which script and where.
 func (run *scriptRun) errorReply(obj lua.LValue) string {
-	msg, line := "", 0
+	var msg string
 	switch v := obj.(type) {
 	case *lua.LTable:
 		if s, ok := v.RawGetString("err").(lua.LString); ok {
@@ -491,79 +497,193 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 		} else {
 			msg = "ERR " + v.String()
 		}
-		if n, ok := v.RawGetString("line").(lua.LNumber); ok {
-			line = int(n)
-		}
 	default:
-		msg = "ERR " + lua51Wording(obj.String())
-		line = lineOf(obj.String(), run.chunk)
-	}
-	if line == 0 {
-		line = run.errLine
+		msg = "ERR " + lua51.Text(obj.String())
 	}
 	msg = oneLine(msg)
-	if line > 0 {
-		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.name, run.chunk, line)
+	if run.errAt != "" {
+		msg += fmt.Sprintf(" script: %s, on %s.", run.name, run.errAt)
 	}
 	return msg
 }
 
-// lineOf is N in an error message "CHUNK:N: ..." (0 if none).
-func lineOf(msg, chunk string) int {
-	rest, ok := strings.CutPrefix(msg, chunk+":")
-	if !ok {
-		return 0
-	}
-	end := strings.IndexByte(rest, ':')
-	if end < 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(rest[:end])
-	return n
+// handler is the error function the run's code runs under: it words the
+// error as Lua does (lua51.Reword) and notes in errAt where it happened,
+// as Redis's __redis__err__handler does: the function the error happened
+// in, or the Lua code that called it when it is a Go function (a
+// redis.call, an error). Redis looks one C function up; redamo looks
+// past every Go function, since some of its functions are two where
+// Redis has one C function (a function's globals, say).
+func (run *scriptRun) handler(L *lua.LState) *lua.LFunction {
+	return L.NewFunction(func(L *lua.LState) int {
+		run.errAt = "=[C]:-1" // what Lua's debug.getinfo says of a C function
+		for level := 1; level < 64; level++ {
+			dbg, ok := L.GetStack(level)
+			if !ok {
+				break
+			}
+			fn, err := L.GetInfo("Slf", dbg, lua.LNil)
+			if err != nil {
+				break
+			}
+			if f, ok := fn.(*lua.LFunction); ok && !f.IsG {
+				run.errAt = fmt.Sprintf("%s:%d", run.source(f.Proto), dbg.CurrentLine)
+				break
+			}
+		}
+		L.Push(lua51.Reword(L, L.Get(1)))
+		return 1
+	})
 }
 
-// wrapErrorFunctions replaces error, to note where the script raised its
-// error (Redis's error handler reports the line of any error), and pcall,
-// which, as in Redis, hands the script the message of an error reply
-// rather than its table.
+// source is the source of the chunk p is part of, as Lua names it.
+func (run *scriptRun) source(p *lua.FunctionProto) string {
+	if s, ok := run.sources[p]; ok {
+		return s
+	}
+	return "@" + p.SourceName // the script's or library's own code
+}
+
+// loaded notes source as the source of fn, a chunk the code loaded, and
+// of the functions in it.
+func (run *scriptRun) loaded(fn *lua.LFunction, source string) {
+	if run.sources == nil {
+		run.sources = map[*lua.FunctionProto]string{}
+	}
+	var note func(p *lua.FunctionProto)
+	note = func(p *lua.FunctionProto) {
+		run.sources[p] = source
+		for _, q := range p.FunctionPrototypes {
+			note(q)
+		}
+	}
+	note(fn.Proto)
+}
+
+// wrapErrorFunctions replaces error, which puts a position before a
+// message as Lua's does (none for a level that is not Lua code), and pcall
+// and xpcall, which word errors as Lua does (lua51.Reword) and, as in
+// Redis, hand the script the message of an error reply rather than its
+// table.
 func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
-	origPcall := L.GetGlobal("pcall").(*lua.LFunction)
 	L.G.Global.RawSetString("error", L.NewFunction(func(L *lua.LState) int {
-		run.errLine = currentLine(L)
 		msg, level := L.Get(1), L.OptInt(2, 1)
 		switch v := msg.(type) {
-		case *lua.LTable:
-			if v.RawGetString("line") == lua.LNil {
-				v.RawSetString("line", lua.LNumber(run.errLine))
-			}
 		case lua.LString, lua.LNumber:
 			if level > 0 {
-				msg = lua.LString(L.Where(level) + " " + v.String())
+				msg = lua.LString(luaWhere(L, level) + v.String())
 			}
 		}
 		L.Error(msg, 0)
 		return 0
 	}))
+	handler := L.NewFunction(func(L *lua.LState) int {
+		reraise(L, lua51.Reword(L, L.Get(1)))
+		return 0
+	})
 	L.G.Global.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
-		top := L.GetTop()
-		L.Push(origPcall)
-		for i := 1; i <= top; i++ {
-			L.Push(L.Get(i))
+		// Redis's pcall calls a placeholder true when given nothing.
+		var fn lua.LValue = lua.LTrue
+		if L.GetTop() > 0 {
+			fn = L.Get(1)
 		}
-		L.Call(top, lua.MultRet)
-		n := L.GetTop() - top
-		if n >= 2 && L.Get(top+1) == lua.LFalse {
-			switch e := L.Get(top + 2).(type) {
-			case *lua.LTable:
-				if s, ok := e.RawGetString("err").(lua.LString); ok {
-					L.Replace(top+2, s)
+		if !callable(L, fn) {
+			L.Push(lua.LFalse)
+			L.Push(lua.LString("attempt to call a " + fn.Type().String() + " value"))
+			return 2
+		}
+		ok, n := protectedCall(L, L.GetTop()-1, handler)
+		if !ok {
+			if t, isTable := L.Get(-1).(*lua.LTable); isTable {
+				if s, isString := t.RawGetString("err").(lua.LString); isString {
+					L.Replace(-1, s)
 				}
-			case lua.LString:
-				L.Replace(top+2, lua.LString(lua51Wording(string(e))))
 			}
 		}
 		return n
 	}))
+	L.G.Global.RawSetString("xpcall", L.NewFunction(func(L *lua.LState) int {
+		L.CheckAny(2)
+		fn, h := L.Get(1), L.Get(2)
+		L.SetTop(0)
+		// handle is what the script's handler makes of the error v.
+		handle := func(v lua.LValue) lua.LValue {
+			hf, ok := h.(*lua.LFunction)
+			if !ok {
+				return lua.LString("error in error handling")
+			}
+			L.Push(hf)
+			L.Push(v)
+			L.Call(1, 1)
+			v = L.Get(-1)
+			L.Pop(1)
+			return v
+		}
+		if !callable(L, fn) {
+			// The call fails before it starts: the handler gets Lua's
+			// error.
+			v := handle(lua.LString("attempt to call a " + fn.Type().String() + " value"))
+			L.Push(lua.LFalse)
+			L.Push(v)
+			return 2
+		}
+		L.Push(fn)
+		_, n := protectedCall(L, 0, L.NewFunction(func(L *lua.LState) int {
+			reraise(L, handle(lua51.Reword(L, L.Get(1))))
+			return 0
+		}))
+		return n
+	}))
+}
+
+// reraise ends the error function of a protected call the code goes on
+// after (pcall, xpcall) by raising v, the error the call returns: with an
+// error function set, gopher-lua leaves open the upvalues of the frames
+// the error unwinds, which a closure made there and kept would go on
+// sharing with registers used again; raised from the error function (none
+// is set then), the error closes them as it does without one.
+func reraise(L *lua.LState, v lua.LValue) {
+	L.Error(v, 0)
+}
+
+// callable reports whether v can be called: a function, or a value with
+// a __call metamethod.
+func callable(L *lua.LState, v lua.LValue) bool {
+	return v.Type() == lua.LTFunction || L.GetMetaField(v, "__call").Type() == lua.LTFunction
+}
+
+// protectedCall calls the function under its nargs arguments on top of
+// L's stack with handler as error function, leaving what pcall returns:
+// true and the function's results, or false and the error. n is their
+// number.
+func protectedCall(L *lua.LState, nargs int, handler *lua.LFunction) (ok bool, n int) {
+	base := L.GetTop() - nargs - 1
+	if err := L.PCall(nargs, lua.MultRet, handler); err != nil {
+		var v lua.LValue = lua.LString(err.Error())
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			v = ae.Object
+		}
+		L.Push(lua.LFalse)
+		L.Push(v)
+		return false, 2
+	}
+	L.Insert(lua.LTrue, base+1)
+	return true, L.GetTop() - base
+}
+
+// luaWhere is where the function level levels up the stack runs, as
+// error() puts it before a message (luaL_where): "CHUNK:LINE: " in Lua
+// code, nothing elsewhere.
+func luaWhere(L *lua.LState, level int) string {
+	dbg, ok := L.GetStack(level)
+	if !ok {
+		return ""
+	}
+	if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil || dbg.CurrentLine <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d: ", dbg.Source, dbg.CurrentLine)
 }
 
 // reply answers the command with a run's outcome.

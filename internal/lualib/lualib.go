@@ -19,6 +19,8 @@ import (
 	"fmt"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redamo/redamo/internal/lua51"
 )
 
 // Open registers the libraries as the globals cjson, cmsgpack, bit and
@@ -57,32 +59,8 @@ func raise(L *lua.LState, format string, args ...any) {
 	L.Error(lua.LString(msg), 0)
 }
 
-// callerName is the name Lua 5.1 gives the running Go function in
-// argument errors: how the calling Lua code referred to it, or "?" when
-// it was not called from Lua.
-func callerName(L *lua.LState) string {
-	caller, ok := L.GetStack(1)
-	if !ok {
-		return "?"
-	}
-	if _, err := L.GetInfo("S", caller, lua.LNil); err != nil || caller.What == "G" {
-		return "?"
-	}
-	self, _ := L.GetStack(0)
-	if _, err := L.GetInfo("n", self, lua.LNil); err != nil {
-		return "?"
-	}
-	switch self.Name {
-	case "", "(anonymous)", "main chunk", "corountine":
-		return "?"
-	}
-	return self.Name
-}
-
 // argError is luaL_argerror.
-func argError(L *lua.LState, n int, msg string) {
-	raise(L, "bad argument #%d to '%s' (%s)", n, callerName(L), msg)
-}
+func argError(L *lua.LState, n int, msg string) { lua51.ArgError(L, n, msg) }
 
 // typeName is luaL_typename: "no value" past the last argument.
 func typeName(L *lua.LState, n int) string {

@@ -1,0 +1,56 @@
+package lua51
+
+import (
+	"regexp"
+	"strings"
+)
+
+// gopher-lua's wording of runtime errors whose text alone says enough to
+// word them as Lua 5.1 does (though Lua would also name the variable,
+// which only the frames tell: see Handler).
+var (
+	textArith   = regexp.MustCompile(`cannot perform (?:add|sub|mul|div|mod|pow|unm) operation between (\w+) and (\w+)`)
+	textConcat  = regexp.MustCompile(`cannot perform concat operation between (\w+) and (\w+)`)
+	textCompare = regexp.MustCompile(`attempt to compare (\w+) with (\w+)`)
+	textBadArg  = regexp.MustCompile(`bad argument #(\d+) to (\w+) \(`)
+	textIndex   = regexp.MustCompile(`attempt to index a non-table object\((\w+)\) with key '[^']*'`)
+	textFor     = strings.NewReplacer(
+		"for statement init must be a number", "'for' initial value must be a number",
+		"for statement limit must be a number", "'for' limit must be a number",
+		"for statement step must be a number", "'for' step must be a number",
+	)
+)
+
+// Text rewords the runtime error msg of gopher-lua as Lua 5.1 does, as
+// far as the text alone allows (no variable names): for an error met
+// where the frames it happened in are gone.
+func Text(msg string) string {
+	msg = textArith.ReplaceAllStringFunc(msg, func(m string) string {
+		t := textArith.FindStringSubmatch(m)
+		// Lua blames the first operand unless it is a number (or a
+		// string, which it may convert), then the second.
+		bad := t[1]
+		if bad == "number" || bad == "string" {
+			bad = t[2]
+		}
+		return "attempt to perform arithmetic on a " + bad + " value"
+	})
+	msg = textConcat.ReplaceAllStringFunc(msg, func(m string) string {
+		t := textConcat.FindStringSubmatch(m)
+		bad := t[1]
+		if bad == "number" || bad == "string" {
+			bad = t[2]
+		}
+		return "attempt to concatenate a " + bad + " value"
+	})
+	msg = textCompare.ReplaceAllStringFunc(msg, func(m string) string {
+		t := textCompare.FindStringSubmatch(m)
+		if t[1] == t[2] {
+			return "attempt to compare two " + t[1] + " values"
+		}
+		return m
+	})
+	msg = textIndex.ReplaceAllString(msg, "attempt to index a $1 value")
+	msg = textFor.Replace(msg)
+	return textBadArg.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
+}
