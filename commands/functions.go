@@ -433,8 +433,7 @@ func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 // item as read, again on a lost race. An error change returns (a
 // redisError: the refusal to reply) ends it without writing.
 func changeLibraries(c *Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
-	var retry model.Retry
-	for {
+	return model.RetryConflicts(c, func(int) error {
 		it, err := c.Srv.Store.Get(c, model.LibrariesKey())
 		if err != nil {
 			return err
@@ -457,16 +456,14 @@ func changeLibraries(c *Ctx, change func(set *librarySet, libs map[string][]byte
 		} else {
 			_, err = c.Srv.Store.Put(c, model.LibrariesItem(libs), wo)
 		}
-		if _, failed := model.CondFailed(err); !failed {
-			c.Srv.functions.mu.Lock()
-			c.Srv.functions.set = nil
-			c.Srv.functions.mu.Unlock()
-			return err
+		if _, failed := model.CondFailed(err); failed {
+			return model.ErrConflict
 		}
-		if err := c.LostRace(&retry); err != nil {
-			return err
-		}
-	}
+		c.Srv.functions.mu.Lock()
+		c.Srv.functions.set = nil
+		c.Srv.functions.mu.Unlock()
+		return err
+	})
 }
 
 func cmdFunctionLoad(c *Ctx) {

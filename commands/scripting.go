@@ -346,8 +346,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 		return
 	}
 	db := c.DB()
-	var retry model.Retry
-	for {
+	err := model.RetryConflicts(c, func(int) error {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		run.st, run.resp, run.errAt = txn, 2, ""
 		c.Conn.DB = db
@@ -376,14 +375,13 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 			if out.L != nil {
 				out.L.Close()
 			}
-			if err := c.LostRace(&retry); err != nil {
-				c.Fail(err)
-				return
-			}
-			continue
+			return model.ErrConflict
 		}
 		run.reply(out)
-		return
+		return nil
+	})
+	if err != nil {
+		c.Fail(err) // the retry policy gave up
 	}
 }
 

@@ -295,8 +295,7 @@ func cmdExec(c *Ctx) {
 	for _, q := range tx.queue {
 		readOnly = readOnly && q.cmd.HasFlag(FlagReadonly)
 	}
-	var retry model.Retry
-	for {
+	err := model.RetryConflicts(c, func(int) error {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		for _, w := range tx.watched {
 			if model.KeyFits(w.key) {
@@ -305,14 +304,12 @@ func cmdExec(c *Ctx) {
 		}
 		for _, g := range tx.guards {
 			if err := g.require(txn, c.leaseClock()); err != nil {
-				c.Fail(err)
-				return
+				return err
 			}
 		}
 		if readOnly {
 			if err := txn.LoadSnapshot(c, keys); err != nil {
-				c.Fail(fmt.Errorf("commands: EXEC: %w", err))
-				return
+				return fmt.Errorf("commands: EXEC: %w", err)
 			}
 		} else {
 			txn.Hint(keys)
@@ -330,22 +327,20 @@ func cmdExec(c *Ctx) {
 			c.W.Array(len(tx.queue))
 			replies.replay(c.W)
 			c.notifyWrites(txn.Wrote())
-			return
+			return nil
 		case errors.Is(err, model.ErrWatched):
 			c.W.NilArray()
-			return
-		case model.Retryable(err):
-			// The connection's own state as at EXEC (SELECT, HELLO).
-			c.Conn.DB, c.Conn.Proto = db, proto
-			if err := c.LostRace(&retry); err != nil {
-				c.Fail(err)
-				return
-			}
-		default:
-			c.Conn.DB, c.Conn.Proto = db, proto
-			c.Fail(fmt.Errorf("commands: EXEC: %w", err))
-			return
+			return nil
 		}
+		// The connection's own state as at EXEC (SELECT, HELLO).
+		c.Conn.DB, c.Conn.Proto = db, proto
+		if model.Retryable(err) {
+			return model.ErrConflict
+		}
+		return fmt.Errorf("commands: EXEC: %w", err)
+	})
+	if err != nil {
+		c.Fail(err)
 	}
 }
 
