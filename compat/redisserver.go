@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -143,4 +144,28 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ReferenceRedis is the address of the redis-server 7.0.15 a test checks
+// recorded replies against: the one $envVar names, else a throwaway one
+// stopped when the test ends. Without redis-server the test is skipped,
+// or fails under make test (REDAMO_TEST_REQUIRE_DYNAMODB=1), which
+// installs it.
+func ReferenceRedis(t testing.TB, envVar string) string {
+	t.Helper()
+	if addr := os.Getenv(envVar); addr != "" {
+		return addr
+	}
+	if _, err := RedisServerPath(); err != nil {
+		if os.Getenv("REDAMO_TEST_REQUIRE_DYNAMODB") == "1" {
+			t.Fatalf("%v (REDAMO_TEST_REQUIRE_DYNAMODB=1: this must run)", err)
+		}
+		t.Skip(err)
+	}
+	s, err := StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s.Addr
 }

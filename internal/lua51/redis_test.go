@@ -2,26 +2,20 @@ package lua51
 
 import (
 	"context"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/redamo/redamo/compat"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 )
 
 // TestCasesAgainstRedis checks the expectations of testdata/*.tsv
-// against a real redis-server 7.0.15 when REDAMO_LUA51_REDIS names one
-// (host:port):
-//
-//	redis-server --port 6399 --save '' --daemonize yes
-//	REDAMO_LUA51_REDIS=127.0.0.1:6399 go test ./internal/lua51/ -run TestCasesAgainstRedis
+// against a real redis-server 7.0.15: a throwaway one, or the one
+// REDAMO_LUA51_REDIS names (host:port).
 func TestCasesAgainstRedis(t *testing.T) {
-	addr := os.Getenv("REDAMO_LUA51_REDIS")
-	if addr == "" {
-		t.Skip("REDAMO_LUA51_REDIS is not set")
-	}
+	addr := compat.ReferenceRedis(t, "REDAMO_LUA51_REDIS")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	ctx := context.Background()

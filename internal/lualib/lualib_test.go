@@ -2,10 +2,10 @@ package lualib
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/redamo/redamo/compat"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,15 +59,10 @@ func runCases(t *testing.T, cases []luaCase) {
 }
 
 // TestCasesAgainstRedis checks the expected values against a real
-// redis-server 7.0.15 when REDAMO_LUALIB_REDIS names one (host:port):
-//
-//	redis-server --port 6399 --save '' --daemonize yes
-//	REDAMO_LUALIB_REDIS=127.0.0.1:6399 go test ./internal/lualib/ -run TestCasesAgainstRedis
+// redis-server 7.0.15: a throwaway one, or the one REDAMO_LUALIB_REDIS
+// names (host:port).
 func TestCasesAgainstRedis(t *testing.T) {
-	addr := os.Getenv("REDAMO_LUALIB_REDIS")
-	if addr == "" {
-		t.Skip("REDAMO_LUALIB_REDIS is not set")
-	}
+	addr := compat.ReferenceRedis(t, "REDAMO_LUALIB_REDIS")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	ctx := context.Background()
