@@ -198,31 +198,35 @@ func RetryConflicts(c Scope, attempt func(try int) error) error {
 
 // ---- the collection view -------------------------------------------------------
 
-// collection is one collection key as read by one attempt, plus the changes
-// the attempt stages. Reads see the staged changes.
+// Collection is one collection key as read by one attempt, plus the
+// changes the attempt stages. Reads see the staged changes. The exported
+// fields are what the command families read of it (and set: Replace,
+// ListKnown); everything else goes through its methods.
 type Collection struct {
-	c    Scope
+	c Scope
+	// Type is the type the key was opened as; Key the key; KS its key
+	// item as read.
 	Type string
 	Key  []byte
 	KS   KeyState
-	// wrongType: the key is live and holds another type.
+	// WrongType: the key is live and holds another type.
 	WrongType bool
 
-	// gen is non-nil for the large layout; n is then the entry count.
+	// Gen is non-nil for the large layout; n is then the entry count.
 	Gen []byte
 	n   int64
-	// inline holds an inline collection's entries (nil values for sets),
+	// Inline holds an inline collection's entries (nil values for sets),
 	// keyed by string(member).
 	Inline map[string]dynastore.Value
-	// known caches large-layout lookups: present members with their values.
+	// Known caches large-layout lookups: present members with their values.
 	Known map[string]MemberState
 
 	puts map[string]dynastore.Value
 	dels map[string]bool
-	// replace: the commit overwrites the key (whatever it held) with exactly
+	// Replace: the commit overwrites the key (whatever it held) with exactly
 	// the staged puts and no expiry (SINTERSTORE and friends).
 	Replace bool
-	// pagesRead is set when a read took more than one query page.
+	// PagesRead is set when a read took more than one query page.
 	PagesRead bool
 	// first is the first page of a large collection's members when it was
 	// read beside the key item (see pageAhead); each uses it once.
@@ -251,14 +255,14 @@ type Collection struct {
 	// rolled: opening the collection rolled a change forward, so a page
 	// read ahead of it may predate that (pageAhead.take).
 	rolled bool
-	// changes is the key item's attrChanges as read; sawRolling: a read
+	// changes is the key item's attrChanges as read; SawRolling: a read
 	// met an item a later change rolled forward, so what was read holds
 	// only if the key item is still as read (ValidateRead).
 	changes    int64
 	SawRolling bool
 	// rebuilt, when set, is the whole content the commit writes in place
 	// of what the key holds (rebuiltLen entries; the expiry stays): a new
-	// generation, or an inline item when it fits (see rebuild).
+	// generation, or an inline item when it fits (see Rebuild).
 	rebuilt    func(yield func(m []byte, v dynastore.Value) error) error
 	rebuiltLen int64
 	// outside is the positions a spanned commit takes out of the range
