@@ -282,7 +282,13 @@ func (p retryPolicy) run(ctx context.Context, op string, mode retryMode, fn func
 		if ad.After(deadline) {
 			ad = deadline
 		}
-		actx, cancel := context.WithDeadline(ctx, ad)
+		// The attempt's context is not a child of ctx: its deadline timer
+		// may fire after run returned, and must not reach back into ctx,
+		// which a caller may reuse (a command's context). ctx's
+		// cancellation still reaches it through AfterFunc, whose
+		// registration stop removes before run goes on.
+		actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), ad)
+		stop := context.AfterFunc(ctx, cancel)
 		// Once the whole request is written the server may act on it; a
 		// failure before that proves it was not applied.
 		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
@@ -302,6 +308,7 @@ func (p retryPolicy) run(ctx context.Context, op string, mode retryMode, fn func
 				f = classify(err, actx, wrote.Load())
 			}
 		}
+		stop()
 		cancel()
 		if err == nil {
 			return attempts, nil
