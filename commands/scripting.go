@@ -400,14 +400,19 @@ type scriptOutcome struct {
 func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scriptOutcome {
 	L, env := newLuaState(run)
 	run.wrapErrorFunctions(L)
-	var ctx context.Context = run.c
+	// The run's context is not a child of the command's: the time
+	// limit's timer, or a SCRIPT KILL from another client, may fire as
+	// the command returns, and must not reach into its context, which
+	// the connection then reuses. The command's cancellation (its client
+	// gone) still reaches the run, through AfterFunc.
+	ctx, kill := context.WithCancelCause(context.WithoutCancel(run.c))
+	defer kill(nil)
+	defer context.AfterFunc(run.c, func() { kill(context.Canceled) })()
 	if limit := run.c.Srv.ScriptTimeLimit(); limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(run.c, limit)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	ctx, kill := context.WithCancelCause(ctx)
-	defer kill(nil)
 	defer run.c.Srv.running.add(run, kill)()
 	L.SetContext(ctx)
 	err := start(L, env)
