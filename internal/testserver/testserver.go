@@ -42,10 +42,9 @@ type Server struct {
 }
 
 type config struct {
-	stats   *dynastore.Stats
-	cfg     commands.Config
-	clock   func() time.Time
-	respOpt resp.Options
+	stats *dynastore.Stats
+	cfg   commands.Config
+	clock func() time.Time
 }
 
 // Option configures Start.
@@ -63,9 +62,6 @@ func WithConfig(f func(*commands.Config)) Option { return func(c *config) { f(&c
 
 // WithClock replaces the server's clock (expiry tests).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
-
-// WithOptions sets the resp server options (hooks).
-func WithOptions(o resp.Options) Option { return func(c *config) { c.respOpt = o } }
 
 // Start serves store on a free 127.0.0.1 port until the test ends; a nil
 // store means a fresh memory store reporting to Server.Stats. The server's
@@ -100,12 +96,8 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 		Config:  cfg.cfg,
 		Started: time.Now(),
 	}
-	ropt := cfg.respOpt
-	userLog := ropt.Logf
+	var ropt resp.Options
 	ropt.Logf = func(format string, args ...any) {
-		if userLog != nil {
-			userLog(format, args...)
-		}
 		s.mu.Lock()
 		s.logs = append(s.logs, format)
 		s.mu.Unlock()

@@ -59,12 +59,3 @@ func NewStore(t testing.TB, cfg dynamo.Config) *dynamo.Store {
 	})
 	return s
 }
-
-// NewTable creates a table with a random name on DynamoDB Local, for tests
-// that start redamo processes (--endpoint endpoint --table table). The table
-// is deleted when the test ends.
-func NewTable(t testing.TB) (endpoint, table string) {
-	t.Helper()
-	s := NewStore(t, dynamo.Config{})
-	return Endpoint(t), s.Table()
-}
