@@ -25,24 +25,8 @@ var (
 // far as the text alone allows (no variable names): for an error met
 // where the frames it happened in are gone.
 func Text(msg string) string {
-	msg = textArith.ReplaceAllStringFunc(msg, func(m string) string {
-		t := textArith.FindStringSubmatch(m)
-		// Lua blames the first operand unless it is a number (or a
-		// string, which it may convert), then the second.
-		bad := t[1]
-		if bad == "number" || bad == "string" {
-			bad = t[2]
-		}
-		return "attempt to perform arithmetic on a " + bad + " value"
-	})
-	msg = textConcat.ReplaceAllStringFunc(msg, func(m string) string {
-		t := textConcat.FindStringSubmatch(m)
-		bad := t[1]
-		if bad == "number" || bad == "string" {
-			bad = t[2]
-		}
-		return "attempt to concatenate a " + bad + " value"
-	})
+	msg = blameOperand(textArith, msg, "attempt to perform arithmetic on a ")
+	msg = blameOperand(textConcat, msg, "attempt to concatenate a ")
 	msg = textCompare.ReplaceAllStringFunc(msg, func(m string) string {
 		t := textCompare.FindStringSubmatch(m)
 		if t[1] == t[2] {
@@ -53,4 +37,18 @@ func Text(msg string) string {
 	msg = textIndex.ReplaceAllString(msg, "attempt to index a $1 value")
 	msg = textFor.Replace(msg)
 	return textBadArg.ReplaceAllString(msg, "bad argument #$1 to '$2' (")
+}
+
+// blameOperand rewords each match of re (two operand types) in msg as
+// what " value" follows: Lua blames the first operand unless it is a
+// number (or a string, which it may convert), then the second.
+func blameOperand(re *regexp.Regexp, msg, what string) string {
+	return re.ReplaceAllStringFunc(msg, func(m string) string {
+		t := re.FindStringSubmatch(m)
+		bad := t[1]
+		if bad == "number" || bad == "string" {
+			bad = t[2]
+		}
+		return what + bad + " value"
+	})
 }
