@@ -391,12 +391,7 @@ func cmdHrandfield(c *Ctx) {
 	if !ok {
 		return
 	}
-	var fields [][]byte
-	var vals []dynastore.Value
-	err := model.Read(c, c.Args[1], model.TypeHash, func(cl *model.Collection) (err error) {
-		fields, vals, err = randomPick(cl, count)
-		return err
-	})
+	fields, vals, err := randomPick(c, model.TypeHash, count)
 	if err != nil {
 		c.Fail(err)
 		return

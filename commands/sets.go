@@ -237,11 +237,7 @@ func cmdSrandmember(c *Ctx) {
 		}
 		count = n
 	}
-	var picked [][]byte
-	err := model.Read(c, c.Args[1], model.TypeSet, func(cl *model.Collection) (err error) {
-		picked, _, err = randomPick(cl, count)
-		return err
-	})
+	picked, _, err := randomPick(c, model.TypeSet, count)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -262,10 +258,19 @@ func writePicked(c *Ctx, picked [][]byte, withCount bool) {
 	}
 }
 
-// randomPick implements SRANDMEMBER/HRANDFIELD counts: a positive count
-// picks distinct members (all of them when count >= size), a negative one
-// -count members with repetition.
-func randomPick(cl *model.Collection, count int64) ([][]byte, []dynastore.Value, error) {
+// randomPick implements SRANDMEMBER, HRANDFIELD and ZRANDMEMBER counts
+// over the key's collection of type typ (as one consistent read): a
+// positive count picks distinct members (all of them when count >= size),
+// a negative one -count members with repetition.
+func randomPick(c *Ctx, typ string, count int64) (ms [][]byte, vs []dynastore.Value, err error) {
+	err = model.Read(c, c.Args[1], typ, func(cl *model.Collection) (err error) {
+		ms, vs, err = pickFrom(cl, count)
+		return err
+	})
+	return ms, vs, err
+}
+
+func pickFrom(cl *model.Collection, count int64) ([][]byte, []dynastore.Value, error) {
 	size := cl.Len()
 	if !cl.Exists() || count == 0 || size == 0 {
 		return nil, nil, nil

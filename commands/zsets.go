@@ -1216,12 +1216,7 @@ func cmdZrandmember(c *Ctx) {
 	if !ok {
 		return
 	}
-	var ms [][]byte
-	var vals []dynastore.Value
-	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
-		ms, vals, err = randomPick(cl, count)
-		return err
-	})
+	ms, vals, err := randomPick(c, model.TypeZSet, count)
 	if err != nil {
 		c.Fail(err)
 		return
