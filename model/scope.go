@@ -61,10 +61,3 @@ func (p *Process) inline(typ string) InlineLimits {
 	}
 	return InlineLimits{inlineLimit(typ), InlineMaxBytes}
 }
-
-// Forget drops what the caches hold of key in db (FLUSHDB, a key another
-// path rewrote).
-func (p *Process) Forget(db int, key []byte) {
-	p.items.Drop(db, key)
-	p.gens.Drop(db, key)
-}
