@@ -153,12 +153,12 @@ func (ic *itemCache) Put(db int, key []byte, it dynastore.Item) {
 
 // putList is put of a large list's key item with element values valid for
 // it.
-func (ic *itemCache) PutList(db int, key []byte, it dynastore.Item, list *ListKnown) {
+func (ic *itemCache) putList(db int, key []byte, it dynastore.Item, list *ListKnown) {
 	ic.remember(db, key, it, 0, list)
 }
 
 // contend is put, also pausing guarded writes of key for contendedPause.
-func (ic *itemCache) Contend(db int, key []byte, it dynastore.Item, nowMS int64) {
+func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64) {
 	ic.remember(db, key, it, nowMS+contendedPause.Milliseconds(), nil)
 }
 

@@ -523,13 +523,13 @@ func (cl *Collection) Lookup(members [][]byte) ([]dynastore.Value, []bool, error
 	vals := make([]dynastore.Value, len(members))
 	ok := make([]bool, len(members))
 	for i, m := range members {
-		vals[i], ok[i] = cl.Current(m)
+		vals[i], ok[i] = cl.current(m)
 	}
 	return vals, ok, nil
 }
 
 // committed returns a member's value as read (fetch first for large).
-func (cl *Collection) Committed(m []byte) (dynastore.Value, bool) {
+func (cl *Collection) committed(m []byte) (dynastore.Value, bool) {
 	if cl.Replace || cl.WrongType {
 		return nil, false
 	}
@@ -541,14 +541,14 @@ func (cl *Collection) Committed(m []byte) (dynastore.Value, bool) {
 	return v, ok
 }
 
-func (cl *Collection) Current(m []byte) (dynastore.Value, bool) {
+func (cl *Collection) current(m []byte) (dynastore.Value, bool) {
 	if v, ok := cl.puts[string(m)]; ok {
 		return v, true
 	}
 	if cl.dels[string(m)] {
 		return nil, false
 	}
-	return cl.Committed(m)
+	return cl.committed(m)
 }
 
 // fetch loads the large-layout members not looked up yet.

@@ -77,7 +77,7 @@ func TestItemCacheEntries(t *testing.T) {
 	_, ok = ic.Get(0, []byte("k"))
 	require.False(t, ok, "a key now of another type is forgotten")
 
-	ic.Contend(0, []byte("c"), set, 1000)
+	ic.contend(0, []byte("c"), set, 1000)
 	_, ok = ic.Guardable(0, []byte("c"), 1000)
 	require.False(t, ok, "paused right after contention")
 	ic.Put(0, []byte("c"), set)

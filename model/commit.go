@@ -599,7 +599,7 @@ func (cl *Collection) NoteCommitted() {
 	}
 	NoteGen(cl.c, cl.Key, cl.Type, cl.genAfter)
 	if cl.afterKnown {
-		Items(cl.c).PutList(cl.c.DB(), cl.Key, cl.after, cl.ListKnown)
+		Items(cl.c).putList(cl.c.DB(), cl.Key, cl.after, cl.ListKnown)
 	} else {
 		Items(cl.c).Drop(cl.c.DB(), cl.Key)
 	}

@@ -98,7 +98,7 @@ func FastUpdate(c Scope, key []byte, u dynastore.Update, cond dynastore.Cond) (o
 			if !failed {
 				return nil, nil, false, nil, err
 			}
-			items.Contend(c.DB(), key, cur, now)
+			items.contend(c.DB(), key, cur, now)
 			if holds, _ := dynastore.EvalCond(cur, cond); !holds {
 				return nil, nil, false, cur, nil
 			}
