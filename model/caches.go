@@ -101,11 +101,11 @@ type ListKnown struct {
 	ElemSize int
 }
 
-// cachedItem is an item cache entry: a collection key item exactly as this
+// CachedItem is an item cache entry: a collection key item exactly as this
 // process last read or wrote it (nil: the key did not exist), until when
 // (Unix ms) FastUpdate sends no guarded writes for the key, and for a
 // large list, element values valid for that item (ListKnown).
-type cachedItem struct {
+type CachedItem struct {
 	Item   dynastore.Item
 	calmAt int64
 	List   *ListKnown
@@ -113,31 +113,31 @@ type cachedItem struct {
 	w int
 }
 
-func (e cachedItem) weight() int { return e.w }
+func (e CachedItem) weight() int { return e.w }
 
 // contendedPause is how long FastUpdate sends no guarded writes for a key
 // after one failed: another instance is writing it, and each failure costs
 // a request.
 const contendedPause = time.Second
 
-// itemCache holds the key items of lists, sets and hashes (or their
+// ItemCache holds the key items of lists, sets and hashes (or their
 // absence) this process saw last: a list pop or LPUSH, and the fast paths
 // of small sets and hashes, start from it instead of reading. Every entry
 // is an item as it was at some moment, never a guess: writes made from one
 // are conditioned on its ver (KeyState.guard), which holds only while the
 // item is exactly that one (every write sets a fresh ver).
-type itemCache struct {
-	kc keyCache[cachedItem]
+type ItemCache struct {
+	kc keyCache[CachedItem]
 }
 
 // get returns what the cache knows of key: ok, and the entry (its item
 // nil: absent).
-func (ic *itemCache) Get(db int, key []byte) (cachedItem, bool) {
+func (ic *ItemCache) Get(db int, key []byte) (CachedItem, bool) {
 	return ic.kc.Get(db, key)
 }
 
 // guardable is get, except while FastUpdate's guarded writes of key pause.
-func (ic *itemCache) Guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
+func (ic *ItemCache) Guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
 	e, ok := ic.kc.Get(db, key)
 	if !ok || nowMS < e.calmAt {
 		return nil, false
@@ -147,22 +147,22 @@ func (ic *itemCache) Guardable(db int, key []byte, nowMS int64) (dynastore.Item,
 
 // put remembers it (nil: key is absent) as key's item, if it is a
 // collection's (anything else forgets key).
-func (ic *itemCache) Put(db int, key []byte, it dynastore.Item) {
+func (ic *ItemCache) Put(db int, key []byte, it dynastore.Item) {
 	ic.remember(db, key, it, 0, nil)
 }
 
 // putList is put of a large list's key item with element values valid for
 // it.
-func (ic *itemCache) putList(db int, key []byte, it dynastore.Item, list *ListKnown) {
+func (ic *ItemCache) putList(db int, key []byte, it dynastore.Item, list *ListKnown) {
 	ic.remember(db, key, it, 0, list)
 }
 
 // contend is put, also pausing guarded writes of key for contendedPause.
-func (ic *itemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64) {
+func (ic *ItemCache) contend(db int, key []byte, it dynastore.Item, nowMS int64) {
 	ic.remember(db, key, it, nowMS+contendedPause.Milliseconds(), nil)
 }
 
-func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *ListKnown) {
+func (ic *ItemCache) remember(db int, key []byte, it dynastore.Item, calmAt int64, list *ListKnown) {
 	if it != nil {
 		switch t, _ := it.Get(AttrType).(dynastore.S); t {
 		case TypeList, TypeSet, TypeHash, TypeZSet, TypeStream:
@@ -177,15 +177,15 @@ func (ic *itemCache) remember(db int, key []byte, it dynastore.Item, calmAt int6
 			w += 16 + len(v)
 		}
 	}
-	ic.kc.update(db, key, func(old cachedItem, _ bool) cachedItem {
-		return cachedItem{Item: it, calmAt: max(calmAt, old.calmAt), List: list, w: w}
+	ic.kc.update(db, key, func(old CachedItem, _ bool) CachedItem {
+		return CachedItem{Item: it, calmAt: max(calmAt, old.calmAt), List: list, w: w}
 	})
 }
 
-func (ic *itemCache) Drop(db int, key []byte) { ic.kc.Drop(db, key) }
+func (ic *ItemCache) Drop(db int, key []byte) { ic.kc.Drop(db, key) }
 
 // Items is the process's item cache.
-func Items(c Scope) *itemCache { return &c.Process().items }
+func Items(c Scope) *ItemCache { return &c.Process().items }
 
 // largeGen is what the generation cache knows of a large collection: its
 // type and generation. A generation belongs to one collection of one type

@@ -21,7 +21,7 @@ func TestKeyCacheBounds(t *testing.T) {
 	_, ok := gens.Get(0, []byte(strconv.Itoa(keyCacheMax+99)))
 	require.True(t, ok, "the entry just put stays")
 
-	var items itemCache
+	var items ItemCache
 	heavy := func(i int) dynastore.Item {
 		return dynastore.Item{
 			{Name: dynastore.AttrPK, Value: dynastore.B("k" + strconv.Itoa(i))},
@@ -49,7 +49,7 @@ func TestKeyCacheBounds(t *testing.T) {
 // items, known absence (nil), nothing for other types, and the pause of
 // guarded writes after a contended one.
 func TestItemCacheEntries(t *testing.T) {
-	var ic itemCache
+	var ic ItemCache
 	set := dynastore.Item{{Name: AttrType, Value: dynastore.S(TypeSet)}, {Name: AttrVer, Value: dynastore.N("1")}}
 	cases := []struct {
 		name    string

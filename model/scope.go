@@ -40,7 +40,7 @@ type InlineLimits struct{ Entries, Bytes int }
 // the caches of collection key items (itemCache) and of large collections'
 // generations (largeGen). Nothing correctness depends on lives in it.
 type Process struct {
-	items itemCache
+	items ItemCache
 	gens  keyCache[largeGen]
 	// limits are the inline limits of a type under the encoding
 	// parameters (CONFIG SET hash-max-listpack-entries and friends); nil:
