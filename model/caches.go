@@ -43,7 +43,7 @@ type keyCache[V cacheEntry] struct {
 	weight int
 }
 
-func (kc *keyCache[V]) Get(db int, key []byte) (V, bool) {
+func (kc *keyCache[V]) get(db int, key []byte) (V, bool) {
 	kc.mu.Lock()
 	defer kc.mu.Unlock()
 	v, ok := kc.m[dbKey{db, string(key)}]
@@ -76,11 +76,11 @@ func (kc *keyCache[V]) update(db int, key []byte, next func(old V, ok bool) V) {
 	}
 }
 
-func (kc *keyCache[V]) Put(db int, key []byte, v V) {
+func (kc *keyCache[V]) put(db int, key []byte, v V) {
 	kc.update(db, key, func(V, bool) V { return v })
 }
 
-func (kc *keyCache[V]) Drop(db int, key []byte) {
+func (kc *keyCache[V]) drop(db int, key []byte) {
 	kc.mu.Lock()
 	defer kc.mu.Unlock()
 	k := dbKey{db, string(key)}
@@ -130,22 +130,22 @@ type ItemCache struct {
 	kc keyCache[CachedItem]
 }
 
-// get returns what the cache knows of key: ok, and the entry (its item
+// Get returns what the cache knows of key: ok, and the entry (its item
 // nil: absent).
 func (ic *ItemCache) Get(db int, key []byte) (CachedItem, bool) {
-	return ic.kc.Get(db, key)
+	return ic.kc.get(db, key)
 }
 
-// guardable is get, except while FastUpdate's guarded writes of key pause.
+// Guardable is get, except while FastUpdate's guarded writes of key pause.
 func (ic *ItemCache) Guardable(db int, key []byte, nowMS int64) (dynastore.Item, bool) {
-	e, ok := ic.kc.Get(db, key)
+	e, ok := ic.kc.get(db, key)
 	if !ok || nowMS < e.calmAt {
 		return nil, false
 	}
 	return e.Item, true
 }
 
-// put remembers it (nil: key is absent) as key's item, if it is a
+// Put remembers it (nil: key is absent) as key's item, if it is a
 // collection's (anything else forgets key).
 func (ic *ItemCache) Put(db int, key []byte, it dynastore.Item) {
 	ic.remember(db, key, it, 0, nil)
@@ -182,7 +182,8 @@ func (ic *ItemCache) remember(db int, key []byte, it dynastore.Item, calmAt int6
 	})
 }
 
-func (ic *ItemCache) Drop(db int, key []byte) { ic.kc.Drop(db, key) }
+// Drop forgets key.
+func (ic *ItemCache) Drop(db int, key []byte) { ic.kc.drop(db, key) }
 
 // Items is the process's item cache.
 func Items(c Scope) *ItemCache { return &c.Process().items }
@@ -216,10 +217,10 @@ func NoteGen(c Scope, key []byte, typ string, gen []byte) {
 		return
 	}
 	if gen != nil {
-		gensOf(c).Put(c.DB(), key, largeGen{typ: typ, gen: gen})
+		gensOf(c).put(c.DB(), key, largeGen{typ: typ, gen: gen})
 		return
 	}
-	gensOf(c).Drop(c.DB(), key)
+	gensOf(c).drop(c.DB(), key)
 }
 
 // cachedLarge is the large collection the generation cache remembers for
@@ -229,7 +230,7 @@ func cachedLarge(c Scope, key []byte, typ string) *Collection {
 	if !KeyFits(key) {
 		return nil
 	}
-	lg, ok := gensOf(c).Get(c.DB(), key)
+	lg, ok := gensOf(c).get(c.DB(), key)
 	if !ok || lg.typ != typ {
 		return nil
 	}

@@ -491,7 +491,7 @@ var InlineCodecs = map[string]InlineCodec{
 	},
 }
 
-// check returns ErrWrongType when the key holds another type.
+// Check returns ErrWrongType when the key holds another type.
 func (cl *Collection) Check() error {
 	if cl.WrongType {
 		return ErrWrongType
@@ -499,10 +499,10 @@ func (cl *Collection) Check() error {
 	return nil
 }
 
-// exists reports whether the key exists as read (any type).
+// Exists reports whether the key exists as read (any type).
 func (cl *Collection) Exists() bool { return cl.KS.Live }
 
-// large reports whether the collection uses the large layout.
+// Large reports whether the collection uses the large layout.
 func (cl *Collection) Large() bool { return cl.Gen != nil }
 
 // Len is the entry count as read.
@@ -513,7 +513,7 @@ func (cl *Collection) Len() int64 {
 	return int64(len(cl.Inline))
 }
 
-// lookup returns the current values of members (staged changes included)
+// Lookup returns the current values of members (staged changes included)
 // and whether each is present. A large collection fetches the members it has
 // not seen yet with one BatchGet.
 func (cl *Collection) Lookup(members [][]byte) ([]dynastore.Value, []bool, error) {
@@ -551,7 +551,7 @@ func (cl *Collection) current(m []byte) (dynastore.Value, bool) {
 	return cl.committed(m)
 }
 
-// fetch loads the large-layout members not looked up yet.
+// Fetch loads the large-layout members not looked up yet.
 func (cl *Collection) Fetch(members [][]byte) error {
 	if !cl.Large() || cl.Replace {
 		return nil
@@ -588,7 +588,7 @@ func (cl *Collection) Fetch(members [][]byte) error {
 	return nil
 }
 
-// put stages member m with value v (nil for sets).
+// Put stages member m with value v (nil for sets).
 func (cl *Collection) Put(m []byte, v dynastore.Value) {
 	if cl.puts == nil {
 		cl.puts = map[string]dynastore.Value{}
@@ -597,7 +597,7 @@ func (cl *Collection) Put(m []byte, v dynastore.Value) {
 	cl.puts[string(m)] = v
 }
 
-// del stages the removal of member m.
+// Del stages the removal of member m.
 func (cl *Collection) Del(m []byte) {
 	if cl.dels == nil {
 		cl.dels = map[string]bool{}
@@ -606,7 +606,7 @@ func (cl *Collection) Del(m []byte) {
 	cl.dels[string(m)] = true
 }
 
-// each calls fn for every committed entry (staged changes are not seen).
+// Each calls fn for every committed entry (staged changes are not seen).
 // Reading a large collection over several pages marks the view so the
 // caller validates it (ValidateRead) before trusting the result.
 func (cl *Collection) Each(fn func(m []byte, v dynastore.Value) error) error {

@@ -15,10 +15,10 @@ import (
 func TestKeyCacheBounds(t *testing.T) {
 	var gens keyCache[largeGen]
 	for i := 0; i < keyCacheMax+100; i++ {
-		gens.Put(0, []byte(strconv.Itoa(i)), largeGen{typ: TypeSet, gen: []byte("0123456789abcdef")})
+		gens.put(0, []byte(strconv.Itoa(i)), largeGen{typ: TypeSet, gen: []byte("0123456789abcdef")})
 	}
 	require.Len(t, gens.m, keyCacheMax)
-	_, ok := gens.Get(0, []byte(strconv.Itoa(keyCacheMax+99)))
+	_, ok := gens.get(0, []byte(strconv.Itoa(keyCacheMax+99)))
 	require.True(t, ok, "the entry just put stays")
 
 	var items ItemCache

@@ -13,11 +13,12 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
+// Changed reports whether anything is staged.
 func (cl *Collection) Changed() bool {
 	return cl.Replace || cl.rebuilt != nil || len(cl.puts) > 0 || len(cl.dels) > 0 || len(cl.keyAttrs) > 0
 }
 
-// rebuild stages the replacement of the collection's whole content by the
+// Rebuild stages the replacement of the collection's whole content by the
 // n entries entries yields (in any order; for a spanned type, positions
 // from 0 on), keeping the key's expiry: the commit writes a new generation,
 // or an inline item when the result fits one. Other staged changes are
@@ -91,7 +92,7 @@ func (cl *Collection) inlineItem(entries map[string]dynastore.Value) dynastore.I
 	return it
 }
 
-// plan stages what must be staged (a new generation) and returns the
+// Plan stages what must be staged (a new generation) and returns the
 // actions that commit this view's changes, each guarded by the key item's
 // ver as read. No actions means nothing to write.
 func (cl *Collection) Plan() ([]dynastore.TxAction, error) {
@@ -524,7 +525,7 @@ func (cl *Collection) checkAction() dynastore.TxAction {
 	return dynastore.TxAction{Op: dynastore.TxCheck, Key: k, Cond: cl.KS.Guard()}
 }
 
-// commit writes the staged changes of one collection.
+// Commit writes the staged changes of one collection.
 func (cl *Collection) Commit() error {
 	return Commit(cl.c, []*Collection{cl}, nil)
 }

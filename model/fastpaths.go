@@ -464,7 +464,7 @@ func (st *MemberStart) blind(c Scope, cl *Collection, write blindWrite) (n int64
 	st.tried = cl.Gen
 	st.Seed, st.Seeded = res.cur, res.known
 	if res.out == blindUnknown && !res.known {
-		gensOf(c).Drop(c.DB(), cl.Key)
+		gensOf(c).drop(c.DB(), cl.Key)
 	}
 	return 0, false, nil
 }

@@ -76,7 +76,7 @@ type MemberSpan struct{ Lo, Hi string }
 // family's init.
 var MemberSpans = map[string]MemberSpan{}
 
-// span returns the range of a spanned type's collection as read, or, when
+// Span returns the range of a spanned type's collection as read, or, when
 // after, as its staged key attributes leave it; spanned is false for the
 // other types.
 func (cl *Collection) Span(after bool) (lo, hi int64, spanned bool, err error) {
@@ -221,7 +221,7 @@ func ValueSize(v dynastore.Value) int {
 
 // ---- small helpers ---------------------------------------------------------------
 
-// dedupe returns args without repeats, first occurrence order.
+// Dedupe returns args without repeats, first occurrence order.
 func Dedupe(args [][]byte) [][]byte {
 	seen := make(map[string]bool, len(args))
 	out := make([][]byte, 0, len(args))
