@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// queueExactlyOnce runs 20 producers and 20 consumers spread over the
-// instances on one list; pop takes one element (ok false: none yet).
-func queueExactlyOnce(t *testing.T, cs []*redis.Client, pop func(c *redis.Client) (string, bool, error)) {
+// queueExactlyOnce runs producers and consumers spread over the instances
+// on the queue at key: push adds element id, pop takes one (ok false: none
+// yet). Every element is delivered exactly once, within the time given,
+// and the key ends deleted.
+func queueExactlyOnce(t *testing.T, cs []*redis.Client, key string, producers, consumers, each int, within time.Duration,
+	push func(c *redis.Client, id int) error, pop func(c *redis.Client) (string, bool, error)) {
 	ctx := context.Background()
-	const producers, consumers, each = 20, 20, 15
 	total := producers * each
 	var wg sync.WaitGroup
 	for p := range producers {
@@ -24,8 +26,8 @@ func queueExactlyOnce(t *testing.T, cs []*redis.Client, pop func(c *redis.Client
 			defer wg.Done()
 			c := cs[p%len(cs)]
 			for i := range each {
-				if err := c.LPush(ctx, "queue", strconv.Itoa(p*each+i)).Err(); err != nil {
-					t.Errorf("LPUSH: %v", err)
+				if err := push(c, p*each+i); err != nil {
+					t.Errorf("push: %v", err)
 					return
 				}
 			}
@@ -33,7 +35,7 @@ func queueExactlyOnce(t *testing.T, cs []*redis.Client, pop func(c *redis.Client
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(within)
 	for w := range consumers {
 		wg.Add(1)
 		go func() {
@@ -64,13 +66,16 @@ func queueExactlyOnce(t *testing.T, cs []*redis.Client, pop func(c *redis.Client
 	for v, n := range seen {
 		require.Equal(t, 1, n, "element %s delivered %d times", v, n)
 	}
-	n, err := cs[0].LLen(ctx, "queue").Result()
-	require.NoError(t, err)
-	require.Zero(t, n)
+	require.Zero(t, cs[0].Exists(ctx, key).Val(), "the queue ends deleted")
+}
+
+// lpush is a list queue's push.
+func lpush(c *redis.Client, id int) error {
+	return c.LPush(context.Background(), "queue", strconv.Itoa(id)).Err()
 }
 
 func TestClusterQueueRPOP(t *testing.T) {
-	queueExactlyOnce(t, cluster(t, 3), func(c *redis.Client) (string, bool, error) {
+	queueExactlyOnce(t, cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
 		v, err := c.RPop(context.Background(), "queue").Result()
 		if err == redis.Nil {
 			return "", false, nil
@@ -80,7 +85,7 @@ func TestClusterQueueRPOP(t *testing.T) {
 }
 
 func TestClusterQueueBLPOP(t *testing.T) {
-	queueExactlyOnce(t, cluster(t, 3), func(c *redis.Client) (string, bool, error) {
+	queueExactlyOnce(t, cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
 		kv, err := c.BLPop(context.Background(), time.Second, "queue").Result()
 		if err == redis.Nil {
 			return "", false, nil

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,65 +17,24 @@ import (
 // for writes through other instances). Every element is delivered exactly
 // once, and the set ends empty and deleted.
 func TestClusterSortedSetQueue(t *testing.T) {
-	cs := cluster(t, 3)
 	ctx := context.Background()
-	const producers, consumers, each = 10, 10, 30
-	total := producers * each
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cs[p%len(cs)]
-			for i := range each {
-				id := p*each + i
-				if err := c.ZAdd(ctx, "pq", redis.Z{Score: float64(id % 17), Member: strconv.Itoa(id)}).Err(); err != nil {
-					t.Errorf("ZADD: %v", err)
-					return
-				}
-			}
-		}()
+	push := func(c *redis.Client, id int) error {
+		return c.ZAdd(ctx, "pq", redis.Z{Score: float64(id % 17), Member: strconv.Itoa(id)}).Err()
 	}
-	var mu sync.Mutex
-	seen := map[string]int{}
-	deadline := time.Now().Add(30 * time.Second)
-	for w := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cs[(w+1)%len(cs)]
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				done := len(seen) >= total
-				mu.Unlock()
-				if done {
-					return
-				}
-				z, err := c.BZPopMin(ctx, time.Second, "pq").Result()
-				if err == redis.Nil {
-					continue
-				}
-				if err != nil {
-					t.Errorf("BZPOPMIN: %v", err)
-					return
-				}
-				id, err := strconv.Atoi(z.Member.(string))
-				if err != nil || float64(id%17) != z.Score {
-					t.Errorf("BZPOPMIN popped %v with score %v", z.Member, z.Score)
-				}
-				mu.Lock()
-				seen[z.Member.(string)]++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	left, _ := cs[0].ZRangeWithScores(ctx, "pq", 0, -1).Result()
-	require.Len(t, seen, total, "every element delivered (left in the set: %v)", left)
-	for m, n := range seen {
-		require.Equal(t, 1, n, "element %s delivered %d times", m, n)
-	}
-	require.Zero(t, cs[0].Exists(ctx, "pq").Val())
+	queueExactlyOnce(t, cluster(t, 3), "pq", 10, 10, 30, 30*time.Second, push, func(c *redis.Client) (string, bool, error) {
+		z, err := c.BZPopMin(ctx, time.Second, "pq").Result()
+		if err == redis.Nil {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		m, _ := z.Member.(string)
+		if id, err := strconv.Atoi(m); err != nil || float64(id%17) != z.Score {
+			return "", false, fmt.Errorf("BZPOPMIN popped %v with score %v", z.Member, z.Score)
+		}
+		return m, true, nil
+	})
 }
 
 // TestClusterSortedSetScores has workers on three instances add to the
