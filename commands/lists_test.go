@@ -31,6 +31,17 @@ func listBackends(t *testing.T, body func(t *testing.T, b testserver.Backend, s 
 	}
 }
 
+// requestCounter returns a function that runs one command and returns
+// the DynamoDB requests it made (their label is the command's name).
+func requestCounter(t *testing.T, b testserver.Backend, c *redis.Client) func(cmd string, args ...any) int64 {
+	return func(cmd string, args ...any) int64 {
+		t.Helper()
+		b.Stats.Reset()
+		require.NoError(t, c.Do(context.Background(), append([]any{cmd}, args...)...).Err())
+		return b.Stats.Requests(cmd)
+	}
+}
+
 // slowOK gives a client time for big writes on DynamoDB Local.
 func slowOK(o *redis.Options) { o.ReadTimeout = time.Minute }
 
@@ -158,12 +169,7 @@ func TestListCommands(t *testing.T) {
 func TestListRequestCounts(t *testing.T) {
 	listBackends(t, func(t *testing.T, b testserver.Backend, _ *testserver.Server, c *redis.Client) {
 		ctx := context.Background()
-		count := func(cmd string, args ...any) int64 {
-			t.Helper()
-			b.Stats.Reset()
-			require.NoError(t, c.Do(ctx, append([]any{cmd}, args...)...).Err())
-			return b.Stats.Requests(cmd)
-		}
+		count := requestCounter(t, b, c)
 		// Small lists: one request each.
 		require.EqualValues(t, 1, count("lpush", "s", "a", "b"))
 		require.EqualValues(t, 1, count("rpush", "s", "c"))

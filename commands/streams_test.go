@@ -100,12 +100,7 @@ func TestStreamCommands(t *testing.T) {
 func TestStreamRequestCounts(t *testing.T) {
 	listBackends(t, func(t *testing.T, b testserver.Backend, _ *testserver.Server, c *redis.Client) {
 		ctx := context.Background()
-		count := func(cmd string, args ...any) int64 {
-			t.Helper()
-			b.Stats.Reset()
-			require.NoError(t, c.Do(ctx, append([]any{cmd}, args...)...).Err())
-			return b.Stats.Requests(cmd)
-		}
+		count := requestCounter(t, b, c)
 		// Small stream this instance wrote last: one Put.
 		require.EqualValues(t, 2, count("xadd", "s", "*", "a", "1")) // new: read, then write
 		require.EqualValues(t, 1, count("xadd", "s", "*", "a", "2"))
