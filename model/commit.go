@@ -154,11 +154,12 @@ func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	}
 	if len(members) <= MaxTxMembers && size <= maxTxBytes {
 		keyUpdate := cl.keyUpdate(key, guard, n)
-		if !cl.exact {
+		if !cl.exact && !spanned {
 			// Commutative form: concurrent writers of different members
 			// of one large collection do not invalidate each other (the
 			// writer that would empty it fails genLiveCond and takes the
-			// guarded path above on its re-run).
+			// guarded path above on its re-run). Never for a spanned
+			// type, whose member writes carry no condition of their own.
 			delta := n - cl.n
 			keyUpdate.Update = &dynastore.Update{
 				Set: []dynastore.SetAction{{Attr: AttrVer, Val: NewVer()}},
