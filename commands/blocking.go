@@ -379,6 +379,9 @@ func blockWith(c *Ctx, keys [][]byte, timeoutMS int64, ready func(k dbKey, it dy
 	if err != nil || done || c.InTx {
 		return done, err
 	}
+	// Parked before it queues: the write of the replies before it may
+	// wait for the client, and must not hold up the queue meanwhile.
+	c.Park()
 	r := c.Srv.listRT()
 	w := &waiter{ch: make(chan struct{}, 1), ready: ready}
 	seen := map[dbKey]bool{}

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
@@ -389,6 +390,10 @@ type Ctx struct {
 	// flags its client CLIENT_SCRIPT, and SORT then orders what it would
 	// otherwise return in a set's own order (sort.go).
 	InScript bool
+	// OnPark, when set, is what Park calls: the connection's cue that the
+	// command is about to wait (resp sends the replies it holds for the
+	// client, and watches the client while the command waits).
+	OnPark func()
 	// now is fixed per command, so all expiry checks in one command agree.
 	now time.Time
 	// local is the local clock's reading now derives from (zero on a test
@@ -434,6 +439,19 @@ func (c *Ctx) LostRace(r *model.Retry) error {
 	c.now, c.local = c.Srv.readClock()
 	return nil
 }
+
+// Park tells the connection that the command is about to wait (a blocked
+// pop, XREAD BLOCK, LOCK.ACQUIRE ... WAIT): as in Redis, the replies of
+// the requests before it go out now rather than once it is over. Every
+// wait calls it before it first parks, not when it is served at once;
+// calling it again is harmless. It implements coord.Parker.
+func (c *Ctx) Park() {
+	if c.OnPark != nil {
+		c.OnPark()
+	}
+}
+
+var _ coord.Parker = (*Ctx)(nil)
 
 // NowMS returns Now in Unix milliseconds.
 func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }

@@ -101,7 +101,8 @@ var configParams = []configParam{
 			s.SetScriptTimeLimit(time.Duration(n) * time.Millisecond)
 		}},
 	{name: "client-output-buffer-limit", def: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
-	{name: "client-query-buffer-limit", def: "1073741824"},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.FormatInt(s.ClientQueryBufferLimit(), 10) },
+		check: checkMemory(protoMaxBulkLenMin, math.MaxInt64), set: func(s *Server, v string) { n, _ := memToBytes(v); s.SetClientQueryBufferLimit(int64(n)) }},
 	{name: "cluster-allow-pubsubshard-when-down", def: "yes"},
 	{name: "cluster-allow-reads-when-down", def: "no"},
 	{name: "cluster-allow-replica-migration", def: "yes"},
@@ -382,7 +383,8 @@ func cmdConfigSet(c *Ctx) {
 	c.W.Simple("OK")
 }
 
-// protoMaxBulkLenMin is Redis's lower bound for proto-max-bulk-len.
+// protoMaxBulkLenMin is Redis's lower bound for proto-max-bulk-len, and
+// for client-query-buffer-limit.
 const protoMaxBulkLenMin = 1024 * 1024
 
 // numericParam validates and parses a numeric parameter as Redis does.

@@ -45,6 +45,7 @@ type Server struct {
 	requirePass atomic.Pointer[string]
 	maxBulkLen  atomic.Int64
 	maxClients  atomic.Int64
+	maxQueryBuf atomic.Int64
 	// unprotected is CONFIG SET protected-mode's override: nil until set.
 	unprotected atomic.Pointer[bool]
 	// enc holds the encoding parameters (encoding.go): nil until set.
@@ -108,6 +109,25 @@ func (s *Server) ProtoMaxBulkLen() int64 {
 
 // SetProtoMaxBulkLen changes the bulk length limit for the following requests.
 func (s *Server) SetProtoMaxBulkLen(n int64) { s.maxBulkLen.Store(n) }
+
+// DefaultClientQueryBufferLimit is Redis's default
+// client-query-buffer-limit (1 GB).
+const DefaultClientQueryBufferLimit = 1024 * 1024 * 1024
+
+// ClientQueryBufferLimit returns how many bytes a client may send while a
+// command of its waits (BLPOP ...): they wait to run after it, and a client
+// past the limit is closed, as Redis closes one whose query buffer
+// outgrows it. Otherwise requests run as they are read, under the
+// parser's limits only.
+func (s *Server) ClientQueryBufferLimit() int64 {
+	if n := s.maxQueryBuf.Load(); n > 0 {
+		return n
+	}
+	return DefaultClientQueryBufferLimit
+}
+
+// SetClientQueryBufferLimit changes the limit for the following reads.
+func (s *Server) SetClientQueryBufferLimit(n int64) { s.maxQueryBuf.Store(n) }
 
 // DefaultMaxClients is Redis's default maxclients.
 const DefaultMaxClients = 10000

@@ -46,6 +46,19 @@ const (
 	maxPoll = 500 * time.Millisecond
 )
 
+// Parker is implemented by a context whose owner wants to know when a
+// blocking call is about to wait (commands.Ctx: its connection then sends
+// the replies it holds and watches the client while it waits). A call
+// that succeeds at once, or does not wait, never parks.
+type Parker interface{ Park() }
+
+// park tells ctx, if it is a Parker, that a wait begins.
+func park(ctx context.Context) {
+	if p, ok := ctx.(Parker); ok {
+		p.Park()
+	}
+}
+
 // poll runs try until it reports done, the wait ends (wait <= 0: try
 // once) or ctx ends (the client went away). try returns the time at
 // which trying again is worth it (zero: none known). key names what
@@ -61,6 +74,9 @@ func (s *Service) poll(ctx context.Context, key string, wait time.Duration, turn
 		return done, false, err
 	}
 	deadline := time.Now().Add(wait)
+	// Parked before it joins: sending the client's replies may wait for
+	// the client, and must not hold up the turns meanwhile.
+	park(ctx)
 	x := s.wake.join(key)
 	defer s.wake.leave(key, x)
 	backoff := minPoll

@@ -38,8 +38,11 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return
 func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
 
 func putBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > outMax {
-		return // oversized buffers go back to the GC
+	if cap(b) < readSize || cap(b) > outMax {
+		// Oversized buffers go back to the GC, and so do small ones (a
+		// writer that lent its buffer back while its command waited
+		// grows another from nothing): the pool lends readSize or more.
+		return
 	}
 	b = b[:0]
 	bufPool.Put(&b)
@@ -84,10 +87,21 @@ type conn struct {
 
 	// killed drops the rest of a pipeline after CLIENT KILL.
 	killed atomic.Bool
+
+	// While a blocking command runs, cancel ends its wait; parkFn (c.park,
+	// made once) is its commands.Ctx.OnPark. watching is closed when the
+	// reader that runs while it waits has stopped (watch.go). gone is set
+	// when the client left (or sent too much) while a command waited:
+	// nothing more of the connection runs, and nothing is written.
+	cancel   context.CancelFunc
+	parkFn   func()
+	watching chan struct{}
+	gone     bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: NewWriter(2)}
+	c.parkFn = c.park
 	sock := socketOf(nc)
 	switch nc.(type) {
 	case *net.TCPConn, *net.UnixConn:
@@ -127,6 +141,9 @@ func (c *conn) serve() {
 	defer c.finish()
 	for {
 		more := c.process()
+		if c.gone {
+			return
+		}
 		if err := c.flush(); err != nil || !more {
 			return
 		}
@@ -139,7 +156,8 @@ func (c *conn) serve() {
 // process runs the complete requests buffered. It returns false when the
 // connection is to close once the replies so far are written: after QUIT, a
 // protocol error, a kill, or when the server shuts down (the requests not
-// yet started then do not run).
+// yet started then do not run); or at once, when the client left while a
+// command waited (gone).
 func (c *conn) process() bool {
 	// First a hint to the store of the keys the buffered requests read
 	// or replace.
@@ -164,7 +182,7 @@ func (c *conn) process() bool {
 			continue
 		}
 		c.s.execute(c, args)
-		if c.cn.CloseAfterReply {
+		if c.gone || c.cn.CloseAfterReply {
 			return false
 		}
 		if len(c.w.Bytes()) >= outMax {
@@ -179,8 +197,15 @@ func (c *conn) process() bool {
 // back.
 func (c *conn) flush() error {
 	c.clock = time.Time{} // a write may wait, and a read follows
-	c.cn.FlushStats()
 	out := c.w.take()
+	err := c.send(out)
+	putBuf(out)
+	return err
+}
+
+// send writes replies, after counting the commands that made them.
+func (c *conn) send(out []byte) error {
+	c.cn.FlushStats()
 	if len(out) == 0 {
 		return nil
 	}
@@ -188,7 +213,6 @@ func (c *conn) flush() error {
 	if n > 0 {
 		c.s.srv.Net.AddOut(n)
 	}
-	putBuf(out)
 	return err
 }
 

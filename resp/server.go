@@ -275,14 +275,15 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		c.labelName, c.labelCtx = cmd.Name, dynastore.WithLabel(parent, cmd.Name)
 	}
 	ctx := c.labelCtx
+	var onPark func()
 	if cmd.HasFlag(commands.FlagBlocking) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		stopWatch := watchHangup(c.nc, cancel)
-		stopShutdown := context.AfterFunc(s.stopWaiting, cancel)
-		defer cancel()
+		// It may wait: for its client's hang-up once it parks
+		// (watch.go), and for a Shutdown.
+		ctx, c.cancel = context.WithCancel(ctx)
+		stopShutdown := context.AfterFunc(s.stopWaiting, c.cancel)
+		defer c.unpark()
 		defer stopShutdown()
-		defer stopWatch()
+		onPark = c.parkFn
 	}
 	// Handlers keep neither the context nor the arguments (slices of the
 	// read buffer) once they return: both are reused.
@@ -293,6 +294,7 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		Store:   s.srv.Store,
 		Conn:    cn,
 		Srv:     s.srv,
+		OnPark:  onPark,
 	}
 	cx := &c.cx
 	if !c.clock.IsZero() {
@@ -395,7 +397,7 @@ func (r *registry) wake() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range r.conns {
-		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	}
 }
 

@@ -385,6 +385,7 @@ func TestBlockingCommandSeesHangup(t *testing.T) {
 	started := make(chan struct{}, 4)
 	ended := make(chan error, 4)
 	wait := &commands.Command{Name: "test.bwait", Arity: 2, Flags: []string{commands.FlagBlocking}, Run: func(c *commands.Ctx) {
+		c.Park()
 		started <- struct{}{}
 		d, _ := time.ParseDuration(string(c.Args[1]))
 		select {

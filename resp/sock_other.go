@@ -9,9 +9,7 @@ import (
 )
 
 // socketOf has no raw socket to offer off Unix: connections are read
-// through net.Conn, and blocked clients are not watched for hang-ups.
+// through net.Conn.
 func socketOf(net.Conn) syscall.RawConn { return nil }
 
 func sysRead(uintptr, []byte) (int, error) { return 0, errors.ErrUnsupported }
-
-func sysPeek(uintptr, []byte) (int, error) { return 0, errors.ErrUnsupported }
