@@ -1,7 +1,9 @@
 package resp_test
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/internal/testserver"
 )
 
 // parker holds the test commands of a client whose command waits.
@@ -212,4 +215,43 @@ func TestParkedClientQueryBufferLimit(t *testing.T) {
 	rc.expectNothing()
 	<-sent
 	require.Zero(t, p.marks.Load())
+}
+
+// Over TLS too, what the client sends while its command waits is read
+// meanwhile and runs afterwards, and a close is seen at once.
+func TestParkedClientOverTLS(t *testing.T) {
+	certFile, keyFile, pool := testserver.SelfSigned(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := newParker()
+	table := commands.NewTable()
+	table.Add(p.commands()...)
+	ts := serveOn(t, &commands.Server{Table: table}, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
+	c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	rc := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	id := rc.clientID()
+
+	rc.send(cmd("PING") + cmd("test.park"))
+	rc.expect("+PONG\r\n")
+	<-p.started
+	const n = 1000
+	before := ts.srv.Net.In()
+	marks := strings.Repeat(cmd("test.mark"), n)
+	rc.send(marks)
+	require.Eventually(t, func() bool { return ts.srv.Net.In() >= before+int64(len(marks)) }, 10*time.Second, time.Millisecond)
+	require.Zero(t, p.marks.Load(), "requests ran while the command waited")
+	p.release <- struct{}{}
+	rc.expect("+DONE\r\n" + strings.Repeat("+MARKED\r\n", n))
+	require.NoError(t, <-p.ended)
+
+	rc.send(cmd("test.park") + cmd("test.mark"))
+	<-p.started
+	require.NoError(t, c.Close())
+	p.cancelled(t)
+	ts.waitGone(t, id)
+	require.EqualValues(t, n, p.marks.Load())
 }

@@ -45,6 +45,12 @@ func serve(t *testing.T, srv *commands.Server) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	return serveOn(t, srv, ln)
+}
+
+// serveOn serves srv on ln until the test ends.
+func serveOn(t *testing.T, srv *commands.Server, ln net.Listener) *testServer {
+	t.Helper()
 	ts := &testServer{addr: ln.Addr().String(), srv: srv, done: make(chan struct{})}
 	ts.rs = resp.New(srv, resp.Options{Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }})
 	go func() {
@@ -448,6 +454,7 @@ func TestMaxClients(t *testing.T) {
 func TestShutdownEndsBlockingWaits(t *testing.T) {
 	started := make(chan struct{}, 1)
 	wait := &commands.Command{Name: "test.bwait", Arity: 1, Flags: []string{commands.FlagBlocking}, Run: func(c *commands.Ctx) {
+		c.Park()
 		started <- struct{}{}
 		select {
 		case <-c.Done():
