@@ -442,9 +442,10 @@ func (c *Ctx) LostRace(r *model.Retry) error {
 
 // Park tells the connection that the command is about to wait (a blocked
 // pop, XREAD BLOCK, LOCK.ACQUIRE ... WAIT): as in Redis, the replies of
-// the requests before it go out now rather than once it is over. Every
-// wait calls it before it first parks, not when it is served at once;
-// calling it again is harmless. It implements coord.Parker.
+// the requests before it go out now rather than once it is over, and a
+// client that leaves meanwhile ends the wait (the context is cancelled).
+// Every wait calls it once it knows it must wait, never when it is served
+// at once; calling it again is harmless. It implements coord.Parker.
 func (c *Ctx) Park() {
 	if c.OnPark != nil {
 		c.OnPark()

@@ -277,8 +277,8 @@ func (s *Server) execute(c *conn, args [][]byte) {
 	ctx := c.labelCtx
 	var onPark func()
 	if cmd.HasFlag(commands.FlagBlocking) {
-		// It may wait: for its client's hang-up once it parks
-		// (watch.go), and for a Shutdown.
+		// Its wait ends when a Shutdown begins, and when its client
+		// leaves (seen once it parks: watch.go).
 		ctx, c.cancel = context.WithCancel(ctx)
 		stopShutdown := context.AfterFunc(s.stopWaiting, c.cancel)
 		defer c.unpark()
