@@ -239,7 +239,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = env
 	L.Push(fn)
-	err := L.PCall(0, 0, lua51.Handler(L))
+	err := lua51.PCall(L, 0, 0, lua51.Handler(L))
 	if err != nil {
 		var ae *lua.ApiError
 		text := err.Error()
@@ -716,6 +716,6 @@ func fcallGeneric(c *Ctx, ro bool) {
 		L.Push(callbacks[f.name])
 		L.Push(stringArray(L, keys))
 		L.Push(stringArray(L, args))
-		return L.PCall(2, 1, run.handler(L))
+		return lua51.PCall(L, 2, 1, run.handler(L))
 	})
 }

@@ -157,11 +157,56 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		return n
 	}))
 	strlib.RawSetString("dump", L.NewFunction(run.dump))
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
+	strByte := strlib.RawGetString("byte").(*lua.LFunction)
+	strlib.RawSetString("byte", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 checks the stack takes the bytes before it pushes them
+		// (gopher-lua pushes until its registry overflows).
+		s := L.CheckString(1)
+		first := strPosition(L.OptInt64(2, 1), len(s))
+		last := strPosition(L.OptInt64(3, first), len(s))
+		first = max(first, 1)
+		last = min(last, int64(len(s)))
+		if n := last - first + 1; n > 0 && !lua51.CheckStack(L, int(n)) {
+			L.RaiseError("stack overflow (string slice too long)")
+		}
+		return strByte.GFunction(L)
+	}))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
 	L.SetGlobal("redis", run.redisLib(L))
 	return L, protect(L)
+}
+
+// luaUnpack is Lua 5.1's unpack, which refuses more results than the
+// stack takes before it pushes any (gopher-lua's pushes until its
+// registry overflows).
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	first := L.OptInt64(2, 1)
+	last := L.OptInt64(3, int64(t.Len()))
+	if first > last {
+		return 0
+	}
+	n := last - first + 1
+	if n <= 0 || n > lua51.MaxCStack || !lua51.CheckStack(L, int(n)) {
+		L.RaiseError("too many results to unpack")
+	}
+	for i := first; i <= last; i++ {
+		L.Push(t.RawGetInt(int(i)))
+	}
+	return int(n)
+}
+
+// strPosition is a string position as Lua 5.1's string functions read
+// it (posrelat): negative counts from the end, and 0 is before the
+// start.
+func strPosition(pos int64, n int) int64 {
+	if pos < 0 {
+		pos += int64(n) + 1
+	}
+	return max(pos, 0)
 }
 
 func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
@@ -588,8 +633,32 @@ func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
 	return lua.LNil
 }
 
+// Redis converts a script's value to a reply on Lua's stack, which holds
+// at most lua51.MaxCStack values for C code: each level of nesting takes
+// slots, and a value reached past the limit is replied as the error
+// msgLuaStackLimit in its place (the reply goes on), whatever it is. So
+// a table that holds itself is not followed forever.
+const (
+	msgLuaStackLimit = "ERR reached lua stack limit"
+	// replyStackBase is what the stack holds when the conversion starts:
+	// the error handler and the value.
+	replyStackBase = 2
+	// replyStackRoom is the room a conversion asks for (lua_checkstack):
+	// a map's entry takes four slots.
+	replyStackRoom = 4
+)
+
 // writeLua replies with a script's return value, converted as Redis does.
 func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
+	run.writeValue(w, v, replyStackBase)
+}
+
+// writeValue replies with v, the top of a Lua stack of depth values.
+func (run *scriptRun) writeValue(w Writer, v lua.LValue, depth int) {
+	if depth+replyStackRoom > lua51.MaxCStack {
+		w.Error(msgLuaStackLimit)
+		return
+	}
 	switch v := v.(type) {
 	case lua.LString:
 		w.BulkString(string(v))
@@ -605,7 +674,7 @@ func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
 			w.Nil()
 		}
 	case *lua.LTable:
-		run.writeTable(w, v)
+		run.writeTable(w, v, depth)
 	default:
 		w.Nil()
 	}
@@ -619,7 +688,11 @@ func luaInt(f float64) int64 {
 	return int64(f)
 }
 
-func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
+// writeTable replies with the table t at depth on the stack; the stack
+// slots each kind of element is converted at are Redis's
+// (luaReplyToRedisReply): an array's element one above the table, a map's
+// key four and its value three, a set's member three.
+func (run *scriptRun) writeTable(w Writer, t *lua.LTable, depth int) {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
 		w.Error(oneLine(string(s)))
 		return
@@ -649,8 +722,8 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 		})
 		w.Map(len(keys))
 		for i := range keys {
-			run.writeLua(w, keys[i])
-			run.writeLua(w, vals[i])
+			run.writeValue(w, keys[i], depth+4)
+			run.writeValue(w, vals[i], depth+3)
 		}
 		return
 	}
@@ -659,7 +732,7 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 		s.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
 		w.Set(len(keys))
 		for _, k := range keys {
-			run.writeLua(w, k)
+			run.writeValue(w, k, depth+3)
 		}
 		return
 	}
@@ -669,7 +742,7 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 	}
 	w.Array(n)
 	for i := 1; i <= n; i++ {
-		run.writeLua(w, t.RawGetInt(i))
+		run.writeValue(w, t.RawGetInt(i), depth+1)
 	}
 }
 

@@ -326,7 +326,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		fn := L.NewFunctionFromProto(s.proto)
 		fn.Env = env
 		L.Push(fn)
-		return L.PCall(0, 1, run.handler(L))
+		return lua51.PCall(L, 0, 1, run.handler(L))
 	})
 }
 
@@ -504,6 +504,14 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 		msg = "ERR " + lua51.Text(obj.String())
 	}
 	msg = oneLine(msg)
+	if s, ok := obj.(lua.LString); ok && run.errAt == "" {
+		// An error raised where the handler could not be called (gopher-lua
+		// out of call frames or registry: a stack overflow) happened where
+		// its message says.
+		if chunk, line, ok := lua51.Where(string(s)); ok {
+			run.errAt = run.chunkSource(chunk) + ":" + line
+		}
+	}
 	if run.errAt != "" {
 		msg += fmt.Sprintf(" script: %s, on %s.", run.name, run.errAt)
 	}
@@ -545,6 +553,17 @@ func (run *scriptRun) source(p *lua.FunctionProto) string {
 		return s
 	}
 	return "@" + p.SourceName // the script's or library's own code
+}
+
+// chunkSource is the source of the chunk gopher-lua names chunk in its
+// messages.
+func (run *scriptRun) chunkSource(chunk string) string {
+	for _, source := range run.sources {
+		if lua51.RuntimeChunkID(source) == chunk {
+			return source
+		}
+	}
+	return "@" + chunk
 }
 
 // loaded notes source as the source of fn, a chunk the code loaded, and
@@ -661,7 +680,7 @@ func callable(L *lua.LState, v lua.LValue) bool {
 // number.
 func protectedCall(L *lua.LState, nargs int, handler *lua.LFunction) (ok bool, n int) {
 	base := L.GetTop() - nargs - 1
-	if err := L.PCall(nargs, lua.MultRet, handler); err != nil {
+	if err := lua51.PCall(L, nargs, lua.MultRet, handler); err != nil {
 		var v lua.LValue = lua.LString(err.Error())
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {
