@@ -168,7 +168,7 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		first = max(first, 1)
 		last = min(last, int64(len(s)))
 		if n := last - first + 1; n > 0 && !lua51.CheckStack(L, int(n)) {
-			L.RaiseError("stack overflow (string slice too long)")
+			luaRaise(L, "stack overflow (string slice too long)")
 		}
 		return strByte.GFunction(L)
 	}))
@@ -191,12 +191,19 @@ func luaUnpack(L *lua.LState) int {
 	}
 	n := last - first + 1
 	if n <= 0 || n > lua51.MaxCStack || !lua51.CheckStack(L, int(n)) {
-		L.RaiseError("too many results to unpack")
+		luaRaise(L, "too many results to unpack")
 	}
 	for i := first; i <= last; i++ {
 		L.Push(t.RawGetInt(int(i)))
 	}
 	return int(n)
+}
+
+// luaRaise is luaL_error: the message after the position of the Lua code
+// that called the Go function running, none when that is not Lua code
+// (pcall(unpack, ...)).
+func luaRaise(L *lua.LState, msg string) {
+	L.Error(lua.LString(luaWhere(L, 1)+msg), 0)
 }
 
 // strPosition is a string position as Lua 5.1's string functions read
