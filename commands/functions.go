@@ -188,7 +188,9 @@ func compileBody(code []byte, name string, body int) (lib *library, msg string) 
 	defer L.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
-	L.SetContext(ctx)
+	// Library code may concatenate and build tables: the default budget
+	// bounds it (the instance's CONFIG is out of reach here).
+	setMemoryContext(L, ctx, newLuaMemory(DefaultLuaMemoryLimit))
 	if msg := lib.register(L, nil, nil); msg != "" {
 		if ctx.Err() != nil {
 			return nil, msgFunctionLoadTimeout

@@ -175,8 +175,153 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
+	run.meterLibraries(L)
 	L.SetGlobal("redis", run.redisLib(L))
 	return L, protect(L)
+}
+
+// meterLibraries makes the library functions that make strings, tables
+// and coroutines count them against the run's memory (luamem.go): before
+// they run where the size can be known from the arguments (by an upper
+// bound), else the strings they return.
+func (run *scriptRun) meterLibraries(L *lua.LState) {
+	lib := func(name string) *lua.LTable { return L.GetGlobal(name).(*lua.LTable) }
+	str, tbl := lib("string"), lib("table")
+	for _, name := range []string{"upper", "lower", "reverse", "char", "format"} {
+		run.meter(L, str, name, nil)
+	}
+	run.meter(L, str, "rep", func(L *lua.LState) int64 {
+		return mulBytes(int64(len(L.CheckString(1))), L.CheckInt64(2))
+	})
+	run.meter(L, str, "gsub", run.gsubGrowth)
+	run.meter(L, tbl, "concat", func(L *lua.LState) int64 {
+		t := L.CheckTable(1)
+		sep := int64(len(L.OptString(2, "")))
+		var n int64
+		for i := L.OptInt64(3, 1); i <= L.OptInt64(4, int64(t.Len())); i++ {
+			switch v := t.RawGetInt(int(i)).(type) {
+			case lua.LString:
+				n += int64(len(v)) + sep
+			case lua.LNumber:
+				n += 24 + sep
+			default:
+				return n // concat refuses the value
+			}
+		}
+		return n
+	})
+	run.meter(L, tbl, "insert", func(*lua.LState) int64 { return luaSlotBytes })
+	decode := func(L *lua.LState) int64 { return mulBytes(int64(len(L.CheckString(1))), luaDecodeFactor) }
+	run.meter(L, lib("cjson"), "decode", decode)
+	run.meter(L, lib("cjson"), "encode", nil)
+	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
+		run.meter(L, lib("cmsgpack"), name, decode)
+	}
+	run.meter(L, lib("cmsgpack"), "pack", nil)
+	run.meter(L, lib("struct"), "pack", nil)
+	co := lib("coroutine")
+	create := co.RawGetString("create").(*lua.LFunction)
+	resume := co.RawGetString("resume").(*lua.LFunction)
+	co.RawSetString("create", L.NewFunction(func(L *lua.LState) int {
+		run.mem.charge(L, luaCoroutineBytes)
+		n := create.GFunction(L)
+		th, ok := L.Get(-1).(*lua.LState)
+		if mc, isMem := L.Context().(*memoryContext); ok && isMem && n == 1 {
+			// A coroutine runs in a context of its own (gopher-lua's,
+			// made from its creator's), which would not count.
+			setMemoryContext(th, mc.Context, run.mem)
+		}
+		return n
+	}))
+	createFn := co.RawGetString("create").(*lua.LFunction)
+	co.RawSetString("wrap", L.NewFunction(func(L *lua.LState) int {
+		// coroutine.wrap as Lua's (auxwrap), on the coroutines above.
+		L.Push(createFn)
+		L.Push(L.CheckFunction(1))
+		L.Call(1, 1)
+		th := L.Get(-1)
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			base := L.GetTop()
+			L.Push(resume)
+			L.Push(th)
+			for i := 1; i <= base; i++ {
+				L.Push(L.Get(i))
+			}
+			L.Call(base+1, lua.MultRet)
+			if L.Get(base+1) != lua.LTrue {
+				msg := L.Get(base + 2)
+				if s, ok := msg.(lua.LString); ok {
+					msg = lua.LString(luaWhere(L, 1) + string(s))
+				}
+				L.Error(msg, 0)
+			}
+			return L.GetTop() - base - 1
+		}))
+		return 1
+	}))
+}
+
+// meter replaces the function name of lib by one that counts, against
+// the run's memory, what pre says it will make, or (pre nil) the strings
+// it returns.
+func (run *scriptRun) meter(L *lua.LState, lib *lua.LTable, name string, pre func(L *lua.LState) int64) {
+	fn := lib.RawGetString(name).(*lua.LFunction)
+	lib.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+		if pre != nil {
+			run.mem.charge(L, pre(L))
+			return fn.GFunction(L)
+		}
+		n := fn.GFunction(L)
+		var size int64
+		for i := L.GetTop() - n + 1; i <= L.GetTop(); i++ {
+			if s, ok := L.Get(i).(lua.LString); ok {
+				size += int64(len(s))
+			}
+		}
+		run.mem.charge(L, size)
+		return n
+	}))
+}
+
+// gsubGrowth bounds what string.gsub makes: with a replacement string,
+// each match (at most one per byte, and one more) makes the replacement,
+// whose captures hold at most the subject; a function's or a table's
+// replacements are counted as they come.
+func (run *scriptRun) gsubGrowth(L *lua.LState) int64 {
+	s := int64(len(L.CheckString(1)))
+	switch repl := L.Get(3).(type) {
+	case lua.LString:
+		return s + mulBytes(2*s+1, int64(len(repl)))
+	case *lua.LFunction, *lua.LTable:
+		L.Replace(3, L.NewFunction(func(L *lua.LState) int {
+			if t, ok := repl.(*lua.LTable); ok {
+				L.Push(L.GetTable(t, L.Get(1)))
+			} else {
+				top := L.GetTop()
+				L.Push(repl)
+				for i := 1; i <= top; i++ {
+					L.Push(L.Get(i))
+				}
+				L.Call(top, 1)
+			}
+			if v, ok := L.Get(-1).(lua.LString); ok {
+				run.mem.charge(L, int64(len(v)))
+			}
+			return 1
+		}))
+	}
+	return s
+}
+
+// mulBytes is a*b, or more than any limit when that overflows.
+func mulBytes(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // luaUnpack is Lua 5.1's unpack, which refuses more results than the
@@ -486,8 +631,21 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	if r.Kind == ReplyError {
 		return luaError(L, "-"+r.Str, raise)
 	}
+	run.mem.charge(L, replyBytes(r))
 	L.Push(run.toLua(L, r))
 	return 1
+}
+
+// replyBytes bounds the memory a reply takes as Lua values.
+func replyBytes(r Reply) int64 {
+	n := int64(len(r.Str)) + luaSlotBytes
+	if len(r.Elems) > 0 {
+		n += luaTableBytes
+	}
+	for _, e := range r.Elems {
+		n += replyBytes(e)
+	}
+	return n
 }
 
 // dump is string.dump: the function as a Lua 5.1 binary chunk (which
