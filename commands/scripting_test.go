@@ -472,3 +472,45 @@ func TestScriptStackOverflow(t *testing.T) {
 	require.Equal(t, []string{"false", "user_script:1: stack overflow"}, v)
 	require.Equal(t, "PONG", c.Ping(ctx).Val())
 }
+
+// TestScriptMemoryLimit: a script that would hold more than
+// lua-memory-limit fails with Redis's reply to Lua's memory error (pcall
+// catches it as Lua's "not enough memory"), the instance unharmed; one
+// that makes more than the limit but drops it goes on.
+func TestScriptMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	c := testserver.Start(t, memory.New(memory.Options{})).Client(t)
+	require.Equal(t, map[string]string{"lua-memory-limit": strconv.Itoa(commands.DefaultLuaMemoryLimit)}, c.ConfigGet(ctx, "lua-memory-limit").Val())
+	require.NotContains(t, c.ConfigGet(ctx, "*").Val(), "lua-memory-limit", "redamo's own parameter answers to its name only")
+	oom := `^ERR Error running script [0-9a-f]{40}, not enough memory$`
+	for _, script := range []string{
+		"return #string.rep('x', 2^31)",
+		"local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+		"return #table.concat({string.rep('x', 2^27), string.rep('x', 2^27), string.rep('x', 2^27)})",
+		"local t = {} local s = string.rep('x', 2^20) for i = 1, 1000 do t[i] = s .. i end return #t",
+		"local s = string.rep('x', 2^20) return #s:gsub('x', s)",
+		"local f = coroutine.wrap(function() local s = 'x' for i = 1, 40 do s = s .. s end end) f()",
+		"local co = coroutine.create(function() local s = 'x' for i = 1, 40 do s = s .. s end end) local ok, e = coroutine.resume(co) error(e, 0)",
+	} {
+		err := c.Eval(ctx, script, nil).Err()
+		require.Error(t, err, script)
+		require.Regexp(t, oom, err.Error(), script)
+	}
+	v, err := c.Eval(ctx, "local ok, e = pcall(string.rep, 'x', 2^31) return {tostring(ok), e}", nil).StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, []string{"false", "not enough memory"}, v)
+	v, err = c.Eval(ctx, "local ok, e = pcall(function() local s = 'x' for i = 1, 40 do s = s .. s end end) return {tostring(ok), e}", nil).StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, []string{"false", "not enough memory"}, v)
+
+	require.NoError(t, c.ConfigSet(ctx, "lua-memory-limit", "4mb").Err())
+	require.Equal(t, map[string]string{"lua-memory-limit": "4194304"}, c.ConfigGet(ctx, "lua-memory-limit").Val())
+	err = c.Eval(ctx, "local t = {} for i = 1, 1e7 do t[i] = i end return #t", nil).Err()
+	require.Error(t, err)
+	require.Regexp(t, oom, err.Error())
+	// 64 MB made, 1 MB at most held at once.
+	n, err := c.Eval(ctx, "local n = 0 for i = 1, 64 do n = n + #string.rep('x', 2^20) end return n", nil).Int64()
+	require.NoError(t, err)
+	require.EqualValues(t, 64<<20, n)
+	require.Equal(t, "PONG", c.Ping(ctx).Val())
+}
