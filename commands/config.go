@@ -157,6 +157,9 @@ var configParams = []configParam{
 	{name: "logfile", def: "", flags: cfgImmutable},
 	{name: "loglevel", def: "notice"},
 	{name: "lua-enable-deprecated-api", def: "no", flags: cfgImmutable | cfgHidden},
+	// redamo's own (luamem.go): hidden, so CONFIG GET * answers as Redis.
+	{name: "lua-memory-limit", flags: cfgHidden, get: func(s *Server) string { return strconv.FormatInt(s.LuaMemoryLimit(), 10) },
+		check: checkMemory(0, math.MaxInt64), set: func(s *Server, v string) { n, _ := memToBytes(v); s.SetLuaMemoryLimit(int64(n)) }},
 	{name: "masterauth", def: ""},
 	{name: "masteruser", def: ""},
 	{name: "maxclients", get: func(s *Server) string { return strconv.FormatInt(s.MaxClients(), 10) },

@@ -16,6 +16,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,6 +40,16 @@ const (
 	MsgFunctionNoCode    = "ERR Function code is missing"
 	msgBadName           = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
 )
+
+// functionLoadTimeout is how long a library's code may run to register
+// its functions, as in Redis (LOAD_TIMEOUT_MS): FUNCTION LOAD, and here
+// FUNCTION RESTORE and the compiling of stored libraries too (Redis
+// restores without a limit, and code that never returns would hold the
+// instance).
+const functionLoadTimeout = 500 * time.Millisecond
+
+// msgFunctionLoadTimeout is the error of code that runs past it.
+const msgFunctionLoadTimeout = "Error registering functions: ERR FUNCTION LOAD timeout"
 
 // functionChunk is the chunk name of library code.
 const functionChunk = "user_function"
@@ -175,7 +186,15 @@ func compileBody(code []byte, name string, body int) (lib *library, msg string) 
 	}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
+	defer cancel()
+	// Library code may concatenate and build tables: the default budget
+	// bounds it (the instance's CONFIG is out of reach here).
+	setMemoryContext(L, ctx, newLuaMemory(DefaultLuaMemoryLimit))
 	if msg := lib.register(L, nil, nil); msg != "" {
+		if ctx.Err() != nil {
+			return nil, msgFunctionLoadTimeout
+		}
 		return nil, msg
 	}
 	if len(lib.funcs) == 0 {
@@ -239,7 +258,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = env
 	L.Push(fn)
-	err := L.PCall(0, 0, lua51.Handler(L))
+	err := lua51.PCall(L, 0, 0, lua51.Handler(L))
 	if err != nil {
 		var ae *lua.ApiError
 		text := err.Error()
@@ -716,6 +735,6 @@ func fcallGeneric(c *Ctx, ro bool) {
 		L.Push(callbacks[f.name])
 		L.Push(stringArray(L, keys))
 		L.Push(stringArray(L, args))
-		return L.PCall(2, 1, run.handler(L))
+		return lua51.PCall(L, 2, 1, run.handler(L))
 	})
 }

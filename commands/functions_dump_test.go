@@ -130,3 +130,18 @@ func TestFunctionRestoreWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestFunctionRestoreTimeout: a payload's library whose code does not
+// return is stopped as FUNCTION LOAD stops it (Redis restores without a
+// limit and hangs), and nothing is restored.
+func TestFunctionRestoreTimeout(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend, h *harness) {
+		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
+		var p []byte
+		for _, code := range []string{libCode("a", "fa", "1"), "#!lua name=b\nwhile 1 do end"} {
+			p = rdb.AppendString(append(p, rdb.OpFunction2), []byte(code))
+		}
+		requireReply(t, h, "-ERR Error registering functions: ERR FUNCTION LOAD timeout", "FUNCTION", "RESTORE", string(rdb.AppendTrailer(p)))
+		requireReply(t, h, "[]", "FUNCTION", "LIST")
+	})
+}

@@ -157,11 +157,208 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		return n
 	}))
 	strlib.RawSetString("dump", L.NewFunction(run.dump))
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
+	strByte := strlib.RawGetString("byte").(*lua.LFunction)
+	strlib.RawSetString("byte", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 checks the stack takes the bytes before it pushes them
+		// (gopher-lua pushes until its registry overflows).
+		s := L.CheckString(1)
+		first := strPosition(L.OptInt64(2, 1), len(s))
+		last := strPosition(L.OptInt64(3, first), len(s))
+		first = max(first, 1)
+		last = min(last, int64(len(s)))
+		if n := last - first + 1; n > 0 && !lua51.CheckStack(L, int(n)) {
+			luaRaise(L, "stack overflow (string slice too long)")
+		}
+		return strByte.GFunction(L)
+	}))
 	// math.huge is infinity in Lua 5.1 (gopher-lua has the largest float).
 	L.GetGlobal("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
 	lualib.Open(L)
+	run.meterLibraries(L)
 	L.SetGlobal("redis", run.redisLib(L))
 	return L, protect(L)
+}
+
+// meterLibraries makes the library functions that make strings, tables
+// and coroutines count them against the run's memory (luamem.go): before
+// they run where the size can be known from the arguments (by an upper
+// bound), else the strings they return.
+func (run *scriptRun) meterLibraries(L *lua.LState) {
+	lib := func(name string) *lua.LTable { return L.GetGlobal(name).(*lua.LTable) }
+	str, tbl := lib("string"), lib("table")
+	for _, name := range []string{"upper", "lower", "reverse", "char", "format"} {
+		run.meter(L, str, name, nil)
+	}
+	run.meter(L, str, "rep", func(L *lua.LState) int64 {
+		return mulBytes(int64(len(L.CheckString(1))), L.CheckInt64(2))
+	})
+	run.meter(L, str, "gsub", run.gsubGrowth)
+	run.meter(L, tbl, "concat", func(L *lua.LState) int64 {
+		t := L.CheckTable(1)
+		sep := int64(len(L.OptString(2, "")))
+		var n int64
+		for i := L.OptInt64(3, 1); i <= L.OptInt64(4, int64(t.Len())); i++ {
+			switch v := t.RawGetInt(int(i)).(type) {
+			case lua.LString:
+				n += int64(len(v)) + sep
+			case lua.LNumber:
+				n += 24 + sep
+			default:
+				return n // concat refuses the value
+			}
+		}
+		return n
+	})
+	run.meter(L, tbl, "insert", func(*lua.LState) int64 { return luaSlotBytes })
+	decode := func(L *lua.LState) int64 { return mulBytes(int64(len(L.CheckString(1))), luaDecodeFactor) }
+	run.meter(L, lib("cjson"), "decode", decode)
+	run.meter(L, lib("cjson"), "encode", nil)
+	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
+		run.meter(L, lib("cmsgpack"), name, decode)
+	}
+	run.meter(L, lib("cmsgpack"), "pack", nil)
+	run.meter(L, lib("struct"), "pack", nil)
+	co := lib("coroutine")
+	create := co.RawGetString("create").(*lua.LFunction)
+	resume := co.RawGetString("resume").(*lua.LFunction)
+	co.RawSetString("create", L.NewFunction(func(L *lua.LState) int {
+		run.mem.charge(L, luaCoroutineBytes)
+		n := create.GFunction(L)
+		th, ok := L.Get(-1).(*lua.LState)
+		if mc, isMem := L.Context().(*memoryContext); ok && isMem && n == 1 {
+			// A coroutine runs in a context of its own (gopher-lua's,
+			// made from its creator's), which would not count.
+			setMemoryContext(th, mc.Context, run.mem)
+		}
+		return n
+	}))
+	createFn := co.RawGetString("create").(*lua.LFunction)
+	co.RawSetString("wrap", L.NewFunction(func(L *lua.LState) int {
+		// coroutine.wrap as Lua's (auxwrap), on the coroutines above.
+		L.Push(createFn)
+		L.Push(L.CheckFunction(1))
+		L.Call(1, 1)
+		th := L.Get(-1)
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			base := L.GetTop()
+			L.Push(resume)
+			L.Push(th)
+			for i := 1; i <= base; i++ {
+				L.Push(L.Get(i))
+			}
+			L.Call(base+1, lua.MultRet)
+			if L.Get(base+1) != lua.LTrue {
+				msg := L.Get(base + 2)
+				if s, ok := msg.(lua.LString); ok {
+					msg = lua.LString(luaWhere(L, 1) + string(s))
+				}
+				L.Error(msg, 0)
+			}
+			return L.GetTop() - base - 1
+		}))
+		return 1
+	}))
+}
+
+// meter replaces the function name of lib by one that counts, against
+// the run's memory, what pre says it will make, or (pre nil) the strings
+// it returns.
+func (run *scriptRun) meter(L *lua.LState, lib *lua.LTable, name string, pre func(L *lua.LState) int64) {
+	fn := lib.RawGetString(name).(*lua.LFunction)
+	lib.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+		if pre != nil {
+			run.mem.charge(L, pre(L))
+			return fn.GFunction(L)
+		}
+		n := fn.GFunction(L)
+		var size int64
+		for i := L.GetTop() - n + 1; i <= L.GetTop(); i++ {
+			if s, ok := L.Get(i).(lua.LString); ok {
+				size += int64(len(s))
+			}
+		}
+		run.mem.charge(L, size)
+		return n
+	}))
+}
+
+// gsubGrowth bounds what string.gsub makes: with a replacement string,
+// each match (at most one per byte, and one more) makes the replacement,
+// whose captures hold at most the subject; a function's or a table's
+// replacements are counted as they come.
+func (run *scriptRun) gsubGrowth(L *lua.LState) int64 {
+	s := int64(len(L.CheckString(1)))
+	switch repl := L.Get(3).(type) {
+	case lua.LString:
+		return s + mulBytes(2*s+1, int64(len(repl)))
+	case *lua.LFunction, *lua.LTable:
+		L.Replace(3, L.NewFunction(func(L *lua.LState) int {
+			if t, ok := repl.(*lua.LTable); ok {
+				L.Push(L.GetTable(t, L.Get(1)))
+			} else {
+				top := L.GetTop()
+				L.Push(repl)
+				for i := 1; i <= top; i++ {
+					L.Push(L.Get(i))
+				}
+				L.Call(top, 1)
+			}
+			if v, ok := L.Get(-1).(lua.LString); ok {
+				run.mem.charge(L, int64(len(v)))
+			}
+			return 1
+		}))
+	}
+	return s
+}
+
+// mulBytes is a*b, or more than any limit when that overflows.
+func mulBytes(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// luaUnpack is Lua 5.1's unpack, which refuses more results than the
+// stack takes before it pushes any (gopher-lua's pushes until its
+// registry overflows).
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	first := L.OptInt64(2, 1)
+	last := L.OptInt64(3, int64(t.Len()))
+	if first > last {
+		return 0
+	}
+	n := last - first + 1
+	if n <= 0 || n > lua51.MaxCStack || !lua51.CheckStack(L, int(n)) {
+		luaRaise(L, "too many results to unpack")
+	}
+	for i := first; i <= last; i++ {
+		L.Push(t.RawGetInt(int(i)))
+	}
+	return int(n)
+}
+
+// luaRaise is luaL_error: the message after the position of the Lua code
+// that called the Go function running, none when that is not Lua code
+// (pcall(unpack, ...)).
+func luaRaise(L *lua.LState, msg string) {
+	L.Error(lua.LString(luaWhere(L, 1)+msg), 0)
+}
+
+// strPosition is a string position as Lua 5.1's string functions read
+// it (posrelat): negative counts from the end, and 0 is before the
+// start.
+func strPosition(pos int64, n int) int64 {
+	if pos < 0 {
+		pos += int64(n) + 1
+	}
+	return max(pos, 0)
 }
 
 func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
@@ -434,8 +631,21 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	if r.Kind == ReplyError {
 		return luaError(L, "-"+r.Str, raise)
 	}
+	run.mem.charge(L, replyBytes(r))
 	L.Push(run.toLua(L, r))
 	return 1
+}
+
+// replyBytes bounds the memory a reply takes as Lua values.
+func replyBytes(r Reply) int64 {
+	n := int64(len(r.Str)) + luaSlotBytes
+	if len(r.Elems) > 0 {
+		n += luaTableBytes
+	}
+	for _, e := range r.Elems {
+		n += replyBytes(e)
+	}
+	return n
 }
 
 // dump is string.dump: the function as a Lua 5.1 binary chunk (which
@@ -588,8 +798,32 @@ func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
 	return lua.LNil
 }
 
+// Redis converts a script's value to a reply on Lua's stack, which holds
+// at most lua51.MaxCStack values for C code: each level of nesting takes
+// slots, and a value reached past the limit is replied as the error
+// msgLuaStackLimit in its place (the reply goes on), whatever it is. So
+// a table that holds itself is not followed forever.
+const (
+	msgLuaStackLimit = "ERR reached lua stack limit"
+	// replyStackBase is what the stack holds when the conversion starts:
+	// the error handler and the value.
+	replyStackBase = 2
+	// replyStackRoom is the room a conversion asks for (lua_checkstack):
+	// a map's entry takes four slots.
+	replyStackRoom = 4
+)
+
 // writeLua replies with a script's return value, converted as Redis does.
 func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
+	run.writeValue(w, v, replyStackBase)
+}
+
+// writeValue replies with v, the top of a Lua stack of depth values.
+func (run *scriptRun) writeValue(w Writer, v lua.LValue, depth int) {
+	if depth+replyStackRoom > lua51.MaxCStack {
+		w.Error(msgLuaStackLimit)
+		return
+	}
 	switch v := v.(type) {
 	case lua.LString:
 		w.BulkString(string(v))
@@ -605,7 +839,7 @@ func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
 			w.Nil()
 		}
 	case *lua.LTable:
-		run.writeTable(w, v)
+		run.writeTable(w, v, depth)
 	default:
 		w.Nil()
 	}
@@ -619,7 +853,11 @@ func luaInt(f float64) int64 {
 	return int64(f)
 }
 
-func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
+// writeTable replies with the table t at depth on the stack; the stack
+// slots each kind of element is converted at are Redis's
+// (luaReplyToRedisReply): an array's element one above the table, a map's
+// key four and its value three, a set's member three.
+func (run *scriptRun) writeTable(w Writer, t *lua.LTable, depth int) {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
 		w.Error(oneLine(string(s)))
 		return
@@ -649,8 +887,8 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 		})
 		w.Map(len(keys))
 		for i := range keys {
-			run.writeLua(w, keys[i])
-			run.writeLua(w, vals[i])
+			run.writeValue(w, keys[i], depth+4)
+			run.writeValue(w, vals[i], depth+3)
 		}
 		return
 	}
@@ -659,7 +897,7 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 		s.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
 		w.Set(len(keys))
 		for _, k := range keys {
-			run.writeLua(w, k)
+			run.writeValue(w, k, depth+3)
 		}
 		return
 	}
@@ -669,7 +907,7 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 	}
 	w.Array(n)
 	for i := 1; i <= n; i++ {
-		run.writeLua(w, t.RawGetInt(i))
+		run.writeValue(w, t.RawGetInt(i), depth+1)
 	}
 }
 

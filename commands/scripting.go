@@ -307,6 +307,10 @@ type scriptRun struct {
 	// sources are the sources of the chunks the code loaded (loadstring,
 	// load), for errAt: Lua names a chunk by its source.
 	sources map[*lua.FunctionProto]string
+	// mem is the run's memory budget; outOfMemory: the run ended for
+	// want of it.
+	mem         *luaMemory
+	outOfMemory bool
 }
 
 // runScript runs s with the command's keys and arguments and replies.
@@ -326,7 +330,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 		fn := L.NewFunctionFromProto(s.proto)
 		fn.Env = env
 		L.Push(fn)
-		return L.PCall(0, 1, run.handler(L))
+		return lua51.PCall(L, 0, 1, run.handler(L))
 	})
 }
 
@@ -398,6 +402,7 @@ type scriptOutcome struct {
 
 // exec runs the script once in a fresh state.
 func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scriptOutcome {
+	run.mem, run.outOfMemory = newLuaMemory(run.c.Srv.LuaMemoryLimit()), false
 	L, env := newLuaState(run)
 	run.wrapErrorFunctions(L)
 	// The run's context is not a child of the command's: the time
@@ -414,7 +419,7 @@ func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scr
 		defer cancel()
 	}
 	defer run.c.Srv.running.add(run, kill)()
-	L.SetContext(ctx)
+	setMemoryContext(L, ctx, run.mem)
 	err := start(L, env)
 	if err == nil {
 		return scriptOutcome{L: L}
@@ -492,6 +497,9 @@ func (r *runningScripts) kill(c *Ctx, function bool) {
 // errorReply is the reply to an error that ended a script, as Redis 7
 // words it: the message, then which script and where.
 func (run *scriptRun) errorReply(obj lua.LValue) string {
+	if run.outOfMemory || run.mem.refused {
+		return fmt.Sprintf(msgScriptMemory, run.name)
+	}
 	var msg string
 	switch v := obj.(type) {
 	case *lua.LTable:
@@ -504,6 +512,14 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 		msg = "ERR " + lua51.Text(obj.String())
 	}
 	msg = oneLine(msg)
+	if s, ok := obj.(lua.LString); ok && run.errAt == "" {
+		// An error raised where the handler could not be called (gopher-lua
+		// out of call frames or registry: a stack overflow) happened where
+		// its message says.
+		if chunk, line, ok := lua51.Where(string(s)); ok {
+			run.errAt = run.chunkSource(chunk) + ":" + line
+		}
+	}
 	if run.errAt != "" {
 		msg += fmt.Sprintf(" script: %s, on %s.", run.name, run.errAt)
 	}
@@ -519,6 +535,12 @@ func (run *scriptRun) errorReply(obj lua.LValue) string {
 // Redis has one C function (a function's globals, say).
 func (run *scriptRun) handler(L *lua.LState) *lua.LFunction {
 	return L.NewFunction(func(L *lua.LState) int {
+		if run.mem.refused {
+			// Lua calls no handler for its memory error.
+			run.outOfMemory = true
+			L.Push(run.mem.errorValue(L.Get(1)))
+			return 1
+		}
 		run.errAt = "=[C]:-1" // what Lua's debug.getinfo says of a C function
 		for level := 1; level < 64; level++ {
 			dbg, ok := L.GetStack(level)
@@ -545,6 +567,17 @@ func (run *scriptRun) source(p *lua.FunctionProto) string {
 		return s
 	}
 	return "@" + p.SourceName // the script's or library's own code
+}
+
+// chunkSource is the source of the chunk gopher-lua names chunk in its
+// messages.
+func (run *scriptRun) chunkSource(chunk string) string {
+	for _, source := range run.sources {
+		if lua51.RuntimeChunkID(source) == chunk {
+			return source
+		}
+	}
+	return "@" + chunk
 }
 
 // loaded notes source as the source of fn, a chunk the code loaded, and
@@ -581,7 +614,7 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 		return 0
 	}))
 	handler := L.NewFunction(func(L *lua.LState) int {
-		reraise(L, lua51.Reword(L, L.Get(1)))
+		reraise(L, lua51.Reword(L, run.mem.errorValue(L.Get(1))))
 		return 0
 	})
 	L.G.Global.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
@@ -632,7 +665,7 @@ func (run *scriptRun) wrapErrorFunctions(L *lua.LState) {
 		}
 		L.Push(fn)
 		_, n := protectedCall(L, 0, L.NewFunction(func(L *lua.LState) int {
-			reraise(L, handle(lua51.Reword(L, L.Get(1))))
+			reraise(L, handle(lua51.Reword(L, run.mem.errorValue(L.Get(1)))))
 			return 0
 		}))
 		return n
@@ -661,7 +694,7 @@ func callable(L *lua.LState, v lua.LValue) bool {
 // number.
 func protectedCall(L *lua.LState, nargs int, handler *lua.LFunction) (ok bool, n int) {
 	base := L.GetTop() - nargs - 1
-	if err := L.PCall(nargs, lua.MultRet, handler); err != nil {
+	if err := lua51.PCall(L, nargs, lua.MultRet, handler); err != nil {
 		var v lua.LValue = lua.LString(err.Error())
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {

@@ -5,9 +5,12 @@ package commands_test
 // store, concurrency, the time limit, injected faults and request counts.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -398,4 +401,116 @@ func TestScriptKill(t *testing.T) {
 			require.EqualError(t, c.Do(ctx, tc.kill...).Err(), notBusy)
 		})
 	}
+}
+
+// rawCommand sends args as one RESP command on conn and returns the
+// reply's bytes.
+func rawCommand(t *testing.T, conn net.Conn, r *bufio.Reader, args ...string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_, err := conn.Write([]byte(b.String()))
+	require.NoError(t, err)
+	reply, err := testserver.ReadReply(r)
+	require.NoError(t, err)
+	return string(reply)
+}
+
+// TestScriptReplyNesting: a script's value nested past Lua's stack limit
+// (or holding itself) is replied as redis-server 7.0.15 replies it: each
+// value reached past the limit is an error in its place, and the
+// connection goes on. (The replies are too deep for the compat case
+// files' reports.)
+func TestScriptReplyNesting(t *testing.T) {
+	const deep = `local t = {} local c = t for i = 1, tonumber(ARGV[1]) do local x = {} c[1] = x c = x end return t`
+	stackLimit := "-ERR reached lua stack limit\r\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"deep-below-limit", []string{"EVAL", deep, "0", "7994"}, strings.Repeat("*1\r\n", 7994) + "*0\r\n"},
+		{"deep-at-limit", []string{"EVAL", deep, "0", "7995"}, strings.Repeat("*1\r\n", 7995) + stackLimit},
+		{"deep-past-limit", []string{"EVAL", deep, "0", "10000"}, strings.Repeat("*1\r\n", 7995) + stackLimit},
+		{"cycle", []string{"EVAL", "local a = {}; local b = {a}; a[1] = b; return a", "0"}, strings.Repeat("*1\r\n", 7995) + stackLimit},
+		{"cycle-then-more", []string{"EVAL", "local a = {}; a[1] = a; a[2] = 5; return a", "0"},
+			strings.Repeat("*2\r\n", 7995) + stackLimit + stackLimit + strings.Repeat(":5\r\n", 7994)},
+		{"map-cycle", []string{"EVAL", "local a = {}; a.map = {x = a}; return a", "0"},
+			strings.Repeat("*2\r\n$1\r\nx\r\n", 2664) + "*2\r\n" + stackLimit + stackLimit},
+		{"set-cycle", []string{"EVAL", "local a = {}; a.set = {[a] = true}; return a", "0"}, strings.Repeat("*1\r\n", 2665) + stackLimit},
+		{"function-cycle", []string{"FCALL", "cycle", "0"}, strings.Repeat("*1\r\n", 7995) + stackLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testserver.Start(t, memory.New(memory.Options{}))
+			conn := s.Dial(t)
+			r := bufio.NewReader(conn)
+			require.Equal(t, "$3\r\nlib\r\n", rawCommand(t, conn, r, "FUNCTION", "LOAD",
+				"#!lua name=lib\nredis.register_function('cycle', function() local a = {} a[1] = a return a end)"))
+			require.Equal(t, tc.want, rawCommand(t, conn, r, tc.args...))
+			require.Equal(t, "+PONG\r\n", rawCommand(t, conn, r, "PING"))
+		})
+	}
+}
+
+// TestScriptStackOverflow: recursion that fills gopher-lua's stack of
+// values (its registry) before its call frames ends with Lua's stack
+// overflow where it happened, as one that runs out of frames does, and
+// pcall catches it. (Redis's own stack grows to gigabytes on these: the
+// compat case files do not run them.)
+func TestScriptStackOverflow(t *testing.T) {
+	ctx := context.Background()
+	c := testserver.Start(t, memory.New(memory.Options{})).Client(t)
+	const grow = `local function f(...) f(1, ...) end f(unpack({}, 1, 7000))`
+	err := c.Eval(ctx, grow, nil).Err()
+	require.Error(t, err)
+	require.Regexp(t, `^ERR user_script:1: stack overflow script: [0-9a-f]{40}, on @user_script:1\.$`, err.Error())
+	v, err := c.Eval(ctx, "local ok, e = pcall(function() "+grow+" end) return {tostring(ok), e}", nil).StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, []string{"false", "user_script:1: stack overflow"}, v)
+	require.Equal(t, "PONG", c.Ping(ctx).Val())
+}
+
+// TestScriptMemoryLimit: a script that would hold more than
+// lua-memory-limit fails with Redis's reply to Lua's memory error (pcall
+// catches it as Lua's "not enough memory"), the instance unharmed; one
+// that makes more than the limit but drops it goes on.
+func TestScriptMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	c := testserver.Start(t, memory.New(memory.Options{})).Client(t)
+	require.Equal(t, map[string]string{"lua-memory-limit": strconv.Itoa(commands.DefaultLuaMemoryLimit)}, c.ConfigGet(ctx, "lua-memory-limit").Val())
+	require.NotContains(t, c.ConfigGet(ctx, "*").Val(), "lua-memory-limit", "redamo's own parameter answers to its name only")
+	oom := `^ERR Error running script [0-9a-f]{40}, not enough memory$`
+	for _, script := range []string{
+		"return #string.rep('x', 2^31)",
+		"local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+		"return #table.concat({string.rep('x', 2^27), string.rep('x', 2^27), string.rep('x', 2^27)})",
+		"local t = {} local s = string.rep('x', 2^20) for i = 1, 1000 do t[i] = s .. i end return #t",
+		"local s = string.rep('x', 2^20) return #s:gsub('x', s)",
+		"local f = coroutine.wrap(function() local s = 'x' for i = 1, 40 do s = s .. s end end) f()",
+		"local co = coroutine.create(function() local s = 'x' for i = 1, 40 do s = s .. s end end) local ok, e = coroutine.resume(co) error(e, 0)",
+	} {
+		err := c.Eval(ctx, script, nil).Err()
+		require.Error(t, err, script)
+		require.Regexp(t, oom, err.Error(), script)
+	}
+	v, err := c.Eval(ctx, "local ok, e = pcall(string.rep, 'x', 2^31) return {tostring(ok), e}", nil).StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, []string{"false", "not enough memory"}, v)
+	v, err = c.Eval(ctx, "local ok, e = pcall(function() local s = 'x' for i = 1, 40 do s = s .. s end end) return {tostring(ok), e}", nil).StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, []string{"false", "not enough memory"}, v)
+
+	require.NoError(t, c.ConfigSet(ctx, "lua-memory-limit", "4mb").Err())
+	require.Equal(t, map[string]string{"lua-memory-limit": "4194304"}, c.ConfigGet(ctx, "lua-memory-limit").Val())
+	err = c.Eval(ctx, "local t = {} for i = 1, 1e7 do t[i] = i end return #t", nil).Err()
+	require.Error(t, err)
+	require.Regexp(t, oom, err.Error())
+	// 64 MB made, 1 MB at most held at once.
+	n, err := c.Eval(ctx, "local n = 0 for i = 1, 64 do n = n + #string.rep('x', 2^20) end return n", nil).Int64()
+	require.NoError(t, err)
+	require.EqualValues(t, 64<<20, n)
+	require.Equal(t, "PONG", c.Ping(ctx).Val())
 }

@@ -64,6 +64,8 @@ type Server struct {
 	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).
 	scripts     scriptCache
 	scriptLimit atomic.Pointer[time.Duration]
+	// luaMemLimit is CONFIG SET lua-memory-limit's (nil until set).
+	luaMemLimit atomic.Pointer[int64]
 	// running are the scripts and functions running now (SCRIPT KILL).
 	running runningScripts
 	// functions are the function libraries this process compiled.

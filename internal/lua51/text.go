@@ -18,6 +18,9 @@ var (
 		"for statement init must be a number", "'for' initial value must be a number",
 		"for statement limit must be a number", "'for' limit must be a number",
 		"for statement step must be a number", "'for' step must be a number",
+		// gopher-lua's stack of values is its registry, whose limit is
+		// the stack's.
+		"registry overflow", "stack overflow",
 	)
 )
 

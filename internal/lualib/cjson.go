@@ -5,6 +5,8 @@ import (
 	"math"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redamo/redamo/internal/lua51"
 )
 
 // cjson: lua-cjson 2.1.0 as Redis vendors it.
@@ -208,7 +210,7 @@ func (e *jsonEncoder) value(v lua.LValue, depth int, slots int) {
 		e.buf = append(e.buf, "null"...)
 	case *lua.LTable:
 		depth++
-		if depth > int(e.cfg.encodeMaxDepth) || slots+3 > luaStackLimit {
+		if depth > int(e.cfg.encodeMaxDepth) || slots+3 > lua51.MaxCStack {
 			raise(e.L, "Cannot serialise, excessive nesting (%d)", depth)
 		}
 		if n := e.arrayLength(v); n > 0 {
@@ -605,7 +607,7 @@ func (d *jsonDecoder) unicodeEscape(s []byte) ([]byte, bool) {
 // descend enters an object or array that needs slots more stack values.
 func (d *jsonDecoder) descend(slots int) {
 	d.depth++
-	if d.depth <= int(d.cfg.decodeMaxDepth) && d.slots+slots <= luaStackLimit {
+	if d.depth <= int(d.cfg.decodeMaxDepth) && d.slots+slots <= lua51.MaxCStack {
 		return
 	}
 	raise(d.L, "Found too many nested data structures (%d) at character %d", d.depth, d.pos)

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redamo/redamo/internal/lua51"
 )
 
 // cmsgpack: lua-cmsgpack 0.4.0 as Redis vendors it.
@@ -35,7 +37,7 @@ func msgpackPack(L *lua.LState) int {
 	if n == 0 {
 		argError(L, 0, "MessagePack pack needs input.")
 	}
-	if n+n > luaStackLimit {
+	if n+n > lua51.MaxCStack {
 		argError(L, 0, "Too many arguments for MessagePack pack.")
 	}
 	var buf []byte
@@ -235,7 +237,7 @@ func msgpackUnpackFull(L *lua.LState, limit, offset int64) int {
 		d.slots++
 	}
 	if !all {
-		if d.slots+1 > luaStackLimit {
+		if d.slots+1 > lua51.MaxCStack {
 			raise(L, "stack overflow (in function mp_unpack_full)")
 		}
 		next := int64(d.pos)
@@ -278,7 +280,7 @@ func (d *msgpackDecoder) value() lua.LValue {
 	if !d.need(1) {
 		return nil
 	}
-	if d.slots+1 > luaStackLimit {
+	if d.slots+1 > lua51.MaxCStack {
 		raise(d.L, "stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)")
 	}
 	p := d.pos
@@ -373,7 +375,7 @@ func (d *msgpackDecoder) str(hdr int, n uint64) lua.LValue {
 func (d *msgpackDecoder) array(n uint64) lua.LValue {
 	t := d.L.NewTable()
 	d.slots++
-	if d.slots+1 > luaStackLimit {
+	if d.slots+1 > lua51.MaxCStack {
 		raise(d.L, "stack overflow (in function mp_decode_to_lua_array)")
 	}
 	d.slots++ // each index, pushed before its value

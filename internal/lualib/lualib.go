@@ -41,12 +41,6 @@ func newModule(L *lua.LState, funcs map[string]lua.LGFunction) *lua.LTable {
 	return t
 }
 
-// luaStackLimit is Lua 5.1's LUAI_MAXCSTACK: a C function may not hold
-// more values than this on its stack. The C libraries fail in
-// lua_checkstack or luaL_checkstack past it; the Go ones count their
-// values to fail at the same point.
-const luaStackLimit = 8000
-
 // raise is luaL_error: the message gets the position of the calling Lua
 // code, none when the caller is not Lua (pcall(f, ...), say).
 func raise(L *lua.LState, format string, args ...any) {

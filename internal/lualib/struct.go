@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redamo/redamo/internal/lua51"
 )
 
 // struct: Roberto Ierusalimschy's struct library (struct.c 1.7) as Redis
@@ -237,7 +239,7 @@ func structUnpack(L *lua.LState) int {
 		if size > ld || pos > ld-size {
 			argError(L, 2, "data string too short")
 		}
-		if args+len(results)+2 > luaStackLimit {
+		if args+len(results)+2 > lua51.MaxCStack {
 			raise(L, "stack overflow (too many results)")
 		}
 		switch opt {
