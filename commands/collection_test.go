@@ -546,7 +546,7 @@ func TestCollectionConcurrency(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				// A contended command may retry for seconds on a loaded
 				// machine; this test is about the sums, not latency.
-				clients = append(clients, testserver.Start(t, st).Client(t, slowOK))
+				clients = append(clients, testserver.Start(t, st).Client(t))
 			}
 			const workers, ops = 9, 40
 			// A large set every instance knows: its writes of several
@@ -991,8 +991,8 @@ func TestCollectionCachesAcrossInstances(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			clients := map[string]*redis.Client{
-				"a": testserver.Start(t, b.store).Client(t, slowOK),
-				"b": testserver.Start(t, b.store).Client(t, slowOK),
+				"a": testserver.Start(t, b.store).Client(t),
+				"b": testserver.Start(t, b.store).Client(t),
 			}
 			for _, sc := range scripts {
 				t.Run(sc.name, func(t *testing.T) {
@@ -1247,8 +1247,8 @@ func TestCollectionBlindRaces(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			rs := &raceStore{Store: b.store}
-			a := testserver.Start(t, rs).Client(t, slowOK)
-			other := testserver.Start(t, b.store).Client(t, slowOK)
+			a := testserver.Start(t, rs).Client(t)
+			other := testserver.Start(t, b.store).Client(t)
 			members := make([]any, 200)
 			for i := range members {
 				members[i] = "m" + strconv.Itoa(i)
