@@ -781,6 +781,39 @@ func TestCollectionScanAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestCollectionScanAcrossRewrite: an SSCAN goes on after its set was
+// rewritten into a new generation (COPY, then RENAME over it), and returns
+// every member present throughout, as Redis's SCAN guarantees.
+func TestCollectionScanAcrossRewrite(t *testing.T) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		members := make([]any, 300)
+		for i := range members {
+			members[i] = "m" + strconv.Itoa(i)
+		}
+		require.NoError(t, c.SAdd(ctx, "s", members...).Err())
+		seen := map[string]bool{}
+		var cursor uint64
+		for i := 0; ; i++ {
+			if i == 2 {
+				require.EqualValues(t, 1, c.Copy(ctx, "s", "t", 0, false).Val())
+				require.NoError(t, c.Rename(ctx, "t", "s").Err())
+			}
+			keys, next, err := c.SScan(ctx, "s", cursor, "", 40).Result()
+			require.NoError(t, err)
+			for _, k := range keys {
+				seen[k] = true
+			}
+			if next == 0 {
+				require.Greater(t, i, 2, "the rewrite came mid-iteration")
+				break
+			}
+			cursor = next
+		}
+		require.Len(t, seen, len(members))
+	})
+}
+
 // FuzzParseScanCursor checks the cursor parser against strtoul's rules on
 // the C string Redis sees (cut at the first NUL byte).
 func FuzzParseScanCursor(f *testing.F) {
