@@ -481,6 +481,49 @@ func TestListBlockingOrder(t *testing.T) {
 	})
 }
 
+// TestListBlockingWrongTypeTarget: of two clients blocked in BRPOPLPUSH
+// on one source, the first one's target holds a string: a push answers it
+// WRONGTYPE and hands the element to the second, as Redis does; whether
+// the push comes through the waiters' instance (which wakes them at once)
+// or through another one (which the poller notices).
+func TestListBlockingWrongTypeTarget(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, s *testserver.Server, c *redis.Client) {
+		for _, via := range []string{"same instance", "another instance"} {
+			t.Run(via, func(t *testing.T) {
+				ctx := context.Background()
+				require.NoError(t, c.Del(ctx, "src", "dst").Err())
+				require.NoError(t, c.Set(ctx, "dst0", "x", 0).Err())
+				type result struct {
+					v   string
+					err error
+				}
+				results := make([]chan result, 2)
+				for i, dst := range []string{"dst0", "dst"} {
+					results[i] = make(chan result, 1)
+					cl := s.Client(t)
+					go func() {
+						v, err := cl.BRPopLPush(ctx, "src", dst, 0).Result()
+						results[i] <- result{v, err}
+					}()
+					waitBlocked(t, s, i+1)
+				}
+				pusher := c
+				if via == "another instance" {
+					pusher = testserver.Start(t, s.Srv.Store).Client(t)
+				}
+				require.NoError(t, pusher.LPush(ctx, "src", "foo").Err())
+				r := <-results[0]
+				require.EqualError(t, r.err, "WRONGTYPE Operation against a key holding the wrong kind of value")
+				r = <-results[1]
+				require.NoError(t, r.err)
+				require.Equal(t, "foo", r.v)
+				require.Equal(t, []string{"foo"}, c.LRange(ctx, "dst", 0, -1).Val())
+				require.EqualValues(t, 0, c.Exists(ctx, "src").Val())
+			})
+		}
+	})
+}
+
 // TestListBlockingSharesPolls: clients blocked on one key share the
 // poller's reads: however many wait, the key is read at most once per poll
 // interval (which never drops below 8 ms: 10 ms less 20% jitter), and the
