@@ -546,7 +546,7 @@ func TestCollectionConcurrency(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				// A contended command may retry for seconds on a loaded
 				// machine; this test is about the sums, not latency.
-				clients = append(clients, testserver.Start(t, st).Client(t, slowOK))
+				clients = append(clients, testserver.Start(t, st).Client(t))
 			}
 			const workers, ops = 9, 40
 			// A large set every instance knows: its writes of several
@@ -781,6 +781,39 @@ func TestCollectionScanAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestCollectionScanAcrossRewrite: an SSCAN goes on after its set was
+// rewritten into a new generation (COPY, then RENAME over it), and returns
+// every member present throughout, as Redis's SCAN guarantees.
+func TestCollectionScanAcrossRewrite(t *testing.T) {
+	forBackends(t, func(t *testing.T, b collBackend, s *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		members := make([]any, 300)
+		for i := range members {
+			members[i] = "m" + strconv.Itoa(i)
+		}
+		require.NoError(t, c.SAdd(ctx, "s", members...).Err())
+		seen := map[string]bool{}
+		var cursor uint64
+		for i := 0; ; i++ {
+			if i == 2 {
+				require.EqualValues(t, 1, c.Copy(ctx, "s", "t", 0, false).Val())
+				require.NoError(t, c.Rename(ctx, "t", "s").Err())
+			}
+			keys, next, err := c.SScan(ctx, "s", cursor, "", 40).Result()
+			require.NoError(t, err)
+			for _, k := range keys {
+				seen[k] = true
+			}
+			if next == 0 {
+				require.Greater(t, i, 2, "the rewrite came mid-iteration")
+				break
+			}
+			cursor = next
+		}
+		require.Len(t, seen, len(members))
+	})
+}
+
 // FuzzParseScanCursor checks the cursor parser against strtoul's rules on
 // the C string Redis sees (cut at the first NUL byte).
 func FuzzParseScanCursor(f *testing.F) {
@@ -991,8 +1024,8 @@ func TestCollectionCachesAcrossInstances(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			clients := map[string]*redis.Client{
-				"a": testserver.Start(t, b.store).Client(t, slowOK),
-				"b": testserver.Start(t, b.store).Client(t, slowOK),
+				"a": testserver.Start(t, b.store).Client(t),
+				"b": testserver.Start(t, b.store).Client(t),
 			}
 			for _, sc := range scripts {
 				t.Run(sc.name, func(t *testing.T) {
@@ -1247,8 +1280,8 @@ func TestCollectionBlindRaces(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			rs := &raceStore{Store: b.store}
-			a := testserver.Start(t, rs).Client(t, slowOK)
-			other := testserver.Start(t, b.store).Client(t, slowOK)
+			a := testserver.Start(t, rs).Client(t)
+			other := testserver.Start(t, b.store).Client(t)
 			members := make([]any, 200)
 			for i := range members {
 				members[i] = "m" + strconv.Itoa(i)

@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -588,15 +587,6 @@ func cmdKeys(c *Ctx) {
 	}
 }
 
-// Cursor items (pk 'c' + 8-byte id, sk 0x00) hold where a SCAN stopped, so
-// any instance can continue it.
-const (
-	attrCursorPK = "npk"
-	attrCursorSK = "nsk"
-	// cursorLifetime is how long a cursor item is kept (GC only).
-	cursorLifetimeSec = 24 * 3600
-)
-
 // scanOpts is a parsed SCAN.
 type scanOpts struct {
 	cursor   uint64
@@ -690,10 +680,11 @@ const (
 	scanMaxCount = 100_000
 )
 
-// cmdScan continues a table scan from the position stored under the cursor,
+// cmdScan continues a table scan from the position kept under the cursor,
 // returning the live keys of the selected database met on the way (COUNT
 // bounds the items examined, as Redis's COUNT bounds work, MATCH filters
-// after), and stores the new position under a cursor id.
+// after), and keeps the new position under a new cursor (model/cursors.go:
+// why in the table, why below 2^53).
 func cmdScan(c *Ctx) {
 	o, msg := parseScan(c.Args[1:])
 	if msg != "" {
@@ -702,21 +693,19 @@ func cmdScan(c *Ctx) {
 	}
 	var after *dynastore.Key
 	if o.cursor != 0 {
-		it, err := c.Store.Get(c, cursorKey(o.cursor))
+		pos, ok, err := model.LoadScanCursor(c, o.cursor)
 		if err != nil {
 			c.Fail(err)
 			return
 		}
-		pk, ok1 := it.Get(attrCursorPK).(dynastore.B)
-		sk, ok2 := it.Get(attrCursorSK).(dynastore.B)
-		if !ok1 || !ok2 {
+		if !ok {
 			// Not a cursor redamo handed out (or one garbage-collected
 			// after a day): continuing from anywhere would silently skip
 			// keys, so say so.
 			c.W.Error(MsgInvalidCursor)
 			return
 		}
-		after = &dynastore.Key{PK: pk, SK: sk}
+		after = &pos
 	}
 	filter := model.KeyFilter(c.DB(), nil, c.NowMS())
 	if o.hasType {
@@ -748,7 +737,7 @@ func cmdScan(c *Ctx) {
 	}
 	next := "0"
 	if after != nil {
-		id, err := saveCursor(c, *after)
+		id, err := model.SaveScanCursor(c, *after)
 		if err != nil {
 			c.Fail(err)
 			return
@@ -761,39 +750,6 @@ func cmdScan(c *Ctx) {
 	for _, k := range keys {
 		c.W.Bulk(k)
 	}
-}
-
-func cursorKey(id uint64) dynastore.Key {
-	pk := make([]byte, 9)
-	pk[0] = model.NsCursor
-	binary.BigEndian.PutUint64(pk[1:], id)
-	return dynastore.Key{PK: pk, SK: model.KeyItemSK}
-}
-
-// saveCursor stores a scan position under a cursor id derived from the
-// position itself: the same position always gets the same id, so repeated
-// scans overwrite their cursor items instead of piling up new ones (the
-// memory store never garbage-collects), and a client retrying a call gets
-// the same cursor. Ids have 63 bits and are never 0, so clients that parse
-// cursors as signed integers cope too.
-func saveCursor(c *Ctx, pos dynastore.Key) (uint64, error) {
-	h := sha256.New()
-	h.Write(pos.PK)
-	h.Write([]byte{0})
-	h.Write(pos.SK)
-	id := binary.BigEndian.Uint64(h.Sum(nil)) >> 1
-	if id == 0 {
-		id = 1
-	}
-	k := cursorKey(id)
-	_, err := c.Store.Put(c, dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
-		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: attrCursorPK, Value: dynastore.B(pos.PK)},
-		{Name: attrCursorSK, Value: dynastore.B(pos.SK)},
-		{Name: dynastore.AttrTTL, Value: model.NInt(c.NowMS()/1000 + cursorLifetimeSec)},
-	}, dynastore.WriteOptions{})
-	return id, err
 }
 
 // randomKeyCandidates is how many live keys RANDOMKEY gathers, from a random

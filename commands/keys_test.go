@@ -174,25 +174,37 @@ func TestDelAtomicLimit(t *testing.T) {
 // client would between instances behind a load balancer).
 func scanAllKeys(t *testing.T, hs []*harness, extra ...string) ([]string, int) {
 	t.Helper()
+	keys, cursors := scanFamily(t, hs, []string{"SCAN"}, extra...)
+	return keys, len(cursors)
+}
+
+// scanFamily iterates a SCAN-family command (head: its name, and its key but
+// for SCAN) to the end, alternating between harnesses, and returns the
+// elements met and the cursor of every reply. It sends each cursor as a
+// JavaScript client would: through a double.
+func scanFamily(t *testing.T, hs []*harness, head []string, extra ...string) (elems, cursors []string) {
+	t.Helper()
 	cursor := "0"
-	var keys []string
-	calls := 0
 	for {
-		h := hs[calls%len(hs)]
-		reply := h.do(append([][]byte{[]byte("SCAN"), []byte(cursor)}, toBytes(extra)...)...)
+		h := hs[len(cursors)%len(hs)]
+		args := append(append(append([]string{}, head...), cursor), extra...)
+		reply := h.doS(args...)
 		v, err := readRESP(bufio.NewReader(bytes.NewReader(reply)))
 		require.NoError(t, err)
 		require.Equal(t, byte('*'), v.kind, "%q", reply)
 		require.Len(t, v.elems, 2)
 		cursor = v.elems[0].str
 		for _, e := range v.elems[1].elems {
-			keys = append(keys, e.str)
+			elems = append(elems, e.str)
 		}
-		calls++
+		cursors = append(cursors, cursor)
 		if cursor == "0" {
-			return keys, calls
+			return elems, cursors
 		}
-		require.Less(t, calls, 10000)
+		n, err := strconv.ParseUint(cursor, 10, 64)
+		require.NoError(t, err)
+		cursor = strconv.FormatFloat(float64(n), 'f', -1, 64)
+		require.Less(t, len(cursors), 10000)
 	}
 }
 
@@ -245,6 +257,68 @@ func TestScanIteration(t *testing.T) {
 		other.conn.DB = 1
 		got, _ = scanAllKeys(t, []*harness{other})
 		require.Equal(t, []string{"elsewhere"}, got)
+	})
+}
+
+// TestScanCursorsFitADouble: every cursor SCAN, SSCAN, HSCAN and ZSCAN hand
+// out is below 2^53, so a JavaScript client, which keeps it as a double,
+// sends back the same number; and a whole iteration with a small COUNT,
+// alternating between instances, returns every key, member and field.
+func TestScanCursorsFitADouble(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend, h *harness) {
+		other := newHarness(b.store)
+		other.now = h.now
+		const n = 300 // past the inline limits: the collections are large
+		sadd, hset, zadd := []string{"SADD", "s"}, []string{"HSET", "h"}, []string{"ZADD", "z"}
+		var keys, members, pairs []string
+		for i := 0; i < n; i++ {
+			k, m, v := "x:"+strconv.Itoa(i), "m"+strconv.Itoa(i), strconv.Itoa(i)
+			requireReply(t, h, "+OK", "SET", k, "v")
+			sadd = append(sadd, m)
+			hset = append(hset, m, v)
+			zadd = append(zadd, v, m)
+			keys, members, pairs = append(keys, k), append(members, m), append(pairs, m+"="+v)
+		}
+		requireReply(t, h, ":300", sadd...)
+		requireReply(t, h, ":300", hset...)
+		requireReply(t, h, ":300", zadd...)
+		for _, tc := range []struct {
+			head, extra []string
+			want        []string
+			pairs       bool
+		}{
+			{[]string{"SCAN"}, []string{"MATCH", "x:*", "COUNT", "10"}, keys, false},
+			{[]string{"SSCAN", "s"}, []string{"COUNT", "7"}, members, false},
+			{[]string{"HSCAN", "h"}, []string{"COUNT", "7"}, pairs, true},
+			{[]string{"ZSCAN", "z"}, []string{"COUNT", "7"}, pairs, true},
+		} {
+			t.Run(tc.head[0], func(t *testing.T) {
+				elems, cursors := scanFamily(t, []*harness{h, other}, tc.head, tc.extra...)
+				require.Greater(t, len(cursors), 1, "a small COUNT takes several calls")
+				for _, c := range cursors {
+					id, err := strconv.ParseUint(c, 10, 64)
+					require.NoError(t, err)
+					require.Less(t, id, uint64(1)<<53, "cursor %s", c)
+				}
+				seen := map[string]bool{}
+				for i := 0; i < len(elems); i++ {
+					if tc.pairs {
+						seen[elems[i]+"="+elems[i+1]] = true
+						i++
+						continue
+					}
+					seen[elems[i]] = true
+				}
+				got := make([]string, 0, len(seen))
+				for e := range seen {
+					got = append(got, e)
+				}
+				sort.Strings(got)
+				want := append([]string(nil), tc.want...)
+				sort.Strings(want)
+				require.Equal(t, want, got)
+			})
+		}
 	})
 }
 

@@ -26,7 +26,7 @@ func listBackends(t *testing.T, body func(t *testing.T, b testserver.Backend, s 
 	for _, b := range testserver.Stores(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := b.Start(t)
-			body(t, b, s, s.Client(t, slowOK))
+			body(t, b, s, s.Client(t))
 		})
 	}
 }
@@ -41,9 +41,6 @@ func requestCounter(t *testing.T, b testserver.Backend, c *redis.Client) func(cm
 		return b.Stats.Requests(cmd)
 	}
 }
-
-// slowOK gives a client time for big writes on DynamoDB Local.
-func slowOK(o *redis.Options) { o.ReadTimeout = time.Minute }
 
 // ldo runs a command and renders its reply in order: [a b [c]], nil,
 // "ERR: ..." (norm sorts arrays, list replies are ordered).
@@ -221,7 +218,7 @@ func TestListCachesAcrossInstances(t *testing.T) {
 	for _, b := range testserver.Stores(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			a, other := b.Start(t).Client(t, slowOK), b.Start(t).Client(t, slowOK)
+			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
 			ops := 600
 			if b.Name == "dynamodb" {
 				ops = 200
@@ -351,7 +348,7 @@ func TestListBigPushAllOrNothing(t *testing.T) {
 				require.NoError(t, c.RPush(ctx, "l", start...).Err())
 			}
 			before := int64(len(start))
-			watcher := s.Client(t, slowOK)
+			watcher := s.Client(t)
 			stop := make(chan struct{})
 			seen := make(chan int64, 1)
 			go func() {
@@ -399,7 +396,7 @@ func TestListBlockingWakeAndTimeout(t *testing.T) {
 		// is woken by the push, not by a poll, so a long poll interval
 		// does not matter: use a server that polls every 10 s.
 		slow := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 10 * time.Second }))
-		sc := slow.Client(t, slowOK)
+		sc := slow.Client(t)
 		got := make(chan []string, 1)
 		go func() {
 			v, _ := sc.BLPop(ctx, 0, "q").Result()
@@ -409,7 +406,7 @@ func TestListBlockingWakeAndTimeout(t *testing.T) {
 		// The poller's first reads come at 10 ms, 15 ms, ...: wait until
 		// it is at its long interval before pushing.
 		time.Sleep(50 * time.Millisecond)
-		require.NoError(t, slow.Client(t, slowOK).RPush(ctx, "q", "x").Err())
+		require.NoError(t, slow.Client(t).RPush(ctx, "q", "x").Err())
 		require.Equal(t, []string{"q", "x"}, <-got)
 	})
 }
@@ -441,7 +438,7 @@ func TestListBlockingAcrossInstances(t *testing.T) {
 			ctx := context.Background()
 			s1 := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 50 * time.Millisecond }))
 			s2 := b.Start(t)
-			c1, c2 := s1.Client(t, slowOK), s2.Client(t, slowOK)
+			c1, c2 := s1.Client(t), s2.Client(t)
 			got := make(chan []string, 1)
 			go func() {
 				v, _ := c1.BRPop(ctx, 10*time.Second, "q1", "q2").Result()
@@ -470,7 +467,7 @@ func TestListBlockingOrder(t *testing.T) {
 		results := make([]chan []string, n)
 		for i := 0; i < n; i++ {
 			results[i] = make(chan []string, 1)
-			cl := s.Client(t, slowOK)
+			cl := s.Client(t)
 			go func(i int) {
 				v, _ := cl.BLPop(ctx, 10*time.Second, "q").Result()
 				results[i] <- v
@@ -480,6 +477,49 @@ func TestListBlockingOrder(t *testing.T) {
 		for i := 0; i < n; i++ {
 			require.NoError(t, c.RPush(ctx, "q", fmt.Sprint(i)).Err())
 			require.Equal(t, []string{"q", fmt.Sprint(i)}, <-results[i])
+		}
+	})
+}
+
+// TestListBlockingWrongTypeTarget: of two clients blocked in BRPOPLPUSH
+// on one source, the first one's target holds a string: a push answers it
+// WRONGTYPE and hands the element to the second, as Redis does; whether
+// the push comes through the waiters' instance (which wakes them at once)
+// or through another one (which the poller notices).
+func TestListBlockingWrongTypeTarget(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, s *testserver.Server, c *redis.Client) {
+		for _, via := range []string{"same instance", "another instance"} {
+			t.Run(via, func(t *testing.T) {
+				ctx := context.Background()
+				require.NoError(t, c.Del(ctx, "src", "dst").Err())
+				require.NoError(t, c.Set(ctx, "dst0", "x", 0).Err())
+				type result struct {
+					v   string
+					err error
+				}
+				results := make([]chan result, 2)
+				for i, dst := range []string{"dst0", "dst"} {
+					results[i] = make(chan result, 1)
+					cl := s.Client(t)
+					go func() {
+						v, err := cl.BRPopLPush(ctx, "src", dst, 0).Result()
+						results[i] <- result{v, err}
+					}()
+					waitBlocked(t, s, i+1)
+				}
+				pusher := c
+				if via == "another instance" {
+					pusher = testserver.Start(t, s.Srv.Store).Client(t)
+				}
+				require.NoError(t, pusher.LPush(ctx, "src", "foo").Err())
+				r := <-results[0]
+				require.EqualError(t, r.err, "WRONGTYPE Operation against a key holding the wrong kind of value")
+				r = <-results[1]
+				require.NoError(t, r.err)
+				require.Equal(t, "foo", r.v)
+				require.Equal(t, []string{"foo"}, c.LRange(ctx, "dst", 0, -1).Val())
+				require.EqualValues(t, 0, c.Exists(ctx, "src").Val())
+			})
 		}
 	})
 }
@@ -496,7 +536,7 @@ func TestListBlockingSharesPolls(t *testing.T) {
 			const waiters = 20
 			done := make(chan error, waiters)
 			for range waiters {
-				cl := s.Client(t, slowOK)
+				cl := s.Client(t)
 				go func() { done <- cl.BLPop(ctx, 0, "q").Err() }()
 			}
 			waitBlocked(t, s, waiters)
@@ -541,7 +581,7 @@ func TestListQueueExactlyOnce(t *testing.T) {
 				var wg sync.WaitGroup
 				done := make(chan struct{})
 				for i := 0; i < consumers; i++ {
-					cl := servers[i%3].Client(t, slowOK)
+					cl := servers[i%3].Client(t)
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
@@ -580,7 +620,7 @@ func TestListQueueExactlyOnce(t *testing.T) {
 				}
 				var pwg sync.WaitGroup
 				for p := 0; p < producers; p++ {
-					cl := servers[p%3].Client(t, slowOK)
+					cl := servers[p%3].Client(t)
 					pwg.Add(1)
 					go func(p int) {
 						defer pwg.Done()
@@ -600,7 +640,7 @@ func TestListQueueExactlyOnce(t *testing.T) {
 				for v, n := range got {
 					require.Equal(t, 1, n, "element %s delivered %d times", v, n)
 				}
-				require.EqualValues(t, 0, servers[0].Client(t, slowOK).LLen(ctx, "q").Val())
+				require.EqualValues(t, 0, servers[0].Client(t).LLen(ctx, "q").Val())
 			})
 		}
 	}
@@ -615,7 +655,7 @@ func TestListMoveNeverLosesElements(t *testing.T) {
 			ctx := context.Background()
 			var cls []*redis.Client
 			for i := 0; i < 3; i++ {
-				cls = append(cls, b.Start(t).Client(t, slowOK))
+				cls = append(cls, b.Start(t).Client(t))
 			}
 			var vals []any
 			for i := 0; i < 150; i++ {
@@ -716,7 +756,7 @@ func TestListBlockingDisconnect(t *testing.T) {
 		// departed ones took nothing.
 		got := make(chan []string, 1)
 		go func() {
-			v, _ := s.Client(t, slowOK).Do(ctx, "blpop", "q", 10).StringSlice()
+			v, _ := s.Client(t).Do(ctx, "blpop", "q", 10).StringSlice()
 			got <- v
 		}()
 		waitBlocked(t, s, 1)
@@ -737,7 +777,7 @@ func TestListFaultsNeverHalfApply(t *testing.T) {
 		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
 			fs := faults.New(memory.New(memory.Options{}), 7)
 			s := testserver.Start(t, fs)
-			c := s.Client(t, slowOK)
+			c := s.Client(t)
 			var vals []any
 			for i := 0; i < 300; i++ {
 				vals = append(vals, strconv.Itoa(i))

@@ -144,8 +144,8 @@ func TestStreamBlockingRead(t *testing.T) {
 			ctx := context.Background()
 			s1 := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 50 * time.Millisecond }))
 			s2 := b.Start(t)
-			c1, c2 := s1.Client(t, slowOK), s2.Client(t, slowOK)
-			for i, writer := range []*redis.Client{s1.Client(t, slowOK), c2} {
+			c1, c2 := s1.Client(t), s2.Client(t)
+			for i, writer := range []*redis.Client{s1.Client(t), c2} {
 				key := fmt.Sprintf("s%d", i)
 				require.NoError(t, c1.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "1-0", Values: []any{"a", "b"}}).Err())
 				got := make(chan []redis.XStream, 2)

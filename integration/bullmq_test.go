@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/internal/testproc"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -57,6 +58,7 @@ func TestBullMQ(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "bullmq.js", ports[0], ports[1], "jobs")
 	cmd.Dir = dir
+	testproc.Prepare(cmd)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -22,6 +22,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/internal/testproc"
 )
 
 var binary string
@@ -39,9 +41,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building redamo:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// A test that leaves a redamo (or any child) running fails the run.
+	os.Exit(testproc.Main(m, func() { os.RemoveAll(dir) }))
 }
 
 // endpoint returns DynamoDB Local's endpoint, skipping (or failing, in make
@@ -85,18 +86,10 @@ func cluster(t *testing.T, n int) []*redis.Client {
 		cmd := exec.Command(binary, args...)
 		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=redamotest", "AWS_SECRET_ACCESS_KEY=redamotest")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		require.NoError(t, cmd.Start())
+		p := testproc.Start(t, cmd)
+		// Registered after Start's own kill, so it runs first.
 		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				require.NoError(t, err, "redamo should exit 0 on SIGTERM")
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Errorf("redamo %s did not stop on SIGTERM", addr)
-			}
+			require.NoError(t, p.Stop(syscall.SIGTERM, 10*time.Second), "redamo %s should exit 0 on SIGTERM", addr)
 		})
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })

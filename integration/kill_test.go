@@ -15,27 +15,28 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/internal/testproc"
 )
 
 // instance is one redamo process that can be killed and restarted on the
-// same table.
+// same table. Every process it starts is killed when the test ends, however
+// it ends (testproc).
 type instance struct {
-	t     *testing.T
-	args  []string
-	cmd   *exec.Cmd
-	addr  string
-	waitc chan struct{}
+	t    *testing.T
+	args []string
+	proc *testproc.Proc
+	addr string
 }
 
 func (in *instance) start() *redis.Client {
 	in.t.Helper()
 	in.addr = freeAddr(in.t)
-	in.cmd = exec.Command(binary, append(in.args, "--addr", in.addr)...)
-	in.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=redamotest", "AWS_SECRET_ACCESS_KEY=redamotest")
-	require.NoError(in.t, in.cmd.Start())
-	in.waitc = make(chan struct{})
-	go func() { _ = in.cmd.Wait(); close(in.waitc) }()
+	cmd := exec.Command(binary, append(in.args, "--addr", in.addr)...)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=redamotest", "AWS_SECRET_ACCESS_KEY=redamotest")
+	in.proc = testproc.Start(in.t, cmd)
 	c := redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, PoolSize: 8})
+	in.t.Cleanup(func() { _ = c.Close() })
 	require.Eventually(in.t, func() bool {
 		return c.Ping(context.Background()).Err() == nil
 	}, 20*time.Second, 20*time.Millisecond)
@@ -44,10 +45,7 @@ func (in *instance) start() *redis.Client {
 
 // kill ends the process with SIGKILL: no shutdown, no flushing, whatever
 // request it was in the middle of.
-func (in *instance) kill() {
-	_ = in.cmd.Process.Kill()
-	<-in.waitc
-}
+func (in *instance) kill() { in.proc.Kill() }
 
 // TestKillMidMultiKeyCommands kills redamo at random moments while clients
 // move elements between keys (SMOVE, LMOVE, RPOPLPUSH, SUNIONSTORE, a

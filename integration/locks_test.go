@@ -149,15 +149,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 		}
 		ins[i] = &instance{t: t, args: args}
 		cs[i] = ins[i].start()
-		t.Cleanup(func() { _ = cs[i].Close() })
 	}
-	t.Cleanup(func() {
-		for _, in := range ins {
-			if in.cmd.ProcessState == nil {
-				in.kill()
-			}
-		}
-	})
 	const ttl = 1500 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -167,6 +159,13 @@ func TestClusterLeaderFailover(t *testing.T) {
 		leading = map[int]bool{}
 		wg      sync.WaitGroup
 	)
+	// The test replaces a killed instance's client while its candidate
+	// runs.
+	client := func(i int) *redis.Client {
+		mu.Lock()
+		defer mu.Unlock()
+		return cs[i]
+	}
 	for i := range cs {
 		wg.Add(1)
 		go func() {
@@ -174,7 +173,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 			name := "cand-" + strconv.Itoa(i)
 			for ctx.Err() == nil {
 				start := time.Now()
-				term, err := cs[i].Do(ctx, "LEADER.ELECT", "failover", name, "PX", ttl.Milliseconds(), "WAIT", 500).Int64()
+				term, err := client(i).Do(ctx, "LEADER.ELECT", "failover", name, "PX", ttl.Milliseconds(), "WAIT", 500).Int64()
 				if err != nil {
 					if err != redis.Nil {
 						time.Sleep(50 * time.Millisecond) // its instance is gone
@@ -188,7 +187,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 				for ctx.Err() == nil {
 					time.Sleep(ttl / 5)
 					start := time.Now()
-					ok, err := cs[i].Do(ctx, "LEADER.HEARTBEAT", "failover", name, "PX", ttl.Milliseconds()).Int64()
+					ok, err := client(i).Do(ctx, "LEADER.HEARTBEAT", "failover", name, "PX", ttl.Milliseconds()).Int64()
 					if err != nil || ok != 1 {
 						break
 					}
@@ -225,7 +224,10 @@ func TestClusterLeaderFailover(t *testing.T) {
 		require.Equal(t, r.term+1, n.term, "terms grow by one per change of leadership")
 		t.Logf("kill %d: term %d (candidate %d) -> term %d (candidate %d) %v after the kill",
 			kill, r.term, r.candidate, n.term, n.candidate, n.elected.Sub(killedAt).Round(time.Millisecond))
-		cs[r.candidate] = ins[r.candidate].start()
+		c := ins[r.candidate].start()
+		mu.Lock()
+		cs[r.candidate] = c
+		mu.Unlock()
 	}
 	cancel()
 	wg.Wait()

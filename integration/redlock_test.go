@@ -38,6 +38,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/internal/testproc"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -499,6 +500,7 @@ func TestRedlockNode(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, args...)
 			cmd.Dir = dir
+			testproc.Prepare(cmd)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

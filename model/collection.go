@@ -991,9 +991,9 @@ func EntriesOf(cl *Collection) (ms [][]byte, vs []dynastore.Value, err error) {
 // ScanPage returns one page of an SSCAN/HSCAN-style iteration and the next
 // cursor (0 at the end). An inline collection is returned whole with cursor
 // 0, as Redis does for its small encodings. A large one pages through its
-// partition; the position to resume after is stored in the table under a
-// random cursor id (with a one-hour TTL), so any instance can continue it.
-// An unknown or stale cursor ends the iteration.
+// partition; the position to resume after is kept in the table under the
+// cursor (cursors.go), so any instance can continue it. An unknown cursor
+// ends the iteration.
 func (cl *Collection) ScanPage(cursor uint64, count int) ([][]byte, []dynastore.Value, uint64, error) {
 	if !cl.Exists() {
 		return nil, nil, 0, nil
@@ -1016,13 +1016,16 @@ func (cl *Collection) ScanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	}
 	var after []byte
 	if cursor != 0 {
-		it, err := cl.c.Data().Get(cl.c, scanCursorKey(cursor))
+		// The generation the cursor was handed out in is not checked: a
+		// member's sort key is the same in every generation, so a
+		// collection rewritten into a new one since (a rebuild, RENAME
+		// over it) goes on after the same member, and every member
+		// present throughout is still returned.
+		_, a, ok, err := memberCursors.load(cl.c, cursor)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		g, _ := it.Get(AttrGen).(dynastore.B)
-		a, _ := it.Get("a").(dynastore.B)
-		if it == nil || !bytes.Equal(g, cl.Gen) || len(a) == 0 {
+		if !ok || len(a) == 0 {
 			return nil, nil, 0, nil
 		}
 		after = a
@@ -1039,15 +1042,7 @@ func (cl *Collection) ScanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	if page.Next == nil {
 		return ms, vs, 0, nil
 	}
-	next := rand.Uint64()>>1 + 1
-	k := scanCursorKey(next)
-	_, err = cl.c.Data().Put(cl.c, dynastore.Item{
-		{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
-		{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
-		{Name: AttrGen, Value: dynastore.B(cl.Gen)},
-		{Name: "a", Value: dynastore.B(page.Next)},
-		{Name: dynastore.AttrTTL, Value: NInt(cl.c.NowMS()/1000 + 3600)},
-	}, dynastore.WriteOptions{})
+	next, err := memberCursors.save(cl.c, cl.Gen, page.Next)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -1095,13 +1090,4 @@ func EncodingOf(c Scope, key []byte, typ string, maxEntries int64, compact, big 
 		return err
 	})
 	return enc, err
-}
-
-// scanCursorKey is where a collection scan cursor's position is kept.
-func scanCursorKey(id uint64) dynastore.Key {
-	pk := []byte{nsCollScan, 0, 0, 0, 0, 0, 0, 0, 0}
-	for i := 0; i < 8; i++ {
-		pk[1+i] = byte(id >> (56 - 8*i))
-	}
-	return dynastore.Key{PK: pk, SK: KeyItemSK}
 }

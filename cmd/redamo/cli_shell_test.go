@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/internal/testproc"
 )
 
 // cliBinary is the redamo binary the shell scenarios run, built once.
@@ -23,11 +25,12 @@ var cliBinary struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if cliBinary.dir != "" {
-		os.RemoveAll(cliBinary.dir)
-	}
-	os.Exit(code)
+	// A scenario that leaves a process running fails the run.
+	os.Exit(testproc.Main(m, func() {
+		if cliBinary.dir != "" {
+			os.RemoveAll(cliBinary.dir)
+		}
+	}))
 }
 
 // buildCLI builds redamo and returns the directory holding it, for PATH.
@@ -197,16 +200,17 @@ func shellProducerConsumer(t *testing.T, bin, producer, consumer string, items i
 			var consOut strings.Builder
 			var consErr strings.Builder
 			cons.Stdout, cons.Stderr = &consOut, &consErr
-			require.NoError(t, cons.Start())
-			prodOut, err := run("producer.sh", producer).CombinedOutput()
+			// The consumer's group (the CLI processes its script runs)
+			// is killed when the test ends, however it ends.
+			cp := testproc.Start(t, cons)
+			prod := run("producer.sh", producer)
+			testproc.Prepare(prod)
+			prodOut, err := prod.CombinedOutput()
 			require.NoError(t, err, "%s", prodOut)
-			done := make(chan error, 1)
-			go func() { done <- cons.Wait() }()
 			select {
-			case err := <-done:
-				require.NoError(t, err, "%s", consErr.String())
+			case <-cp.Done():
+				require.NoError(t, cp.Err(), "%s", consErr.String())
 			case <-time.After(60 * time.Second):
-				_ = cons.Process.Kill()
 				t.Fatalf("the consumer did not finish: %s", consOut.String())
 			}
 			var want strings.Builder

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/internal/testproc"
 )
 
 // A script is a file of raw protocol exchanges, for byte-exact tests that
@@ -195,12 +197,7 @@ func RedisServer(t testing.TB, directives ...string) string {
 	for i := 0; i+1 < len(directives); i += 2 {
 		args = append(args, "--"+directives[i], directives[i+1])
 	}
-	cmd := exec.Command(bin, args...)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	testproc.Start(t, exec.Command(bin, args...))
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(10 * time.Second)
 	for {

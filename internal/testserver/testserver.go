@@ -120,11 +120,19 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 	return s
 }
 
+// ClientReadTimeout is how long a Client waits for a reply. go-redis's own
+// default (3 s) would be a timing assertion no test states: a big write
+// on DynamoDB Local, under -race on a loaded machine, takes longer and
+// succeeds, yet the client would report an i/o timeout. A server that
+// never answers still fails the test, after this long.
+const ClientReadTimeout = time.Minute
+
 // Client returns a go-redis client for the server (its default options:
-// RESP3 through HELLO 3), closed when the test ends.
+// RESP3 through HELLO 3, no retries, ClientReadTimeout), closed when the
+// test ends.
 func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: s.Addr, MaxRetries: -1}
+	o := &redis.Options{Addr: s.Addr, MaxRetries: -1, ReadTimeout: ClientReadTimeout}
 	for _, f := range opts {
 		f(o)
 	}
