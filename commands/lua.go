@@ -426,7 +426,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	rec := &replyRecorder{proto: run.resp}
 	cc := run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st)
 	cc.InScript = true
-	run.c.Srv.Run(cc, cmd)
+	run.c.Srv.runCounted(cc, cmd)
 	if len(rec.top) == 0 {
 		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
 	}
@@ -436,6 +436,20 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	}
 	L.Push(run.toLua(L, r))
 	return 1
+}
+
+// runCounted is Run for a command a script calls. gopher-lua turns a Go
+// panic under a protected call into a script error, which would hide the
+// bug from everyone but the client: it is counted (Server.Panics) on its
+// way there.
+func (s *Server) runCounted(c *Ctx, cmd *Command) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.Panics.Add(1)
+			panic(p)
+		}
+	}()
+	s.Run(c, cmd)
 }
 
 // dump is string.dump: the function as a Lua 5.1 binary chunk (which
