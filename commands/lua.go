@@ -79,7 +79,7 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		// prints what it gets) and quotes %q its own way.
 		top := L.GetTop()
 		f := L.CheckString(1)
-		spec := formatSpecs(f, func(arg int, conv byte) byte {
+		spec, bad := formatSpecs(f, func(arg int, conv byte) byte {
 			i := arg + 1
 			if i > top {
 				L.ArgError(i, "no value")
@@ -90,11 +90,16 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 				if s, ok := v.(lua.LString); ok {
 					if n, ok := luaStringNumber(string(s)); ok {
 						L.Replace(i, n)
-						return conv
+						v = n
 					}
 				}
 				if _, ok := v.(lua.LNumber); !ok {
 					L.ArgError(i, "number expected, got "+v.Type().String())
+				}
+				if conv == 'u' {
+					// Go's fmt has no %u; %d prints a number that is not
+					// negative as C's %u does.
+					return 'd'
 				}
 			case conv == 's' || conv == 'q':
 				switch v.(type) {
@@ -109,8 +114,29 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 			}
 			return conv
 		})
+		if bad != "" {
+			L.RaiseError("%s", bad)
+		}
 		L.Replace(1, lua.LString(spec))
 		return format.GFunction(L)
+	}))
+	char := strlib.RawGetString("char").(*lua.LFunction)
+	strlib.RawSetString("char", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 refuses a code outside 0..255 (gopher-lua wraps it
+		// around); a code is truncated to an int first, as a C cast does.
+		// A string that is a number is that number, as in Lua.
+		for i := 1; i <= L.GetTop(); i++ {
+			n, ok := L.Get(i).(lua.LNumber)
+			if s, isStr := L.Get(i).(lua.LString); isStr {
+				if n, ok = luaStringNumber(string(s)); ok {
+					L.Replace(i, n)
+				}
+			}
+			if ok && !(math.Trunc(float64(n)) >= 0 && math.Trunc(float64(n)) <= 255) {
+				L.ArgError(i, "invalid value")
+			}
+		}
+		return char.GFunction(L)
 	}))
 	// loadstring and load name a chunk as Lua does in runtime errors
 	// (gopher-lua puts the name it is given before its messages as it
@@ -703,10 +729,20 @@ func oneLine(s string) string {
 
 // formatSpecs returns format with each conversion replaced by what
 // check, told the (1-based) index of the argument it formats and the
-// conversion, returns (which may raise the argument's error).
-func formatSpecs(format string, check func(arg int, conv byte) byte) string {
+// conversion, returns (which may raise the argument's error); check is
+// first told the index alone (conversion 0), so that a missing argument
+// is refused before anything else, as Lua does. bad is the error Lua 5.1
+// raises for the format itself (more than five flags, three digits of
+// width or precision, a conversion it does not know), "" if none.
+func formatSpecs(format string, check func(arg int, conv byte) byte) (spec, bad string) {
 	out := []byte(format)
 	arg := 0
+	digits := func(i, most int) int {
+		for n := 0; n < most && i < len(out) && out[i] >= '0' && out[i] <= '9'; n++ {
+			i++
+		}
+		return i
+	}
 	for i := 0; i < len(out); i++ {
 		if out[i] != '%' {
 			continue
@@ -715,16 +751,33 @@ func formatSpecs(format string, check func(arg int, conv byte) byte) string {
 		if i < len(out) && out[i] == '%' {
 			continue
 		}
-		for i < len(out) && strings.IndexByte("-+ #0123456789.", out[i]) >= 0 {
+		arg++
+		check(arg, 0)
+		start := i
+		for i < len(out) && strings.IndexByte("-+ #0", out[i]) >= 0 {
 			i++
 		}
-		if i == len(out) {
-			break
+		if i-start > 5 {
+			return "", "invalid format (repeated flags)"
 		}
-		arg++
+		i = digits(i, 2)
+		if i < len(out) && out[i] == '.' {
+			i = digits(i+1, 2)
+		}
+		if i < len(out) && out[i] >= '0' && out[i] <= '9' {
+			return "", "invalid format (width or precision too long)"
+		}
+		if i == len(out) || strings.IndexByte("cdiouxXeEfgGqs", out[i]) < 0 {
+			// At the end Lua prints the NUL it finds there: nothing.
+			conv := ""
+			if i < len(out) {
+				conv = string(out[i])
+			}
+			return "", "invalid option '%" + conv + "' to 'format'"
+		}
 		out[i] = check(arg, out[i])
 	}
-	return string(out)
+	return string(out), ""
 }
 
 // luaQuoted is s as Lua 5.1's %q writes it.
