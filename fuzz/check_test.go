@@ -22,19 +22,19 @@ const numDBs = 16
 // finding, not a hang of the fuzzer.
 const maxScanCalls = 1000
 
-// checkKeyspace returns the inconsistencies it finds; err is a failure to
-// talk to the server.
-func checkKeyspace(c *conn) (problems []string, err error) {
+// checkKeyspace checks the databases dbs and returns the inconsistencies
+// it finds; err is a failure to talk to the server.
+func checkKeyspace(c *conn, dbs []int) (problems []string, err error) {
 	var cmds []command
-	for db := range numDBs {
+	for _, db := range dbs {
 		cmds = append(cmds, cmdOf("SELECT", strconv.Itoa(db)), cmdOf("KEYS", "*"))
 	}
 	vs, err := c.pipeline(cmds)
 	if err != nil {
 		return nil, err
 	}
-	for db := range numDBs {
-		keys := vs[2*db+1]
+	for i, db := range dbs {
+		keys := vs[2*i+1]
 		if keys.isError() {
 			problems = append(problems, fmt.Sprintf("db %d: KEYS *: %s", db, keys.text()))
 			continue

@@ -34,6 +34,10 @@ const (
 // The short run (go test, make test): fixed seeds, a few seconds.
 var shortCases = map[string]int{"memory": 14, "dynamodb": 4}
 
+// freshEvery is how many cases a server process serves before a fresh
+// one on an empty store takes over.
+const freshEvery = 30
+
 // slowCase is how long a case may take before a long run says so.
 const slowCase = 5 * time.Second
 
@@ -228,13 +232,14 @@ func TestSurface(t *testing.T) {
 			}
 			var end time.Time
 			if cfg.duration > 0 {
-				// DynamoDB Local is much slower: it gets a third.
-				share := cfg.duration
-				if len(ss) > 1 {
-					share = cfg.duration * 2 / 3
-					if store != "memory" {
-						share = cfg.duration - share
-					}
+				// Of the duration: half on memory, a quarter on DynamoDB
+				// (or three quarters on memory alone), a quarter to
+				// TestErrorClasses.
+				share := cfg.duration / 2
+				if len(ss) == 1 {
+					share = cfg.duration * 3 / 4
+				} else if store != "memory" {
+					share = cfg.duration / 4
 				}
 				end = time.Now().Add(share)
 			}
@@ -243,6 +248,9 @@ func TestSurface(t *testing.T) {
 				seed := cfg.seed + uint64(i)
 				g := newGenerator(seed, modeSurface)
 				p := g.program(minCommands + g.r.IntN(maxCommands-minCommands))
+				if i > 0 && i%freshEvery == 0 {
+					srv.fresh(t)
+				}
 				caseStart := time.Now()
 				fs, sent := runProgram(srv, p)
 				if d := time.Since(caseStart); d > slowCase {

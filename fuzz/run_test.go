@@ -18,6 +18,9 @@ type finding struct {
 	// cmd is the command it is about ("config|set"), "" for none.
 	cmd    string
 	detail string
+	// sig, when set, is what tells this bug from others of its kind and
+	// command (see signature).
+	sig string
 }
 
 func (f finding) String() string {
@@ -32,6 +35,9 @@ var digits = regexp.MustCompile(`[0-9]+|"[^"]*"`)
 // signature groups findings that are the same bug: its kind, command and
 // the start of its detail without numbers or quoted values.
 func (f finding) signature() string {
+	if f.sig != "" {
+		return f.kind + " " + f.cmd + " " + f.sig
+	}
 	return f.kind + " " + f.cmd + " " + cut(digits.ReplaceAllString(f.detail, "#"), 60)
 }
 
@@ -300,7 +306,7 @@ func (r *caseRun) check() {
 		return
 	}
 	defer c.close()
-	problems, err := checkKeyspace(c)
+	problems, err := checkKeyspace(c, r.p.databases())
 	for _, p := range problems {
 		r.add(finding{kind: "inconsistent", detail: p})
 	}
@@ -358,4 +364,37 @@ func tally(cmd command, v *value) {
 		key = cmd.fullName() + " " + cut(msg, 50)
 	}
 	replyStats[key]++
+}
+
+// databases are the databases a program may have written to: 0, and
+// those its SELECT, MOVE, COPY or a script name; every one when a script
+// could reach another in a way not worth following.
+func (p *program) databases() []int {
+	seen := map[int]bool{0: true}
+	all := false
+	for _, w := range p.writes {
+		cmds := w.cmds
+		if w.raw != nil {
+			all = true
+		}
+		for _, c := range cmds {
+			switch c.name() {
+			case "select", "move", "copy", "swapdb":
+				for _, a := range c[1:] {
+					if n, ok := strictInt(a); ok && n >= 0 && n < numDBs {
+						seen[int(n)] = true
+					}
+				}
+			case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
+				all = true
+			}
+		}
+	}
+	var out []int
+	for db := range numDBs {
+		if all || seen[db] {
+			out = append(out, db)
+		}
+	}
+	return out
 }
