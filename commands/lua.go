@@ -673,7 +673,9 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable) {
 		return
 	}
 	if b, ok := t.RawGetString("big_number").(lua.LString); ok {
-		w.BigNumber(string(b))
+		// Unchecked, as in Redis, but on one line: a CR or LF would end
+		// the reply in RESP3.
+		w.BigNumber(oneLine(string(b)))
 		return
 	}
 	if v, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
