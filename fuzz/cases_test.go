@@ -22,6 +22,10 @@ import (
 //	                         are logged, the build does not fail (for
 //	                         bugs another change fixes)
 //	store memory             run on this store only (default: every one)
+//	oracle redis             compare error classes with a real Redis (on
+//	                         the memory store; the first write is the
+//	                         setup both start from) instead of the rest of
+//	                         the oracle
 //	proto 3                  the connections speak RESP3 (default 2)
 //	write 1                  the commands below are one write on
 //	                         connection 1 (0 or 1)
@@ -38,7 +42,9 @@ type regression struct {
 	line   int
 	known  string
 	stores []string
-	prog   *program
+	// redis: the case is about error classes, replayed against Redis.
+	redis bool
+	prog  *program
 }
 
 func (r *regression) runsOn(store string) bool {
@@ -84,6 +90,12 @@ func parseRegressions(name string, data []byte) ([]*regression, error) {
 			cur.known = rest
 		case "store":
 			cur.stores = append(cur.stores, strings.Fields(rest)...)
+		case "oracle":
+			if rest != "redis" {
+				return nil, fail("oracle redis, not %q", rest)
+			}
+			cur.redis, p.redis = true, true
+			cur.stores = []string{"memory"}
 		case "proto":
 			v, err := strconv.Atoi(rest)
 			if err != nil || v != 2 && v != 3 {
@@ -127,6 +139,9 @@ func formatProgram(name string, p *program, notes ...string) string {
 		for _, l := range strings.Split(strings.TrimRight(n, "\n"), "\n") {
 			fmt.Fprintf(&b, "# %s\n", l)
 		}
+	}
+	if p.redis {
+		b.WriteString("oracle redis\n")
 	}
 	if p.proto != 2 {
 		fmt.Fprintf(&b, "proto %d\n", p.proto)

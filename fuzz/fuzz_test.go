@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/compat"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -130,6 +131,10 @@ func (r *report) add(store string, seed uint64, p *program, fs []finding, shrink
 			small = shrink(p, f)
 		}
 		name := fmt.Sprintf("%s-%s-seed-%d", f.kind, strings.ReplaceAll(f.cmd, "|", "-"), seed)
+		if f.kind == "errclass" {
+			// The regression replays it against Redis.
+			small = &program{proto: small.proto, writes: small.writes, redis: true}
+		}
 		repro := formatProgram(name, small,
 			fmt.Sprintf("%s\n(store %s; replay: %s=%d %s=1 go test ./fuzz -run '%s')", cut(f.String(), 1500), store, envSeed, seed, envCases, r.test))
 		if r.out != "" {
@@ -282,6 +287,12 @@ func TestRegressions(t *testing.T) {
 	require.NoError(t, err)
 	cases, err := parseRegressions("regressions.txt", data)
 	require.NoError(t, err)
+	ref := ""
+	for _, c := range cases {
+		if c.redis && ref == "" {
+			ref = compat.ReferenceRedis(t, "REDAMO_FUZZ_REDIS_ADDR")
+		}
+	}
 	for _, store := range stores(t) {
 		t.Run(store, func(t *testing.T) {
 			srv := startServer(t, store)
@@ -290,7 +301,14 @@ func TestRegressions(t *testing.T) {
 					continue
 				}
 				t.Run(c.name, func(t *testing.T) {
-					fs, _ := runProgram(srv, c.prog)
+					var fs []finding
+					if c.redis {
+						d := &diffRun{redis: ref, redamo: srv.addr, extra: map[string]int{}}
+						require.NoError(t, d.run(c.prog))
+						fs = d.findings
+					} else {
+						fs, _ = runProgram(srv, c.prog)
+					}
 					for _, f := range fs {
 						if c.known != "" {
 							t.Logf("known failure (%s): %s", c.known, f)

@@ -57,6 +57,8 @@ type write struct {
 type program struct {
 	proto  int
 	writes []write
+	// redis: an error-class case, replayed against Redis (oracle redis).
+	redis bool
 }
 
 func (p *program) commands() int {
