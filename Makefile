@@ -5,7 +5,7 @@ BIN     := bin/redamo
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test unit bench compat fmt vet clean
+.PHONY: all build run test unit bench compat fuzz fmt vet clean
 
 all: build
 
@@ -29,6 +29,12 @@ bench: build
 
 compat:
 	scripts/compat.sh
+
+# The whole-surface fuzzer for a long time (REDAMO_FUZZ_DURATION, default
+# 10m) with a random seed, then the native fuzz targets; make test runs
+# its short form with fixed seeds.
+fuzz:
+	scripts/fuzz.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -52,6 +52,7 @@ func (s *Server) Do(ctx context.Context, args ...[]byte) Reply {
 func (s *Server) runRecovered(c *Ctx, cmd *Command, rec *replyRecorder) (r Reply, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.Panics.Add(1)
 			r, ok = Reply{Kind: ReplyError, Str: fmt.Sprintf(MsgInternalError, cmd.Name)}, false
 		}
 	}()

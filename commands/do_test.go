@@ -119,4 +119,5 @@ func TestServerDoBadHandler(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, commands.Reply{Kind: commands.ReplyError, Str: "ERR internal error in 'boom'"}, s.Do(ctx, cmdArgs("boom")...))
 	require.Equal(t, commands.Reply{Kind: commands.ReplyError, Str: "ERR internal error in 'twice': malformed reply"}, s.Do(ctx, cmdArgs("twice")...))
+	require.Equal(t, int64(1), s.Panics.Load(), "the panic is counted")
 }

@@ -260,6 +260,7 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 	infoField(b, "clock_offset_ms", infoMillis(off))
 	infoField(b, "clock_uncertainty_ms", infoMillis(c.Srv.ClockUncertainty()))
 	infoField(b, "clock_samples", c.Srv.clockSamples())
+	infoField(b, "recovered_panics", c.Srv.Panics.Load())
 	if c.Srv.Stats == nil {
 		return nil
 	}

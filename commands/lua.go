@@ -79,7 +79,7 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 		// prints what it gets) and quotes %q its own way.
 		top := L.GetTop()
 		f := L.CheckString(1)
-		spec := formatSpecs(f, func(arg int, conv byte) byte {
+		spec, bad := formatSpecs(f, func(arg int, conv byte) byte {
 			i := arg + 1
 			if i > top {
 				L.ArgError(i, "no value")
@@ -90,11 +90,16 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 				if s, ok := v.(lua.LString); ok {
 					if n, ok := luaStringNumber(string(s)); ok {
 						L.Replace(i, n)
-						return conv
+						v = n
 					}
 				}
 				if _, ok := v.(lua.LNumber); !ok {
 					L.ArgError(i, "number expected, got "+v.Type().String())
+				}
+				if conv == 'u' {
+					// Go's fmt has no %u; %d prints a number that is not
+					// negative as C's %u does.
+					return 'd'
 				}
 			case conv == 's' || conv == 'q':
 				switch v.(type) {
@@ -109,8 +114,29 @@ func newLuaState(run *scriptRun) (L *lua.LState, env *lua.LTable) {
 			}
 			return conv
 		})
+		if bad != "" {
+			L.RaiseError("%s", bad)
+		}
 		L.Replace(1, lua.LString(spec))
 		return format.GFunction(L)
+	}))
+	char := strlib.RawGetString("char").(*lua.LFunction)
+	strlib.RawSetString("char", L.NewFunction(func(L *lua.LState) int {
+		// Lua 5.1 refuses a code outside 0..255 (gopher-lua wraps it
+		// around); a code is truncated to an int first, as a C cast does.
+		// A string that is a number is that number, as in Lua.
+		for i := 1; i <= L.GetTop(); i++ {
+			n, ok := L.Get(i).(lua.LNumber)
+			if s, isStr := L.Get(i).(lua.LString); isStr {
+				if n, ok = luaStringNumber(string(s)); ok {
+					L.Replace(i, n)
+				}
+			}
+			if ok && !(math.Trunc(float64(n)) >= 0 && math.Trunc(float64(n)) <= 255) {
+				L.ArgError(i, "invalid value")
+			}
+		}
+		return char.GFunction(L)
 	}))
 	// loadstring and load name a chunk as Lua does in runtime errors
 	// (gopher-lua puts the name it is given before its messages as it
@@ -623,7 +649,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	rec := &replyRecorder{proto: run.resp}
 	cc := run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st)
 	cc.InScript = true
-	run.c.Srv.Run(cc, cmd)
+	run.c.Srv.runCounted(cc, cmd)
 	if len(rec.top) == 0 {
 		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
 	}
@@ -646,6 +672,20 @@ func replyBytes(r Reply) int64 {
 		n += replyBytes(e)
 	}
 	return n
+}
+
+// runCounted is Run for a command a script calls. gopher-lua turns a Go
+// panic under a protected call into a script error, which would hide the
+// bug from everyone but the client: it is counted (Server.Panics) on its
+// way there.
+func (s *Server) runCounted(c *Ctx, cmd *Command) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.Panics.Add(1)
+			panic(p)
+		}
+	}()
+	s.Run(c, cmd)
 }
 
 // dump is string.dump: the function as a Lua 5.1 binary chunk (which
@@ -871,7 +911,9 @@ func (run *scriptRun) writeTable(w Writer, t *lua.LTable, depth int) {
 		return
 	}
 	if b, ok := t.RawGetString("big_number").(lua.LString); ok {
-		w.BigNumber(string(b))
+		// Unchecked, as in Redis, but on one line: a CR or LF would end
+		// the reply in RESP3.
+		w.BigNumber(oneLine(string(b)))
 		return
 	}
 	if v, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
@@ -927,10 +969,20 @@ func oneLine(s string) string {
 
 // formatSpecs returns format with each conversion replaced by what
 // check, told the (1-based) index of the argument it formats and the
-// conversion, returns (which may raise the argument's error).
-func formatSpecs(format string, check func(arg int, conv byte) byte) string {
+// conversion, returns (which may raise the argument's error); check is
+// first told the index alone (conversion 0), so that a missing argument
+// is refused before anything else, as Lua does. bad is the error Lua 5.1
+// raises for the format itself (more than five flags, three digits of
+// width or precision, a conversion it does not know), "" if none.
+func formatSpecs(format string, check func(arg int, conv byte) byte) (spec, bad string) {
 	out := []byte(format)
 	arg := 0
+	digits := func(i, most int) int {
+		for n := 0; n < most && i < len(out) && out[i] >= '0' && out[i] <= '9'; n++ {
+			i++
+		}
+		return i
+	}
 	for i := 0; i < len(out); i++ {
 		if out[i] != '%' {
 			continue
@@ -939,16 +991,33 @@ func formatSpecs(format string, check func(arg int, conv byte) byte) string {
 		if i < len(out) && out[i] == '%' {
 			continue
 		}
-		for i < len(out) && strings.IndexByte("-+ #0123456789.", out[i]) >= 0 {
+		arg++
+		check(arg, 0)
+		start := i
+		for i < len(out) && strings.IndexByte("-+ #0", out[i]) >= 0 {
 			i++
 		}
-		if i == len(out) {
-			break
+		if i-start > 5 {
+			return "", "invalid format (repeated flags)"
 		}
-		arg++
+		i = digits(i, 2)
+		if i < len(out) && out[i] == '.' {
+			i = digits(i+1, 2)
+		}
+		if i < len(out) && out[i] >= '0' && out[i] <= '9' {
+			return "", "invalid format (width or precision too long)"
+		}
+		if i == len(out) || strings.IndexByte("cdiouxXeEfgGqs", out[i]) < 0 {
+			// At the end Lua prints the NUL it finds there: nothing.
+			conv := ""
+			if i < len(out) {
+				conv = string(out[i])
+			}
+			return "", "invalid option '%" + conv + "' to 'format'"
+		}
 		out[i] = check(arg, out[i])
 	}
-	return string(out)
+	return string(out), ""
 }
 
 // luaQuoted is s as Lua 5.1's %q writes it.

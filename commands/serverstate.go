@@ -35,6 +35,12 @@ type Server struct {
 	Commands *CommandStats
 	// Net counts the process's connections and network traffic (INFO stats).
 	Net NetStats
+	// Panics counts the panics recovered while serving (a handler's, a
+	// connection's, a command's run by a script or the CLI): each is a bug
+	// that one request would otherwise have turned into a dead process.
+	// INFO redamo reports it; CONFIG RESETSTAT leaves it alone, so no
+	// client can hide one.
+	Panics atomic.Int64
 	// OnCommand, when set, is told about every executed command (Prometheus
 	// metrics hang here); rejected commands (unknown, arity, NOAUTH) are not
 	// reported to it.

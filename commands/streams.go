@@ -1064,11 +1064,9 @@ func raxNodes(keys [][]byte, depth int) int64 {
 }
 
 // cmdXinfoStream is XINFO STREAM key (the FULL form is not supported).
+// As in Redis, the key is looked up (no such key, WRONGTYPE) before the
+// options are read.
 func cmdXinfoStream(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.W.Error("ERR XINFO STREAM FULL is not supported")
-		return
-	}
 	var st *streamState
 	var first, last *streamEntry
 	exists := false
@@ -1088,6 +1086,9 @@ func cmdXinfoStream(c *Ctx) {
 		return
 	case !exists:
 		c.W.Error(MsgNoSuchKey)
+		return
+	case len(c.Args) > 3:
+		c.W.Error("ERR XINFO STREAM FULL is not supported")
 		return
 	}
 	masters := make([][]byte, len(st.nodes))

@@ -664,6 +664,55 @@ func parseArg(t token) (Arg, error) {
 	return Arg{}, fmt.Errorf("unknown $-expression %q (quote it to send it literally)", t.text)
 }
 
+// ParseCommand reads one command line of case-file syntax (blanks between
+// arguments, quoting, $rep, $bin, $now) into the arguments it sends at now:
+// the fuzzer's regression files hold their commands in it.
+func ParseCommand(line string, now time.Time) ([][]byte, error) {
+	toks, err := tokenize(line)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(toks))
+	for i, t := range toks {
+		a, err := parseArg(t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = append([]byte{}, a.Render(now, "")...)
+	}
+	return out, nil
+}
+
+// FormatCommand writes args as a command line ParseCommand reads back:
+// FormatStep's quoting, and a long argument that repeats a short text as
+// $rep (or is $bin's bytes) in a few characters.
+func FormatCommand(args [][]byte) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = quoteLong(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteLong(a []byte) string {
+	if len(a) < 64 {
+		return quoteArg(a)
+	}
+	if bin, _ := parseArg(token{text: []byte("$bin:" + strconv.Itoa(len(a)))}); bytes.Equal(bin.Lit, a) {
+		return "$bin:" + strconv.Itoa(len(a))
+	}
+	for n := 1; n <= 16; n++ {
+		unit := a[:n]
+		if quoteArg(unit) != string(unit) {
+			continue
+		}
+		if bytes.Equal(bytes.Repeat(unit, len(a)/n+1)[:len(a)], a) {
+			return fmt.Sprintf("$rep:%d:%s", len(a), unit)
+		}
+	}
+	return quoteArg(a)
+}
+
 func parseOffset(s string) (int64, error) {
 	if s == "" {
 		return 0, nil

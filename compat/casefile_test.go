@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,30 @@ func TestParseArgExpressions(t *testing.T) {
 		seen[b] = true
 	}
 	require.Len(t, seen, 256, "$bin must cover every byte value")
+}
+
+// Every command FormatCommand writes reads back unchanged, long arguments
+// included (written as $rep and $bin).
+func TestFormatCommandRoundTrip(t *testing.T) {
+	bin, err := ParseCommand("$bin:300", time.Now())
+	require.NoError(t, err)
+	cases := []struct {
+		args [][]byte
+		line string
+	}{
+		{[][]byte{[]byte("SET"), []byte("k"), []byte("v")}, "SET k v"},
+		{[][]byte{[]byte(""), []byte("a b"), []byte("\x00\r\n\"'"), []byte("$now"), []byte("#x")}, `"" "a b" "\x00\r\n\"'" "$now" "#x"`},
+		{[][]byte{bytes.Repeat([]byte("ab:"), 100)}, "$rep:300:ab:"},
+		{[][]byte{bytes.Repeat([]byte(" "), 100)}, `"` + strings.Repeat(" ", 100) + `"`},
+		{bin, "$bin:300"},
+	}
+	for _, tc := range cases {
+		line := FormatCommand(tc.args)
+		require.Equal(t, tc.line, line)
+		back, err := ParseCommand(line, time.Now())
+		require.NoError(t, err, line)
+		require.Equal(t, tc.args, back, line)
+	}
 }
 
 func TestParseCasesErrors(t *testing.T) {

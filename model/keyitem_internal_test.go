@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,21 @@ func TestExpiryMS(t *testing.T) {
 			require.Equal(t, int64(1001), ks.Expiry)
 		}
 	}
+}
+
+// FuzzString2ll: exactly the canonical decimal forms of int64 parse, to
+// their value (Redis's string2ll).
+func FuzzString2ll(f *testing.F) {
+	for _, s := range []string{"0", "-0", "01", "+1", "-9223372036854775808", "9223372036854775808", "", "-", " 1", "18446744073709551616", "1\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := String2ll([]byte(s))
+		want, err := strconv.ParseInt(s, 10, 64)
+		canonical := err == nil && strconv.FormatInt(want, 10) == s
+		require.Equal(t, canonical, ok, "%q", s)
+		if ok {
+			require.Equal(t, want, n, "%q", s)
+		}
+	})
 }

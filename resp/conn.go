@@ -317,6 +317,7 @@ func (c *conn) release() {
 // (which run recovers) ends this connection only.
 func (c *conn) finish() {
 	if r := recover(); r != nil {
+		c.s.srv.Panics.Add(1)
 		c.s.logf("resp: panic serving connection %d: %v\n%s", c.cn.ID, r, debug.Stack())
 	}
 	_ = c.nc.Close()

@@ -320,6 +320,7 @@ func (s *Server) execute(c *conn, args [][]byte) {
 func (s *Server) run(c *commands.Ctx, cmd *commands.Command) {
 	defer func() {
 		if r := recover(); r != nil {
+			s.srv.Panics.Add(1)
 			s.logf("resp: panic in %s: %v\n%s", cmd.Name, r, debug.Stack())
 			if w, ok := c.W.(*Writer); ok {
 				w.discard()

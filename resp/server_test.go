@@ -255,7 +255,8 @@ func TestShutdownDeadlineCancelsCommands(t *testing.T) {
 }
 
 func TestHandlerBugsBecomeErrors(t *testing.T) {
-	ts := start(t, commands.Config{},
+	table := commands.NewTable()
+	table.Add(
 		&commands.Command{Name: "test.panic", Arity: 1, Run: func(c *commands.Ctx) {
 			c.W.Array(2)
 			panic("boom")
@@ -263,12 +264,26 @@ func TestHandlerBugsBecomeErrors(t *testing.T) {
 		&commands.Command{Name: "test.silent", Arity: 1, Run: func(c *commands.Ctx) {}},
 		&commands.Command{Name: "test.twice", Arity: 1, Run: func(c *commands.Ctx) { c.W.Int(1); c.W.Int(2) }},
 	)
+	// A store for the script below.
+	ts := serve(t, &commands.Server{Table: table, Store: memory.New(memory.Options{})})
 	rc := ts.dial(t)
 	rc.send(cmd("test.panic") + cmd("test.silent") + cmd("test.twice") + cmd("PING"))
 	rc.expect("-ERR internal error in 'test.panic'\r\n" +
 		"-ERR internal error in 'test.silent': malformed reply\r\n" +
 		"-ERR internal error in 'test.twice': malformed reply\r\n" +
 		"+PONG\r\n")
+
+	// Each recovered panic is counted where an operator (and the fuzzer)
+	// can see it, also one under a script, which gopher-lua turns into a
+	// script error; CONFIG RESETSTAT does not hide them.
+	rc.send(cmd("EVAL", "return redis.pcall('test.panic')", "0"))
+	require.NoError(t, rc.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	line, err := rc.r.ReadString('\n')
+	require.NoError(t, err)
+	require.Regexp(t, `^-ERR .*boom`, line)
+	rc.send(cmd("CONFIG", "RESETSTAT") + cmd("INFO", "redamo"))
+	rc.expect("+OK\r\n")
+	require.Contains(t, readBulk(t, rc), "\r\nrecovered_panics:2\r\n")
 }
 
 func TestClientIDsListAndKill(t *testing.T) {
