@@ -33,7 +33,7 @@ const (
 )
 
 // The short run (go test, make test): fixed seeds, a few seconds.
-var shortCases = map[string]int{"memory": 14, "dynamodb": 4}
+var shortCases = map[string]int{"memory": 100, "dynamodb": 6}
 
 // freshEvery is how many cases a server process serves before a fresh
 // one on an empty store takes over.
