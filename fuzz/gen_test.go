@@ -30,15 +30,23 @@ func (c command) name() string {
 	return strings.ToLower(string(c[0]))
 }
 
+// containers are the commands that have subcommands.
+var containers = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range commands.NewTable().All() {
+		if len(c.Subcommands) > 0 {
+			m[c.Name] = true
+		}
+	}
+	return m
+}()
+
 // fullName is the command's table name: "get", or "config|set" for a
 // subcommand.
 func (c command) fullName() string {
 	n := c.name()
-	switch n {
-	case "client", "command", "config", "function", "memory", "object", "script", "xinfo":
-		if len(c) > 1 {
-			return n + "|" + strings.ToLower(string(c[1]))
-		}
+	if containers[n] && len(c) > 1 {
+		return n + "|" + strings.ToLower(string(c[1]))
 	}
 	return n
 }
