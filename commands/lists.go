@@ -145,6 +145,21 @@ type listView struct {
 	elemSize     int
 
 	changed bool
+	// cached: the key item came from the item cache (openListForWrite),
+	// which only seeds guarded writes (see settle).
+	cached bool
+}
+
+// settle is how an attempt ends that writes nothing, with outcome (nil or
+// the error it read off the list: LSET out of range). That outcome rests
+// on the key item alone, with no guarded write to catch a stale one: from
+// the item cache, the attempt is run again from a fresh read instead
+// (RetryConflicts' first retry does not wait).
+func (l *listView) settle(outcome error) error {
+	if l.cached {
+		return model.ErrConflict
+	}
+	return outcome
 }
 
 // Bounds of model.ListKnown: the positions within listKnownReach of either end,
@@ -180,7 +195,8 @@ func openList(c *Ctx, key []byte) (*listView, error) {
 // attempt from the item cache (its commit is conditioned on ver, so a stale
 // entry only costs a retry), unless what the cache says would end the
 // command without a write (absent, expired, empty), which is only trusted
-// from a fresh read.
+// from a fresh read. A command that finds nothing to write in a list from
+// the cache ends through settle, which reads it again.
 func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 	if try == 0 && model.KeyFits(key) {
 		if e, ok := model.Items(c).Get(c.DB(), key); ok {
@@ -192,6 +208,7 @@ func openListForWrite(c *Ctx, key []byte, try int) (*listView, error) {
 				if e.List != nil && l.Large() {
 					l.values, l.valuesShared, l.elemSize = e.List.Values, true, e.List.ElemSize
 				}
+				l.cached = true
 				return l, nil
 			}
 		}
@@ -763,7 +780,7 @@ func cmdPop(c *Ctx, left bool) {
 		}
 		exists = l.KS.Live
 		if !exists || count == 0 {
-			return nil
+			return l.settle(nil)
 		}
 		if popped, err = l.pop(left, count); err != nil {
 			return err
@@ -1053,14 +1070,14 @@ func cmdLset(c *Ctx) {
 			return redisError(MsgNoSuchKey)
 		}
 		if !idxOK {
-			return redisError(MsgNotInt)
+			return l.settle(redisError(MsgNotInt))
 		}
 		i := idx
 		if i < 0 {
 			i += l.length()
 		}
 		if i < 0 || i >= l.length() {
-			return redisError(MsgOutOfRange)
+			return l.settle(redisError(MsgOutOfRange))
 		}
 		l.set(i, c.Args[3])
 		return commitLists(c, []*listView{l}, nil)
@@ -1255,7 +1272,7 @@ func cmdLtrim(c *Ctx) {
 			from, to = n, n-1 // everything goes
 		}
 		if from == 0 && to == n-1 {
-			return nil
+			return l.settle(nil)
 		}
 		l.changed = true
 		if !l.Large() {

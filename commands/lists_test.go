@@ -333,6 +333,56 @@ func TestListCachesAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestListCacheNeverAnswersAlone: a command that writes nothing (an LTRIM
+// that keeps everything, LPOP with count 0) or fails on what it read (LSET
+// out of range) answers from the list as it is, not as instance a's item
+// cache last saw it: the cache may only seed guarded writes. Each case
+// pushes through a (which caches the key item), changes the key through
+// b (another instance on the same table; a SET through a itself leaves the
+// cache as stale), then asks a. Found by the fuzzer (an LTRIM answering OK
+// on a string).
+func TestListCacheNeverAnswersAlone(t *testing.T) {
+	wrongType := "ERR: WRONGTYPE Operation against a key holding the wrong kind of value"
+	cases := []struct {
+		name   string
+		change [][]any // through b
+		ask    []any   // through a
+		want   string
+		after  string // LRANGE k 0 -1 through a, "" to skip
+	}{
+		{"ltrim-on-string", [][]any{{"set", "k", "s"}}, []any{"ltrim", "k", 0, -1}, wrongType, ""},
+		{"lpop-0-on-string", [][]any{{"set", "k", "s"}}, []any{"lpop", "k", 0}, wrongType, ""},
+		{"lset-on-string", [][]any{{"set", "k", "s"}}, []any{"lset", "k", 5, "v"}, wrongType, ""},
+		{"lpop-0-on-deleted", [][]any{{"del", "k"}}, []any{"lpop", "k", 0}, "nil", "[]"},
+		{"lset-on-deleted", [][]any{{"del", "k"}}, []any{"lset", "k", 0, "v"}, "ERR: ERR no such key", "[]"},
+		{"lset-past-the-cached-end", [][]any{{"rpush", "k", "z", "w"}}, []any{"lset", "k", 3, "v"}, "OK", "[x y z v]"},
+		{"ltrim-past-the-cached-end", [][]any{{"rpush", "k", "z"}}, []any{"ltrim", "k", 0, 1}, "OK", "[x y]"},
+	}
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			a, other := b.Start(t).Client(t, slowOK), b.Start(t).Client(t, slowOK)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					require.NoError(t, a.Del(ctx, "k").Err())
+					require.NoError(t, a.RPush(ctx, "k", "x", "y").Err())
+					for _, ch := range tc.change {
+						require.NoError(t, other.Do(ctx, ch...).Err())
+					}
+					require.Equal(t, tc.want, ldo(ctx, a, tc.ask...))
+					if tc.after != "" {
+						require.Equal(t, tc.after, ldo(ctx, a, "lrange", "k", 0, -1))
+					}
+				})
+			}
+			// The same instance's own SET leaves its cache as stale.
+			require.NoError(t, a.RPush(ctx, "own", "x", "y").Err())
+			require.NoError(t, a.Set(ctx, "own", "s", 0).Err())
+			require.Equal(t, wrongType, ldo(ctx, a, "ltrim", "own", 0, -1))
+		})
+	}
+}
+
 // TestListBigPushAllOrNothing checks that a push of more elements than one
 // transaction holds is never seen in part.
 func TestListBigPushAllOrNothing(t *testing.T) {

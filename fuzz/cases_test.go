@@ -129,7 +129,8 @@ func parseRegressions(name string, data []byte) ([]*regression, error) {
 	return out, sc.Err()
 }
 
-func formatArgs(args [][]byte) string { return compat.FormatCommand(args) }
+// formatCommand is a command as a regression file holds it.
+func formatCommand(c command) string { return compat.FormatCommand(c) }
 
 // formatProgram writes a program as a regression case.
 func formatProgram(name string, p *program, notes ...string) string {
@@ -153,7 +154,7 @@ func formatProgram(name string, p *program, notes ...string) string {
 		}
 		fmt.Fprintf(&b, "write %d\n", w.conn)
 		for _, c := range w.cmds {
-			b.WriteString(formatArgs(c) + "\n")
+			b.WriteString(formatCommand(c) + "\n")
 		}
 	}
 	return b.String()

@@ -112,7 +112,7 @@ func (c *conn) next() (command, *value, error) {
 	case name == "exec" || name == "discard":
 		c.inMulti = false
 	}
-	if name == "quit" && !v.isError() {
+	if name == "quit" && v.kind == '+' && string(v.str) == "OK" {
 		// Nothing after QUIT runs; the server closes the connection.
 		c.pending = nil
 		c.closed = true

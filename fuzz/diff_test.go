@@ -216,7 +216,7 @@ func TestErrorClasses(t *testing.T) {
 				i += chunk
 			}
 		}
-		for wi := 1; wi < len(p.writes) && time.Now().Before(deadline); wi++ {
+		for wi := 0; wi < len(p.writes) && time.Now().Before(deadline); wi++ {
 			for ci := 0; ci < len(p.writes[wi].cmds) && len(p.writes[wi].cmds) > 1; {
 				q := &program{proto: p.proto, writes: append([]write{}, p.writes...)}
 				w := q.writes[wi]

@@ -33,7 +33,7 @@ const (
 )
 
 // The short run (go test, make test): fixed seeds, a few seconds.
-var shortCases = map[string]int{"memory": 14, "dynamodb": 4}
+var shortCases = map[string]int{"memory": 100, "dynamodb": 6}
 
 // freshEvery is how many cases a server process serves before a fresh
 // one on an empty store takes over.
@@ -140,7 +140,7 @@ func (r *report) add(store string, seed uint64, p *program, fs []finding, shrink
 		if r.out != "" {
 			path := filepath.Join(r.out, name+".txt")
 			if err := os.WriteFile(path, []byte(repro), 0o644); err == nil {
-				repro += "# written to " + path + "\n"
+				repro += fmt.Sprintf("# written to %s (every reply: %s=%s go test ./fuzz -run TestTrace -v)\n", path, envTrace, path)
 			}
 		}
 		r.failed = append(r.failed, repro)

@@ -231,13 +231,15 @@ func (s *server) newLogProblems() []string {
 	return bad
 }
 
+var recoveredPanics = regexp.MustCompile(`recovered_panics:(\d+)`)
+
 // recoveredPanics reads INFO redamo's recovered_panics.
-func (s *server) recoveredPanics(c *conn) (int64, error) {
+func (s *server) readPanics(c *conn) (int64, error) {
 	v, err := c.do(cmdOf("INFO", "redamo"))
 	if err != nil {
 		return 0, err
 	}
-	m := regexp.MustCompile(`recovered_panics:(\d+)`).FindSubmatch(v.str)
+	m := recoveredPanics.FindSubmatch(v.str)
 	if m == nil {
 		return 0, fmt.Errorf("INFO redamo has no recovered_panics: %s", v.text())
 	}

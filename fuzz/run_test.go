@@ -332,7 +332,7 @@ func (r *caseRun) postmortem() {
 		return
 	}
 	defer c.close()
-	n, err := r.s.recoveredPanics(c)
+	n, err := r.s.readPanics(c)
 	if err != nil {
 		r.add(finding{kind: "malformed", cmd: "info", detail: err.Error()})
 		return
@@ -341,13 +341,6 @@ func (r *caseRun) postmortem() {
 		r.add(finding{kind: "panic", detail: fmt.Sprintf("INFO redamo recovered_panics went from %d to %d", r.s.panics, n)})
 		r.s.panics = n
 	}
-}
-
-// formatCommand is a command as a regression file holds it.
-func formatCommand(c command) string {
-	parts := make([][]byte, len(c))
-	copy(parts, c)
-	return formatArgs(parts)
 }
 
 // replyStats counts replies per command and outcome, for a long run's
