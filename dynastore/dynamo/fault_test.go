@@ -174,8 +174,11 @@ func unprocessedKeys(req *http.Request) *http.Response {
 
 const testAttempts = 4
 
-// faultStore returns a store on a fresh table behind an injector, with a
-// short per-attempt timeout so hangs resolve quickly.
+// faultStore returns a store on a fresh table behind an injector. The
+// per-attempt timeout is what ends an injected hang, so it is short, but
+// long enough that a real request to DynamoDB Local under -race on a loaded
+// machine fits in it (the cases that retry after a hang need their real
+// attempt to succeed).
 func faultStore(t *testing.T) (*dynamo.Store, *injector, *dynastore.Stats) {
 	inj := newInjector()
 	stats := dynastore.NewStats()
@@ -183,8 +186,8 @@ func faultStore(t *testing.T) (*dynamo.Store, *injector, *dynastore.Stats) {
 		Observer:       stats,
 		HTTPClient:     inj,
 		MaxAttempts:    testAttempts,
-		RequestTimeout: 300 * time.Millisecond,
-		RetryBudget:    5 * time.Second,
+		RequestTimeout: 1500 * time.Millisecond,
+		RetryBudget:    20 * time.Second,
 		BackoffBase:    time.Millisecond,
 		BackoffMax:     5 * time.Millisecond,
 	})
