@@ -478,33 +478,37 @@ func (st *streamState) rangeRead(cl *model.Collection, from, to streamID, rev bo
 	})
 }
 
-// cutBelow removes every entry with an id below cut: inline ones (and
-// those this command put) at once, large ones by raising the floor.
-func (st *streamState) cutBelow(cl *model.Collection, cut streamID) error {
+// cutThrough removes every entry with an id up to through (inclusive):
+// inline ones (and those this command put) at once, large ones by raising
+// the floor past it. No floor passes the largest id: an entry with that one
+// is deleted by itself.
+func (st *streamState) cutThrough(cl *model.Collection, through streamID) error {
 	if !cl.Large() {
-		end, ok := cut.decr()
-		if ok {
-			var ids [][]byte
-			err := st.rangeRead(cl, streamID{}, end, false, 0, func(e streamEntry) bool {
-				ids = append(ids, e.id.member())
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			for _, m := range ids {
-				cl.Del(m)
-			}
+		var ids [][]byte
+		err := st.rangeRead(cl, streamID{}, through, false, 0, func(e streamEntry) bool {
+			ids = append(ids, e.id.member())
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range ids {
+			cl.Del(m)
 		}
 		for _, id := range st.pending {
-			if id.cmp(cut) < 0 {
+			if id.cmp(through) <= 0 {
 				cl.Del(id.member())
 			}
 		}
 		return nil
 	}
-	if cut.cmp(st.floor) > 0 {
-		st.floor, st.cleanup = cut, true
+	floor, ok := through.incr()
+	if !ok {
+		floor = maxStreamID
+		cl.Del(maxStreamID.member())
+	}
+	if floor.cmp(st.floor) > 0 {
+		st.floor, st.cleanup = floor, true
 	}
 	return nil
 }
@@ -548,11 +552,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 			remove = nd.last.cmp(t.minid) < 0
 		}
 		if remove {
-			cut, ok := nd.last.incr()
-			if !ok {
-				cut = maxStreamID
-			}
-			if err := st.cutBelow(cl, cut); err != nil {
+			if err := st.cutThrough(cl, nd.last); err != nil {
 				return 0, err
 			}
 			length -= entries
@@ -565,7 +565,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 		}
 		// Entries within the node: the oldest ones.
 		var k int64
-		var cut streamID
+		var through streamID
 		if t.strategy == trimMaxlen {
 			k = length - t.maxlen
 			var last streamID
@@ -582,10 +582,10 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 					last, seen = id, seen+1
 				}
 			}
-			cut, _ = last.incr()
+			through = last
 		} else {
-			cut = t.minid
 			if end, ok := t.minid.decr(); ok {
+				through = end
 				err := st.rangeRead(cl, nd.master, end, false, 0, func(streamEntry) bool {
 					k++
 					return true
@@ -596,7 +596,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 			}
 		}
 		if k > 0 {
-			if err := st.cutBelow(cl, cut); err != nil {
+			if err := st.cutThrough(cl, through); err != nil {
 				return 0, err
 			}
 		}
