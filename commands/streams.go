@@ -71,22 +71,23 @@ const (
 
 // Replies of the stream family (checked against redis-server 7.0.15).
 const (
-	msgStreamBadID       = "ERR Invalid stream ID specified as stream command argument"
-	msgStreamIDTooSmall  = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-	msgStreamIDZero      = "ERR The ID specified in XADD must be greater than 0-0"
-	msgStreamExhausted   = "ERR The stream has exhausted the last possible ID, unable to add more items"
-	msgStreamMaxlenMinid = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-	msgStreamMaxlenNeg   = "ERR The MAXLEN argument must be >= 0."
-	msgStreamLimitNeg    = "ERR The LIMIT argument must be >= 0."
-	msgStreamLimitNoTrim = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
-	msgStreamLimitExact  = "ERR syntax error, LIMIT cannot be used without the special ~ option"
-	msgStreamNoStrategy  = "ERR syntax error, XTRIM must be called with a trimming strategy"
-	msgStreamBadStart    = "ERR invalid start ID for the interval"
-	msgStreamBadEnd      = "ERR invalid end ID for the interval"
-	msgStreamUnbalanced  = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	msgStreamGroupOpt    = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	msgStreamNoackOpt    = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	msgStreamGTID        = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	msgStreamBadID         = "ERR Invalid stream ID specified as stream command argument"
+	msgStreamIDTooSmall    = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	msgStreamIDZero        = "ERR The ID specified in XADD must be greater than 0-0"
+	msgStreamExhausted     = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	msgStreamMaxlenMinid   = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	msgStreamMaxlenNeg     = "ERR The MAXLEN argument must be >= 0."
+	msgStreamLimitNeg      = "ERR The LIMIT argument must be >= 0."
+	msgStreamLimitNoTrim   = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+	msgStreamLimitExact    = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	msgStreamNoStrategy    = "ERR syntax error, XTRIM must be called with a trimming strategy"
+	msgStreamBadStart      = "ERR invalid start ID for the interval"
+	msgStreamBadEnd        = "ERR invalid end ID for the interval"
+	msgStreamUnbalanced    = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	msgStreamGroupOpt      = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	msgStreamNoackOpt      = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	msgStreamGTID          = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	msgStreamBlockInScript = "ERR %s command is not allowed with BLOCK option from scripts"
 )
 
 // streamNodeMaxEntries is Redis's stream-node-max-entries default.
@@ -1140,13 +1141,18 @@ type xreadArgs struct {
 	ids     [][]byte
 }
 
-func parseXread(args [][]byte) (xreadArgs, string) {
+func parseXread(args [][]byte, inScript bool) (xreadArgs, string) {
 	var a xreadArgs
 	streamsAt := 0
 	for i := 1; i < len(args) && streamsAt == 0; i++ {
 		more := len(args) - i - 1
 		switch o := args[i]; {
 		case argIs(o, "block") && more > 0:
+			if inScript {
+				// Redis refuses it as it reads the option, naming the
+				// command as the script wrote it.
+				return a, fmt.Sprintf(msgStreamBlockInScript, args[0])
+			}
 			i++
 			n, ok := model.String2ll(args[i])
 			if !ok {
@@ -1191,7 +1197,7 @@ type xreadResult struct {
 }
 
 func cmdXread(c *Ctx) {
-	a, msg := parseXread(c.Args)
+	a, msg := parseXread(c.Args, c.InScript)
 	if msg != "" {
 		c.W.Error(msg)
 		return
