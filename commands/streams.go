@@ -71,22 +71,23 @@ const (
 
 // Replies of the stream family (checked against redis-server 7.0.15).
 const (
-	msgStreamBadID       = "ERR Invalid stream ID specified as stream command argument"
-	msgStreamIDTooSmall  = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-	msgStreamIDZero      = "ERR The ID specified in XADD must be greater than 0-0"
-	msgStreamExhausted   = "ERR The stream has exhausted the last possible ID, unable to add more items"
-	msgStreamMaxlenMinid = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-	msgStreamMaxlenNeg   = "ERR The MAXLEN argument must be >= 0."
-	msgStreamLimitNeg    = "ERR The LIMIT argument must be >= 0."
-	msgStreamLimitNoTrim = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
-	msgStreamLimitExact  = "ERR syntax error, LIMIT cannot be used without the special ~ option"
-	msgStreamNoStrategy  = "ERR syntax error, XTRIM must be called with a trimming strategy"
-	msgStreamBadStart    = "ERR invalid start ID for the interval"
-	msgStreamBadEnd      = "ERR invalid end ID for the interval"
-	msgStreamUnbalanced  = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
-	msgStreamGroupOpt    = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-	msgStreamNoackOpt    = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-	msgStreamGTID        = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	msgStreamBadID         = "ERR Invalid stream ID specified as stream command argument"
+	msgStreamIDTooSmall    = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	msgStreamIDZero        = "ERR The ID specified in XADD must be greater than 0-0"
+	msgStreamExhausted     = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	msgStreamMaxlenMinid   = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	msgStreamMaxlenNeg     = "ERR The MAXLEN argument must be >= 0."
+	msgStreamLimitNeg      = "ERR The LIMIT argument must be >= 0."
+	msgStreamLimitNoTrim   = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+	msgStreamLimitExact    = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	msgStreamNoStrategy    = "ERR syntax error, XTRIM must be called with a trimming strategy"
+	msgStreamBadStart      = "ERR invalid start ID for the interval"
+	msgStreamBadEnd        = "ERR invalid end ID for the interval"
+	msgStreamUnbalanced    = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+	msgStreamGroupOpt      = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	msgStreamNoackOpt      = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	msgStreamGTID          = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	msgStreamBlockInScript = "ERR %s command is not allowed with BLOCK option from scripts"
 )
 
 // streamNodeMaxEntries is Redis's stream-node-max-entries default.
@@ -478,33 +479,37 @@ func (st *streamState) rangeRead(cl *model.Collection, from, to streamID, rev bo
 	})
 }
 
-// cutBelow removes every entry with an id below cut: inline ones (and
-// those this command put) at once, large ones by raising the floor.
-func (st *streamState) cutBelow(cl *model.Collection, cut streamID) error {
+// cutThrough removes every entry with an id up to through (inclusive):
+// inline ones (and those this command put) at once, large ones by raising
+// the floor past it. No floor passes the largest id: an entry with that one
+// is deleted by itself.
+func (st *streamState) cutThrough(cl *model.Collection, through streamID) error {
 	if !cl.Large() {
-		end, ok := cut.decr()
-		if ok {
-			var ids [][]byte
-			err := st.rangeRead(cl, streamID{}, end, false, 0, func(e streamEntry) bool {
-				ids = append(ids, e.id.member())
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			for _, m := range ids {
-				cl.Del(m)
-			}
+		var ids [][]byte
+		err := st.rangeRead(cl, streamID{}, through, false, 0, func(e streamEntry) bool {
+			ids = append(ids, e.id.member())
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range ids {
+			cl.Del(m)
 		}
 		for _, id := range st.pending {
-			if id.cmp(cut) < 0 {
+			if id.cmp(through) <= 0 {
 				cl.Del(id.member())
 			}
 		}
 		return nil
 	}
-	if cut.cmp(st.floor) > 0 {
-		st.floor, st.cleanup = cut, true
+	floor, ok := through.incr()
+	if !ok {
+		floor = maxStreamID
+		cl.Del(maxStreamID.member())
+	}
+	if floor.cmp(st.floor) > 0 {
+		st.floor, st.cleanup = floor, true
 	}
 	return nil
 }
@@ -548,11 +553,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 			remove = nd.last.cmp(t.minid) < 0
 		}
 		if remove {
-			cut, ok := nd.last.incr()
-			if !ok {
-				cut = maxStreamID
-			}
-			if err := st.cutBelow(cl, cut); err != nil {
+			if err := st.cutThrough(cl, nd.last); err != nil {
 				return 0, err
 			}
 			length -= entries
@@ -565,7 +566,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 		}
 		// Entries within the node: the oldest ones.
 		var k int64
-		var cut streamID
+		var through streamID
 		if t.strategy == trimMaxlen {
 			k = length - t.maxlen
 			var last streamID
@@ -582,10 +583,10 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 					last, seen = id, seen+1
 				}
 			}
-			cut, _ = last.incr()
+			through = last
 		} else {
-			cut = t.minid
 			if end, ok := t.minid.decr(); ok {
+				through = end
 				err := st.rangeRead(cl, nd.master, end, false, 0, func(streamEntry) bool {
 					k++
 					return true
@@ -596,7 +597,7 @@ func (st *streamState) trim(cl *model.Collection, t trimArgs) (int64, error) {
 			}
 		}
 		if k > 0 {
-			if err := st.cutBelow(cl, cut); err != nil {
+			if err := st.cutThrough(cl, through); err != nil {
 				return 0, err
 			}
 		}
@@ -1140,13 +1141,18 @@ type xreadArgs struct {
 	ids     [][]byte
 }
 
-func parseXread(args [][]byte) (xreadArgs, string) {
+func parseXread(args [][]byte, inScript bool) (xreadArgs, string) {
 	var a xreadArgs
 	streamsAt := 0
 	for i := 1; i < len(args) && streamsAt == 0; i++ {
 		more := len(args) - i - 1
 		switch o := args[i]; {
 		case argIs(o, "block") && more > 0:
+			if inScript {
+				// Redis refuses it as it reads the option, naming the
+				// command as the script wrote it.
+				return a, fmt.Sprintf(msgStreamBlockInScript, args[0])
+			}
 			i++
 			n, ok := model.String2ll(args[i])
 			if !ok {
@@ -1191,7 +1197,7 @@ type xreadResult struct {
 }
 
 func cmdXread(c *Ctx) {
-	a, msg := parseXread(c.Args)
+	a, msg := parseXread(c.Args, c.InScript)
 	if msg != "" {
 		c.W.Error(msg)
 		return

@@ -103,13 +103,18 @@ func (d *diffRun) run(p *program) error {
 		}
 		differ := false
 		for i, cmd := range w.cmds {
-			d.compared++
 			d.findings = append(d.findings, inspect(cmd, got[i])...)
+			if differ {
+				// An earlier reply of this write differed: the states
+				// may have too.
+				continue
+			}
+			d.compared++
 			if f, ok := d.compare(cmd, want[i], got[i]); !ok {
 				d.findings = append(d.findings, f)
 				return nil
 			}
-			differ = differ || !bytes.Equal(encodeValue(want[i]), encodeValue(got[i]))
+			differ = !bytes.Equal(encodeValue(want[i]), encodeValue(got[i]))
 		}
 		if differ || d.rc.closed || d.dc.closed {
 			d.resyncs++

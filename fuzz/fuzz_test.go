@@ -116,6 +116,11 @@ func newReport(t *testing.T, out string) *report {
 // that still shows the finding.
 func (r *report) add(store string, seed uint64, p *program, fs []finding, shrink func(*program, finding) *program) {
 	for _, f := range fs {
+		if f.kind == "transient" {
+			// The store, not redamo: logged, not failed on.
+			r.t.Logf("store unavailable while checking the keyspace (seed %d): %s", seed, cut(f.detail, 300))
+			continue
+		}
 		if k := known(r.known, f); k != nil {
 			r.knownHits[k.source+" ("+k.reason+")"]++
 			r.t.Logf("known (%s): %s", k.source, cut(f.String(), 300))

@@ -13,7 +13,8 @@ import (
 // finding is one thing the oracle caught.
 type finding struct {
 	// kind: crash, panic, malformed, hang, closed, internal,
-	// inconsistent, errclass.
+	// inconsistent, errclass; transient (the store failing, not redamo)
+	// is only logged.
 	kind string
 	// cmd is the command it is about ("config|set"), "" for none.
 	cmd    string
@@ -45,6 +46,11 @@ func (f finding) signature() string {
 // recovered somewhere (a script's protected call) that should never have
 // happened.
 var goPanic = regexp.MustCompile(`internal error|runtime error|nil pointer|index out of range \[|slice bounds out of range|interface conversion|invalid memory address|goroutine \d`)
+
+// transient matches the errors of a store that is slow or failing (a
+// DynamoDB Local starved of CPU, say): redamo's answer to them is right,
+// and the fuzzer retries what it needs (its reset, its keyspace check).
+var transient = regexp.MustCompile(`DynamoDB is unavailable|DynamoDB is throttling|concurrent update conflict`)
 
 // inspect reports error replies, at any depth (EXEC's, a script's), that
 // betray a bug.
@@ -97,6 +103,10 @@ func runProgram(s *server, p *program) ([]finding, int) {
 	admin, err := dial(s.addr, 2, replyTimeout)
 	if err == nil {
 		err = s.reset(admin)
+		for try := 1; err != nil && transient.MatchString(err.Error()) && try < 5; try++ {
+			time.Sleep(time.Duration(try) * time.Second)
+			err = s.reset(admin)
+		}
 		admin.close()
 	}
 	if err != nil {
@@ -307,8 +317,16 @@ func (r *caseRun) check() {
 	}
 	defer c.close()
 	problems, err := checkKeyspace(c, r.p.databases())
+	for try := 1; err == nil && try < 4 && transient.MatchString(strings.Join(problems, "\n")); try++ {
+		time.Sleep(time.Duration(try) * time.Second)
+		problems, err = checkKeyspace(c, r.p.databases())
+	}
 	for _, p := range problems {
-		r.add(finding{kind: "inconsistent", detail: p})
+		kind := "inconsistent"
+		if transient.MatchString(p) {
+			kind = "transient"
+		}
+		r.add(finding{kind: kind, detail: p})
 	}
 	if err != nil {
 		r.broken("", fmt.Errorf("reading the keyspace back: %w", err))
