@@ -195,46 +195,14 @@ func TestErrorClasses(t *testing.T) {
 	d := &diffRun{redis: ref, redamo: srv.addr, extra: map[string]int{}}
 	shrink := func(p *program, f finding) *program {
 		deadline := time.Now().Add(60 * time.Second)
-		fails := func(q *program) bool {
+		// The setup write stays: both servers start from it.
+		return shrinkProgram(p, 1, deadline, func(q *program) bool {
 			if time.Now().After(deadline) {
 				return false
 			}
 			e := &diffRun{redis: ref, redamo: srv.addr, extra: map[string]int{}}
-			if err := e.run(q); err != nil {
-				return false
-			}
-			for _, g := range e.findings {
-				if g.kind == f.kind && g.cmd == f.cmd {
-					return true
-				}
-			}
-			return false
-		}
-		// The setup write stays: every case starts from it.
-		for chunk := len(p.writes) / 2; chunk >= 1; chunk /= 2 {
-			for i := 1; i+chunk <= len(p.writes) && time.Now().Before(deadline); {
-				q := &program{proto: p.proto, writes: append(append([]write{}, p.writes[:i]...), p.writes[i+chunk:]...)}
-				if fails(q) {
-					p = q
-					continue
-				}
-				i += chunk
-			}
-		}
-		for wi := 0; wi < len(p.writes) && time.Now().Before(deadline); wi++ {
-			for ci := 0; ci < len(p.writes[wi].cmds) && len(p.writes[wi].cmds) > 1; {
-				q := &program{proto: p.proto, writes: append([]write{}, p.writes...)}
-				w := q.writes[wi]
-				w.cmds = append(append([]command{}, w.cmds[:ci]...), w.cmds[ci+1:]...)
-				q.writes[wi] = w
-				if fails(q) {
-					p = q
-					continue
-				}
-				ci++
-			}
-		}
-		return p
+			return e.run(q) == nil && hasFinding(e.findings, f)
+		})
 	}
 	n := cfg.cases
 	if n == 0 && cfg.duration == 0 {
@@ -261,4 +229,45 @@ func TestErrorClasses(t *testing.T) {
 	if testing.Verbose() && os.Getenv(envDuration) != "" {
 		t.Logf("errors redamo alone answered (class command=count): %s", strings.Join(extra, " "))
 	}
+}
+
+// TestErrorClassesFindAndShrink proves the comparison finds and shrinks a
+// difference: with a reference Redis that has no LTRIM (an unknown command
+// there, an ERR) against a real one as the server under test, the first
+// LTRIM drawn is a finding, and shrinking leaves the LTRIM alone.
+func TestErrorClassesFindAndShrink(t *testing.T) {
+	if _, err := compat.RedisServerPath(); err != nil {
+		t.Skip(err)
+	}
+	broken, err := compat.StartRedis(`rename-command LTRIM ""`)
+	require.NoError(t, err)
+	defer broken.Stop()
+	good, err := compat.StartRedis()
+	require.NoError(t, err)
+	defer good.Stop()
+	var p *program
+	var f finding
+	for seed := uint64(1); seed < 50 && p == nil; seed++ {
+		g := newGenerator(seed, modeDiff)
+		q := g.program(maxCommands)
+		d := &diffRun{redis: broken.Addr, redamo: good.Addr, extra: map[string]int{}}
+		require.NoError(t, d.run(q))
+		for _, g := range d.findings {
+			if g.kind == "errclass" && g.cmd == "ltrim" {
+				p, f = q, g
+			}
+		}
+	}
+	require.NotNil(t, p, "no LTRIM drawn in 50 cases")
+	small := shrinkProgram(p, 1, time.Now().Add(time.Minute), func(q *program) bool {
+		d := &diffRun{redis: broken.Addr, redamo: good.Addr, extra: map[string]int{}}
+		return d.run(q) == nil && hasFinding(d.findings, f)
+	})
+	var left []string
+	for _, w := range small.writes[1:] {
+		for _, c := range w.cmds {
+			left = append(left, c.name())
+		}
+	}
+	require.Equal(t, []string{"ltrim"}, left, formatProgram("shrunk", small))
 }

@@ -175,47 +175,60 @@ func shrinker(s *server, budget time.Duration) func(*program, finding) *program 
 				return false
 			}
 			fs, _ := runProgram(s, q)
-			for _, g := range fs {
-				if g.kind == f.kind && g.cmd == f.cmd {
-					return true
-				}
-			}
-			return false
+			return hasFinding(fs, f)
 		}
 		if !fails(p) {
 			return p
 		}
-		// Whole writes first, then commands inside each write.
-		for chunk := len(p.writes) / 2; chunk >= 1; chunk /= 2 {
-			for i := 0; i+chunk <= len(p.writes) && time.Now().Before(deadline); {
-				q := &program{proto: p.proto, writes: append(append([]write{}, p.writes[:i]...), p.writes[i+chunk:]...)}
-				if len(q.writes) > 0 && fails(q) {
-					p = q
-					continue
-				}
-				i += chunk
-			}
-		}
-		for wi := 0; wi < len(p.writes) && time.Now().Before(deadline); wi++ {
-			for ci := 0; ci < len(p.writes[wi].cmds) && len(p.writes[wi].cmds) > 1; {
-				q := &program{proto: p.proto, writes: append([]write{}, p.writes...)}
-				w := q.writes[wi]
-				w.cmds = append(append([]command{}, w.cmds[:ci]...), w.cmds[ci+1:]...)
-				q.writes[wi] = w
-				if fails(q) {
-					p = q
-					continue
-				}
-				ci++
-			}
-		}
+		p = shrinkProgram(p, 0, deadline, fails)
 		if p.proto == 3 {
-			if q := (&program{proto: 2, writes: p.writes}); fails(q) {
+			if q := (&program{proto: 2, writes: p.writes, redis: p.redis}); fails(q) {
 				p = q
 			}
 		}
 		return p
 	}
+}
+
+// hasFinding reports whether fs holds a finding of f's kind in f's command.
+func hasFinding(fs []finding, f finding) bool {
+	for _, g := range fs {
+		if g.kind == f.kind && g.cmd == f.cmd {
+			return true
+		}
+	}
+	return false
+}
+
+// shrinkProgram removes whole writes from p (from index from on), halving
+// the chunks it tries, then single commands within each write, while
+// fails holds, until deadline.
+func shrinkProgram(p *program, from int, deadline time.Time, fails func(*program) bool) *program {
+	with := func(writes []write) *program { return &program{proto: p.proto, writes: writes, redis: p.redis} }
+	for chunk := len(p.writes) / 2; chunk >= 1; chunk /= 2 {
+		for i := from; i+chunk <= len(p.writes) && time.Now().Before(deadline); {
+			q := with(append(append([]write{}, p.writes[:i]...), p.writes[i+chunk:]...))
+			if len(q.writes) > 0 && fails(q) {
+				p = q
+				continue
+			}
+			i += chunk
+		}
+	}
+	for wi := 0; wi < len(p.writes) && time.Now().Before(deadline); wi++ {
+		for ci := 0; ci < len(p.writes[wi].cmds) && len(p.writes[wi].cmds) > 1; {
+			q := with(append([]write{}, p.writes...))
+			w := q.writes[wi]
+			w.cmds = append(append([]command{}, w.cmds[:ci]...), w.cmds[ci+1:]...)
+			q.writes[wi] = w
+			if fails(q) {
+				p = q
+				continue
+			}
+			ci++
+		}
+	}
+	return p
 }
 
 // TestSurface runs generated cases on every store: a few with fixed

@@ -40,7 +40,7 @@ status=0
 step "fuzz: generated cases for $REDAMO_FUZZ_DURATION from seed $REDAMO_FUZZ_SEED (reproducers in $REDAMO_FUZZ_OUT)"
 # -v for the counts, the seeds and the findings; the RUN lines are dropped.
 if ! go test -count=1 -timeout 0 ./fuzz -run '^(TestSurface|TestErrorClasses)$' -v 2>&1 |
-	{ grep -Ev '^ *(=== (RUN|PAUSE|CONT)|--- PASS)' || true; }; then
+	{ grep --line-buffered -Ev '^ *(=== (RUN|PAUSE|CONT)|--- PASS)' || true; }; then
 	status=1
 fi
 if [ "$fuzztime" != 0 ]; then
