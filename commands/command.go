@@ -436,9 +436,16 @@ func (c *Ctx) LostRace(r *model.Retry) error {
 	if err := r.Lost(c); err != nil {
 		return err
 	}
-	c.now, c.local = c.Srv.readClock()
+	c.readClockAgain()
 	return nil
 }
+
+// readClockAgain makes Now a fresh clock reading. A command that read an
+// item takes one after the read when its reply depends on the time: a
+// reading from before it could precede the time of a command that wrote
+// the item meanwhile, deciding this one as of before that one although it
+// is ordered after it.
+func (c *Ctx) readClockAgain() { c.now, c.local = c.Srv.readClock() }
 
 // Park tells the connection that the command is about to wait (a blocked
 // pop, XREAD BLOCK, LOCK.ACQUIRE ... WAIT): as in Redis, the replies of

@@ -165,6 +165,11 @@ func throttle(c *Ctx, key []byte, q gcraQuota) (gcraResult, error) {
 				return res, err
 			}
 			known = true
+			if !inTxn {
+				// Decide as of after the read, so not before a call
+				// whose write it saw (a script's time stands still).
+				c.readClockAgain()
+			}
 			continue
 		case planFresh:
 			res = q.at(spanOf(now.UnixNano()), span{}, false)
@@ -181,7 +186,10 @@ func throttle(c *Ctx, key []byte, q gcraQuota) (gcraResult, error) {
 				OldOnFailure: true,
 			})
 			if err == nil {
-				res, err = q.bumped(it, now)
+				// The update lands after every call it follows, whatever
+				// their clock readings: the reply is decided as of after it.
+				c.readClockAgain()
+				res, err = q.bumped(it, now, c.Now())
 			}
 		case planGuard:
 			_, err = c.Store.Put(c, tatItem(c.DB(), key, res), dynastore.WriteOptions{
@@ -318,7 +326,10 @@ func (q gcraQuota) bumpUpdate(now time.Time) dynastore.Update {
 }
 
 // bumped is the outcome of a call planBump applied, from the TAT it left.
-func (q gcraQuota) bumped(it dynastore.Item, now time.Time) (gcraResult, error) {
+// It is decided at the later of the two clock readings, but before the TAT
+// the update found (which bumpCond had after now): the reply describes the
+// filling bucket the update wrote, never an empty one.
+func (q gcraQuota) bumped(it dynastore.Item, now, later time.Time) (gcraResult, error) {
 	v, ok := it.Get(model.AttrValue).(dynastore.N)
 	if !ok {
 		return gcraResult{}, fmt.Errorf("commands: CL.THROTTLE: updated TAT of kind %d: %w", model.KindOf(it.Get(model.AttrValue)), dynastore.ErrInvalid)
@@ -327,7 +338,12 @@ func (q gcraQuota) bumped(it dynastore.Item, now time.Time) (gcraResult, error) 
 	if msg != "" {
 		return gcraResult{}, fmt.Errorf("commands: CL.THROTTLE: updated TAT %q: %s: %w", string(v), msg, dynastore.ErrInvalid)
 	}
-	return q.at(spanOf(now.UnixNano()), spanOfU64(n).sub(spanOf(q.increment)), true), nil
+	found := spanOfU64(n).sub(spanOf(q.increment))
+	at := spanOf(max(now.UnixNano(), later.UnixNano()))
+	if at.cmp(found) >= 0 {
+		at = found.sub(span{nsec: 1})
+	}
+	return q.at(at, found, true), nil
 }
 
 // tatItem is the key item an allowed call leaves: the TAT as redis-cell
