@@ -26,6 +26,20 @@ func cleanAWSEnv(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }
 
+// localEndpoint is DynamoDB Local's endpoint (dynamotest.Endpoint, which
+// this package's own tests cannot import).
+func localEndpoint(t *testing.T) string {
+	t.Helper()
+	ep := os.Getenv("REDAMO_TEST_DYNAMODB_ENDPOINT")
+	if ep == "" {
+		if os.Getenv("REDAMO_TEST_REQUIRE_DYNAMODB") == "1" {
+			t.Fatal("REDAMO_TEST_DYNAMODB_ENDPOINT is not set")
+		}
+		t.Skip("REDAMO_TEST_DYNAMODB_ENDPOINT not set")
+	}
+	return ep
+}
+
 func TestNewConfigErrors(t *testing.T) {
 	cleanAWSEnv(t)
 	ctx := context.Background()
@@ -65,13 +79,7 @@ func TestLocalCredentials(t *testing.T) {
 // CreateTable makes the table redamo's data model needs, is idempotent (as
 // several instances starting together need), and enables TTL.
 func TestCreateTable(t *testing.T) {
-	ep := os.Getenv("REDAMO_TEST_DYNAMODB_ENDPOINT")
-	if ep == "" {
-		if os.Getenv("REDAMO_TEST_REQUIRE_DYNAMODB") == "1" {
-			t.Fatal("REDAMO_TEST_DYNAMODB_ENDPOINT is not set")
-		}
-		t.Skip("REDAMO_TEST_DYNAMODB_ENDPOINT not set")
-	}
+	ep := localEndpoint(t)
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	s, err := NewTemp(ctx, Config{Endpoint: ep, Logger: quiet})

@@ -318,6 +318,7 @@ func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error 
 	h["Content-Type"] = contentTypeJSON
 	h["X-Amz-Target"] = targets[r.op]
 	h["User-Agent"] = userAgentHeader
+	h["Accept-Encoding"] = acceptIdentity // see encoding.go
 	req := (&http.Request{
 		Method:        http.MethodPost,
 		URL:           &out.url,
@@ -346,8 +347,8 @@ func (w *wire) send(ctx context.Context, r *wireRequest, res *wireOutput) error 
 	rbuf := getBuf()
 	defer putBuf(rbuf)
 	err = readBody(resp, rbuf)
-	if err == nil && w.checksum {
-		err = checkCRC32(resp.Header, *rbuf)
+	if err == nil {
+		err = receive(resp.Header, rbuf, w.checksum)
 	}
 	if err != nil {
 		return responseError(resp, err)
@@ -399,9 +400,10 @@ func readBody(resp *http.Response, buf *[]byte) error {
 	}
 }
 
-// checkCRC32 verifies DynamoDB's checksum of the body, when it sent one. A
-// body that fails it is not trusted: for a write that means an unknown
-// outcome, a read is asked again. (The SDK only logs the mismatch.)
+// checkCRC32 verifies DynamoDB's checksum of the body as received (still
+// compressed, if it was), when it sent one. A body that fails it is not
+// trusted: for a write that means an unknown outcome, a read is asked
+// again. (The SDK only logs the mismatch.)
 func checkCRC32(h http.Header, b []byte) error {
 	v := h.Get("X-Amz-Crc32")
 	if v == "" {
