@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
@@ -30,6 +32,9 @@ type gzipProxy struct {
 	upstream *url.URL
 	force    bool
 	client   *http.Client
+	// plainCRC computes X-Amz-Crc32 over the uncompressed body, as a
+	// proxy that compresses on its own without fixing the header would.
+	plainCRC atomic.Bool
 
 	mu       sync.Mutex
 	accepted map[string]int // Accept-Encoding of the requests seen
@@ -101,6 +106,7 @@ func (p *gzipProxy) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header()[k] = v
 		}
 	}
+	crc := crc32.ChecksumIEEE(rb)
 	if p.force || strings.Contains(ae, "gzip") {
 		var zb bytes.Buffer
 		zw := gzip.NewWriter(&zb)
@@ -112,7 +118,10 @@ func (p *gzipProxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.gzipped++
 		p.mu.Unlock()
 	}
-	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(rb)), 10))
+	if !p.plainCRC.Load() {
+		crc = crc32.ChecksumIEEE(rb)
+	}
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc), 10))
 	w.Header().Set("Content-Length", strconv.Itoa(len(rb)))
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(rb)
@@ -177,6 +186,21 @@ func TestGzipProxy(t *testing.T) {
 			}()
 			exerciseThroughProxy(t, s)
 
+			// A checksum that does not match the bytes received fails
+			// the request, on both clients (an uncompressed body's
+			// matches either way).
+			p.plainCRC.Store(true)
+			_, err = s.Get(ctx, dynastore.Key{PK: []byte("counter"), SK: []byte{0}})
+			_, derr := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+			p.plainCRC.Store(false)
+			if tc.force {
+				require.ErrorIs(t, err, dynastore.ErrUnavailable)
+				require.ErrorContains(t, derr, "did not match expected checksum")
+			} else {
+				require.NoError(t, err)
+				require.NoError(t, derr)
+			}
+
 			acc, gzipped := p.seen()
 			require.Equal(t, []string{"identity"}, keys(acc), "Accept-Encoding of every request")
 			if tc.force {
@@ -222,6 +246,54 @@ func exerciseThroughProxy(t *testing.T, s *Store) {
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	require.Equal(t, dynastore.N("43"), n(page.Items[0]))
+}
+
+func TestReceive(t *testing.T) {
+	plain := []byte(`{"Item":{}}`)
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(plain)
+	require.NoError(t, zw.Close())
+	zipped := zb.Bytes()
+	crc := func(b []byte) string { return strconv.FormatUint(uint64(crc32.ChecksumIEEE(b)), 10) }
+	cases := []struct {
+		name     string
+		body     []byte
+		encoding string
+		crc      string
+		verify   bool
+		err      string
+	}{
+		{name: "identity", body: plain, crc: crc(plain), verify: true},
+		{name: "identity named", body: plain, encoding: "identity", crc: crc(plain), verify: true},
+		{name: "no checksum header", body: plain, verify: true},
+		{name: "gzip, checksum of what was received", body: zipped, encoding: "gzip", crc: crc(zipped), verify: true},
+		{name: "gzip, checksum of the plain body", body: zipped, encoding: "gzip", crc: crc(plain), verify: true, err: "did not match expected checksum"},
+		{name: "gzip, checksum not verified", body: zipped, encoding: "GZIP", crc: crc(plain)},
+		{name: "identity, wrong checksum", body: plain, crc: crc(zipped), verify: true, err: "did not match expected checksum"},
+		{name: "corrupt gzip", body: plain, encoding: "gzip", crc: crc(plain), verify: true, err: "failed to decompress"},
+		{name: "truncated gzip", body: zipped[:len(zipped)-4], encoding: "gzip", err: "failed to decompress"},
+		{name: "unsupported encoding", body: plain, encoding: "br", crc: crc(plain), verify: true, err: `unsupported Content-Encoding "br"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			if tc.encoding != "" {
+				h.Set("Content-Encoding", tc.encoding)
+			}
+			if tc.crc != "" {
+				h.Set("X-Amz-Crc32", tc.crc)
+			}
+			b := append([]byte(nil), tc.body...)
+			err := receive(h, &b, tc.verify)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, plain, b)
+		})
+	}
 }
 
 func keys(m map[string]int) []string {
