@@ -447,11 +447,16 @@ func (c *cli) storeMessage(msg string) string {
 		return fmt.Sprintf("%s (from the redamo at %s: see its log)", msg, c.g.server)
 	}
 	if strings.Contains(msg, "ResourceNotFoundException") || strings.Contains(msg, "non-existent table") {
-		return fmt.Sprintf("table %q does not exist in %s: create it with --create-table, pick another with --table (REDAMO_TABLE), or use a running redamo with --server (REDAMO_SERVER)",
-			c.g.table, c.where())
+		return c.noTableMessage()
 	}
 	return fmt.Sprintf("%s: check --table (%s), --region, --endpoint and the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID), or use a running redamo with --server (REDAMO_SERVER)",
 		msg, c.g.table)
+}
+
+// noTableMessage is the line for a table that does not exist.
+func (c *cli) noTableMessage() string {
+	return fmt.Sprintf("table %q does not exist in %s: create it with --create-table, pick another with --table (REDAMO_TABLE), or use a running redamo with --server (REDAMO_SERVER)",
+		c.g.table, c.where())
 }
 
 // where names the table's region and endpoint, for messages.

@@ -397,11 +397,12 @@ func TestCLIStoreErrors(t *testing.T) {
 		"set --region (REDAMO_REGION or AWS_REGION) and AWS credentials, --endpoint (REDAMO_ENDPOINT) for DynamoDB Local, "+
 		"or --server (REDAMO_SERVER) to use a running redamo\n", errOut)
 
-	// An endpoint nobody listens on: the bounded retries, then 3.
+	// An endpoint nobody listens on: the table check at start fails, 3.
 	start := time.Now()
 	code, _, errOut = cliRun(t, nil, "get", "k", "--endpoint", "http://127.0.0.1:1")
 	require.Equal(t, exitStore, code)
-	require.Contains(t, errOut, "redamo: ERR DynamoDB is unavailable, try again later: check --table (redamo), --region, --endpoint")
+	require.Contains(t, errOut, `redamo: opening DynamoDB table redamo: dynamo: describing table "redamo": `)
+	require.Contains(t, errOut, "connection refused: check --table (redamo), --region, --endpoint")
 	require.Less(t, time.Since(start), 15*time.Second)
 
 	code, _, errOut = cliRun(t, nil, "get", "k", "--table", "x")

@@ -286,6 +286,12 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 			Logger:      logger,
 			ClockProbes: true,
 		})
+		switch {
+		case errors.Is(err, dynamo.ErrNoTable):
+			err = fmt.Errorf("%w; or start with --create-table (REDAMO_CREATE_TABLE)", err)
+		case errors.Is(err, dynamo.ErrTTLOff):
+			err = fmt.Errorf("%w; or start with --create-table (REDAMO_CREATE_TABLE), which turns TTL on", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("opening DynamoDB table %s: %w", cfg.Table, err)
 		}

@@ -22,10 +22,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,12 +49,14 @@ const (
 	DefaultRetryBudget    = 3 * time.Second
 	DefaultBackoffBase    = 10 * time.Millisecond
 	DefaultBackoffMax     = 200 * time.Millisecond
-	// DefaultLocalRegion is the region used with a custom Endpoint when none
-	// is configured (DynamoDB Local keeps tables per region).
+	// DefaultLocalRegion is the region used with an endpoint on this
+	// machine (DynamoDB Local) when none is configured: DynamoDB Local keeps
+	// tables per region.
 	DefaultLocalRegion = "us-east-1"
-	// LocalAccessKey is the access key used with a custom Endpoint when the
-	// environment has no credentials. DynamoDB Local keeps tables per access
-	// key, so every redamo process and test on it uses this one.
+	// LocalAccessKey is the access key used with an endpoint on this
+	// machine when the environment has no credentials. DynamoDB Local keeps
+	// tables per access key, so every redamo process and test on it uses
+	// this one.
 	LocalAccessKey = "redamo"
 )
 
@@ -60,7 +65,8 @@ type Config struct {
 	// Table is the table name (3-255 of [a-zA-Z0-9_.-]).
 	Table string
 	// Region is the AWS region; empty: the SDK's default chain (AWS_REGION,
-	// shared config), or DefaultLocalRegion when Endpoint is set.
+	// shared config), or DefaultLocalRegion when the endpoint is on this
+	// machine (loadAWSConfig).
 	Region string
 	// Profile is the shared configuration profile to take credentials and
 	// settings from; empty: the SDK's default (AWS_PROFILE, or "default").
@@ -69,7 +75,9 @@ type Config struct {
 	// http://127.0.0.1:8000; empty: AWS.
 	Endpoint string
 	// CreateTable creates the table if it does not exist (pk B hash, sk B
-	// range, on-demand billing, TTL on "ttl") and waits until it is active.
+	// range, on-demand billing, TTL on "ttl") and waits until it is active;
+	// on an existing table with TTL off it turns TTL on. Without it, a
+	// missing table or one with TTL off is an error (checkTable).
 	CreateTable bool
 	// VerifyChecksum verifies X-Amz-Crc32 with a custom Endpoint too (it
 	// is always verified on AWS). Off by default there because DynamoDB
@@ -139,16 +147,112 @@ var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 var (
 	ErrTableName = errors.New("dynamo: invalid table name")
 	ErrNoRegion  = errors.New("dynamo: no AWS region configured (set the region or AWS_REGION)")
+	// ErrNoCredentials: the SDK's default chain found no credentials for
+	// an endpoint that is not on this machine.
+	ErrNoCredentials = errors.New("dynamo: no AWS credentials found (the SDK's default chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE and ~/.aws, web identity, container or EC2 instance role)")
 )
 
 // New returns a Store on cfg.Table, creating the table first when
-// cfg.CreateTable is set. Credentials come from the SDK's default chain;
-// with a custom Endpoint and no credentials in the environment it falls back
-// to static ones (LocalAccessKey), so DynamoDB Local works out of the box.
+// cfg.CreateTable is set, and checks the table's key schema and TTL
+// setting (checkTable). Region and credentials are resolved by
+// loadAWSConfig: a missing one is an error at once, not at the first
+// request.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if !tableNameRE.MatchString(cfg.Table) {
 		return nil, fmt.Errorf("%w %q (3-255 characters of a-z, A-Z, 0-9, _ . -)", ErrTableName, cfg.Table)
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	awsCfg, endpoint, err := loadAWSConfig(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = awsCfg.HTTPClient
+		if b, ok := hc.(*awshttp.BuildableClient); ok {
+			hc = newDirectClient(b)
+		}
+		awsCfg.HTTPClient = hc
+	}
+	// Every DynamoDB response tells the time (clock.go); only DynamoDB's,
+	// so the sampler wraps the client of DynamoDB's requests alone, not
+	// that of the configuration (credentials endpoints).
+	clock := newClockEstimator(time.Now())
+	hc = &clockClient{next: hc, clock: clock}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		if endpoint != "" && !cfg.VerifyChecksum {
+			// DynamoDB Local's error responses carry no CRC32 header,
+			// which the SDK's check takes for a mismatch.
+			o.DisableValidateResponseChecksum = true
+		}
+		o.Retryer = aws.NopRetryer{}
+		o.RetryMaxAttempts = 0
+		o.HTTPClient = hc
+		o.APIOptions = append(o.APIOptions, addGunzip)
+	})
+	s := &Store{
+		db:    db,
+		table: cfg.Table,
+		obs:   cfg.Observer,
+		log:   log,
+		http:  hc,
+		clock: clock,
+		policy: retryPolicy{
+			maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+			attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
+			budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
+			base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
+			cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+		},
+	}
+	if s.obs == nil {
+		s.obs = dynastore.Observers(nil)
+	}
+	if !cfg.SDKOnly {
+		var why string
+		if s.wire, why = newWire(db, cfg.Table, hc); s.wire == nil {
+			s.log.Info("DynamoDB requests go through the SDK client", "reason", why)
+		}
+	}
+	if err := s.prepareTable(ctx, cfg.CreateTable); err != nil {
+		return nil, err
+	}
+	s.calibrated = make(chan struct{})
+	if cfg.ClockProbes {
+		s.startClockProbes()
+	} else {
+		close(s.calibrated)
+	}
+	return s, nil
+}
+
+// credentialsTimeout bounds the first retrieval of credentials at start
+// (the SDK's chain may ask the instance metadata service, or STS).
+const credentialsTimeout = 10 * time.Second
+
+// loadAWSConfig loads the SDK's configuration for cfg and settles region
+// and credentials, never replacing configured ones:
+//   - the region comes from cfg.Region, AWS_REGION or the profile; for an
+//     endpoint on this machine (DynamoDB Local, see onThisMachine) without
+//     one, DefaultLocalRegion, said in a log line; anywhere else (AWS, a
+//     VPC endpoint, a proxy) a missing region is ErrNoRegion, since it
+//     chooses where the data lives and what requests are signed for;
+//   - credentials come from the SDK's default chain (environment,
+//     profile, web identity, container and instance roles); only for an
+//     endpoint on this machine whose environment configures none does the
+//     static LocalAccessKey stand in, said in a log line. Elsewhere they
+//     are retrieved once here, so that missing ones are ErrNoCredentials
+//     at start and not an error on every command.
+//
+// It returns the endpoint requests go to: cfg.Endpoint, one from the
+// environment (AWS_ENDPOINT_URL_DYNAMODB), or empty for AWS.
+func loadAWSConfig(ctx context.Context, cfg Config, log *slog.Logger) (aws.Config, string, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
@@ -164,80 +268,62 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: loading AWS configuration: %w", err)
+		return aws.Config{}, "", fmt.Errorf("dynamo: loading AWS configuration: %w", err)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = awsCfg.HTTPClient
-		if b, ok := hc.(*awshttp.BuildableClient); ok {
-			hc = newDirectClient(b)
-		}
-		awsCfg.HTTPClient = hc
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = aws.ToString(dynamodb.NewFromConfig(awsCfg).Options().BaseEndpoint)
 	}
-	// Every DynamoDB response tells the time (clock.go); only DynamoDB's,
-	// so the sampler wraps the client of DynamoDB's requests alone, not
-	// that of the configuration (credentials endpoints).
-	clock := newClockEstimator(time.Now())
-	hc = &clockClient{next: hc, clock: clock}
+	local := onThisMachine(endpoint)
 	if awsCfg.Region == "" {
-		if cfg.Endpoint == "" {
-			return nil, ErrNoRegion
-		}
-		awsCfg.Region = DefaultLocalRegion
-	}
-	if cfg.Endpoint != "" && !haveCredentials(ctx, awsCfg, cfg.Profile != "") {
-		awsCfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKey, LocalAccessKey, "")
-	}
-	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-			// DynamoDB Local's error responses carry no CRC32 header.
-			o.DisableValidateResponseChecksum = !cfg.VerifyChecksum
-		}
-		o.Retryer = aws.NopRetryer{}
-		o.RetryMaxAttempts = 0
-		o.HTTPClient = hc
-		o.APIOptions = append(o.APIOptions, addGunzip)
-	})
-	s := &Store{
-		db:    db,
-		table: cfg.Table,
-		obs:   cfg.Observer,
-		log:   cfg.Logger,
-		http:  hc,
-		clock: clock,
-		policy: retryPolicy{
-			maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
-			attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
-			budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
-			base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
-			cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
-		},
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	if s.obs == nil {
-		s.obs = dynastore.Observers(nil)
-	}
-	if !cfg.SDKOnly {
-		var why string
-		if s.wire, why = newWire(db, cfg.Table, hc); s.wire == nil {
-			s.log.Info("DynamoDB requests go through the SDK client", "reason", why)
+		switch {
+		case local:
+			awsCfg.Region = DefaultLocalRegion
+			log.Info("no AWS region configured; using the default region for a local endpoint",
+				"region", DefaultLocalRegion, "endpoint", endpoint)
+		case endpoint != "":
+			return aws.Config{}, "", fmt.Errorf("%w: endpoint %s is not on this machine (a VPC endpoint or a proxy reaches a region of AWS), so requests must be signed for the region the table lives in",
+				ErrNoRegion, endpoint)
+		default:
+			return aws.Config{}, "", ErrNoRegion
 		}
 	}
-	if cfg.CreateTable {
-		if err := s.ensureTable(ctx); err != nil {
-			return nil, err
+	if local {
+		if !haveCredentials(ctx, awsCfg, cfg.Profile != "") {
+			awsCfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKey, LocalAccessKey, "")
+			log.Info("no AWS credentials configured; signing for a local endpoint with the local access key",
+				"access_key", LocalAccessKey, "endpoint", endpoint)
 		}
+		return awsCfg, endpoint, nil
 	}
-	s.calibrated = make(chan struct{})
-	if cfg.ClockProbes {
-		s.startClockProbes()
-	} else {
-		close(s.calibrated)
+	if awsCfg.Credentials == nil {
+		return aws.Config{}, "", fmt.Errorf("%w: no credentials provider", ErrNoCredentials)
 	}
-	return s, nil
+	rctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
+	if _, err := awsCfg.Credentials.Retrieve(rctx); err != nil {
+		return aws.Config{}, "", fmt.Errorf("%w: %w", ErrNoCredentials, err)
+	}
+	return awsCfg, endpoint, nil
+}
+
+// onThisMachine reports whether endpoint is on this machine: a loopback
+// address or localhost, where DynamoDB Local runs and where requests cannot
+// reach AWS.
+func onThisMachine(endpoint string) bool {
+	if endpoint == "" {
+		return false
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func orDefault[T int | time.Duration](v, d T) T {

@@ -1,14 +1,12 @@
 package dynamo
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -28,18 +26,11 @@ func (c *cannedClient) Do(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 	}
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
-	body := c.bodies[op]
-	return &http.Response{
-		StatusCode:    200,
-		Status:        "200 OK",
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "Content-Length": {strconv.Itoa(len(body))}, "X-Amzn-Requestid": {"canned"}},
-		Body:          io.NopCloser(bytes.NewReader([]byte(body))),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}, nil
+	body, ok := c.bodies[op]
+	if !ok {
+		body = wellFormedTable[op]
+	}
+	return cannedResponse(req, body), nil
 }
 
 // The shapes of the hot commands' requests and of DynamoDB's answers: GET's

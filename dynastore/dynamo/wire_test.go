@@ -65,6 +65,9 @@ func (f *fakeDynamo) Do(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 	}
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), apiVersionPrefix)
+	if body, ok := wellFormedTable[op]; ok {
+		return cannedResponse(req, body), nil
+	}
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -121,6 +124,32 @@ func answer(bodies map[string]string) func(string, int) (int, http.Header, strin
 	}
 }
 
+// wellFormedTable answers the table check New makes at start
+// (prepareTable) for a table redamo can use.
+var wellFormedTable = map[string]string{
+	"DescribeTable": `{"Table":{"TableName":"tbl","TableStatus":"ACTIVE",` +
+		`"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"B"},{"AttributeName":"sk","AttributeType":"B"}],` +
+		`"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}}`,
+	"DescribeTimeToLive": `{"TimeToLiveDescription":{"AttributeName":"ttl","TimeToLiveStatus":"ENABLED"}}`,
+}
+
+// cannedResponse is a 200 response to req with body, and its checksum as
+// DynamoDB sends it.
+func cannedResponse(req *http.Request, body string) *http.Response {
+	return &http.Response{
+		StatusCode: 200,
+		Status:     "200 OK",
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "Content-Length": {strconv.Itoa(len(body))}, "X-Amzn-Requestid": {"canned"},
+			"X-Amz-Crc32": {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
+
 // testCreds are the credentials the fake stores sign with.
 var testCreds = aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret/key+x", Source: "test"}
 
@@ -140,6 +169,7 @@ func fakeStore(t *testing.T, f *fakeDynamo, sdkOnly bool) *Store {
 func fakeStores(t *testing.T, f *fakeDynamo, creds aws.Credentials) (sdk, direct *Store) {
 	t.Helper()
 	cleanAWSEnv(t)
+	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
 	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
@@ -710,6 +740,8 @@ func TestDirectEndpointsMatchSDK(t *testing.T) {
 // the SDK.
 func TestDirectFallsBack(t *testing.T) {
 	cleanAWSEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", testCreds.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", testCreds.SecretAccessKey)
 	s, err := New(context.Background(), Config{Table: "tbl", Region: "fips-us-east-1", Endpoint: "", HTTPClient: newFake(nil),
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
@@ -1060,6 +1092,9 @@ type lateReader struct {
 }
 
 func (l *lateReader) Do(req *http.Request) (*http.Response, error) {
+	if body, ok := wellFormedTable[strings.TrimPrefix(req.Header.Get("X-Amz-Target"), apiVersionPrefix)]; ok {
+		return cannedResponse(req, body), nil
+	}
 	l.mu.Lock()
 	l.bodies = append(l.bodies, req.Body)
 	l.mu.Unlock()
@@ -1075,6 +1110,7 @@ func (l *lateReader) Do(req *http.Request) (*http.Response, error) {
 // buffers, and a body read after Do returned must still be its request's.
 func TestDirectBodyOutlivesDo(t *testing.T) {
 	cleanAWSEnv(t)
+	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", testCreds.AccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", testCreds.SecretAccessKey)
 	l := &lateReader{}
