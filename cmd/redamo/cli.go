@@ -73,7 +73,7 @@ var globalFlags = []flagDef{
 	{name: "region", env: "REDAMO_REGION", arg: "REGION", usage: "AWS region (default: the SDK's chain: AWS_REGION, the profile's region)"},
 	{name: "endpoint", env: "REDAMO_ENDPOINT", arg: "URL", usage: "DynamoDB endpoint URL, e.g. DynamoDB Local's http://127.0.0.1:8000 (default: AWS)"},
 	{name: "profile", env: "AWS_PROFILE", arg: "NAME", usage: "AWS shared configuration profile for credentials and region"},
-	{name: "create-table", env: "REDAMO_CREATE_TABLE", isBool: true, usage: "create the table when it does not exist (as the server's --create-table)"},
+	{name: "create-table", env: "REDAMO_CREATE_TABLE", isBool: true, usage: "create the table when it does not exist, and turn its TTL on (as the server's --create-table)"},
 	{name: "format", env: "REDAMO_FORMAT", def: formatJSON, arg: "FMT",
 		usage: "json (one object per result), text (one human line) or value (the bare value, for $(...))"},
 	{name: "quiet", env: "REDAMO_QUIET", isBool: true, usage: "print no result and no notes, only errors: the exit code tells"},

@@ -77,7 +77,7 @@ type Config struct {
 	// CreateTable creates the table if it does not exist (pk B hash, sk B
 	// range, on-demand billing, TTL on "ttl") and waits until it is active;
 	// on an existing table with TTL off it turns TTL on. Without it, a
-	// missing table or one with TTL off is an error (checkTable).
+	// missing table or one with TTL off is an error (prepareTable).
 	CreateTable bool
 	// VerifyChecksum verifies X-Amz-Crc32 with a custom Endpoint too (it
 	// is always verified on AWS). Off by default there because DynamoDB
@@ -154,7 +154,7 @@ var (
 
 // New returns a Store on cfg.Table, creating the table first when
 // cfg.CreateTable is set, and checks the table's key schema and TTL
-// setting (checkTable). Region and credentials are resolved by
+// setting (prepareTable). Region and credentials are resolved by
 // loadAWSConfig: a missing one is an error at once, not at the first
 // request.
 func New(ctx context.Context, cfg Config) (*Store, error) {
