@@ -11,6 +11,9 @@
 //	                   one embedded store in its AWS-faithful mode, at
 //	                   several client counts: throughput, latency, error
 //	                   replies, units and dollars per command, invariants
+//	benchtool cost     per command a redamo instance served: DynamoDB
+//	                   requests, read and write units and dollars per
+//	                   million calls, beside the floor
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
 //	benchtool port     prints a free TCP port on 127.0.0.1
@@ -38,6 +41,8 @@ func main() {
 		err = runQueue(os.Args[2:])
 	case "faithful":
 		err = runFaithful(os.Args[2:])
+	case "cost":
+		err = runCost(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
 	case "port":
@@ -52,6 +57,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|cost|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }
