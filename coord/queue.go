@@ -270,12 +270,16 @@ func counterUpdate(pk []byte, counter string, n int64) dynastore.TxAction {
 	}
 }
 
-// writeActions writes acts: one action as the single-item request it is
-// (a transaction would bill its units twice), with its failed condition
-// reported as a transaction's would be, so that callers read one kind of
-// failure; several in one transaction.
+// writeActions writes acts: none without a request, one action as the
+// single-item request it is (a transaction would bill its units twice),
+// with its failed condition reported as a transaction's would be, so that
+// callers read one kind of failure; several in one transaction.
 func writeActions(ctx context.Context, st dynastore.Store, acts []dynastore.TxAction) error {
-	if len(acts) != 1 {
+	switch len(acts) {
+	case 0:
+		return nil
+	case 1:
+	default:
 		return st.Transact(ctx, acts)
 	}
 	a := acts[0]
@@ -341,10 +345,7 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 		first, _ := tc.Reasons[dedupAt].Old.Get(attrMessageID).(dynastore.S)
 		q.statsOf(name).Deduplicated.Add(1)
 		dacts, dcounted := q.count(st, nil, name, pk, "deduplicated", 1)
-		if len(dacts) > 0 {
-			err = st.Transact(ctx, dacts)
-		}
-		if err == nil {
+		if err = writeActions(ctx, st, dacts); err == nil {
 			dcounted()
 		}
 		return string(first), true, err

@@ -101,15 +101,24 @@ func TestQueueCounters(t *testing.T) {
 	_, _, err = a.Push(ctx, mem, name, []byte("m"), PushOptions{}, now)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), counters(&a)["pushed"])
+	id, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	require.NoError(t, err)
+	require.False(t, dup)
+	again, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, id, again)
+	c := counters(&a)
+	require.Equal(t, []int64{3, 1}, []int64{c["pushed"], c["deduplicated"]})
 
 	// In a transaction buffer, nothing is tallied: the counter commits
 	// with the push, or not at all.
 	tx := model.NewTxn(mem, nil)
 	_, _, err = b.Push(ctx, tx, name, []byte("m"), PushOptions{}, now)
 	require.NoError(t, err)
-	require.Equal(t, int64(2), counters(&a)["pushed"])
-	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, int64(3), counters(&a)["pushed"])
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, int64(4), counters(&a)["pushed"])
 	b.tallies.Range(func(k, v any) bool {
 		t.Errorf("tally of %q in a transaction", k)
 		return true
