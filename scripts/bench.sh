@@ -349,8 +349,9 @@ redis-cli -p "$ddb_port" info redamo | tr -d '\r' >"$work/info-redamo.txt"
 cat "$work/info-redamo.txt"
 echo
 # Per command: requests, read and write units per call and dollars per
-# million calls at on-demand prices, beside the floor (benchtool cost).
-"$work/benchtool" cost --local --addr "127.0.0.1:$ddb_port"
+# million calls at on-demand prices, beside the floor (benchtool cost,
+# after 200 messages pushed, popped and acknowledged one at a time).
+"$work/benchtool" cost --local --queue 200 --addr "127.0.0.1:$ddb_port"
 
 # ---- 7. the shell CLI ----------------------------------------------------------------
 # per_call_ms N CMD...: runs CMD N times, one after the other (each must

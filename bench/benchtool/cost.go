@@ -34,6 +34,7 @@ func runCost(args []string) error {
 	fs := flag.NewFlagSet("cost", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:6379", "redamo address (running on --store dynamodb)")
 	local := fs.Bool("local", false, "redamo runs on DynamoDB Local, which reports a transaction's units once where AWS bills them twice")
+	cycles := fs.Int("queue", 0, "first push, pop and acknowledge this many messages (one client, a fresh queue), for the queue's figures")
 	_ = fs.Parse(args)
 	txFactor := 1.0
 	if *local {
@@ -41,9 +42,12 @@ func runCost(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1})
+	rdb := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1, Protocol: 2})
 	defer rdb.Close()
 
+	if err := queueCycles(ctx, rdb, *cycles); err != nil {
+		return err
+	}
 	costs, err := readCosts(ctx, rdb, txFactor)
 	if err != nil {
 		return err
@@ -90,6 +94,30 @@ func runCost(args []string) error {
 			name, c.calls, float64(c.requests)/n, ru, wu, dollars, fru, fwu, floor, times, strings.Join(c.byOp, " "))
 	}
 	return w.Flush()
+}
+
+// queueCycles pushes, pops and acknowledges n messages of 200 bytes, one
+// at a time, on a queue of its own.
+func queueCycles(ctx context.Context, rdb *redis.Client, n int) error {
+	q := fmt.Sprintf("bench:cost:%d", time.Now().UnixNano())
+	payload := strings.Repeat("x", 200)
+	for range n {
+		if err := rdb.Do(ctx, "QUEUE.PUSH", q, payload).Err(); err != nil {
+			return fmt.Errorf("QUEUE.PUSH: %w", err)
+		}
+		res, err := rdb.Do(ctx, "QUEUE.POP", q, "VT", 60000).Slice()
+		if err != nil || len(res) != 1 {
+			return fmt.Errorf("QUEUE.POP: %v %w", res, err)
+		}
+		msg, _ := res[0].([]any)
+		if len(msg) < 4 {
+			return fmt.Errorf("QUEUE.POP: unexpected reply %v", res)
+		}
+		if err := rdb.Do(ctx, "QUEUE.ACK", q, msg[3]).Err(); err != nil {
+			return fmt.Errorf("QUEUE.ACK: %w", err)
+		}
+	}
+	return nil
 }
 
 // readCosts gathers calls (INFO commandstats) and the store's requests
