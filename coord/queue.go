@@ -111,9 +111,10 @@ type Queues struct {
 	statQueues atomic.Int64
 	// stats counts this process's operations per queue (name -> *QueueStats).
 	stats sync.Map
-	// tallies are the table counters' counts not yet written (name ->
-	// *tally; queue_stats.go).
-	tallies sync.Map
+	// tallies are the table counters' counts not yet written, by queue
+	// name (queue_stats.go).
+	tallyMu sync.Mutex
+	tallies map[string]*tally
 }
 
 // deliveredCache remembers the messages this process delivered lately, by

@@ -31,7 +31,7 @@ var queueCounters = [nQueueCounters]string{"pushed", "acked", "nacked", "deadlet
 const CounterFlushInterval = time.Second
 
 // tally is one queue's counts not yet in the table, by queueCounters index.
-type tally [nQueueCounters]atomic.Int64
+type tally [nQueueCounters]int64
 
 const nQueueCounters = 5
 
@@ -60,15 +60,47 @@ func (q *Queues) count(st dynastore.Store, acts []dynastore.TxAction, name, pk [
 	if inTxn(st) {
 		return append(acts, counterUpdate(pk, counter, n)), func() {}
 	}
-	return acts, func() { q.tallyOf(name)[counterIndex(counter)].Add(n) }
+	return acts, func() {
+		var t tally
+		t[counterIndex(counter)] = n
+		q.addTally(string(name), t)
+	}
 }
 
-func (q *Queues) tallyOf(name []byte) *tally {
-	if t, ok := q.tallies.Load(string(name)); ok {
-		return t.(*tally)
+// addTally adds t to queue name's tally.
+func (q *Queues) addTally(name string, t tally) {
+	q.tallyMu.Lock()
+	defer q.tallyMu.Unlock()
+	if q.tallies == nil {
+		q.tallies = map[string]*tally{}
 	}
-	t, _ := q.tallies.LoadOrStore(string(name), &tally{})
-	return t.(*tally)
+	cur := q.tallies[name]
+	if cur == nil {
+		cur = &tally{}
+		q.tallies[name] = cur
+	}
+	for i, n := range t {
+		cur[i] += n
+	}
+}
+
+// takeTallies removes and returns the tallies of queue name (nil: of
+// every queue): a flush empties the map, so it holds only the queues used
+// since the last one.
+func (q *Queues) takeTallies(name []byte) map[string]*tally {
+	q.tallyMu.Lock()
+	defer q.tallyMu.Unlock()
+	if name == nil {
+		out := q.tallies
+		q.tallies = nil
+		return out
+	}
+	t := q.tallies[string(name)]
+	if t == nil {
+		return nil
+	}
+	delete(q.tallies, string(name))
+	return map[string]*tally{string(name): t}
 }
 
 // FlushCounters adds this process's tallies (of queue name; nil: of every
@@ -79,30 +111,19 @@ func (q *Queues) FlushCounters(ctx context.Context, st dynastore.Store, name []b
 		st = t.Base()
 	}
 	var errs []error
-	q.tallies.Range(func(k, v any) bool {
-		if name != nil && k.(string) != string(name) {
-			return true
-		}
-		t := v.(*tally)
-		var took [nQueueCounters]int64
+	for qname, t := range q.takeTallies(name) {
 		var u dynastore.Update
-		for i := range t {
-			if took[i] = t[i].Swap(0); took[i] != 0 {
-				u.Add = append(u.Add, dynastore.AttrValue{Attr: queueCounters[i], Val: model.NInt(took[i])})
+		for i, n := range t {
+			if n != 0 {
+				u.Add = append(u.Add, dynastore.AttrValue{Attr: queueCounters[i], Val: model.NInt(n)})
 			}
 		}
-		if len(u.Add) == 0 {
-			return true
-		}
-		k0 := dynastore.Key{PK: shardPK([]byte(k.(string)), 0), SK: []byte{0, byte(mrand.IntN(counterSlots))}}
-		if _, err := st.Update(ctx, k0, u, dynastore.WriteOptions{}); err != nil {
-			for i := range t {
-				t[i].Add(took[i])
-			}
+		k := dynastore.Key{PK: shardPK([]byte(qname), 0), SK: []byte{0, byte(mrand.IntN(counterSlots))}}
+		if _, err := st.Update(ctx, k, u, dynastore.WriteOptions{}); err != nil {
+			q.addTally(qname, *t)
 			errs = append(errs, err)
 		}
-		return true
-	})
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("coord: flushing queue counters: %w", errs[0])
 	}
