@@ -1031,15 +1031,16 @@ type DBKeyspace struct {
 // apart: it is reported as db0's keys, an estimate (README, "INFO").
 func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 	st := c.Store
-	if t, ok := st.(*model.Txn); ok {
-		st = t.Base()
+	txn, inTxn := st.(*model.Txn)
+	if inTxn {
+		st = txn.Base()
 	}
 	counter, ok := st.(dynastore.Counter)
 	if !ok {
 		return nil, nil
 	}
 	var counts [NumDBs]DBKeyspace
-	n, exact, err := counter.CountItems(c, model.KeyFilter(-1, nil, c.NowMS()), func(it dynastore.Item) {
+	add := func(it dynastore.Item) {
 		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 		db, _, ok := model.RedisKeyOf(pk)
 		if !ok || db >= NumDBs {
@@ -1049,7 +1050,9 @@ func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 		if it.Has(model.AttrExpiry) {
 			counts[db].Expires++
 		}
-	})
+	}
+	filter := model.KeyFilter(-1, nil, c.NowMS())
+	n, exact, err := counter.CountItems(c, filter, add)
 	if err != nil {
 		return nil, err
 	}
@@ -1058,6 +1061,15 @@ func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
 			return nil, nil
 		}
 		return []DBKeyspace{{DB: 0, Keys: n}}, nil
+	}
+	if inTxn {
+		// Inside MULTI or a script the count includes the transaction's
+		// own writes, which only its scan sees; on a store that counts
+		// exactly, items are in this process and a scan bills nothing.
+		counts = [NumDBs]DBKeyspace{}
+		if err := scanAll(c, c.Store, filter, func(it dynastore.Item) error { add(it); return nil }); err != nil {
+			return nil, err
+		}
 	}
 	var out []DBKeyspace
 	for db, ks := range counts {
