@@ -64,10 +64,10 @@ func infoCoordination(c *Ctx, b *strings.Builder) error {
 }
 
 // defaultInfo are the sections of a bare INFO: Redis's default set minus
-// keyspace. Counting keys means scanning the whole table, and client
-// libraries (ioredis, BullMQ) send a bare INFO on every connect as a
-// readiness check: with DynamoDB that would be a full-table Scan, billed,
-// per connection. INFO keyspace (or all, everything) still reports it.
+// keyspace. Client libraries (ioredis, BullMQ) send a bare INFO on every
+// connect as a readiness check, and the embedded store counts its keys
+// exactly by walking every item (keyspaceInfo). INFO keyspace (or all,
+// everything) reports it; no section scans the table.
 var defaultInfo = map[string]bool{
 	"server": true, "clients": true, "memory": true, "persistence": true, "stats": true,
 	"replication": true, "cpu": true, "modules": true, "cluster": true,

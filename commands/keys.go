@@ -802,6 +802,13 @@ gather:
 	c.W.Bulk(candidates[binary.BigEndian.Uint64(b[8:])%uint64(len(candidates))])
 }
 
+// cmdDBSize counts the live keys of the selected database with a strongly
+// consistent Scan of the whole table. It stays exact rather than cheap: a
+// client that writes a key and asks DBSIZE expects it counted, as Redis
+// does, and neither DynamoDB's item count (hours old, every item of every
+// database) nor a per-database counter (a write on a hot item for every key
+// created or deleted, in the transaction of every write) gives that for
+// less. Monitoring reads INFO keyspace instead, which never scans (README).
 func cmdDBSize(c *Ctx) {
 	var n int64
 	err := scanAll(c, c.Store, model.KeyFilter(c.DB(), nil, c.NowMS()), func(dynastore.Item) error {
@@ -1014,24 +1021,55 @@ type DBKeyspace struct {
 	Keys, Expires int64
 }
 
-// keyspaceInfo counts the live keys, and those with an expiry, of every
-// non-empty database, in ascending db order. It scans the whole table.
+// keyspaceInfo reports the keys of every non-empty database, in ascending
+// db order, without a Scan: monitoring sends INFO ALL on every scrape, and
+// a Scan bills every item of the table. The count is the store's
+// (dynastore.Counter). The embedded store's is exact: the live keys, and
+// those with an expiry, of each database. DynamoDB's is the table's item
+// count as DynamoDB last refreshed it (about every six hours), which counts
+// every item, not only key items, and cannot tell databases or expiries
+// apart: it is reported as db0's keys, an estimate (README, "INFO").
 func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
+	st := c.Store
+	txn, inTxn := st.(*model.Txn)
+	if inTxn {
+		st = txn.Base()
+	}
+	counter, ok := st.(dynastore.Counter)
+	if !ok {
+		return nil, nil
+	}
 	var counts [NumDBs]DBKeyspace
-	err := scanAll(c, c.Store, model.KeyFilter(-1, nil, c.NowMS()), func(it dynastore.Item) error {
+	add := func(it dynastore.Item) {
 		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
 		db, _, ok := model.RedisKeyOf(pk)
 		if !ok || db >= NumDBs {
-			return nil
+			return
 		}
 		counts[db].Keys++
 		if it.Has(model.AttrExpiry) {
 			counts[db].Expires++
 		}
-		return nil
-	})
+	}
+	filter := model.KeyFilter(-1, nil, c.NowMS())
+	n, exact, err := counter.CountItems(c, filter, add)
 	if err != nil {
 		return nil, err
+	}
+	if !exact {
+		if n == 0 {
+			return nil, nil
+		}
+		return []DBKeyspace{{DB: 0, Keys: n}}, nil
+	}
+	if inTxn {
+		// Inside MULTI or a script the count includes the transaction's
+		// own writes, which only its scan sees; on a store that counts
+		// exactly, items are in this process and a scan bills nothing.
+		counts = [NumDBs]DBKeyspace{}
+		if err := scanAll(c, c.Store, filter, func(it dynastore.Item) error { add(it); return nil }); err != nil {
+			return nil, err
+		}
 	}
 	var out []DBKeyspace
 	for db, ks := range counts {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 	"github.com/redamo/redamo/internal/testserver"
 )
 
-// TestQueueRequests: PUSH, ACK, NACK and EXTEND are one request each, a
-// POP of one message two (a Query and the transaction that moves it).
+// TestQueueRequests: PUSH, ACK, NACK and EXTEND are one request each (a
+// single-item write where one item changes), a POP of one message two (a
+// Query and the transaction that moves it).
 func TestQueueRequests(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range testserver.Stores(t) {
@@ -42,13 +44,13 @@ func TestQueueRequests(t *testing.T) {
 				cmd  []any
 				reqs map[string]int64
 			}{
-				{c, []any{"QUEUE.PUSH", "q", "one"}, tx},
+				{c, []any{"QUEUE.PUSH", "q", "one"}, map[string]int64{dynastore.OpPutItem: 1}},
 				{c, []any{"QUEUE.PUSH", "q", "two", "PRIORITY", 5, "DEDUP", "d1"}, tx},
 				{c, []any{"QUEUE.POP", "q", "VT", 60000}, map[string]int64{dynastore.OpQuery: 1, dynastore.OpTransactWriteItems: 1}},
 				{c, []any{"QUEUE.EXTEND", "q", "$receipt", "VT", 60000}, map[string]int64{dynastore.OpUpdateItem: 1}},
 				{c, []any{"QUEUE.NACK", "q", "$receipt"}, tx},
 				{c, []any{"QUEUE.POP", "q", "VT", 60000}, map[string]int64{dynastore.OpQuery: 1, dynastore.OpTransactWriteItems: 1}},
-				{c, []any{"QUEUE.ACK", "q", "$receipt"}, tx},
+				{c, []any{"QUEUE.ACK", "q", "$receipt"}, map[string]int64{dynastore.OpDeleteItem: 1}},
 				// A NACK through another instance reads the message first.
 				{c, []any{"QUEUE.POP", "q", "VT", 60000}, map[string]int64{dynastore.OpQuery: 1, dynastore.OpTransactWriteItems: 1}},
 				{other, []any{"QUEUE.NACK", "q", "$receipt"}, map[string]int64{dynastore.OpGetItem: 1, dynastore.OpTransactWriteItems: 1}},
@@ -148,6 +150,56 @@ func TestQueueFaults(t *testing.T) {
 				require.True(t, seen[p] || ackUnknown[p], "%s was pushed and is gone without an acknowledgement", p)
 			}
 			t.Logf("%d errors answered; %d pushes acknowledged, %d acknowledged as processed, %d left", errs, len(pushed), len(acked), len(seen))
+		})
+	}
+}
+
+// TestQueueUnits: what a queued message costs in capacity units, per
+// command, with the queue's shards holding other messages as a busy
+// queue's do. The embedded store bills as DynamoDB does (transactions
+// twice); DynamoDB Local reports a transaction's units once, so its
+// figures are logged, and the bound is checked on the embedded store.
+func TestQueueUnits(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t, func(o *redis.Options) { o.Protocol = 2 })
+			filler := strings.Repeat("f", 200)
+			for i := 0; i < 25*coord.DefaultShards; i++ {
+				require.NoError(t, c.Do(ctx, "QUEUE.PUSH", "q", filler).Err())
+			}
+			units := func(cmd ...any) (rcu, wcu float64, res any) {
+				before := b.Stats.Snapshot()
+				res, err := c.Do(ctx, cmd...).Result()
+				require.NoError(t, err, "%v", cmd)
+				for k, row := range b.Stats.Snapshot() {
+					if k.Label == lower(cmd[0].(string)) {
+						rcu += row.RCU - before[k].RCU
+						wcu += row.WCU - before[k].WCU
+					}
+				}
+				t.Logf("%-11s rcu=%.1f wcu=%.1f", cmd[0], rcu, wcu)
+				return rcu, wcu, res
+			}
+			receipt := func(res any) string { return res.([]any)[0].([]any)[3].(string) }
+			var total float64
+			_, w, _ := units("QUEUE.PUSH", "q", "message")
+			total += w
+			_, w, res := units("QUEUE.POP", "q", "VT", 60000)
+			total += w
+			_, w, _ = units("QUEUE.ACK", "q", receipt(res))
+			total += w
+			_, _, res = units("QUEUE.POP", "q", "VT", 60000)
+			units("QUEUE.NACK", "q", receipt(res))
+			t.Logf("push+pop+ack: %.1f write units", total)
+			if b.Name == "memory" {
+				// A single-item write for PUSH and ACK, a transaction of
+				// two for POP; the counters are written apart.
+				require.Equal(t, 6.0, total, "push+pop+ack write units")
+				r, _, res := units("QUEUE.POP", "q", "VT", 60000)
+				require.Equal(t, 1.0, r, "a POP reads one page of a few messages")
+				units("QUEUE.ACK", "q", receipt(res))
+			}
 		})
 	}
 }

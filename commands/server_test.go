@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -88,7 +90,7 @@ func TestInfoSections(t *testing.T) {
 	for _, h := range []string{"# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU", "# Modules", "# Cluster"} {
 		require.Contains(t, def, h+"\r\n")
 	}
-	// Keyspace needs a table scan: not in the default set.
+	// Keyspace walks every item on the embedded store: not in the default set.
 	require.NotContains(t, def, "# Keyspace")
 	require.NotContains(t, def, "# Commandstats")
 	require.Contains(t, def, "loading:0\r\n")
@@ -110,6 +112,35 @@ func TestInfoSections(t *testing.T) {
 	multi := rdb.Info(ctx, "CLUSTER", "persistence").Val()
 	require.True(t, strings.HasPrefix(multi, "# Persistence\r\n"), multi)
 	require.Contains(t, multi, "\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n")
+}
+
+// TestInfoMakesNoScan: what monitoring sends on every scrape reads no item
+// of the table. The keyspace section is exact on the embedded store and
+// DynamoDB's item count there (at most one DescribeTable, for the first);
+// DBSIZE stays exact, with a Scan.
+func TestInfoMakesNoScan(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			rdb := b.Start(t).Client(t)
+			require.NoError(t, rdb.Set(ctx, "k", "v", 0).Err())
+			require.NoError(t, rdb.Set(ctx, "e", "v", time.Hour).Err())
+			require.NoError(t, rdb.SAdd(ctx, "s", "m").Err())
+			before := b.Stats.Snapshot()
+			for _, args := range [][]any{{"INFO", "ALL"}, {"INFO", "EVERYTHING"}, {"INFO", "keyspace"}, {"INFO", "keyspace"}, {"INFO"}} {
+				res, err := rdb.Do(ctx, args...).Text()
+				require.NoError(t, err, "%v", args)
+				if len(args) == 2 && args[1] == "keyspace" && b.Name == "memory" {
+					require.Equal(t, "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\n", res)
+				}
+			}
+			reqs := requestsSince(before, b.Stats.Snapshot(), "info")
+			require.LessOrEqual(t, reqs[dynastore.OpDescribeTable], int64(1))
+			delete(reqs, dynastore.OpDescribeTable)
+			require.Empty(t, reqs)
+			require.Equal(t, int64(3), rdb.DBSize(ctx).Val())
+		})
+	}
 }
 
 func TestCommandGetKeysFromKeySpecs(t *testing.T) {

@@ -25,9 +25,9 @@ package coord
 // Priority order holds per shard: a pop serves the best message of the
 // first shard it finds one in.
 //
-// A write's counters are in the partition it writes, spread over
-// counterSlots items, so that a busy queue's transactions neither share one
-// partition's throughput nor all conflict on one item. Each queue has a
+// A queue's counters are in its shard partitions, spread over
+// counterSlots items, and written apart from the operations they count
+// (queue_stats.go). Each queue has a
 // partition of its own for its configuration (cached) and deduplication
 // records:
 //
@@ -111,6 +111,10 @@ type Queues struct {
 	statQueues atomic.Int64
 	// stats counts this process's operations per queue (name -> *QueueStats).
 	stats sync.Map
+	// tallies are the table counters' counts not yet written, by queue
+	// name (queue_stats.go).
+	tallyMu sync.Mutex
+	tallies map[string]*tally
 }
 
 // deliveredCache remembers the messages this process delivered lately, by
@@ -267,6 +271,35 @@ func counterUpdate(pk []byte, counter string, n int64) dynastore.TxAction {
 	}
 }
 
+// writeActions writes acts: none without a request, one action as the
+// single-item request it is (a transaction would bill its units twice),
+// with its failed condition reported as a transaction's would be, so that
+// callers read one kind of failure; several in one transaction.
+func writeActions(ctx context.Context, st dynastore.Store, acts []dynastore.TxAction) error {
+	switch len(acts) {
+	case 0:
+		return nil
+	case 1:
+	default:
+		return st.Transact(ctx, acts)
+	}
+	a := acts[0]
+	o := dynastore.WriteOptions{Cond: a.Cond, OldOnFailure: a.OldOnFailure}
+	var err error
+	switch a.Op {
+	case dynastore.TxPut:
+		_, err = st.Put(ctx, a.Item, o)
+	case dynastore.TxDelete:
+		_, err = st.Delete(ctx, a.Key, o)
+	default:
+		return st.Transact(ctx, acts)
+	}
+	if old, failed := model.CondFailed(err); failed {
+		return &dynastore.TxCanceledError{Reasons: []dynastore.TxReason{{Code: dynastore.ReasonConditionalFailed, Old: old}}}
+	}
+	return err
+}
+
 // PushOptions are QUEUE.PUSH's options.
 type PushOptions struct {
 	Priority int64
@@ -288,10 +321,10 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 	visible := nowMS + o.Delay.Milliseconds()
 	pk := shardPK(name, int(q.rr.Add(1)%uint64(cfg.Shards)))
 	msg := messageItem(pk, messageSK(stateLive, o.Priority, visible, rawID), payload, visible, 0, nil, nowMS)
-	acts := []dynastore.TxAction{
+	acts, counted := q.count(st, []dynastore.TxAction{
 		{Op: dynastore.TxPut, Item: msg, Cond: dynastore.NotExists{Attr: dynastore.AttrPK}},
-		counterUpdate(pk, "pushed", 1),
-	}
+	}, name, pk, "pushed", 1)
+	dedupAt := -1 // the dedup record's action
 	if o.Dedup != nil {
 		exp := nowMS + cfg.DedupWindow.Milliseconds()
 		rec := dynastore.Item{
@@ -301,21 +334,27 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 			{Name: model.AttrExpiry, Value: model.NInt(exp)},
 			{Name: dynastore.AttrTTL, Value: model.TTLSeconds(exp)},
 		}
+		dedupAt = len(acts)
 		acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: rec, OldOnFailure: true, Cond: dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLE, Val: model.NInt(nowMS)},
 		}})
 	}
-	err = st.Transact(ctx, acts)
+	err = writeActions(ctx, st, acts)
 	var tc *dynastore.TxCanceledError
-	if o.Dedup != nil && errors.As(err, &tc) && len(tc.Reasons) == 3 && tc.Reasons[2].Code == dynastore.ReasonConditionalFailed {
-		first, _ := tc.Reasons[2].Old.Get(attrMessageID).(dynastore.S)
+	if dedupAt >= 0 && errors.As(err, &tc) && len(tc.Reasons) == len(acts) && tc.Reasons[dedupAt].Code == dynastore.ReasonConditionalFailed {
+		first, _ := tc.Reasons[dedupAt].Old.Get(attrMessageID).(dynastore.S)
 		q.statsOf(name).Deduplicated.Add(1)
-		return string(first), true, st.Transact(ctx, []dynastore.TxAction{counterUpdate(pk, "deduplicated", 1)})
+		dacts, dcounted := q.count(st, nil, name, pk, "deduplicated", 1)
+		if err = writeActions(ctx, st, dacts); err == nil {
+			dcounted()
+		}
+		return string(first), true, err
 	}
 	if err != nil {
 		return "", false, err
 	}
+	counted()
 	q.statsOf(name).Pushed.Add(1)
 	return id, false, nil
 }
@@ -325,14 +364,25 @@ func ready(nowMS int64) dynastore.Cond {
 	return dynastore.Compare{Attr: attrVisible, Op: dynastore.OpLE, Val: model.NInt(nowMS)}
 }
 
+// readySlack is how many items more than it needs the first page of
+// ready messages reads: a Query bills every item it reads, the
+// filtered-out ones included, so a page reads few; the slack lets one page
+// step over a few messages not yet visible of a better priority. Each
+// further page reads twice as many as the one before, up to
+// maxReadyPage, so that many such messages take few requests.
+const (
+	readySlack   = 4
+	maxReadyPage = 1000
+)
+
 // readyPage reads up to limit ready live messages of one shard, in order.
 func readyPage(ctx context.Context, st dynastore.Store, name []byte, shard, limit int, nowMS int64) ([]Message, error) {
 	pk := shardPK(name, shard)
 	var out []dynastore.Item
 	var after []byte
-	for {
+	for read := limit + readySlack; ; read = min(2*read, maxReadyPage) {
 		page, err := st.Query(ctx, dynastore.Query{PK: pk, Op: dynastore.SKBeginsWith, A: []byte{stateLive},
-			Filter: ready(nowMS), Limit: max(limit, 100), After: after})
+			Filter: ready(nowMS), Limit: read, After: after})
 		if err != nil {
 			return nil, err
 		}
@@ -462,18 +512,25 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 			out = append(out, m)
 		}
 	}
+	counted := []func(){}
 	if dead > 0 {
-		acts = append(acts, counterUpdate(shardPK(name, msgs[0].shard), "deadlettered", dead))
+		var done func()
+		acts, done = q.count(st, acts, name, shardPK(name, msgs[0].shard), "deadlettered", dead)
+		counted = append(counted, done)
 		if dpk != nil {
-			acts = append(acts, counterUpdate(dpk, "pushed", dead))
+			acts, done = q.count(st, acts, cfg.DLQ, dpk, "pushed", dead)
+			counted = append(counted, done)
 		}
 	}
-	err := st.Transact(ctx, acts)
+	err := writeActions(ctx, st, acts)
 	if err != nil {
 		if errors.Is(err, dynastore.ErrTxCanceled) || errors.Is(err, dynastore.ErrTxConflict) {
 			return nil, true, nil
 		}
 		return nil, false, err
+	}
+	for _, done := range counted {
+		done()
 	}
 	counts := q.statsOf(name)
 	counts.DeadLettered.Add(dead)
@@ -528,7 +585,8 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 			if n == 0 {
 				break
 			}
-			err := st.Transact(ctx, append(acts, counterUpdate(acts[0].Key.PK, "acked", n)))
+			acts, counted := q.count(st, acts, name, acts[0].Key.PK, "acked", n)
+			err := writeActions(ctx, st, acts)
 			var tc *dynastore.TxCanceledError
 			if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
 				// Drop the stale receipts and try the rest again.
@@ -546,6 +604,7 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 			if err != nil {
 				return 0, err
 			}
+			counted()
 			q.statsOf(name).Acked.Add(n)
 			total += n
 			break
@@ -575,11 +634,11 @@ func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []b
 	visible := now.UnixMilli() + delay.Milliseconds()
 	// Without a nonce: waiting again, not in flight (QUEUE.STATS).
 	moved := messageItem(k.PK, messageSK(stateLive, skPriority(k.SK), visible, skID(k.SK)), m.Payload, visible, m.Deliveries, nil, m.PushedMS)
-	err = st.Transact(ctx, []dynastore.TxAction{
+	acts, counted := q.count(st, []dynastore.TxAction{
 		{Op: dynastore.TxDelete, Key: k, Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}},
 		{Op: dynastore.TxPut, Item: moved},
-		counterUpdate(k.PK, "nacked", 1),
-	})
+	}, name, k.PK, "nacked", 1)
+	err = st.Transact(ctx, acts)
 	var tc *dynastore.TxCanceledError
 	if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
 		return false, nil
@@ -587,6 +646,7 @@ func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []b
 	if err != nil {
 		return false, err
 	}
+	counted()
 	q.statsOf(name).Nacked.Add(1)
 	return true, nil
 }

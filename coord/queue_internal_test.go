@@ -2,6 +2,7 @@ package coord
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"sort"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 // TestMessageOrder: a shard's sort keys order its messages by state, then
@@ -60,4 +63,61 @@ func TestMessageIDs(t *testing.T) {
 		require.Positive(t, bytes.Compare(id[:8], prev[:8]))
 		prev = id
 	}
+}
+
+// TestQueueCounters: the table's counters are written apart from the
+// operations they count. An instance's QUEUE.STATS counts its own at
+// once, another's once they are flushed; a failed flush keeps its counts
+// for the next; inside a transaction buffer the counter is written with
+// the operation.
+func TestQueueCounters(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New(memory.Options{})
+	var a, b Queues
+	name := []byte("q")
+	now := time.Now()
+	counters := func(q *Queues) map[string]int64 {
+		s, err := q.State(ctx, mem, name, now)
+		require.NoError(t, err)
+		return s.Counters
+	}
+	_, _, err := a.Push(ctx, mem, name, []byte("m"), PushOptions{}, now)
+	require.NoError(t, err)
+	msgs, err := a.Pop(ctx, mem, name, 1, time.Minute, time.Now)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	n, err := a.Ack(ctx, mem, name, [][]byte{[]byte(msgs[0].Receipt)})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+
+	require.Zero(t, counters(&b)["pushed"], "not flushed yet")
+	mem.FailNext(dynastore.OpUpdateItem, dynastore.ErrUnavailable)
+	require.ErrorIs(t, a.FlushCounters(ctx, mem, nil), dynastore.ErrUnavailable)
+	require.Zero(t, counters(&b)["pushed"])
+	require.NoError(t, a.FlushCounters(ctx, mem, nil))
+	require.Equal(t, map[string]int64{"pushed": 1, "acked": 1, "nacked": 0, "deadlettered": 0, "deduplicated": 0}, counters(&b))
+
+	// The instance that pushed counts it at once.
+	_, _, err = a.Push(ctx, mem, name, []byte("m"), PushOptions{}, now)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), counters(&a)["pushed"])
+	id, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	require.NoError(t, err)
+	require.False(t, dup)
+	again, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, id, again)
+	c := counters(&a)
+	require.Equal(t, []int64{3, 1}, []int64{c["pushed"], c["deduplicated"]})
+
+	// In a transaction buffer, nothing is tallied: the counter commits
+	// with the push, or not at all.
+	tx := model.NewTxn(mem, nil)
+	_, _, err = b.Push(ctx, tx, name, []byte("m"), PushOptions{}, now)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), counters(&a)["pushed"])
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, int64(4), counters(&a)["pushed"])
+	require.Empty(t, b.takeTallies(nil), "tallied in a transaction")
 }

@@ -1,10 +1,20 @@
 package coord
 
 // Queue counters: per process (INFO, metrics) and in the table (QUEUE.STATS).
+//
+// The table's counters are not written with the operations they count: a
+// counter in a message's transaction would double the units of every push
+// and acknowledgement (a transaction bills each of its items twice), and
+// make them transactions at all. Each process tallies its operations per
+// queue and adds them to the table's counters with one UpdateItem per queue
+// at most every CounterFlushInterval (RunCounterFlusher), when it shuts
+// down, and before its own QUEUE.STATS. Inside MULTI or a script, where the
+// operation may not commit, its counter stays in its transaction.
 
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +23,130 @@ import (
 )
 
 // Queue counters, as QUEUE.STATS names them.
-var queueCounters = []string{"pushed", "acked", "nacked", "deadlettered", "deduplicated"}
+var queueCounters = [nQueueCounters]string{"pushed", "acked", "nacked", "deadlettered", "deduplicated"}
+
+// CounterFlushInterval is how often RunCounterFlusher adds a process's
+// tallies to the table: QUEUE.STATS through one instance counts another's
+// operations once this long has passed since them.
+const CounterFlushInterval = time.Second
+
+// tally is one queue's counts not yet in the table, by queueCounters index.
+type tally [nQueueCounters]int64
+
+const nQueueCounters = 5
+
+// counterIndex is counter's index in queueCounters.
+func counterIndex(counter string) int {
+	for i, c := range queueCounters {
+		if c == counter {
+			return i
+		}
+	}
+	panic("coord: unknown queue counter " + counter)
+}
+
+// inTxn reports whether st is a transaction buffer (MULTI, a script),
+// whose writes commit later or not at all.
+func inTxn(st dynastore.Store) bool {
+	_, ok := st.(*model.Txn)
+	return ok
+}
+
+// count counts n more of counter for queue name, whose shard partition pk
+// the operation wrote: in a transaction buffer, as an action appended to
+// acts (it commits with the write it counts); otherwise acts is returned
+// as it is and done, called once the write succeeded, tallies it.
+func (q *Queues) count(st dynastore.Store, acts []dynastore.TxAction, name, pk []byte, counter string, n int64) ([]dynastore.TxAction, func()) {
+	if inTxn(st) {
+		return append(acts, counterUpdate(pk, counter, n)), func() {}
+	}
+	return acts, func() {
+		var t tally
+		t[counterIndex(counter)] = n
+		q.addTally(string(name), t)
+	}
+}
+
+// addTally adds t to queue name's tally.
+func (q *Queues) addTally(name string, t tally) {
+	q.tallyMu.Lock()
+	defer q.tallyMu.Unlock()
+	if q.tallies == nil {
+		q.tallies = map[string]*tally{}
+	}
+	cur := q.tallies[name]
+	if cur == nil {
+		cur = &tally{}
+		q.tallies[name] = cur
+	}
+	for i, n := range t {
+		cur[i] += n
+	}
+}
+
+// takeTallies removes and returns the tallies of queue name (nil: of
+// every queue): a flush empties the map, so it holds only the queues used
+// since the last one.
+func (q *Queues) takeTallies(name []byte) map[string]*tally {
+	q.tallyMu.Lock()
+	defer q.tallyMu.Unlock()
+	if name == nil {
+		out := q.tallies
+		q.tallies = nil
+		return out
+	}
+	t := q.tallies[string(name)]
+	if t == nil {
+		return nil
+	}
+	delete(q.tallies, string(name))
+	return map[string]*tally{string(name): t}
+}
+
+// FlushCounters adds this process's tallies (of queue name; nil: of every
+// queue) to the table's counters, one UpdateItem per queue. A tally whose
+// write failed is kept for the next flush.
+func (q *Queues) FlushCounters(ctx context.Context, st dynastore.Store, name []byte) error {
+	if t, ok := st.(*model.Txn); ok {
+		st = t.Base()
+	}
+	var errs []error
+	for qname, t := range q.takeTallies(name) {
+		var u dynastore.Update
+		for i, n := range t {
+			if n != 0 {
+				u.Add = append(u.Add, dynastore.AttrValue{Attr: queueCounters[i], Val: model.NInt(n)})
+			}
+		}
+		k := dynastore.Key{PK: shardPK([]byte(qname), 0), SK: []byte{0, byte(mrand.IntN(counterSlots))}}
+		if _, err := st.Update(ctx, k, u, dynastore.WriteOptions{}); err != nil {
+			q.addTally(qname, *t)
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("coord: flushing queue counters: %w", errs[0])
+	}
+	return nil
+}
+
+// RunCounterFlusher flushes this process's tallies every
+// CounterFlushInterval until ctx ends. Its requests are counted under the
+// label "queue.counters".
+func (q *Queues) RunCounterFlusher(ctx context.Context, st dynastore.Store) {
+	ctx = dynastore.WithLabel(ctx, "queue.counters")
+	tick := time.NewTicker(CounterFlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			// A failed flush is kept and tried again at the next tick.
+			_ = q.FlushCounters(ctx, st, nil)
+		}
+	}
+}
 
 // QueueStats counts this process's operations on one queue.
 type QueueStats struct {
@@ -73,6 +206,10 @@ type QueueState struct {
 func (q *Queues) State(ctx context.Context, st dynastore.Store, name []byte, now time.Time) (QueueState, error) {
 	cfg, err := q.Config(ctx, st, name)
 	if err != nil {
+		return QueueState{}, err
+	}
+	// This process's own operations count at once.
+	if err := q.FlushCounters(ctx, st, name); err != nil {
 		return QueueState{}, err
 	}
 	nowMS := now.UnixMilli()

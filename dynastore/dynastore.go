@@ -473,6 +473,20 @@ type Prefetcher interface {
 	Prefetch(reads, replaced []Key)
 }
 
+// Counter is implemented by a Store that can say how many items it holds
+// without a Scan, which bills every item it reads: what monitoring (INFO's
+// keyspace section, scraped every few seconds) reports instead.
+type Counter interface {
+	// CountItems returns how many items match filter (nil: every item)
+	// and whether that count is exact. A store that holds its items in
+	// this process (the embedded store) counts exactly, calling each (if
+	// not nil) with every item counted, and makes no request. DynamoDB
+	// keeps a table-wide count it refreshes about every six hours
+	// (DescribeTable's ItemCount, which is free): that count ignores
+	// filter, never calls each, and is not exact.
+	CountItems(ctx context.Context, filter Cond, each func(Item)) (n int64, exact bool, err error)
+}
+
 // Clocked is implemented by a Store that knows how far this process's
 // clock is from the store's own. Expiry is decided against "now" inside
 // conditions, so every instance sharing a store must agree on it: they
@@ -592,6 +606,7 @@ const (
 	OpTransactGetItems   = "TransactGetItems"
 	OpQuery              = "Query"
 	OpScan               = "Scan"
+	OpDescribeTable      = "DescribeTable"
 )
 
 type labelKey struct{}

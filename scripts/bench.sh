@@ -18,7 +18,9 @@
 #      (benchtool large), with the time each took to build with 100- and
 #      1,000-entry commands.
 #   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
-#   6. DynamoDB requests per command, from INFO (redamo section).
+#   6. DynamoDB requests, read and write units per command and dollars per
+#      million operations at on-demand prices, beside the floor, from INFO
+#      (redamo section) of the DynamoDB-backed instance.
 #   7. The shell CLI: wall time per `redamo get` call, one process after the
 #      other, in-process on DynamoDB Local (no server) and with --server,
 #      next to redis-cli for the cost of starting a process at all.
@@ -342,23 +344,14 @@ if ! skipped rss; then
 fi
 
 # ---- 6. DynamoDB requests per command -----------------------------------------------
-step "DynamoDB requests per command (INFO redamo and commandstats of the DynamoDB-backed instance, all runs above)"
+step "DynamoDB requests, units and dollars per command (INFO redamo and commandstats of the DynamoDB-backed instance, all runs above)"
 redis-cli -p "$ddb_port" info redamo | tr -d '\r' >"$work/info-redamo.txt"
-redis-cli -p "$ddb_port" info commandstats | tr -d '\r' >"$work/info-cmdstats.txt"
 cat "$work/info-redamo.txt"
 echo
-# Requests per call: store_cmd_<command>@<Operation>:requests=N,... divided
-# by cmdstat_<command>:calls=M.
-printf "%-12s %8s %10s %10s   %s\n" command calls requests "per call" "by operation"
-awk -F'[:,=]' '
-	FILENAME ~ /cmdstats/ && /^cmdstat_/ { name = substr($1, 9); calls[name] = $3; next }
-	/^store_cmd_/ {
-		split(substr($1, 11), p, "@")
-		reqs[p[1]] = reqs[p[1]] sprintf(" %s=%s", p[2], $3); total[p[1]] += $3
-	}
-	END {
-		for (c in total) if (calls[c] > 0) printf "%-12s %8d %10d %10.2f  %s\n", c, calls[c], total[c], total[c] / calls[c], reqs[c]
-	}' "$work/info-cmdstats.txt" "$work/info-redamo.txt" | sort
+# Per command: requests, read and write units per call and dollars per
+# million calls at on-demand prices, beside the floor (benchtool cost,
+# after 200 messages pushed, popped and acknowledged one at a time).
+"$work/benchtool" cost --local --queue 200 --addr "127.0.0.1:$ddb_port"
 
 # ---- 7. the shell CLI ----------------------------------------------------------------
 # per_call_ms N CMD...: runs CMD N times, one after the other (each must

@@ -445,7 +445,7 @@ func (c *comparer) pairs() []pair {
 			},
 		},
 		{
-			command: "QUEUE.PUSH", request: "TransactWriteItems (put, counter)",
+			command: "QUEUE.PUSH", request: "PutItem (conditional)",
 			redamo: func(i int) error {
 				return rdb.Do(ctx, "QUEUE.PUSH", c.redisKey("queue", 0), c.value).Err()
 			},
@@ -454,19 +454,11 @@ func (c *comparer) pairs() []pair {
 					pk := append([]byte{'q', 0}, c.rawPK(rs, "queue", 0)...)
 					now := nowMS()
 					sk := append([]byte{1}, []byte(fmt.Sprintf("%016x%016d", uint64(1)<<63, i))...)
-					_, err := c.ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-						TransactItems: []types.TransactWriteItem{
-							{Put: &types.Put{TableName: &c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
-								Item: map[string]types.AttributeValue{
-									"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: sk},
-									"p": &types.AttributeValueMemberB{Value: c.value}, "v": num(now), "n": num(0), "t": num(now),
-								}}},
-							{Update: &types.Update{TableName: &c.table,
-								Key: map[string]types.AttributeValue{
-									"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: []byte{0, byte(i % 8)}},
-								},
-								UpdateExpression:          aws.String("ADD pushed :one"),
-								ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)}}},
+					_, err := c.ddb.PutItem(ctx, &dynamodb.PutItemInput{
+						TableName: &c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+						Item: map[string]types.AttributeValue{
+							"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: sk},
+							"p": &types.AttributeValueMemberB{Value: c.value}, "v": num(now), "n": num(0), "t": num(now),
 						},
 						ReturnConsumedCapacity: rs.cc,
 					})

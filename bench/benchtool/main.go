@@ -7,6 +7,13 @@
 //	                   and a hash of N entries, on redamo and on redis-server
 //	benchtool queue    one queue's push and pop throughput by shard count,
 //	                   on a store that limits each partition as DynamoDB does
+//	benchtool faithful each command family through several instances on
+//	                   one embedded store in its AWS-faithful mode, at
+//	                   several client counts: throughput, latency, error
+//	                   replies, units and dollars per command, invariants
+//	benchtool cost     per command a redamo instance served: DynamoDB
+//	                   requests, read and write units and dollars per
+//	                   million calls, beside the floor
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
 //	benchtool port     prints a free TCP port on 127.0.0.1
@@ -32,6 +39,10 @@ func main() {
 		err = runLarge(os.Args[2:])
 	case "queue":
 		err = runQueue(os.Args[2:])
+	case "faithful":
+		err = runFaithful(os.Args[2:])
+	case "cost":
+		err = runCost(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
 	case "port":
@@ -46,6 +57,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|cost|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }

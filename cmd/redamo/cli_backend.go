@@ -98,8 +98,17 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 		where: fmt.Sprintf("table %s, %s", c.g.table, c.where()),
 		close: func() error { return nil },
 	}
+	closeStore := l.close
 	if cl, ok := store.(io.Closer); ok {
-		l.close = cl.Close
+		closeStore = cl.Close
+	}
+	// A queue verb's counters are tallied in the process (QUEUE.STATS):
+	// written before it ends.
+	l.close = func() error {
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := l.srv.Coord.Queues.FlushCounters(dynastore.WithLabel(fctx, "queue.counters"), store, nil)
+		return errors.Join(err, closeStore())
 	}
 	return l, nil
 }

@@ -160,6 +160,9 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	// to run concurrently everywhere and rate-limits itself. Its requests are
 	// counted under the label "sweeper".
 	go (&model.Sweeper{Store: store}).Run(ctx)
+	// Queue operations tally the table's queue counters in the process
+	// (coord/queue_stats.go); this writes them.
+	go a.srv.Coord.Queues.RunCounterFlusher(ctx, store)
 
 	go func() {
 		if err := a.resp.Serve(ln); err != nil {
@@ -342,6 +345,12 @@ func (a *app) shutdown(ctx context.Context) error {
 	if a.resp != nil {
 		if err := a.resp.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the server: %w", err))
+		}
+	}
+	if a.srv != nil {
+		// Commands are over: what they tallied goes to the table.
+		if err := a.srv.Coord.Queues.FlushCounters(dynastore.WithLabel(ctx, "queue.counters"), a.srv.Store, nil); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if a.metricsSrv != nil {

@@ -132,6 +132,8 @@ type Store struct {
 	// calibrated is closed once their first calibration is over.
 	stopClock  func()
 	calibrated chan struct{}
+	// count caches the table's item count (count.go).
+	count itemCount
 }
 
 var (

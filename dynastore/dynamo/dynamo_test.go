@@ -195,3 +195,23 @@ func TestClientSideLimits(t *testing.T) {
 	_, err = s.Update(ctx, key("grow"), dynastore.Update{Set: []dynastore.SetAction{{Attr: "b", Val: dynastore.B(make([]byte, 200*1024))}}}, dynastore.WriteOptions{})
 	require.ErrorIs(t, err, dynastore.ErrItemTooLarge)
 }
+
+// CountItems is DescribeTable's ItemCount, not exact, asked for once and
+// then served from the cache: monitoring may call it on every scrape.
+func TestCountItems(t *testing.T) {
+	s, stats := newStore(t)
+	ctx := dynastore.WithLabel(context.Background(), "info")
+	for _, k := range []string{"a", "b"} {
+		_, err := s.Put(ctx, item(k, "v", dynastore.B("1")), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	for range 3 {
+		n, exact, err := s.CountItems(ctx, nil, func(dynastore.Item) { t.Error("each called") })
+		require.NoError(t, err)
+		require.False(t, exact)
+		require.GreaterOrEqual(t, n, int64(0))
+	}
+	snap := stats.Snapshot()
+	require.Equal(t, int64(1), snap[dynastore.StatKey{Label: "info", Op: dynastore.OpDescribeTable}].Requests)
+	require.Zero(t, snap[dynastore.StatKey{Label: "info", Op: dynastore.OpScan}].Requests)
+}

@@ -42,6 +42,7 @@ type Store struct {
 var (
 	_ dynastore.Store   = (*Store)(nil)
 	_ dynastore.Clocked = (*Store)(nil)
+	_ dynastore.Counter = (*Store)(nil)
 )
 
 type ruleKind uint8
@@ -317,4 +318,13 @@ func (s *Store) ClockSamples() int {
 		return c.ClockSamples()
 	}
 	return 0
+}
+
+// CountItems implements dynastore.Counter with the wrapped store's count,
+// as monitoring would meet it; not a request, so no fault applies.
+func (s *Store) CountItems(ctx context.Context, filter dynastore.Cond, each func(dynastore.Item)) (int64, bool, error) {
+	if c, is := s.inner.(dynastore.Counter); is {
+		return c.CountItems(ctx, filter, each)
+	}
+	return 0, false, fmt.Errorf("%w: the wrapped store cannot count its items", dynastore.ErrInvalid)
 }

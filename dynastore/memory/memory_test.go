@@ -438,3 +438,29 @@ func TestPartitionLimit(t *testing.T) {
 	require.ErrorIs(t, err, dynastore.ErrThrottled, "a transaction waits for every partition it touches")
 	require.Equal(t, 2, st.Len(), "the throttled writes wrote nothing")
 }
+
+// CountItems counts exactly what matches its filter, without a request.
+func TestCountItems(t *testing.T) {
+	ctx := context.Background()
+	stats := dynastore.NewStats()
+	s := memory.New(memory.Options{Observer: stats})
+	for _, pk := range []string{"a1", "a2", "b1"} {
+		_, err := s.Put(ctx, dynastore.Item{
+			{Name: dynastore.AttrPK, Value: dynastore.B(pk)}, {Name: dynastore.AttrSK, Value: dynastore.B("s")},
+		}, dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	before := stats.Snapshot()
+	var seen []string
+	n, exact, err := s.CountItems(ctx, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte("a")}, func(it dynastore.Item) {
+		seen = append(seen, string(it.Get(dynastore.AttrPK).(dynastore.B)))
+	})
+	require.NoError(t, err)
+	require.True(t, exact)
+	require.Equal(t, int64(2), n)
+	require.ElementsMatch(t, []string{"a1", "a2"}, seen)
+	n, _, err = s.CountItems(ctx, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.Equal(t, before, stats.Snapshot())
+}
