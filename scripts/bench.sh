@@ -17,6 +17,11 @@
 #      on a list, a set, a hash and a sorted set of REDAMO_BENCH_LARGE entries
 #      (benchtool large), with the time each took to build with 100- and
 #      1,000-entry commands.
+#   4c. Every command family (strings, lists, transactions, locks, queues,
+#      scripts) through three instances on one embedded store in its
+#      AWS-faithful mode at 1, 16 and 64 clients (benchtool faithful):
+#      throughput, p50/p99, error replies by kind, units and dollars per
+#      command, and each family's invariant checked at the end.
 #   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   6. DynamoDB requests, read and write units per command and dollars per
 #      million operations at on-demand prices, beside the floor, from INFO
@@ -43,7 +48,8 @@
 #                         its JVM takes minutes over 100,000
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
 #   REDAMO_BENCH_CLI_N    redamo get calls per CLI figure [200]
-#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue rss cli
+#   REDAMO_BENCH_FAITHFUL_D time per family and client count on the AWS-faithful store [5s]
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue faithful rss cli
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,6 +65,7 @@ CONNS="${REDAMO_BENCH_CONNS:-1000}"
 LARGE="${REDAMO_BENCH_LARGE:-100000}"
 DDB_LARGE="${REDAMO_BENCH_DDB_LARGE:-20000}"
 CLI_N="${REDAMO_BENCH_CLI_N:-200}"
+FAITHFUL_D="${REDAMO_BENCH_FAITHFUL_D:-5s}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 # shellcheck source=scripts/lib.sh
@@ -298,6 +305,12 @@ if ! skipped queue; then
 	start queue "$p" "$work/redamo" --store memory --partition-limit --addr "127.0.0.1:$p"
 	"$work/benchtool" queue --addr "127.0.0.1:$p" --shards 1,2,4,8 --clients 64 --duration 3s
 	kill "${pid_of[queue]}" 2>/dev/null || true
+fi
+
+# ---- 4c. every family through three instances on the AWS-faithful store ----------------
+if ! skipped faithful; then
+	step "embedded store in its AWS-faithful mode, three in-process instances: per family and client count, throughput, p50/p99, error replies per 10,000, units and dollars per command, invariants"
+	"$work/benchtool" faithful --instances 3 --clients 1,16,64 --duration "$FAITHFUL_D"
 fi
 
 # ---- 5. memory --------------------------------------------------------------------------
