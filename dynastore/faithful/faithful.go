@@ -89,6 +89,9 @@ type Store struct {
 	budget  *budget
 	// now is the clock of capacity (tests freeze it).
 	now func() time.Time
+	// held, when set, runs while a request of kind is in flight, after it
+	// applied: tests make requests meet there.
+	held func(kind flightKind)
 }
 
 var (
@@ -273,6 +276,9 @@ func (s *Store) attempt(actx context.Context, u *units, r request, apply func(ct
 	}
 	fault, before := s.drawFault()
 	err := s.inWindow(actx, u, d, at, fault, before, r, apply)
+	if s.held != nil {
+		s.held(r.kind)
+	}
 	if fl != nil {
 		if doomed, where := s.flights.leave(fl); doomed && r.kind == flightTxGet && err == nil {
 			return conflict(r, func(i int) bool { return where[i] })
