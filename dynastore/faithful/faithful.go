@@ -36,6 +36,33 @@
 // attempt whose answer was lost is not applied again). Randomness comes
 // from one seeded source.
 //
+// Where each figure comes from (Amazon DynamoDB Developer Guide, under
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/):
+//
+//   - 3,000 RCU / 1,000 WCU per partition: bp-partition-key-design.html and
+//     warm-throughput-scenarios.html ("each individual partition is limited
+//     to 1,000 write units per second and 3,000 read units per second");
+//     one budget for both, as a partition's throughput is shared;
+//   - units: HowItWorks.ReadWriteCapacityMode.html and
+//     on-demand-capacity-mode.html (a read unit is one strongly consistent
+//     read of up to 4 KB, a write unit one write of up to 1 KB);
+//   - transactions at twice the units: transaction-apis.html, "Capacity
+//     management for transactions" (two underlying reads or writes of
+//     every item);
+//   - a new on-demand table's 4,000 writes and 12,000 reads per second, and
+//     throttling above twice the previous peak within 30 minutes:
+//     on-demand-capacity-mode.html, "Initial throughput and scaling
+//     properties", and pre-warming-on-demand-capacity-mode.html;
+//   - the conflict rules and their exceptions: transaction-apis.html,
+//     "Transaction conflict handling in DynamoDB", and the API reference's
+//     TransactWriteItems and TransactGetItems (TransactionCanceledException
+//     reasons TransactionConflict and ThrottlingError);
+//   - throttling and 5xx errors retried by the client:
+//     Programming.Errors.html;
+//   - latencies: typical figures, not documented limits ("single-digit
+//     millisecond" for item reads and writes; transactions several times
+//     that), hence a setting.
+//
 // It is a layer over the memory store rather than options of it: it owns
 // its memory store and reads, through that store's Observer, the units
 // each request consumed, and the memory store stays as fast as it is.
