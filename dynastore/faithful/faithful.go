@@ -130,13 +130,13 @@ var (
 // New returns an empty faithful store.
 func New(o Options) *Store {
 	s := &Store{
-		obs:     o.Observer,
-		lat:     DefaultLatencies,
-		scale:   o.Scale,
-		faults:  o.Faults,
-		policy:  DefaultPolicy,
-		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed^0x5851f42d4c957f2d)),
-		now:     time.Now,
+		obs:    o.Observer,
+		lat:    DefaultLatencies,
+		scale:  o.Scale,
+		faults: o.Faults,
+		policy: DefaultPolicy,
+		rng:    rand.New(rand.NewPCG(o.Seed, o.Seed^0x5851f42d4c957f2d)),
+		now:    time.Now,
 	}
 	if s.scale <= 0 {
 		s.scale = 1
