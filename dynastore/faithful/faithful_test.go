@@ -354,3 +354,93 @@ func TestFaultOutcomes(t *testing.T) {
 func containsUnknown(err error) bool {
 	return strings.Contains(err.Error(), "may or may not have been applied")
 }
+
+// TestConcurrentTransfers: transactions moving units between accounts,
+// with conflicts, throttling and faults, keep the total in every
+// transactional read and at the end; a transfer is applied once or not
+// at all.
+func TestConcurrentTransfers(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Seed: 5, Scale: 0.01, Faults: Faults{InternalError: 0.05, Unavailable: 0.05, ResetAfter: 0.02}})
+	const accounts, initial = 4, 100
+	keys := make([]dynastore.Key, accounts)
+	for i := range keys {
+		keys[i] = key("acct" + strconv.Itoa(i))
+		_, err := s.Memory().Put(ctx, item(keys[i], initial), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	count := func(what string) {
+		mu.Lock()
+		counts[what]++
+		mu.Unlock()
+	}
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				from, to := keys[(w+i)%accounts], keys[(w+i+1)%accounts]
+				err := s.Transact(ctx, []dynastore.TxAction{
+					{Op: dynastore.TxUpdate, Key: from, Cond: dynastore.Compare{Attr: "n", Op: dynastore.OpGE, Val: dynastore.N("1")},
+						Update: &dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("-1")}}}},
+					{Op: dynastore.TxUpdate, Key: to, Update: &dynastore.Update{Add: []dynastore.AttrValue{{Attr: "n", Val: dynastore.N("1")}}}},
+				})
+				switch {
+				case err == nil:
+					count("committed")
+				case errors.Is(err, dynastore.ErrTxConflict):
+					count("conflict")
+				case errors.Is(err, dynastore.ErrUnavailable), errors.Is(err, dynastore.ErrThrottled):
+					count("unavailable")
+				default:
+					t.Errorf("transfer: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 40 {
+				items, err := s.GetSnapshot(ctx, keys)
+				if err != nil {
+					count("read failed")
+					continue
+				}
+				count("read")
+				if got := sum(items); got != accounts*initial {
+					t.Errorf("a transactional read saw a total of %d", got)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	items, err := s.Memory().BatchGet(ctx, keys)
+	require.NoError(t, err)
+	require.Equal(t, accounts*initial, sum(items))
+	t.Logf("%v", counts)
+	require.NotZero(t, counts["committed"])
+}
+
+// sum adds up the items' counters (-1 for a missing or unreadable one,
+// which no total of positive counts can absorb).
+func sum(items []dynastore.Item) int {
+	n := 0
+	for _, it := range items {
+		v, ok := it.Get("n").(dynastore.N)
+		if !ok {
+			return -1
+		}
+		x, err := strconv.Atoi(string(v))
+		if err != nil {
+			return -1
+		}
+		n += x
+	}
+	return n
+}
