@@ -43,11 +43,18 @@ type txPair struct {
 // backend with two instances on one store.
 func forEachTxServer(t *testing.T, f func(t *testing.T, p txPair)) {
 	t.Helper()
+	forEachTxServerOn(t, testserver.Stores(t), f)
+}
+
+// forEachTxServerOn is forEachTxServer on the given backends (the tests
+// across instances take testserver.Instances).
+func forEachTxServerOn(t *testing.T, backends []testserver.Backend, f func(t *testing.T, p txPair)) {
+	t.Helper()
 	t.Run("redis-server", func(t *testing.T) {
 		addr := testserver.RedisServer(t)
 		f(t, txPair{a: addr, b: addr})
 	})
-	for _, b := range testserver.Stores(t) {
+	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
 			f(t, txPair{a: b.Start(t).Addr, b: b.Start(t).Addr, redamo: true})
 		})
@@ -357,7 +364,7 @@ func TestTxWatchAcrossDatabases(t *testing.T) {
 // A key alive at WATCH that expires before EXEC breaks the watch, even if
 // no client touches it; a key that had expired before WATCH does not.
 func TestTxWatchExpiryAcrossInstances(t *testing.T) {
-	forEachTxServer(t, func(t *testing.T, p txPair) {
+	forEachTxServerOn(t, testserver.Instances(t), func(t *testing.T, p txPair) {
 		c := txConn(t, p.a, 0)
 		other := txConn(t, p.b, 0)
 		txMust(t, c, "FLUSHALL")
