@@ -86,7 +86,9 @@ type Faults struct {
 	ResetBefore, ResetAfter float64
 }
 
-// DefaultFaults are rare faults, as a healthy service has them.
+// DefaultFaults are rare faults. AWS publishes no rates; these are
+// chosen so that a run of some ten thousand requests meets them, which
+// is what a client needs to see handled (a healthy region has fewer).
 var DefaultFaults = Faults{
 	InternalError: 1e-4,
 	Unavailable:   1e-4,
