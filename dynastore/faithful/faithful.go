@@ -88,8 +88,13 @@ type Options struct {
 	Observer dynastore.Observer
 	// Seed drives latencies and faults.
 	Seed uint64
-	// Scale multiplies every latency (0: 1, AWS's own); tests use a
-	// fraction. It scales the windows of conflicts, not the capacity.
+	// Scale compresses the store's time (0: 1, AWS's own); tests use a
+	// fraction. Every latency is multiplied by it, and capacity is
+	// measured on a clock that runs 1/Scale times as fast (a partition
+	// serves 1/Scale times its units per second of wall time, the peak
+	// window is Scale times as long), so that clients meet the limits at
+	// the same concurrency as on AWS. The retry policy is not scaled: it
+	// is the DynamoDB backend's own.
 	Scale float64
 	// Latencies, Capacity and Policy default to DefaultLatencies,
 	// DefaultCapacity and DefaultPolicy.
@@ -114,7 +119,8 @@ type Store struct {
 
 	flights flights
 	budget  *budget
-	// now is the clock of capacity (tests freeze it).
+	// now is the clock of capacity, time compressed by Scale (tests
+	// freeze it).
 	now func() time.Time
 	// held, when set, runs while a request of kind is in flight, after it
 	// applied: tests make requests meet there.
@@ -136,11 +142,11 @@ func New(o Options) *Store {
 		faults: o.Faults,
 		policy: DefaultPolicy,
 		rng:    rand.New(rand.NewPCG(o.Seed, o.Seed^0x5851f42d4c957f2d)),
-		now:    time.Now,
 	}
 	if s.scale <= 0 {
 		s.scale = 1
 	}
+	s.now = compressed(time.Now, s.scale)
 	if o.Latencies != nil {
 		s.lat = *o.Latencies
 	}
@@ -154,6 +160,14 @@ func New(o Options) *Store {
 	s.budget = newBudget(c, s.now())
 	s.mem = memory.New(memory.Options{Observer: meter{}})
 	return s
+}
+
+// compressed is a clock that runs 1/scale times as fast as wall.
+func compressed(wall func() time.Time, scale float64) func() time.Time {
+	start := wall()
+	return func() time.Time {
+		return start.Add(time.Duration(float64(wall().Sub(start)) / scale))
+	}
 }
 
 // Memory returns the memory store under the layer: what tests read to

@@ -176,11 +176,13 @@ func (f *frozen) advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func frozenStore(c Capacity) (*Store, *frozen) {
+// frozenStore is a store whose capacity clock is frozen wall time,
+// compressed by scale, and whose calls take no time.
+func frozenStore(c Capacity, scale float64) (*Store, *frozen) {
 	clock := &frozen{t: time.Unix(1_700_000_000, 0)}
-	s := New(Options{Seed: 1, Scale: fast, Capacity: &c, Policy: &once})
-	s.now = clock.now
-	s.budget = newBudget(c, clock.now())
+	s := New(Options{Seed: 1, Scale: scale, Latencies: &Latencies{}, Capacity: &c, Policy: &once})
+	s.now = compressed(clock.now, scale)
+	s.budget = newBudget(c, s.now())
 	return s, clock
 }
 
@@ -228,7 +230,7 @@ func TestPartitionBudget(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, clock := frozenStore(small)
+			s, clock := frozenStore(small, 1)
 			require.NoError(t, c.run(s))
 			_, err := s.Get(ctx, k)
 			require.ErrorIs(t, err, dynastore.ErrThrottled)
@@ -254,7 +256,7 @@ func TestPartitionBudget(t *testing.T) {
 // TestItemSizeUnits: a write of an item of n KB costs n units.
 func TestItemSizeUnits(t *testing.T) {
 	ctx := context.Background()
-	s, _ := frozenStore(Capacity{PartitionRCU: 30, PartitionWCU: 10, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute})
+	s, _ := frozenStore(Capacity{PartitionRCU: 30, PartitionWCU: 10, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
 	k := key("big")
 	big := append(item(k, 0), dynastore.Attr{Name: "v", Value: dynastore.B(make([]byte, 4500))})
 	_, err := s.Put(ctx, big, dynastore.WriteOptions{})
@@ -269,7 +271,7 @@ func TestItemSizeUnits(t *testing.T) {
 // peak raises it to twice that peak only once the peak is PeakWindow old.
 func TestTableCeiling(t *testing.T) {
 	ctx := context.Background()
-	s, clock := frozenStore(Capacity{PartitionRCU: 3000, PartitionWCU: 1000, TableRRU: 30, TableWRU: 10, PeakWindow: 30 * time.Minute})
+	s, clock := frozenStore(Capacity{PartitionRCU: 3000, PartitionWCU: 1000, TableRRU: 30, TableWRU: 10, PeakWindow: 30 * time.Minute}, 1)
 	n := 0
 	writes := func(count int) error {
 		for range count {
@@ -443,4 +445,23 @@ func sum(items []dynastore.Item) int {
 		n += x
 	}
 	return n
+}
+
+// TestScaleCompressesCapacity: at Scale 0.01 a partition's second of
+// capacity comes back after a hundredth of a second of wall time.
+func TestScaleCompressesCapacity(t *testing.T) {
+	ctx := context.Background()
+	s, clock := frozenStore(Capacity{PartitionRCU: 30, PartitionWCU: 10, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 0.01)
+	k := key("hot")
+	for range 10 {
+		_, err := s.Update(ctx, k, incr(k), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	_, err := s.Update(ctx, k, incr(k), dynastore.WriteOptions{})
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	clock.advance(10 * time.Millisecond)
+	for range 10 {
+		_, err := s.Update(ctx, k, incr(k), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
 }
