@@ -229,31 +229,21 @@ func Instances(t testing.TB) []Backend {
 	return append(Stores(t), Faithful(t, 1))
 }
 
-// FaithfulScale is the faithful backend's latency scale in tests: a
-// tenth of AWS's typical latencies keeps every call's window open (a
+// FaithfulScale is the faithful backend's time scale in tests: a tenth
+// of AWS's typical latencies keeps every call's window open (a
 // transaction's for 1-3 ms) at a tenth of the wall time.
 const FaithfulScale = 0.1
 
 // Faithful returns a fresh store in the AWS-faithful mode at
-// FaithfulScale, without faults unless the test sets them (o, when
-// given, changes the options), its randomness from seed so that a
-// failing run replays its draws.
-//
-// Its clock runs 1/FaithfulScale times faster than AWS's in latency, so
-// its capacity per second is that many times larger too (and its peak
-// window that much shorter): a test's clients meet the partition and
-// table limits as the same clients would at AWS's own speed, rather than
-// ten times harder.
+// FaithfulScale (whose clock runs that much faster in capacity too, so a
+// test's clients meet the partition and table limits as the same clients
+// would on AWS), without faults unless the test sets them (o, when given,
+// changes the options), its randomness from seed so that a failing run
+// replays its draws.
 func Faithful(t testing.TB, seed uint64, o ...func(*faithful.Options)) Backend {
 	t.Helper()
 	stats := dynastore.NewStats()
-	c := faithful.DefaultCapacity
-	c.PartitionRCU /= FaithfulScale
-	c.PartitionWCU /= FaithfulScale
-	c.TableRRU /= FaithfulScale
-	c.TableWRU /= FaithfulScale
-	c.PeakWindow = time.Duration(float64(c.PeakWindow) * FaithfulScale)
-	opts := faithful.Options{Observer: stats, Seed: seed, Scale: FaithfulScale, Capacity: &c}
+	opts := faithful.Options{Observer: stats, Seed: seed, Scale: FaithfulScale}
 	for _, f := range o {
 		f(&opts)
 	}
