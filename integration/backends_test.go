@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -32,6 +33,10 @@ type backend struct {
 	// stats counts the faithful store's requests (nil on DynamoDB Local,
 	// whose requests the processes count).
 	stats *dynastore.Stats
+	// faulty turns the faithful store's faults on (killFaults), for a test
+	// whose clients expect errors, once its setup is done; DynamoDB Local
+	// injects none.
+	faulty func()
 }
 
 // node is one instance that can be killed abruptly and started again on
@@ -55,11 +60,19 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 					"--region", "us-east-1", "--table", table, "--create-table"}}
 			},
 			cluster: cluster,
+			faulty:  func() {},
 		})
 	})
 	t.Run("faithful", func(t *testing.T) {
-		fb := testserver.Faithful(t, uint64(time.Now().UnixNano()))
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("faithful store seed %d", seed)
+		fb := testserver.Faithful(t, seed)
 		b := backend{name: "faithful", stats: fb.Stats}
+		b.faulty = func() {
+			if fs, ok := fb.Store.(interface{ SetFaults(faithful.Faults) }); ok {
+				fs.SetFaults(killFaults)
+			}
+		}
 		b.node = func(t *testing.T) node { return &inproc{t: t, store: fb.Store, stats: fb.Stats} }
 		b.cluster = func(t *testing.T, n int) []*redis.Client {
 			cs := make([]*redis.Client, n)
@@ -72,6 +85,13 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 		t.Logf("faithful store: %s", faithfulFigures(fb.Stats))
 	})
 }
+
+// killFaults are the faults of the kill loops' faithful store, far more
+// frequent than AWS's: those tests expect errors (their instance dies
+// under them), so answers lost after a write was applied, refusals before
+// it, timeouts and resets must leave the same invariants whole. Timeouts
+// are rarer: each waits for an attempt's whole time.
+var killFaults = faithful.Faults{InternalError: 0.02, Unavailable: 0.02, Timeout: 0.0005, ResetBefore: 0.01, ResetAfter: 0.01}
 
 // faithfulFigures sums a faithful store's requests per operation: calls,
 // the retries the store's policy made, and the calls that failed after

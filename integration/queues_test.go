@@ -207,6 +207,7 @@ func TestKillMidQueue(t *testing.T) {
 			ackUnknown = map[string]bool{}
 			seq        int
 		)
+		b.faulty()
 		killRounds(in, rand.New(rand.NewPCG(3, 9)), 8, func(c *redis.Client, r *rand.Rand) {
 			c2 := resp2(c)
 			defer c2.Close()
