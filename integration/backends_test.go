@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,7 +68,8 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 	t.Run("faithful", func(t *testing.T) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("faithful store seed %d", seed)
-		fb := testserver.Faithful(t, seed)
+		kinds := &errorKinds{}
+		fb := testserver.Faithful(t, seed, func(o *faithful.Options) { o.Observer = dynastore.Observers{o.Observer, kinds} })
 		b := backend{name: "faithful", stats: fb.Stats}
 		b.faulty = func() {
 			if fs, ok := fb.Store.(interface{ SetFaults(faithful.Faults) }); ok {
@@ -82,7 +85,7 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 			return cs
 		}
 		f(t, b)
-		t.Logf("faithful store: %s", faithfulFigures(fb.Stats))
+		t.Logf("faithful store: %s; failed calls by kind: %s", faithfulFigures(fb.Stats), kinds)
 	})
 }
 
@@ -93,9 +96,58 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 // are rarer: each waits for an attempt's whole time.
 var killFaults = faithful.Faults{InternalError: 0.02, Unavailable: 0.02, Timeout: 0.0005, ResetBefore: 0.01, ResetAfter: 0.01}
 
-// faithfulFigures sums a faithful store's requests per operation: calls,
-// the retries the store's policy made, and the calls that failed after
-// them.
+// errorKinds counts a store's failed calls by what they became after the
+// store's retries: a condition that did not hold (an answer, not a
+// failure), a transaction conflict, throttling, unavailable, other.
+type errorKinds struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (e *errorKinds) Observe(_ context.Context, r dynastore.Request) {
+	if r.Err == nil {
+		return
+	}
+	kind := "other"
+	switch {
+	case errors.Is(r.Err, dynastore.ErrConditionFailed):
+		kind = "condition"
+	case errors.Is(r.Err, dynastore.ErrThrottled):
+		kind = "throttled"
+	case errors.Is(r.Err, dynastore.ErrTxConflict):
+		kind = "conflict"
+	case errors.Is(r.Err, dynastore.ErrTxCanceled):
+		kind = "canceled"
+	case errors.Is(r.Err, dynastore.ErrUnavailable):
+		kind = "unavailable"
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = map[string]int{}
+	}
+	e.n[r.Op+" "+kind]++
+}
+
+func (e *errorKinds) IgnoresDuration() bool { return true }
+
+func (e *errorKinds) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys := make([]string, 0, len(e.n))
+	for k := range e.n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for _, k := range keys {
+		out += fmt.Sprintf("%s %d; ", k, e.n[k])
+	}
+	return out
+}
+
+// faithfulFigures sums a faithful store's requests per operation: calls
+// and the retries the store's policy made.
 func faithfulFigures(st *dynastore.Stats) string {
 	byOp := map[string]dynastore.StatRow{}
 	for k, r := range st.Snapshot() {
@@ -109,7 +161,7 @@ func faithfulFigures(st *dynastore.Stats) string {
 	for _, op := range []string{dynastore.OpGetItem, dynastore.OpBatchGetItem, dynastore.OpPutItem, dynastore.OpUpdateItem,
 		dynastore.OpDeleteItem, dynastore.OpTransactWriteItems, dynastore.OpTransactGetItems, dynastore.OpQuery, dynastore.OpScan} {
 		if r, ok := byOp[op]; ok {
-			out += fmt.Sprintf("%s %d (%d retries, %d errors); ", op, r.Requests, r.Retries, r.Errors)
+			out += fmt.Sprintf("%s %d (%d retries); ", op, r.Requests, r.Retries)
 		}
 	}
 	return out
