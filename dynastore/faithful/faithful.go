@@ -111,11 +111,12 @@ type Store struct {
 	obs    dynastore.Observer
 	lat    Latencies
 	scale  float64
-	faults Faults
 	policy Policy
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
+	// rngMu guards rng and faults.
+	rngMu  sync.Mutex
+	rng    *rand.Rand
+	faults Faults
 
 	flights flights
 	budget  *budget
@@ -226,14 +227,23 @@ var (
 	errResetAfter  = errors.New("connection reset by peer")
 )
 
+// SetFaults replaces the fault rates from the next attempt on: a test
+// sets up its data without faults, then turns them on.
+func (s *Store) SetFaults(f Faults) {
+	s.rngMu.Lock()
+	s.faults = f
+	s.rngMu.Unlock()
+}
+
 // drawFault picks this attempt's fault: one before the request applies
 // (before true), one after, or none.
 func (s *Store) drawFault() (err error, before bool) {
+	s.rngMu.Lock()
 	f := s.faults
 	if f == (Faults{}) {
+		s.rngMu.Unlock()
 		return nil, false
 	}
-	s.rngMu.Lock()
 	x := s.rng.Float64()
 	s.rngMu.Unlock()
 	for _, c := range []struct {

@@ -311,7 +311,8 @@ func TestFaultOutcomes(t *testing.T) {
 		{name: "reset before apply", faults: Faults{ResetBefore: 0.4}, exact: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := New(Options{Seed: 3, Scale: fast, Faults: c.faults, Policy: &quick})
+			s := New(Options{Seed: 3, Scale: fast, Policy: &quick})
+			s.SetFaults(c.faults)
 			for _, tx := range []bool{false, true} {
 				k := key("n" + strconv.FormatBool(tx))
 				ok, unknown, other := 0, 0, 0
