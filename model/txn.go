@@ -228,9 +228,13 @@ func (t *Txn) LoadSnapshot(ctx context.Context, keys []dynastore.Key) error {
 		}
 	}
 	items, err := sr.GetSnapshot(ctx, missing)
-	if errors.Is(err, dynastore.ErrInvalid) || errors.Is(err, dynastore.ErrTxTooLarge) {
-		// Items that do not fit one snapshot (4 MB in all): read them
-		// plainly; the commit then checks them.
+	if errors.Is(err, dynastore.ErrInvalid) || errors.Is(err, dynastore.ErrTxTooLarge) || errors.Is(err, dynastore.ErrTxConflict) {
+		// Items that do not fit one snapshot (4 MB in all), or whose
+		// snapshot kept being canceled (DynamoDB cancels a
+		// TransactGetItems for any write in flight on its items, so
+		// one key written often is never read that way): read them
+		// plainly; the commit then checks them, which only a write
+		// committed in between fails.
 		return t.load(ctx, keys...)
 	}
 	if err != nil {
