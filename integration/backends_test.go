@@ -71,11 +71,7 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 		kinds := &errorKinds{}
 		fb := testserver.Faithful(t, seed, func(o *faithful.Options) { o.Observer = dynastore.Observers{o.Observer, kinds} })
 		b := backend{name: "faithful", stats: fb.Stats}
-		b.faulty = func() {
-			if fs, ok := fb.Store.(interface{ SetFaults(faithful.Faults) }); ok {
-				fs.SetFaults(killFaults)
-			}
-		}
+		b.faulty = func() { fb.Store.(*faithful.Store).SetFaults(killFaults) }
 		b.node = func(t *testing.T) node { return &inproc{t: t, store: fb.Store, stats: fb.Stats} }
 		b.cluster = func(t *testing.T, n int) []*redis.Client {
 			cs := make([]*redis.Client, n)
