@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -468,6 +469,57 @@ func TestTxWatchOptimisticIncrements(t *testing.T) {
 // Without WATCH, an EXEC is still one atomic step: concurrent
 // MULTI/INCR/INCR/GET/EXEC through two instances each see their two
 // increments back to back, and readers never see half of a transfer.
+// TestTxReadOnlyExecUnderWrites: on AWS a TransactGetItems is canceled by
+// any write in flight on its items, so while clients INCR a key on and on
+// a read-only EXEC of it never gets its snapshot, and a second reading of
+// plain reads always finds the counter changed. Such an EXEC still
+// answers: it reads the counter alone, between the readings of the other
+// keys (only on the faithful store: DynamoDB Local never cancels a
+// TransactGetItems).
+func TestTxReadOnlyExecUnderWrites(t *testing.T) {
+	b := testserver.Faithful(t, 7)
+	a, z := b.Start(t), b.Start(t)
+	ctx := context.Background()
+	require.NoError(t, a.Client(t).MSet(ctx, "k", 0, "j", 0).Err())
+	writer := a.Client(t)
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	var writeErrs atomic.Int64
+	for range 2 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := writer.Incr(ctx, "k").Err(); err != nil {
+					writeErrs.Add(1)
+				}
+			}
+		}()
+	}
+	reader := z.Client(t).Conn()
+	t.Cleanup(func() { _ = reader.Close() })
+	last := int64(-1)
+	for i := range 20 {
+		txQueue(t, reader, txCmd("GET", "k"), txCmd("GET", "j"))
+		v, err := txDo(reader, "EXEC")
+		require.NoError(t, err, "read-only EXEC %d", i)
+		r := v.([]any)
+		n, err := strconv.ParseInt(r[0].(string), 10, 64)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, last, "EXEC %d read k going back", i)
+		last = n
+	}
+	close(stop)
+	writers.Wait()
+	require.Zero(t, writeErrs.Load())
+	t.Logf("k reached %d; EXEC requests %v", last, opsFor(b.Stats, "exec"))
+}
+
 func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
 	forEachTxServer(t, func(t *testing.T, p txPair) {
 		ctx := context.Background()

@@ -222,6 +222,41 @@ func TestTxnCommit(t *testing.T) {
 			wantA:     "old",
 		},
 		{
+			name: "the item read alone after the others needs no check",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			// a changed after its reading, which orders the run before
+			// that write: b alone is checked.
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "theirs",
+		},
+		{
+			name: "an item read before the one read alone is checked",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "old", value(t, txn, a))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "old",
+		},
+		{
+			name: "a read after the one read alone brings its check back",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "<none>", value(t, txn, key("c", "0")))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "theirs",
+		},
+		{
 			name: "a read after the snapshot brings the check back",
 			run: func(t *testing.T, txn *model.Txn) {
 				require.NoError(t, txn.LoadSnapshot(ctx, []dynastore.Key{a, b}))
