@@ -29,7 +29,8 @@
 //     needs one draw among five kinds, inside its window, and must know
 //     whether the memory store applied what it asked.
 //
-// Every call goes through the same retry policy as the DynamoDB backend:
+// Every call goes through the DynamoDB backend's retry policy (dynastore/retry,
+// with the backend's defaults):
 // each simulated attempt's error says whether it was applied, so a single
 // write whose outcome is unknown is not repeated and a transaction is
 // (its client token makes it idempotent: a transaction applied by an
@@ -78,6 +79,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // Options configure a Store. The zero value is AWS's figures without
@@ -100,7 +102,7 @@ type Options struct {
 	// DefaultCapacity and DefaultPolicy.
 	Latencies *Latencies
 	Capacity  *Capacity
-	Policy    *Policy
+	Policy    *retry.Policy
 	// Faults are off unless set (DefaultFaults: rare, as on AWS).
 	Faults Faults
 }
@@ -111,7 +113,7 @@ type Store struct {
 	obs    dynastore.Observer
 	lat    Latencies
 	scale  float64
-	policy Policy
+	policy retry.Policy
 
 	// rngMu guards rng and faults.
 	rngMu  sync.Mutex
@@ -270,10 +272,10 @@ func (s *Store) drawFault() (err error, before bool) {
 // call runs one logical request through the retry policy and reports it
 // to the Observer once. attempt makes one simulated attempt, adding what
 // it consumed to u.
-func (s *Store) call(ctx context.Context, op string, m mode, attempt func(actx context.Context, u *units) error) error {
+func (s *Store) call(ctx context.Context, op string, m retry.Mode, attempt func(actx context.Context, u *units) error) error {
 	start := time.Now()
 	var u units
-	n, err := s.policy.run(ctx, op, m, func(actx context.Context) error {
+	n, err := s.policy.Run(ctx, op, m, func(actx context.Context) error {
 		return attempt(actx, &u)
 	})
 	if s.obs != nil {
@@ -340,11 +342,11 @@ func (s *Store) attempt(actx context.Context, u *units, r request, apply func(ct
 
 func (s *Store) inWindow(actx context.Context, u *units, d, at time.Duration, fault error, before bool, r request, apply func(ctx context.Context) error) error {
 	if err := sleep(actx, at); err != nil {
-		return &attemptError{err: err, class: classUnknown, kind: dynastore.ErrUnavailable}
+		return failure(err, retry.Unknown, dynastore.ErrUnavailable)
 	}
 	if fault != nil && before {
 		_ = sleep(actx, d-at)
-		return &attemptError{err: fault, class: classUnapplied, kind: dynastore.ErrUnavailable}
+		return failure(fault, retry.Unapplied, dynastore.ErrUnavailable)
 	}
 	var err error
 	if r.applied != nil && *r.applied {
@@ -363,14 +365,14 @@ func (s *Store) inWindow(actx context.Context, u *units, d, at time.Duration, fa
 	case nil:
 	case errTimeout:
 		<-actx.Done()
-		return &attemptError{err: fault, class: classUnknown, kind: dynastore.ErrUnavailable}
+		return failure(fault, retry.Unknown, dynastore.ErrUnavailable)
 	default:
 		_ = sleep(actx, d-at)
-		return &attemptError{err: fault, class: classUnknown, kind: dynastore.ErrUnavailable}
+		return failure(fault, retry.Unknown, dynastore.ErrUnavailable)
 	}
 	if serr := sleep(actx, d-at); serr != nil && err == nil {
 		// Applied, but the answer came after the attempt's time.
-		return &attemptError{err: serr, class: classUnknown, kind: dynastore.ErrUnavailable}
+		return failure(serr, retry.Unknown, dynastore.ErrUnavailable)
 	}
 	return err
 }
@@ -387,13 +389,13 @@ func throttled(r request, parts []bool, table bool) error {
 				rs[i].Code = dynastore.ReasonThrottled
 			}
 		}
-		return &attemptError{err: &dynastore.TxCanceledError{Reasons: rs}, class: classUnapplied, kind: dynastore.ErrThrottled}
+		return failure(&dynastore.TxCanceledError{Reasons: rs}, retry.Unapplied, dynastore.ErrThrottled)
 	}
 	what := "ProvisionedThroughputExceededException: the partition's throughput was exceeded"
 	if table {
 		what = "ThrottlingException: the table's on-demand throughput was exceeded"
 	}
-	return &attemptError{err: errors.New(what), class: classUnapplied, kind: dynastore.ErrThrottled}
+	return failure(errors.New(what), retry.Unapplied, dynastore.ErrThrottled)
 }
 
 // conflict is an attempt refused by a request in flight: a cancellation
@@ -401,12 +403,10 @@ func throttled(r request, parts []bool, table bool) error {
 // TransactionConflictException.
 func conflict(r request, at func(i int) bool) error {
 	if r.tx {
-		return &attemptError{err: conflictReasons(len(r.keys), at), class: classUnapplied, kind: dynastore.ErrTxConflict}
+		return failure(conflictReasons(len(r.keys), at), retry.Unapplied, dynastore.ErrTxConflict)
 	}
-	return &attemptError{
-		err:   fmt.Errorf("TransactionConflictException: the item is being written by a transaction: %w", dynastore.ErrTxConflict),
-		class: classUnapplied, kind: dynastore.ErrTxConflict,
-	}
+	return failure(fmt.Errorf("TransactionConflictException: the item is being written by a transaction: %w", dynastore.ErrTxConflict),
+		retry.Unapplied, dynastore.ErrTxConflict)
 }
 
 // final marks a memory store's answer as the request's (a condition
@@ -415,17 +415,17 @@ func final(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ae *attemptError
-	if errors.As(err, &ae) {
+	var f *retry.Failure
+	if errors.As(err, &f) {
 		return err
 	}
-	return &attemptError{err: err, class: classFinal}
+	return failure(err, retry.Final, nil)
 }
 
 // ---- dynastore.Store ---------------------------------------------------------
 
 func (s *Store) write(ctx context.Context, op string, k dynastore.Key, apply func(ctx context.Context) error) error {
-	return s.call(ctx, op, retryUnapplied, func(actx context.Context, u *units) error {
+	return s.call(ctx, op, retry.Once, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{
 			span: s.lat.Write, write: true, kind: flightWrite,
 			keys: []dynastore.Key{k}, pks: []string{string(k.PK)},
@@ -436,7 +436,7 @@ func (s *Store) write(ctx context.Context, op string, k dynastore.Key, apply fun
 // Get implements dynastore.Store.
 func (s *Store) Get(ctx context.Context, k dynastore.Key) (dynastore.Item, error) {
 	var it dynastore.Item
-	err := s.call(ctx, dynastore.OpGetItem, retrySafe, func(actx context.Context, u *units) error {
+	err := s.call(ctx, dynastore.OpGetItem, retry.Idempotent, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{span: s.lat.Get, pks: []string{string(k.PK)}}, func(ctx context.Context) (err error) {
 			it, err = s.mem.Get(ctx, k)
 			return err
@@ -468,7 +468,7 @@ func (s *Store) batchGet(ctx context.Context, keys []dynastore.Key, out []dynast
 	for i := range pending {
 		pending[i] = i
 	}
-	return s.call(ctx, dynastore.OpBatchGetItem, retrySafe, func(actx context.Context, u *units) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(actx context.Context, u *units) error {
 		pks := make([]string, len(pending))
 		for j, i := range pending {
 			pks[j] = string(keys[i].PK)
@@ -508,7 +508,7 @@ func (s *Store) batchGet(ctx context.Context, keys []dynastore.Key, out []dynast
 		}
 		pending = left
 		if len(left) > 0 {
-			return &attemptError{err: errors.New("unprocessed keys: partitions over budget"), class: classUnapplied, kind: dynastore.ErrThrottled, progress: false}
+			return failure(errors.New("unprocessed keys: partitions over budget"), retry.Unapplied, dynastore.ErrThrottled)
 		}
 		return nil
 	})
@@ -567,7 +567,7 @@ func (s *Store) Transact(ctx context.Context, actions []dynastore.TxAction) erro
 		pks[i] = string(keys[i].PK)
 	}
 	applied := false
-	return s.call(ctx, dynastore.OpTransactWriteItems, retrySafe, func(actx context.Context, u *units) error {
+	return s.call(ctx, dynastore.OpTransactWriteItems, retry.Idempotent, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{
 			span: s.lat.TxWrite, write: true, tx: true, kind: flightTxWrite,
 			keys: keys, pks: pks, applied: &applied,
@@ -584,7 +584,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 		pks[i] = string(k.PK)
 	}
 	var items []dynastore.Item
-	err := s.call(ctx, dynastore.OpTransactGetItems, retrySafe, func(actx context.Context, u *units) error {
+	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Idempotent, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{
 			span: s.lat.TxGet, tx: true, kind: flightTxGet, keys: keys, pks: pks,
 		}, func(ctx context.Context) (err error) {
@@ -601,7 +601,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 // Query implements dynastore.Store.
 func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
 	var page dynastore.QueryPage
-	err := s.call(ctx, dynastore.OpQuery, retrySafe, func(actx context.Context, u *units) error {
+	err := s.call(ctx, dynastore.OpQuery, retry.Idempotent, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{span: s.lat.Query, pks: []string{string(q.PK)}}, func(ctx context.Context) (err error) {
 			page, err = s.mem.Query(ctx, q)
 			return err
@@ -616,7 +616,7 @@ func (s *Store) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPa
 // Scan implements dynastore.Store; a scan is charged to the table only.
 func (s *Store) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
 	var page dynastore.ScanPage
-	err := s.call(ctx, dynastore.OpScan, retrySafe, func(actx context.Context, u *units) error {
+	err := s.call(ctx, dynastore.OpScan, retry.Idempotent, func(actx context.Context, u *units) error {
 		return final(s.attempt(actx, u, request{span: s.lat.Scan}, func(ctx context.Context) (err error) {
 			page, err = s.mem.Scan(ctx, sc)
 			return err

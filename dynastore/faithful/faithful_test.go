@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/retry"
 	"github.com/redamo/redamo/dynastore/storetest"
 )
 
@@ -44,7 +45,7 @@ func incr(k dynastore.Key) dynastore.Update {
 }
 
 // once is a policy of one attempt: the rules' own answers, unretried.
-var once = Policy{MaxAttempts: 1, AttemptTimeout: time.Minute, Budget: time.Minute, Base: time.Millisecond, Cap: time.Millisecond}
+var once = retry.Policy{MaxAttempts: 1, AttemptTimeout: time.Minute, Budget: time.Minute, Base: time.Millisecond, Cap: time.Millisecond}
 
 // TestConflictRules: a request arriving while another is in flight on
 // the same item, for each pair of kinds, answers as DynamoDB's conflict
@@ -128,7 +129,7 @@ func TestTransactGetCanceledByWriteInFlight(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name    string
-		policy  Policy
+		policy  retry.Policy
 		wantErr bool
 	}{
 		{name: "canceled", policy: once, wantErr: true},
@@ -297,7 +298,7 @@ func TestTableCeiling(t *testing.T) {
 // transaction whose answer was lost is retried and applied once.
 func TestFaultOutcomes(t *testing.T) {
 	ctx := context.Background()
-	quick := Policy{MaxAttempts: 6, AttemptTimeout: 20 * time.Millisecond, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
+	quick := retry.Policy{MaxAttempts: 6, AttemptTimeout: 20 * time.Millisecond, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
 	for _, c := range []struct {
 		name   string
 		faults Faults
