@@ -29,13 +29,12 @@
 //     needs one draw among five kinds, inside its window, and must know
 //     whether the memory store applied what it asked.
 //
-// Every call goes through the DynamoDB backend's retry policy (dynastore/retry,
-// with the backend's defaults):
-// each simulated attempt's error says whether it was applied, so a single
-// write whose outcome is unknown is not repeated and a transaction is
-// (its client token makes it idempotent: a transaction applied by an
-// attempt whose answer was lost is not applied again). Randomness comes
-// from one seeded source.
+// Every call goes through the DynamoDB backend's retry policy
+// (dynastore/retry, with the backend's defaults): each simulated attempt's
+// error says whether it was applied, so a single write whose outcome is
+// unknown is not repeated and a transaction is (its client token makes it
+// idempotent: a transaction applied by an attempt whose answer was lost
+// is not applied again). Randomness comes from one seeded source.
 //
 // Where each figure comes from (Amazon DynamoDB Developer Guide, under
 // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/):
