@@ -471,11 +471,11 @@ func TestTxWatchOptimisticIncrements(t *testing.T) {
 // increments back to back, and readers never see half of a transfer.
 // TestTxReadOnlyExecUnderWrites: on AWS a TransactGetItems is canceled by
 // any write in flight on its items, so while clients INCR a key on and on
-// a read-only EXEC of it never gets its snapshot, and a second reading of
-// plain reads always finds the counter changed. Such an EXEC still
-// answers: it reads the counter alone, between the readings of the other
-// keys (only on the faithful store: DynamoDB Local never cancels a
-// TransactGetItems).
+// a read-only EXEC (or EVAL_RO) of it never gets its snapshot, and a
+// second reading of plain reads always finds the counter changed. Such a
+// read still answers: it reads the counter alone, between the readings of
+// the other keys (only on the faithful store: DynamoDB Local never
+// cancels a TransactGetItems).
 func TestTxReadOnlyExecUnderWrites(t *testing.T) {
 	b := testserver.Faithful(t, 7)
 	a, z := b.Start(t), b.Start(t)
@@ -501,23 +501,36 @@ func TestTxReadOnlyExecUnderWrites(t *testing.T) {
 			}
 		}()
 	}
-	reader := z.Client(t).Conn()
-	t.Cleanup(func() { _ = reader.Close() })
-	last := int64(-1)
-	for i := range 20 {
-		txQueue(t, reader, txCmd("GET", "k"), txCmd("GET", "j"))
-		v, err := txDo(reader, "EXEC")
-		require.NoError(t, err, "read-only EXEC %d", i)
-		r := v.([]any)
-		n, err := strconv.ParseInt(r[0].(string), 10, 64)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, n, last, "EXEC %d read k going back", i)
-		last = n
+	defer func() {
+		close(stop)
+		writers.Wait()
+		require.Zero(t, writeErrs.Load())
+	}()
+	conn := z.Client(t).Conn()
+	t.Cleanup(func() { _ = conn.Close() })
+	for _, r := range []struct {
+		name string
+		read func() (any, error)
+	}{
+		{"EXEC", func() (any, error) {
+			txQueue(t, conn, txCmd("GET", "k"), txCmd("GET", "j"))
+			return txDo(conn, "EXEC")
+		}},
+		{"EVAL_RO", func() (any, error) {
+			return txDo(conn, "EVAL_RO", "return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}", 2, "k", "j")
+		}},
+	} {
+		last := int64(-1)
+		for i := range 10 {
+			v, err := r.read()
+			require.NoError(t, err, "read-only %s %d", r.name, i)
+			n, err := strconv.ParseInt(v.([]any)[0].(string), 10, 64)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, n, last, "%s %d read k going back", r.name, i)
+			last = n
+		}
 	}
-	close(stop)
-	writers.Wait()
-	require.Zero(t, writeErrs.Load())
-	t.Logf("k reached %d; EXEC requests %v", last, opsFor(b.Stats, "exec"))
+	t.Logf("EXEC requests %v, EVAL_RO requests %v", opsFor(b.Stats, "exec"), opsFor(b.Stats, "eval_ro"))
 }
 
 func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
