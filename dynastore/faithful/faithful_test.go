@@ -291,6 +291,13 @@ func TestTableCeiling(t *testing.T) {
 	clock.advance(31 * time.Minute)
 	require.NoError(t, writes(20), "twice the previous peak, once it is 30 minutes old")
 	require.ErrorIs(t, writes(1), dynastore.ErrThrottled)
+	// A transaction on a table over its ceiling is canceled with
+	// ThrottlingError on every item.
+	err := s.Transact(ctx, []dynastore.TxAction{{Op: dynastore.TxPut, Item: item(key("x"), 1)}, {Op: dynastore.TxPut, Item: item(key("y"), 1)}})
+	var canceled *dynastore.TxCanceledError
+	require.ErrorAs(t, err, &canceled)
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	require.Equal(t, []dynastore.TxReason{{Code: dynastore.ReasonThrottled}, {Code: dynastore.ReasonThrottled}}, canceled.Reasons)
 }
 
 // TestFaultOutcomes: a single write whose outcome is unknown is not
@@ -465,5 +472,51 @@ func TestScaleCompressesCapacity(t *testing.T) {
 	for range 10 {
 		_, err := s.Update(ctx, k, incr(k), dynastore.WriteOptions{})
 		require.NoError(t, err)
+	}
+}
+
+// TestBatchGetUnprocessedKeys: a BatchGetItem whose keys are partly on a
+// partition over budget reads the others and asks again for the rest,
+// as BatchGetItem's UnprocessedKeys make a client do.
+func TestBatchGetUnprocessedKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		refill  bool // the hot partition's budget comes back after the first attempt
+		wantErr bool
+	}{
+		{name: "throttled keys asked again", refill: true},
+		{name: "throttled for good", wantErr: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, clock := frozenStore(Capacity{PartitionRCU: 3, PartitionWCU: 1, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
+			s.policy = retry.Policy{MaxAttempts: 2, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
+			hot, cold := key("hot"), key("cold")
+			for _, k := range []dynastore.Key{hot, cold} {
+				_, err := s.Memory().Put(ctx, item(k, 1), dynastore.WriteOptions{})
+				require.NoError(t, err)
+			}
+			for range 3 {
+				_, err := s.Get(ctx, hot)
+				require.NoError(t, err)
+			}
+			attempts := 0
+			s.held = func(flightKind) {
+				attempts++
+				if c.refill {
+					clock.advance(time.Second)
+				}
+			}
+			items, err := s.BatchGet(ctx, []dynastore.Key{cold, hot})
+			if c.wantErr {
+				require.ErrorIs(t, err, dynastore.ErrThrottled)
+				require.Equal(t, 1, attempts, "only the cold key was read; the second attempt found the hot partition still over budget")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 2, attempts)
+			require.NotNil(t, items[0])
+			require.NotNil(t, items[1])
+		})
 	}
 }
