@@ -36,9 +36,9 @@ type backend struct {
 	// whose requests the processes count).
 	stats *dynastore.Stats
 	// faulty turns the faithful store's faults on (killFaults), for a test
-	// whose clients expect errors, once its setup is done; DynamoDB Local
-	// injects none.
-	faulty func()
+	// whose clients expect errors, once its setup is done, and calm off
+	// again for its final checks; DynamoDB Local injects none.
+	faulty, calm func()
 }
 
 // node is one instance that can be killed abruptly and started again on
@@ -63,6 +63,7 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 			},
 			cluster: cluster,
 			faulty:  func() {},
+			calm:    func() {},
 		})
 	})
 	t.Run("faithful", func(t *testing.T) {
@@ -72,6 +73,7 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 		fb := testserver.Faithful(t, seed, func(o *faithful.Options) { o.Observer = dynastore.Observers{o.Observer, kinds} })
 		b := backend{name: "faithful", stats: fb.Stats}
 		b.faulty = func() { fb.Store.(*faithful.Store).SetFaults(killFaults) }
+		b.calm = func() { fb.Store.(*faithful.Store).SetFaults(faithful.Faults{}) }
 		b.node = func(t *testing.T) node { return &inproc{t: t, store: fb.Store, stats: fb.Stats} }
 		b.cluster = func(t *testing.T, n int) []*redis.Client {
 			cs := make([]*redis.Client, n)
