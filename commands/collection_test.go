@@ -50,6 +50,14 @@ func collBackends(t *testing.T) []collBackend {
 	return out
 }
 
+// collInstanceBackends is collBackends and the embedded store's
+// AWS-faithful mode, for the tests across instances.
+func collInstanceBackends(t *testing.T) []collBackend {
+	t.Helper()
+	f := testserver.Faithful(t, 1)
+	return append(collBackends(t), collBackend{name: f.Name, store: f.Store, stats: f.Stats, big: 20_000})
+}
+
 func testingDynamo() bool { return os.Getenv(dynamotest.EnvEndpoint) != "" }
 
 // forBackends runs body on a fresh server per backend.
@@ -729,7 +737,7 @@ func mustInt(t *testing.T, cmd *redis.IntCmd) int64 {
 // SSCAN/HSCAN, alternating between two server instances on one store: the
 // cursor is in the table, not in either process.
 func TestCollectionScanAcrossInstances(t *testing.T) {
-	for _, b := range collBackends(t) {
+	for _, b := range collInstanceBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			a := testserver.Start(t, b.store).Client(t)
@@ -1020,7 +1028,7 @@ func TestCollectionCachesAcrossInstances(t *testing.T) {
 			"a srem L m128 m129 zz -> 2 #3", "a exists L -> 0",
 		}},
 	}
-	for _, b := range collBackends(t) {
+	for _, b := range collInstanceBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			clients := map[string]*redis.Client{

@@ -227,7 +227,7 @@ func TestKeyCommandsOverTCP(t *testing.T) {
 // each round of SET NX PX has exactly one winner; a SCAN cursor from one
 // instance continues on another.
 func TestInstancesShareOneTruth(t *testing.T) {
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			clock := newTestClock()

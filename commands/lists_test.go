@@ -215,7 +215,7 @@ func TestListRequestCounts(t *testing.T) {
 // the model; elements differ in content and length, so a value that
 // aliased an earlier request's bytes would show.
 func TestListCachesAcrossInstances(t *testing.T) {
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
@@ -483,7 +483,7 @@ func waitBlocked(t *testing.T, s *testserver.Server, n int) {
 // TestListBlockingAcrossInstances: a push through one instance reaches a
 // client blocked on another (same store) through the poller.
 func TestListBlockingAcrossInstances(t *testing.T) {
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s1 := b.Start(t, testserver.WithConfig(func(cfg *commands.Config) { cfg.BlockingPoll = 50 * time.Millisecond }))

@@ -350,6 +350,9 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 		return
 	}
 	db := c.DB()
+	// hot is the one item a read-only run found changed: the next run
+	// reads it after the others (LoadAround), as EXEC does.
+	var hot *dynastore.Key
 	err := model.RetryConflicts(c, func(int) error {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		run.st, run.resp, run.errAt = txn, 2, ""
@@ -361,9 +364,12 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 			}
 		}
 		var out scriptOutcome
-		if run.readOnly {
+		switch {
+		case run.readOnly && hot != nil:
+			out.err = txn.LoadAround(c, itemKeys, *hot)
+		case run.readOnly:
 			out.err = txn.LoadSnapshot(c, itemKeys)
-		} else {
+		default:
 			txn.Hint(itemKeys)
 		}
 		if out.err == nil {
@@ -378,6 +384,9 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 		if model.Retryable(out.err) {
 			if out.L != nil {
 				out.L.Close()
+			}
+			if changed := txn.Changed(); run.readOnly && len(changed) == 1 {
+				hot = &changed[0]
 			}
 			return model.ErrConflict
 		}

@@ -35,7 +35,7 @@ return v + 1`
 // script loaded through one instance runs by SHA1 through the other.
 func TestScriptAtomicAcrossInstances(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
 			sha, err := a.ScriptLoad(ctx, incrScript).Result()
@@ -188,7 +188,7 @@ func TestFunctionsAcrossInstances(t *testing.T) {
 		"  return v + 1\n" +
 		"end)\n" +
 		"redis.register_function{function_name='peek', flags={'no-writes'}, callback=function(keys) return redis.call('GET', keys[1]) end}"
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			a, other := b.Start(t).Client(t), b.Start(t).Client(t)
 			require.Equal(t, "counters", a.FunctionLoad(ctx, lib).Val())

@@ -333,7 +333,7 @@ func must[T any](v T, err error) T {
 // allowed call sees one less remaining: every call applied atomically.
 func TestThrottleAcrossInstances(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range testserver.Stores(t) {
+	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			clients := []*redis.Client{b.Start(t).Client(t), b.Start(t).Client(t)}
 			const workers, each, limit = 8, 12, 30

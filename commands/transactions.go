@@ -295,6 +295,9 @@ func cmdExec(c *Ctx) {
 	for _, q := range tx.queue {
 		readOnly = readOnly && q.cmd.HasFlag(FlagReadonly)
 	}
+	// hot is the one item a read-only attempt found changed: the next
+	// one reads it after the others (LoadAround).
+	var hot *dynastore.Key
 	err := model.RetryConflicts(c, func(int) error {
 		txn := model.NewTxn(c.Store, coveredByKeyItem)
 		for _, w := range tx.watched {
@@ -308,7 +311,13 @@ func cmdExec(c *Ctx) {
 			}
 		}
 		if readOnly {
-			if err := txn.LoadSnapshot(c, keys); err != nil {
+			var err error
+			if hot != nil {
+				err = txn.LoadAround(c, keys, *hot)
+			} else {
+				err = txn.LoadSnapshot(c, keys)
+			}
+			if err != nil {
 				return fmt.Errorf("commands: EXEC: %w", err)
 			}
 		} else {
@@ -334,6 +343,9 @@ func cmdExec(c *Ctx) {
 		}
 		// The connection's own state as at EXEC (SELECT, HELLO).
 		c.Conn.DB, c.Conn.Proto = db, proto
+		if changed := txn.Changed(); readOnly && len(changed) == 1 {
+			hot = &changed[0]
+		}
 		if model.Retryable(err) {
 			return model.ErrConflict
 		}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,11 +44,18 @@ type txPair struct {
 // backend with two instances on one store.
 func forEachTxServer(t *testing.T, f func(t *testing.T, p txPair)) {
 	t.Helper()
+	forEachTxServerOn(t, testserver.Stores(t), f)
+}
+
+// forEachTxServerOn is forEachTxServer on the given backends (the tests
+// across instances take testserver.Instances).
+func forEachTxServerOn(t *testing.T, backends []testserver.Backend, f func(t *testing.T, p txPair)) {
+	t.Helper()
 	t.Run("redis-server", func(t *testing.T) {
 		addr := testserver.RedisServer(t)
 		f(t, txPair{a: addr, b: addr})
 	})
-	for _, b := range testserver.Stores(t) {
+	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
 			f(t, txPair{a: b.Start(t).Addr, b: b.Start(t).Addr, redamo: true})
 		})
@@ -357,7 +365,7 @@ func TestTxWatchAcrossDatabases(t *testing.T) {
 // A key alive at WATCH that expires before EXEC breaks the watch, even if
 // no client touches it; a key that had expired before WATCH does not.
 func TestTxWatchExpiryAcrossInstances(t *testing.T) {
-	forEachTxServer(t, func(t *testing.T, p txPair) {
+	forEachTxServerOn(t, testserver.Instances(t), func(t *testing.T, p txPair) {
 		c := txConn(t, p.a, 0)
 		other := txConn(t, p.b, 0)
 		txMust(t, c, "FLUSHALL")
@@ -461,6 +469,70 @@ func TestTxWatchOptimisticIncrements(t *testing.T) {
 // Without WATCH, an EXEC is still one atomic step: concurrent
 // MULTI/INCR/INCR/GET/EXEC through two instances each see their two
 // increments back to back, and readers never see half of a transfer.
+// TestTxReadOnlyExecUnderWrites: on AWS a TransactGetItems is canceled by
+// any write in flight on its items, so while clients INCR a key on and on
+// a read-only EXEC (or EVAL_RO) of it never gets its snapshot, and a
+// second reading of plain reads always finds the counter changed. Such a
+// read still answers: it reads the counter alone, between the readings of
+// the other keys (only on the faithful store: DynamoDB Local never
+// cancels a TransactGetItems).
+func TestTxReadOnlyExecUnderWrites(t *testing.T) {
+	b := testserver.Faithful(t, 7)
+	a, z := b.Start(t), b.Start(t)
+	ctx := context.Background()
+	require.NoError(t, a.Client(t).MSet(ctx, "k", 0, "j", 0).Err())
+	writer := a.Client(t)
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	var writeErrs atomic.Int64
+	for range 2 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := writer.Incr(ctx, "k").Err(); err != nil {
+					writeErrs.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		writers.Wait()
+		require.Zero(t, writeErrs.Load())
+	}()
+	conn := z.Client(t).Conn()
+	t.Cleanup(func() { _ = conn.Close() })
+	for _, r := range []struct {
+		name string
+		read func() (any, error)
+	}{
+		{"EXEC", func() (any, error) {
+			txQueue(t, conn, txCmd("GET", "k"), txCmd("GET", "j"))
+			return txDo(conn, "EXEC")
+		}},
+		{"EVAL_RO", func() (any, error) {
+			return txDo(conn, "EVAL_RO", "return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}", 2, "k", "j")
+		}},
+	} {
+		last := int64(-1)
+		for i := range 10 {
+			v, err := r.read()
+			require.NoError(t, err, "read-only %s %d", r.name, i)
+			n, err := strconv.ParseInt(v.([]any)[0].(string), 10, 64)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, n, last, "%s %d read k going back", r.name, i)
+			last = n
+		}
+	}
+	t.Logf("EXEC requests %v, EVAL_RO requests %v", opsFor(b.Stats, "exec"), opsFor(b.Stats, "eval_ro"))
+}
+
 func TestTxExecIsAtomicWithoutWatch(t *testing.T) {
 	forEachTxServer(t, func(t *testing.T, p txPair) {
 		ctx := context.Background()

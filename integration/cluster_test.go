@@ -102,67 +102,71 @@ func cluster(t *testing.T, n int) []*redis.Client {
 }
 
 func TestClusterIncrExactTotal(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const workers, each = 50, 20
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cs[w%len(cs)]
-			for range each {
-				if err := c.Incr(ctx, "counter").Err(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	for _, c := range cs {
-		got, err := c.Get(ctx, "counter").Int()
-		require.NoError(t, err)
-		require.Equal(t, workers*each, got)
-	}
-}
-
-func TestClusterSetNXOneWinnerPerRound(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const rounds, contenders = 25, 15
-	for r := range rounds {
-		key := "lock:" + strconv.Itoa(r)
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const workers, each = 50, 20
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		winners := 0
-		for i := range contenders {
+		errs := make(chan error, workers)
+		for w := range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := cs[i%len(cs)].SetNX(ctx, key, "owner"+strconv.Itoa(i), 5*time.Second).Result()
-				if err != nil {
-					t.Errorf("round %d: %v", r, err)
-					return
-				}
-				if ok {
-					mu.Lock()
-					winners++
-					mu.Unlock()
+				c := cs[w%len(cs)]
+				for range each {
+					if err := c.Incr(ctx, "counter").Err(); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}()
 		}
 		wg.Wait()
-		require.Equal(t, 1, winners, "round %d", r)
-		pttl, err := cs[r%len(cs)].PTTL(ctx, key).Result()
-		require.NoError(t, err)
-		require.Greater(t, pttl, time.Duration(0), "the lock must carry its expiry")
-	}
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		for _, c := range cs {
+			got, err := c.Get(ctx, "counter").Int()
+			require.NoError(t, err)
+			require.Equal(t, workers*each, got)
+		}
+	})
+}
+
+func TestClusterSetNXOneWinnerPerRound(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const rounds, contenders = 25, 15
+		for r := range rounds {
+			key := "lock:" + strconv.Itoa(r)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			winners := 0
+			for i := range contenders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := cs[i%len(cs)].SetNX(ctx, key, "owner"+strconv.Itoa(i), 5*time.Second).Result()
+					if err != nil {
+						t.Errorf("round %d: %v", r, err)
+						return
+					}
+					if ok {
+						mu.Lock()
+						winners++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			require.Equal(t, 1, winners, "round %d", r)
+			pttl, err := cs[r%len(cs)].PTTL(ctx, key).Result()
+			require.NoError(t, err)
+			require.Greater(t, pttl, time.Duration(0), "the lock must carry its expiry")
+		}
+	})
 }
 
 // regInput is one operation of the linearizability check on a single key.
@@ -202,58 +206,60 @@ var registerModel = porcupine.Model{
 }
 
 func TestClusterLinearizable(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const workers, ops = 9, 60
-	start := time.Now()
-	var mu sync.Mutex
-	var history []porcupine.Operation
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			c := cs[w%len(cs)]
-			for range ops {
-				in := regInput{}
-				switch rng.IntN(3) {
-				case 0:
-					in = regInput{op: "set", val: rng.Int64N(1000)}
-				case 1:
-					in = regInput{op: "incr"}
-				default:
-					in = regInput{op: "get"}
-				}
-				call := time.Since(start).Nanoseconds()
-				var out regOutput
-				var err error
-				switch in.op {
-				case "set":
-					err = c.Set(ctx, "reg", in.val, 0).Err()
-				case "incr":
-					out.val, err = c.Incr(ctx, "reg").Result()
-				case "get":
-					out.val, err = c.Get(ctx, "reg").Int64()
-					out.ok = err == nil
-					if errors.Is(err, redis.Nil) {
-						err = nil
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const workers, ops = 9, 60
+		start := time.Now()
+		var mu sync.Mutex
+		var history []porcupine.Operation
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), 42))
+				c := cs[w%len(cs)]
+				for range ops {
+					in := regInput{}
+					switch rng.IntN(3) {
+					case 0:
+						in = regInput{op: "set", val: rng.Int64N(1000)}
+					case 1:
+						in = regInput{op: "incr"}
+					default:
+						in = regInput{op: "get"}
 					}
+					call := time.Since(start).Nanoseconds()
+					var out regOutput
+					var err error
+					switch in.op {
+					case "set":
+						err = c.Set(ctx, "reg", in.val, 0).Err()
+					case "incr":
+						out.val, err = c.Incr(ctx, "reg").Result()
+					case "get":
+						out.val, err = c.Get(ctx, "reg").Int64()
+						out.ok = err == nil
+						if errors.Is(err, redis.Nil) {
+							err = nil
+						}
+					}
+					ret := time.Since(start).Nanoseconds()
+					if err != nil {
+						// An errored write may or may not have happened, which
+						// this model cannot express: no error is expected here.
+						t.Errorf("%s: %v", in.op, err)
+						return
+					}
+					mu.Lock()
+					history = append(history, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
+					mu.Unlock()
 				}
-				ret := time.Since(start).Nanoseconds()
-				if err != nil {
-					// An errored write may or may not have happened, which
-					// this model cannot express: no error is expected here.
-					t.Errorf("%s: %v", in.op, err)
-					return
-				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	res := porcupine.CheckOperationsTimeout(registerModel, history, 60*time.Second)
-	require.Equal(t, porcupine.Ok, res, "history of %d operations is not linearizable", len(history))
+			}()
+		}
+		wg.Wait()
+		res := porcupine.CheckOperationsTimeout(registerModel, history, 60*time.Second)
+		require.Equal(t, porcupine.Ok, res, "history of %d operations is not linearizable", len(history))
+	})
 }

@@ -75,76 +75,82 @@ func lpush(c *redis.Client, id int) error {
 }
 
 func TestClusterQueueRPOP(t *testing.T) {
-	queueExactlyOnce(t, cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
-		v, err := c.RPop(context.Background(), "queue").Result()
-		if err == redis.Nil {
-			return "", false, nil
-		}
-		return v, err == nil, err
+	forBackends(t, func(t *testing.T, b backend) {
+		queueExactlyOnce(t, b.cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
+			v, err := c.RPop(context.Background(), "queue").Result()
+			if err == redis.Nil {
+				return "", false, nil
+			}
+			return v, err == nil, err
+		})
 	})
 }
 
 func TestClusterQueueBLPOP(t *testing.T) {
-	queueExactlyOnce(t, cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
-		kv, err := c.BLPop(context.Background(), time.Second, "queue").Result()
-		if err == redis.Nil {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, err
-		}
-		return kv[1], true, nil
+	forBackends(t, func(t *testing.T, b backend) {
+		queueExactlyOnce(t, b.cluster(t, 3), "queue", 20, 20, 15, 2*time.Minute, lpush, func(c *redis.Client) (string, bool, error) {
+			kv, err := c.BLPop(context.Background(), time.Second, "queue").Result()
+			if err == redis.Nil {
+				return "", false, nil
+			}
+			if err != nil {
+				return "", false, err
+			}
+			return kv[1], true, nil
+		})
 	})
 }
 
 func TestClusterSetsAndHashes(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const workers, each = 12, 25
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cs[w%len(cs)]
-			for i := range each {
-				// Members overlap between workers, so adds and removes race.
-				m := "m" + strconv.Itoa((w*7+i)%40)
-				var err error
-				if i%3 == 2 {
-					err = c.SRem(ctx, "set", m).Err()
-				} else {
-					err = c.SAdd(ctx, "set", m).Err()
-				}
-				if err == nil {
-					err = c.HIncrBy(ctx, "hash", "f"+strconv.Itoa(i%3), int64(w+1)).Err()
-				}
-				if err != nil {
-					t.Errorf("worker %d: %v", w, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, c := range cs {
-		card, err := c.SCard(ctx, "set").Result()
-		require.NoError(t, err)
-		members, err := c.SMembers(ctx, "set").Result()
-		require.NoError(t, err)
-		require.Equal(t, int(card), len(members))
-		vals, err := c.HGetAll(ctx, "hash").Result()
-		require.NoError(t, err)
-		sum := 0
-		for _, v := range vals {
-			n, err := strconv.Atoi(v)
-			require.NoError(t, err)
-			sum += n
-		}
-		want := 0
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const workers, each = 12, 25
+		var wg sync.WaitGroup
 		for w := range workers {
-			want += (w + 1) * each
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := cs[w%len(cs)]
+				for i := range each {
+					// Members overlap between workers, so adds and removes race.
+					m := "m" + strconv.Itoa((w*7+i)%40)
+					var err error
+					if i%3 == 2 {
+						err = c.SRem(ctx, "set", m).Err()
+					} else {
+						err = c.SAdd(ctx, "set", m).Err()
+					}
+					if err == nil {
+						err = c.HIncrBy(ctx, "hash", "f"+strconv.Itoa(i%3), int64(w+1)).Err()
+					}
+					if err != nil {
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+				}
+			}()
 		}
-		require.Equal(t, want, sum, "HINCRBY from every worker counted exactly once")
-	}
+		wg.Wait()
+		for _, c := range cs {
+			card, err := c.SCard(ctx, "set").Result()
+			require.NoError(t, err)
+			members, err := c.SMembers(ctx, "set").Result()
+			require.NoError(t, err)
+			require.Equal(t, int(card), len(members))
+			vals, err := c.HGetAll(ctx, "hash").Result()
+			require.NoError(t, err)
+			sum := 0
+			for _, v := range vals {
+				n, err := strconv.Atoi(v)
+				require.NoError(t, err)
+				sum += n
+			}
+			want := 0
+			for w := range workers {
+				want += (w + 1) * each
+			}
+			require.Equal(t, want, sum, "HINCRBY from every worker counted exactly once")
+		}
+	})
 }

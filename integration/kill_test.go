@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -53,79 +52,81 @@ func (in *instance) kill() { in.proc.Kill() }
 // back), then restarts it on the same table: no element is ever lost or
 // duplicated, and a sorted set's order agrees with its members' scores.
 func TestKillMidMultiKeyCommands(t *testing.T) {
-	ep := endpoint(t)
-	table := fmt.Sprintf("kill_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
-	in := &instance{t: t, args: []string{"--store", "dynamodb", "--endpoint", ep,
-		"--region", "us-east-1", "--table", table, "--create-table"}}
-	ctx := context.Background()
+	forBackends(t, func(t *testing.T, b backend) {
+		in := b.node(t)
+		ctx := context.Background()
 
-	// 150 members: more than an inline collection holds, so both layouts'
-	// transactions are exercised as members move and the sizes change.
-	const n = 150
-	members := make([]string, n)
-	for i := range members {
-		members[i] = "m" + strconv.Itoa(i)
-	}
-	c := in.start()
-	require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
-	require.NoError(t, c.RPush(ctx, "la", toAny(members)...).Err())
-	zs := make([]redis.Z, n)
-	for i, m := range members {
-		zs[i] = redis.Z{Score: float64(i), Member: m}
-	}
-	require.NoError(t, c.ZAdd(ctx, "za", zs...).Err())
-	require.NoError(t, c.Close())
-	in.kill()
+		// 150 members: more than an inline collection holds, so both layouts'
+		// transactions are exercised as members move and the sizes change.
+		const n = 150
+		members := make([]string, n)
+		for i := range members {
+			members[i] = "m" + strconv.Itoa(i)
+		}
+		c := in.start()
+		require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
+		require.NoError(t, c.RPush(ctx, "la", toAny(members)...).Err())
+		zs := make([]redis.Z, n)
+		for i, m := range members {
+			zs[i] = redis.Z{Score: float64(i), Member: m}
+		}
+		require.NoError(t, c.ZAdd(ctx, "za", zs...).Err())
+		require.NoError(t, c.Close())
+		in.kill()
 
-	moved := false
-	killRounds(in, rand.New(rand.NewPCG(7, 11)), 12, func(c *redis.Client, r *rand.Rand) {
-		i := r.IntN(n)
-		m := members[i]
-		switch r.IntN(9) {
-		case 5:
-			c.Eval(ctx, zmoveScript, []string{"za", "zb"}, m)
-		case 6:
-			c.Eval(ctx, zmoveScript, []string{"zb", "za"}, m)
-		case 7:
-			c.ZUnionStore(ctx, "zu", &redis.ZStore{Keys: []string{"za", "zb"}})
-		case 8:
-			// A score change moves the member's order item; the
-			// script puts the score back in the same run.
-			c.Eval(ctx, `redis.call('zincrby', KEYS[1], 1000, ARGV[1]) return redis.call('zincrby', KEYS[1], -1000, ARGV[1])`, []string{"za"}, m)
-		case 0:
-			c.SMove(ctx, "sa", "sb", m)
-		case 1:
-			c.SMove(ctx, "sb", "sa", m)
-		case 2:
-			c.LMove(ctx, "la", "lb", "LEFT", "RIGHT")
-		case 3:
-			c.RPopLPush(ctx, "lb", "la")
-		default:
-			c.SUnionStore(ctx, "su", "sa", "sb")
-		}
-	}, func(c *redis.Client, round int) {
-		sa, err := c.SMembers(ctx, "sa").Result()
-		require.NoError(t, err)
-		sb, err := c.SMembers(ctx, "sb").Result()
-		require.NoError(t, err)
-		require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
-		if su, err := c.SMembers(ctx, "su").Result(); err == nil && len(su) > 0 {
-			require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
-		}
-		la, err := c.LRange(ctx, "la", 0, -1).Result()
-		require.NoError(t, err)
-		lb, err := c.LRange(ctx, "lb", 0, -1).Result()
-		require.NoError(t, err)
-		require.Equal(t, members, sorted(append(la, lb...)), "round %d: lists lost or duplicated an element", round)
-		za := zsetChecked(t, c, "za", round)
-		zb := zsetChecked(t, c, "zb", round)
-		require.Equal(t, members, sorted(append(za, zb...)), "round %d: sorted sets lost or duplicated a member", round)
-		if zu := zsetChecked(t, c, "zu", round); len(zu) > 0 {
-			require.Equal(t, members, sorted(zu), "round %d: ZUNIONSTORE stored a partial union", round)
-		}
-		moved = moved || len(sb) > 0 || len(lb) > 0 || len(zb) > 0
+		moved := false
+		b.faulty()
+		killRounds(in, rand.New(rand.NewPCG(7, 11)), 12, func(c *redis.Client, r *rand.Rand) {
+			i := r.IntN(n)
+			m := members[i]
+			switch r.IntN(9) {
+			case 5:
+				c.Eval(ctx, zmoveScript, []string{"za", "zb"}, m)
+			case 6:
+				c.Eval(ctx, zmoveScript, []string{"zb", "za"}, m)
+			case 7:
+				c.ZUnionStore(ctx, "zu", &redis.ZStore{Keys: []string{"za", "zb"}})
+			case 8:
+				// A score change moves the member's order item; the
+				// script puts the score back in the same run. Only a
+				// member of za: ZINCRBY of one that moved to zb would
+				// add it to za again, at score 0, as Redis does.
+				c.Eval(ctx, `if redis.call('zscore', KEYS[1], ARGV[1]) then redis.call('zincrby', KEYS[1], 1000, ARGV[1]) return redis.call('zincrby', KEYS[1], -1000, ARGV[1]) end`, []string{"za"}, m)
+			case 0:
+				c.SMove(ctx, "sa", "sb", m)
+			case 1:
+				c.SMove(ctx, "sb", "sa", m)
+			case 2:
+				c.LMove(ctx, "la", "lb", "LEFT", "RIGHT")
+			case 3:
+				c.RPopLPush(ctx, "lb", "la")
+			default:
+				c.SUnionStore(ctx, "su", "sa", "sb")
+			}
+		}, func(c *redis.Client, round int) {
+			sa, err := c.SMembers(ctx, "sa").Result()
+			require.NoError(t, err)
+			sb, err := c.SMembers(ctx, "sb").Result()
+			require.NoError(t, err)
+			require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
+			if su, err := c.SMembers(ctx, "su").Result(); err == nil && len(su) > 0 {
+				require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
+			}
+			la, err := c.LRange(ctx, "la", 0, -1).Result()
+			require.NoError(t, err)
+			lb, err := c.LRange(ctx, "lb", 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, members, sorted(append(la, lb...)), "round %d: lists lost or duplicated an element", round)
+			za := zsetChecked(t, c, "za", round)
+			zb := zsetChecked(t, c, "zb", round)
+			require.Equal(t, members, sorted(append(za, zb...)), "round %d: sorted sets lost or duplicated a member", round)
+			if zu := zsetChecked(t, c, "zu", round); len(zu) > 0 {
+				require.Equal(t, members, sorted(zu), "round %d: ZUNIONSTORE stored a partial union", round)
+			}
+			moved = moved || len(sb) > 0 || len(lb) > 0 || len(zb) > 0
+		})
+		require.True(t, moved, "no element ever moved: the workload did not run")
 	})
-	require.True(t, moved, "no element ever moved: the workload did not run")
 }
 
 // zmoveScript moves ARGV[1] from the sorted set KEYS[1] to KEYS[2] with
@@ -187,80 +188,80 @@ func sorted(ss []string) []string {
 // the transaction), then restarts it on the same table: every EXEC took
 // effect whole or not at all.
 func TestKillMidExec(t *testing.T) {
-	ep := endpoint(t)
-	table := fmt.Sprintf("killexec_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
-	in := &instance{t: t, args: []string{"--store", "dynamodb", "--endpoint", ep,
-		"--region", "us-east-1", "--table", table, "--create-table"}}
-	ctx := context.Background()
+	forBackends(t, func(t *testing.T, b backend) {
+		in := b.node(t)
+		ctx := context.Background()
 
-	const n, accounts, initial = 150, 6, 1000
-	members := make([]string, n)
-	for i := range members {
-		members[i] = "m" + strconv.Itoa(i)
-	}
-	c := in.start()
-	require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
-	for i := range accounts {
-		require.NoError(t, c.Set(ctx, "acct"+strconv.Itoa(i), initial, 0).Err())
-	}
-	require.NoError(t, c.Close())
-	in.kill()
-
-	var committed atomic.Int64
-	killRounds(in, rand.New(rand.NewPCG(3, 5)), 10, func(c *redis.Client, r *rand.Rand) {
-		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			switch r.IntN(4) {
-			case 0, 1:
-				from, to := r.IntN(accounts), r.IntN(accounts)
-				amount := int64(1 + r.IntN(20))
-				p.DecrBy(ctx, "acct"+strconv.Itoa(from), amount)
-				p.IncrBy(ctx, "acct"+strconv.Itoa(to), amount)
-			case 2:
-				p.SMove(ctx, "sa", "sb", members[r.IntN(n)])
-				p.SMove(ctx, "sb", "sa", members[r.IntN(n)])
-			default:
-				p.SUnionStore(ctx, "su", "sa", "sb")
-				p.Incr(ctx, "unions")
-			}
-			return nil
-		})
-		if err == nil {
-			committed.Add(1)
+		const n, accounts, initial = 150, 6, 1000
+		members := make([]string, n)
+		for i := range members {
+			members[i] = "m" + strconv.Itoa(i)
 		}
-	}, func(c *redis.Client, round int) {
-		var sum int64
+		c := in.start()
+		require.NoError(t, c.SAdd(ctx, "sa", toAny(members)...).Err())
 		for i := range accounts {
-			v, err := c.Get(ctx, "acct"+strconv.Itoa(i)).Int64()
+			require.NoError(t, c.Set(ctx, "acct"+strconv.Itoa(i), initial, 0).Err())
+		}
+		require.NoError(t, c.Close())
+		in.kill()
+
+		var committed atomic.Int64
+		b.faulty()
+		killRounds(in, rand.New(rand.NewPCG(3, 5)), 10, func(c *redis.Client, r *rand.Rand) {
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				switch r.IntN(4) {
+				case 0, 1:
+					from, to := r.IntN(accounts), r.IntN(accounts)
+					amount := int64(1 + r.IntN(20))
+					p.DecrBy(ctx, "acct"+strconv.Itoa(from), amount)
+					p.IncrBy(ctx, "acct"+strconv.Itoa(to), amount)
+				case 2:
+					p.SMove(ctx, "sa", "sb", members[r.IntN(n)])
+					p.SMove(ctx, "sb", "sa", members[r.IntN(n)])
+				default:
+					p.SUnionStore(ctx, "su", "sa", "sb")
+					p.Incr(ctx, "unions")
+				}
+				return nil
+			})
+			if err == nil {
+				committed.Add(1)
+			}
+		}, func(c *redis.Client, round int) {
+			var sum int64
+			for i := range accounts {
+				v, err := c.Get(ctx, "acct"+strconv.Itoa(i)).Int64()
+				require.NoError(t, err)
+				sum += v
+			}
+			require.Equal(t, int64(accounts*initial), sum, "round %d: a transfer was applied in part", round)
+			sa, err := c.SMembers(ctx, "sa").Result()
 			require.NoError(t, err)
-			sum += v
-		}
-		require.Equal(t, int64(accounts*initial), sum, "round %d: a transfer was applied in part", round)
-		sa, err := c.SMembers(ctx, "sa").Result()
-		require.NoError(t, err)
-		sb, err := c.SMembers(ctx, "sb").Result()
-		require.NoError(t, err)
-		require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
-		su, err := c.SMembers(ctx, "su").Result()
-		require.NoError(t, err)
-		unions, err := c.Get(ctx, "unions").Int64()
-		if err == redis.Nil {
-			unions = 0
-		} else {
+			sb, err := c.SMembers(ctx, "sb").Result()
 			require.NoError(t, err)
-		}
-		// The union and its counter were written by the same EXECs.
-		require.Equal(t, unions > 0, len(su) > 0, "round %d: SUNIONSTORE and INCR of one EXEC disagree", round)
-		if len(su) > 0 {
-			require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
-		}
+			require.Equal(t, members, sorted(append(sa, sb...)), "round %d: sets lost or duplicated a member", round)
+			su, err := c.SMembers(ctx, "su").Result()
+			require.NoError(t, err)
+			unions, err := c.Get(ctx, "unions").Int64()
+			if err == redis.Nil {
+				unions = 0
+			} else {
+				require.NoError(t, err)
+			}
+			// The union and its counter were written by the same EXECs.
+			require.Equal(t, unions > 0, len(su) > 0, "round %d: SUNIONSTORE and INCR of one EXEC disagree", round)
+			if len(su) > 0 {
+				require.Equal(t, members, sorted(su), "round %d: SUNIONSTORE stored a partial union", round)
+			}
+		})
+		require.Positive(t, committed.Load(), "no EXEC ever committed: the workload did not run")
 	})
-	require.Positive(t, committed.Load(), "no EXEC ever committed: the workload did not run")
 }
 
 // killRounds runs rounds of: start in, let 4 workers send op in a loop
 // (their errors are expected once the process is killed), kill the process
 // at a random moment, restart it and check what it left.
-func killRounds(in *instance, rng *rand.Rand, rounds int, op func(c *redis.Client, r *rand.Rand), check func(c *redis.Client, round int)) {
+func killRounds(in node, rng *rand.Rand, rounds int, op func(c *redis.Client, r *rand.Rand), check func(c *redis.Client, round int)) {
 	for round := range rounds {
 		c := in.start()
 		var wg sync.WaitGroup

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -28,59 +27,67 @@ type grant struct {
 // returned before another was asked for has the smaller token), and the
 // counter each holder read is its grant's rank in token order.
 func TestClusterLockMutualExclusion(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const clients, rounds = 30, 70
-	var (
-		mu     sync.Mutex
-		grants []grant
-		errs   firstErrors
-		wg     sync.WaitGroup
-	)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// WAIT outlasts go-redis's default read timeout.
-			c := redis.NewClient(&redis.Options{Addr: cs[i%len(cs)].Options().Addr, ReadTimeout: -1, MaxRetries: -1})
-			defer c.Close()
-			owner := "client-" + strconv.Itoa(i)
-			rng := rand.New(rand.NewPCG(uint64(i), 3))
-			for r := 0; r < rounds && !errs.stopped(); r++ {
-				call := time.Now()
-				tok, err := c.Do(ctx, "LOCK.ACQUIRE", "counter-lock", owner, "PX", 10000, "WAIT", 60000).Int64()
-				ret := time.Now()
-				if err != nil {
-					errs.add("acquire: %v", err)
-					return
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const clients = 30
+		rounds := 70
+		if b.name == "faithful" {
+			// Every grant there waits through AWS's latency of its five
+			// requests, scaled: fewer rounds keep the test's wall time.
+			rounds = 20
+		}
+		var (
+			mu     sync.Mutex
+			grants []grant
+			errs   firstErrors
+			wg     sync.WaitGroup
+		)
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// WAIT outlasts go-redis's default read timeout.
+				c := redis.NewClient(&redis.Options{Addr: cs[i%len(cs)].Options().Addr, ReadTimeout: -1, MaxRetries: -1})
+				defer c.Close()
+				owner := "client-" + strconv.Itoa(i)
+				rng := rand.New(rand.NewPCG(uint64(i), 3))
+				for r := 0; r < rounds && !errs.stopped(); r++ {
+					call := time.Now()
+					tok, err := c.Do(ctx, "LOCK.ACQUIRE", "counter-lock", owner, "PX", 10000, "WAIT", 60000).Int64()
+					ret := time.Now()
+					if err != nil {
+						errs.add("acquire: %v", err)
+						return
+					}
+					n, err := c.Get(ctx, "counter").Int64()
+					if err != nil && err != redis.Nil {
+						errs.add("get: %v", err)
+						return
+					}
+					time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+					if err := c.Set(ctx, "counter", n+1, 0).Err(); err != nil {
+						errs.add("set: %v", err)
+						return
+					}
+					mu.Lock()
+					grants = append(grants, grant{token: tok, call: call, ret: ret, counterWas: n})
+					mu.Unlock()
+					if ok, err := c.Do(ctx, "LOCK.RELEASE", "counter-lock", owner, "FENCE", tok).Int64(); err != nil || ok != 1 {
+						errs.add("release: %d %v", ok, err)
+						return
+					}
 				}
-				n, err := c.Get(ctx, "counter").Int64()
-				if err != nil && err != redis.Nil {
-					errs.add("get: %v", err)
-					return
-				}
-				time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
-				if err := c.Set(ctx, "counter", n+1, 0).Err(); err != nil {
-					errs.add("set: %v", err)
-					return
-				}
-				mu.Lock()
-				grants = append(grants, grant{token: tok, call: call, ret: ret, counterWas: n})
-				mu.Unlock()
-				if ok, err := c.Do(ctx, "LOCK.RELEASE", "counter-lock", owner, "FENCE", tok).Int64(); err != nil || ok != 1 {
-					errs.add("release: %d %v", ok, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	errs.require(t)
-	total, err := cs[0].Get(ctx, "counter").Int64()
-	require.NoError(t, err)
-	require.Equal(t, int64(clients*rounds), total, "an increment was lost: two holders at once")
-	checkFencing(t, grants)
-	t.Logf("%d acquisitions by %d clients on %d instances; tokens 1..%d", len(grants), clients, len(cs), grants[len(grants)-1].token)
+			}()
+		}
+		wg.Wait()
+		errs.require(t)
+		total, err := cs[0].Get(ctx, "counter").Int64()
+		require.NoError(t, err)
+		require.Equal(t, int64(clients*rounds), total, "an increment was lost: two holders at once")
+		checkFencing(t, grants)
+		t.Logf("%d acquisitions by %d clients on %d instances; tokens 1..%d", len(grants), clients, len(cs), grants[len(grants)-1].token)
+	})
 }
 
 // checkFencing checks grants against the two orders a fencing token must
@@ -138,107 +145,103 @@ type reign struct {
 // with SIGKILL: another candidate leads within the TTL and a poll, with a
 // larger term, and no two reigns overlap as their leaders count them.
 func TestClusterLeaderFailover(t *testing.T) {
-	ep := endpoint(t)
-	table := fmt.Sprintf("leader_%d_%d", time.Now().UnixNano(), rand.IntN(1e6))
-	ins := make([]*instance, 3)
-	cs := make([]*redis.Client, 3)
-	for i := range ins {
-		args := []string{"--store", "dynamodb", "--endpoint", ep, "--region", "us-east-1", "--table", table}
-		if i == 0 {
-			args = append(args, "--create-table")
+	forBackends(t, func(t *testing.T, b backend) {
+		ins := make([]node, 3)
+		cs := make([]*redis.Client, 3)
+		for i := range ins {
+			ins[i] = b.node(t)
+			cs[i] = ins[i].start()
 		}
-		ins[i] = &instance{t: t, args: args}
-		cs[i] = ins[i].start()
-	}
-	const ttl = 1500 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var (
-		mu      sync.Mutex
-		reigns  []reign
-		leading = map[int]bool{}
-		wg      sync.WaitGroup
-	)
-	// The test replaces a killed instance's client while its candidate
-	// runs.
-	client := func(i int) *redis.Client {
-		mu.Lock()
-		defer mu.Unlock()
-		return cs[i]
-	}
-	for i := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name := "cand-" + strconv.Itoa(i)
-			for ctx.Err() == nil {
-				start := time.Now()
-				term, err := client(i).Do(ctx, "LEADER.ELECT", "failover", name, "PX", ttl.Milliseconds(), "WAIT", 500).Int64()
-				if err != nil {
-					if err != redis.Nil {
-						time.Sleep(50 * time.Millisecond) // its instance is gone
-					}
-					continue
-				}
-				mu.Lock()
-				reigns = append(reigns, reign{candidate: i, term: term, elected: time.Now(), until: start.Add(ttl)})
-				leading[i] = true
-				mu.Unlock()
+		const ttl = 1500 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var (
+			mu      sync.Mutex
+			reigns  []reign
+			leading = map[int]bool{}
+			wg      sync.WaitGroup
+		)
+		// The test replaces a killed instance's client while its candidate
+		// runs.
+		client := func(i int) *redis.Client {
+			mu.Lock()
+			defer mu.Unlock()
+			return cs[i]
+		}
+		for i := range cs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				name := "cand-" + strconv.Itoa(i)
 				for ctx.Err() == nil {
-					time.Sleep(ttl / 5)
 					start := time.Now()
-					ok, err := client(i).Do(ctx, "LEADER.HEARTBEAT", "failover", name, "PX", ttl.Milliseconds()).Int64()
-					if err != nil || ok != 1 {
-						break
+					term, err := client(i).Do(ctx, "LEADER.ELECT", "failover", name, "PX", ttl.Milliseconds(), "WAIT", 500).Int64()
+					if err != nil {
+						if err != redis.Nil {
+							time.Sleep(50 * time.Millisecond) // its instance is gone
+						}
+						continue
 					}
 					mu.Lock()
-					reigns[len(reigns)-1].until = start.Add(ttl)
+					reigns = append(reigns, reign{candidate: i, term: term, elected: time.Now(), until: start.Add(ttl)})
+					leading[i] = true
+					mu.Unlock()
+					for ctx.Err() == nil {
+						time.Sleep(ttl / 5)
+						start := time.Now()
+						ok, err := client(i).Do(ctx, "LEADER.HEARTBEAT", "failover", name, "PX", ttl.Milliseconds()).Int64()
+						if err != nil || ok != 1 {
+							break
+						}
+						mu.Lock()
+						reigns[len(reigns)-1].until = start.Add(ttl)
+						mu.Unlock()
+					}
+					mu.Lock()
+					leading[i] = false
 					mu.Unlock()
 				}
-				mu.Lock()
-				leading[i] = false
-				mu.Unlock()
+			}()
+		}
+		current := func() (reign, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reigns) == 0 {
+				return reign{}, false
 			}
-		}()
-	}
-	current := func() (reign, bool) {
+			return reigns[len(reigns)-1], true
+		}
+		require.Eventually(t, func() bool { _, ok := current(); return ok }, 10*time.Second, 10*time.Millisecond)
+		for kill := 0; kill < 2; kill++ {
+			time.Sleep(ttl) // a few heartbeats
+			r, _ := current()
+			// Only the instance the leader talks to dies; its candidate
+			// keeps running for leader through it and fails.
+			killedAt := time.Now()
+			ins[r.candidate].kill()
+			require.Eventually(t, func() bool { n, _ := current(); return n.term > r.term }, 3*ttl, 10*time.Millisecond,
+				"no new leader after the leader's instance was killed")
+			n, _ := current()
+			require.NotEqual(t, r.candidate, n.candidate)
+			require.Equal(t, r.term+1, n.term, "terms grow by one per change of leadership")
+			t.Logf("kill %d: term %d (candidate %d) -> term %d (candidate %d) %v after the kill",
+				kill, r.term, r.candidate, n.term, n.candidate, n.elected.Sub(killedAt).Round(time.Millisecond))
+			c := ins[r.candidate].start()
+			mu.Lock()
+			cs[r.candidate] = c
+			mu.Unlock()
+		}
+		cancel()
+		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		if len(reigns) == 0 {
-			return reign{}, false
+		for i := 1; i < len(reigns); i++ {
+			prev, next := reigns[i-1], reigns[i]
+			require.Greater(t, next.term, prev.term)
+			require.False(t, next.elected.Before(prev.until),
+				"term %d began %v before term %d ended as its leader counted", next.term, prev.until.Sub(next.elected), prev.term)
 		}
-		return reigns[len(reigns)-1], true
-	}
-	require.Eventually(t, func() bool { _, ok := current(); return ok }, 10*time.Second, 10*time.Millisecond)
-	for kill := 0; kill < 2; kill++ {
-		time.Sleep(ttl) // a few heartbeats
-		r, _ := current()
-		// Only the instance the leader talks to dies; its candidate
-		// keeps running for leader through it and fails.
-		killedAt := time.Now()
-		ins[r.candidate].kill()
-		require.Eventually(t, func() bool { n, _ := current(); return n.term > r.term }, 3*ttl, 10*time.Millisecond,
-			"no new leader after the leader's instance was killed")
-		n, _ := current()
-		require.NotEqual(t, r.candidate, n.candidate)
-		require.Equal(t, r.term+1, n.term, "terms grow by one per change of leadership")
-		t.Logf("kill %d: term %d (candidate %d) -> term %d (candidate %d) %v after the kill",
-			kill, r.term, r.candidate, n.term, n.candidate, n.elected.Sub(killedAt).Round(time.Millisecond))
-		c := ins[r.candidate].start()
-		mu.Lock()
-		cs[r.candidate] = c
-		mu.Unlock()
-	}
-	cancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	for i := 1; i < len(reigns); i++ {
-		prev, next := reigns[i-1], reigns[i]
-		require.Greater(t, next.term, prev.term)
-		require.False(t, next.elected.Before(prev.until),
-			"term %d began %v before term %d ended as its leader counted", next.term, prev.until.Sub(next.elected), prev.term)
-	}
+	})
 }
 
 // TestClusterThrottleRate: 20 clients on three instances call CL.THROTTLE
@@ -303,36 +306,38 @@ func TestClusterThrottleRate(t *testing.T) {
 // instance, takes the lock and writes fenced by its token; A's late
 // fenced write, through a third instance, is refused and writes nothing.
 func TestClusterLockPause(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	tokA, err := cs[0].Do(ctx, "LOCK.ACQUIRE", "pause", "A", "PX", 300).Int64()
-	require.NoError(t, err)
-	a := cs[2].Conn()
-	defer a.Close()
-	guard := redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokA)
-	require.NoError(t, a.Process(ctx, guard))
-	require.NoError(t, guard.Err())
+	forBackends(t, func(t *testing.T, be backend) {
+		cs := be.cluster(t, 3)
+		ctx := context.Background()
+		tokA, err := cs[0].Do(ctx, "LOCK.ACQUIRE", "pause", "A", "PX", 300).Int64()
+		require.NoError(t, err)
+		a := cs[2].Conn()
+		defer a.Close()
+		guard := redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokA)
+		require.NoError(t, a.Process(ctx, guard))
+		require.NoError(t, guard.Err())
 
-	time.Sleep(500 * time.Millisecond) // A stalls: its lease ends
-	b := redis.NewClient(&redis.Options{Addr: cs[1].Options().Addr, ReadTimeout: -1})
-	defer b.Close()
-	tokB, err := b.Do(ctx, "LOCK.ACQUIRE", "pause", "B", "PX", 60000, "WAIT", 5000).Int64()
-	require.NoError(t, err)
-	require.Greater(t, tokB, tokA)
-	bc := b.Conn()
-	defer bc.Close()
-	guard = redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokB)
-	require.NoError(t, bc.Process(ctx, guard))
-	_, err = bc.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, "resource", "B", 0)
-		return nil
-	})
-	require.NoError(t, err)
+		time.Sleep(500 * time.Millisecond) // A stalls: its lease ends
+		b := redis.NewClient(&redis.Options{Addr: cs[1].Options().Addr, ReadTimeout: -1})
+		defer b.Close()
+		tokB, err := b.Do(ctx, "LOCK.ACQUIRE", "pause", "B", "PX", 60000, "WAIT", 5000).Int64()
+		require.NoError(t, err)
+		require.Greater(t, tokB, tokA)
+		bc := b.Conn()
+		defer bc.Close()
+		guard = redis.NewCmd(ctx, "LOCK.GUARD", "pause", tokB)
+		require.NoError(t, bc.Process(ctx, guard))
+		_, err = bc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "resource", "B", 0)
+			return nil
+		})
+		require.NoError(t, err)
 
-	_, err = a.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, "resource", "A (late)", 0)
-		return nil
+		_, err = a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "resource", "A (late)", 0)
+			return nil
+		})
+		require.ErrorIs(t, err, redis.TxFailedErr, "A's write fenced by a lost lease was refused")
+		require.Equal(t, "B", cs[0].Get(ctx, "resource").Val())
 	})
-	require.ErrorIs(t, err, redis.TxFailedErr, "A's write fenced by a lost lease was refused")
-	require.Equal(t, "B", cs[0].Get(ctx, "resource").Val())
 }

@@ -86,190 +86,192 @@ func sumOf(vals []any) (sum int64, ok bool) {
 // total; at the end every account holds exactly what the committed
 // transfers say.
 func TestTxTransfersKeepTotal(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const accounts, initial = 8, 1000
-	const total = accounts * initial
-	keys := accountKeys(accounts)
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const accounts, initial = 8, 1000
+		const total = accounts * initial
+		keys := accountKeys(accounts)
 
-	// The accounts are opened in one transaction.
-	_, err := cs[0].TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Set(ctx, k, initial, 0)
-		}
-		return nil
-	})
-	require.NoError(t, err, "opening the accounts in one MULTI/EXEC")
-
-	const perWorker = 40
-	deadline := time.Now().Add(8 * time.Second)
-	var fails firstErrors
-	var mu sync.Mutex
-	change := make([]int64, accounts) // committed net change per account
-	var blind, checked, retries, reads atomic.Int64
-	commit := func(from, to int, amount int64) {
-		mu.Lock()
-		change[from] -= amount
-		change[to] += amount
-		mu.Unlock()
-	}
-
-	var writers sync.WaitGroup
-	// Blind transfers: two per instance.
-	for w := range 6 {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			c := cs[w%3]
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for range perWorker {
-				if fails.stopped() || time.Now().After(deadline) {
-					return
-				}
-				from, to := rng.IntN(accounts), rng.IntN(accounts-1)
-				if to >= from {
-					to++
-				}
-				amount := 1 + rng.Int64N(50)
-				cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					p.DecrBy(ctx, keys[from], amount)
-					p.IncrBy(ctx, keys[to], amount)
-					return nil
-				})
-				if gaveUp(err) {
-					retries.Add(1)
-					continue
-				}
-				if err != nil {
-					fails.add("blind transfer on instance %d: %v", w%3, err)
-					return
-				}
-				if len(cmds) != 2 {
-					fails.add("blind transfer on instance %d: %d replies", w%3, len(cmds))
-					return
-				}
-				commit(from, to, amount)
-				blind.Add(1)
+		// The accounts are opened in one transaction.
+		_, err := cs[0].TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Set(ctx, k, initial, 0)
 			}
-		}()
-	}
-	// Checked transfers (WATCH, never below zero): one per instance.
-	for w := range 3 {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			c := cs[w]
-			rng := rand.New(rand.NewPCG(uint64(w), 2))
-			for range perWorker {
-				if fails.stopped() || time.Now().After(deadline) {
-					return
-				}
-				from, to := rng.IntN(accounts), rng.IntN(accounts-1)
-				if to >= from {
-					to++
-				}
-				amount := 1 + rng.Int64N(50)
-				for attempt := 0; ; attempt++ {
-					if attempt == 200 {
-						fails.add("checked transfer on instance %d: no commit after 200 attempts", w)
+			return nil
+		})
+		require.NoError(t, err, "opening the accounts in one MULTI/EXEC")
+
+		const perWorker = 40
+		deadline := time.Now().Add(8 * time.Second)
+		var fails firstErrors
+		var mu sync.Mutex
+		change := make([]int64, accounts) // committed net change per account
+		var blind, checked, retries, reads atomic.Int64
+		commit := func(from, to int, amount int64) {
+			mu.Lock()
+			change[from] -= amount
+			change[to] += amount
+			mu.Unlock()
+		}
+
+		var writers sync.WaitGroup
+		// Blind transfers: two per instance.
+		for w := range 6 {
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				c := cs[w%3]
+				rng := rand.New(rand.NewPCG(uint64(w), 1))
+				for range perWorker {
+					if fails.stopped() || time.Now().After(deadline) {
 						return
 					}
-					moved := int64(0)
-					err := c.Watch(ctx, func(tx *redis.Tx) error {
-						a, err := tx.Get(ctx, keys[from]).Int64()
-						if err != nil {
-							return err
-						}
-						b, err := tx.Get(ctx, keys[to]).Int64()
-						if err != nil {
-							return err
-						}
-						moved = min(amount, max(a, 0))
-						_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							p.Set(ctx, keys[from], a-moved, 0)
-							p.Set(ctx, keys[to], b+moved, 0)
-							return nil
-						})
-						return err
-					}, keys[from], keys[to])
-					if errors.Is(err, redis.TxFailedErr) {
+					from, to := rng.IntN(accounts), rng.IntN(accounts-1)
+					if to >= from {
+						to++
+					}
+					amount := 1 + rng.Int64N(50)
+					cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.DecrBy(ctx, keys[from], amount)
+						p.IncrBy(ctx, keys[to], amount)
+						return nil
+					})
+					if gaveUp(err) {
 						retries.Add(1)
 						continue
 					}
 					if err != nil {
-						fails.add("checked transfer on instance %d: %v", w, err)
+						fails.add("blind transfer on instance %d: %v", w%3, err)
 						return
 					}
-					commit(from, to, moved)
-					checked.Add(1)
-					break
-				}
-			}
-		}()
-	}
-
-	done := make(chan struct{})
-	var readers sync.WaitGroup
-	for r := range 3 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			c := cs[r]
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if fails.stopped() {
-					return
-				}
-				// MULTI; GET each account; EXEC: one consistent state.
-				// (MGET is linearizable per key but reads its keys as
-				// one BatchGetItem, which DynamoDB does not make a
-				// snapshot: it is no reader for this invariant.)
-				cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					for _, k := range keys {
-						p.Get(ctx, k)
+					if len(cmds) != 2 {
+						fails.add("blind transfer on instance %d: %d replies", w%3, len(cmds))
+						return
 					}
-					return nil
-				})
-				if gaveUp(err) {
-					retries.Add(1)
-					continue
+					commit(from, to, amount)
+					blind.Add(1)
 				}
-				if err != nil {
-					fails.add("reader on instance %d: MULTI GET...: %v", r, err)
-					return
-				}
-				vals := make([]any, len(cmds))
-				for j, cmd := range cmds {
-					vals[j] = cmd.(*redis.StringCmd).Val()
-				}
-				if sum, ok := sumOf(vals); !ok || sum != total {
-					fails.add("reader on instance %d: MULTI GET %d accounts EXEC = %v: total %d, want %d", r, accounts, vals, sum, total)
-					return
-				}
-				reads.Add(1)
-			}
-		}()
-	}
-	writers.Wait()
-	close(done)
-	readers.Wait()
-	fails.require(t)
-
-	for i, c := range cs {
-		vals, err := c.MGet(ctx, keys...).Result()
-		require.NoError(t, err)
-		for j, v := range vals {
-			require.Equal(t, strconv.FormatInt(initial+change[j], 10), v, "instance %d, %s", i, keys[j])
+			}()
 		}
-	}
-	t.Logf("%d blind and %d checked transfers committed (%d WATCH retries), %d consistent reads",
-		blind.Load(), checked.Load(), retries.Load(), reads.Load())
-	require.Positive(t, blind.Load())
-	require.Positive(t, checked.Load())
+		// Checked transfers (WATCH, never below zero): one per instance.
+		for w := range 3 {
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				c := cs[w]
+				rng := rand.New(rand.NewPCG(uint64(w), 2))
+				for range perWorker {
+					if fails.stopped() || time.Now().After(deadline) {
+						return
+					}
+					from, to := rng.IntN(accounts), rng.IntN(accounts-1)
+					if to >= from {
+						to++
+					}
+					amount := 1 + rng.Int64N(50)
+					for attempt := 0; ; attempt++ {
+						if attempt == 200 {
+							fails.add("checked transfer on instance %d: no commit after 200 attempts", w)
+							return
+						}
+						moved := int64(0)
+						err := c.Watch(ctx, func(tx *redis.Tx) error {
+							a, err := tx.Get(ctx, keys[from]).Int64()
+							if err != nil {
+								return err
+							}
+							b, err := tx.Get(ctx, keys[to]).Int64()
+							if err != nil {
+								return err
+							}
+							moved = min(amount, max(a, 0))
+							_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+								p.Set(ctx, keys[from], a-moved, 0)
+								p.Set(ctx, keys[to], b+moved, 0)
+								return nil
+							})
+							return err
+						}, keys[from], keys[to])
+						if errors.Is(err, redis.TxFailedErr) {
+							retries.Add(1)
+							continue
+						}
+						if err != nil {
+							fails.add("checked transfer on instance %d: %v", w, err)
+							return
+						}
+						commit(from, to, moved)
+						checked.Add(1)
+						break
+					}
+				}
+			}()
+		}
+
+		done := make(chan struct{})
+		var readers sync.WaitGroup
+		for r := range 3 {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				c := cs[r]
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if fails.stopped() {
+						return
+					}
+					// MULTI; GET each account; EXEC: one consistent state.
+					// (MGET is linearizable per key but reads its keys as
+					// one BatchGetItem, which DynamoDB does not make a
+					// snapshot: it is no reader for this invariant.)
+					cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						for _, k := range keys {
+							p.Get(ctx, k)
+						}
+						return nil
+					})
+					if gaveUp(err) {
+						retries.Add(1)
+						continue
+					}
+					if err != nil {
+						fails.add("reader on instance %d: MULTI GET...: %v", r, err)
+						return
+					}
+					vals := make([]any, len(cmds))
+					for j, cmd := range cmds {
+						vals[j] = cmd.(*redis.StringCmd).Val()
+					}
+					if sum, ok := sumOf(vals); !ok || sum != total {
+						fails.add("reader on instance %d: MULTI GET %d accounts EXEC = %v: total %d, want %d", r, accounts, vals, sum, total)
+						return
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		writers.Wait()
+		close(done)
+		readers.Wait()
+		fails.require(t)
+
+		for i, c := range cs {
+			vals, err := c.MGet(ctx, keys...).Result()
+			require.NoError(t, err)
+			for j, v := range vals {
+				require.Equal(t, strconv.FormatInt(initial+change[j], 10), v, "instance %d, %s", i, keys[j])
+			}
+		}
+		t.Logf("%d blind and %d checked transfers committed (%d WATCH retries), %d consistent reads",
+			blind.Load(), checked.Load(), retries.Load(), reads.Load())
+		require.Positive(t, blind.Load())
+		require.Positive(t, checked.Load())
+	})
 }
 
 // The linearizability check's model: a few integer registers. A single
@@ -417,109 +419,111 @@ func replyOf(c kvCmd, cmd redis.Cmder) (kvReply, error) {
 // spread over three instances, and checks it against the model in which an
 // EXEC is one atomic step.
 func TestTxLinearizable(t *testing.T) {
-	cs := cluster(t, 3)
-	ctx := context.Background()
-	const workers, ops = 6, 40
-	deadline := time.Now().Add(10 * time.Second)
-	start := time.Now()
-	var mu sync.Mutex
-	var history []porcupine.Operation
-	var fails firstErrors
-	var execs atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 15))
-			c := cs[w%len(cs)]
-			for range ops {
-				if fails.stopped() || time.Now().After(deadline) {
-					return
-				}
-				in := kvInput{cmds: []kvCmd{randomCmd(rng)}}
-				if rng.IntN(2) == 0 {
-					in.multi = true
-					for range 1 + rng.IntN(3) {
-						in.cmds = append(in.cmds, randomCmd(rng))
+	forBackends(t, func(t *testing.T, b backend) {
+		cs := b.cluster(t, 3)
+		ctx := context.Background()
+		const workers, ops = 6, 40
+		deadline := time.Now().Add(10 * time.Second)
+		start := time.Now()
+		var mu sync.Mutex
+		var history []porcupine.Operation
+		var fails firstErrors
+		var execs atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), 15))
+				c := cs[w%len(cs)]
+				for range ops {
+					if fails.stopped() || time.Now().After(deadline) {
+						return
 					}
-				}
-				call := time.Since(start).Nanoseconds()
-				var cmds []redis.Cmder
-				var err error
-				if in.multi {
-					cmds, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						for _, cmd := range in.cmds {
-							queueCmd(ctx, p, cmd)
+					in := kvInput{cmds: []kvCmd{randomCmd(rng)}}
+					if rng.IntN(2) == 0 {
+						in.multi = true
+						for range 1 + rng.IntN(3) {
+							in.cmds = append(in.cmds, randomCmd(rng))
 						}
-						return nil
-					})
-				} else {
-					cmds, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-						queueCmd(ctx, p, in.cmds[0])
-						return nil
-					})
-				}
-				ret := time.Since(start).Nanoseconds()
-				// A pipeline's error is its first failed command's, and a
-				// GET of an absent key "fails" with redis.Nil: read each
-				// command's own outcome instead.
-				if gaveUp(err) {
-					continue // it did not happen
-				}
-				if err != nil && !errors.Is(err, redis.Nil) {
-					// An errored operation may or may not have happened,
-					// which this model cannot express: none is expected.
-					fails.add("client %d on instance %d: %s: %v", w, w%len(cs), kvModel.DescribeOperation(in, kvOutput{}), err)
-					return
-				}
-				if len(cmds) != len(in.cmds) {
-					fails.add("client %d: %d replies for %d commands", w, len(cmds), len(in.cmds))
-					return
-				}
-				out := make(kvOutput, len(in.cmds))
-				for i, cmd := range in.cmds {
-					r, err := replyOf(cmd, cmds[i])
-					if err != nil {
+					}
+					call := time.Since(start).Nanoseconds()
+					var cmds []redis.Cmder
+					var err error
+					if in.multi {
+						cmds, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, cmd := range in.cmds {
+								queueCmd(ctx, p, cmd)
+							}
+							return nil
+						})
+					} else {
+						cmds, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+							queueCmd(ctx, p, in.cmds[0])
+							return nil
+						})
+					}
+					ret := time.Since(start).Nanoseconds()
+					// A pipeline's error is its first failed command's, and a
+					// GET of an absent key "fails" with redis.Nil: read each
+					// command's own outcome instead.
+					if gaveUp(err) {
+						continue // it did not happen
+					}
+					if err != nil && !errors.Is(err, redis.Nil) {
+						// An errored operation may or may not have happened,
+						// which this model cannot express: none is expected.
 						fails.add("client %d on instance %d: %s: %v", w, w%len(cs), kvModel.DescribeOperation(in, kvOutput{}), err)
 						return
 					}
-					out[i] = r
+					if len(cmds) != len(in.cmds) {
+						fails.add("client %d: %d replies for %d commands", w, len(cmds), len(in.cmds))
+						return
+					}
+					out := make(kvOutput, len(in.cmds))
+					for i, cmd := range in.cmds {
+						r, err := replyOf(cmd, cmds[i])
+						if err != nil {
+							fails.add("client %d on instance %d: %s: %v", w, w%len(cs), kvModel.DescribeOperation(in, kvOutput{}), err)
+							return
+						}
+						out[i] = r
+					}
+					if in.multi {
+						execs.Add(1)
+					}
+					mu.Lock()
+					history = append(history, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
+					mu.Unlock()
 				}
-				if in.multi {
-					execs.Add(1)
-				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	fails.require(t)
-	require.Positive(t, execs.Load(), "no EXEC in the history")
+			}()
+		}
+		wg.Wait()
+		fails.require(t)
+		require.Positive(t, execs.Load(), "no EXEC in the history")
 
-	res, info := porcupine.CheckOperationsVerbose(kvModel, history, 60*time.Second)
-	if res != porcupine.Ok {
-		// The visualization outlives the test, for a person to open.
-		if f, err := os.CreateTemp("", "redamo-tx-linearizability-*.html"); err == nil {
-			_ = f.Close()
-			if err := porcupine.VisualizePath(kvModel, info, f.Name()); err == nil {
-				t.Logf("visualization: %s", f.Name())
+		res, info := porcupine.CheckOperationsVerbose(kvModel, history, 60*time.Second)
+		if res != porcupine.Ok {
+			// The visualization outlives the test, for a person to open.
+			if f, err := os.CreateTemp("", "redamo-tx-linearizability-*.html"); err == nil {
+				_ = f.Close()
+				if err := porcupine.VisualizePath(kvModel, info, f.Name()); err == nil {
+					t.Logf("visualization: %s", f.Name())
+				}
 			}
+			// The operations, in call order, for the log.
+			sorted := append([]porcupine.Operation(nil), history...)
+			sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+			var b strings.Builder
+			for _, op := range sorted {
+				fmt.Fprintf(&b, "  [%8.3f ms .. %8.3f ms] client %d: %s\n", float64(op.Call)/1e6, float64(op.Return)/1e6,
+					op.ClientId, kvModel.DescribeOperation(op.Input, op.Output))
+			}
+			t.Logf("history:\n%s", b.String())
 		}
-		// The operations, in call order, for the log.
-		sorted := append([]porcupine.Operation(nil), history...)
-		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
-		var b strings.Builder
-		for _, op := range sorted {
-			fmt.Fprintf(&b, "  [%8.3f ms .. %8.3f ms] client %d: %s\n", float64(op.Call)/1e6, float64(op.Return)/1e6,
-				op.ClientId, kvModel.DescribeOperation(op.Input, op.Output))
-		}
-		t.Logf("history:\n%s", b.String())
-	}
-	require.Equal(t, porcupine.Ok, res, "history of %d operations (%d EXECs) is not linearizable", len(history), execs.Load())
-	t.Logf("%d operations, %d of them EXECs: linearizable", len(history), execs.Load())
+		require.Equal(t, porcupine.Ok, res, "history of %d operations (%d EXECs) is not linearizable", len(history), execs.Load())
+		t.Logf("%d operations, %d of them EXECs: linearizable", len(history), execs.Load())
+	})
 }
 
 // The model must reject what a non-atomic EXEC produces, or the check above

@@ -55,6 +55,12 @@ type Txn struct {
 	snapshot bool
 	// hinted is the items to read along with the next read (Hint).
 	hinted []dynastore.Key
+	// hot is the item LoadAround read alone, after the others; hotAt the
+	// count of loads then (a later load ends what it allows: see Commit).
+	hot   *slot
+	hotAt int
+	// changed holds the items a read-only commit found changed.
+	changed []dynastore.Key
 }
 
 type slotID struct{ pk, sk string }
@@ -228,9 +234,13 @@ func (t *Txn) LoadSnapshot(ctx context.Context, keys []dynastore.Key) error {
 		}
 	}
 	items, err := sr.GetSnapshot(ctx, missing)
-	if errors.Is(err, dynastore.ErrInvalid) || errors.Is(err, dynastore.ErrTxTooLarge) {
-		// Items that do not fit one snapshot (4 MB in all): read them
-		// plainly; the commit then checks them.
+	if errors.Is(err, dynastore.ErrInvalid) || errors.Is(err, dynastore.ErrTxTooLarge) || errors.Is(err, dynastore.ErrTxConflict) {
+		// Items that do not fit one snapshot (4 MB in all), or whose
+		// snapshot kept being canceled (DynamoDB cancels a
+		// TransactGetItems for any write in flight on its items, so
+		// one key written often is never read that way): read them
+		// plainly; the commit then checks them, which only a write
+		// committed in between fails.
 		return t.load(ctx, keys...)
 	}
 	if err != nil {
@@ -242,6 +252,46 @@ func (t *Txn) LoadSnapshot(ctx context.Context, keys []dynastore.Key) error {
 	t.snapshot = t.loads == 1
 	t.record(missing, items)
 	return nil
+}
+
+// LoadAround is LoadSnapshot for a unit of work that will only read and
+// whose item hot changed under its last attempt (Changed): it reads the
+// other items first, then hot alone. If the run reads nothing more and
+// the commit's check finds the others unchanged, each of them held its
+// value from before hot was read until after: the items were as read at
+// the instant hot was read, which the commit therefore does not check.
+// An item written on and on (a counter) thus does not fail every attempt
+// of a read that includes it, where DynamoDB cancels any TransactGetItems
+// of it and a second reading always finds it changed.
+func (t *Txn) LoadAround(ctx context.Context, keys []dynastore.Key, hot dynastore.Key) error {
+	rest := make([]dynastore.Key, 0, len(keys))
+	for _, k := range keys {
+		if !bytes.Equal(k.PK, hot.PK) || !bytes.Equal(k.SK, hot.SK) {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) == len(keys) || len(rest) == 0 {
+		return t.LoadSnapshot(ctx, keys)
+	}
+	if err := t.LoadSnapshot(ctx, rest); err != nil {
+		return err
+	}
+	if err := t.load(ctx, hot); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hot, t.hotAt = t.slot(hot), t.loads
+	return nil
+}
+
+// Changed returns the items a read-only commit failed on because they
+// changed since read (not watched ones): what LoadAround may read last on
+// the next attempt.
+func (t *Txn) Changed() []dynastore.Key {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
 }
 
 // missing returns the distinct keys whose items the Txn does not know.
@@ -694,11 +744,20 @@ func (t *Txn) Commit(ctx context.Context) error {
 	var watched []bool
 	writes, reads, anyWatched := 0, 0, false
 	snapshot := t.snapshot && t.loads == 1
+	// The item LoadAround read last needs no check while the run read
+	// nothing after it; the others are then checked (loads is 2).
+	hot := t.hot
+	if hot != nil && (t.loads != t.hotAt || hot.written || hot.watched) {
+		hot = nil
+	}
 	for _, s := range t.order {
 		if s.read {
 			reads++
 		}
 		cond := t.check(s)
+		if s == hot {
+			cond = nil
+		}
 		switch {
 		case s.written && s.cur != nil:
 			acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: s.cur, Cond: cond})
@@ -783,6 +842,9 @@ func (t *Txn) validate(ctx context.Context, acts []dynastore.TxAction, watched [
 				return ErrWatched
 			}
 			conflict = true
+			t.mu.Lock()
+			t.changed = append(t.changed, a.Key)
+			t.mu.Unlock()
 		}
 	}
 	if conflict {

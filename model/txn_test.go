@@ -3,6 +3,7 @@ package model_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ type counting struct {
 	dynastore.Store
 	mu sync.Mutex
 	n  map[string]int
+	// snapshotErr, when set, is every GetSnapshot's answer.
+	snapshotErr error
 }
 
 func newCounting() *counting {
@@ -71,6 +74,9 @@ func (c *counting) Transact(ctx context.Context, a []dynastore.TxAction) error {
 
 func (c *counting) GetSnapshot(ctx context.Context, ks []dynastore.Key) ([]dynastore.Item, error) {
 	c.count(dynastore.OpTransactGetItems)
+	if c.snapshotErr != nil {
+		return nil, c.snapshotErr
+	}
 	return c.Store.(dynastore.SnapshotReader).GetSnapshot(ctx, ks)
 }
 
@@ -122,9 +128,11 @@ func TestTxnCommit(t *testing.T) {
 		// meanwhile, when set, is another writer's change before Commit.
 		meanwhile func(t *testing.T, st dynastore.Store)
 		watchA    bool
-		wantErr   error
-		wantOps   map[string]int // the commit's requests
-		wantA     string         // a's value after the commit
+		// snapshotErr is the store's answer to every GetSnapshot.
+		snapshotErr error
+		wantErr     error
+		wantOps     map[string]int // the commit's requests
+		wantA       string         // a's value after the commit
 	}{
 		{
 			name: "one blind write is one put",
@@ -200,6 +208,55 @@ func TestTxnCommit(t *testing.T) {
 			wantA:     "old",
 		},
 		{
+			name: "a snapshot canceled by writes in flight falls back to reads the commit checks",
+			snapshotErr: fmt.Errorf("retries ran out: %w", &dynastore.TxCanceledError{Reasons: []dynastore.TxReason{
+				{Code: dynastore.ReasonConflict}, {Code: dynastore.ReasonNone}}}),
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadSnapshot(ctx, []dynastore.Key{a, b}))
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "old",
+		},
+		{
+			name: "the item read alone after the others needs no check",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "old", value(t, txn, a))
+				require.Equal(t, "<none>", value(t, txn, b))
+			},
+			// a changed after its reading, which orders the run before
+			// that write: b alone is checked.
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "theirs",
+		},
+		{
+			name: "an item read before the one read alone is checked",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "old", value(t, txn, a))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("b", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "old",
+		},
+		{
+			name: "a read after the one read alone brings its check back",
+			run: func(t *testing.T, txn *model.Txn) {
+				require.NoError(t, txn.LoadAround(ctx, []dynastore.Key{a, b}, a))
+				require.Equal(t, "<none>", value(t, txn, key("c", "0")))
+			},
+			meanwhile: func(t *testing.T, st dynastore.Store) { put(t, st, item("a", "0", "v9", "theirs")) },
+			wantErr:   model.ErrConflict,
+			wantOps:   map[string]int{dynastore.OpBatchGetItem: 1},
+			wantA:     "theirs",
+		},
+		{
 			name: "a read after the snapshot brings the check back",
 			run: func(t *testing.T, txn *model.Txn) {
 				require.NoError(t, txn.LoadSnapshot(ctx, []dynastore.Key{a, b}))
@@ -245,6 +302,7 @@ func TestTxnCommit(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newCounting()
+			st.snapshotErr = tc.snapshotErr
 			put(t, st, item("a", "0", "v1", "old"))
 			txn := model.NewTxn(st, nil)
 			if tc.watchA {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/resp"
 )
 
@@ -471,8 +471,9 @@ func (r *recorder) summary(cmd string) cmdSummary {
 	return s
 }
 
-// faithfulStore is the store the instances share.
+// faithfulStore is the store the instances share: AWS's latencies,
+// conflicts, partition and table capacity, and its rare faults.
 func faithfulStore(stats *dynastore.Stats) (dynastore.Store, string) {
-	return memory.New(memory.Options{Observer: stats, PartitionLimit: &memory.DynamoDBPartitionLimit}),
-		"embedded, DynamoDB's partition limit"
+	return faithful.New(faithful.Options{Observer: stats, Seed: 1, Faults: faithful.DefaultFaults}),
+		"embedded, AWS-faithful (latency, conflicts, partition and table capacity, rare faults)"
 }

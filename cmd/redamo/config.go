@@ -62,6 +62,9 @@ type config struct {
 	// PartitionLimit makes the embedded store throttle each partition
 	// past DynamoDB's per-partition throughput.
 	PartitionLimit bool
+	// AWSFaithful runs the embedded store in its AWS-faithful mode
+	// (dynastore/faithful).
+	AWSFaithful bool
 	// ProtectedMode refuses non-loopback clients while no password is set.
 	ProtectedMode yesNo
 	ShowVersion   bool
@@ -185,6 +188,8 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			func(fs *flag.FlagSet, name, usage string) { fs.Var(&c.ProtectedMode, name, usage) }},
 		{"partition-limit", "REDAMO_PARTITION_LIMIT", "embedded store only: throttle each partition past DynamoDB's per-partition limit (1,000 WCU, 3,000 RCU per second), to measure hot keys and sharded queues", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.PartitionLimit, name, false, usage) }},
+		{"aws-faithful", "REDAMO_AWS_FAITHFUL", "embedded store only: answer as DynamoDB on AWS does (latency per call, transaction conflicts, per-partition and on-demand table throttling, rare 5xx and timeouts), to test clients and redamo against what DynamoDB Local never does", false,
+			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.AWSFaithful, name, false, usage) }},
 		{"blocking-poll", "REDAMO_BLOCKING_POLL", "longest pause between polls of a key blocked clients wait on; writes through other instances are seen within it", false,
 			func(fs *flag.FlagSet, name, usage string) {
 				fs.DurationVar(&c.BlockingPoll, name, commands.DefaultBlockingPoll, usage)
@@ -230,12 +235,20 @@ func (c config) validate(opts []option, given map[string]string) error {
 				return fmt.Errorf("%s applies only to --store %s (the store is %s)", src, storeDynamoDB, storeMemory)
 			}
 		}
+		if c.AWSFaithful && c.PartitionLimit {
+			// The faithful mode's budget per partition replaces the plain
+			// store's limiter.
+			return fmt.Errorf("%s and %s: the AWS-faithful mode already limits each partition", given["aws-faithful"], given["partition-limit"])
+		}
 	case storeDynamoDB:
 		if c.Table == "" {
 			return errors.New("--table must not be empty")
 		}
 		if c.PartitionLimit {
 			return fmt.Errorf("%s applies only to --store %s: DynamoDB limits its partitions itself", given["partition-limit"], storeMemory)
+		}
+		if c.AWSFaithful {
+			return fmt.Errorf("%s applies only to --store %s: it imitates DynamoDB", given["aws-faithful"], storeMemory)
 		}
 		if c.DynamoDBClient != clientDirect && c.DynamoDBClient != clientSDK {
 			return fmt.Errorf("--dynamodb-client %q: must be %s or %s", c.DynamoDBClient, clientDirect, clientSDK)

@@ -31,6 +31,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/metrics"
 	"github.com/redamo/redamo/model"
@@ -184,6 +185,9 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 			"endpoint", orDefault(cfg.Endpoint, "(AWS)"),
 			"dynamodb_client", cfg.DynamoDBClient)
 	}
+	if cfg.AWSFaithful {
+		attrs = append(attrs, "aws_faithful", true)
+	}
 	if a.metricsLn != nil {
 		attrs = append(attrs, "metrics", "http://"+a.metricsLn.Addr().String()+"/metrics")
 	}
@@ -268,6 +272,15 @@ const memoryTTLInterval = time.Second
 func openStore(ctx context.Context, cfg config, observer dynastore.Observer, logger *slog.Logger) (dynastore.Store, error) {
 	switch cfg.Store {
 	case storeMemory:
+		if cfg.AWSFaithful {
+			f := faithful.New(faithful.Options{
+				Observer: observer,
+				Seed:     uint64(time.Now().UnixNano()),
+				Faults:   faithful.DefaultFaults,
+			})
+			go f.Memory().RunTTL(ctx, memoryTTLInterval)
+			return f, nil
+		}
 		o := memory.Options{Observer: observer}
 		if cfg.PartitionLimit {
 			o.PartitionLimit = &memory.DynamoDBPartitionLimit

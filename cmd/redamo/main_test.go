@@ -103,6 +103,20 @@ func TestServeMemoryWithMetrics(t *testing.T) {
 	require.Error(t, err, "the listener must be closed after shutdown")
 }
 
+func TestServeAWSFaithful(t *testing.T) {
+	cfg := testConfig()
+	cfg.AWSFaithful = true
+	a, logs := startApp(t, cfg)
+	require.Contains(t, logs.String(), "aws_faithful=true")
+
+	ctx := context.Background()
+	c := client(t, &redis.Options{Addr: a.ln.Addr().String()})
+	require.NoError(t, c.Set(ctx, "a", "1", 0).Err())
+	require.Equal(t, "1", c.Get(ctx, "a").Val())
+	// The faithful layer reports the requests it served, as a backend does.
+	require.Positive(t, a.srv.Stats.Requests("get", dynastore.OpGetItem))
+}
+
 func TestMetricsOffByDefault(t *testing.T) {
 	a, _ := startApp(t, testConfig())
 	require.Nil(t, a.metricsSrv)

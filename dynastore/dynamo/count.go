@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 var _ dynastore.Counter = (*Store)(nil)
@@ -42,7 +43,7 @@ func (s *Store) CountItems(ctx context.Context, _ dynastore.Cond, _ func(dynasto
 		return c.n, false, c.err
 	}
 	var n int64
-	err := s.call(ctx, dynastore.OpDescribeTable, retrySafe, func(actx context.Context, _ *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpDescribeTable, retry.Idempotent, func(actx context.Context, _ *dynastore.Request) error {
 		out, err := s.db.DescribeTable(actx, &dynamodb.DescribeTableInput{TableName: &s.table})
 		if err != nil {
 			return err

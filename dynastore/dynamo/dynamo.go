@@ -22,6 +22,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"os"
@@ -30,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // Defaults of Config's retry and timeout settings.
@@ -123,7 +126,7 @@ type Store struct {
 	wire   *wire
 	table  string
 	obs    dynastore.Observer
-	policy retryPolicy
+	policy retry.Policy
 	log    *slog.Logger
 	http   aws.HTTPClient
 	// clock measures DynamoDB's clock against the local one (clock.go).
@@ -205,12 +208,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		log:   log,
 		http:  hc,
 		clock: clock,
-		policy: retryPolicy{
-			maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
-			attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
-			budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
-			base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
-			cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+		policy: retry.Policy{
+			MaxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+			AttemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
+			Budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
+			Base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
+			Cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+			Describe:       errorDetail,
 		},
 	}
 	if s.obs == nil {
@@ -416,16 +420,39 @@ func (s *Store) Close() error {
 // call runs one logical request with retries, maps its error and reports it
 // to the Observer exactly once. fn makes one attempt and adds the capacity
 // it consumed to r.
-func (s *Store) call(ctx context.Context, op string, mode retryMode, fn func(ctx context.Context, r *dynastore.Request) error) error {
+func (s *Store) call(ctx context.Context, op string, mode retry.Mode, fn func(ctx context.Context, r *dynastore.Request) error) error {
 	start := time.Now()
 	r := dynastore.Request{Label: dynastore.Label(ctx), Op: op}
-	n, err := s.policy.run(ctx, op, mode, func(actx context.Context) error { return fn(actx, &r) })
+	n, err := s.policy.Run(ctx, op, mode, func(actx context.Context) error { return attempt(actx, &r, fn) })
 	if err != nil {
 		err = mapErr(op, err)
 	}
 	r.Attempts, r.Duration, r.Err = n, time.Since(start), err
 	s.obs.Observe(ctx, r)
 	return err
+}
+
+// attempt makes one attempt of a request and classifies its error.
+func attempt(ctx context.Context, r *dynastore.Request, fn func(ctx context.Context, r *dynastore.Request) error) error {
+	// Once the whole request is written the server may act on it; a
+	// failure before that proves it was not applied.
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	err := fn(ctx, r)
+	if err == nil {
+		return nil
+	}
+	var f *retry.Failure
+	if errors.As(err, &f) {
+		return err
+	}
+	return classify(err, ctx, wrote.Load())
 }
 
 var storeErrors = []error{
@@ -561,9 +588,9 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 // certainly were not applied.
 func (s *Store) sendItem(ctx context.Context, r *itemRequest) (dynastore.Item, error) {
 	write := r.op != dynastore.OpGetItem
-	mode := retrySafe
+	mode := retry.Idempotent
 	if write {
-		mode = retryUnapplied
+		mode = retry.Once
 	}
 	var ret dynastore.Item
 	if s.wire == nil {
@@ -678,7 +705,7 @@ func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dy
 	*wr.buf = appendBatchGet(*wr.buf, s.table, keys)
 	wr.seal()
 	pending := len(keys)
-	return s.call(ctx, dynastore.OpBatchGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true, table: s.table}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -712,7 +739,7 @@ func (s *Store) sdkBatchChunk(ctx context.Context, keys []dynastore.Key, found [
 	for i, k := range keys {
 		pending[i] = keyAV(k)
 	}
-	return s.call(ctx, dynastore.OpBatchGetItem, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{
 				s.table: {Keys: pending, ConsistentRead: aws.Bool(true)},
@@ -759,10 +786,11 @@ func place(it dynastore.Item, found []dynastore.Item, index map[string]int) erro
 func unprocessed(n, pending int) error {
 	// DynamoDB returns part of a batch when it throttles or when the
 	// response would pass 16 MB; only the former needs backoff.
-	return &errRetry{
-		cause:    fmt.Errorf("%d unprocessed keys", n),
-		kind:     dynastore.ErrThrottled,
-		progress: n < pending,
+	return &retry.Failure{
+		Err:      fmt.Errorf("%d unprocessed keys", n),
+		Class:    retry.Unapplied,
+		Kind:     dynastore.ErrThrottled,
+		Progress: n < pending,
 	}
 }
 
@@ -868,7 +896,7 @@ func (s *Store) wirePage(ctx context.Context, op string, render func([]byte) ([]
 	wr.seal()
 	var items []dynastore.Item
 	var last *dynastore.Key
-	err = s.call(ctx, op, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err = s.call(ctx, op, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -945,7 +973,7 @@ func (s *Store) sdkQuery(ctx context.Context, q dynastore.Query, kc, filter stri
 		in.ExclusiveStartKey = keyAV(dynastore.Key{PK: q.PK, SK: q.After})
 	}
 	var page dynastore.QueryPage
-	err := s.call(ctx, dynastore.OpQuery, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpQuery, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return err
@@ -1057,7 +1085,7 @@ func (s *Store) sdkScan(ctx context.Context, sc dynastore.Scan, filter string, e
 		in.ExclusiveStartKey = keyAV(*sc.After)
 	}
 	var page dynastore.ScanPage
-	err := s.call(ctx, dynastore.OpScan, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpScan, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Scan(ctx, in)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // Transact implements dynastore.Store with one TransactWriteItems.
@@ -89,7 +90,7 @@ func (s *Store) wireTransact(ctx context.Context, reqs []itemRequest) error {
 	}
 	setToken(newToken())
 	renew := false
-	return s.call(ctx, dynastore.OpTransactWriteItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpTransactWriteItems, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		if renew {
 			setToken(newToken())
 			renew = false
@@ -100,7 +101,7 @@ func (s *Store) wireTransact(ctx context.Context, reqs []itemRequest) error {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.code == codeTxCanceled {
 				err = txCanceled(ae.reasons)
-				var rt *errRetry
+				var rt *retry.Failure
 				renew = errors.As(err, &rt)
 			}
 			return err
@@ -125,7 +126,7 @@ func (s *Store) sdkTransact(ctx context.Context, reqs []itemRequest) error {
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
 	token, renew := newToken(), false
-	return s.call(ctx, dynastore.OpTransactWriteItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpTransactWriteItems, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		if renew {
 			token, renew = newToken(), false
 		}
@@ -133,7 +134,7 @@ func (s *Store) sdkTransact(ctx context.Context, reqs []itemRequest) error {
 		out, err := s.db.TransactWriteItems(ctx, in)
 		if err != nil {
 			err = sdkCanceled(err)
-			var rt *errRetry
+			var rt *retry.Failure
 			renew = errors.As(err, &rt)
 			return err
 		}
@@ -264,7 +265,7 @@ func sdkCanceled(err error) error {
 }
 
 // txCanceled turns a TransactionCanceledException's reasons into a
-// *dynastore.TxCanceledError, or into an errRetry when every reason is
+// *dynastore.TxCanceledError, or into a retry.Failure when every reason is
 // transient (conflict, throttling) so the transaction is worth sending again.
 func txCanceled(rs []txReason) error {
 	reasons := make([]dynastore.TxReason, len(rs))
@@ -295,9 +296,9 @@ func txCanceled(rs []txReason) error {
 	txErr := &dynastore.TxCanceledError{Reasons: reasons}
 	switch {
 	case transient && conflict:
-		return &errRetry{cause: txErr, kind: dynastore.ErrTxConflict}
+		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrTxConflict}
 	case transient && throttled:
-		return &errRetry{cause: txErr, kind: dynastore.ErrThrottled}
+		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrThrottled}
 	case kind != nil:
 		return fmt.Errorf("%w: %w", kind, txErr)
 	}
@@ -329,7 +330,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 	}
 	in := &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
 	out := make([]dynastore.Item, len(keys))
-	err := s.call(ctx, dynastore.OpTransactGetItems, retrySafe, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
 		res, err := s.db.TransactGetItems(ctx, in)
 		if err != nil {
 			return sdkCanceled(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
 )
@@ -39,6 +40,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	logs []string
+	// killed is set by Kill: the test's end then has nothing to shut down.
+	killed bool
 }
 
 type config struct {
@@ -108,16 +111,36 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 	done := make(chan error, 1)
 	go func() { done <- s.RESP.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.RESP.Shutdown(ctx); err != nil {
-			t.Errorf("testserver: shutdown: %v", err)
+		s.mu.Lock()
+		killed := s.killed
+		s.mu.Unlock()
+		if !killed {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.RESP.Shutdown(ctx); err != nil {
+				t.Errorf("testserver: shutdown: %v", err)
+			}
 		}
 		if err := <-done; err != nil {
 			t.Errorf("testserver: serve: %v", err)
 		}
 	})
 	return s
+}
+
+// Kill stops the server at once, as close to a SIGKILL as a server in
+// the test's own process can be: the listener and every connection close
+// without waiting for the commands in flight, whose contexts are
+// cancelled (they may still finish the store request they are in, as a
+// request a killed process sent may still be applied; a test that wants
+// no later request wraps the store to refuse them).
+func (s *Server) Kill() {
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.RESP.Shutdown(ctx)
 }
 
 // ClientReadTimeout is how long a Client waits for a reply. go-redis's own
@@ -158,7 +181,7 @@ const (
 
 // Backend is a fresh, empty store to run a test on.
 type Backend struct {
-	// Name is "memory" or "dynamodb", for t.Run.
+	// Name is "memory", "dynamodb" or "faithful", for t.Run.
 	Name  string
 	Store dynastore.Store
 	// Stats observes every request of Store.
@@ -193,6 +216,38 @@ func Stores(t testing.TB) []Backend {
 		backends = append(backends, b)
 	}
 	return backends
+}
+
+// Instances returns the backends a test across several instances of one
+// store should run on: those of Stores and the embedded store's
+// AWS-faithful mode (Faithful), where latency opens the windows in
+// which DynamoDB's transactions conflict and partitions throttle. Only
+// those tests take it: the faithful mode is slower, and what it finds is
+// between instances.
+func Instances(t testing.TB) []Backend {
+	t.Helper()
+	return append(Stores(t), Faithful(t, 1))
+}
+
+// FaithfulScale is the faithful backend's time scale in tests: a tenth
+// of AWS's typical latencies keeps every call's window open (a
+// transaction's for 1-3 ms) at a tenth of the wall time.
+const FaithfulScale = 0.1
+
+// Faithful returns a fresh store in the AWS-faithful mode at
+// FaithfulScale (whose clock runs that much faster in capacity too, so a
+// test's clients meet the partition and table limits as the same clients
+// would on AWS), without faults unless the test sets them (o, when given,
+// changes the options), its randomness from seed so that a failing run
+// replays its draws.
+func Faithful(t testing.TB, seed uint64, o ...func(*faithful.Options)) Backend {
+	t.Helper()
+	stats := dynastore.NewStats()
+	opts := faithful.Options{Observer: stats, Seed: seed, Scale: FaithfulScale}
+	for _, f := range o {
+		f(&opts)
+	}
+	return Backend{Name: "faithful", Store: faithful.New(opts), Stats: stats}
 }
 
 // DynamoDB returns a fresh DynamoDB Local backend, or ok false (after a log

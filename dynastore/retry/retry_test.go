@@ -1,4 +1,4 @@
-package dynamo
+package retry
 
 import (
 	"context"
@@ -33,21 +33,21 @@ func (c *callerCtx) Done() <-chan struct{} {
 // all time out and checks that their deadline timers never touch the
 // caller's context, while cancelling it still ends an attempt.
 func TestRetryAttemptsLeaveTheCallersContext(t *testing.T) {
-	p := retryPolicy{maxAttempts: 3, attemptTimeout: time.Millisecond, budget: 20 * time.Millisecond, base: time.Microsecond, cap: time.Microsecond}
+	p := Policy{MaxAttempts: 3, AttemptTimeout: time.Millisecond, Budget: 20 * time.Millisecond, Base: time.Microsecond, Cap: time.Microsecond}
 	outlive := func(actx context.Context) error {
 		<-actx.Done() // a request that outlives its attempt
-		return actx.Err()
+		return &Failure{Err: actx.Err(), Class: Unapplied}
 	}
 	ctx := &callerCtx{Context: context.Background()}
-	attempts, err := p.run(ctx, "GetItem", retrySafe, outlive)
+	attempts, err := p.Run(ctx, "GetItem", Idempotent, outlive)
 	require.Error(t, err)
 	require.Equal(t, 3, attempts)
 	time.Sleep(10 * time.Millisecond) // every timer has fired
 	require.Zero(t, ctx.fromTimers.Load(), "calls of the caller's Done from attempt timers")
 
-	p.attemptTimeout, p.budget = time.Minute, time.Minute
+	p.AttemptTimeout, p.Budget = time.Minute, time.Minute
 	parent, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(5*time.Millisecond, cancel)
-	_, err = p.run(parent, "GetItem", retrySafe, outlive)
+	_, err = p.Run(parent, "GetItem", Idempotent, outlive)
 	require.ErrorIs(t, err, context.Canceled, "the caller's cancellation reaches the attempt")
 }

@@ -1,0 +1,210 @@
+// Package retry is the one retry policy of redamo's stores: bounded attempts,
+// a timeout per attempt, a total budget, jittered exponential backoff, and
+// the distinction between a failure that certainly was not applied and one
+// that may have been.
+//
+// The runner knows nothing about HTTP or DynamoDB: an attempt function
+// returns a *Failure to say how its error is to be treated (a backend
+// classifies its own errors: dynastore/dynamo sorts status codes and API
+// error codes; a simulated backend knows what it simulated). Any other error
+// is final: returned to the caller as it is.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Mode says which failures a request may be retried after.
+type Mode uint8
+
+const (
+	// Idempotent requests have no side effect (reads) or are made
+	// idempotent (TransactWriteItems with a ClientRequestToken): any
+	// transient failure is retried.
+	Idempotent Mode = iota
+	// Once requests (single-item writes) are retried only after a failure
+	// that proves they were not applied: throttling, 503, a connection that
+	// never carried the request. After a timeout or a 500 the write may
+	// have happened; repeating it could apply an ADD twice or turn our own
+	// success into a condition failure, so the outcome is reported as
+	// unknown instead.
+	Once
+)
+
+// Class is how one failed attempt is treated.
+type Class uint8
+
+const (
+	// Final failures are not retried: they are the answer (a condition
+	// failed, a validation error, ...).
+	Final Class = iota
+	// Unapplied failures are transient and certainly had no effect.
+	Unapplied
+	// Unknown failures are transient, but the request may have been applied.
+	Unknown
+)
+
+// Failure is one attempt's error, classified. An attempt function returns a
+// *Failure for any error that is not final.
+type Failure struct {
+	Err   error
+	Class Class
+	// Kind is the sentinel the request's error wraps when retries run out
+	// (dynastore.ErrThrottled, dynastore.ErrUnavailable, ...); nil:
+	// dynastore.ErrUnavailable.
+	Kind error
+	// Progress says the attempt did useful work even though it asks for
+	// another (a batch that returned part of its keys): the next attempt
+	// comes at once and does not count against Policy.MaxAttempts.
+	Progress bool
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Policy bounds a request's attempts. The zero value makes one attempt with
+// no timeout of its own.
+type Policy struct {
+	// MaxAttempts is the most attempts that did no progress (at least 1).
+	MaxAttempts int
+	// AttemptTimeout bounds each attempt (0: only the budget does).
+	AttemptTimeout time.Duration
+	// Budget bounds the whole request, attempts and waits (0: only the
+	// caller's context does).
+	Budget time.Duration
+	// Base and Cap shape the backoff: the wait before retry n is about
+	// Base*2^(n-1), at most Cap.
+	Base, Cap time.Duration
+	// Describe renders a failure's error in the message of a request whose
+	// retries ran out (nil: its Error()).
+	Describe func(error) string
+}
+
+// Backoff is the wait before retry n (1-based): exponential from Base,
+// capped at Cap, with "equal jitter" so that concurrent retries spread out
+// but never wait less than half the step.
+func (p Policy) Backoff(n int) time.Duration {
+	d := p.Base << min(n-1, 16)
+	if d > p.Cap || d <= 0 {
+		d = p.Cap
+	}
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// Run calls fn until it succeeds, fails for good, or the policy's limits are
+// reached, and returns the number of attempts made. A final failure is
+// returned as fn returned it (a *Failure of class Final is unwrapped); when
+// retries run out the error wraps the failure's Kind. fn receives a context
+// bounded by the attempt timeout and the budget; op names the request in
+// errors.
+func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx context.Context) error) (int, error) {
+	deadline := time.Time{}
+	if p.Budget > 0 {
+		deadline = time.Now().Add(p.Budget)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	attempts, failures := 0, 0
+	for {
+		attempts++
+		err := p.attempt(ctx, deadline, fn)
+		if err == nil {
+			return attempts, nil
+		}
+		if ctx.Err() != nil {
+			// The caller gave up (client gone, server shutting down).
+			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+		}
+		var f *Failure
+		if !errors.As(err, &f) {
+			return attempts, err
+		}
+		switch {
+		case f.Class == Final:
+			return attempts, f.Err
+		case f.Class == Unknown && mode == Once:
+			return attempts, p.exhausted(f, attempts, true)
+		}
+		if f.Progress {
+			if deadline.IsZero() || time.Now().Before(deadline) {
+				continue
+			}
+			return attempts, p.exhausted(f, attempts, false)
+		}
+		failures++
+		if failures >= max(p.MaxAttempts, 1) {
+			return attempts, p.exhausted(f, attempts, false)
+		}
+		wait := p.Backoff(failures)
+		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
+			return attempts, p.exhausted(f, attempts, false)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+		}
+	}
+}
+
+// attempt makes one call of fn under the attempt's deadline.
+func (p Policy) attempt(ctx context.Context, deadline time.Time, fn func(ctx context.Context) error) error {
+	ad := deadline
+	if p.AttemptTimeout > 0 {
+		if t := time.Now().Add(p.AttemptTimeout); ad.IsZero() || t.Before(ad) {
+			ad = t
+		}
+	}
+	if ad.IsZero() {
+		return fn(ctx)
+	}
+	// The attempt's context is not a child of ctx: its deadline timer may
+	// fire after Run returned, and must not reach back into ctx, which a
+	// caller may reuse (a command's context). ctx's cancellation still
+	// reaches it through AfterFunc, whose registration stop removes before
+	// Run goes on.
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), ad)
+	stop := context.AfterFunc(ctx, cancel)
+	defer cancel()
+	defer stop()
+	return fn(actx)
+}
+
+// exhausted is the error after retries ran out (or a failure that may have
+// been applied was not retried).
+func (p Policy) exhausted(f *Failure, attempts int, unknownOutcome bool) error {
+	kind := f.Kind
+	if kind == nil {
+		kind = dynastore.ErrUnavailable
+	}
+	what := fmt.Sprintf("after %d attempts", attempts)
+	if attempts == 1 {
+		what = "after 1 attempt"
+	}
+	if unknownOutcome {
+		what += "; the write may or may not have been applied"
+	}
+	var tx *dynastore.TxCanceledError
+	if errors.As(f.Err, &tx) {
+		// Keep the per-action reasons; a conflict is already ErrTxConflict.
+		if kind == dynastore.ErrTxConflict {
+			return fmt.Errorf("%w (%s)", tx, what)
+		}
+		return fmt.Errorf("%w: %w (%s)", kind, tx, what)
+	}
+	detail := f.Err.Error()
+	if p.Describe != nil {
+		detail = p.Describe(f.Err)
+	}
+	return fmt.Errorf("%w: %s (%s)", kind, detail, what)
+}
