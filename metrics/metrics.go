@@ -272,12 +272,14 @@ func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, dynastore.ErrConditionFailed):
 		return KindConditionFailed
+	case errors.Is(err, dynastore.ErrThrottled):
+		// Before the cancellations: a throttled transaction is no
+		// conflict and no failed condition.
+		return KindThrottled
 	case errors.Is(err, dynastore.ErrTxConflict):
 		return KindTxConflict
 	case errors.Is(err, dynastore.ErrTxCanceled):
 		return KindTxCanceled
-	case errors.Is(err, dynastore.ErrThrottled):
-		return KindThrottled
 	case errors.Is(err, dynastore.ErrUnavailable):
 		return KindUnavailable
 	case errors.Is(err, dynastore.ErrItemTooLarge):

@@ -29,17 +29,19 @@ import (
 type faultKind int
 
 const (
-	passThrough   faultKind = iota
-	throttle                // 400 ThrottlingException: rejected, not applied
-	provisioned             // 400 ProvisionedThroughputExceededException
-	serverError             // 500 InternalServerError: may have been applied
-	unavailable             // 503 ServiceUnavailable: not applied
-	hangBefore              // never sends the request; hangs until the attempt times out
-	hangAfter               // sends the request (it is applied), then hangs
-	refused                 // connection refused
-	txConflict              // TransactionCanceledException, one TransactionConflict reason
-	unprocessed             // BatchGetItem answers with every key unprocessed
-	conditionOnly           // TransactionCanceledException with a ConditionalCheckFailed reason
+	passThrough    faultKind = iota
+	throttle                 // 400 ThrottlingException: rejected, not applied
+	provisioned              // 400 ProvisionedThroughputExceededException
+	serverError              // 500 InternalServerError: may have been applied
+	unavailable              // 503 ServiceUnavailable: not applied
+	hangBefore               // never sends the request; hangs until the attempt times out
+	hangAfter                // sends the request (it is applied), then hangs
+	refused                  // connection refused
+	txConflict               // TransactionCanceledException, one TransactionConflict reason
+	unprocessed              // BatchGetItem answers with every key unprocessed
+	conditionOnly            // TransactionCanceledException with a ConditionalCheckFailed reason
+	txThrottled              // TransactionCanceledException, every reason ThrottlingError
+	txThrottledOne           // TransactionCanceledException, one ThrottlingError reason, the others None
 )
 
 // injector is an aws.HTTPClient that applies queued faults to the requests
@@ -107,16 +109,25 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	case refused:
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	case txConflict, conditionOnly:
+	case txConflict, conditionOnly, txThrottled, txThrottledOne:
 		n := countTxItems(req)
 		reasons := make([]string, n)
 		for i := range reasons {
 			reasons[i] = `{"Code":"None"}`
 		}
-		if f == txConflict {
+		// The throttling reason's text is DynamoDB's.
+		const throttled = `{"Code":"ThrottlingError","Message":"Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly."}`
+		switch f {
+		case txConflict:
 			reasons[n-1] = `{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}`
-		} else {
+		case conditionOnly:
 			reasons[0] = `{"Code":"ConditionalCheckFailed","Message":"The conditional request failed"}`
+		case txThrottled:
+			for i := range reasons {
+				reasons[i] = throttled
+			}
+		case txThrottledOne:
+			reasons[n-1] = throttled
 		}
 		return apiError(req, 400, "TransactionCanceledException",
 			`"Message":"Transaction cancelled","CancellationReasons":[`+strings.Join(reasons, ",")+`]`), nil
@@ -264,6 +275,8 @@ func TestFaults(t *testing.T) {
 		{name: "tx timed out after sending is applied once", op: dynastore.OpTransactWriteItems, queued: []faultKind{hangAfter}, calls: 2, n: 1},
 		{name: "tx 500 then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{serverError}, calls: 2, n: 1},
 		{name: "tx throttled for good", op: dynastore.OpTransactWriteItems, always: throttle, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
+		{name: "tx throttled reasons for good", op: dynastore.OpTransactWriteItems, always: txThrottled, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
+		{name: "tx one throttled reason then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{txThrottledOne}, calls: 2, n: 1},
 		{name: "tx condition failure is final", op: dynastore.OpTransactWriteItems, queued: []faultKind{conditionOnly}, want: dynastore.ErrTxCanceled, calls: 1, n: 0},
 	}
 	for _, tc := range cases {
@@ -315,6 +328,28 @@ func TestTxConflictReasons(t *testing.T) {
 	require.ErrorAs(t, err, &tc)
 	require.ErrorIs(t, err, dynastore.ErrTxConflict)
 	require.Equal(t, []dynastore.TxReason{{Code: dynastore.ReasonNone}, {Code: dynastore.ReasonConflict}}, tc.Reasons)
+}
+
+// A transaction that stays throttled is ErrThrottled and nothing a caller
+// could read as a cancellation: callers take a failed condition for a stale
+// receipt or a lost race, and a conflict for a race to run again at once.
+func TestThrottledTxIsNoCancellation(t *testing.T) {
+	for _, f := range []faultKind{txThrottled, txThrottledOne} {
+		s, inj, _ := faultStore(t)
+		inj.forever(dynastore.OpTransactWriteItems, f)
+		err := s.Transact(context.Background(), []dynastore.TxAction{
+			{Op: dynastore.TxPut, Item: item("a")},
+			{Op: dynastore.TxDelete, Key: key("b"), Cond: dynastore.Exists{Attr: dynastore.AttrPK}},
+		})
+		require.ErrorIs(t, err, dynastore.ErrThrottled)
+		require.NotErrorIs(t, err, dynastore.ErrTxCanceled)
+		require.NotErrorIs(t, err, dynastore.ErrTxConflict)
+		var tc *dynastore.TxCanceledError
+		require.False(t, errors.As(err, &tc), "a throttled transaction is no *TxCanceledError")
+		_, failed := dynastore.ConditionFailedIn(err)
+		require.False(t, failed)
+		require.Contains(t, err.Error(), dynastore.ReasonThrottled, "the reasons are in the text")
+	}
 }
 
 // The total budget ends retries even when many attempts are allowed.

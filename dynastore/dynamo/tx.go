@@ -266,10 +266,10 @@ func sdkCanceled(err error) error {
 
 // txCanceled turns a TransactionCanceledException's reasons into a
 // *dynastore.TxCanceledError, or into a retry.Failure when every reason is
-// transient (conflict, throttling) so the transaction is worth sending again.
+// transient (TxCanceledError.Transient) so the transaction is worth sending
+// again.
 func txCanceled(rs []txReason) error {
 	reasons := make([]dynastore.TxReason, len(rs))
-	transient, conflict, throttled := true, false, false
 	var kind error
 	for i, r := range rs {
 		code := r.code
@@ -278,28 +278,17 @@ func txCanceled(rs []txReason) error {
 		}
 		reasons[i] = dynastore.TxReason{Code: code, Old: r.item}
 		switch code {
-		case dynastore.ReasonNone:
-		case dynastore.ReasonConflict:
-			conflict = true
-		case dynastore.ReasonThrottled, "ProvisionedThroughputExceeded", "RequestLimitExceeded":
-			throttled = true
 		case dynastore.ReasonValidation:
-			transient = false
 			kind = validationKind(r.message)
 		case dynastore.ReasonItemTooLarge:
-			transient = false
 			kind = dynastore.ErrItemTooLarge
-		default:
-			transient = false
 		}
 	}
 	txErr := &dynastore.TxCanceledError{Reasons: reasons}
-	switch {
-	case transient && conflict:
-		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrTxConflict}
-	case transient && throttled:
-		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrThrottled}
-	case kind != nil:
+	if k := txErr.Transient(); k != nil {
+		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: k}
+	}
+	if kind != nil {
 		return fmt.Errorf("%w: %w", kind, txErr)
 	}
 	return txErr

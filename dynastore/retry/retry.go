@@ -196,11 +196,14 @@ func (p Policy) exhausted(f *Failure, attempts int, unknownOutcome bool) error {
 	}
 	var tx *dynastore.TxCanceledError
 	if errors.As(f.Err, &tx) {
-		// Keep the per-action reasons; a conflict is already ErrTxConflict.
+		// A conflict keeps its per-action reasons (it is ErrTxConflict).
+		// Any other kind names them only in its text: a throttled
+		// transaction must not be matchable as a cancellation, which
+		// callers read as a failed condition or a lost race.
 		if kind == dynastore.ErrTxConflict {
 			return fmt.Errorf("%w (%s)", tx, what)
 		}
-		return fmt.Errorf("%w: %w (%s)", kind, tx, what)
+		return fmt.Errorf("%w: %s (%s)", kind, tx.Error(), what)
 	}
 	detail := f.Err.Error()
 	if p.Describe != nil {
