@@ -511,6 +511,14 @@ var (
 	ErrThrottled = errors.New("dynastore: throttled")
 	// ErrUnavailable: the backend kept failing (5xx, timeouts) after bounded retries.
 	ErrUnavailable = errors.New("dynastore: unavailable")
+	// ErrOutcomeUnknown: a write may or may not have been applied (a 500
+	// or a timeout after the request was sent, a success whose answer was
+	// lost, a transaction whose retries ran out after such an attempt). It
+	// comes with the last failure's kind (ErrUnavailable, ErrThrottled) in
+	// the same chain; a caller that tells clients what happened tests it
+	// first: "not applied, try again" would be wrong, as a retried INCR or
+	// push could count twice.
+	ErrOutcomeUnknown = errors.New("dynastore: outcome unknown")
 	// ErrInvalid: the request is malformed (a bug in the caller, e.g. an update
 	// naming one attribute twice, ADD to a non-number); DynamoDB's ValidationException.
 	ErrInvalid = errors.New("dynastore: invalid request")

@@ -364,7 +364,7 @@ func attempt(ctx context.Context, r *dynastore.Request, fn func(ctx context.Cont
 var storeErrors = []error{
 	dynastore.ErrConditionFailed, dynastore.ErrTxCanceled, dynastore.ErrTxConflict,
 	dynastore.ErrItemTooLarge, dynastore.ErrTxTooLarge, dynastore.ErrKeyTooLarge,
-	dynastore.ErrThrottled, dynastore.ErrUnavailable, dynastore.ErrInvalid,
+	dynastore.ErrThrottled, dynastore.ErrUnavailable, dynastore.ErrOutcomeUnknown, dynastore.ErrInvalid,
 }
 
 func mapErr(op string, err error) error {
@@ -494,7 +494,7 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 // certainly were not applied.
 func (s *Store) sendItem(ctx context.Context, r *itemRequest) (dynastore.Item, error) {
 	write := r.op != dynastore.OpGetItem
-	mode := retry.Idempotent
+	mode := retry.Read
 	if write {
 		mode = retry.Once
 	}
@@ -611,7 +611,7 @@ func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dy
 	*wr.buf = appendBatchGet(*wr.buf, s.table, keys)
 	wr.seal()
 	pending := len(keys)
-	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true, table: s.table}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -645,7 +645,7 @@ func (s *Store) sdkBatchChunk(ctx context.Context, keys []dynastore.Key, found [
 	for i, k := range keys {
 		pending[i] = keyAV(k)
 	}
-	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{
 				s.table: {Keys: pending, ConsistentRead: aws.Bool(true)},
@@ -802,7 +802,7 @@ func (s *Store) wirePage(ctx context.Context, op string, render func([]byte) ([]
 	wr.seal()
 	var items []dynastore.Item
 	var last *dynastore.Key
-	err = s.call(ctx, op, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err = s.call(ctx, op, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -879,7 +879,7 @@ func (s *Store) sdkQuery(ctx context.Context, q dynastore.Query, kc, filter stri
 		in.ExclusiveStartKey = keyAV(dynastore.Key{PK: q.PK, SK: q.After})
 	}
 	var page dynastore.QueryPage
-	err := s.call(ctx, dynastore.OpQuery, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpQuery, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return err
@@ -991,7 +991,7 @@ func (s *Store) sdkScan(ctx context.Context, sc dynastore.Scan, filter string, e
 		in.ExclusiveStartKey = keyAV(*sc.After)
 	}
 	var page dynastore.ScanPage
-	err := s.call(ctx, dynastore.OpScan, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpScan, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Scan(ctx, in)
 		if err != nil {
 			return err

@@ -29,19 +29,20 @@ import (
 type faultKind int
 
 const (
-	passThrough    faultKind = iota
-	throttle                 // 400 ThrottlingException: rejected, not applied
-	provisioned              // 400 ProvisionedThroughputExceededException
-	serverError              // 500 InternalServerError: may have been applied
-	unavailable              // 503 ServiceUnavailable: not applied
-	hangBefore               // never sends the request; hangs until the attempt times out
-	hangAfter                // sends the request (it is applied), then hangs
-	refused                  // connection refused
-	txConflict               // TransactionCanceledException, one TransactionConflict reason
-	unprocessed              // BatchGetItem answers with every key unprocessed
-	conditionOnly            // TransactionCanceledException with a ConditionalCheckFailed reason
-	txThrottled              // TransactionCanceledException, every reason ThrottlingError
-	txThrottledOne           // TransactionCanceledException, one ThrottlingError reason, the others None
+	passThrough      faultKind = iota
+	throttle                   // 400 ThrottlingException: rejected, not applied
+	provisioned                // 400 ProvisionedThroughputExceededException
+	serverError                // 500 InternalServerError: may have been applied
+	unavailable                // 503 ServiceUnavailable: not applied
+	hangBefore                 // never sends the request; hangs until the attempt times out
+	hangAfter                  // sends the request (it is applied), then hangs
+	refused                    // connection refused
+	txConflict                 // TransactionCanceledException, one TransactionConflict reason
+	unprocessed                // BatchGetItem answers with every key unprocessed
+	conditionOnly              // TransactionCanceledException with a ConditionalCheckFailed reason
+	txThrottled                // TransactionCanceledException, every reason ThrottlingError
+	txThrottledOne             // TransactionCanceledException, one ThrottlingError reason, the others None
+	serverErrorAfter           // the request is applied, then answered 500 InternalServerError
 )
 
 // injector is an aws.HTTPClient that applies queued faults to the requests
@@ -133,6 +134,13 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 			`"Message":"Transaction cancelled","CancellationReasons":[`+strings.Join(reasons, ",")+`]`), nil
 	case unprocessed:
 		return unprocessedKeys(req), nil
+	case serverErrorAfter:
+		resp, err := in.next.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		return apiError(req, 500, "InternalServerError", `"message":"Internal server error"`), nil
 	}
 	return in.next.Do(req)
 }
@@ -261,8 +269,9 @@ func TestFaults(t *testing.T) {
 		{name: "put throttled for good", op: dynastore.OpPutItem, always: throttle, want: dynastore.ErrThrottled, calls: testAttempts, n: -1},
 		// A write whose outcome is unknown is not repeated: an ADD must not
 		// count twice.
-		{name: "update 500 is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{serverError}, want: dynastore.ErrUnavailable, calls: 1, n: -1},
-		{name: "update timed out after sending is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{hangAfter}, want: dynastore.ErrUnavailable, calls: 1, n: 1},
+		{name: "update 500 is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{serverError}, want: dynastore.ErrOutcomeUnknown, calls: 1, n: -1},
+		{name: "update timed out after sending is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{hangAfter}, want: dynastore.ErrOutcomeUnknown, calls: 1, n: 1},
+		{name: "update 503 is not applied", op: dynastore.OpUpdateItem, always: unavailable, want: dynastore.ErrUnavailable, calls: testAttempts, n: 0},
 		{name: "update throttled then applied once", op: dynastore.OpUpdateItem, queued: []faultKind{throttle, throttle}, calls: 3, n: 1},
 
 		{name: "batch unprocessed until the budget runs out", op: dynastore.OpBatchGetItem, always: unprocessed, want: dynastore.ErrThrottled, calls: testAttempts, n: -1},
@@ -274,6 +283,10 @@ func TestFaults(t *testing.T) {
 		// applies the transaction once although it saw it twice.
 		{name: "tx timed out after sending is applied once", op: dynastore.OpTransactWriteItems, queued: []faultKind{hangAfter}, calls: 2, n: 1},
 		{name: "tx 500 then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{serverError}, calls: 2, n: 1},
+		// Each repeat carries the first attempt's token: applied once, but
+		// DynamoDB never said so.
+		{name: "tx 500 after apply until the budget runs out", op: dynastore.OpTransactWriteItems, always: serverErrorAfter, want: dynastore.ErrOutcomeUnknown, calls: testAttempts, n: 1},
+		{name: "tx 503 until the budget runs out", op: dynastore.OpTransactWriteItems, always: unavailable, want: dynastore.ErrUnavailable, calls: testAttempts, n: 0},
 		{name: "tx throttled for good", op: dynastore.OpTransactWriteItems, always: throttle, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
 		{name: "tx throttled reasons for good", op: dynastore.OpTransactWriteItems, always: txThrottled, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
 		{name: "tx one throttled reason then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{txThrottledOne}, calls: 2, n: 1},
@@ -294,6 +307,9 @@ func TestFaults(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, tc.want)
 				require.NotErrorIs(t, err, context.Canceled)
+			}
+			if tc.want != dynastore.ErrOutcomeUnknown {
+				require.NotErrorIs(t, err, dynastore.ErrOutcomeUnknown, "not applied")
 			}
 			require.Equal(t, tc.calls, inj.count(tc.op), "requests sent")
 

@@ -286,7 +286,10 @@ func txCanceled(rs []txReason) error {
 	}
 	txErr := &dynastore.TxCanceledError{Reasons: reasons}
 	if k := txErr.Transient(); k != nil {
-		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: k}
+		// A cancellation under the token of the attempts before proves
+		// that none of them was applied (DynamoDB would have answered
+		// success for it).
+		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: k, Settles: true}
 	}
 	if kind != nil {
 		return fmt.Errorf("%w: %w", kind, txErr)
@@ -319,7 +322,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 	}
 	in := &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
 	out := make([]dynastore.Item, len(keys))
-	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		res, err := s.db.TransactGetItems(ctx, in)
 		if err != nil {
 			return sdkCanceled(err)

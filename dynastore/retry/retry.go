@@ -24,10 +24,14 @@ import (
 type Mode uint8
 
 const (
-	// Idempotent requests have no side effect (reads) or are made
-	// idempotent (TransactWriteItems with a ClientRequestToken): any
-	// transient failure is retried.
-	Idempotent Mode = iota
+	// Read requests have no side effect: any transient failure is
+	// retried, and an unknown outcome means nothing.
+	Read Mode = iota
+	// Idempotent writes (TransactWriteItems with a ClientRequestToken)
+	// are retried after any transient failure: a repeat is applied at
+	// most once. When the retries run out after an attempt that may have
+	// been applied, the outcome is unknown (dynastore.ErrOutcomeUnknown).
+	Idempotent
 	// Once requests (single-item writes) are retried only after a failure
 	// that proves they were not applied: throttling, 503, a connection that
 	// never carried the request. After a timeout or a 500 the write may
@@ -63,6 +67,11 @@ type Failure struct {
 	// another (a batch that returned part of its keys): the next attempt
 	// comes at once and does not count against Policy.MaxAttempts.
 	Progress bool
+	// Settles says the answer proves that no earlier attempt was applied
+	// (a transaction canceled under the ClientRequestToken of the attempts
+	// before it: had one of them been applied, DynamoDB would have
+	// answered success), so an earlier unknown outcome is resolved.
+	Settles bool
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }
@@ -113,46 +122,62 @@ func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx conte
 		deadline = d
 	}
 	attempts, failures := 0, 0
+	// maybe: an attempt of this write may have been applied, and no later
+	// answer proved otherwise.
+	maybe := false
+	gaveUp := func() error {
+		err := fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+		if maybe {
+			err = fmt.Errorf("%w: %w", dynastore.ErrOutcomeUnknown, err)
+		}
+		return err
+	}
 	for {
 		attempts++
 		err := p.attempt(ctx, deadline, fn)
 		if err == nil {
 			return attempts, nil
 		}
-		if ctx.Err() != nil {
-			// The caller gave up (client gone, server shutting down).
-			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
-		}
 		var f *Failure
 		if !errors.As(err, &f) {
-			return attempts, err
+			f = &Failure{Err: err, Class: Final}
+		}
+		switch {
+		case f.Settles:
+			maybe = false
+		case f.Class == Unknown && mode != Read:
+			maybe = true
+		}
+		if ctx.Err() != nil {
+			// The caller gave up (client gone, server shutting down).
+			return attempts, gaveUp()
 		}
 		switch {
 		case f.Class == Final:
 			return attempts, f.Err
-		case f.Class == Unknown && mode == Once:
+		case maybe && mode == Once:
 			return attempts, p.exhausted(f, attempts, true)
 		}
 		if f.Progress {
 			if deadline.IsZero() || time.Now().Before(deadline) {
 				continue
 			}
-			return attempts, p.exhausted(f, attempts, false)
+			return attempts, p.exhausted(f, attempts, maybe)
 		}
 		failures++
 		if failures >= max(p.MaxAttempts, 1) {
-			return attempts, p.exhausted(f, attempts, false)
+			return attempts, p.exhausted(f, attempts, maybe)
 		}
 		wait := p.Backoff(failures)
 		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
-			return attempts, p.exhausted(f, attempts, false)
+			return attempts, p.exhausted(f, attempts, maybe)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+			return attempts, gaveUp()
 		}
 	}
 }
@@ -193,6 +218,7 @@ func (p Policy) exhausted(f *Failure, attempts int, unknownOutcome bool) error {
 	}
 	if unknownOutcome {
 		what += "; the write may or may not have been applied"
+		kind = fmt.Errorf("%w: %w", dynastore.ErrOutcomeUnknown, kind)
 	}
 	var tx *dynastore.TxCanceledError
 	if errors.As(f.Err, &tx) {

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
 )
 
 // callerCtx counts the calls to its Done made by timer goroutines: a
@@ -39,7 +42,7 @@ func TestRetryAttemptsLeaveTheCallersContext(t *testing.T) {
 		return &Failure{Err: actx.Err(), Class: Unapplied}
 	}
 	ctx := &callerCtx{Context: context.Background()}
-	attempts, err := p.Run(ctx, "GetItem", Idempotent, outlive)
+	attempts, err := p.Run(ctx, "GetItem", Read, outlive)
 	require.Error(t, err)
 	require.Equal(t, 3, attempts)
 	time.Sleep(10 * time.Millisecond) // every timer has fired
@@ -48,6 +51,45 @@ func TestRetryAttemptsLeaveTheCallersContext(t *testing.T) {
 	p.AttemptTimeout, p.Budget = time.Minute, time.Minute
 	parent, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(5*time.Millisecond, cancel)
-	_, err = p.Run(parent, "GetItem", Idempotent, outlive)
+	_, err = p.Run(parent, "GetItem", Read, outlive)
 	require.ErrorIs(t, err, context.Canceled, "the caller's cancellation reaches the attempt")
+}
+
+// TestOutcome follows what a request's attempts tell about whether it was
+// applied: a write whose retries run out after an attempt that may have
+// been applied is ErrOutcomeUnknown, unless a later answer proved that
+// none was (Settles); a read never is; a single-item write (Once) stops at
+// the first unknown attempt.
+func TestOutcome(t *testing.T) {
+	unknown := &Failure{Err: errors.New("500"), Class: Unknown, Kind: dynastore.ErrUnavailable}
+	throttled := &Failure{Err: errors.New("throttled"), Class: Unapplied, Kind: dynastore.ErrThrottled}
+	settled := &Failure{Err: errors.New("canceled"), Class: Unapplied, Kind: dynastore.ErrTxConflict, Settles: true}
+	cases := []struct {
+		name     string
+		mode     Mode
+		attempts []error
+		calls    int
+		unknown  bool
+		kind     error
+	}{
+		{"read", Read, []error{unknown, unknown, unknown}, 3, false, dynastore.ErrUnavailable},
+		{"idempotent write, unknown then throttled", Idempotent, []error{unknown, throttled, throttled}, 3, true, dynastore.ErrThrottled},
+		{"idempotent write, settled after unknown", Idempotent, []error{unknown, settled, throttled}, 3, false, dynastore.ErrThrottled},
+		{"idempotent write, never unknown", Idempotent, []error{throttled, throttled, throttled}, 3, false, dynastore.ErrThrottled},
+		{"once, unknown first", Once, []error{unknown, throttled, throttled}, 1, true, dynastore.ErrUnavailable},
+		{"once, throttled", Once, []error{throttled, throttled, throttled}, 3, false, dynastore.ErrThrottled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Policy{MaxAttempts: len(tc.attempts), Base: time.Microsecond, Cap: time.Microsecond}
+			n := 0
+			calls, err := p.Run(context.Background(), "op", tc.mode, func(context.Context) error {
+				n++
+				return tc.attempts[n-1]
+			})
+			require.Equal(t, tc.calls, calls)
+			require.ErrorIs(t, err, tc.kind)
+			require.Equal(t, tc.unknown, errors.Is(err, dynastore.ErrOutcomeUnknown), "%v", err)
+		})
+	}
 }
