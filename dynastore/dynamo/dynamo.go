@@ -49,6 +49,20 @@ const (
 	DefaultRetryBudget    = 3 * time.Second
 	DefaultBackoffBase    = 10 * time.Millisecond
 	DefaultBackoffMax     = 200 * time.Millisecond
+	// A throttled request waits longer: 50-100 ms, then doubling up to
+	// 0.5-1 s, so that the default attempts span about 1.3-2.6 s of a
+	// throttled table's recovery within the budget. (AWS's SDKs wait
+	// longer still, from 500 ms per 4xx retry in the Java SDK's default
+	// policy, but a Redis client waits on the reply.)
+	DefaultThrottleBackoffBase = 100 * time.Millisecond
+	DefaultThrottleBackoffMax  = time.Second
+	// TxInProgressRetry is how long after its first attempt a transaction
+	// answered TransactionInProgressException (its ClientRequestToken is
+	// still being processed) is retried: DynamoDB's API reference asks
+	// for at least one retry after 5 s have passed since the first
+	// attempt, which is what completes the transaction in progress. It
+	// extends the retry budget for that request only.
+	TxInProgressRetry = 5 * time.Second
 	// DefaultLocalRegion is the region used with a custom Endpoint when none
 	// is configured (DynamoDB Local keeps tables per region).
 	DefaultLocalRegion = "us-east-1"
@@ -89,6 +103,12 @@ type Config struct {
 	// BackoffBase and BackoffMax shape the jittered exponential backoff
 	// between attempts (0: DefaultBackoffBase, DefaultBackoffMax).
 	BackoffBase, BackoffMax time.Duration
+	// ThrottleBackoffBase and ThrottleBackoffMax shape the backoff after
+	// throttling (0: DefaultThrottleBackoffBase, DefaultThrottleBackoffMax).
+	ThrottleBackoffBase, ThrottleBackoffMax time.Duration
+	// RetryQuota is the retry quota the store's retries draw from (nil:
+	// retry.ProcessQuota, shared by the process).
+	RetryQuota *retry.Quota
 	// Logger receives the few events worth a log line (nil: slog.Default()).
 	Logger *slog.Logger
 	// SDKOnly sends every request through the SDK's client, as before the
@@ -209,8 +229,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			Budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
 			Base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
 			Cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+			ThrottleBase:   orDefault(cfg.ThrottleBackoffBase, DefaultThrottleBackoffBase),
+			ThrottleCap:    orDefault(cfg.ThrottleBackoffMax, DefaultThrottleBackoffMax),
+			Quota:          cfg.RetryQuota,
 			Describe:       errorDetail,
 		},
+	}
+	if s.policy.Quota == nil {
+		s.policy.Quota = retry.ProcessQuota
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -21,6 +21,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // DynamoDB Local never throttles, fails or reports a TransactionConflict, so
@@ -43,6 +44,7 @@ const (
 	txThrottled                // TransactionCanceledException, every reason ThrottlingError
 	txThrottledOne             // TransactionCanceledException, one ThrottlingError reason, the others None
 	serverErrorAfter           // the request is applied, then answered 500 InternalServerError
+	txInProgress               // 400 TransactionInProgressException: the token is still being processed
 )
 
 // injector is an aws.HTTPClient that applies queued faults to the requests
@@ -82,8 +84,8 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 	in.mu.Lock()
 	in.calls[op]++
-	f, ok := in.always[op]
-	if !ok && len(in.faults[op]) > 0 {
+	f := in.always[op]
+	if f == passThrough && len(in.faults[op]) > 0 {
 		f = in.faults[op][0]
 		in.faults[op] = in.faults[op][1:]
 	}
@@ -134,6 +136,8 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 			`"Message":"Transaction cancelled","CancellationReasons":[`+strings.Join(reasons, ",")+`]`), nil
 	case unprocessed:
 		return unprocessedKeys(req), nil
+	case txInProgress:
+		return apiError(req, 400, "TransactionInProgressException", `"message":"Transaction is in progress"`), nil
 	case serverErrorAfter:
 		resp, err := in.next.Do(req)
 		if err != nil {
@@ -209,6 +213,13 @@ func faultStore(t *testing.T) (*dynamo.Store, *injector, *dynastore.Stats) {
 		RetryBudget:    20 * time.Second,
 		BackoffBase:    time.Millisecond,
 		BackoffMax:     5 * time.Millisecond,
+		// Throttled retries wait as others do here: these tests are
+		// about what is retried, not how long it waits.
+		ThrottleBackoffBase: time.Millisecond,
+		ThrottleBackoffMax:  5 * time.Millisecond,
+		// A quota of its own: the process's would carry one test's
+		// retries into the next.
+		RetryQuota: retry.NewQuota(retry.QuotaTokens),
 	})
 	return s, inj, stats
 }
@@ -366,6 +377,64 @@ func TestThrottledTxIsNoCancellation(t *testing.T) {
 		require.False(t, failed)
 		require.Contains(t, err.Error(), dynastore.ReasonThrottled, "the reasons are in the text")
 	}
+}
+
+// A transaction answered TransactionInProgressException (its token still
+// being processed) is retried past MaxAttempts and the budget until a
+// retry comes 5 s after the first attempt, as DynamoDB asks: here it is
+// answered by the fifth attempt, with two attempts and 100 ms allowed.
+func TestTxInProgressRetried(t *testing.T) {
+	inj := newInjector()
+	s := dynamotest.NewStore(t, dynamo.Config{
+		HTTPClient:  inj,
+		MaxAttempts: 2,
+		RetryBudget: 100 * time.Millisecond,
+		BackoffBase: time.Millisecond,
+		BackoffMax:  5 * time.Millisecond,
+		RetryQuota:  retry.NewQuota(retry.QuotaTokens),
+	})
+	inj.queue(dynastore.OpTransactWriteItems, txInProgress, txInProgress, txInProgress, txInProgress)
+	require.NoError(t, s.Transact(context.Background(), []dynastore.TxAction{{Op: dynastore.TxPut, Item: item("a")}}))
+	require.Equal(t, 5, inj.count(dynastore.OpTransactWriteItems))
+}
+
+// The retry quota (the AWS SDKs' standard mode figures) refuses retries
+// once drained, so a request fails after one attempt, and refills with
+// successes.
+func TestRetryQuota(t *testing.T) {
+	inj := newInjector()
+	quota := retry.NewQuota(2 * retry.RetryCost)
+	s := dynamotest.NewStore(t, dynamo.Config{
+		HTTPClient:          inj,
+		MaxAttempts:         testAttempts,
+		BackoffBase:         time.Millisecond,
+		BackoffMax:          5 * time.Millisecond,
+		ThrottleBackoffBase: time.Millisecond,
+		ThrottleBackoffMax:  5 * time.Millisecond,
+		RetryQuota:          quota,
+	})
+	ctx := context.Background()
+	get := func() error { _, err := s.Get(ctx, key("a")); return err }
+
+	inj.forever(dynastore.OpGetItem, throttle)
+	err := get()
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	require.Contains(t, err.Error(), "retry quota exhausted")
+	require.Equal(t, 3, inj.count(dynastore.OpGetItem), "two retries drained the quota")
+	require.Equal(t, int64(1), quota.Refusals())
+	require.ErrorIs(t, get(), dynastore.ErrThrottled)
+	require.Equal(t, 4, inj.count(dynastore.OpGetItem), "no retry at all")
+	require.Equal(t, int64(2), quota.Refusals())
+
+	inj.forever(dynastore.OpGetItem, passThrough)
+	for range retry.RetryCost {
+		require.NoError(t, get())
+	}
+	require.Equal(t, retry.RetryCost, quota.Available(), "each success returned a token")
+	inj.queue(dynastore.OpGetItem, throttle)
+	require.NoError(t, get(), "the refilled quota pays for a retry")
+	require.Equal(t, 4+retry.RetryCost+2, inj.count(dynastore.OpGetItem))
+	require.Equal(t, retry.RetryCost, quota.Available(), "a retry that succeeded is refunded")
 }
 
 // The total budget ends retries even when many attempts are allowed.

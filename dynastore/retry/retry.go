@@ -72,6 +72,15 @@ type Failure struct {
 	// before it: had one of them been applied, DynamoDB would have
 	// answered success), so an earlier unknown outcome is resolved.
 	Settles bool
+	// Timeout says the attempt timed out or lost its connection: a retry
+	// after it costs the quota TimeoutRetryCost instead of RetryCost.
+	Timeout bool
+	// MinRetry keeps the request retrying until this long after its first
+	// attempt, past MaxAttempts and the budget (not past the caller's
+	// deadline): DynamoDB's TransactionInProgressException asks for a
+	// retry at least 5 s after the first attempt, which is what completes
+	// the transaction in progress.
+	MinRetry time.Duration
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }
@@ -90,6 +99,13 @@ type Policy struct {
 	// Base and Cap shape the backoff: the wait before retry n is about
 	// Base*2^(n-1), at most Cap.
 	Base, Cap time.Duration
+	// ThrottleBase and ThrottleCap shape the backoff after a throttled
+	// attempt (Kind dynastore.ErrThrottled), which needs longer waits:
+	// the table sheds load until its partitions split or its capacity
+	// grows. Zero: Base and Cap.
+	ThrottleBase, ThrottleCap time.Duration
+	// Quota is the retry quota retries draw from (nil: none).
+	Quota *Quota
 	// Describe renders a failure's error in the message of a request whose
 	// retries ran out (nil: its Error()).
 	Describe func(error) string
@@ -99,9 +115,21 @@ type Policy struct {
 // capped at Cap, with "equal jitter" so that concurrent retries spread out
 // but never wait less than half the step.
 func (p Policy) Backoff(n int) time.Duration {
-	d := p.Base << min(n-1, 16)
-	if d > p.Cap || d <= 0 {
-		d = p.Cap
+	return backoff(p.Base, p.Cap, n)
+}
+
+// backoffAfter is the wait before retry n after failure f.
+func (p Policy) backoffAfter(f *Failure, n int) time.Duration {
+	if errors.Is(f.Kind, dynastore.ErrThrottled) && p.ThrottleCap > 0 {
+		return backoff(p.ThrottleBase, p.ThrottleCap, n)
+	}
+	return p.Backoff(n)
+}
+
+func backoff(base, ceil time.Duration, n int) time.Duration {
+	d := base << min(n-1, 16)
+	if d > ceil || d <= 0 {
+		d = ceil
 	}
 	half := d / 2
 	return half + rand.N(half+1)
@@ -114,14 +142,18 @@ func (p Policy) Backoff(n int) time.Duration {
 // bounded by the attempt timeout and the budget; op names the request in
 // errors.
 func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx context.Context) error) (int, error) {
+	start := time.Now()
 	deadline := time.Time{}
 	if p.Budget > 0 {
-		deadline = time.Now().Add(p.Budget)
+		deadline = start.Add(p.Budget)
 	}
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+	ctxDeadline, hasCtxDeadline := ctx.Deadline()
+	if hasCtxDeadline && (deadline.IsZero() || ctxDeadline.Before(deadline)) {
+		deadline = ctxDeadline
 	}
-	attempts, failures := 0, 0
+	attempts, failures, progressed := 0, 0, 0
+	// cost is what the last retry drew from the quota.
+	cost := 0
 	// maybe: an attempt of this write may have been applied, and no later
 	// answer proved otherwise.
 	maybe := false
@@ -134,8 +166,12 @@ func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx conte
 	}
 	for {
 		attempts++
+		began := time.Now()
 		err := p.attempt(ctx, deadline, fn)
 		if err == nil {
+			if p.Quota != nil {
+				p.Quota.put(max(cost, SuccessRefill))
+			}
 			return attempts, nil
 		}
 		var f *Failure
@@ -158,20 +194,48 @@ func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx conte
 		case maybe && mode == Once:
 			return attempts, p.exhausted(f, attempts, true)
 		}
+		limit := deadline
+		var wait time.Duration
 		if f.Progress {
-			if deadline.IsZero() || time.Now().Before(deadline) {
-				continue
+			// Part of the work was done: the attempt does not count,
+			// but the rest waits, as AWS advises for a batch's
+			// unprocessed keys, and draws nothing from the quota.
+			progressed++
+			wait = p.backoffAfter(f, progressed)
+		} else {
+			progressed = 0
+			failures++
+			pending := f.MinRetry > 0 && began.Sub(start) < f.MinRetry
+			if pending && !limit.IsZero() {
+				limit = later(limit, start.Add(f.MinRetry+p.AttemptTimeout))
+				if hasCtxDeadline && ctxDeadline.Before(limit) {
+					limit = ctxDeadline
+				}
 			}
+			if failures >= max(p.MaxAttempts, 1) && !pending {
+				return attempts, p.exhausted(f, attempts, maybe)
+			}
+			wait = p.backoffAfter(f, failures)
+			if pending {
+				// The retry that completes the transaction comes once
+				// MinRetry has passed, not long after.
+				wait = min(wait, max(start.Add(f.MinRetry).Sub(time.Now()), 0)+p.Base)
+			}
+		}
+		if !limit.IsZero() && time.Now().Add(wait).After(limit) {
 			return attempts, p.exhausted(f, attempts, maybe)
 		}
-		failures++
-		if failures >= max(p.MaxAttempts, 1) {
-			return attempts, p.exhausted(f, attempts, maybe)
+		if !f.Progress && p.Quota != nil {
+			cost = RetryCost
+			if f.Timeout {
+				cost = TimeoutRetryCost
+			}
+			if !p.Quota.take(cost) {
+				err := p.exhausted(f, attempts, maybe)
+				return attempts, fmt.Errorf("%w; retry quota exhausted", err)
+			}
 		}
-		wait := p.Backoff(failures)
-		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
-			return attempts, p.exhausted(f, attempts, maybe)
-		}
+		deadline = later(deadline, limit)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -180,6 +244,17 @@ func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx conte
 			return attempts, gaveUp()
 		}
 	}
+}
+
+// later is the later of two deadlines, zero meaning none.
+func later(a, b time.Time) time.Time {
+	if a.IsZero() || b.IsZero() {
+		return time.Time{}
+	}
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // attempt makes one call of fn under the attempt's deadline.

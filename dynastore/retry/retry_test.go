@@ -93,3 +93,54 @@ func TestOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestWaits checks which failures wait before their retry without
+// measuring a wait: the backoff is an hour and the budget a second, so a
+// failure that waits ends the request after one attempt, and one retried
+// at once makes every attempt. Throttling waits (ThrottleBase) where other
+// failures do not (Base), and a batch's unprocessed keys wait even when
+// the attempt made progress, as AWS advises for BatchGetItem.
+func TestWaits(t *testing.T) {
+	throttled := &Failure{Err: errors.New("throttled"), Class: Unapplied, Kind: dynastore.ErrThrottled}
+	unavailable := &Failure{Err: errors.New("503"), Class: Unapplied, Kind: dynastore.ErrUnavailable}
+	progress := &Failure{Err: errors.New("unprocessed keys"), Class: Unapplied, Kind: dynastore.ErrThrottled, Progress: true}
+	cases := []struct {
+		name    string
+		failure *Failure
+		calls   int
+	}{
+		{"throttled waits", throttled, 1},
+		{"unavailable is retried at once", unavailable, 4},
+		{"progress waits", progress, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Policy{MaxAttempts: 4, Budget: time.Second, Base: time.Nanosecond, Cap: time.Nanosecond,
+				ThrottleBase: time.Hour, ThrottleCap: time.Hour}
+			calls, err := p.Run(context.Background(), "op", Read, func(context.Context) error { return tc.failure })
+			require.Error(t, err)
+			require.Equal(t, tc.calls, calls)
+		})
+	}
+}
+
+// TestQuota: retries draw RetryCost (TimeoutRetryCost after a timeout)
+// from the quota; an empty quota ends the request at once; a success
+// returns SuccessRefill, or what its own retry cost.
+func TestQuota(t *testing.T) {
+	q := NewQuota(RetryCost + TimeoutRetryCost)
+	p := Policy{MaxAttempts: 10, Base: time.Nanosecond, Cap: time.Nanosecond, Quota: q}
+	timeout := &Failure{Err: errors.New("timeout"), Class: Unapplied, Timeout: true}
+	plain := &Failure{Err: errors.New("503"), Class: Unapplied}
+	seq := []error{timeout, plain, plain}
+	n := 0
+	calls, err := p.Run(context.Background(), "op", Read, func(context.Context) error { n++; return seq[n-1] })
+	require.ErrorContains(t, err, "retry quota exhausted")
+	require.Equal(t, 3, calls)
+	require.Zero(t, q.Available())
+	require.Equal(t, int64(1), q.Refusals())
+
+	_, err = p.Run(context.Background(), "op", Read, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, SuccessRefill, q.Available())
+}
