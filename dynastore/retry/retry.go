@@ -104,7 +104,8 @@ type Policy struct {
 	// the table sheds load until its partitions split or its capacity
 	// grows. Zero: Base and Cap.
 	ThrottleBase, ThrottleCap time.Duration
-	// Quota is the retry quota retries draw from (nil: none).
+	// Quota is the retry quota retries draw from (nil: none); retries
+	// after a conflict (Kind dynastore.ErrTxConflict) draw nothing.
 	Quota *Quota
 	// Describe renders a failure's error in the message of a request whose
 	// retries ran out (nil: its Error()).
@@ -225,7 +226,11 @@ func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx conte
 		if !limit.IsZero() && time.Now().Add(wait).After(limit) {
 			return attempts, p.exhausted(f, attempts, maybe)
 		}
-		if !f.Progress && p.Quota != nil {
+		cost = 0
+		// A conflict is no sign of an overloaded service (another
+		// writer won), and a batch that made progress is being served:
+		// neither draws from the quota.
+		if !f.Progress && p.Quota != nil && !errors.Is(f.Kind, dynastore.ErrTxConflict) {
 			cost = RetryCost
 			if f.Timeout {
 				cost = TimeoutRetryCost

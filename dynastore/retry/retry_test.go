@@ -144,3 +144,15 @@ func TestQuota(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, SuccessRefill, q.Available())
 }
+
+// TestQuotaSparesConflicts: a transaction conflict says another writer
+// won, not that the service is overloaded: its retries draw nothing.
+func TestQuotaSparesConflicts(t *testing.T) {
+	q := NewQuota(0)
+	p := Policy{MaxAttempts: 3, Base: time.Nanosecond, Cap: time.Nanosecond, Quota: q}
+	conflict := &Failure{Err: errors.New("conflict"), Class: Unapplied, Kind: dynastore.ErrTxConflict}
+	calls, err := p.Run(context.Background(), "op", Idempotent, func(context.Context) error { return conflict })
+	require.ErrorIs(t, err, dynastore.ErrTxConflict)
+	require.Equal(t, 3, calls)
+	require.Zero(t, q.Refusals())
+}
