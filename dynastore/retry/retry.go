@@ -65,7 +65,9 @@ type Failure struct {
 	Kind error
 	// Progress says the attempt did useful work even though it asks for
 	// another (a batch that returned part of its keys): the next attempt
-	// comes at once and does not count against Policy.MaxAttempts.
+	// does not count against Policy.MaxAttempts nor draw from the quota,
+	// but it still waits its backoff (AWS advises backoff before asking
+	// for a batch's unprocessed keys again).
 	Progress bool
 	// Settles says the answer proves that no earlier attempt was applied
 	// (a transaction canceled under the ClientRequestToken of the attempts
