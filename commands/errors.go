@@ -16,26 +16,30 @@ import (
 const (
 	MsgSyntax = "ERR syntax error"
 	// MsgProtectedMode is sent, as Redis does, to a client refused by protected mode.
-	MsgProtectedMode   = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
-	MsgWrongType       = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	MsgNotInt          = "ERR value is not an integer or out of range"
-	MsgNotFloat        = "ERR value is not a valid float"
-	MsgOverflow        = "ERR increment or decrement would overflow"
-	MsgIncrFloatNaN    = "ERR increment would produce NaN or Infinity"
-	MsgNoSuchKey       = "ERR no such key"
-	MsgOutOfRange      = "ERR index out of range"
-	MsgInvalidExpire   = "ERR invalid expire time in '%s' command"
-	MsgInvalidDB       = "ERR DB index is out of range"
-	MsgNoAuth          = "NOAUTH Authentication required."
-	MsgWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
-	MsgAuthNotSet      = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	MsgStringTooLong   = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	MsgValueTooLarge   = "ERR value exceeds the DynamoDB item size limit (400 KB)"
-	MsgKeyTooLong      = "ERR key exceeds the DynamoDB partition key limit (2046 bytes)"
-	MsgTxTooLarge      = "ERR operation exceeds the DynamoDB transaction limit (100 items, 4 MB)"
-	MsgTryAgain        = "TRYAGAIN DynamoDB is throttling requests, try again later"
-	MsgUnavailable     = "ERR DynamoDB is unavailable, try again later"
-	MsgConflict        = "TRYAGAIN concurrent update conflict, try again"
+	MsgProtectedMode = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
+	MsgWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	MsgNotInt        = "ERR value is not an integer or out of range"
+	MsgNotFloat      = "ERR value is not a valid float"
+	MsgOverflow      = "ERR increment or decrement would overflow"
+	MsgIncrFloatNaN  = "ERR increment would produce NaN or Infinity"
+	MsgNoSuchKey     = "ERR no such key"
+	MsgOutOfRange    = "ERR index out of range"
+	MsgInvalidExpire = "ERR invalid expire time in '%s' command"
+	MsgInvalidDB     = "ERR DB index is out of range"
+	MsgNoAuth        = "NOAUTH Authentication required."
+	MsgWrongPass     = "WRONGPASS invalid username-password pair or user is disabled."
+	MsgAuthNotSet    = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	MsgStringTooLong = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	MsgValueTooLarge = "ERR value exceeds the DynamoDB item size limit (400 KB)"
+	MsgKeyTooLong    = "ERR key exceeds the DynamoDB partition key limit (2046 bytes)"
+	MsgTxTooLarge    = "ERR operation exceeds the DynamoDB transaction limit (100 items, 4 MB)"
+	MsgTryAgain      = "TRYAGAIN DynamoDB is throttling requests, try again later"
+	MsgUnavailable   = "ERR DynamoDB is unavailable, try again later"
+	MsgConflict      = "TRYAGAIN concurrent update conflict, try again"
+	// MsgOutcomeUnknown is not TRYAGAIN, which cluster clients retry on
+	// their own: repeating a write that may have been applied (an INCR, a
+	// push) is the client's decision.
+	MsgOutcomeUnknown  = "ERR DynamoDB did not confirm the write; it may or may not have been applied"
 	MsgOffsetRange     = "ERR offset is out of range"
 	MsgBitOffset       = "ERR bit offset is not an integer or out of range"
 	MsgNegativeTimeout = "ERR timeout is negative"
@@ -198,6 +202,9 @@ func ErrorMsg(err error) string {
 		return MsgKeyTooLong
 	case errors.Is(err, dynastore.ErrTxTooLarge):
 		return MsgTxTooLarge
+	case errors.Is(err, dynastore.ErrOutcomeUnknown):
+		// Before the kinds it comes with: "try again" would be wrong.
+		return MsgOutcomeUnknown
 	case errors.Is(err, dynastore.ErrThrottled):
 		return MsgTryAgain
 	case errors.Is(err, dynastore.ErrTxConflict):

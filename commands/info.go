@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/coord"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // INFO: Redis's sections, each as redamo really is (no snapshots, no
@@ -261,6 +262,10 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 	infoField(b, "clock_uncertainty_ms", infoMillis(c.Srv.ClockUncertainty()))
 	infoField(b, "clock_samples", c.Srv.clockSamples())
 	infoField(b, "recovered_panics", c.Srv.Panics.Load())
+	// The process's retry quota (dynastore/retry): what is left, and how
+	// many retries it refused (requests that failed at once instead).
+	infoField(b, "retry_quota_available", retry.ProcessQuota.Available())
+	infoField(b, "retry_quota_refusals", retry.ProcessQuota.Refusals())
 	if c.Srv.Stats == nil {
 		return nil
 	}

@@ -107,6 +107,8 @@ func TestInfoSections(t *testing.T) {
 	require.Contains(t, all, "cmdstat_set:calls=1,")
 	// The store's requests are counted per command.
 	require.Regexp(t, `store_cmd_set@\w+:requests=1,retries=0,errors=0,rcu=[\d.]+,wcu=[\d.]+\r\n`, all)
+	// The process's retry quota: what is left and what it refused.
+	require.Regexp(t, `\r\nretry_quota_available:\d+\r\nretry_quota_refusals:\d+\r\n`, all)
 	require.Equal(t, strings.Count(all, "# Server"), 1)
 
 	multi := rdb.Info(ctx, "CLUSTER", "persistence").Val()

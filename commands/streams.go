@@ -48,7 +48,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -1405,12 +1404,8 @@ func streamCleanup(ctx context.Context, srv *Server, db int, key []byte) error {
 			},
 		})
 		if err := st.Transact(ctx, acts); err != nil {
-			if errors.Is(err, dynastore.ErrTxCanceled) || errors.Is(err, dynastore.ErrTxConflict) || errors.Is(err, dynastore.ErrConditionFailed) {
+			if _, changed := dynastore.ConditionFailedIn(err); changed || model.Retryable(err) {
 				return nil // someone else changed it: a later cleanup goes on
-			}
-			var tc *dynastore.TxCanceledError
-			if errors.As(err, &tc) {
-				return nil
 			}
 			return err
 		}

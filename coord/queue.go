@@ -341,8 +341,7 @@ func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []b
 		}})
 	}
 	err = writeActions(ctx, st, acts)
-	var tc *dynastore.TxCanceledError
-	if dedupAt >= 0 && errors.As(err, &tc) && len(tc.Reasons) == len(acts) && tc.Reasons[dedupAt].Code == dynastore.ReasonConditionalFailed {
+	if tc, ok := dynastore.ConditionFailedIn(err); ok && dedupAt >= 0 && len(tc.Reasons) == len(acts) && tc.Reasons[dedupAt].Code == dynastore.ReasonConditionalFailed {
 		first, _ := tc.Reasons[dedupAt].Old.Get(attrMessageID).(dynastore.S)
 		q.statsOf(name).Deduplicated.Add(1)
 		dacts, dcounted := q.count(st, nil, name, pk, "deduplicated", 1)
@@ -524,7 +523,10 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 	}
 	err := writeActions(ctx, st, acts)
 	if err != nil {
-		if errors.Is(err, dynastore.ErrTxCanceled) || errors.Is(err, dynastore.ErrTxConflict) {
+		// Another worker took or moved one of them first. A throttled
+		// or unavailable store is no lost race: running again at once
+		// would only add load, so the error goes to the client.
+		if _, lost := dynastore.ConditionFailedIn(err); lost || model.Retryable(err) {
 			return nil, true, nil
 		}
 		return nil, false, err
@@ -587,19 +589,21 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 			}
 			acts, counted := q.count(st, acts, name, acts[0].Key.PK, "acked", n)
 			err := writeActions(ctx, st, acts)
-			var tc *dynastore.TxCanceledError
-			if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
-				// Drop the stale receipts and try the rest again.
-				j := 0
+			if tc, ok := dynastore.ConditionFailedIn(err); ok {
+				// Drop the stale receipts and try the rest again: each
+				// pass drops one at least, so the loop ends.
+				j, dropped := 0, false
 				for i := range batch {
 					if live[i] {
 						if tc.Reasons[j].Code == dynastore.ReasonConditionalFailed {
-							live[i] = false
+							live[i], dropped = false, true
 						}
 						j++
 					}
 				}
-				continue
+				if dropped {
+					continue
+				}
 			}
 			if err != nil {
 				return 0, err
@@ -639,8 +643,7 @@ func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []b
 		{Op: dynastore.TxPut, Item: moved},
 	}, name, k.PK, "nacked", 1)
 	err = st.Transact(ctx, acts)
-	var tc *dynastore.TxCanceledError
-	if errors.As(err, &tc) && !errors.Is(err, dynastore.ErrTxConflict) {
+	if _, stale := dynastore.ConditionFailedIn(err); stale {
 		return false, nil
 	}
 	if err != nil {

@@ -525,6 +525,14 @@ var (
 	ErrThrottled = errors.New("dynastore: throttled")
 	// ErrUnavailable: the backend kept failing (5xx, timeouts) after bounded retries.
 	ErrUnavailable = errors.New("dynastore: unavailable")
+	// ErrOutcomeUnknown: a write may or may not have been applied (a 500
+	// or a timeout after the request was sent, a success whose answer was
+	// lost, a transaction whose retries ran out after such an attempt). It
+	// comes with the last failure's kind (ErrUnavailable, ErrThrottled) in
+	// the same chain; a caller that tells clients what happened tests it
+	// first: "not applied, try again" would be wrong, as a retried INCR or
+	// push could count twice.
+	ErrOutcomeUnknown = errors.New("dynastore: outcome unknown")
 	// ErrInvalid: the request is malformed (a bug in the caller, e.g. an update
 	// naming one attribute twice, ADD to a non-number); DynamoDB's ValidationException.
 	ErrInvalid = errors.New("dynastore: invalid request")
@@ -577,20 +585,97 @@ func (e *TxCanceledError) codes() []string {
 	return out
 }
 
-// Is makes errors.Is match ErrTxCanceled always, and ErrTxConflict when any
-// reason is a conflict.
+// Is makes errors.Is match ErrTxCanceled always, ErrThrottled when any
+// reason is throttling, and ErrTxConflict when any reason is a conflict and
+// none is throttling: a throttle is never a lost race (re-running the unit
+// at once would only add load to a table that is shedding it).
 func (e *TxCanceledError) Is(target error) bool {
-	if target == ErrTxCanceled {
+	switch target {
+	case ErrTxCanceled:
 		return true
+	case ErrThrottled:
+		return e.has(isThrottleReason)
+	case ErrTxConflict:
+		return e.has(func(c string) bool { return c == ReasonConflict }) && !e.has(isThrottleReason)
 	}
-	if target == ErrTxConflict {
-		for _, r := range e.Reasons {
-			if r.Code == ReasonConflict {
-				return true
-			}
+	return false
+}
+
+func (e *TxCanceledError) has(f func(code string) bool) bool {
+	for _, r := range e.Reasons {
+		if f(r.Code) {
+			return true
 		}
 	}
 	return false
+}
+
+// isThrottleReason reports whether a cancellation reason is throttling:
+// ThrottlingError is what DynamoDB documents for transactions; the other
+// two are its throttling exceptions' codes, accepted in case a reason
+// carries them.
+func isThrottleReason(code string) bool {
+	switch code {
+	case ReasonThrottled, "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// Transient returns the sentinel of a cancellation worth sending again
+// as it is, with a new token: ErrThrottled when every reason is None,
+// TransactionConflict or throttling and one is throttling; ErrTxConflict
+// when every reason is None or TransactionConflict and one is a conflict;
+// nil when some reason is final (a condition failed, a validation error,
+// ...). This and ConditionFailedIn are the one place that reads
+// cancellation reasons for what they mean to a caller.
+func (e *TxCanceledError) Transient() error {
+	conflict, throttled := false, false
+	for _, r := range e.Reasons {
+		switch {
+		case r.Code == ReasonNone || r.Code == "":
+		case r.Code == ReasonConflict:
+			conflict = true
+		case isThrottleReason(r.Code):
+			throttled = true
+		default:
+			return nil
+		}
+	}
+	switch {
+	case throttled:
+		return ErrThrottled
+	case conflict:
+		return ErrTxConflict
+	}
+	return nil
+}
+
+// ConditionFailedIn reports whether err is a transaction canceled because
+// one of its actions' conditions did not hold (and no action conflicted
+// with another transaction, which makes the failure a lost race to run
+// again), and returns the cancellation for its per-action reasons. A
+// throttled or unavailable transaction is no condition failure: callers
+// that read a failed condition as "stale" or "someone else won" must ask
+// this, not errors.As(err, *TxCanceledError) or ErrTxCanceled.
+func ConditionFailedIn(err error) (*TxCanceledError, bool) {
+	var tc *TxCanceledError
+	if !errors.As(err, &tc) {
+		return nil, false
+	}
+	failed := false
+	for _, r := range tc.Reasons {
+		switch r.Code {
+		case ReasonConditionalFailed:
+			failed = true
+		case ReasonConflict:
+			return nil, false
+		}
+	}
+	if !failed {
+		return nil, false
+	}
+	return tc, true
 }
 
 // ---- request accounting ----------------------------------------------------

@@ -42,6 +42,7 @@ const (
 	KindTxCanceled      = "tx_canceled"
 	KindThrottled       = "throttled"
 	KindUnavailable     = "unavailable"
+	KindOutcomeUnknown  = "outcome_unknown"
 	KindItemTooLarge    = "item_too_large"
 	KindTxTooLarge      = "tx_too_large"
 	KindKeyTooLarge     = "key_too_large"
@@ -272,12 +273,18 @@ func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, dynastore.ErrConditionFailed):
 		return KindConditionFailed
+	case errors.Is(err, dynastore.ErrOutcomeUnknown):
+		// Before the kinds it comes with: a write that may have been
+		// applied is counted apart from one that certainly was not.
+		return KindOutcomeUnknown
+	case errors.Is(err, dynastore.ErrThrottled):
+		// Before the cancellations: a throttled transaction is no
+		// conflict and no failed condition.
+		return KindThrottled
 	case errors.Is(err, dynastore.ErrTxConflict):
 		return KindTxConflict
 	case errors.Is(err, dynastore.ErrTxCanceled):
 		return KindTxCanceled
-	case errors.Is(err, dynastore.ErrThrottled):
-		return KindThrottled
 	case errors.Is(err, dynastore.ErrUnavailable):
 		return KindUnavailable
 	case errors.Is(err, dynastore.ErrItemTooLarge):

@@ -487,8 +487,8 @@ func CondFailed(err error) (dynastore.Item, bool) {
 // checkFailed reports whether a transaction was cancelled by its last
 // action's condition (rollPhase's check of the key item).
 func checkFailed(err error) bool {
-	var tc *dynastore.TxCanceledError
-	return errors.As(err, &tc) && len(tc.Reasons) > 0 && tc.Reasons[len(tc.Reasons)-1].Code == dynastore.ReasonConditionalFailed
+	tc, ok := dynastore.ConditionFailedIn(err)
+	return ok && tc.Reasons[len(tc.Reasons)-1].Code == dynastore.ReasonConditionalFailed
 }
 
 // reorder returns the actions that keep a large collection's order items
@@ -633,16 +633,8 @@ func CommitActions(c Scope, actions []dynastore.TxAction) error {
 	if err == nil {
 		return nil
 	}
-	var tc *dynastore.TxCanceledError
-	switch {
-	case errors.Is(err, dynastore.ErrConditionFailed), errors.Is(err, dynastore.ErrTxConflict):
+	if _, failed := dynastore.ConditionFailedIn(err); failed || errors.Is(err, dynastore.ErrConditionFailed) || errors.Is(err, dynastore.ErrTxConflict) {
 		return ErrConflict
-	case errors.As(err, &tc):
-		for _, r := range tc.Reasons {
-			if r.Code == dynastore.ReasonConditionalFailed {
-				return ErrConflict
-			}
-		}
 	}
 	return err
 }

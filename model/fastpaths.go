@@ -6,7 +6,6 @@ package model
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/redamo/redamo/dynastore"
@@ -232,8 +231,8 @@ func blindMembers(c Scope, cl *Collection, memberActions []dynastore.TxAction, d
 	if err == nil {
 		return blindResult{out: blindApplied}, nil
 	}
-	var tc *dynastore.TxCanceledError
-	if errors.As(err, &tc) && len(tc.Reasons) == len(actions) {
+	tc, failed := dynastore.ConditionFailedIn(err)
+	if failed && len(tc.Reasons) == len(actions) {
 		switch keyItem := tc.Reasons[len(memberActions)]; keyItem.Code {
 		case dynastore.ReasonConditionalFailed:
 			return blindResult{out: blindUnknown, cur: keyItem.Old, known: true}, nil
@@ -254,7 +253,7 @@ func blindMembers(c Scope, cl *Collection, memberActions []dynastore.TxAction, d
 		}
 		return blindResult{out: blindUnknown}, nil
 	}
-	if errors.Is(err, dynastore.ErrTxConflict) || errors.Is(err, dynastore.ErrTxCanceled) {
+	if failed || Retryable(err) {
 		return blindResult{out: blindUnknown}, nil
 	}
 	return blindResult{out: blindUnknown}, err

@@ -82,5 +82,8 @@ func (r *Retry) Lost(ctx context.Context) error {
 // after: a commit conflict of a Txn, or a transaction conflict the store
 // reported (DynamoDB's TransactionConflict).
 func Retryable(err error) bool {
+	if errors.Is(err, dynastore.ErrOutcomeUnknown) {
+		return false // running it again could apply it twice
+	}
 	return errors.Is(err, ErrConflict) || (errors.Is(err, dynastore.ErrTxConflict) && !errors.Is(err, ErrGaveUp))
 }

@@ -404,7 +404,7 @@ func replyExit(msg string) int {
 	switch {
 	case strings.HasPrefix(msg, "NOTOWNER"):
 		return exitNo
-	case strings.HasPrefix(msg, "TRYAGAIN"), msg == commands.MsgUnavailable,
+	case strings.HasPrefix(msg, "TRYAGAIN"), msg == commands.MsgUnavailable, msg == commands.MsgOutcomeUnknown,
 		strings.HasPrefix(msg, "ERR dynamo"), strings.HasPrefix(msg, "ERR dynastore"),
 		strings.HasPrefix(msg, "ERR context"), strings.HasPrefix(msg, "LOADING"), strings.HasPrefix(msg, "NOAUTH"),
 		strings.HasPrefix(msg, "WRONGPASS"):

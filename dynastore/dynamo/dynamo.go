@@ -52,6 +52,20 @@ const (
 	DefaultRetryBudget    = 3 * time.Second
 	DefaultBackoffBase    = 10 * time.Millisecond
 	DefaultBackoffMax     = 200 * time.Millisecond
+	// A throttled request waits longer: 50-100 ms, then doubling up to
+	// 0.5-1 s, so that the default attempts span about 1.3-2.6 s of a
+	// throttled table's recovery within the budget. (AWS's SDKs wait
+	// longer still, from 500 ms per 4xx retry in the Java SDK's default
+	// policy, but a Redis client waits on the reply.)
+	DefaultThrottleBackoffBase = 100 * time.Millisecond
+	DefaultThrottleBackoffMax  = time.Second
+	// TxInProgressRetry is how long after its first attempt a transaction
+	// answered TransactionInProgressException (its ClientRequestToken is
+	// still being processed) is retried: DynamoDB's API reference asks
+	// for at least one retry after 5 s have passed since the first
+	// attempt, which is what completes the transaction in progress. It
+	// extends the retry budget for that request only.
+	TxInProgressRetry = 5 * time.Second
 	// DefaultLocalRegion is the region used with an endpoint on this
 	// machine (DynamoDB Local) when none is configured: DynamoDB Local keeps
 	// tables per region.
@@ -102,6 +116,12 @@ type Config struct {
 	// BackoffBase and BackoffMax shape the jittered exponential backoff
 	// between attempts (0: DefaultBackoffBase, DefaultBackoffMax).
 	BackoffBase, BackoffMax time.Duration
+	// ThrottleBackoffBase and ThrottleBackoffMax shape the backoff after
+	// throttling (0: DefaultThrottleBackoffBase, DefaultThrottleBackoffMax).
+	ThrottleBackoffBase, ThrottleBackoffMax time.Duration
+	// RetryQuota is the retry quota the store's retries draw from (nil:
+	// retry.ProcessQuota, shared by the process).
+	RetryQuota *retry.Quota
 	// Logger receives the few events worth a log line (nil: slog.Default()).
 	Logger *slog.Logger
 	// SDKOnly sends every request through the SDK's client, as before the
@@ -214,8 +234,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			Budget:         orDefault(cfg.RetryBudget, DefaultRetryBudget),
 			Base:           orDefault(cfg.BackoffBase, DefaultBackoffBase),
 			Cap:            orDefault(cfg.BackoffMax, DefaultBackoffMax),
+			ThrottleBase:   orDefault(cfg.ThrottleBackoffBase, DefaultThrottleBackoffBase),
+			ThrottleCap:    orDefault(cfg.ThrottleBackoffMax, DefaultThrottleBackoffMax),
+			Quota:          cfg.RetryQuota,
 			Describe:       errorDetail,
 		},
+	}
+	if s.policy.Quota == nil {
+		s.policy.Quota = retry.ProcessQuota
 	}
 	if s.obs == nil {
 		s.obs = dynastore.Observers(nil)
@@ -458,7 +484,7 @@ func attempt(ctx context.Context, r *dynastore.Request, fn func(ctx context.Cont
 var storeErrors = []error{
 	dynastore.ErrConditionFailed, dynastore.ErrTxCanceled, dynastore.ErrTxConflict,
 	dynastore.ErrItemTooLarge, dynastore.ErrTxTooLarge, dynastore.ErrKeyTooLarge,
-	dynastore.ErrThrottled, dynastore.ErrUnavailable, dynastore.ErrInvalid,
+	dynastore.ErrThrottled, dynastore.ErrUnavailable, dynastore.ErrOutcomeUnknown, dynastore.ErrInvalid,
 }
 
 func mapErr(op string, err error) error {
@@ -588,7 +614,7 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 // certainly were not applied.
 func (s *Store) sendItem(ctx context.Context, r *itemRequest) (dynastore.Item, error) {
 	write := r.op != dynastore.OpGetItem
-	mode := retry.Idempotent
+	mode := retry.Read
 	if write {
 		mode = retry.Once
 	}
@@ -705,7 +731,7 @@ func (s *Store) batchChunk(ctx context.Context, keys []dynastore.Key, found []dy
 	*wr.buf = appendBatchGet(*wr.buf, s.table, keys)
 	wr.seal()
 	pending := len(keys)
-	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true, table: s.table}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -739,7 +765,7 @@ func (s *Store) sdkBatchChunk(ctx context.Context, keys []dynastore.Key, found [
 	for i, k := range keys {
 		pending[i] = keyAV(k)
 	}
-	return s.call(ctx, dynastore.OpBatchGetItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	return s.call(ctx, dynastore.OpBatchGetItem, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{
 				s.table: {Keys: pending, ConsistentRead: aws.Bool(true)},
@@ -896,7 +922,7 @@ func (s *Store) wirePage(ctx context.Context, op string, render func([]byte) ([]
 	wr.seal()
 	var items []dynastore.Item
 	var last *dynastore.Key
-	err = s.call(ctx, op, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err = s.call(ctx, op, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out := wireOutput{page: true}
 		if err := s.wire.send(ctx, wr, &out); err != nil {
 			return err
@@ -973,7 +999,7 @@ func (s *Store) sdkQuery(ctx context.Context, q dynastore.Query, kc, filter stri
 		in.ExclusiveStartKey = keyAV(dynastore.Key{PK: q.PK, SK: q.After})
 	}
 	var page dynastore.QueryPage
-	err := s.call(ctx, dynastore.OpQuery, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpQuery, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return err
@@ -1085,7 +1111,7 @@ func (s *Store) sdkScan(ctx context.Context, sc dynastore.Scan, filter string, e
 		in.ExclusiveStartKey = keyAV(*sc.After)
 	}
 	var page dynastore.ScanPage
-	err := s.call(ctx, dynastore.OpScan, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpScan, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		out, err := s.db.Scan(ctx, in)
 		if err != nil {
 			return err

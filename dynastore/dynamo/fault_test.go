@@ -21,6 +21,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 // DynamoDB Local never throttles, fails or reports a TransactionConflict, so
@@ -29,17 +30,21 @@ import (
 type faultKind int
 
 const (
-	passThrough   faultKind = iota
-	throttle                // 400 ThrottlingException: rejected, not applied
-	provisioned             // 400 ProvisionedThroughputExceededException
-	serverError             // 500 InternalServerError: may have been applied
-	unavailable             // 503 ServiceUnavailable: not applied
-	hangBefore              // never sends the request; hangs until the attempt times out
-	hangAfter               // sends the request (it is applied), then hangs
-	refused                 // connection refused
-	txConflict              // TransactionCanceledException, one TransactionConflict reason
-	unprocessed             // BatchGetItem answers with every key unprocessed
-	conditionOnly           // TransactionCanceledException with a ConditionalCheckFailed reason
+	passThrough      faultKind = iota
+	throttle                   // 400 ThrottlingException: rejected, not applied
+	provisioned                // 400 ProvisionedThroughputExceededException
+	serverError                // 500 InternalServerError: may have been applied
+	unavailable                // 503 ServiceUnavailable: not applied
+	hangBefore                 // never sends the request; hangs until the attempt times out
+	hangAfter                  // sends the request (it is applied), then hangs
+	refused                    // connection refused
+	txConflict                 // TransactionCanceledException, one TransactionConflict reason
+	unprocessed                // BatchGetItem answers with every key unprocessed
+	conditionOnly              // TransactionCanceledException with a ConditionalCheckFailed reason
+	txThrottled                // TransactionCanceledException, every reason ThrottlingError
+	txThrottledOne             // TransactionCanceledException, one ThrottlingError reason, the others None
+	serverErrorAfter           // the request is applied, then answered 500 InternalServerError
+	txInProgress               // 400 TransactionInProgressException: the token is still being processed
 )
 
 // injector is an aws.HTTPClient that applies queued faults to the requests
@@ -79,8 +84,8 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 	in.mu.Lock()
 	in.calls[op]++
-	f, ok := in.always[op]
-	if !ok && len(in.faults[op]) > 0 {
+	f := in.always[op]
+	if f == passThrough && len(in.faults[op]) > 0 {
 		f = in.faults[op][0]
 		in.faults[op] = in.faults[op][1:]
 	}
@@ -107,21 +112,39 @@ func (in *injector) Do(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	case refused:
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	case txConflict, conditionOnly:
+	case txConflict, conditionOnly, txThrottled, txThrottledOne:
 		n := countTxItems(req)
 		reasons := make([]string, n)
 		for i := range reasons {
 			reasons[i] = `{"Code":"None"}`
 		}
-		if f == txConflict {
+		// The throttling reason's text is DynamoDB's.
+		const throttled = `{"Code":"ThrottlingError","Message":"Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly."}`
+		switch f {
+		case txConflict:
 			reasons[n-1] = `{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}`
-		} else {
+		case conditionOnly:
 			reasons[0] = `{"Code":"ConditionalCheckFailed","Message":"The conditional request failed"}`
+		case txThrottled:
+			for i := range reasons {
+				reasons[i] = throttled
+			}
+		case txThrottledOne:
+			reasons[n-1] = throttled
 		}
 		return apiError(req, 400, "TransactionCanceledException",
 			`"Message":"Transaction cancelled","CancellationReasons":[`+strings.Join(reasons, ",")+`]`), nil
 	case unprocessed:
 		return unprocessedKeys(req), nil
+	case txInProgress:
+		return apiError(req, 400, "TransactionInProgressException", `"message":"Transaction is in progress"`), nil
+	case serverErrorAfter:
+		resp, err := in.next.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		return apiError(req, 500, "InternalServerError", `"message":"Internal server error"`), nil
 	}
 	return in.next.Do(req)
 }
@@ -190,6 +213,13 @@ func faultStore(t *testing.T) (*dynamo.Store, *injector, *dynastore.Stats) {
 		RetryBudget:    20 * time.Second,
 		BackoffBase:    time.Millisecond,
 		BackoffMax:     5 * time.Millisecond,
+		// Throttled retries wait as others do here: these tests are
+		// about what is retried, not how long it waits.
+		ThrottleBackoffBase: time.Millisecond,
+		ThrottleBackoffMax:  5 * time.Millisecond,
+		// A quota of its own: the process's would carry one test's
+		// retries into the next.
+		RetryQuota: retry.NewQuota(retry.QuotaTokens),
 	})
 	return s, inj, stats
 }
@@ -250,8 +280,9 @@ func TestFaults(t *testing.T) {
 		{name: "put throttled for good", op: dynastore.OpPutItem, always: throttle, want: dynastore.ErrThrottled, calls: testAttempts, n: -1},
 		// A write whose outcome is unknown is not repeated: an ADD must not
 		// count twice.
-		{name: "update 500 is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{serverError}, want: dynastore.ErrUnavailable, calls: 1, n: -1},
-		{name: "update timed out after sending is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{hangAfter}, want: dynastore.ErrUnavailable, calls: 1, n: 1},
+		{name: "update 500 is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{serverError}, want: dynastore.ErrOutcomeUnknown, calls: 1, n: -1},
+		{name: "update timed out after sending is not repeated", op: dynastore.OpUpdateItem, queued: []faultKind{hangAfter}, want: dynastore.ErrOutcomeUnknown, calls: 1, n: 1},
+		{name: "update 503 is not applied", op: dynastore.OpUpdateItem, always: unavailable, want: dynastore.ErrUnavailable, calls: testAttempts, n: 0},
 		{name: "update throttled then applied once", op: dynastore.OpUpdateItem, queued: []faultKind{throttle, throttle}, calls: 3, n: 1},
 
 		{name: "batch unprocessed until the budget runs out", op: dynastore.OpBatchGetItem, always: unprocessed, want: dynastore.ErrThrottled, calls: testAttempts, n: -1},
@@ -263,7 +294,13 @@ func TestFaults(t *testing.T) {
 		// applies the transaction once although it saw it twice.
 		{name: "tx timed out after sending is applied once", op: dynastore.OpTransactWriteItems, queued: []faultKind{hangAfter}, calls: 2, n: 1},
 		{name: "tx 500 then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{serverError}, calls: 2, n: 1},
+		// Each repeat carries the first attempt's token: applied once, but
+		// DynamoDB never said so.
+		{name: "tx 500 after apply until the budget runs out", op: dynastore.OpTransactWriteItems, always: serverErrorAfter, want: dynastore.ErrOutcomeUnknown, calls: testAttempts, n: 1},
+		{name: "tx 503 until the budget runs out", op: dynastore.OpTransactWriteItems, always: unavailable, want: dynastore.ErrUnavailable, calls: testAttempts, n: 0},
 		{name: "tx throttled for good", op: dynastore.OpTransactWriteItems, always: throttle, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
+		{name: "tx throttled reasons for good", op: dynastore.OpTransactWriteItems, always: txThrottled, want: dynastore.ErrThrottled, calls: testAttempts, n: 0},
+		{name: "tx one throttled reason then applied", op: dynastore.OpTransactWriteItems, queued: []faultKind{txThrottledOne}, calls: 2, n: 1},
 		{name: "tx condition failure is final", op: dynastore.OpTransactWriteItems, queued: []faultKind{conditionOnly}, want: dynastore.ErrTxCanceled, calls: 1, n: 0},
 	}
 	for _, tc := range cases {
@@ -281,6 +318,9 @@ func TestFaults(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, tc.want)
 				require.NotErrorIs(t, err, context.Canceled)
+			}
+			if tc.want != dynastore.ErrOutcomeUnknown {
+				require.NotErrorIs(t, err, dynastore.ErrOutcomeUnknown, "not applied")
 			}
 			require.Equal(t, tc.calls, inj.count(tc.op), "requests sent")
 
@@ -315,6 +355,86 @@ func TestTxConflictReasons(t *testing.T) {
 	require.ErrorAs(t, err, &tc)
 	require.ErrorIs(t, err, dynastore.ErrTxConflict)
 	require.Equal(t, []dynastore.TxReason{{Code: dynastore.ReasonNone}, {Code: dynastore.ReasonConflict}}, tc.Reasons)
+}
+
+// A transaction that stays throttled is ErrThrottled and nothing a caller
+// could read as a cancellation: callers take a failed condition for a stale
+// receipt or a lost race, and a conflict for a race to run again at once.
+func TestThrottledTxIsNoCancellation(t *testing.T) {
+	for _, f := range []faultKind{txThrottled, txThrottledOne} {
+		s, inj, _ := faultStore(t)
+		inj.forever(dynastore.OpTransactWriteItems, f)
+		err := s.Transact(context.Background(), []dynastore.TxAction{
+			{Op: dynastore.TxPut, Item: item("a")},
+			{Op: dynastore.TxDelete, Key: key("b"), Cond: dynastore.Exists{Attr: dynastore.AttrPK}},
+		})
+		require.ErrorIs(t, err, dynastore.ErrThrottled)
+		require.NotErrorIs(t, err, dynastore.ErrTxCanceled)
+		require.NotErrorIs(t, err, dynastore.ErrTxConflict)
+		var tc *dynastore.TxCanceledError
+		require.False(t, errors.As(err, &tc), "a throttled transaction is no *TxCanceledError")
+		_, failed := dynastore.ConditionFailedIn(err)
+		require.False(t, failed)
+		require.Contains(t, err.Error(), dynastore.ReasonThrottled, "the reasons are in the text")
+	}
+}
+
+// A transaction answered TransactionInProgressException (its token still
+// being processed) is retried past MaxAttempts and the budget until a
+// retry comes 5 s after the first attempt, as DynamoDB asks: here it is
+// answered by the fifth attempt, with two attempts and 100 ms allowed.
+func TestTxInProgressRetried(t *testing.T) {
+	inj := newInjector()
+	s := dynamotest.NewStore(t, dynamo.Config{
+		HTTPClient:  inj,
+		MaxAttempts: 2,
+		RetryBudget: 100 * time.Millisecond,
+		BackoffBase: time.Millisecond,
+		BackoffMax:  5 * time.Millisecond,
+		RetryQuota:  retry.NewQuota(retry.QuotaTokens),
+	})
+	inj.queue(dynastore.OpTransactWriteItems, txInProgress, txInProgress, txInProgress, txInProgress)
+	require.NoError(t, s.Transact(context.Background(), []dynastore.TxAction{{Op: dynastore.TxPut, Item: item("a")}}))
+	require.Equal(t, 5, inj.count(dynastore.OpTransactWriteItems))
+}
+
+// The retry quota (the AWS SDKs' standard mode figures) refuses retries
+// once drained, so a request fails after one attempt, and refills with
+// successes.
+func TestRetryQuota(t *testing.T) {
+	inj := newInjector()
+	quota := retry.NewQuota(2 * retry.RetryCost)
+	s := dynamotest.NewStore(t, dynamo.Config{
+		HTTPClient:          inj,
+		MaxAttempts:         testAttempts,
+		BackoffBase:         time.Millisecond,
+		BackoffMax:          5 * time.Millisecond,
+		ThrottleBackoffBase: time.Millisecond,
+		ThrottleBackoffMax:  5 * time.Millisecond,
+		RetryQuota:          quota,
+	})
+	ctx := context.Background()
+	get := func() error { _, err := s.Get(ctx, key("a")); return err }
+
+	inj.forever(dynastore.OpGetItem, throttle)
+	err := get()
+	require.ErrorIs(t, err, dynastore.ErrThrottled)
+	require.Contains(t, err.Error(), "retry quota exhausted")
+	require.Equal(t, 3, inj.count(dynastore.OpGetItem), "two retries drained the quota")
+	require.Equal(t, int64(1), quota.Refusals())
+	require.ErrorIs(t, get(), dynastore.ErrThrottled)
+	require.Equal(t, 4, inj.count(dynastore.OpGetItem), "no retry at all")
+	require.Equal(t, int64(2), quota.Refusals())
+
+	inj.forever(dynastore.OpGetItem, passThrough)
+	for range retry.RetryCost {
+		require.NoError(t, get())
+	}
+	require.Equal(t, retry.RetryCost, quota.Available(), "each success returned a token")
+	inj.queue(dynastore.OpGetItem, throttle)
+	require.NoError(t, get(), "the refilled quota pays for a retry")
+	require.Equal(t, 4+retry.RetryCost+2, inj.count(dynastore.OpGetItem))
+	require.Equal(t, retry.RetryCost, quota.Available(), "a retry that succeeded is refunded")
 }
 
 // The total budget ends retries even when many attempts are allowed.

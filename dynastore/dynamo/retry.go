@@ -59,8 +59,9 @@ func classify(err error, attemptCtx context.Context, wrote bool) *retry.Failure 
 			// A single-item write hit an item a transaction is writing.
 			return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrTxConflict}
 		case api.ErrorCode() == "TransactionInProgressException":
-			// The same ClientRequestToken is still being processed: ask again.
-			return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrUnavailable}
+			// The same ClientRequestToken is still being processed: ask
+			// again, until a retry comes after TxInProgressRetry.
+			return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrUnavailable, MinRetry: TxInProgressRetry}
 		case status == 503:
 			return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrUnavailable}
 		case status >= 500:
@@ -70,7 +71,7 @@ func classify(err error, attemptCtx context.Context, wrote bool) *retry.Failure 
 	case attemptCtx.Err() != nil:
 		// The attempt timed out, possibly while reading a response (the SDK
 		// then reports the response's status with a read error).
-		return &retry.Failure{Err: err, Class: unknown, Kind: dynastore.ErrUnavailable}
+		return &retry.Failure{Err: err, Class: unknown, Kind: dynastore.ErrUnavailable, Timeout: true}
 	case status == 503:
 		return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrUnavailable}
 	case status >= 500:
@@ -88,7 +89,7 @@ func classify(err error, attemptCtx context.Context, wrote bool) *retry.Failure 
 		return &retry.Failure{Err: err, Class: retry.Unapplied, Kind: dynastore.ErrUnavailable}
 	}
 	if isNetErr(err) {
-		return &retry.Failure{Err: err, Class: unknown, Kind: dynastore.ErrUnavailable}
+		return &retry.Failure{Err: err, Class: unknown, Kind: dynastore.ErrUnavailable, Timeout: true}
 	}
 	return &retry.Failure{Err: err, Class: retry.Final}
 }

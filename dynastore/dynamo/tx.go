@@ -266,10 +266,10 @@ func sdkCanceled(err error) error {
 
 // txCanceled turns a TransactionCanceledException's reasons into a
 // *dynastore.TxCanceledError, or into a retry.Failure when every reason is
-// transient (conflict, throttling) so the transaction is worth sending again.
+// transient (TxCanceledError.Transient) so the transaction is worth sending
+// again.
 func txCanceled(rs []txReason) error {
 	reasons := make([]dynastore.TxReason, len(rs))
-	transient, conflict, throttled := true, false, false
 	var kind error
 	for i, r := range rs {
 		code := r.code
@@ -278,28 +278,20 @@ func txCanceled(rs []txReason) error {
 		}
 		reasons[i] = dynastore.TxReason{Code: code, Old: r.item}
 		switch code {
-		case dynastore.ReasonNone:
-		case dynastore.ReasonConflict:
-			conflict = true
-		case dynastore.ReasonThrottled, "ProvisionedThroughputExceeded", "RequestLimitExceeded":
-			throttled = true
 		case dynastore.ReasonValidation:
-			transient = false
 			kind = validationKind(r.message)
 		case dynastore.ReasonItemTooLarge:
-			transient = false
 			kind = dynastore.ErrItemTooLarge
-		default:
-			transient = false
 		}
 	}
 	txErr := &dynastore.TxCanceledError{Reasons: reasons}
-	switch {
-	case transient && conflict:
-		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrTxConflict}
-	case transient && throttled:
-		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: dynastore.ErrThrottled}
-	case kind != nil:
+	if k := txErr.Transient(); k != nil {
+		// A cancellation under the token of the attempts before proves
+		// that none of them was applied (DynamoDB would have answered
+		// success for it).
+		return &retry.Failure{Err: txErr, Class: retry.Unapplied, Kind: k, Settles: true}
+	}
+	if kind != nil {
 		return fmt.Errorf("%w: %w", kind, txErr)
 	}
 	return txErr
@@ -330,7 +322,7 @@ func (s *Store) GetSnapshot(ctx context.Context, keys []dynastore.Key) ([]dynast
 	}
 	in := &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
 	out := make([]dynastore.Item, len(keys))
-	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+	err := s.call(ctx, dynastore.OpTransactGetItems, retry.Read, func(ctx context.Context, r *dynastore.Request) error {
 		res, err := s.db.TransactGetItems(ctx, in)
 		if err != nil {
 			return sdkCanceled(err)

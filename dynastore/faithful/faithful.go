@@ -155,6 +155,9 @@ func New(o Options) *Store {
 	if o.Policy != nil {
 		s.policy = *o.Policy
 	}
+	if s.policy.Quota == nil {
+		s.policy.Quota = retry.NewQuota(retry.QuotaTokens)
+	}
 	c := DefaultCapacity
 	if o.Capacity != nil {
 		c = *o.Capacity

@@ -10,12 +10,16 @@ import (
 
 // DefaultPolicy is the DynamoDB backend's default retry policy: the
 // faithful store's simulated attempts are retried exactly as real ones.
+// Its Quota is left nil: New gives each store a bucket of its own, as
+// each server process has one (tests run many stores in one process).
 var DefaultPolicy = retry.Policy{
 	MaxAttempts:    dynamo.DefaultMaxAttempts,
 	AttemptTimeout: dynamo.DefaultRequestTimeout,
 	Budget:         dynamo.DefaultRetryBudget,
 	Base:           dynamo.DefaultBackoffBase,
 	Cap:            dynamo.DefaultBackoffMax,
+	ThrottleBase:   dynamo.DefaultThrottleBackoffBase,
+	ThrottleCap:    dynamo.DefaultThrottleBackoffMax,
 }
 
 // fault builds an attempt's failure for the retry policy: what the

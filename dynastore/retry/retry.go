@@ -24,10 +24,14 @@ import (
 type Mode uint8
 
 const (
-	// Idempotent requests have no side effect (reads) or are made
-	// idempotent (TransactWriteItems with a ClientRequestToken): any
-	// transient failure is retried.
-	Idempotent Mode = iota
+	// Read requests have no side effect: any transient failure is
+	// retried, and an unknown outcome means nothing.
+	Read Mode = iota
+	// Idempotent writes (TransactWriteItems with a ClientRequestToken)
+	// are retried after any transient failure: a repeat is applied at
+	// most once. When the retries run out after an attempt that may have
+	// been applied, the outcome is unknown (dynastore.ErrOutcomeUnknown).
+	Idempotent
 	// Once requests (single-item writes) are retried only after a failure
 	// that proves they were not applied: throttling, 503, a connection that
 	// never carried the request. After a timeout or a 500 the write may
@@ -61,8 +65,24 @@ type Failure struct {
 	Kind error
 	// Progress says the attempt did useful work even though it asks for
 	// another (a batch that returned part of its keys): the next attempt
-	// comes at once and does not count against Policy.MaxAttempts.
+	// does not count against Policy.MaxAttempts nor draw from the quota,
+	// but it still waits its backoff (AWS advises backoff before asking
+	// for a batch's unprocessed keys again).
 	Progress bool
+	// Settles says the answer proves that no earlier attempt was applied
+	// (a transaction canceled under the ClientRequestToken of the attempts
+	// before it: had one of them been applied, DynamoDB would have
+	// answered success), so an earlier unknown outcome is resolved.
+	Settles bool
+	// Timeout says the attempt timed out or lost its connection: a retry
+	// after it costs the quota TimeoutRetryCost instead of RetryCost.
+	Timeout bool
+	// MinRetry keeps the request retrying until this long after its first
+	// attempt, past MaxAttempts and the budget (not past the caller's
+	// deadline): DynamoDB's TransactionInProgressException asks for a
+	// retry at least 5 s after the first attempt, which is what completes
+	// the transaction in progress.
+	MinRetry time.Duration
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }
@@ -81,6 +101,14 @@ type Policy struct {
 	// Base and Cap shape the backoff: the wait before retry n is about
 	// Base*2^(n-1), at most Cap.
 	Base, Cap time.Duration
+	// ThrottleBase and ThrottleCap shape the backoff after a throttled
+	// attempt (Kind dynastore.ErrThrottled), which needs longer waits:
+	// the table sheds load until its partitions split or its capacity
+	// grows. Zero: Base and Cap.
+	ThrottleBase, ThrottleCap time.Duration
+	// Quota is the retry quota retries draw from (nil: none); retries
+	// after a conflict (Kind dynastore.ErrTxConflict) draw nothing.
+	Quota *Quota
 	// Describe renders a failure's error in the message of a request whose
 	// retries ran out (nil: its Error()).
 	Describe func(error) string
@@ -90,9 +118,21 @@ type Policy struct {
 // capped at Cap, with "equal jitter" so that concurrent retries spread out
 // but never wait less than half the step.
 func (p Policy) Backoff(n int) time.Duration {
-	d := p.Base << min(n-1, 16)
-	if d > p.Cap || d <= 0 {
-		d = p.Cap
+	return backoff(p.Base, p.Cap, n)
+}
+
+// backoffAfter is the wait before retry n after failure f.
+func (p Policy) backoffAfter(f *Failure, n int) time.Duration {
+	if errors.Is(f.Kind, dynastore.ErrThrottled) && p.ThrottleCap > 0 {
+		return backoff(p.ThrottleBase, p.ThrottleCap, n)
+	}
+	return p.Backoff(n)
+}
+
+func backoff(base, ceil time.Duration, n int) time.Duration {
+	d := base << min(n-1, 16)
+	if d > ceil || d <= 0 {
+		d = ceil
 	}
 	half := d / 2
 	return half + rand.N(half+1)
@@ -105,56 +145,123 @@ func (p Policy) Backoff(n int) time.Duration {
 // bounded by the attempt timeout and the budget; op names the request in
 // errors.
 func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx context.Context) error) (int, error) {
+	start := time.Now()
 	deadline := time.Time{}
 	if p.Budget > 0 {
-		deadline = time.Now().Add(p.Budget)
+		deadline = start.Add(p.Budget)
 	}
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+	ctxDeadline, hasCtxDeadline := ctx.Deadline()
+	if hasCtxDeadline && (deadline.IsZero() || ctxDeadline.Before(deadline)) {
+		deadline = ctxDeadline
 	}
-	attempts, failures := 0, 0
+	attempts, failures, progressed := 0, 0, 0
+	// cost is what the last retry drew from the quota.
+	cost := 0
+	// maybe: an attempt of this write may have been applied, and no later
+	// answer proved otherwise.
+	maybe := false
+	gaveUp := func() error {
+		err := fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+		if maybe {
+			err = fmt.Errorf("%w: %w", dynastore.ErrOutcomeUnknown, err)
+		}
+		return err
+	}
 	for {
 		attempts++
+		began := time.Now()
 		err := p.attempt(ctx, deadline, fn)
 		if err == nil {
+			if p.Quota != nil {
+				p.Quota.put(max(cost, SuccessRefill))
+			}
 			return attempts, nil
-		}
-		if ctx.Err() != nil {
-			// The caller gave up (client gone, server shutting down).
-			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
 		}
 		var f *Failure
 		if !errors.As(err, &f) {
-			return attempts, err
+			f = &Failure{Err: err, Class: Final}
+		}
+		switch {
+		case f.Settles:
+			maybe = false
+		case f.Class == Unknown && mode != Read:
+			maybe = true
+		}
+		if ctx.Err() != nil {
+			// The caller gave up (client gone, server shutting down).
+			return attempts, gaveUp()
 		}
 		switch {
 		case f.Class == Final:
 			return attempts, f.Err
-		case f.Class == Unknown && mode == Once:
+		case maybe && mode == Once:
 			return attempts, p.exhausted(f, attempts, true)
 		}
+		limit := deadline
+		var wait time.Duration
 		if f.Progress {
-			if deadline.IsZero() || time.Now().Before(deadline) {
-				continue
+			// Part of the work was done: the attempt does not count,
+			// but the rest waits, as AWS advises for a batch's
+			// unprocessed keys, and draws nothing from the quota.
+			progressed++
+			wait = p.backoffAfter(f, progressed)
+		} else {
+			progressed = 0
+			failures++
+			pending := f.MinRetry > 0 && began.Sub(start) < f.MinRetry
+			if pending && !limit.IsZero() {
+				limit = later(limit, start.Add(f.MinRetry+p.AttemptTimeout))
+				if hasCtxDeadline && ctxDeadline.Before(limit) {
+					limit = ctxDeadline
+				}
 			}
-			return attempts, p.exhausted(f, attempts, false)
+			if failures >= max(p.MaxAttempts, 1) && !pending {
+				return attempts, p.exhausted(f, attempts, maybe)
+			}
+			wait = p.backoffAfter(f, failures)
+			if pending {
+				// The retry that completes the transaction comes once
+				// MinRetry has passed, not long after.
+				wait = min(wait, max(start.Add(f.MinRetry).Sub(time.Now()), 0)+p.Base)
+			}
 		}
-		failures++
-		if failures >= max(p.MaxAttempts, 1) {
-			return attempts, p.exhausted(f, attempts, false)
+		if !limit.IsZero() && time.Now().Add(wait).After(limit) {
+			return attempts, p.exhausted(f, attempts, maybe)
 		}
-		wait := p.Backoff(failures)
-		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
-			return attempts, p.exhausted(f, attempts, false)
+		cost = 0
+		// A conflict is no sign of an overloaded service (another
+		// writer won), and a batch that made progress is being served:
+		// neither draws from the quota.
+		if !f.Progress && p.Quota != nil && !errors.Is(f.Kind, dynastore.ErrTxConflict) {
+			cost = RetryCost
+			if f.Timeout {
+				cost = TimeoutRetryCost
+			}
+			if !p.Quota.take(cost) {
+				err := p.exhausted(f, attempts, maybe)
+				return attempts, fmt.Errorf("%w; retry quota exhausted", err)
+			}
 		}
+		deadline = later(deadline, limit)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return attempts, fmt.Errorf("%w: %s: %w", dynastore.ErrUnavailable, op, ctx.Err())
+			return attempts, gaveUp()
 		}
 	}
+}
+
+// later is the later of two deadlines, zero meaning none.
+func later(a, b time.Time) time.Time {
+	if a.IsZero() || b.IsZero() {
+		return time.Time{}
+	}
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // attempt makes one call of fn under the attempt's deadline.
@@ -193,14 +300,18 @@ func (p Policy) exhausted(f *Failure, attempts int, unknownOutcome bool) error {
 	}
 	if unknownOutcome {
 		what += "; the write may or may not have been applied"
+		kind = fmt.Errorf("%w: %w", dynastore.ErrOutcomeUnknown, kind)
 	}
 	var tx *dynastore.TxCanceledError
 	if errors.As(f.Err, &tx) {
-		// Keep the per-action reasons; a conflict is already ErrTxConflict.
+		// A conflict keeps its per-action reasons (it is ErrTxConflict).
+		// Any other kind names them only in its text: a throttled
+		// transaction must not be matchable as a cancellation, which
+		// callers read as a failed condition or a lost race.
 		if kind == dynastore.ErrTxConflict {
 			return fmt.Errorf("%w (%s)", tx, what)
 		}
-		return fmt.Errorf("%w: %w (%s)", kind, tx, what)
+		return fmt.Errorf("%w: %s (%s)", kind, tx.Error(), what)
 	}
 	detail := f.Err.Error()
 	if p.Describe != nil {
