@@ -15,8 +15,9 @@ import (
 // These tests serve a store behind the fault injector and check what a
 // client reads: the reply texts are the contract.
 
-// A throttled table is no lost race: with every TransactWriteItems
-// throttled (ThrottlingError reasons), QUEUE.ACK, QUEUE.NACK and QUEUE.POP
+// A throttled table is no lost race: with the request that deletes or
+// moves a message throttled (a transaction's ThrottlingError reasons, or a
+// single DeleteItem's ThrottlingException), QUEUE.ACK, QUEUE.NACK and QUEUE.POP
 // each make one logical request (its retries) and answer the throttling
 // error, instead of reading the cancellation as stale receipts or a race
 // lost to another worker and sending transactions until the client gives
@@ -41,21 +42,28 @@ func TestQueueThrottledTransactions(t *testing.T) {
 			receipt := popped[0].(map[any]any)["receipt"]
 			require.NotNil(t, receipt)
 
-			inj.forever(dynastore.OpTransactWriteItems, f.kind)
-			for _, cmd := range [][]any{
-				{"QUEUE.ACK", "q", receipt},
-				{"QUEUE.NACK", "q", receipt},
-				{"QUEUE.POP", "q", "VT", 600000},
-				{"QUEUE.POP", "q", "VT", 0},
+			// ACK of one receipt and POP with VT 0 (delivered is deleted)
+			// are a single DeleteItem, throttled as such; NACK and POP
+			// with a visibility timeout move a message with a transaction.
+			for _, step := range []struct {
+				op    string
+				fault faultKind
+				cmd   []any
+			}{
+				{dynastore.OpDeleteItem, throttle, []any{"QUEUE.ACK", "q", receipt}},
+				{dynastore.OpTransactWriteItems, f.kind, []any{"QUEUE.NACK", "q", receipt}},
+				{dynastore.OpTransactWriteItems, f.kind, []any{"QUEUE.POP", "q", "VT", 600000}},
+				{dynastore.OpDeleteItem, throttle, []any{"QUEUE.POP", "q", "VT", 0}},
 			} {
-				before := inj.count(dynastore.OpTransactWriteItems)
-				err := c.Do(ctx, cmd...).Err()
-				require.EqualError(t, err, commands.MsgTryAgain, "%v", cmd)
-				require.Equal(t, testAttempts, inj.count(dynastore.OpTransactWriteItems)-before,
-					"%v: one transaction and its retries", cmd)
+				inj.forever(step.op, step.fault)
+				before := inj.count(step.op)
+				err := c.Do(ctx, step.cmd...).Err()
+				require.EqualError(t, err, commands.MsgTryAgain, "%v", step.cmd)
+				require.Equal(t, testAttempts, inj.count(step.op)-before,
+					"%v: one request and its retries", step.cmd)
+				inj.forever(step.op, passThrough)
 			}
 
-			inj.forever(dynastore.OpTransactWriteItems, passThrough)
 			require.Equal(t, int64(1), c.Do(ctx, "QUEUE.NACK", "q", receipt).Val(), "the receipt is still valid")
 			require.Equal(t, int64(2), c.Do(ctx, "QUEUE.LEN", "q").Val())
 		})
