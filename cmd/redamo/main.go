@@ -33,6 +33,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/dynastore/retry"
 	"github.com/redamo/redamo/metrics"
 	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
@@ -273,10 +274,15 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 	switch cfg.Store {
 	case storeMemory:
 		if cfg.AWSFaithful {
+			// The process's retry quota, which INFO reports, as the
+			// DynamoDB backend draws on it.
+			policy := faithful.DefaultPolicy
+			policy.Quota = retry.ProcessQuota
 			f := faithful.New(faithful.Options{
 				Observer: observer,
 				Seed:     uint64(time.Now().UnixNano()),
 				Faults:   faithful.DefaultFaults,
+				Policy:   &policy,
 			})
 			go f.Memory().RunTTL(ctx, memoryTTLInterval)
 			return f, nil
