@@ -47,18 +47,13 @@ import (
 
 // Defaults of Config's retry and timeout settings.
 const (
-	DefaultMaxAttempts    = 6
-	DefaultRequestTimeout = 2 * time.Second
-	DefaultRetryBudget    = 3 * time.Second
-	DefaultBackoffBase    = 10 * time.Millisecond
-	DefaultBackoffMax     = 200 * time.Millisecond
-	// A throttled request waits longer: 50-100 ms, then doubling up to
-	// 0.5-1 s, so that the default attempts span about 1.3-2.6 s of a
-	// throttled table's recovery within the budget. (AWS's SDKs wait
-	// longer still, from 500 ms per 4xx retry in the Java SDK's default
-	// policy, but a Redis client waits on the reply.)
-	DefaultThrottleBackoffBase = 100 * time.Millisecond
-	DefaultThrottleBackoffMax  = time.Second
+	DefaultMaxAttempts         = retry.DefaultMaxAttempts
+	DefaultRequestTimeout      = retry.DefaultAttemptTimeout
+	DefaultRetryBudget         = retry.DefaultBudget
+	DefaultBackoffBase         = retry.DefaultBase
+	DefaultBackoffMax          = retry.DefaultCap
+	DefaultThrottleBackoffBase = retry.DefaultThrottleBase
+	DefaultThrottleBackoffMax  = retry.DefaultThrottleCap
 	// TxInProgressRetry is how long after its first attempt a transaction
 	// answered TransactionInProgressException (its ClientRequestToken is
 	// still being processed) is retried: DynamoDB's API reference asks

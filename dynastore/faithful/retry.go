@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/retry"
 )
 
@@ -12,15 +11,7 @@ import (
 // faithful store's simulated attempts are retried exactly as real ones.
 // Its Quota is left nil: New gives each store a bucket of its own, as
 // each server process has one (tests run many stores in one process).
-var DefaultPolicy = retry.Policy{
-	MaxAttempts:    dynamo.DefaultMaxAttempts,
-	AttemptTimeout: dynamo.DefaultRequestTimeout,
-	Budget:         dynamo.DefaultRetryBudget,
-	Base:           dynamo.DefaultBackoffBase,
-	Cap:            dynamo.DefaultBackoffMax,
-	ThrottleBase:   dynamo.DefaultThrottleBackoffBase,
-	ThrottleCap:    dynamo.DefaultThrottleBackoffMax,
-}
+var DefaultPolicy = retry.DefaultPolicy
 
 // fault builds an attempt's failure for the retry policy: what the
 // simulation knows of whether it was applied, and the sentinel it

@@ -114,6 +114,35 @@ type Policy struct {
 	Describe func(error) string
 }
 
+// The defaults of both stores' policies (DefaultPolicy).
+const (
+	DefaultMaxAttempts    = 6
+	DefaultAttemptTimeout = 2 * time.Second
+	DefaultBudget         = 3 * time.Second
+	DefaultBase           = 10 * time.Millisecond
+	DefaultCap            = 200 * time.Millisecond
+	// A throttled request waits longer: 50-100 ms, then doubling up to
+	// 0.5-1 s, so that the default attempts span about 1.3-2.6 s of a
+	// throttled table's recovery within the budget. (AWS's SDKs wait
+	// longer still, from 500 ms per 4xx retry in the Java SDK's default
+	// policy, but a Redis client waits on the reply.)
+	DefaultThrottleBase = 100 * time.Millisecond
+	DefaultThrottleCap  = time.Second
+)
+
+// DefaultPolicy is the policy of the DynamoDB backend and of the embedded
+// store's AWS-faithful mode unless configured otherwise; its Quota is left
+// to the store.
+var DefaultPolicy = Policy{
+	MaxAttempts:    DefaultMaxAttempts,
+	AttemptTimeout: DefaultAttemptTimeout,
+	Budget:         DefaultBudget,
+	Base:           DefaultBase,
+	Cap:            DefaultCap,
+	ThrottleBase:   DefaultThrottleBase,
+	ThrottleCap:    DefaultThrottleCap,
+}
+
 // Backoff is the wait before retry n (1-based): exponential from Base,
 // capped at Cap, with "equal jitter" so that concurrent retries spread out
 // but never wait less than half the step.
