@@ -3,13 +3,13 @@ package commands
 import (
 	"time"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // The server's clock is the store's: expiry is decided by comparing
 // deadlines with "now", and every instance on one table must agree on it.
 // A store that measures how far the local clock is from its own
-// (dynastore.Clocked: DynamoDB, from the Date of its responses) has its
+// (model.Clocked: DynamoDB, from the Date of its responses) has its
 // offset added to every reading; the embedded store's clock is the local
 // one. Instances then differ by at most the sum of their uncertainties.
 
@@ -34,9 +34,9 @@ func (s *Server) readClock() (now, local time.Time) {
 	return local.Add(s.clockOffset()), local
 }
 
-// clock returns the store as a dynastore.Clocked, nil if it is not one.
-func (s *Server) clock() dynastore.Clocked {
-	s.clockOnce.Do(func() { s.clocked, _ = s.Store.(dynastore.Clocked) })
+// clock returns the store as a model.Clocked, nil if it is not one.
+func (s *Server) clock() model.Clocked {
+	s.clockOnce.Do(func() { s.clocked, _ = s.Store.(model.Clocked) })
 	return s.clocked
 }
 

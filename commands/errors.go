@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/redamo/redamo/coord"
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -188,6 +187,12 @@ func ErrorMsg(err error) string {
 		return string(re)
 	case errors.Is(err, model.ErrWrongType):
 		return MsgWrongType
+	case errors.Is(err, model.ErrNotInteger):
+		return MsgNotInt
+	case errors.Is(err, model.ErrOverflow):
+		return MsgOverflow
+	case errors.Is(err, model.ErrStringTooLong):
+		return MsgStringTooLong
 	case errors.Is(err, coord.ErrNotOwner):
 		return MsgNotOwner
 	case errors.Is(err, coord.ErrBadReceipt):
@@ -196,20 +201,20 @@ func ErrorMsg(err error) string {
 		return MsgSameQueueDLQ
 	case errors.Is(err, coord.ErrNameTooLong):
 		return MsgNameTooLong
-	case errors.Is(err, dynastore.ErrItemTooLarge):
+	case errors.Is(err, model.ErrItemTooLarge):
 		return MsgValueTooLarge
-	case errors.Is(err, dynastore.ErrKeyTooLarge):
+	case errors.Is(err, model.ErrKeyTooLarge):
 		return MsgKeyTooLong
-	case errors.Is(err, dynastore.ErrTxTooLarge):
+	case errors.Is(err, model.ErrTxTooLarge):
 		return MsgTxTooLarge
-	case errors.Is(err, dynastore.ErrOutcomeUnknown):
+	case errors.Is(err, model.ErrOutcomeUnknown):
 		// Before the kinds it comes with: "try again" would be wrong.
 		return MsgOutcomeUnknown
-	case errors.Is(err, dynastore.ErrThrottled):
+	case errors.Is(err, model.ErrThrottled):
 		return MsgTryAgain
-	case errors.Is(err, dynastore.ErrTxConflict):
+	case errors.Is(err, model.ErrTxConflict):
 		return MsgConflict
-	case errors.Is(err, dynastore.ErrUnavailable):
+	case errors.Is(err, model.ErrUnavailable):
 		return MsgUnavailable
 	default:
 		return "ERR " + err.Error()

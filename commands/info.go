@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/coord"
-	"github.com/redamo/redamo/dynastore/retry"
+	"github.com/redamo/redamo/model"
 )
 
 // INFO: Redis's sections, each as redamo really is (no snapshots, no
@@ -262,10 +262,11 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 	infoField(b, "clock_uncertainty_ms", infoMillis(c.Srv.ClockUncertainty()))
 	infoField(b, "clock_samples", c.Srv.clockSamples())
 	infoField(b, "recovered_panics", c.Srv.Panics.Load())
-	// The process's retry quota (dynastore/retry): what is left, and how
+	// The process's retry quota (model.RetryQuota): what is left, and how
 	// many retries it refused (requests that failed at once instead).
-	infoField(b, "retry_quota_available", retry.ProcessQuota.Available())
-	infoField(b, "retry_quota_refusals", retry.ProcessQuota.Refusals())
+	available, refusals := model.RetryQuota()
+	infoField(b, "retry_quota_available", available)
+	infoField(b, "retry_quota_refusals", refusals)
 	if c.Srv.Stats == nil {
 		return nil
 	}

@@ -2,15 +2,11 @@ package commands
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -50,93 +46,23 @@ func registerKeys(t *Table) {
 
 // ---- DEL, EXISTS, TYPE -----------------------------------------------------------
 
-// cmdDel is DEL and UNLINK. One key: one DeleteItem returning the old item.
-// Several: a batched read, then one transaction deleting the live ones, each
-// conditioned on the version read, re-run if any of them changed meanwhile.
+// cmdDel is DEL and UNLINK: one DeleteItem for one key (model.DeleteKey),
+// else a batched read and one transaction (model.DeleteKeys).
 func cmdDel(c *Ctx) {
-	if len(c.Args) == 2 {
-		key := c.Args[1]
-		if !model.KeyFits(key) {
-			c.W.Int(0)
-			return
-		}
-		// Only a live key goes: an expired item stays for DynamoDB's TTL
-		// (it may be WATCH's mark: model.WatchMarkItem).
-		_, err := c.Store.Delete(c, model.ItemKey(c.DB(), key), dynastore.WriteOptions{Cond: model.CondLive(c.NowMS())})
-		if _, failed := model.CondFailed(err); failed {
-			c.W.Int(0)
-			return
-		}
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		c.W.Int(1)
-		return
-	}
-	keys := distinctKeys(c.Args[1:])
 	var n int64
-	err := model.RetryConflicts(c, func(int) error {
-		states, err := readKeys(c, keys)
-		if err != nil {
-			return err
-		}
-		var acts []dynastore.TxAction
-		for i, ks := range states {
-			if ks.Live {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), keys[i]), Cond: ks.Guard()})
-			}
-		}
-		n = int64(len(acts))
-		return keyConflict(commitKeyActions(c, acts))
-	})
+	var err error
+	if len(c.Args) == 2 {
+		var deleted bool
+		deleted, err = model.DeleteKey(c, c.Args[1])
+		n = boolInt(deleted)
+	} else {
+		n, err = model.DeleteKeys(c, c.Args[1:])
+	}
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	c.W.Int(n)
-}
-
-// commitKeyActions writes actions atomically: nothing for none, a single
-// conditional write for one (half the cost of a transaction), else one
-// transaction. More than a transaction holds is MsgTxTooLarge.
-func commitKeyActions(c *Ctx, acts []dynastore.TxAction) error {
-	switch {
-	case len(acts) == 0:
-		return nil
-	case len(acts) > dynastore.MaxTxActions:
-		return fmt.Errorf("commands: %d items in one atomic write: %w", len(acts), dynastore.ErrTxTooLarge)
-	case len(acts) == 1 && acts[0].Op == dynastore.TxDelete:
-		_, err := c.Store.Delete(c, acts[0].Key, dynastore.WriteOptions{Cond: acts[0].Cond})
-		return err
-	case len(acts) == 1 && acts[0].Op == dynastore.TxPut:
-		_, err := c.Store.Put(c, acts[0].Item, dynastore.WriteOptions{Cond: acts[0].Cond})
-		return err
-	}
-	return c.Store.Transact(c, acts)
-}
-
-// keyConflict is what a key transaction's outcome means for its attempt
-// (model.RetryConflicts): model.ErrConflict when only its conditions failed
-// (another writer got there first), else err.
-func keyConflict(err error) error {
-	if err != nil && onlyConditionsFailed(err) {
-		return model.ErrConflict
-	}
-	return err
-}
-
-// distinctKeys returns keys without repeats and without keys too long to exist.
-func distinctKeys(keys [][]byte) [][]byte {
-	seen := make(map[string]bool, len(keys))
-	var out [][]byte
-	for _, k := range keys {
-		if model.KeyFits(k) && !seen[string(k)] {
-			seen[string(k)] = true
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // cmdExists is EXISTS and TOUCH: how many of the arguments name a live key,
@@ -153,7 +79,7 @@ func cmdExists(c *Ctx) {
 		states = []model.KeyState{ks}
 	} else {
 		var err error
-		if states, err = readKeys(c, keys); err != nil {
+		if states, err = model.ReadKeys(c, keys); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -181,10 +107,10 @@ func cmdType(c *Ctx) {
 
 // Options of the EXPIRE family.
 const (
-	expNX uint8 = 1 << iota
-	expXX
-	expGT
-	expLT
+	expNX = uint8(model.ExpireNX)
+	expXX = uint8(model.ExpireXX)
+	expGT = uint8(model.ExpireGT)
+	expLT = uint8(model.ExpireLT)
 )
 
 func cmdExpire(c *Ctx)    { expireGeneric(c, c.NowMS(), true) }
@@ -219,10 +145,8 @@ func parseExpireOpts(args [][]byte) (uint8, string) {
 	return f, ""
 }
 
-// expireGeneric is the EXPIRE family: one UpdateItem setting the deadline,
-// or one DeleteItem when the deadline has passed, either conditioned on the
-// key being live and on the NX/XX/GT/LT rule (GT and LT treat a key without
-// expiry as having an infinite TTL, as Redis does).
+// expireGeneric is the EXPIRE family (model.Expire): one UpdateItem
+// setting the deadline, or one DeleteItem when the deadline has passed.
 func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	invalid := func() string { return fmt.Sprintf(MsgInvalidExpire, strings.ToLower(string(c.Args[0]))) }
 	flags, msg := parseExpireOpts(c.Args[3:])
@@ -247,59 +171,19 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 		return
 	}
 	when += basetime
-	key := c.Args[1]
-	if !model.KeyFits(key) {
-		c.W.Int(0)
-		return
-	}
-	now := c.NowMS()
-	var rule dynastore.And // the NX/XX/GT/LT terms
-	switch {
-	case flags&expNX != 0:
-		rule = append(rule, dynastore.NotExists{Attr: model.AttrExpiry})
-	case flags&expXX != 0:
-		rule = append(rule, dynastore.Exists{Attr: model.AttrExpiry})
-	}
-	switch {
-	case flags&expGT != 0:
-		rule = append(rule, dynastore.Exists{Attr: model.AttrExpiry},
-			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLT, Val: model.NInt(when)})
-	case flags&expLT != 0:
-		rule = append(rule, dynastore.Or{
-			dynastore.NotExists{Attr: model.AttrExpiry},
-			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpGT, Val: model.NInt(when)},
-		})
-	}
-	cond := model.CondLive(now)
-	if len(rule) > 0 {
-		cond = append(dynastore.And{cond}, rule...)
-	}
-	k := model.ItemKey(c.DB(), key)
-	var err error
-	if when <= now {
-		_, err = c.Store.Delete(c, k, dynastore.WriteOptions{Cond: cond})
-	} else {
-		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: model.AttrExpiry, Val: model.NInt(when)},
-			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(when)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-		}}, dynastore.WriteOptions{Cond: cond})
-	}
-	replyCondWrite(c, err)
+	replyCondWrite(c)(model.Expire(c, c.Args[1], when, model.ExpireRule(flags)))
 }
 
 // replyCondWrite answers :1 for a write that happened, :0 for one whose
 // condition did not hold.
-func replyCondWrite(c *Ctx, err error) {
-	if err == nil {
-		c.W.Int(1)
-		return
+func replyCondWrite(c *Ctx) func(bool, error) {
+	return func(done bool, err error) {
+		if err != nil {
+			c.Fail(err)
+			return
+		}
+		c.W.Int(boolInt(done))
 	}
-	if _, failed := model.CondFailed(err); failed {
-		c.W.Int(0)
-		return
-	}
-	c.Fail(err)
 }
 
 func cmdTTL(c *Ctx)         { ttlGeneric(c, false, false) }
@@ -335,18 +219,9 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 }
 
 // cmdPersist: one UpdateItem removing the expiry, conditioned on a live key
-// that has one.
+// that has one (model.Persist).
 func cmdPersist(c *Ctx) {
-	key := c.Args[1]
-	if !model.KeyFits(key) {
-		c.W.Int(0)
-		return
-	}
-	_, err := c.Store.Update(c, model.ItemKey(c.DB(), key), dynastore.Update{
-		Set:    []dynastore.SetAction{{Attr: model.AttrVer, Val: model.NewVer()}},
-		Remove: []string{model.AttrExpiry, dynastore.AttrTTL},
-	}, dynastore.WriteOptions{Cond: dynastore.And{model.CondLive(c.NowMS()), dynastore.Exists{Attr: model.AttrExpiry}}})
-	replyCondWrite(c, err)
+	replyCondWrite(c)(model.Persist(c, c.Args[1]))
 }
 
 // ---- RENAME, COPY ------------------------------------------------------------------
@@ -356,24 +231,24 @@ func cmdRenameNX(c *Ctx) { renameGeneric(c, true) }
 
 func renameGeneric(c *Ctx, nx bool) {
 	src, dst := c.Args[1], c.Args[2]
-	var res moveResult
+	var res model.MoveResult
 	var err error
 	if sameKey(src, dst) {
 		// Nothing moves, but a missing key is still an error.
 		var ks model.KeyState
 		if ks, err = readKey(c, src); err == nil && ks.Live {
-			res = moveTargetExists
+			res = model.MoveTargetExists
 		}
 	} else {
-		res, err = moveKeyItem(c, src, c.DB(), dst, nx)
+		res, err = model.MoveKey(c, src, c.DB(), dst, nx)
 	}
 	switch {
 	case err != nil:
 		c.Fail(err)
-	case res == moveNoSource:
+	case res == model.MoveNoSource:
 		c.W.Error(MsgNoSuchKey)
 	case nx:
-		c.W.Int(boolInt(res == moveDone))
+		c.W.Int(boolInt(res == model.MoveDone))
 	default:
 		c.W.Simple("OK")
 	}
@@ -396,72 +271,12 @@ func cmdMove(c *Ctx) {
 		c.W.Error(MsgSameObject)
 		return
 	}
-	res, err := moveKeyItem(c, c.Args[1], int(n), c.Args[1], true)
+	res, err := model.MoveKey(c, c.Args[1], int(n), c.Args[1], true)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(boolInt(res == moveDone))
-}
-
-// What moveKeyItem did.
-type moveResult uint8
-
-const (
-	moveNoSource     moveResult = iota // the source key does not exist
-	moveTargetExists                   // nx and the target exists: nothing done
-	moveDone
-)
-
-// moveKeyItem moves the key item of src (selected database) to dst in
-// dstDB, keeping its expiry, replacing a live target unless nx. It reads
-// both in one batch, then writes one transaction (delete the source, write
-// the target, each conditioned on the version read; a large collection's
-// registry entry follows its key); a lost race re-runs it.
-func moveKeyItem(c *Ctx, src []byte, dstDB int, dst []byte, nx bool) (moveResult, error) {
-	srcKey := model.ItemKey(c.DB(), src)
-	if !model.KeyFits(src) {
-		return moveNoSource, nil
-	}
-	var res moveResult
-	err := model.RetryConflicts(c, func(int) error {
-		var from, to model.KeyState
-		keys := []dynastore.Key{srcKey}
-		if model.KeyFits(dst) {
-			keys = append(keys, model.ItemKey(dstDB, dst))
-		}
-		items, err := c.Store.BatchGet(c, keys)
-		if err != nil {
-			return err
-		}
-		if from, err = model.DecodeKey(items[0], c.NowMS()); err != nil {
-			return err
-		}
-		if len(items) > 1 {
-			if to, err = model.DecodeKey(items[1], c.NowMS()); err != nil {
-				return err
-			}
-		}
-		switch {
-		case !from.Live:
-			res = moveNoSource
-			return nil
-		case to.Live && nx:
-			res = moveTargetExists
-			return nil
-		case !model.KeyFits(dst):
-			return model.ErrKeyTooLong
-		}
-		dstPK := model.KeyPK(dstDB, dst)
-		acts := []dynastore.TxAction{
-			{Op: dynastore.TxDelete, Key: srcKey, Cond: from.Guard()},
-			{Op: dynastore.TxPut, Item: model.Retarget(from.Raw, dstDB, dst), Cond: to.Guard()},
-		}
-		acts = append(acts, model.CollectionRenameActions(from.Raw, dstPK)...)
-		res = moveDone
-		return keyConflict(c.Store.Transact(c, acts))
-	})
-	return res, err
+	c.W.Int(boolInt(res == model.MoveDone))
 }
 
 // copyOpts is a parsed COPY.
@@ -501,65 +316,20 @@ func parseCopy(c *Ctx) (copyOpts, string) {
 	return o, ""
 }
 
-// cmdCopy reads both keys in one batch and writes the copy in one
-// transaction that also checks the source is unchanged, so the copy is of
-// one consistent state. A large collection's members are copied first by the
-// collection layer (CopyCollectionItem).
+// cmdCopy copies in one transaction that also checks the source is
+// unchanged (model.CopyKey).
 func cmdCopy(c *Ctx) {
 	o, msg := parseCopy(c)
 	if msg != "" {
 		c.W.Error(msg)
 		return
 	}
-	if !model.KeyFits(o.src) {
-		c.W.Int(0)
-		return
-	}
-	srcKey := model.ItemKey(c.DB(), o.src)
-	var copied int64
-	err := model.RetryConflicts(c, func(int) error {
-		copied = 0
-		var dstRaw dynastore.Item
-		var from, to model.KeyState
-		keys := []dynastore.Key{srcKey}
-		if model.KeyFits(o.dst) {
-			keys = append(keys, model.ItemKey(o.dstDB, o.dst))
-		}
-		items, err := c.Store.BatchGet(c, keys)
-		if err != nil {
-			return err
-		}
-		if len(items) > 1 {
-			dstRaw = items[1]
-		}
-		if from, err = model.DecodeKey(items[0], c.NowMS()); err == nil {
-			to, err = model.DecodeKey(dstRaw, c.NowMS())
-		}
-		if err != nil || !from.Live || (to.Live && !o.replace) {
-			return err
-		}
-		if !model.KeyFits(o.dst) {
-			return model.ErrKeyTooLong
-		}
-		var item dynastore.Item
-		var extra []dynastore.TxAction
-		if from.Type == model.TypeString {
-			item = model.Retarget(from.Raw, o.dstDB, o.dst)
-		} else if item, extra, err = model.CopyCollectionItem(c, c.Store, from.Raw, model.KeyPK(o.dstDB, o.dst), c.NowMS()); err != nil {
-			return err
-		}
-		acts := append([]dynastore.TxAction{
-			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.Guard()},
-			{Op: dynastore.TxPut, Item: item, Cond: to.Guard()},
-		}, extra...)
-		copied = 1
-		return keyConflict(c.Store.Transact(c, acts))
-	})
+	copied, err := model.CopyKey(c, o.src, o.dstDB, o.dst, o.replace)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(copied)
+	c.W.Int(boolInt(copied))
 }
 
 // ---- KEYS, SCAN, RANDOMKEY, DBSIZE ------------------------------------------------
@@ -570,12 +340,10 @@ func cmdKeys(c *Ctx) {
 	pat := c.Args[1]
 	all := len(pat) == 1 && pat[0] == '*'
 	var keys [][]byte
-	err := scanAll(c, c.Store, model.KeyFilter(c.DB(), globPrefix(pat), c.NowMS()), func(it dynastore.Item) error {
-		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-		if _, key, ok := model.RedisKeyOf(pk); ok && (all || globMatch(pat, key)) {
+	err := model.Keys(c, globPrefix(pat), func(key []byte) {
+		if all || globMatch(pat, key) {
 			keys = append(keys, key)
 		}
-		return nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -665,21 +433,6 @@ func parseScan(args [][]byte) (scanOpts, string) {
 	return o, ""
 }
 
-// SCAN reads the table in pages. A page's Limit counts the items DynamoDB
-// examines, other databases' keys and internal items included, so a call
-// starts with a page of COUNT items and, while it finds too few keys of the
-// selected database, reads growing pages (x4 each, up to scanMaxLimit), for
-// at most scanPageBudget pages. A dense database then answers about COUNT
-// keys per call, a sparse one is not crawled COUNT items at a time, and a
-// small table is done in one call, as a small Redis database is.
-const (
-	scanPageBudget = 6
-	scanMaxLimit   = 1000
-	// scanMaxCount caps the first page of a huge COUNT (DynamoDB ends a
-	// page at 1 MB anyway).
-	scanMaxCount = 100_000
-)
-
 // cmdScan continues a table scan from the position kept under the cursor,
 // returning the live keys of the selected database met on the way (COUNT
 // bounds the items examined, as Redis's COUNT bounds work, MATCH filters
@@ -691,59 +444,24 @@ func cmdScan(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	var after *dynastore.Key
-	if o.cursor != 0 {
-		pos, ok, err := model.LoadScanCursor(c, o.cursor)
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if !ok {
-			// Not a cursor redamo handed out (or one garbage-collected
-			// after a day): continuing from anywhere would silently skip
-			// keys, so say so.
-			c.W.Error(MsgInvalidCursor)
-			return
-		}
-		after = &pos
-	}
-	filter := model.KeyFilter(c.DB(), nil, c.NowMS())
-	if o.hasType {
-		filter = append(filter.(dynastore.And), model.CondType(o.typeName))
-	}
-	limit := min(o.count, scanMaxCount)
 	var keys [][]byte
-	var found int64
-	for pages := 0; pages < scanPageBudget; pages++ {
-		page, err := c.Store.Scan(c, dynastore.Scan{Limit: int(limit), Filter: filter, After: after})
-		if err != nil {
-			c.Fail(err)
-			return
+	cursor, ok, err := model.ScanKeys(c, o.cursor, model.ScanOptions{Count: o.count, Type: o.typeName, HasType: o.hasType}, func(key []byte) {
+		if o.pattern == nil || globMatch(o.pattern, key) {
+			keys = append(keys, key)
 		}
-		for _, it := range page.Items {
-			pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-			if _, key, ok := model.RedisKeyOf(pk); ok && (o.pattern == nil || globMatch(o.pattern, key)) {
-				keys = append(keys, key)
-			}
-		}
-		found += int64(len(page.Items))
-		after = page.Next
-		if after == nil || found >= o.count {
-			break
-		}
-		if limit < scanMaxLimit {
-			limit = min(limit*4, max(scanMaxLimit, limit))
-		}
+	})
+	if err != nil {
+		c.Fail(err)
+		return
 	}
-	next := "0"
-	if after != nil {
-		id, err := model.SaveScanCursor(c, *after)
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		next = strconv.FormatUint(id, 10)
+	if !ok {
+		// Not a cursor redamo handed out (or one garbage-collected after a
+		// day): continuing from anywhere would silently skip keys, so say
+		// so.
+		c.W.Error(MsgInvalidCursor)
+		return
 	}
+	next := strconv.FormatUint(cursor, 10)
 	c.W.Array(2)
 	c.W.BulkString(next)
 	c.W.Array(len(keys))
@@ -752,54 +470,18 @@ func cmdScan(c *Ctx) {
 	}
 }
 
-// randomKeyCandidates is how many live keys RANDOMKEY gathers, from a random
-// position on, before choosing one of them at random.
-const randomKeyCandidates = 16
-
-// cmdRandomKey scans from a random position (wrapping around once) until it
-// has met a few live keys of the selected database, and returns one of them
-// at random. DynamoDB orders a scan by a hash of the key, so the position is
-// random; the memory store orders by key bytes, where gathering several
-// candidates keeps the choice from always falling on the same key.
+// cmdRandomKey returns a live key of the selected database chosen at
+// random (model.RandomKey).
 func cmdRandomKey(c *Ctx) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		c.Fail(fmt.Errorf("commands: random position: %w", err))
-		return
-	}
-	filter := model.KeyFilter(c.DB(), nil, c.NowMS())
-	start := &dynastore.Key{PK: append(model.DBPrefix(c.DB()), b[:8]...), SK: model.KeyItemSK}
-	var candidates [][]byte
-	seen := map[string]bool{}
-gather:
-	for _, after := range []*dynastore.Key{start, nil} {
-		for {
-			page, err := c.Store.Scan(c, dynastore.Scan{Limit: 100, Filter: filter, After: after})
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			for _, it := range page.Items {
-				pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-				if _, key, ok := model.RedisKeyOf(pk); ok && !seen[string(key)] {
-					seen[string(key)] = true
-					candidates = append(candidates, key)
-				}
-			}
-			if len(candidates) >= randomKeyCandidates {
-				break gather
-			}
-			if page.Next == nil {
-				break
-			}
-			after = page.Next
-		}
-	}
-	if len(candidates) == 0 {
+	key, err := model.RandomKey(c)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case key == nil:
 		c.W.Nil()
-		return
+	default:
+		c.W.Bulk(key)
 	}
-	c.W.Bulk(candidates[binary.BigEndian.Uint64(b[8:])%uint64(len(candidates))])
 }
 
 // cmdDBSize counts the live keys of the selected database with a strongly
@@ -810,11 +492,7 @@ gather:
 // created or deleted, in the transaction of every write) gives that for
 // less. Monitoring reads INFO keyspace instead, which never scans (README).
 func cmdDBSize(c *Ctx) {
-	var n int64
-	err := scanAll(c, c.Store, model.KeyFilter(c.DB(), nil, c.NowMS()), func(dynastore.Item) error {
-		n++
-		return nil
-	})
+	n, err := model.CountKeys(c)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -835,7 +513,7 @@ func cmdFlushDB(c *Ctx) {
 		c.W.Error(MsgSyntax)
 		return
 	}
-	flushPrefix(c, model.DBPrefix(c.DB()))
+	replyFlush(c, model.FlushDB(c, c.DB()))
 }
 
 func cmdFlushAll(c *Ctx) {
@@ -843,63 +521,14 @@ func cmdFlushAll(c *Ctx) {
 		c.W.Error(MsgSyntax)
 		return
 	}
-	flushPrefix(c, []byte{model.NsKey})
+	replyFlush(c, model.FlushAll(c))
 }
 
-// flushWorkers is how many deletes a flush keeps in flight.
-const flushWorkers = 8
-
-// flushPrefix deletes every item whose pk starts with prefix. A table flush
-// cannot be one atomic request; each delete is conditioned on the version
-// the scan saw, so a key written after the scan read it survives, as a write
-// that came after the flush would.
-func flushPrefix(c *Ctx, prefix []byte) {
-	work := make(chan dynastore.Item)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for i := 0; i < flushWorkers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range work {
-				var cond dynastore.Cond
-				if v := it.Get(model.AttrVer); v != nil {
-					cond = dynastore.Compare{Attr: model.AttrVer, Op: dynastore.OpEQ, Val: v}
-				}
-				_, err := c.Store.Delete(c, it.Key(), dynastore.WriteOptions{Cond: cond})
-				if _, changed := model.CondFailed(err); err != nil && !changed {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	err := scanAll(c, c.Store, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: prefix}, func(it dynastore.Item) error {
-		mu.Lock()
-		failed := firstErr
-		mu.Unlock()
-		if failed != nil {
-			return failed
-		}
-		if it.Has(model.AttrWatchMark) {
-			// No key (it reads as expired), and a watcher's: Redis's
-			// flush does not touch a watched key that did not exist.
-			return nil
-		}
-		work <- it
-		return nil
-	})
-	close(work)
-	wg.Wait()
-	if err == nil {
-		err = firstErr
-	}
+// replyFlush answers a flush: a table flush cannot be one atomic request;
+// each delete is conditioned on the version the scan saw, so a key written
+// after the scan read it survives, as a write that came after the flush
+// would (model.FlushDB).
+func replyFlush(c *Ctx, err error) {
 	if err != nil {
 		c.Fail(err)
 		return
@@ -967,7 +596,7 @@ func cmdObjectEncoding(c *Ctx) {
 		return
 	}
 	if ks.Type == model.TypeString {
-		c.W.Bulk([]byte(model.StringEncoding(ks.Raw)))
+		c.W.Bulk([]byte(ks.Encoding()))
 		return
 	}
 	encoder, ok := objectEncoders[ks.Type]
@@ -1002,7 +631,7 @@ func cmdObjectRefCount(c *Ctx) {
 	if !ok {
 		return
 	}
-	if ks.Type == model.TypeString && model.StringEncoding(ks.Raw) == model.EncInt {
+	if ks.Type == model.TypeString && ks.Encoding() == model.EncInt {
 		if v, err := ks.StringValue(); err == nil {
 			if n, ok := model.String2ll(v); ok && n >= 0 && n < sharedIntegers {
 				c.W.Int(math.MaxInt32)
@@ -1016,69 +645,12 @@ func cmdObjectRefCount(c *Ctx) {
 // ---- INFO keyspace -----------------------------------------------------------------
 
 // DBKeyspace is one line of INFO's keyspace section.
-type DBKeyspace struct {
-	DB            int
-	Keys, Expires int64
-}
+type DBKeyspace = model.DBKeys
 
 // keyspaceInfo reports the keys of every non-empty database, in ascending
-// db order, without a Scan: monitoring sends INFO ALL on every scrape, and
-// a Scan bills every item of the table. The count is the store's
-// (dynastore.Counter). The embedded store's is exact: the live keys, and
-// those with an expiry, of each database. DynamoDB's is the table's item
-// count as DynamoDB last refreshed it (about every six hours), which counts
-// every item, not only key items, and cannot tell databases or expiries
-// apart: it is reported as db0's keys, an estimate (README, "INFO").
+// db order, without a Scan (model.KeyspaceCounts).
 func keyspaceInfo(c *Ctx) ([]DBKeyspace, error) {
-	st := c.Store
-	txn, inTxn := st.(*model.Txn)
-	if inTxn {
-		st = txn.Base()
-	}
-	counter, ok := st.(dynastore.Counter)
-	if !ok {
-		return nil, nil
-	}
-	var counts [NumDBs]DBKeyspace
-	add := func(it dynastore.Item) {
-		pk, _ := it.Get(dynastore.AttrPK).(dynastore.B)
-		db, _, ok := model.RedisKeyOf(pk)
-		if !ok || db >= NumDBs {
-			return
-		}
-		counts[db].Keys++
-		if it.Has(model.AttrExpiry) {
-			counts[db].Expires++
-		}
-	}
-	filter := model.KeyFilter(-1, nil, c.NowMS())
-	n, exact, err := counter.CountItems(c, filter, add)
-	if err != nil {
-		return nil, err
-	}
-	if !exact {
-		if n == 0 {
-			return nil, nil
-		}
-		return []DBKeyspace{{DB: 0, Keys: n}}, nil
-	}
-	if inTxn {
-		// Inside MULTI or a script the count includes the transaction's
-		// own writes, which only its scan sees; on a store that counts
-		// exactly, items are in this process and a scan bills nothing.
-		counts = [NumDBs]DBKeyspace{}
-		if err := scanAll(c, c.Store, filter, func(it dynastore.Item) error { add(it); return nil }); err != nil {
-			return nil, err
-		}
-	}
-	var out []DBKeyspace
-	for db, ks := range counts {
-		if ks.Keys > 0 {
-			ks.DB = db
-			out = append(out, ks)
-		}
-	}
-	return out, nil
+	return model.KeyspaceCounts(c, NumDBs)
 }
 
 // ---- small helpers ------------------------------------------------------------------

@@ -1,9 +1,9 @@
 package commands
 
 // MEMORY USAGE reports what a key occupies in the table, by DynamoDB's own
-// accounting of item sizes (dynastore.ItemSize, what capacity units and the
-// 400 KB limit are counted on): its key item, and for a large collection
-// its member items. Redis's other MEMORY subcommands (DOCTOR, STATS,
+// accounting of item sizes (what capacity units and the 400 KB limit are
+// counted on): its key item, and for a large collection its member items
+// (model.KeyUsage). Redis's other MEMORY subcommands (DOCTOR, STATS,
 // MALLOC-STATS, PURGE) describe one process's allocator, where redamo's
 // data does not live: they get Redis's unknown-subcommand error.
 
@@ -11,7 +11,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -49,7 +48,7 @@ func cmdMemoryUsage(c *Ctx) {
 		}
 		samples = n
 	}
-	size, found, err := keyUsage(c, c.Args[2], samples)
+	size, found, err := model.KeyUsage(c, c.Args[2], samples)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -58,60 +57,4 @@ func cmdMemoryUsage(c *Ctx) {
 	default:
 		c.W.Int(size)
 	}
-}
-
-// keyUsage is the bytes key occupies in the table: its key item, and for a
-// large collection its member items, of which at most samples are read
-// (one Query page, usually) and the rest estimated from their average, as
-// Redis estimates a big collection from a sample of its elements. found
-// is false when the key does not exist.
-func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err error) {
-	ks, err := readKey(c, key)
-	if err != nil || !ks.Live {
-		return 0, false, err
-	}
-	size = int64(dynastore.ItemSize(ks.Raw))
-	gen, large := ks.Raw.Get(model.AttrGen).(dynastore.B)
-	if !large {
-		return size, true, nil
-	}
-	q := dynastore.Query{PK: model.MembersPK(gen)}
-	var n int64
-	if ks.Type == model.TypeList {
-		// Only the positions in [lh, lt) are elements (lists.go).
-		h, err := model.NumberInt(ks.Raw.Get(attrListHead))
-		if err != nil {
-			return 0, false, err
-		}
-		t, err := model.NumberInt(ks.Raw.Get(attrListTail))
-		if err != nil {
-			return 0, false, err
-		}
-		n = t - h
-		q.Op, q.A, q.B = dynastore.SKBetween, model.MemberSK(model.PosMember(h)), model.MemberSK(model.PosMember(t-1))
-	} else if n, err = model.NumberInt(ks.Raw.Get(model.AttrCount)); err != nil {
-		return 0, false, err
-	} else if _, ordered := model.MemberOrders[ks.Type]; ordered {
-		n *= 2 // an order item beside each member item
-	}
-	var read, bytes int64
-	for want := min(samples, n); read < want; {
-		q.Limit = int(want - read)
-		page, err := c.Store.Query(c, q)
-		if err != nil {
-			return 0, false, err
-		}
-		for _, it := range page.Items {
-			bytes += int64(dynastore.ItemSize(it))
-			read++
-		}
-		if page.Next == nil {
-			break
-		}
-		q.After = page.Next
-	}
-	if read > 0 && read < n {
-		bytes = int64(float64(bytes) / float64(read) * float64(n))
-	}
-	return size + bytes, true, nil
 }

@@ -1,0 +1,537 @@
+package model
+
+// The string operations: each a single conditional request where it can
+// be (SET in all its forms, GETDEL, GETEX, APPEND to a chunked value,
+// INCRBY), falling back to the read-modify-write of one key item
+// (mutateKey) from the state a failed condition hands back.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// Errors of the string operations, for the command layer to word.
+var (
+	// ErrNotInteger is a value that is not an integer (or out of range).
+	ErrNotInteger = errors.New("model: value is not an integer or out of range")
+	// ErrOverflow is an increment that would leave int64.
+	ErrOverflow = errors.New("model: increment or decrement would overflow")
+	// ErrStringTooLong is a string longer than the limit the caller gave
+	// (proto-max-bulk-len).
+	ErrStringTooLong = errors.New("model: string exceeds the maximum allowed size")
+)
+
+// stringOf is the value of a string key as read: nil when absent,
+// ErrWrongType when it holds another type.
+func stringOf(ks KeyState) ([]byte, error) {
+	if !ks.Live {
+		return nil, nil
+	}
+	if ks.Type != TypeString {
+		return nil, ErrWrongType
+	}
+	return ks.StringValue()
+}
+
+// fitsLen is Redis's check that size+add bytes stay within max (overflow
+// included).
+func fitsLen(size, add, max int64) bool {
+	total := size + add
+	return total <= max && total >= size && total >= add
+}
+
+// ---- SET -------------------------------------------------------------------------
+
+// SetOptions are SET's options (and its variants').
+type SetOptions struct {
+	NX, XX bool
+	// Get asks for the key as it was (SetResult.Old).
+	Get     bool
+	KeepTTL bool
+	// ExpireAt is the absolute deadline in Unix ms (0: none).
+	ExpireAt int64
+}
+
+// SetResult is what a SET did: Written is false when NX or XX held it
+// back; Old is the key as it was, with Get.
+type SetResult struct {
+	Written bool
+	Old     KeyState
+}
+
+// SetString is SET: one PutItem, or one UpdateItem with KeepTTL.
+func SetString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
+	if !KeyFits(key) {
+		return SetResult{}, ErrKeyTooLong
+	}
+	if o.KeepTTL {
+		return setKeepTTL(s, key, val, o)
+	}
+	// Only the conditions read the clock: a plain SET needs none.
+	var cond dynastore.Cond
+	switch {
+	case o.NX:
+		cond = CondNotLive(s.NowMS())
+	case o.XX && o.Get:
+		cond = CondLiveType(s.NowMS(), TypeString)
+	case o.XX:
+		cond = CondLive(s.NowMS())
+	case o.Get:
+		cond = CondNotLiveOrType(s.NowMS(), TypeString)
+	}
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: o.Get, Handover: true}
+	if o.Get {
+		wo.Return = dynastore.ReturnAllOld
+	}
+	old, err := s.Data().Put(s, StringItem(s.DB(), key, val, OriginArg, o.ExpireAt), wo)
+	return setOutcome(s, o, old, err)
+}
+
+// setOutcome is a SET's result from its write's outcome: the old item on
+// success (with Get), or the item that failed the condition.
+func setOutcome(s Scope, o SetOptions, old dynastore.Item, err error) (SetResult, error) {
+	written := err == nil
+	if err != nil {
+		cur, failed := CondFailed(err)
+		if !failed {
+			return SetResult{}, err
+		}
+		old = cur
+	}
+	if !o.Get {
+		return SetResult{Written: written}, nil
+	}
+	ks, err := DecodeKey(old, s.NowMS())
+	if err != nil {
+		return SetResult{}, err
+	}
+	return SetResult{Written: written, Old: ks}, nil
+}
+
+// setKeepTTL is SET ... KEEPTTL. The fast path is one UpdateItem that
+// leaves x/ttl alone, allowed when the key is absent or a live string. An
+// expired key must lose its old expiry and a live key of another type must
+// lose its other attributes, so those cases fall back to a whole-item Put
+// conditioned on the item read back from the failed update.
+func setKeepTTL(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
+	now := s.NowMS()
+	v, e := EncodeValue(make([]byte, 0, len(val)), val, OriginArg)
+	u := dynastore.Update{Set: []dynastore.SetAction{
+		{Attr: AttrType, Val: dynastore.S(TypeString)},
+		{Attr: AttrValue, Val: v},
+		{Attr: AttrVer, Val: NewVer()},
+	}}
+	if e != nil {
+		u.Set = append(u.Set, dynastore.SetAction{Attr: AttrEnc, Val: e})
+	} else {
+		u.Remove = []string{AttrEnc}
+	}
+	var cond dynastore.Cond
+	switch {
+	case o.NX:
+		cond = dynastore.NotExists{Attr: dynastore.AttrPK}
+	case o.XX:
+		cond = CondLiveType(now, TypeString)
+	default:
+		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, CondLiveType(now, TypeString)}
+	}
+	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
+	if o.Get {
+		wo.Return = dynastore.ReturnAllOld
+	}
+	old, err := s.Data().Update(s, ItemKey(s.DB(), key), u, wo)
+	if _, failed := CondFailed(err); !failed {
+		return setOutcome(s, o, old, err)
+	}
+	start, err := failedStart(err, now)
+	if err != nil {
+		return SetResult{}, err
+	}
+	// What the old state means for the result, decided on the state the
+	// final write was conditioned on.
+	var res SetResult
+	err = mutateKey(s, key, &start, func(ks KeyState) (*keyWrite, error) {
+		res = SetResult{Old: ks}
+		switch {
+		case ks.Live && ks.Type != TypeString && o.Get:
+			return nil, ErrWrongType
+		case (o.NX && ks.Live) || (o.XX && !ks.Live):
+			return nil, nil
+		}
+		res.Written = true
+		var exp int64
+		if ks.Live && ks.HasExpiry {
+			exp = ks.Expiry
+		}
+		return &keyWrite{put: StringItem(s.DB(), key, val, OriginArg, exp)}, nil
+	})
+	if err != nil {
+		return SetResult{}, err
+	}
+	if !o.Get {
+		res.Old = KeyState{}
+	}
+	return res, nil
+}
+
+// SetStrings is MSET (MSETNX with nx): every key written in one
+// transaction (one PutItem for a single key), so a failure leaves none of
+// them written. keys are distinct. written is false when nx found a live
+// key.
+func SetStrings(s Scope, keys, vals [][]byte, nx bool) (written bool, err error) {
+	for _, k := range keys {
+		if !KeyFits(k) {
+			return false, ErrKeyTooLong
+		}
+	}
+	if len(keys) > dynastore.MaxTxActions {
+		return false, fmt.Errorf("model: %d keys in one atomic write: %w", len(keys), dynastore.ErrTxTooLarge)
+	}
+	var cond dynastore.Cond
+	if nx {
+		cond = CondNotLive(s.NowMS())
+	}
+	if len(keys) == 1 {
+		_, err = s.Data().Put(s, StringItem(s.DB(), keys[0], vals[0], OriginArg, 0), dynastore.WriteOptions{Cond: cond})
+	} else {
+		acts := make([]dynastore.TxAction, len(keys))
+		for i, k := range keys {
+			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: StringItem(s.DB(), k, vals[i], OriginArg, 0), Cond: cond}
+		}
+		err = s.Data().Transact(s, acts)
+	}
+	if err != nil && nx && OnlyConditionsFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ---- GETDEL, GETEX ---------------------------------------------------------------
+
+// GetDel deletes a live string key and returns it as it was: one
+// DeleteItem conditioned on a live string, so an absent or expired key is
+// left as it is (an expired item may be WATCH's mark: WatchMarkItem). A
+// key of another type is returned as read, not deleted.
+func GetDel(s Scope, key []byte) (KeyState, error) {
+	if !KeyFits(key) {
+		return KeyState{}, nil
+	}
+	now := s.NowMS()
+	old, err := s.Data().Delete(s, ItemKey(s.DB(), key), dynastore.WriteOptions{
+		Cond:         CondLiveType(now, TypeString),
+		Return:       dynastore.ReturnAllOld,
+		OldOnFailure: true,
+	})
+	return oldString(old, err, now)
+}
+
+// oldString is the key as it was before a write conditioned on its being
+// a string (ALL_OLD), or, when the condition failed, the item the failure
+// handed back.
+func oldString(old dynastore.Item, err error, nowMS int64) (KeyState, error) {
+	if cur, failed := CondFailed(err); failed {
+		old, err = cur, nil
+	}
+	if err != nil {
+		return KeyState{}, err
+	}
+	return DecodeKey(old, nowMS)
+}
+
+// GetExpire is GETEX with an option that writes: it sets a live string
+// key's deadline to atMS (deleting the key when atMS has passed), or with
+// persist removes its expiry, and returns the key as it was. One request,
+// conditioned on a live string; a key of another type is returned as read.
+func GetExpire(s Scope, key []byte, atMS int64, persist bool) (KeyState, error) {
+	if !KeyFits(key) {
+		return KeyState{}, nil
+	}
+	now := s.NowMS()
+	k := ItemKey(s.DB(), key)
+	live := CondLiveType(now, TypeString)
+	var old dynastore.Item
+	var err error
+	switch {
+	case persist:
+		// Only a key with an expiry is written; for one without, the failed
+		// condition hands back the value.
+		old, err = s.Data().Update(s, k, dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: AttrVer, Val: NewVer()}},
+			Remove: []string{AttrExpiry, dynastore.AttrTTL},
+		}, dynastore.WriteOptions{
+			Cond:         dynastore.And{live, dynastore.Exists{Attr: AttrExpiry}},
+			Return:       dynastore.ReturnAllOld,
+			OldOnFailure: true,
+		})
+	case atMS <= now:
+		old, err = s.Data().Delete(s, k, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	default:
+		old, err = s.Data().Update(s, k, dynastore.Update{Set: []dynastore.SetAction{
+			{Attr: AttrExpiry, Val: NInt(atMS)},
+			{Attr: dynastore.AttrTTL, Val: TTLSeconds(atMS)},
+			{Attr: AttrVer, Val: NewVer()},
+		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	}
+	return oldString(old, err, now)
+}
+
+// ---- APPEND, SETRANGE ------------------------------------------------------------
+
+// Append appends val to a string key and returns its new length: one
+// UpdateItem list_append when the value is already chunked (or the key is
+// new); otherwise the current value becomes the first chunk, in a Put
+// conditioned on the item read back from the failed update. maxLen is
+// proto-max-bulk-len; the fast path cannot check it, and need not: it is
+// at least 1 MB, more than an item holds, so the item limit always bites
+// first.
+func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
+	if !KeyFits(key) {
+		return 0, ErrKeyTooLong
+	}
+	now := s.NowMS()
+	chunk := dynastore.L{dynastore.B(append([]byte{}, val...))}
+	newItem, err := s.Data().Update(s, ItemKey(s.DB(), key), dynastore.Update{
+		Set: []dynastore.SetAction{
+			{Attr: AttrType, Val: dynastore.S(TypeString)},
+			{Attr: AttrValue, Val: dynastore.ListAppend{
+				A: dynastore.IfNotExists{Attr: AttrValue, Default: dynastore.L{}},
+				B: chunk,
+			}},
+			{Attr: AttrVer, Val: NewVer()},
+		},
+		Remove: []string{AttrEnc},
+	}, dynastore.WriteOptions{
+		Cond: dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.And{CondLiveType(now, TypeString), dynastore.IsType{Attr: AttrValue, Type: dynastore.KindL}},
+		},
+		Return:       dynastore.ReturnUpdatedNew,
+		OldOnFailure: true,
+	})
+	if err == nil {
+		return ValueLen(newItem.Get(AttrValue)), nil
+	}
+	start, err := failedStart(err, now)
+	if err != nil {
+		return 0, err
+	}
+	var newLen int64
+	err = mutateKey(s, key, &start, func(ks KeyState) (*keyWrite, error) {
+		if !ks.Live {
+			newLen = int64(len(val))
+			return &keyWrite{put: StringItem(s.DB(), key, val, OriginArg, 0)}, nil
+		}
+		if ks.Type != TypeString {
+			return nil, ErrWrongType
+		}
+		oldLen := ks.StringLen()
+		if !fitsLen(oldLen, int64(len(val)), maxLen) {
+			return nil, ErrStringTooLong
+		}
+		var chunks dynastore.L
+		switch v := ks.Raw.Get(AttrValue).(type) {
+		case dynastore.L:
+			chunks = append(append(dynastore.L{}, v...), chunk[0])
+		default:
+			old, err := DecodeValue(v)
+			if err != nil {
+				return nil, err
+			}
+			chunks = dynastore.L{dynastore.B(old), chunk[0]}
+		}
+		newLen = oldLen + int64(len(val))
+		it := StringItem(s.DB(), key, nil, OriginArg, ks.Expiry)
+		it.Set(AttrValue, chunks)
+		it.Delete(AttrEnc)
+		return &keyWrite{put: it}, nil
+	})
+	return newLen, err
+}
+
+// SetRange overwrites a string key's value from offset on with val
+// (zero-padding a shorter value) and returns the new length: it reads the
+// value and writes the result conditioned on the version read. An empty
+// val writes nothing and returns the current length. maxLen is
+// proto-max-bulk-len.
+func SetRange(s Scope, key []byte, offset int64, val []byte, maxLen int64) (int64, error) {
+	if !KeyFits(key) {
+		return 0, ErrKeyTooLong
+	}
+	var reply int64
+	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		old, err := stringOf(ks)
+		if err != nil {
+			return nil, err
+		}
+		if len(val) == 0 {
+			reply = int64(len(old))
+			return nil, nil
+		}
+		if !fitsLen(offset, int64(len(val)), maxLen) {
+			return nil, ErrStringTooLong
+		}
+		end := offset + int64(len(val))
+		if end > dynastore.MaxItemSize {
+			return nil, fmt.Errorf("model: %d bytes: %w", end, dynastore.ErrItemTooLarge)
+		}
+		nv := old
+		if int64(len(nv)) < end {
+			nv = make([]byte, end)
+			copy(nv, old)
+		} else {
+			nv = append([]byte{}, old...)
+		}
+		copy(nv[offset:], val)
+		reply = int64(len(nv))
+		return &keyWrite{put: StringItem(s.DB(), key, nv, OriginEdited, ks.Expiry)}, nil
+	})
+	return reply, err
+}
+
+// EditString replaces a string key's value with what edit makes of it
+// (old is nil when the key is absent, live false), keeping its expiry, and
+// returns the new value: it reads the value and writes the result,
+// conditioned on the version read; a lost race runs edit again. origin
+// decides the new value's encoding.
+func EditString(s Scope, key []byte, origin StrOrigin, edit func(old []byte, live bool) ([]byte, error)) ([]byte, error) {
+	if !KeyFits(key) {
+		return nil, ErrKeyTooLong
+	}
+	var out []byte
+	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		old, err := stringOf(ks)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = edit(old, ks.Live); err != nil {
+			return nil, err
+		}
+		return &keyWrite{put: StringItem(s.DB(), key, out, origin, ks.Expiry)}, nil
+	})
+	return out, err
+}
+
+// ---- counters ----------------------------------------------------------------
+
+// IncrBy adds d to a counter and returns the result: one UpdateItem ADD,
+// guarded so that it only applies to a missing key or a live integer
+// string that cannot overflow. Anything else (an expired key, a value
+// stored as text, a wrong type, an overflow) is decided from the item the
+// failed update returns.
+func IncrBy(s Scope, key []byte, d int64) (int64, error) {
+	if !KeyFits(key) {
+		return 0, ErrKeyTooLong
+	}
+	now := s.NowMS()
+	// The update's actions in reused memory, as its key (see Scratch).
+	sc := scratchOf(s)
+	if sc == nil {
+		sc = new(Scratch)
+	}
+	acts := &sc.incr
+	*acts = incrActs{
+		set: [2]dynastore.SetAction{
+			{Attr: AttrType, Val: litTypeString},
+			{Attr: AttrVer, Val: NewVer()},
+		},
+		add: [1]dynastore.AttrValue{{Attr: AttrValue, Val: deltaValue(d)}},
+	}
+	// ALL_NEW (DynamoDB charges the same as UPDATED_NEW) in the
+	// connection's memory: the embedded store copies its new item there,
+	// so that nobody holds its own and the next INCR of the key changes it
+	// in place; UPDATED_NEW built an item of t, ver and v for every INCR
+	// only for v to be read.
+	if sc.returned == nil {
+		sc.returned = make(dynastore.Item, 0, 8) // a key item's attributes
+	}
+	newItem, err := s.Data().Update(s, scratchItemKey(s, key), dynastore.Update{
+		Set:    acts.set[:],
+		Add:    acts.add[:],
+		Remove: removeEnc,
+	}, dynastore.WriteOptions{
+		Cond:         incrCond(now, d),
+		Return:       dynastore.ReturnAllNew,
+		ReturnInto:   sc.returned,
+		OldOnFailure: true,
+	})
+	if err == nil {
+		return NumberInt(newItem.Get(AttrValue))
+	}
+	start, err := failedStart(err, now)
+	if err != nil {
+		return 0, err
+	}
+	var result int64
+	err = mutateKey(s, key, &start, func(ks KeyState) (*keyWrite, error) {
+		var old int64
+		if ks.Live {
+			b, err := stringOf(ks)
+			if err != nil {
+				return nil, err
+			}
+			var ok bool
+			if old, ok = String2ll(b); !ok {
+				return nil, ErrNotInteger
+			}
+			if AddOverflows(old, d) {
+				return nil, ErrOverflow
+			}
+		}
+		result = old + d
+		return &keyWrite{put: StringItem(s.DB(), key, []byte(fmt.Sprint(result)), OriginArg, ks.Expiry)}, nil
+	})
+	return result, err
+}
+
+// incrActs are the actions of INCR's update.
+type incrActs struct {
+	set [2]dynastore.SetAction
+	add [1]dynastore.AttrValue
+}
+
+// litTypeString and removeEnc are parts of the updates of INCR, built once
+// (updates are read-only to stores).
+var (
+	litTypeString dynastore.Operand = dynastore.S(TypeString)
+	removeEnc                       = []string{AttrEnc}
+)
+
+// deltaValue is d as a Number, without formatting and boxing INCR's and
+// DECR's deltas every time.
+func deltaValue(d int64) dynastore.Value {
+	switch d {
+	case 1:
+		return dynastore.N("1")
+	case -1:
+		return dynastore.N("-1")
+	}
+	return NInt(d)
+}
+
+// incrConds holds INCR's fast-path condition for the last clock reading
+// and delta (see Latest).
+var incrConds Latest[[2]int64, dynastore.Cond]
+
+// incrCond returns the condition of INCR's fast path at nowMS for delta d:
+// the key is absent, or a live Number that d cannot overflow.
+func incrCond(nowMS, d int64) dynastore.Cond {
+	return incrConds.Get([2]int64{nowMS, d}, func(k [2]int64) dynastore.Cond {
+		nowMS, d := k[0], k[1]
+		// No type check: only a string key ever holds a Number in v
+		// (collections keep a set or a list there), so a Number v is a
+		// string's. Past the NotExists the item exists, and room, an
+		// ordered comparison with a Number, holds only on a Number: the
+		// condition says neither again (the embedded store evaluates every
+		// node; DynamoDB's expression builder drops implied ones anyway).
+		var live dynastore.Cond = dynastore.IsType{Attr: AttrValue, Type: dynastore.KindN}
+		if room := IncrRoom(AttrValue, d); room != nil {
+			live = room
+		}
+		return dynastore.MustCheck(dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.And{CondUnexpired(nowMS), live},
+		})
+	})
+}
