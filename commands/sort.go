@@ -7,9 +7,9 @@ package commands
 // "->"), so one attempt reads the source key item, then the key items the
 // patterns name (batched), then the fields of large hashes, and holds the
 // result only if all of it was one state: a read-only SORT reads the key
-// items again and starts over if any changed (sortSnap.validate); a STORE
-// writes the destination list in one request or transaction that also
-// checks every key read is still as read (sortSnap.checks).
+// items again and starts over if any changed (model.Reads.Validate); a
+// STORE writes the destination list in one request or transaction that
+// also checks every key read is still as read (model.Reads.StoreList).
 //
 // Costs (DynamoDB requests) of a small source: SORT alone is one GetItem;
 // each BY or GET round adds a BatchGet (one for BY and GET together when
@@ -19,11 +19,9 @@ package commands
 
 import (
 	"bytes"
-	"errors"
 	"math"
 	"slices"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/internal/lualib"
 	"github.com/redamo/redamo/model"
 )
@@ -228,7 +226,7 @@ type sortItem struct {
 
 func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 	var res sortResult
-	s := &sortSnap{c: c, states: map[string]model.KeyState{}}
+	s := &sortSnap{c: c, Reads: model.NewReads()}
 	src, err := s.source(o)
 	if err != nil {
 		return res, err
@@ -263,7 +261,7 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 		}
 		if res.badWeight, err = s.weigh(items, by, alpha); err != nil || res.badWeight {
 			if err == nil {
-				err = s.validate()
+				err = s.Validate(c)
 			}
 			return res, err
 		}
@@ -277,9 +275,9 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 		return res, err
 	}
 	if !o.hasStore {
-		return res, s.validate()
+		return res, s.Validate(c)
 	}
-	return res, s.store(o.store, res.vals)
+	return res, s.StoreList(c, o.store, res.vals)
 }
 
 // sortSource is SORT's source key as opened: a list (l) or a set or sorted
@@ -299,10 +297,10 @@ func (s *sortSnap) source(o *sortOpts) (sortSource, error) {
 	if o.hasStore {
 		first = append(first, o.store)
 	}
-	if err := s.load(first); err != nil {
+	if err := s.Load(s.c, first); err != nil {
 		return src, err
 	}
-	ks := s.states[string(o.key)]
+	ks := s.State(o.key)
 	src.typ = model.TypeList
 	if ks.Live {
 		switch ks.Type {
@@ -320,7 +318,7 @@ func (s *sortSnap) source(o *sortOpts) (sortSource, error) {
 		if ks.Live {
 			src.n = src.l.length()
 		}
-		s.multi = s.multi || src.l.Large()
+		s.Multi = s.Multi || src.l.Large()
 		return src, nil
 	}
 	if src.cl, err = model.FromItem(s.c, o.key, src.typ, ks.Raw); err != nil {
@@ -329,11 +327,11 @@ func (s *sortSnap) source(o *sortOpts) (sortSource, error) {
 	if src.cl.WrongType {
 		return src, model.ErrConflict // changed type while rolled forward
 	}
-	s.note(o.key, src.cl.KS)
+	s.Note(o.key, src.cl.KS)
 	if src.cl.Exists() {
 		src.n = src.cl.Len()
 	}
-	s.multi = s.multi || src.cl.Large()
+	s.Multi = s.Multi || src.cl.Large()
 	return src, nil
 }
 
@@ -387,7 +385,7 @@ func (s *sortSnap) elements(src sortSource, dontsort, desc bool, start, end int6
 		}
 	}
 	if src.cl != nil && (src.cl.PagesRead || src.cl.SawRolling) {
-		s.multi = true
+		s.Multi = true
 	}
 	return elems, start, end, err
 }
@@ -583,65 +581,13 @@ func strtodRange(s string, f float64) bool {
 }
 
 // sortSnap is what one attempt of SORT read: the key items of the keys
-// it looked at (KeyStates at the command's now) and the values of the
-// hash fields its patterns name.
+// it looked at (model.Reads) and the values of the hash fields its
+// patterns name.
 type sortSnap struct {
-	c      *Ctx
-	states map[string]model.KeyState
-	// keys are the keys read, in the order read (the ones that fit).
-	keys [][]byte
+	c *Ctx
+	*model.Reads
 	// fields holds, per hash key, the fields read (nil value: absent).
 	fields map[string]map[string][]byte
-	// multi: the reads were not one request of one key item, so they are
-	// one state only if validated.
-	multi bool
-}
-
-// load reads the key items of keys not read yet, in one BatchGet (one
-// GetItem for one key).
-func (s *sortSnap) load(keys [][]byte) error {
-	var want [][]byte
-	var ks []dynastore.Key
-	seen := map[string]bool{}
-	for _, k := range keys {
-		if _, ok := s.states[string(k)]; ok || seen[string(k)] {
-			continue
-		}
-		seen[string(k)] = true
-		if !model.KeyFits(k) {
-			s.states[string(k)] = model.KeyState{} // it cannot exist
-			continue
-		}
-		want = append(want, k)
-		ks = append(ks, model.ItemKey(s.c.DB(), k))
-	}
-	if len(ks) == 0 {
-		return nil
-	}
-	if len(s.keys) > 0 {
-		s.multi = true
-	}
-	items, err := dynastore.GetMany(s.c, s.c.Store, ks)
-	if err != nil {
-		return err
-	}
-	for i, it := range items {
-		st, err := model.DecodeKey(it, s.c.NowMS())
-		if err != nil {
-			return err
-		}
-		s.states[string(want[i])] = st
-		s.keys = append(s.keys, want[i])
-	}
-	return nil
-}
-
-// note replaces what was read of key (a collection open that rolled a
-// change forward read its key item again).
-func (s *sortSnap) note(key []byte, st model.KeyState) {
-	if _, ok := s.states[string(key)]; ok {
-		s.states[string(key)] = st
-	}
 }
 
 // prepare reads what pats name for elems: the key items, then the fields
@@ -666,11 +612,11 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 			}
 		}
 	}
-	if err := s.load(keys); err != nil {
+	if err := s.Load(s.c, keys); err != nil {
 		return err
 	}
 	for _, k := range hashes {
-		st := s.states[string(k)]
+		st := s.State(k)
 		if !st.Live || st.Type != model.TypeHash {
 			continue
 		}
@@ -687,7 +633,7 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 		if err != nil {
 			return err
 		}
-		s.note(k, cl.KS)
+		s.Note(k, cl.KS)
 		if cl.WrongType || !cl.Exists() {
 			return model.ErrConflict // changed while rolled forward
 		}
@@ -696,7 +642,7 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 			return err
 		}
 		if cl.Large() {
-			s.multi = true
+			s.Multi = true
 		}
 		if s.fields == nil {
 			s.fields = map[string]map[string][]byte{}
@@ -731,7 +677,7 @@ func (s *sortSnap) value(p *sortPattern, e []byte) (_ []byte, ok bool, _ error) 
 		return nil, false, nil
 	}
 	k := p.key(e)
-	st := s.states[string(k)]
+	st := s.State(k)
 	if !st.Live {
 		return nil, false, nil
 	}
@@ -753,68 +699,4 @@ func (s *sortSnap) value(p *sortPattern, e []byte) (_ []byte, ok bool, _ error) 
 		v = []byte{}
 	}
 	return v, true, nil
-}
-
-// validate makes sure what was read is one state: it reads the key items
-// again when the reads took more than one request or key, and returns
-// model.ErrConflict if any changed.
-func (s *sortSnap) validate() error {
-	if !s.multi && len(s.keys) <= 1 {
-		return nil
-	}
-	ks := make([]dynastore.Key, len(s.keys))
-	for i, k := range s.keys {
-		ks[i] = model.ItemKey(s.c.DB(), k)
-	}
-	items, err := s.c.Store.BatchGet(s.c, ks)
-	if err != nil {
-		return err
-	}
-	for i, k := range s.keys {
-		if !model.SameVer(s.states[string(k)].Raw, items[i]) || items[i].Has(model.AttrPending) {
-			return model.ErrConflict
-		}
-	}
-	return nil
-}
-
-// store replaces dst with the list vals (deletes it when vals is empty)
-// in one request or transaction that also checks that every other key
-// read is still as read.
-func (s *sortSnap) store(dst []byte, vals [][]byte) error {
-	c := s.c
-	// The result replaces the key whole: whatever it held, and no expiry
-	// survives (setKey).
-	cl, err := model.FromItem(c, dst, model.TypeList, s.states[string(dst)].Raw)
-	if err != nil {
-		return err
-	}
-	cl.Replace = true
-	for i, v := range vals {
-		cl.Put(model.PosMember(int64(i)), dynastore.B(bytes.Clone(v)))
-	}
-	actions, err := cl.Plan()
-	if err != nil {
-		return err
-	}
-	if len(actions) == 0 {
-		// Nothing to write (no result, no key to delete): the reply
-		// still rests on the reads agreeing.
-		return s.validate()
-	}
-	for _, k := range s.keys {
-		if bytes.Equal(k, dst) {
-			continue
-		}
-		actions = append(actions, dynastore.TxAction{Op: dynastore.TxCheck, Key: model.ItemKey(c.DB(), k), Cond: s.states[string(k)].Guard()})
-	}
-	if err := model.CommitActions(c, actions); err != nil {
-		if errors.Is(err, model.ErrConflict) {
-			model.Items(c).Drop(c.DB(), dst)
-		}
-		return err
-	}
-	cl.NoteCommitted()
-	model.NoteGen(c, dst, model.TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
-	return nil
 }
