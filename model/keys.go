@@ -400,22 +400,9 @@ func MoveKey(s Scope, src []byte, dstDB int, dst []byte, nx bool) (MoveResult, e
 	}
 	var res MoveResult
 	err := RetryConflicts(s, func(int) error {
-		var from, to KeyState
-		keys := []dynastore.Key{srcKey}
-		if KeyFits(dst) {
-			keys = append(keys, ItemKey(dstDB, dst))
-		}
-		items, err := s.Data().BatchGet(s, keys)
+		from, to, err := readPair(s, srcKey, dstDB, dst)
 		if err != nil {
 			return err
-		}
-		if from, err = DecodeKey(items[0], s.NowMS()); err != nil {
-			return err
-		}
-		if len(items) > 1 {
-			if to, err = DecodeKey(items[1], s.NowMS()); err != nil {
-				return err
-			}
 		}
 		switch {
 		case !from.Live:
@@ -439,6 +426,24 @@ func MoveKey(s Scope, src []byte, dstDB int, dst []byte, nx bool) (MoveResult, e
 	return res, err
 }
 
+// readPair reads the key items at srcKey and of dst in dstDB in one
+// batch; a dst too long to exist reads as absent.
+func readPair(s Scope, srcKey dynastore.Key, dstDB int, dst []byte) (from, to KeyState, err error) {
+	keys := []dynastore.Key{srcKey}
+	if KeyFits(dst) {
+		keys = append(keys, ItemKey(dstDB, dst))
+	}
+	items, err := s.Data().BatchGet(s, keys)
+	if err != nil {
+		return from, to, err
+	}
+	if from, err = DecodeKey(items[0], s.NowMS()); err != nil || len(items) == 1 {
+		return from, to, err
+	}
+	to, err = DecodeKey(items[1], s.NowMS())
+	return from, to, err
+}
+
 // CopyKey copies src (the scope's database) to dst in dstDB, replacing a
 // live target only with replace, and reports whether it copied. It reads
 // both keys in one batch and writes the copy in one transaction that also
@@ -453,22 +458,7 @@ func CopyKey(s Scope, src []byte, dstDB int, dst []byte, replace bool) (bool, er
 	var copied bool
 	err := RetryConflicts(s, func(int) error {
 		copied = false
-		var dstRaw dynastore.Item
-		var from, to KeyState
-		keys := []dynastore.Key{srcKey}
-		if KeyFits(dst) {
-			keys = append(keys, ItemKey(dstDB, dst))
-		}
-		items, err := s.Data().BatchGet(s, keys)
-		if err != nil {
-			return err
-		}
-		if len(items) > 1 {
-			dstRaw = items[1]
-		}
-		if from, err = DecodeKey(items[0], s.NowMS()); err == nil {
-			to, err = DecodeKey(dstRaw, s.NowMS())
-		}
+		from, to, err := readPair(s, srcKey, dstDB, dst)
 		if err != nil || !from.Live || (to.Live && !replace) {
 			return err
 		}

@@ -29,7 +29,7 @@ func benchItem(k dynastore.Key) dynastore.Item {
 	return item(k, "t", dynastore.S("string"), "v", dynastore.B("xxx"), "n", dynastore.N("0"), "ver", dynastore.N("8205412094530264121"))
 }
 
-// benchIncr is INCR's update and condition (commands/strings.go incrBy).
+// benchIncr is INCR's update and condition (model/strings.go IncrBy).
 var (
 	benchIncr = dynastore.Update{
 		Set: []dynastore.SetAction{
