@@ -171,19 +171,18 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 		return
 	}
 	when += basetime
-	replyCondWrite(c)(model.Expire(c, c.Args[1], when, model.ExpireRule(flags)))
+	done, err := model.Expire(c, c.Args[1], when, model.ExpireRule(flags))
+	replyCondWrite(c, done, err)
 }
 
 // replyCondWrite answers :1 for a write that happened, :0 for one whose
 // condition did not hold.
-func replyCondWrite(c *Ctx) func(bool, error) {
-	return func(done bool, err error) {
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		c.W.Int(boolInt(done))
+func replyCondWrite(c *Ctx, done bool, err error) {
+	if err != nil {
+		c.Fail(err)
+		return
 	}
+	c.W.Int(boolInt(done))
 }
 
 func cmdTTL(c *Ctx)         { ttlGeneric(c, false, false) }
@@ -221,7 +220,8 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 // cmdPersist: one UpdateItem removing the expiry, conditioned on a live key
 // that has one (model.Persist).
 func cmdPersist(c *Ctx) {
-	replyCondWrite(c)(model.Persist(c, c.Args[1]))
+	done, err := model.Persist(c, c.Args[1])
+	replyCondWrite(c, done, err)
 }
 
 // ---- RENAME, COPY ------------------------------------------------------------------

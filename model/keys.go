@@ -371,10 +371,13 @@ func Persist(s Scope, key []byte) (bool, error) {
 // condWrite is a conditional write's outcome: whether it happened, false
 // when its condition did not hold.
 func condWrite(err error) (bool, error) {
+	if err == nil {
+		return true, nil
+	}
 	if _, failed := CondFailed(err); failed {
 		return false, nil
 	}
-	return err == nil, err
+	return false, err
 }
 
 // ---- RENAME, MOVE, COPY ----------------------------------------------------------
