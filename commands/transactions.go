@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/model"
 )
 
@@ -62,7 +63,7 @@ type txState struct {
 	queue   []queuedCmd
 	watched []model.Watched
 	// guards are the leases LOCK.GUARD and LEADER.GUARD fence EXEC with.
-	guards []leaseGuard
+	guards []coord.Fence
 }
 
 type queuedCmd struct {
@@ -233,9 +234,7 @@ func cmdExec(c *Ctx) {
 	u.Begin = func(t *model.Txn) error {
 		clk := c.leaseClock()
 		for _, g := range tx.guards {
-			if err := g.require(t, clk); err != nil {
-				return err
-			}
+			g.Require(t, clk)
 		}
 		return nil
 	}

@@ -25,7 +25,8 @@ func LockKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLock,
 // (0: one try). It returns the lock as granted and true, or as held by
 // another owner and false. An owner that holds the lock already keeps its
 // token and has its lease reset.
-func (s *Service) Acquire(ctx context.Context, st dynastore.Store, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
+func (s *Service) Acquire(c model.Scope, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -72,7 +73,8 @@ func (st *Stats) count(done, waited bool, r grantResult, err error) {
 // reports false when nobody holds the lock (free, or expired: a lease
 // that ended is not released again) and ErrNotOwner when another owner
 // holds it, or owner with another token.
-func (s *Service) Release(ctx context.Context, st dynastore.Store, name, owner []byte, token int64, clk Clock) (bool, error) {
+func (s *Service) Release(c model.Scope, name, owner []byte, token int64, clk Clock) (bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
@@ -89,7 +91,8 @@ func (s *Service) Release(ctx context.Context, st dynastore.Store, name, owner [
 // false when nobody holds the lock any more (an ended lease never comes
 // back, even if nobody took it since) and ErrNotOwner when another owner
 // holds it, or owner with another token.
-func (s *Service) Extend(ctx context.Context, st dynastore.Store, name, owner []byte, token int64, ttl time.Duration, clk Clock) (bool, error) {
+func (s *Service) Extend(c model.Scope, name, owner []byte, token int64, ttl time.Duration, clk Clock) (bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
@@ -120,7 +123,8 @@ func (st *Stats) settled(l Lease, done bool, err error, holder []byte, token int
 }
 
 // Check reads lock name: its lease and whether it is held at clk.
-func (s *Service) Check(ctx context.Context, st dynastore.Store, name []byte, clk Clock) (Lease, bool, error) {
+func (s *Service) Check(c model.Scope, name []byte, clk Clock) (Lease, bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -129,9 +133,5 @@ func (s *Service) Check(ctx context.Context, st dynastore.Store, name []byte, cl
 	return l, l.Held(clk), err
 }
 
-// LockGuard is the key of lock name and the condition a write fenced by
-// token requires of it at commit: the lock still held with that token.
-func LockGuard(name []byte, token int64, clk Clock) (dynastore.Key, dynastore.Cond, error) {
-	k, err := LockKey(name)
-	return k, guardCond(token, clk), err
-}
+// LockFence is the fence of writes by token on lock name (LOCK.GUARD).
+func LockFence(name []byte, token int64) (Fence, error) { return newFence(model.NsLock, name, token) }

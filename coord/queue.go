@@ -310,8 +310,9 @@ type PushOptions struct {
 // Push adds a message to queue name and returns its id: with a dedup id
 // seen on the queue within its dedup window, the first message's id, and
 // nothing pushed.
-func (q *Queues) Push(ctx context.Context, st dynastore.Store, name, payload []byte, o PushOptions, now time.Time) (id string, dup bool, err error) {
-	cfg, err := q.Config(ctx, st, name)
+func (q *Queues) Push(c model.Scope, name, payload []byte, o PushOptions, now time.Time) (id string, dup bool, err error) {
+	ctx, st := context.Context(c), c.Data()
+	cfg, err := q.Config(c, name)
 	if err != nil {
 		return "", false, err
 	}
@@ -419,8 +420,9 @@ const QueueVT time.Duration = -1
 // Pop delivers up to count ready messages of queue name, invisible for vt
 // (0: deleted at once; QueueVT: the queue's). Messages received MaxReceives times go to the
 // dead-letter queue (or are held as dead) instead, in the same write.
-func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count int, vt time.Duration, now func() time.Time) ([]Message, error) {
-	cfg, err := q.Config(ctx, st, name)
+func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, now func() time.Time) ([]Message, error) {
+	ctx, st := context.Context(c), c.Data()
+	cfg, err := q.Config(c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +432,7 @@ func (q *Queues) Pop(ctx context.Context, st dynastore.Store, name []byte, count
 	// Dead letters go to the DLQ's shards, as its own pushes do.
 	dlqShards := 0
 	if cfg.DLQ != nil {
-		dcfg, err := q.Config(ctx, st, cfg.DLQ)
+		dcfg, err := q.Config(c, cfg.DLQ)
 		if err != nil {
 			return nil, err
 		}
@@ -550,7 +552,8 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 
 // Ack deletes the messages of the receipts that are still valid and
 // returns how many it deleted.
-func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, receipts [][]byte) (int64, error) {
+func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, error) {
+	ctx, st := context.Context(c), c.Data()
 	type target struct {
 		k     dynastore.Key
 		nonce dynastore.S
@@ -620,7 +623,8 @@ func (q *Queues) Ack(ctx context.Context, st dynastore.Store, name []byte, recei
 // Nack makes the message of receipt visible again after delay: 1, or 0
 // for a stale receipt. The message moves to its new place in the order,
 // so its receipt is stale from then on.
-func (q *Queues) Nack(ctx context.Context, st dynastore.Store, name, receipt []byte, delay time.Duration, now time.Time) (bool, error) {
+func (q *Queues) Nack(c model.Scope, name, receipt []byte, delay time.Duration, now time.Time) (bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
@@ -671,7 +675,8 @@ func nonceIs(it dynastore.Item, nonce dynastore.S) bool {
 
 // Extend keeps the message of receipt invisible for vt from now: 1, or 0
 // for a stale receipt.
-func (q *Queues) Extend(ctx context.Context, st dynastore.Store, name, receipt []byte, vt time.Duration, now time.Time) (bool, error) {
+func (q *Queues) Extend(c model.Scope, name, receipt []byte, vt time.Duration, now time.Time) (bool, error) {
+	ctx, st := context.Context(c), c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
@@ -688,8 +693,8 @@ func (q *Queues) Extend(ctx context.Context, st dynastore.Store, name, receipt [
 func queueWakeKey(name []byte) string { return "q" + string(name) }
 
 // Push is Queues.Push, waking this process's clients blocked on the queue.
-func (s *Service) Push(ctx context.Context, st dynastore.Store, name, payload []byte, o PushOptions, now time.Time) (string, bool, error) {
-	id, dup, err := s.Queues.Push(ctx, st, name, payload, o, now)
+func (s *Service) Push(c model.Scope, name, payload []byte, o PushOptions, now time.Time) (string, bool, error) {
+	id, dup, err := s.Queues.Push(c, name, payload, o, now)
 	if err == nil && !dup {
 		s.wake.notify(queueWakeKey(name))
 	}
@@ -699,14 +704,14 @@ func (s *Service) Push(ctx context.Context, st dynastore.Store, name, payload []
 // Pop is Queues.Pop waiting up to wait (negative: without limit) for a
 // message: polling with backoff, woken at once by a push through this
 // process.
-func (s *Service) Pop(ctx context.Context, st dynastore.Store, name []byte, count int, vt, wait time.Duration, now func() time.Time) ([]Message, error) {
+func (s *Service) Pop(c model.Scope, name []byte, count int, vt, wait time.Duration, now func() time.Time) ([]Message, error) {
 	if wait < 0 {
 		wait = time.Duration(1<<63 - 1)
 	}
 	var out []Message
-	_, _, err := s.poll(ctx, queueWakeKey(name), wait, true, func() (bool, time.Time, error) {
+	_, _, err := s.poll(c, queueWakeKey(name), wait, true, func() (bool, time.Time, error) {
 		var err error
-		out, err = s.Queues.Pop(ctx, st, name, count, vt, now)
+		out, err = s.Queues.Pop(c, name, count, vt, now)
 		return len(out) > 0, time.Time{}, err
 	})
 	return out, err

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Peek returns up to count ready messages of queue name, in the order a
 // pop would take them from one shard, changing nothing.
-func (q *Queues) Peek(ctx context.Context, st dynastore.Store, name []byte, count int, now time.Time) ([]Message, error) {
-	cfg, err := q.Config(ctx, st, name)
+func (q *Queues) Peek(c model.Scope, name []byte, count int, now time.Time) ([]Message, error) {
+	ctx, st := context.Context(c), c.Data()
+	cfg, err := q.Config(c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +57,13 @@ func eachItem(ctx context.Context, st dynastore.Store, q dynastore.Query, f func
 // once and as never delivered: from src == dst, its dead messages; from
 // another queue (a dead-letter queue), its dead and ready messages. It
 // returns how many it moved.
-func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byte, count int64, now time.Time) (int64, error) {
-	srcCfg, err := q.Config(ctx, st, src)
+func (q *Queues) Redrive(c model.Scope, src, dst []byte, count int64, now time.Time) (int64, error) {
+	ctx, st := context.Context(c), c.Data()
+	srcCfg, err := q.Config(c, src)
 	if err != nil {
 		return 0, err
 	}
-	dstCfg, err := q.Config(ctx, st, dst)
+	dstCfg, err := q.Config(c, dst)
 	if err != nil {
 		return 0, err
 	}
@@ -129,8 +132,9 @@ func (q *Queues) Redrive(ctx context.Context, st dynastore.Store, src, dst []byt
 var errStop = errors.New("coord: stop")
 
 // Purge deletes every message of queue name and returns how many.
-func (q *Queues) Purge(ctx context.Context, st dynastore.Store, name []byte) (int64, error) {
-	cfg, err := q.Config(ctx, st, name)
+func (q *Queues) Purge(c model.Scope, name []byte) (int64, error) {
+	ctx, st := context.Context(c), c.Data()
+	cfg, err := q.Config(c, name)
 	if err != nil {
 		return 0, err
 	}

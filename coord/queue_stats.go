@@ -203,8 +203,9 @@ type QueueState struct {
 
 // State counts queue name's messages by state (reading all of them) and
 // sums its counters.
-func (q *Queues) State(ctx context.Context, st dynastore.Store, name []byte, now time.Time) (QueueState, error) {
-	cfg, err := q.Config(ctx, st, name)
+func (q *Queues) State(c model.Scope, name []byte, now time.Time) (QueueState, error) {
+	ctx, st := context.Context(c), c.Data()
+	cfg, err := q.Config(c, name)
 	if err != nil {
 		return QueueState{}, err
 	}

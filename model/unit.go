@@ -207,3 +207,10 @@ func writeActions(ctx context.Context, st dynastore.Store, actions []dynastore.T
 	}
 	return err
 }
+
+// UnitTxn returns the Txn of the unit of work c runs in (EXEC's, a
+// script's), nil when c runs in none.
+func UnitTxn(c Scope) *Txn {
+	t, _ := c.Data().(*Txn)
+	return t
+}
