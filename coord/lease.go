@@ -1,6 +1,7 @@
 // Package coord holds redamo's coordination recipes on the model layer:
-// locks with fencing tokens, leader election with terms, and the waits
-// and counters they share. A lock and an election are the same thing
+// locks with fencing tokens, leader election with terms, queues, the rate
+// limiter of CL.THROTTLE (throttle.go), and the waits and counters they
+// share. Each takes the command's model.Scope. A lock and an election are the same thing
 // underneath, a lease: one item per name, in a namespace of its own
 // (user commands never see or delete it), holding who holds it, until
 // when, and a counter that every grant from a free or expired state
