@@ -24,7 +24,6 @@ func LeaderKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLea
 // leader's is replaced only when val is given. It returns the election
 // as it is and whether candidate leads.
 func (s *Service) Elect(c model.Scope, name, candidate, val []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -35,9 +34,9 @@ func (s *Service) Elect(c model.Scope, name, candidate, val []byte, ttl, wait ti
 		onRenew = onNew
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
+		r, err = grant(c, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Leaders.count(done, waited, r, err)

@@ -26,15 +26,14 @@ func LockKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLock,
 // another owner and false. An owner that holds the lock already keeps its
 // token and has its lease reset.
 func (s *Service) Acquire(c model.Scope, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, owner, ttl.Milliseconds(), now(), value{}, value{})
+		r, err = grant(c, k, owner, ttl.Milliseconds(), now(), value{}, value{})
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Locks.count(done, waited, r, err)

@@ -78,7 +78,7 @@ func (q *Queues) Redrive(c model.Scope, src, dst []byte, count int64, now time.T
 			// The destination counts them as pushed (on the shard of the
 			// first).
 			err := st.Transact(ctx, append(batch, counterUpdate(batch[1].Item.Key().PK, "pushed", int64(len(batch)/2))))
-			if _, taken := dynastore.ConditionFailedIn(err); taken || errors.Is(err, dynastore.ErrTxConflict) {
+			if _, taken := model.ConditionsFailed(err); taken || errors.Is(err, dynastore.ErrTxConflict) {
 				// A worker took one of them meanwhile: leave this batch
 				// (the messages are not lost), count what moved before.
 				batch = nil
