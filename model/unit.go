@@ -245,6 +245,20 @@ func (r Refusal) Failed(i int) (dynastore.Item, bool) {
 	return r.reasons[i].Old, true
 }
 
+// Only reports whether nothing but conditions refused the write: every
+// other action of the transaction was fine (reason None), none refused for
+// another reason (a validation error, an item collection too large).
+func (r Refusal) Only() bool {
+	for _, x := range r.reasons {
+		switch x.Code {
+		case dynastore.ReasonConditionalFailed, dynastore.ReasonNone, "":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // UnitTxn returns the Txn of the unit of work c runs in (EXEC's, a
 // script's), nil when c runs in none.
 func UnitTxn(c Scope) *Txn {
