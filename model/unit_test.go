@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,18 +15,7 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
-// scope is a model.Scope over a store in database 0.
-type scope struct {
-	context.Context
-	st dynastore.Store
-}
-
-func (s scope) Data() dynastore.Store          { return s.st }
-func (s scope) DB() int                        { return 0 }
-func (s scope) NowMS() int64                   { return time.Now().UnixMilli() }
-func (s scope) LostRace(r *model.Retry) error  { return r.Lost(s) }
-func (s scope) Process() *model.Process        { return model.NewProcess(nil) }
-func newScope(st dynastore.Store) scope        { return scope{Context: context.Background(), st: st} }
+func newScope(st dynastore.Store) model.Scope  { return model.StoreScope(context.Background(), st) }
 func keyItem(k string) dynastore.Key           { return model.ItemKey(0, []byte(k)) }
 func keyValue(k, ver, v string) dynastore.Item { return withKey(item("", "", ver, v), keyItem(k)) }
 func withKey(it dynastore.Item, k dynastore.Key) dynastore.Item {
