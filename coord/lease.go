@@ -16,7 +16,6 @@
 package coord
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -115,8 +114,8 @@ func leaseKey(ns byte, name []byte) (dynastore.Key, error) {
 }
 
 // readLease reads the lease at k.
-func readLease(ctx context.Context, st dynastore.Store, k dynastore.Key) (Lease, error) {
-	it, err := st.Get(ctx, k)
+func readLease(c model.Scope, k dynastore.Key) (Lease, error) {
+	it, err := c.Data().Get(c, k)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -198,7 +197,7 @@ func grant(c model.Scope, k dynastore.Key, holder []byte, ttlMS int64, clk Clock
 			r = grantResult{Lease: cur}
 			return nil
 		}
-		l, ok, err := renew(c, c.Data(), k, holder, cur.Token, ttlMS, clk, onRenew)
+		l, ok, err := renew(c, k, holder, cur.Token, ttlMS, clk, onRenew)
 		if err != nil || ok {
 			r = grantResult{Granted: ok, Renewed: ok, Lease: l}
 			return err
@@ -215,22 +214,22 @@ func grant(c model.Scope, k dynastore.Key, holder []byte, ttlMS int64, clk Clock
 // renew extends holder's lease with token (0: any) to ttl from clk, and
 // applies val. It reports false, with the lease as it is, when holder
 // does not hold it with that token.
-func renew(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []byte, token, ttlMS int64, clk Clock, val value) (Lease, bool, error) {
+func renew(c model.Scope, k dynastore.Key, holder []byte, token, ttlMS int64, clk Clock, val value) (Lease, bool, error) {
 	u := dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: attrExpiry, Val: model.NInt(clk.NowMS + clk.MarginMS + ttlMS)},
 		{Attr: attrRenewed, Val: model.NInt(clk.NowMS)},
 	}}
 	val.apply(&u)
-	it, err := st.Update(ctx, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllNew, OldOnFailure: true})
+	it, err := c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllNew, OldOnFailure: true})
 	return settle(it, err)
 }
 
 // release ends holder's lease with token (0: any), keeping the token
 // counter. It reports false, with the lease as it is, when holder does not
 // hold it with that token.
-func release(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []byte, token int64, clk Clock) (Lease, bool, error) {
+func release(c model.Scope, k dynastore.Key, holder []byte, token int64, clk Clock) (Lease, bool, error) {
 	u := dynastore.Update{Remove: []string{attrHolder, attrExpiry, attrGranted, attrRenewed, attrValue}}
-	it, err := st.Update(ctx, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	it, err := c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	return settle(it, err)
 }
 

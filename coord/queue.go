@@ -35,7 +35,6 @@ package coord
 //	sk  0: configuration; 2, dedup id: a dedup record
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -348,12 +347,12 @@ const (
 )
 
 // readyPage reads up to limit ready live messages of one shard, in order.
-func readyPage(ctx context.Context, st dynastore.Store, name []byte, shard, limit int, nowMS int64) ([]Message, error) {
+func readyPage(c model.Scope, name []byte, shard, limit int, nowMS int64) ([]Message, error) {
 	pk := shardPK(name, shard)
 	var out []dynastore.Item
 	var after []byte
 	for read := limit + readySlack; ; read = min(2*read, maxReadyPage) {
-		page, err := st.Query(ctx, dynastore.Query{PK: pk, Op: dynastore.SKBeginsWith, A: []byte{stateLive},
+		page, err := c.Data().Query(c, dynastore.Query{PK: pk, Op: dynastore.SKBeginsWith, A: []byte{stateLive},
 			Filter: ready(nowMS), Limit: read, After: after})
 		if err != nil {
 			return nil, err
@@ -393,7 +392,6 @@ const QueueVT time.Duration = -1
 // (0: deleted at once; QueueVT: the queue's). Messages received MaxReceives times go to the
 // dead-letter queue (or are held as dead) instead, in the same write.
 func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, now func() time.Time) ([]Message, error) {
-	ctx, st := context.Context(c), c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return nil, err
@@ -415,7 +413,7 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 	for _, shard := range shardOrder(cfg.maxShards) {
 		for len(out) < count {
 			t := now()
-			msgs, err := readyPage(ctx, st, name, shard, count-len(out), t.UnixMilli())
+			msgs, err := readyPage(c, name, shard, count-len(out), t.UnixMilli())
 			if err != nil {
 				return out, err
 			}
@@ -597,14 +595,14 @@ func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, erro
 // for a stale receipt. The message moves to its new place in the order,
 // so its receipt is stale from then on.
 func (q *Queues) Nack(c model.Scope, name, receipt []byte, delay time.Duration, now time.Time) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
 	}
 	m, ok := q.delivered.take(string(receipt))
 	if !ok {
-		it, err := st.Get(ctx, k)
+		it, err := st.Get(c, k)
 		if err != nil || it == nil || !nonceIs(it, nonce) {
 			return false, err
 		}
@@ -649,12 +647,12 @@ func nonceIs(it dynastore.Item, nonce dynastore.S) bool {
 // Extend keeps the message of receipt invisible for vt from now: 1, or 0
 // for a stale receipt.
 func (q *Queues) Extend(c model.Scope, name, receipt []byte, vt time.Duration, now time.Time) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
 	}
-	_, err = st.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
+	_, err = st.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: attrVisible, Val: model.NInt(now.UnixMilli() + vt.Milliseconds())},
 	}}, dynastore.WriteOptions{Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}})
 	if errors.Is(err, dynastore.ErrConditionFailed) {
