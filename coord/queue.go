@@ -409,33 +409,36 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 		dlqShards = dcfg.Shards
 	}
 	var out []Message
-	var retry model.Retry
-	for _, shard := range shardOrder(cfg.maxShards) {
-		for len(out) < count {
-			t := now()
-			msgs, err := readyPage(c, name, shard, count-len(out), t.UnixMilli())
-			if err != nil {
-				return out, err
-			}
-			if len(msgs) == 0 {
-				break
-			}
-			got, lost, err := q.take(c, name, cfg, dlqShards, msgs, vt, t)
-			out = append(out, got...)
-			if err != nil {
-				return out, err
-			}
-			if lost {
-				if err := c.LostRace(&retry); err != nil {
-					return out, err
+	shards := shardOrder(cfg.maxShards)
+	// A take that lost a race to another worker runs again on the same
+	// shard, after the retry policy's wait; what was taken stays taken.
+	err = model.RetryConflicts(c, func(int) error {
+		for ; len(shards) > 0; shards = shards[1:] {
+			for len(out) < count {
+				t := now()
+				msgs, err := readyPage(c, name, shards[0], count-len(out), t.UnixMilli())
+				if err != nil {
+					return err
+				}
+				if len(msgs) == 0 {
+					break
+				}
+				got, lost, err := q.take(c, name, cfg, dlqShards, msgs, vt, t)
+				out = append(out, got...)
+				if err != nil {
+					return err
+				}
+				if lost {
+					return model.ErrConflict
 				}
 			}
+			if len(out) == count {
+				return nil
+			}
 		}
-		if len(out) == count {
-			break
-		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // take delivers msgs in one transaction: each moved to visible at now +
