@@ -246,8 +246,10 @@ func cmdExec(c *Ctx) {
 		}
 		return nil
 	}
-	// The connection's own state as at EXEC (SELECT, HELLO).
-	u.Lost = func() { c.Conn.DB, c.Conn.Proto = db, proto }
+	// The connection's own state as at EXEC (SELECT, HELLO), for the next
+	// attempt and after a failure.
+	restore := func() { c.Conn.DB, c.Conn.Proto = db, proto }
+	u.Lost = restore
 	t, err := u.Run(c)
 	switch {
 	case err == nil:
@@ -257,7 +259,7 @@ func cmdExec(c *Ctx) {
 	case errors.Is(err, model.ErrWatched):
 		c.W.NilArray()
 	default:
-		u.Lost()
+		restore()
 		c.Fail(fmt.Errorf("commands: EXEC: %w", err))
 	}
 }
