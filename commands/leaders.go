@@ -35,7 +35,7 @@ func cmdLeaderElect(c *Ctx) {
 	if o.seen["VALUE"] {
 		val = append([]byte{}, o.value...)
 	}
-	l, ok, err := c.Srv.Coord.Elect(c, c.Store, c.Args[1], c.Args[2], val, o.ttl, c.waitFor(o.wait), c.leaseClocks())
+	l, ok, err := c.Srv.Coord.Elect(c, c.Args[1], c.Args[2], val, o.ttl, c.waitFor(o.wait), c.leaseClocks())
 	c.replyGrant(l, ok, err)
 }
 
@@ -46,20 +46,20 @@ func cmdLeaderHeartbeat(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	ok, err := c.Srv.Coord.Heartbeat(c, c.Store, c.Args[1], c.Args[2], o.ttl, c.leaseClock())
+	ok, err := c.Srv.Coord.Heartbeat(c, c.Args[1], c.Args[2], o.ttl, c.leaseClock())
 	c.replyBool(ok, err)
 }
 
 // LEADER.RESIGN election candidate
 func cmdLeaderResign(c *Ctx) {
-	ok, err := c.Srv.Coord.Resign(c, c.Store, c.Args[1], c.Args[2], c.leaseClock())
+	ok, err := c.Srv.Coord.Resign(c, c.Args[1], c.Args[2], c.leaseClock())
 	c.replyBool(ok, err)
 }
 
 // LEADER.CHECK election
 func cmdLeaderCheck(c *Ctx) {
 	clk := c.leaseClock()
-	l, led, err := c.Srv.Coord.Leadership(c, c.Store, c.Args[1], clk)
+	l, led, err := c.Srv.Coord.Leadership(c, c.Args[1], clk)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -117,7 +117,7 @@ func cmdLeaderWatch(c *Ctx) {
 		wait = -1 // look once
 	}
 	clocks := c.leaseClocks()
-	l, changed, err := c.Srv.Coord.Watch(c, c.Store, c.Args[1], term, wait, clocks)
+	l, changed, err := c.Srv.Coord.Watch(c, c.Args[1], term, wait, clocks)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -131,4 +131,4 @@ func cmdLeaderWatch(c *Ctx) {
 }
 
 // LEADER.GUARD election term
-func cmdLeaderGuard(c *Ctx) { guard(c, coord.LeaderGuard) }
+func cmdLeaderGuard(c *Ctx) { guard(c, coord.LeaderFence) }

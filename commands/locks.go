@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/coord"
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -148,7 +147,7 @@ func cmdLockAcquire(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	l, ok, err := c.Srv.Coord.Acquire(c, c.Store, c.Args[1], c.Args[2], o.ttl, c.waitFor(o.wait), c.leaseClocks())
+	l, ok, err := c.Srv.Coord.Acquire(c, c.Args[1], c.Args[2], o.ttl, c.waitFor(o.wait), c.leaseClocks())
 	c.replyGrant(l, ok, err)
 }
 
@@ -172,7 +171,7 @@ func cmdLockRelease(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	ok, err := c.Srv.Coord.Release(c, c.Store, c.Args[1], c.Args[2], o.token, c.leaseClock())
+	ok, err := c.Srv.Coord.Release(c, c.Args[1], c.Args[2], o.token, c.leaseClock())
 	c.replyBool(ok, err)
 }
 
@@ -186,7 +185,7 @@ func cmdLockExtend(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	ok, err := c.Srv.Coord.Extend(c, c.Store, c.Args[1], c.Args[2], o.token, o.ttl, c.leaseClock())
+	ok, err := c.Srv.Coord.Extend(c, c.Args[1], c.Args[2], o.token, o.ttl, c.leaseClock())
 	c.replyBool(ok, err)
 }
 
@@ -201,7 +200,7 @@ func (c *Ctx) replyBool(ok bool, err error) {
 // LOCK.CHECK name
 func cmdLockCheck(c *Ctx) {
 	clk := c.leaseClock()
-	l, held, err := c.Srv.Coord.Check(c, c.Store, c.Args[1], clk)
+	l, held, err := c.Srv.Coord.Check(c, c.Args[1], clk)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -221,16 +220,15 @@ func cmdLockCheck(c *Ctx) {
 }
 
 // LOCK.GUARD name token
-func cmdLockGuard(c *Ctx) { guard(c, coord.LockGuard) }
+func cmdLockGuard(c *Ctx) { guard(c, coord.LockFence) }
 
 // guard fences writes with a lease's token. Outside MULTI it is kept with
 // the connection, as WATCH keeps its keys, and the next EXEC commits only
 // if the lease is still held with that token as it commits (otherwise its
 // reply is null and nothing is written). Inside a script (or EXEC) it
 // checks the lease at once (NOTOWNER) and conditions that commit the same
-// way; a script whose lease is lost before it commits runs again, and
-// learns so from its LOCK.GUARD.
-func guard(c *Ctx, cond func(name []byte, token int64, clk coord.Clock) (dynastore.Key, dynastore.Cond, error)) {
+// way (coord.Service.Guard).
+func guard(c *Ctx, fence func(name []byte, token int64) (coord.Fence, error)) {
 	token, ok := parseToken(c.Args[2])
 	if !ok {
 		c.W.Error(MsgTokenRange)
@@ -241,43 +239,19 @@ func guard(c *Ctx, cond func(name []byte, token int64, clk coord.Clock) (dynasto
 		return
 	}
 	clk := c.leaseClock()
-	k, cnd, err := cond(c.Args[1], token, clk)
+	f, err := fence(c.Args[1], token)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	txn, inTxn := c.Store.(*model.Txn)
-	if !inTxn {
-		g := leaseGuard{name: append([]byte(nil), c.Args[1]...), token: token, cond: cond}
-		c.Conn.tx.guards = append(c.Conn.tx.guards, g)
+	inUnit, err := c.Srv.Coord.Guard(c, f, clk)
+	switch {
+	case err != nil:
+		c.Fail(err)
+	case !inUnit:
+		c.Conn.tx.guards = append(c.Conn.tx.guards, f)
 		c.W.Simple("OK")
-		return
+	default:
+		c.W.Simple("OK")
 	}
-	// Peek through the transaction: it sees the lease as the unit of work
-	// left it (a LOCK.ACQUIRE earlier in the same EXEC), and the commit
-	// depends on the requirement alone, not on the lease being unchanged
-	// (its holder extending it meanwhile is no conflict).
-	if err := c.Srv.Coord.VerifyGuard(c, txn.Peek, k, token, clk); err != nil {
-		c.Fail(err)
-		return
-	}
-	txn.Require(k, cnd, false)
-	c.W.Simple("OK")
-}
-
-// leaseGuard is a LOCK.GUARD or LEADER.GUARD waiting for EXEC.
-type leaseGuard struct {
-	name  []byte
-	token int64
-	cond  func(name []byte, token int64, clk coord.Clock) (dynastore.Key, dynastore.Cond, error)
-}
-
-// require makes txn's commit conditional on the guard at clk.
-func (g leaseGuard) require(txn *model.Txn, clk coord.Clock) error {
-	k, cnd, err := g.cond(g.name, g.token, clk)
-	if err != nil {
-		return err
-	}
-	txn.Require(k, cnd, true)
-	return nil
 }

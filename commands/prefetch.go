@@ -3,7 +3,6 @@ package commands
 import (
 	"slices"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -14,17 +13,10 @@ type Upcoming struct {
 }
 
 // prefetchScratch is the memory Prefetch reuses from one call to the next.
-type prefetchScratch struct {
-	pks             []byte
-	reads, replaced []dynastore.Key
-}
+type prefetchScratch struct{ hints model.KeyHints }
 
-// maxPrefetchScratch bounds the key bytes a connection keeps for Prefetch
-// between calls: one pipeline of huge keys does not pin its memory.
-const maxPrefetchScratch = 16 * 1024
-
-// Prefetch tells the store, when it is a dynastore.Prefetcher, which key
-// items the upcoming requests of cn will read or replace, so that the
+// Prefetch tells the store, when it takes hints (model.KeyHints), which
+// key items the upcoming requests of cn will read or replace, so that the
 // embedded store can bring them into the CPU's caches together rather
 // than one request at a time (on a large store, GET spends much of its
 // time waiting for memory). Only the commands a hint is set for count (see
@@ -32,37 +24,19 @@ const maxPrefetchScratch = 16 * 1024
 // follows a SELECT costs a wasted lookup, nothing more.
 func (s *Server) Prefetch(cn *Conn, reqs []Upcoming) {
 	// A single request reads its item right away: nothing to overlap.
-	if len(reqs) < 2 || s.AuthRequired(cn) {
+	if len(reqs) < 2 || s.AuthRequired(cn) || !model.TakesHints(s.Store) {
 		return
 	}
-	p, ok := s.Store.(dynastore.Prefetcher)
-	if !ok {
-		return
-	}
-	sc := &cn.prefetch
-	sc.pks, sc.reads, sc.replaced = sc.pks[:0], sc.reads[:0], sc.replaced[:0]
+	h := &cn.prefetch.hints
+	h.Reset()
 	for _, r := range reqs {
 		cmd := lookup(s.Table, r.Name)
 		if cmd == nil || cmd.hint == hintNone || r.Arg == nil || !model.KeyFits(r.Arg) {
 			continue
 		}
-		// The keys share one buffer: an append that moves it leaves the
-		// keys before it where they were.
-		start := len(sc.pks)
-		sc.pks = model.AppendKeyPK(sc.pks, cn.DB, r.Arg)
-		k := dynastore.Key{PK: sc.pks[start:len(sc.pks):len(sc.pks)], SK: model.KeyItemSK}
-		if cmd.hint == hintRead {
-			sc.reads = append(sc.reads, k)
-		} else {
-			sc.replaced = append(sc.replaced, k)
-		}
+		h.Add(cn.DB, r.Arg, cmd.hint == hintRead)
 	}
-	if len(sc.reads)+len(sc.replaced) >= 2 {
-		p.Prefetch(sc.reads, sc.replaced)
-	}
-	if cap(sc.pks) > maxPrefetchScratch {
-		*sc = prefetchScratch{}
-	}
+	h.Send(s.Store)
 }
 
 // prefetchHint is what Prefetch tells the store of a command's key.

@@ -80,25 +80,6 @@ func TestPrefetch(t *testing.T) {
 	}
 }
 
-// The scratch memory is reused from call to call, and a call with huge
-// keys does not leave it pinned.
-func TestPrefetchScratch(t *testing.T) {
-	rec := &prefetchRecorder{Store: memory.New(memory.Options{})}
-	srv := &Server{Store: rec, Table: NewTable()}
-	cn := &Conn{Authed: true}
-	big := string(make([]byte, model.MaxKeyLen))
-	srv.Prefetch(cn, []Upcoming{{Name: []byte("GET"), Arg: []byte("a")}, {Name: []byte("GET"), Arg: []byte("b")}})
-	require.NotNil(t, cn.prefetch.pks)
-	var reqs []Upcoming
-	for range 20 {
-		reqs = append(reqs, Upcoming{Name: []byte("GET"), Arg: []byte(big)})
-	}
-	srv.Prefetch(cn, reqs)
-	require.Len(t, rec.calls, 2)
-	require.Len(t, rec.calls[1][0], 20)
-	require.Nil(t, cn.prefetch.pks, "over maxPrefetchScratch: let go")
-}
-
 // Every write Prefetch hints is a registered command with its key first.
 func TestPrefetchedWrites(t *testing.T) {
 	tab := NewTable()

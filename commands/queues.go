@@ -101,7 +101,7 @@ func cmdQueuePush(c *Ctx) {
 	if d, ok := o.bytes["DEDUP"]; ok {
 		po.Dedup = append([]byte{}, d...)
 	}
-	id, _, err := c.Srv.Coord.Push(c, c.Store, c.Args[1], c.Args[2], po, c.Now())
+	id, _, err := c.Srv.Coord.Push(c, c.Args[1], c.Args[2], po, c.Now())
 	if err != nil {
 		c.Fail(err)
 		return
@@ -127,7 +127,7 @@ func cmdQueuePop(c *Ctx) {
 			wait = -1 // without limit, as BLPOP's 0
 		}
 	}
-	msgs, err := c.Srv.Coord.Pop(c, c.Store, c.Args[1], count, o.ms("VT", coord.QueueVT), wait, c.attemptClock())
+	msgs, err := c.Srv.Coord.Pop(c, c.Args[1], count, o.ms("VT", coord.QueueVT), wait, c.attemptClock())
 	switch {
 	case err != nil && len(msgs) == 0:
 		c.Fail(err)
@@ -155,7 +155,7 @@ func cmdQueuePop(c *Ctx) {
 
 // QUEUE.ACK queue receipt [receipt ...]
 func cmdQueueAck(c *Ctx) {
-	n, err := c.Srv.Coord.Queues.Ack(c, c.Store, c.Args[1], c.Args[2:])
+	n, err := c.Srv.Coord.Queues.Ack(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -170,7 +170,7 @@ func cmdQueueNack(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	ok, err := c.Srv.Coord.Queues.Nack(c, c.Store, c.Args[1], c.Args[2], o.ms("DELAY", 0), c.Now())
+	ok, err := c.Srv.Coord.Queues.Nack(c, c.Args[1], c.Args[2], o.ms("DELAY", 0), c.Now())
 	if ok {
 		c.Srv.Coord.Woken(c.Args[1])
 	}
@@ -187,7 +187,7 @@ func cmdQueueExtend(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	ok, err := c.Srv.Coord.Queues.Extend(c, c.Store, c.Args[1], c.Args[2], o.ms("VT", 0), c.Now())
+	ok, err := c.Srv.Coord.Queues.Extend(c, c.Args[1], c.Args[2], o.ms("VT", 0), c.Now())
 	c.replyBool(ok, err)
 }
 
@@ -219,7 +219,7 @@ func cmdQueuePeek(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	msgs, err := c.Srv.Coord.Queues.Peek(c, c.Store, c.Args[1], int(count), c.Now())
+	msgs, err := c.Srv.Coord.Queues.Peek(c, c.Args[1], int(count), c.Now())
 	if err != nil {
 		c.Fail(err)
 		return
@@ -238,7 +238,7 @@ func cmdQueuePeek(c *Ctx) {
 
 // QUEUE.LEN queue
 func cmdQueueLen(c *Ctx) {
-	s, err := c.Srv.Coord.Queues.State(c, c.Store, c.Args[1], c.Now())
+	s, err := c.Srv.Coord.Queues.State(c, c.Args[1], c.Now())
 	if err != nil {
 		c.Fail(err)
 		return
@@ -248,7 +248,7 @@ func cmdQueueLen(c *Ctx) {
 
 // QUEUE.STATS queue
 func cmdQueueStats(c *Ctx) {
-	s, err := c.Srv.Coord.Queues.State(c, c.Store, c.Args[1], c.Now())
+	s, err := c.Srv.Coord.Queues.State(c, c.Args[1], c.Now())
 	if err != nil {
 		c.Fail(err)
 		return
@@ -276,7 +276,7 @@ func cmdQueueConfig(c *Ctx) {
 	var err error
 	switch op := strings.ToUpper(string(c.Args[2])); {
 	case op == "GET" && len(c.Args) == 3:
-		cfg, err = c.Srv.Coord.Queues.Config(c, c.Store, name)
+		cfg, err = c.Srv.Coord.Queues.Config(c, name)
 	case op == "SET" && len(c.Args) > 3:
 		o, msg := parseQueueOpts(c.Args[3:], "VT", "MAXRECEIVES", "DLQ", "DEDUPWINDOW", "SHARDS")
 		if msg != "" {
@@ -302,7 +302,7 @@ func cmdQueueConfig(c *Ctx) {
 		if d, ok := o.bytes["DLQ"]; ok {
 			s.DLQ = append([]byte{}, d...)
 		}
-		cfg, err = c.Srv.Coord.Queues.Configure(c, c.Store, name, s)
+		cfg, err = c.Srv.Coord.Queues.Configure(c, name, s)
 		if err == nil {
 			c.W.Simple("OK")
 			return
@@ -339,7 +339,7 @@ func cmdQueueRedrive(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	n, err := c.Srv.Coord.Queues.Redrive(c, c.Store, c.Args[1], c.Args[2], count, c.Now())
+	n, err := c.Srv.Coord.Queues.Redrive(c, c.Args[1], c.Args[2], count, c.Now())
 	if err != nil {
 		c.Fail(err)
 		return
@@ -352,7 +352,7 @@ func cmdQueueRedrive(c *Ctx) {
 
 // QUEUE.PURGE queue
 func cmdQueuePurge(c *Ctx) {
-	n, err := c.Srv.Coord.Queues.Purge(c, c.Store, c.Args[1])
+	n, err := c.Srv.Coord.Queues.Purge(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return

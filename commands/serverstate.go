@@ -79,8 +79,6 @@ type Server struct {
 	// Coord is the process's share of the coordination commands: their
 	// counters and wakeups.
 	Coord coord.Service
-	// tats are the TATs of CL.THROTTLE's keys this process saw last.
-	tats tatCache
 
 	// clocked is Store as a dynastore.Clocked (nil if it is not one),
 	// found once (clock.go).

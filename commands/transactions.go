@@ -23,9 +23,10 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/model"
 )
 
@@ -60,24 +61,14 @@ type txState struct {
 	// dirty: a command was refused while queueing; EXEC aborts.
 	dirty   bool
 	queue   []queuedCmd
-	watched []watchedKey
+	watched []model.Watched
 	// guards are the leases LOCK.GUARD and LEADER.GUARD fence EXEC with.
-	guards []leaseGuard
+	guards []coord.Fence
 }
 
 type queuedCmd struct {
 	cmd  *Command
 	args [][]byte
-}
-
-// watchedKey is a key as WATCH read it.
-type watchedKey struct {
-	db   int
-	key  []byte
-	item dynastore.Item
-	// live: the key existed unexpired at WATCH, so its expiry since
-	// counts as a change.
-	live bool
 }
 
 // InMulti reports whether the connection is between MULTI and EXEC/DISCARD.
@@ -168,86 +159,34 @@ func cmdWatch(c *Ctx) {
 		return
 	}
 	db := c.DB()
-	var fresh []watchedKey
-	var ks []dynastore.Key
+	var fresh [][]byte
 	for _, k := range c.Args[1:] {
-		if watching(tx.watched, db, k) || watching(fresh, db, k) {
+		if watching(tx.watched, db, k) || slices.ContainsFunc(fresh, func(f []byte) bool { return sameKey(f, k) }) {
 			continue
 		}
-		fresh = append(fresh, watchedKey{db: db, key: append([]byte(nil), k...)})
-		if model.KeyFits(k) {
-			ks = append(ks, model.ItemKey(db, k))
-		}
+		fresh = append(fresh, append([]byte(nil), k...))
 	}
-	items, err := dynastore.GetMany(c, c.Store, ks)
+	ws, err := model.Watch(c, db, fresh)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	for i := range fresh {
-		w := &fresh[i]
-		if !model.KeyFits(w.key) {
-			continue // a key that cannot exist never changes
-		}
-		w.item, items = items[0], items[1:]
-		if w.item == nil {
-			// No item to tell a key created and deleted again meanwhile
-			// from one left alone: leave one (model.WatchMarkItem).
-			mark := model.WatchMarkItem(db, w.key, c.NowMS())
-			_, err := c.Store.Put(c, mark, dynastore.WriteOptions{Cond: dynastore.NotExists{Attr: dynastore.AttrPK}, OldOnFailure: true})
-			cur, failed := model.CondFailed(err)
-			switch {
-			case failed:
-				w.item = cur // written meanwhile: watch what is there now
-			case err != nil:
-				c.Fail(err)
-				return
-			default:
-				w.item = mark
-			}
-		}
-		st, err := model.DecodeKey(w.item, c.NowMS())
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		w.live = st.Live
-	}
-	tx.watched = append(tx.watched, fresh...)
+	tx.watched = append(tx.watched, ws...)
 	c.W.Simple("OK")
 }
 
-func watching(ws []watchedKey, db int, key []byte) bool {
+func watching(ws []model.Watched, db int, key []byte) bool {
 	for _, w := range ws {
-		if w.db == db && sameKey(w.key, key) {
+		if w.DB == db && sameKey(w.Key, key) {
 			return true
 		}
 	}
 	return false
 }
 
-// still is what must hold on a watched key item at commit: the item as
-// WATCH read it and, if it was live then, still live at nowMS. A key that
-// had expired at WATCH may be deleted meanwhile (by DynamoDB's TTL): no
-// logical change, as in Redis. A WATCH mark (model.WatchMarkItem) must be
-// there still.
-func (w watchedKey) still(nowMS int64) dynastore.Cond {
-	ks := model.KeyState{Raw: w.item}
-	switch {
-	case w.live:
-		return dynastore.And{ks.Guard(), model.CondUnexpired(nowMS)}
-	case w.item != nil && !w.item.Has(model.AttrWatchMark):
-		return dynastore.Or{ks.Guard(), dynastore.NotExists{Attr: dynastore.AttrPK}}
-	}
-	return ks.Guard()
-}
-
-// coveredByKeyItem reports the items a Txn need not check when it only
-// read them: a large collection's members, reached only through their
-// key item, whose version every change of a member changes too.
-func coveredByKeyItem(k dynastore.Key) bool {
-	return len(k.PK) > 0 && k.PK[0] == model.NsMembers
-}
+// coveredByKeyItem is what a script's Txn need not check (until scripts
+// run as a model.Unit).
+var coveredByKeyItem = model.CoveredByKeyItem
 
 func cmdExec(c *Ctx) {
 	tx := c.Conn.tx
@@ -268,7 +207,7 @@ func cmdExec(c *Ctx) {
 		// MULTI (a single write stays one request), without blocking.
 		q := tx.queue[0]
 		c.W.Array(1)
-		cc := c.sub(q, c.W, c.Store)
+		cc := c.sub(q, c.W, c.Data())
 		c.Srv.Run(cc, q.cmd)
 		return
 	}
@@ -277,15 +216,11 @@ func cmdExec(c *Ctx) {
 	// turns: correctness never depends on it, but clients of one instance
 	// then do not invalidate each other's commits, so a hot key sees one
 	// contender per instance rather than one per client.
-	keys := queuedKeys(db, tx.queue)
-	names := make([][]byte, 0, len(keys)+len(tx.watched))
-	for _, k := range keys {
-		_, key, _ := model.RedisKeyOf(k.PK)
-		names = append(names, key)
-	}
+	keys := queuedKeys(tx.queue)
+	names := slices.Clip(keys)
 	for _, w := range tx.watched {
-		if w.db == db {
-			names = append(names, w.key)
+		if w.DB == db {
+			names = append(names, w.Key)
 		}
 	}
 	defer c.Srv.listRT().lockKeys(db, names...)()
@@ -295,74 +230,47 @@ func cmdExec(c *Ctx) {
 	for _, q := range tx.queue {
 		readOnly = readOnly && q.cmd.HasFlag(FlagReadonly)
 	}
-	// hot is the one item a read-only attempt found changed: the next
-	// one reads it after the others (LoadAround).
-	var hot *dynastore.Key
-	err := model.RetryConflicts(c, func(int) error {
-		txn := model.NewTxn(c.Store, coveredByKeyItem)
-		for _, w := range tx.watched {
-			if model.KeyFits(w.key) {
-				txn.Watch(model.ItemKey(w.db, w.key), w.item, w.still(c.NowMS()))
-			}
-		}
+	u := model.Unit{DB: db, Keys: keys, ReadOnly: readOnly, Watched: tx.watched}
+	u.Begin = func(t *model.Txn) error {
+		clk := c.leaseClock()
 		for _, g := range tx.guards {
-			if err := g.require(txn, c.leaseClock()); err != nil {
-				return err
-			}
+			g.Require(t, clk)
 		}
-		if readOnly {
-			var err error
-			if hot != nil {
-				err = txn.LoadAround(c, keys, *hot)
-			} else {
-				err = txn.LoadSnapshot(c, keys)
-			}
-			if err != nil {
-				return fmt.Errorf("commands: EXEC: %w", err)
-			}
-		} else {
-			txn.Hint(keys)
-		}
-		replies := &replyRecorder{proto: c.Conn.Proto}
+		return nil
+	}
+	var replies *replyRecorder
+	u.Work = func(t *model.Txn) error {
+		replies = &replyRecorder{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
-			c.Srv.Run(c.sub(q, replies, txn), q.cmd)
+			c.Srv.Run(c.sub(q, replies, t), q.cmd)
 		}
-		err := txn.Err()
-		if err == nil {
-			err = txn.Commit(c)
-		}
-		switch {
-		case err == nil:
-			c.W.Array(len(tx.queue))
-			replies.replay(c.W)
-			c.notifyWrites(txn.Wrote())
-			return nil
-		case errors.Is(err, model.ErrWatched):
-			c.W.NilArray()
-			return nil
-		}
-		// The connection's own state as at EXEC (SELECT, HELLO).
-		c.Conn.DB, c.Conn.Proto = db, proto
-		if changed := txn.Changed(); readOnly && len(changed) == 1 {
-			hot = &changed[0]
-		}
-		if model.Retryable(err) {
-			return model.ErrConflict
-		}
-		return fmt.Errorf("commands: EXEC: %w", err)
-	})
-	if err != nil {
-		c.Fail(err)
+		return nil
+	}
+	// The connection's own state as at EXEC (SELECT, HELLO), for the next
+	// attempt and after a failure.
+	restore := func() { c.Conn.DB, c.Conn.Proto = db, proto }
+	u.Lost = restore
+	t, err := u.Run(c)
+	switch {
+	case err == nil:
+		c.W.Array(len(tx.queue))
+		replies.replay(c.W)
+		t.WrittenKeys(c.Srv.listRT().notify)
+	case errors.Is(err, model.ErrWatched):
+		c.W.NilArray()
+	default:
+		restore()
+		c.Fail(fmt.Errorf("commands: EXEC: %w", err))
 	}
 }
 
-// queuedKeys returns the key items of the keys the queued commands name,
-// up to the first that changes the database (SELECT) or has no key
-// positions of its own to go by (an unknown count of keys), and at most
-// dynastore.MaxBatchGet of them: EXEC hints them to its Txn, which reads
-// them in one request when a command first reads one.
-func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
-	var out []dynastore.Key
+// queuedKeys returns the keys the queued commands name, up to the first
+// that changes the database (SELECT) or has no key positions of its own to
+// go by (an unknown count of keys), and at most model.MaxUnitKeys of them:
+// EXEC's unit reads their key items in one request when a command first
+// reads one.
+func queuedKeys(queue []queuedCmd) [][]byte {
+	var out [][]byte
 	seen := map[string]bool{}
 	for _, q := range queue {
 		if q.cmd.Name == "select" || q.cmd.Name == "swapdb" || q.cmd.HasFlag(FlagMovable) {
@@ -377,11 +285,11 @@ func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
 			if !model.KeyFits(k) || seen[string(k)] {
 				continue
 			}
-			if len(out) == dynastore.MaxBatchGet {
+			if len(out) == model.MaxUnitKeys {
 				return out
 			}
 			seen[string(k)] = true
-			out = append(out, model.ItemKey(db, k))
+			out = append(out, k)
 		}
 	}
 	return out
@@ -389,19 +297,8 @@ func queuedKeys(db int, queue []queuedCmd) []dynastore.Key {
 
 // sub is the context of queued command q run by EXEC: its replies go to
 // w, its reads and writes to st, at EXEC's clock reading, without blocking.
-func (c *Ctx) sub(q queuedCmd, w Writer, st dynastore.Store) *Ctx {
+func (c *Ctx) sub(q queuedCmd, w Writer, st model.Store) *Ctx {
 	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Store: st, Conn: c.Conn, Srv: c.Srv, InTx: true}
 	cc.now, cc.local = c.Now(), c.local
 	return cc
-}
-
-// notifyWrites tells clients blocked on lists of this instance about the
-// key items a committed EXEC wrote (its commands' own notices came before
-// the commit, when there was nothing to see yet).
-func (c *Ctx) notifyWrites(keys []dynastore.Key) {
-	for _, k := range keys {
-		if db, key, ok := model.RedisKeyOf(k.PK); ok && len(k.SK) == 1 && k.SK[0] == 0 {
-			c.Srv.listRT().notify(db, key)
-		}
-	}
 }

@@ -16,6 +16,8 @@ type Service struct {
 	Locks, Leaders Stats
 	Queues         Queues
 	wake           wakeups
+	// tats are the TATs of CL.THROTTLE's keys this process saw last.
+	tats tatCache
 }
 
 // Stats counts one family's outcomes in this process.

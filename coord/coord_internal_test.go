@@ -11,6 +11,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 // countingStore counts the requests that reach its store.
@@ -24,6 +25,9 @@ func (c *countingStore) Update(ctx context.Context, k dynastore.Key, u dynastore
 	return c.Store.Update(ctx, k, u, o)
 }
 
+// in is ctx with st as its store.
+func in(ctx context.Context, st dynastore.Store) model.Scope { return model.StoreScope(ctx, st) }
+
 func realClock() Clock { return NewClock(time.Now(), 0) }
 
 // TestWaitersTakeTurns: clients of one process waiting for one lock take
@@ -33,7 +37,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 	ctx := context.Background()
 	st := &countingStore{Store: memory.New(memory.Options{})}
 	var s Service
-	_, ok, err := s.Acquire(ctx, st, []byte("l"), []byte("holder"), time.Minute, 0, realClock)
+	_, ok, err := s.Acquire(in(ctx, st), []byte("l"), []byte("holder"), time.Minute, 0, realClock)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -55,7 +59,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 				wctx = gone // this client disconnects
 			}
 			owner := string(rune('a' + i))
-			l, ok, err := s.Acquire(wctx, st, []byte("l"), []byte(owner), time.Minute, time.Minute, realClock)
+			l, ok, err := s.Acquire(in(wctx, st), []byte("l"), []byte(owner), time.Minute, time.Minute, realClock)
 			results <- outcome{string(l.Holder), ok, err}
 		}()
 	}
@@ -74,14 +78,14 @@ func TestWaitersTakeTurns(t *testing.T) {
 	r := <-results
 	require.ErrorIs(t, r.err, context.Canceled, "a client that goes away stops waiting")
 
-	ok, err = s.Release(ctx, st, []byte("l"), []byte("holder"), 0, realClock())
+	ok, err = s.Release(in(ctx, st), []byte("l"), []byte("holder"), 0, realClock())
 	require.NoError(t, err)
 	require.True(t, ok)
 	r = <-results
 	require.NoError(t, r.err)
 	require.True(t, r.ok, "the release hands the lock to a waiter")
 	// The rest wait on; a release by the new holder serves the next.
-	ok, err = s.Release(ctx, st, []byte("l"), []byte(r.owner), 0, realClock())
+	ok, err = s.Release(in(ctx, st), []byte("l"), []byte(r.owner), 0, realClock())
 	require.NoError(t, err)
 	require.True(t, ok)
 	r2 := <-results
@@ -90,7 +94,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 
 	// Give the others the lock in turn so the goroutines end.
 	for range waiters - 3 {
-		_, err := s.Release(ctx, st, []byte("l"), []byte(r2.owner), 0, realClock())
+		_, err := s.Release(in(ctx, st), []byte("l"), []byte(r2.owner), 0, realClock())
 		require.NoError(t, err)
 		r2 = <-results
 		require.True(t, r2.ok)

@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +22,7 @@ func LeaderKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLea
 // is the leader's value: a new term starts with it (or none), a sitting
 // leader's is replaced only when val is given. It returns the election
 // as it is and whether candidate leads.
-func (s *Service) Elect(ctx context.Context, st dynastore.Store, name, candidate, val []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
+func (s *Service) Elect(c model.Scope, name, candidate, val []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -34,9 +33,9 @@ func (s *Service) Elect(ctx context.Context, st dynastore.Store, name, candidate
 		onRenew = onNew
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
+		r, err = grant(c, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Leaders.count(done, waited, r, err)
@@ -60,23 +59,23 @@ func (s *Service) changed(k dynastore.Key) {
 // Heartbeat extends candidate's reign of election name to ttl from now; it
 // reports false when candidate no longer leads (lapsed, resigned or
 // replaced).
-func (s *Service) Heartbeat(ctx context.Context, st dynastore.Store, name, candidate []byte, ttl time.Duration, clk Clock) (bool, error) {
+func (s *Service) Heartbeat(c model.Scope, name, candidate []byte, ttl time.Duration, clk Clock) (bool, error) {
 	k, err := LeaderKey(name)
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := renew(ctx, st, k, candidate, 0, ttl.Milliseconds(), clk, value{})
+	_, ok, err := renew(c, k, candidate, 0, ttl.Milliseconds(), clk, value{})
 	return s.Leaders.ended(ok, err, &s.Leaders.Extended)
 }
 
 // Resign vacates election name if candidate leads it; it reports whether
 // it did.
-func (s *Service) Resign(ctx context.Context, st dynastore.Store, name, candidate []byte, clk Clock) (bool, error) {
+func (s *Service) Resign(c model.Scope, name, candidate []byte, clk Clock) (bool, error) {
 	k, err := LeaderKey(name)
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := release(ctx, st, k, candidate, 0, clk)
+	_, ok, err := release(c, k, candidate, 0, clk)
 	ok, err = s.Leaders.ended(ok, err, &s.Leaders.Released)
 	if ok {
 		s.changed(k)
@@ -100,12 +99,12 @@ func (st *Stats) ended(ok bool, err error, n *atomic.Int64) (bool, error) {
 }
 
 // Leadership reads election name: its lease and whether it is led at clk.
-func (s *Service) Leadership(ctx context.Context, st dynastore.Store, name []byte, clk Clock) (Lease, bool, error) {
+func (s *Service) Leadership(c model.Scope, name []byte, clk Clock) (Lease, bool, error) {
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
-	l, err := readLease(ctx, st, k)
+	l, err := readLease(c, k)
 	return l, l.Held(clk), err
 }
 
@@ -113,7 +112,7 @@ func (s *Service) Leadership(ctx context.Context, st dynastore.Store, name []byt
 // election name to be other than led with term: a new term, or vacant.
 // Term 0 waits for any leader. It returns the election as it then is and whether it changed
 // before the wait ended.
-func (s *Service) Watch(ctx context.Context, st dynastore.Store, name []byte, term int64, wait time.Duration, now func() Clock) (Lease, bool, error) {
+func (s *Service) Watch(c model.Scope, name []byte, term int64, wait time.Duration, now func() Clock) (Lease, bool, error) {
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -122,10 +121,10 @@ func (s *Service) Watch(ctx context.Context, st dynastore.Store, name []byte, te
 		wait = time.Duration(1<<63 - 1)
 	}
 	var l Lease
-	done, _, err := s.poll(ctx, watchKey(k), wait, false, func() (bool, time.Time, error) {
+	done, _, err := s.poll(c, watchKey(k), wait, false, func() (bool, time.Time, error) {
 		clk := now()
 		var err error
-		if l, err = readLease(ctx, st, k); err != nil {
+		if l, err = readLease(c, k); err != nil {
 			return false, time.Time{}, err
 		}
 		led := l.Held(clk)
@@ -141,32 +140,8 @@ func (s *Service) Watch(ctx context.Context, st dynastore.Store, name []byte, te
 	return l, done, err
 }
 
-// LeaderGuard is the key of election name and the condition a write
-// fenced by term requires of it at commit: still led in that term.
-func LeaderGuard(name []byte, term int64, clk Clock) (dynastore.Key, dynastore.Cond, error) {
-	k, err := LeaderKey(name)
-	return k, guardCond(term, clk), err
-}
-
-// VerifyGuard reads the lease at k (a LockGuard's or LeaderGuard's) with
-// get and returns ErrNotOwner unless it is held with token at clk: what a
-// script that fences its writes learns at once.
-func (s *Service) VerifyGuard(ctx context.Context, get func(context.Context, dynastore.Key) (dynastore.Item, error), k dynastore.Key, token int64, clk Clock) error {
-	it, err := get(ctx, k)
-	if err != nil {
-		return err
-	}
-	l, err := decodeLease(it)
-	if err != nil {
-		return err
-	}
-	if l.Held(clk) && l.Token == token {
-		return nil
-	}
-	if k.PK[0] == model.NsLeader {
-		s.Leaders.NotOwner.Add(1)
-	} else {
-		s.Locks.NotOwner.Add(1)
-	}
-	return ErrNotOwner
+// LeaderFence is the fence of writes by term on election name
+// (LEADER.GUARD).
+func LeaderFence(name []byte, term int64) (Fence, error) {
+	return newFence(model.NsLeader, name, term)
 }

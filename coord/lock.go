@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -25,15 +24,15 @@ func LockKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLock,
 // (0: one try). It returns the lock as granted and true, or as held by
 // another owner and false. An owner that holds the lock already keeps its
 // token and has its lease reset.
-func (s *Service) Acquire(ctx context.Context, st dynastore.Store, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
+func (s *Service) Acquire(c model.Scope, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, owner, ttl.Milliseconds(), now(), value{}, value{})
+		r, err = grant(c, k, owner, ttl.Milliseconds(), now(), value{}, value{})
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Locks.count(done, waited, r, err)
@@ -72,12 +71,12 @@ func (st *Stats) count(done, waited bool, r grantResult, err error) {
 // reports false when nobody holds the lock (free, or expired: a lease
 // that ended is not released again) and ErrNotOwner when another owner
 // holds it, or owner with another token.
-func (s *Service) Release(ctx context.Context, st dynastore.Store, name, owner []byte, token int64, clk Clock) (bool, error) {
+func (s *Service) Release(c model.Scope, name, owner []byte, token int64, clk Clock) (bool, error) {
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := release(ctx, st, k, owner, token, clk)
+	l, ok, err := release(c, k, owner, token, clk)
 	ok, err = s.Locks.settled(l, ok, err, owner, token, clk, &s.Locks.Released)
 	if ok {
 		s.wake.notify(string(k.PK))
@@ -89,12 +88,12 @@ func (s *Service) Release(ctx context.Context, st dynastore.Store, name, owner [
 // false when nobody holds the lock any more (an ended lease never comes
 // back, even if nobody took it since) and ErrNotOwner when another owner
 // holds it, or owner with another token.
-func (s *Service) Extend(ctx context.Context, st dynastore.Store, name, owner []byte, token int64, ttl time.Duration, clk Clock) (bool, error) {
+func (s *Service) Extend(c model.Scope, name, owner []byte, token int64, ttl time.Duration, clk Clock) (bool, error) {
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := renew(ctx, st, k, owner, token, ttl.Milliseconds(), clk, value{})
+	l, ok, err := renew(c, k, owner, token, ttl.Milliseconds(), clk, value{})
 	return s.Locks.settled(l, ok, err, owner, token, clk, &s.Locks.Extended)
 }
 
@@ -120,18 +119,14 @@ func (st *Stats) settled(l Lease, done bool, err error, holder []byte, token int
 }
 
 // Check reads lock name: its lease and whether it is held at clk.
-func (s *Service) Check(ctx context.Context, st dynastore.Store, name []byte, clk Clock) (Lease, bool, error) {
+func (s *Service) Check(c model.Scope, name []byte, clk Clock) (Lease, bool, error) {
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
-	l, err := readLease(ctx, st, k)
+	l, err := readLease(c, k)
 	return l, l.Held(clk), err
 }
 
-// LockGuard is the key of lock name and the condition a write fenced by
-// token requires of it at commit: the lock still held with that token.
-func LockGuard(name []byte, token int64, clk Clock) (dynastore.Key, dynastore.Cond, error) {
-	k, err := LockKey(name)
-	return k, guardCond(token, clk), err
-}
+// LockFence is the fence of writes by token on lock name (LOCK.GUARD).
+func LockFence(name []byte, token int64) (Fence, error) { return newFence(model.NsLock, name, token) }

@@ -5,7 +5,6 @@ package coord
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -45,17 +44,18 @@ func checkQueueName(name []byte) error {
 }
 
 // Config returns queue name's configuration, read at most configTTL ago.
-func (q *Queues) Config(ctx context.Context, st dynastore.Store, name []byte) (QueueConfig, error) {
+func (q *Queues) Config(c model.Scope, name []byte) (QueueConfig, error) {
+	st := c.Data()
 	if err := checkQueueName(name); err != nil {
 		return QueueConfig{}, err
 	}
 	q.mu.Lock()
-	c, ok := q.configs[string(name)]
+	cached, ok := q.configs[string(name)]
 	q.mu.Unlock()
-	if ok && time.Since(c.at) < configTTL {
-		return c.cfg, nil
+	if ok && time.Since(cached.at) < configTTL {
+		return cached.cfg, nil
 	}
-	it, err := st.Get(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}})
+	it, err := st.Get(c, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}})
 	if err != nil {
 		return QueueConfig{}, err
 	}
@@ -119,7 +119,8 @@ type QueueSettings struct {
 }
 
 // Configure changes queue name's configuration and returns it.
-func (q *Queues) Configure(ctx context.Context, st dynastore.Store, name []byte, s QueueSettings) (QueueConfig, error) {
+func (q *Queues) Configure(c model.Scope, name []byte, s QueueSettings) (QueueConfig, error) {
+	st := c.Data()
 	if err := checkQueueName(name); err != nil {
 		return QueueConfig{}, err
 	}
@@ -148,7 +149,7 @@ func (q *Queues) Configure(ctx context.Context, st dynastore.Store, name []byte,
 	if s.Shards != nil {
 		// Pops read every shard the queue ever had: the high-water mark
 		// only grows (a condition keeps two changes from lowering it).
-		old, err := q.Config(ctx, st, name)
+		old, err := q.Config(c, name)
 		if err != nil {
 			return QueueConfig{}, err
 		}
@@ -162,9 +163,9 @@ func (q *Queues) Configure(ctx context.Context, st dynastore.Store, name []byte,
 		}
 	}
 	if len(u.Set) == 0 && len(u.Remove) == 0 {
-		return q.Config(ctx, st, name)
+		return q.Config(c, name)
 	}
-	it, err := st.Update(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}}, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew})
+	it, err := st.Update(c, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}}, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew})
 	if errors.Is(err, dynastore.ErrConditionFailed) {
 		return QueueConfig{}, fmt.Errorf("coord: queue shards changed concurrently: %w", dynastore.ErrTxConflict)
 	}

@@ -77,16 +77,16 @@ func TestQueueCounters(t *testing.T) {
 	name := []byte("q")
 	now := time.Now()
 	counters := func(q *Queues) map[string]int64 {
-		s, err := q.State(ctx, mem, name, now)
+		s, err := q.State(in(ctx, mem), name, now)
 		require.NoError(t, err)
 		return s.Counters
 	}
-	_, _, err := a.Push(ctx, mem, name, []byte("m"), PushOptions{}, now)
+	_, _, err := a.Push(in(ctx, mem), name, []byte("m"), PushOptions{}, now)
 	require.NoError(t, err)
-	msgs, err := a.Pop(ctx, mem, name, 1, time.Minute, time.Now)
+	msgs, err := a.Pop(in(ctx, mem), name, 1, time.Minute, time.Now)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
-	n, err := a.Ack(ctx, mem, name, [][]byte{[]byte(msgs[0].Receipt)})
+	n, err := a.Ack(in(ctx, mem), name, [][]byte{[]byte(msgs[0].Receipt)})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 
@@ -98,13 +98,13 @@ func TestQueueCounters(t *testing.T) {
 	require.Equal(t, map[string]int64{"pushed": 1, "acked": 1, "nacked": 0, "deadlettered": 0, "deduplicated": 0}, counters(&b))
 
 	// The instance that pushed counts it at once.
-	_, _, err = a.Push(ctx, mem, name, []byte("m"), PushOptions{}, now)
+	_, _, err = a.Push(in(ctx, mem), name, []byte("m"), PushOptions{}, now)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), counters(&a)["pushed"])
-	id, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	id, dup, err := a.Push(in(ctx, mem), name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
 	require.NoError(t, err)
 	require.False(t, dup)
-	again, dup, err := a.Push(ctx, mem, name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
+	again, dup, err := a.Push(in(ctx, mem), name, []byte("d"), PushOptions{Dedup: []byte("d")}, now)
 	require.NoError(t, err)
 	require.True(t, dup)
 	require.Equal(t, id, again)
@@ -114,7 +114,7 @@ func TestQueueCounters(t *testing.T) {
 	// In a transaction buffer, nothing is tallied: the counter commits
 	// with the push, or not at all.
 	tx := model.NewTxn(mem, nil)
-	_, _, err = b.Push(ctx, tx, name, []byte("m"), PushOptions{}, now)
+	_, _, err = b.Push(in(ctx, tx), name, []byte("m"), PushOptions{}, now)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), counters(&a)["pushed"])
 	require.NoError(t, tx.Commit(ctx))

@@ -487,8 +487,9 @@ func CondFailed(err error) (dynastore.Item, bool) {
 // checkFailed reports whether a transaction was cancelled by its last
 // action's condition (rollPhase's check of the key item).
 func checkFailed(err error) bool {
-	tc, ok := dynastore.ConditionFailedIn(err)
-	return ok && tc.Reasons[len(tc.Reasons)-1].Code == dynastore.ReasonConditionalFailed
+	r, ok := ConditionsFailed(err)
+	_, last := r.Failed(r.Actions() - 1)
+	return ok && last
 }
 
 // reorder returns the actions that keep a large collection's order items
@@ -613,28 +614,5 @@ func CommitActions(c Scope, actions []dynastore.TxAction) error {
 	if len(actions) > dynastore.MaxTxActions {
 		return fmt.Errorf("model: %d actions: %w", len(actions), dynastore.ErrTxTooLarge)
 	}
-	var err error
-	if len(actions) == 1 {
-		a := actions[0]
-		o := dynastore.WriteOptions{Cond: a.Cond}
-		switch a.Op {
-		case dynastore.TxPut:
-			_, err = c.Data().Put(c, a.Item, o)
-		case dynastore.TxUpdate:
-			_, err = c.Data().Update(c, a.Key, *a.Update, o)
-		case dynastore.TxDelete:
-			_, err = c.Data().Delete(c, a.Key, o)
-		default:
-			err = c.Data().Transact(c, actions)
-		}
-	} else {
-		err = c.Data().Transact(c, actions)
-	}
-	if err == nil {
-		return nil
-	}
-	if _, failed := dynastore.ConditionFailedIn(err); failed || errors.Is(err, dynastore.ErrConditionFailed) || errors.Is(err, dynastore.ErrTxConflict) {
-		return ErrConflict
-	}
-	return err
+	return Refused(writeActions(c, c.Data(), actions), nil)
 }

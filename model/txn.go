@@ -785,40 +785,8 @@ func (t *Txn) Commit(ctx context.Context) error {
 			return nil
 		}
 		return t.validate(ctx, acts, watched)
-	case len(acts) == 1:
-		a := acts[0]
-		var err error
-		o := dynastore.WriteOptions{Cond: a.Cond}
-		if a.Op == dynastore.TxPut {
-			_, err = t.st.Put(ctx, a.Item, o)
-		} else {
-			_, err = t.st.Delete(ctx, a.Key, o)
-		}
-		if errors.Is(err, dynastore.ErrConditionFailed) {
-			return lost(watched[0])
-		}
-		return err
 	}
-	err := t.st.Transact(ctx, acts)
-	var tc *dynastore.TxCanceledError
-	if errors.As(err, &tc) {
-		failed, conflict := false, false
-		for i, r := range tc.Reasons {
-			switch r.Code {
-			case dynastore.ReasonConditionalFailed:
-				if i < len(watched) && watched[i] {
-					return ErrWatched
-				}
-				failed = true
-			case dynastore.ReasonConflict:
-				conflict = true
-			}
-		}
-		if failed || conflict {
-			return ErrConflict
-		}
-	}
-	return err
+	return Refused(writeActions(ctx, t.st, acts), func(i int) bool { return i < len(watched) && watched[i] })
 }
 
 // validate checks a read-only Txn's conditions on a fresh reading.
@@ -851,11 +819,4 @@ func (t *Txn) validate(ctx context.Context, acts []dynastore.TxAction, watched [
 		return ErrConflict
 	}
 	return nil
-}
-
-func lost(watched bool) error {
-	if watched {
-		return ErrWatched
-	}
-	return ErrConflict
 }

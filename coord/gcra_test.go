@@ -1,7 +1,6 @@
-package commands
+package coord
 
 import (
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ func sec(n int64) span { return spanOf(n * int64(time.Second)) }
 // quantities given, each decided on the TAT the calls before left (its test
 // store never expires a key).
 func TestGCRARedisCellCases(t *testing.T) {
-	q := newGCRAQuota(4, 1, 1, 0)
+	q := NewGCRAQuota(4, 1, 1, 0)
 	start := spanOf(1_700_000_000_123_456_789)
 	cases := []struct {
 		at                     span // since start
@@ -103,7 +102,7 @@ func TestGCRAReplies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newGCRAQuota(tc.maxBurst, tc.count, tc.period, tc.qty)
+			q := NewGCRAQuota(tc.maxBurst, tc.count, tc.period, tc.qty)
 			var r gcraResult
 			if tc.tat != nil {
 				r = q.at(now, *tc.tat, true)
@@ -129,17 +128,17 @@ func ptr[T any](v T) *T { return &v }
 // nanoseconds, wrapping past 2^64 and below the epoch.
 func TestGCRAStoredTAT(t *testing.T) {
 	now := spanOf(1_700_000_000_000_000_001)
-	r := newGCRAQuota(15, 30, 60, 1).at(now, span{}, false)
+	r := NewGCRAQuota(15, 30, 60, 1).at(now, span{}, false)
 	require.Equal(t, uint64(1_700_000_002_000_000_001), r.tat.u64())
-	huge := newGCRAQuota(0, 1, math.MaxInt64, 1).at(now, span{}, false)
+	huge := NewGCRAQuota(0, 1, math.MaxInt64, 1).at(now, span{}, false)
 	require.Equal(t, uint64(1_700_000_000_000_000_001+math.MaxInt64), huge.tat.u64())
 	// From a TAT near the top of u64, the next wraps.
 	top := spanOfU64(math.MaxUint64 - 1)
-	wrapped := newGCRAQuota(0, 1, 1, 1).at(top, top, true)
+	wrapped := NewGCRAQuota(0, 1, 1, 1).at(top, top, true)
 	require.False(t, wrapped.limited)
 	require.Equal(t, uint64(1e9-2), wrapped.tat.u64())
 	// Before the epoch too.
-	back := newGCRAQuota(5, 10, 60, -1_000_000_000).at(now, span{}, false)
+	back := NewGCRAQuota(5, 10, 60, -1_000_000_000).at(now, span{}, false)
 	require.False(t, back.limited)
 	require.Equal(t, uint64(1<<64-(6_000_000_000_000_000_000-1_700_000_000_000_000_001)), back.tat.u64())
 }
@@ -235,42 +234,6 @@ func TestParseRustU64(t *testing.T) {
 		n, msg := parseRustU64([]byte(tc.in))
 		require.Equal(t, tc.msg, msg, "%q", tc.in)
 		require.Equal(t, tc.want, n, "%q", tc.in)
-	}
-}
-
-// TestParseThrottle: redis-cell's argument checks and their order.
-func TestParseThrottle(t *testing.T) {
-	args := func(s ...string) [][]byte {
-		out := [][]byte{[]byte("CL.THROTTLE")}
-		for _, a := range s {
-			out = append(out, []byte(a))
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		args []string
-		msg  string
-	}{
-		{nil, MsgCellUsage},
-		{[]string{"k"}, MsgCellUsage},
-		{[]string{"k", "1", "2"}, MsgCellUsage},
-		{[]string{"k", "1", "2", "3", "4", "5"}, MsgCellUsage},
-		{[]string{"k", "x", "1", "1"}, fmt.Sprintf(MsgCellNotInt, "x")},
-		{[]string{"k", "1", "0", "x"}, fmt.Sprintf(MsgCellNotInt, "x")},
-		{[]string{"k", "1", "1", "1", "1.0"}, fmt.Sprintf(MsgCellNotInt, "1.0")},
-		{[]string{"k", "", "1", "1"}, fmt.Sprintf(MsgCellNotInt, "")},
-		{[]string{"k", "9223372036854775808", "1", "1"}, fmt.Sprintf(MsgCellNotInt, "9223372036854775808")},
-		{[]string{"k", "1", "0", "1"}, MsgCellZeroRate},
-		{[]string{"k", "1", "1", "0"}, MsgCellZeroRate},
-		{[]string{"k", "1", "2000000000", "1"}, MsgCellZeroRate},
-		{[]string{"k", "+1", "-1", "-0060", "-9223372036854775808"}, ""},
-		{[]string{"k", "1", "1", "1"}, ""},
-	} {
-		key, _, msg := parseThrottle(args(tc.args...))
-		require.Equal(t, tc.msg, msg, "%q", tc.args)
-		if msg == "" {
-			require.Equal(t, []byte("k"), key)
-		}
 	}
 }
 

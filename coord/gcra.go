@@ -1,4 +1,4 @@
-package commands
+package coord
 
 // The arithmetic of CL.THROTTLE: redis-cell's generic cell rate algorithm
 // (src/cell/mod.rs, RateLimiter::rate_limit), as pure functions of the
@@ -125,8 +125,8 @@ func saturateInt64(f float64) int64 {
 	return int64(f)
 }
 
-// gcraQuota is redis-cell's RateLimiter for one call's arguments.
-type gcraQuota struct {
+// GCRAQuota is redis-cell's RateLimiter for one call's arguments.
+type GCRAQuota struct {
 	// limit is max_burst + 1.
 	limit int64
 	// interval is the emission interval, the time between two actions at
@@ -139,9 +139,9 @@ type gcraQuota struct {
 	increment int64
 }
 
-func newGCRAQuota(maxBurst, count, period, quantity int64) gcraQuota {
+func NewGCRAQuota(maxBurst, count, period, quantity int64) GCRAQuota {
 	ei := emissionInterval(count, period)
-	return gcraQuota{
+	return GCRAQuota{
 		limit:     maxBurst + 1,
 		interval:  ei,
 		tolerance: ei * (maxBurst + 1),
@@ -182,7 +182,7 @@ type gcraResult struct {
 
 // at decides a call at now, given the stored TAT (hasTAT false when the
 // key is absent).
-func (q gcraQuota) at(now, stored span, hasTAT bool) gcraResult {
+func (q GCRAQuota) at(now, stored span, hasTAT bool) gcraResult {
 	r := gcraResult{limit: q.limit, retryAfter: spanOf(-nsPerSec)}
 	tat := now
 	if hasTAT {
@@ -271,3 +271,6 @@ func parseRustU64(s []byte) (n uint64, msg string) {
 	}
 	return n, ""
 }
+
+// ZeroRate reports a rate of zero, which redis-cell refuses.
+func (q GCRAQuota) ZeroRate() bool { return q.interval == 0 }
