@@ -1,13 +1,12 @@
-package commands
+package scripting
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/internal/rdb"
 )
@@ -23,8 +22,7 @@ func libCode(name, fn, ret string) string {
 // dump returns FUNCTION DUMP's payload.
 func dump(t *testing.T, h *harness) []byte {
 	t.Helper()
-	v, err := readRESP(bufio.NewReader(bytes.NewReader(h.doS("FUNCTION", "DUMP"))))
-	require.NoError(t, err)
+	v := h.do("FUNCTION", "DUMP")
 	require.Equal(t, byte('$'), v.kind, "FUNCTION DUMP: %+v", v)
 	return []byte(v.str)
 }
@@ -125,7 +123,7 @@ func TestFunctionRestoreWrites(t *testing.T) {
 		if b.mem != nil {
 			requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 			b.mem.FailNext(dynastore.OpPutItem, fmt.Errorf("injected: %w", dynastore.ErrUnavailable))
-			requireReply(t, h, "-"+MsgUnavailable, "FUNCTION", "RESTORE", payload)
+			requireReply(t, h, "-"+commands.MsgUnavailable, "FUNCTION", "RESTORE", payload)
 			requireReply(t, h, "[]", "FUNCTION", "LIST")
 		}
 	})
