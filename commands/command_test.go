@@ -51,4 +51,3 @@ func TestRegisterNeedsMetadata(t *testing.T) {
 	require.Equal(t, []*Command{tab.lookupFullName("client|id")}, client.Subcommands)
 	require.Equal(t, -2, client.Arity)
 }
-
