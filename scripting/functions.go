@@ -447,7 +447,7 @@ func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 // changeLibraries applies change to the stored libraries (name -> code,
 // with set their compiled form as read) in one write conditioned on the
 // item as read, again on a lost race. An error change returns (a
-// redisError: the refusal to reply) ends it without writing.
+// commands.Refusal: the refusal to reply) ends it without writing.
 func (e *engine) changeLibraries(c *commands.Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
 	return model.RetryConflicts(c, func(int) error {
 		stored, err := model.ReadLibraries(c)

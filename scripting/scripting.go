@@ -13,9 +13,9 @@ package scripting
 // reading and writing through its model.Txn, committed when the script
 // returns (or fails: as in Redis, what a script wrote before an error
 // stays); when another client got there first the script runs again from
-// the start (model.Retry). A
-// script that runs longer than busy-reply-threshold, or that SCRIPT KILL
-// stops, ends with nothing it wrote kept.
+// the start (model.Retry). A script that runs longer than
+// busy-reply-threshold, or that SCRIPT KILL stops, ends with nothing it
+// wrote kept.
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func sha1Hex(b []byte) string {
 }
 
 // compileScript parses a body's shebang and compiles it; the error, when
-// it cannot, is the reply (a redisError).
+// it cannot, is the reply (a commands.Refusal).
 func compileScript(body []byte) (*script, error) {
 	s := &script{compat: true}
 	src := string(body)
