@@ -1,8 +1,9 @@
-package scripting
+package scripting_test
 
 // The package's own harness: commands run straight through a table with
-// the scripting commands (no network), on the memory store and on
-// DynamoDB Local when REDAMO_TEST_DYNAMODB_ENDPOINT is set, with their
+// the scripting commands (no network), on the stores of testserver.Stores
+// (the memory store, and DynamoDB Local when
+// REDAMO_TEST_DYNAMODB_ENDPOINT is set), with their
 // replies as a RESP2 client reads them, rendered on one line as the
 // command scripts of commands/ render them: +simple, -error, :int, "bulk"
 // (Go quoted), nil, nilarray, [a, b] for arrays.
@@ -19,36 +20,16 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/dynamo"
-	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
-	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/scripting"
 )
 
-type backend struct {
-	name  string
-	store dynastore.Store
-	stats *dynastore.Stats
-	mem   *memory.Store // nil for DynamoDB
-}
-
-// backends returns a memory store, and a fresh DynamoDB Local table when
-// REDAMO_TEST_DYNAMODB_ENDPOINT is set (required with REDAMO_TEST_REQUIRE_DYNAMODB=1).
-func backends(t *testing.T) []backend {
-	st := dynastore.NewStats()
-	mem := memory.New(memory.Options{Observer: st})
-	out := []backend{{name: "memory", store: mem, stats: st, mem: mem}}
-	if os.Getenv(dynamotest.EnvEndpoint) != "" || os.Getenv(dynamotest.EnvRequire) == "1" {
-		st := dynastore.NewStats()
-		out = append(out, backend{name: "dynamodb", store: dynamotest.NewStore(t, dynamo.Config{Observer: st}), stats: st})
-	}
-	return out
-}
-
-// forBackends runs body on each backend with a fresh harness.
-func forBackends(t *testing.T, body func(t *testing.T, b backend, h *harness)) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			body(t, b, newHarness(b.store))
+// forBackends runs body on each backend (testserver.Stores) with a fresh
+// harness.
+func forBackends(t *testing.T, body func(t *testing.T, b testserver.Backend, h *harness)) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			body(t, b, newHarness(b.Store))
 		})
 	}
 }
@@ -61,7 +42,7 @@ type harness struct {
 
 func newHarness(st dynastore.Store) *harness {
 	table := commands.NewTable()
-	Register(table)
+	scripting.Register(table)
 	return &harness{srv: &commands.Server{Store: st, Table: table}, conn: &commands.Conn{Proto: 2, Authed: true}}
 }
 
@@ -86,17 +67,6 @@ func (h *harness) do(args ...string) reply {
 func requireReply(t *testing.T, h *harness, want string, args ...string) {
 	t.Helper()
 	require.Equal(t, want, h.do(args...).String(), "%q", args)
-}
-
-// opsOf returns the requests made under label, by operation.
-func opsOf(st *dynastore.Stats, label string) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range st.Snapshot() {
-		if k.Label == label {
-			out[k.Op] = v.Requests
-		}
-	}
-	return out
 }
 
 // reply is a reply as a RESP2 client reads it.
@@ -211,10 +181,10 @@ func TestLuaErrors(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 	require.NotEmpty(t, cases)
-	for _, b := range backends(t) {
+	for _, b := range testserver.Stores(t) {
 		for i, steps := range cases {
-			t.Run(names[i]+"/"+b.name, func(t *testing.T) {
-				h := newHarness(b.store)
+			t.Run(names[i]+"/"+b.Name, func(t *testing.T) {
+				h := newHarness(b.Store)
 				requireReply(t, h, "+OK", "FLUSHALL")
 				for _, st := range steps {
 					require.Equal(t, st.want, h.do(st.args...).String(), "%s:%d: %s", path, st.line, strings.Join(st.args, " "))
