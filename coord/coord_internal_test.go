@@ -25,20 +25,8 @@ func (c *countingStore) Update(ctx context.Context, k dynastore.Key, u dynastore
 	return c.Store.Update(ctx, k, u, o)
 }
 
-// scope is a model.Scope over a store.
-type scope struct {
-	context.Context
-	st dynastore.Store
-}
-
-func (s scope) Data() dynastore.Store         { return s.st }
-func (s scope) DB() int                       { return 0 }
-func (s scope) NowMS() int64                  { return time.Now().UnixMilli() }
-func (s scope) LostRace(r *model.Retry) error { return r.Lost(s) }
-func (s scope) Process() *model.Process       { return model.NewProcess(nil) }
-
 // in is ctx with st as its store.
-func in(ctx context.Context, st dynastore.Store) model.Scope { return scope{ctx, st} }
+func in(ctx context.Context, st dynastore.Store) model.Scope { return model.StoreScope(ctx, st) }
 
 func realClock() Clock { return NewClock(time.Now(), 0) }
 

@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +23,6 @@ func LeaderKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLea
 // leader's is replaced only when val is given. It returns the election
 // as it is and whether candidate leads.
 func (s *Service) Elect(c model.Scope, name, candidate, val []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -35,9 +33,9 @@ func (s *Service) Elect(c model.Scope, name, candidate, val []byte, ttl, wait ti
 		onRenew = onNew
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
+		r, err = grant(c, k, candidate, ttl.Milliseconds(), now(), onNew, onRenew)
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Leaders.count(done, waited, r, err)
@@ -62,24 +60,22 @@ func (s *Service) changed(k dynastore.Key) {
 // reports false when candidate no longer leads (lapsed, resigned or
 // replaced).
 func (s *Service) Heartbeat(c model.Scope, name, candidate []byte, ttl time.Duration, clk Clock) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := renew(ctx, st, k, candidate, 0, ttl.Milliseconds(), clk, value{})
+	_, ok, err := renew(c, k, candidate, 0, ttl.Milliseconds(), clk, value{})
 	return s.Leaders.ended(ok, err, &s.Leaders.Extended)
 }
 
 // Resign vacates election name if candidate leads it; it reports whether
 // it did.
 func (s *Service) Resign(c model.Scope, name, candidate []byte, clk Clock) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := release(ctx, st, k, candidate, 0, clk)
+	_, ok, err := release(c, k, candidate, 0, clk)
 	ok, err = s.Leaders.ended(ok, err, &s.Leaders.Released)
 	if ok {
 		s.changed(k)
@@ -104,12 +100,11 @@ func (st *Stats) ended(ok bool, err error, n *atomic.Int64) (bool, error) {
 
 // Leadership reads election name: its lease and whether it is led at clk.
 func (s *Service) Leadership(c model.Scope, name []byte, clk Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
-	l, err := readLease(ctx, st, k)
+	l, err := readLease(c, k)
 	return l, l.Held(clk), err
 }
 
@@ -118,7 +113,6 @@ func (s *Service) Leadership(c model.Scope, name []byte, clk Clock) (Lease, bool
 // Term 0 waits for any leader. It returns the election as it then is and whether it changed
 // before the wait ended.
 func (s *Service) Watch(c model.Scope, name []byte, term int64, wait time.Duration, now func() Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LeaderKey(name)
 	if err != nil {
 		return Lease{}, false, err
@@ -127,10 +121,10 @@ func (s *Service) Watch(c model.Scope, name []byte, term int64, wait time.Durati
 		wait = time.Duration(1<<63 - 1)
 	}
 	var l Lease
-	done, _, err := s.poll(ctx, watchKey(k), wait, false, func() (bool, time.Time, error) {
+	done, _, err := s.poll(c, watchKey(k), wait, false, func() (bool, time.Time, error) {
 		clk := now()
 		var err error
-		if l, err = readLease(ctx, st, k); err != nil {
+		if l, err = readLease(c, k); err != nil {
 			return false, time.Time{}, err
 		}
 		led := l.Held(clk)

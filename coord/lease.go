@@ -16,7 +16,6 @@
 package coord
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -115,8 +114,8 @@ func leaseKey(ns byte, name []byte) (dynastore.Key, error) {
 }
 
 // readLease reads the lease at k.
-func readLease(ctx context.Context, st dynastore.Store, k dynastore.Key) (Lease, error) {
-	it, err := st.Get(ctx, k)
+func readLease(c model.Scope, k dynastore.Key) (Lease, error) {
+	it, err := c.Data().Get(c, k)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -154,9 +153,9 @@ type grantResult struct {
 // value kept unless onRenew sets it) when the holder still holds it. When
 // another holder has it, the result is not granted and carries that
 // holder's lease.
-func grant(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []byte, ttlMS int64, clk Clock, onNew, onRenew value) (grantResult, error) {
-	var retry model.Retry
-	for {
+func grant(c model.Scope, k dynastore.Key, holder []byte, ttlMS int64, clk Clock, onNew, onRenew value) (grantResult, error) {
+	var r grantResult
+	err := model.RetryConflicts(c, func(int) error {
 		expiry := model.NInt(clk.NowMS + clk.MarginMS + ttlMS)
 		now := model.NInt(clk.NowMS)
 		u := dynastore.Update{
@@ -173,59 +172,64 @@ func grant(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []by
 			dynastore.NotExists{Attr: attrHolder},
 			dynastore.Compare{Attr: attrExpiry, Op: dynastore.OpLE, Val: model.NInt(clk.NowMS - clk.MarginMS)},
 		}
-		old, err := st.Update(ctx, k, u, dynastore.WriteOptions{Cond: free, Return: dynastore.ReturnAllOld, OldOnFailure: true})
+		old, err := c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: free, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 		if err == nil {
 			prev, err := decodeLease(old)
 			if err != nil {
-				return grantResult{}, err
+				return err
 			}
 			l := Lease{Holder: holder, Token: prev.Token + 1, ExpiryMS: clk.NowMS + clk.MarginMS + ttlMS, GrantedMS: clk.NowMS, RenewedMS: clk.NowMS}
 			l.Value, l.HasValue = onNew.v, onNew.set
-			return grantResult{Granted: true, TookOver: prev.Holder != nil, Lease: l}, nil
+			r = grantResult{Granted: true, TookOver: prev.Holder != nil, Lease: l}
+			return nil
 		}
-		var cf *dynastore.ConditionFailedError
-		if !errors.As(err, &cf) {
-			return grantResult{}, err
+		found, failed := model.CondFailed(err)
+		if !failed {
+			return err
 		}
-		cur, err := decodeLease(cf.Old)
+		cur, err := decodeLease(found)
 		if err != nil {
-			return grantResult{}, err
+			return err
 		}
 		if string(cur.Holder) != string(holder) || !cur.Held(clk) {
 			// Held by another, or in the margin after its end where
 			// nobody may take it yet.
-			return grantResult{Lease: cur}, nil
+			r = grantResult{Lease: cur}
+			return nil
 		}
-		l, ok, err := renew(ctx, st, k, holder, cur.Token, ttlMS, clk, onRenew)
+		l, ok, err := renew(c, k, holder, cur.Token, ttlMS, clk, onRenew)
 		if err != nil || ok {
-			return grantResult{Granted: ok, Renewed: ok, Lease: l}, err
+			r = grantResult{Granted: ok, Renewed: ok, Lease: l}
+			return err
 		}
 		// The lease changed between the two requests: decide again.
-		if err := retry.Lost(ctx); err != nil {
-			return grantResult{}, err
-		}
+		return model.ErrConflict
+	})
+	if err != nil {
+		return grantResult{}, err
 	}
+	return r, nil
 }
 
 // renew extends holder's lease with token (0: any) to ttl from clk, and
 // applies val. It reports false, with the lease as it is, when holder
 // does not hold it with that token.
-func renew(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []byte, token, ttlMS int64, clk Clock, val value) (Lease, bool, error) {
+func renew(c model.Scope, k dynastore.Key, holder []byte, token, ttlMS int64, clk Clock, val value) (Lease, bool, error) {
 	u := dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: attrExpiry, Val: model.NInt(clk.NowMS + clk.MarginMS + ttlMS)},
 		{Attr: attrRenewed, Val: model.NInt(clk.NowMS)},
 	}}
 	val.apply(&u)
-	it, err := st.Update(ctx, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllNew, OldOnFailure: true})
+	it, err := c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllNew, OldOnFailure: true})
 	return settle(it, err)
 }
 
 // release ends holder's lease with token (0: any), keeping the token
 // counter. It reports false, with the lease as it is, when holder does not
 // hold it with that token.
-func release(ctx context.Context, st dynastore.Store, k dynastore.Key, holder []byte, token int64, clk Clock) (Lease, bool, error) {
+func release(c model.Scope, k dynastore.Key, holder []byte, token int64, clk Clock) (Lease, bool, error) {
 	u := dynastore.Update{Remove: []string{attrHolder, attrExpiry, attrGranted, attrRenewed, attrValue}}
-	it, err := st.Update(ctx, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllOld, OldOnFailure: true})
+	it, err := c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: heldBy(holder, token, clk), Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	return settle(it, err)
 }
 

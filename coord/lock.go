@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -26,15 +25,14 @@ func LockKey(name []byte) (dynastore.Key, error) { return leaseKey(model.NsLock,
 // another owner and false. An owner that holds the lock already keeps its
 // token and has its lease reset.
 func (s *Service) Acquire(c model.Scope, name, owner []byte, ttl, wait time.Duration, now func() Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
 	var r grantResult
-	done, waited, err := s.poll(ctx, string(k.PK), wait, true, func() (bool, time.Time, error) {
+	done, waited, err := s.poll(c, string(k.PK), wait, true, func() (bool, time.Time, error) {
 		var err error
-		r, err = grant(ctx, st, k, owner, ttl.Milliseconds(), now(), value{}, value{})
+		r, err = grant(c, k, owner, ttl.Milliseconds(), now(), value{}, value{})
 		return r.Granted, retryAt(r.Lease, now()), err
 	})
 	s.Locks.count(done, waited, r, err)
@@ -74,12 +72,11 @@ func (st *Stats) count(done, waited bool, r grantResult, err error) {
 // that ended is not released again) and ErrNotOwner when another owner
 // holds it, or owner with another token.
 func (s *Service) Release(c model.Scope, name, owner []byte, token int64, clk Clock) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := release(ctx, st, k, owner, token, clk)
+	l, ok, err := release(c, k, owner, token, clk)
 	ok, err = s.Locks.settled(l, ok, err, owner, token, clk, &s.Locks.Released)
 	if ok {
 		s.wake.notify(string(k.PK))
@@ -92,12 +89,11 @@ func (s *Service) Release(c model.Scope, name, owner []byte, token int64, clk Cl
 // back, even if nobody took it since) and ErrNotOwner when another owner
 // holds it, or owner with another token.
 func (s *Service) Extend(c model.Scope, name, owner []byte, token int64, ttl time.Duration, clk Clock) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return false, err
 	}
-	l, ok, err := renew(ctx, st, k, owner, token, ttl.Milliseconds(), clk, value{})
+	l, ok, err := renew(c, k, owner, token, ttl.Milliseconds(), clk, value{})
 	return s.Locks.settled(l, ok, err, owner, token, clk, &s.Locks.Extended)
 }
 
@@ -124,12 +120,11 @@ func (st *Stats) settled(l Lease, done bool, err error, holder []byte, token int
 
 // Check reads lock name: its lease and whether it is held at clk.
 func (s *Service) Check(c model.Scope, name []byte, clk Clock) (Lease, bool, error) {
-	ctx, st := context.Context(c), c.Data()
 	k, err := LockKey(name)
 	if err != nil {
 		return Lease{}, false, err
 	}
-	l, err := readLease(ctx, st, k)
+	l, err := readLease(c, k)
 	return l, l.Held(clk), err
 }
 

@@ -35,7 +35,6 @@ package coord
 //	sk  0: configuration; 2, dedup id: a dedup record
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -271,35 +270,6 @@ func counterUpdate(pk []byte, counter string, n int64) dynastore.TxAction {
 	}
 }
 
-// writeActions writes acts: none without a request, one action as the
-// single-item request it is (a transaction would bill its units twice),
-// with its failed condition reported as a transaction's would be, so that
-// callers read one kind of failure; several in one transaction.
-func writeActions(ctx context.Context, st dynastore.Store, acts []dynastore.TxAction) error {
-	switch len(acts) {
-	case 0:
-		return nil
-	case 1:
-	default:
-		return st.Transact(ctx, acts)
-	}
-	a := acts[0]
-	o := dynastore.WriteOptions{Cond: a.Cond, OldOnFailure: a.OldOnFailure}
-	var err error
-	switch a.Op {
-	case dynastore.TxPut:
-		_, err = st.Put(ctx, a.Item, o)
-	case dynastore.TxDelete:
-		_, err = st.Delete(ctx, a.Key, o)
-	default:
-		return st.Transact(ctx, acts)
-	}
-	if old, failed := model.CondFailed(err); failed {
-		return &dynastore.TxCanceledError{Reasons: []dynastore.TxReason{{Code: dynastore.ReasonConditionalFailed, Old: old}}}
-	}
-	return err
-}
-
 // PushOptions are QUEUE.PUSH's options.
 type PushOptions struct {
 	Priority int64
@@ -311,7 +281,7 @@ type PushOptions struct {
 // seen on the queue within its dedup window, the first message's id, and
 // nothing pushed.
 func (q *Queues) Push(c model.Scope, name, payload []byte, o PushOptions, now time.Time) (id string, dup bool, err error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return "", false, err
@@ -341,12 +311,13 @@ func (q *Queues) Push(c model.Scope, name, payload []byte, o PushOptions, now ti
 			dynastore.Compare{Attr: model.AttrExpiry, Op: dynastore.OpLE, Val: model.NInt(nowMS)},
 		}})
 	}
-	err = writeActions(ctx, st, acts)
-	if tc, ok := dynastore.ConditionFailedIn(err); ok && dedupAt >= 0 && len(tc.Reasons) == len(acts) && tc.Reasons[dedupAt].Code == dynastore.ReasonConditionalFailed {
-		first, _ := tc.Reasons[dedupAt].Old.Get(attrMessageID).(dynastore.S)
+	err = model.WriteActions(c, acts)
+	r, failed := model.ConditionsFailed(err)
+	if old, dup := r.Failed(dedupAt); failed && dedupAt >= 0 && r.Actions() == len(acts) && dup {
+		first, _ := old.Get(attrMessageID).(dynastore.S)
 		q.statsOf(name).Deduplicated.Add(1)
 		dacts, dcounted := q.count(st, nil, name, pk, "deduplicated", 1)
-		if err = writeActions(ctx, st, dacts); err == nil {
+		if err = model.WriteActions(c, dacts); err == nil {
 			dcounted()
 		}
 		return string(first), true, err
@@ -376,12 +347,12 @@ const (
 )
 
 // readyPage reads up to limit ready live messages of one shard, in order.
-func readyPage(ctx context.Context, st dynastore.Store, name []byte, shard, limit int, nowMS int64) ([]Message, error) {
+func readyPage(c model.Scope, name []byte, shard, limit int, nowMS int64) ([]Message, error) {
 	pk := shardPK(name, shard)
 	var out []dynastore.Item
 	var after []byte
 	for read := limit + readySlack; ; read = min(2*read, maxReadyPage) {
-		page, err := st.Query(ctx, dynastore.Query{PK: pk, Op: dynastore.SKBeginsWith, A: []byte{stateLive},
+		page, err := c.Data().Query(c, dynastore.Query{PK: pk, Op: dynastore.SKBeginsWith, A: []byte{stateLive},
 			Filter: ready(nowMS), Limit: read, After: after})
 		if err != nil {
 			return nil, err
@@ -421,7 +392,6 @@ const QueueVT time.Duration = -1
 // (0: deleted at once; QueueVT: the queue's). Messages received MaxReceives times go to the
 // dead-letter queue (or are held as dead) instead, in the same write.
 func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, now func() time.Time) ([]Message, error) {
-	ctx, st := context.Context(c), c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return nil, err
@@ -443,20 +413,20 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 	for _, shard := range shardOrder(cfg.maxShards) {
 		for len(out) < count {
 			t := now()
-			msgs, err := readyPage(ctx, st, name, shard, count-len(out), t.UnixMilli())
+			msgs, err := readyPage(c, name, shard, count-len(out), t.UnixMilli())
 			if err != nil {
 				return out, err
 			}
 			if len(msgs) == 0 {
 				break
 			}
-			got, lost, err := q.take(ctx, st, name, cfg, dlqShards, msgs, vt, t)
+			got, lost, err := q.take(c, name, cfg, dlqShards, msgs, vt, t)
 			out = append(out, got...)
 			if err != nil {
 				return out, err
 			}
 			if lost {
-				if err := retry.Lost(ctx); err != nil {
+				if err := c.LostRace(&retry); err != nil {
 					return out, err
 				}
 			}
@@ -471,7 +441,8 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 // take delivers msgs in one transaction: each moved to visible at now +
 // vt with a fresh nonce (deleted when vt is 0), or dead-lettered. It
 // reports lost when another worker changed one first (nothing taken).
-func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, vt time.Duration, now time.Time) ([]Message, bool, error) {
+func (q *Queues) take(c model.Scope, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, vt time.Duration, now time.Time) ([]Message, bool, error) {
+	st := c.Data()
 	nowMS := now.UnixMilli()
 	var dpk []byte // the DLQ shard this take's dead letters go to
 	if cfg.DLQ != nil {
@@ -523,12 +494,12 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 			counted = append(counted, done)
 		}
 	}
-	err := writeActions(ctx, st, acts)
+	err := model.WriteActions(c, acts)
 	if err != nil {
 		// Another worker took or moved one of them first. A throttled
 		// or unavailable store is no lost race: running again at once
 		// would only add load, so the error goes to the client.
-		if _, lost := dynastore.ConditionFailedIn(err); lost || model.Retryable(err) {
+		if errors.Is(model.Refused(err, nil), model.ErrConflict) {
 			return nil, true, nil
 		}
 		return nil, false, err
@@ -553,7 +524,7 @@ func (q *Queues) take(ctx context.Context, st dynastore.Store, name []byte, cfg 
 // Ack deletes the messages of the receipts that are still valid and
 // returns how many it deleted.
 func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	type target struct {
 		k     dynastore.Key
 		nonce dynastore.S
@@ -591,14 +562,14 @@ func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, erro
 				break
 			}
 			acts, counted := q.count(st, acts, name, acts[0].Key.PK, "acked", n)
-			err := writeActions(ctx, st, acts)
-			if tc, ok := dynastore.ConditionFailedIn(err); ok {
+			err := model.WriteActions(c, acts)
+			if r, ok := model.ConditionsFailed(err); ok {
 				// Drop the stale receipts and try the rest again: each
 				// pass drops one at least, so the loop ends.
 				j, dropped := 0, false
 				for i := range batch {
 					if live[i] {
-						if tc.Reasons[j].Code == dynastore.ReasonConditionalFailed {
+						if _, stale := r.Failed(j); stale {
 							live[i], dropped = false, true
 						}
 						j++
@@ -624,14 +595,14 @@ func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, erro
 // for a stale receipt. The message moves to its new place in the order,
 // so its receipt is stale from then on.
 func (q *Queues) Nack(c model.Scope, name, receipt []byte, delay time.Duration, now time.Time) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
 	}
 	m, ok := q.delivered.take(string(receipt))
 	if !ok {
-		it, err := st.Get(ctx, k)
+		it, err := st.Get(c, k)
 		if err != nil || it == nil || !nonceIs(it, nonce) {
 			return false, err
 		}
@@ -646,8 +617,8 @@ func (q *Queues) Nack(c model.Scope, name, receipt []byte, delay time.Duration, 
 		{Op: dynastore.TxDelete, Key: k, Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}},
 		{Op: dynastore.TxPut, Item: moved},
 	}, name, k.PK, "nacked", 1)
-	err = st.Transact(ctx, acts)
-	if _, stale := dynastore.ConditionFailedIn(err); stale {
+	err = model.WriteActions(c, acts)
+	if _, stale := model.ConditionsFailed(err); stale {
 		return false, nil
 	}
 	if err != nil {
@@ -676,12 +647,12 @@ func nonceIs(it dynastore.Item, nonce dynastore.S) bool {
 // Extend keeps the message of receipt invisible for vt from now: 1, or 0
 // for a stale receipt.
 func (q *Queues) Extend(c model.Scope, name, receipt []byte, vt time.Duration, now time.Time) (bool, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
 	}
-	_, err = st.Update(ctx, k, dynastore.Update{Set: []dynastore.SetAction{
+	_, err = st.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
 		{Attr: attrVisible, Val: model.NInt(now.UnixMilli() + vt.Milliseconds())},
 	}}, dynastore.WriteOptions{Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}})
 	if errors.Is(err, dynastore.ErrConditionFailed) {

@@ -4,7 +4,6 @@ package coord
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	mrand "math/rand/v2"
 	"slices"
@@ -17,14 +16,13 @@ import (
 // Peek returns up to count ready messages of queue name, in the order a
 // pop would take them from one shard, changing nothing.
 func (q *Queues) Peek(c model.Scope, name []byte, count int, now time.Time) ([]Message, error) {
-	ctx, st := context.Context(c), c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return nil, err
 	}
 	var all []Message
 	for shard := range cfg.maxShards {
-		msgs, err := readyPage(ctx, st, name, shard, count, now.UnixMilli())
+		msgs, err := readyPage(c, name, shard, count, now.UnixMilli())
 		if err != nil {
 			return nil, err
 		}
@@ -35,9 +33,9 @@ func (q *Queues) Peek(c model.Scope, name []byte, count int, now time.Time) ([]M
 }
 
 // eachItem calls f with every item q reads, page after page.
-func eachItem(ctx context.Context, st dynastore.Store, q dynastore.Query, f func(dynastore.Item) error) error {
+func eachItem(c model.Scope, q dynastore.Query, f func(dynastore.Item) error) error {
 	for {
-		page, err := st.Query(ctx, q)
+		page, err := c.Data().Query(c, q)
 		if err != nil {
 			return err
 		}
@@ -58,7 +56,7 @@ func eachItem(ctx context.Context, st dynastore.Store, q dynastore.Query, f func
 // another queue (a dead-letter queue), its dead and ready messages. It
 // returns how many it moved.
 func (q *Queues) Redrive(c model.Scope, src, dst []byte, count int64, now time.Time) (int64, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	srcCfg, err := q.Config(c, src)
 	if err != nil {
 		return 0, err
@@ -77,8 +75,8 @@ func (q *Queues) Redrive(c model.Scope, src, dst []byte, count int64, now time.T
 			}
 			// The destination counts them as pushed (on the shard of the
 			// first).
-			err := st.Transact(ctx, append(batch, counterUpdate(batch[1].Item.Key().PK, "pushed", int64(len(batch)/2))))
-			if _, taken := dynastore.ConditionFailedIn(err); taken || errors.Is(err, dynastore.ErrTxConflict) {
+			err := st.Transact(c, append(batch, counterUpdate(batch[1].Item.Key().PK, "pushed", int64(len(batch)/2))))
+			if _, taken := model.ConditionsFailed(err); taken || errors.Is(err, dynastore.ErrTxConflict) {
 				// A worker took one of them meanwhile: leave this batch
 				// (the messages are not lost), count what moved before.
 				batch = nil
@@ -90,7 +88,7 @@ func (q *Queues) Redrive(c model.Scope, src, dst []byte, count int64, now time.T
 			batch = nil
 			return err
 		}
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(src, shard)}, func(it dynastore.Item) error {
+		err := eachItem(c, dynastore.Query{PK: shardPK(src, shard)}, func(it dynastore.Item) error {
 			if count > 0 && moved+int64(len(batch)/2) >= count {
 				return errStop
 			}
@@ -133,7 +131,7 @@ var errStop = errors.New("coord: stop")
 
 // Purge deletes every message of queue name and returns how many.
 func (q *Queues) Purge(c model.Scope, name []byte) (int64, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return 0, err
@@ -145,14 +143,14 @@ func (q *Queues) Purge(c model.Scope, name []byte) (int64, error) {
 			if len(batch) == 0 {
 				return nil
 			}
-			err := st.Transact(ctx, batch)
+			err := st.Transact(c, batch)
 			if err == nil {
 				n += int64(len(batch))
 			}
 			batch = nil
 			return err
 		}
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
+		err := eachItem(c, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
 			if isCounters(it) {
 				return nil // the counters count what happened, purges included
 			}

@@ -5,7 +5,6 @@ package coord
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -46,7 +45,7 @@ func checkQueueName(name []byte) error {
 
 // Config returns queue name's configuration, read at most configTTL ago.
 func (q *Queues) Config(c model.Scope, name []byte) (QueueConfig, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	if err := checkQueueName(name); err != nil {
 		return QueueConfig{}, err
 	}
@@ -56,7 +55,7 @@ func (q *Queues) Config(c model.Scope, name []byte) (QueueConfig, error) {
 	if ok && time.Since(cached.at) < configTTL {
 		return cached.cfg, nil
 	}
-	it, err := st.Get(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}})
+	it, err := st.Get(c, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}})
 	if err != nil {
 		return QueueConfig{}, err
 	}
@@ -121,7 +120,7 @@ type QueueSettings struct {
 
 // Configure changes queue name's configuration and returns it.
 func (q *Queues) Configure(c model.Scope, name []byte, s QueueSettings) (QueueConfig, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	if err := checkQueueName(name); err != nil {
 		return QueueConfig{}, err
 	}
@@ -166,7 +165,7 @@ func (q *Queues) Configure(c model.Scope, name []byte, s QueueSettings) (QueueCo
 	if len(u.Set) == 0 && len(u.Remove) == 0 {
 		return q.Config(c, name)
 	}
-	it, err := st.Update(ctx, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}}, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew})
+	it, err := st.Update(c, dynastore.Key{PK: queueMetaPK(name), SK: []byte{0}}, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllNew})
 	if errors.Is(err, dynastore.ErrConditionFailed) {
 		return QueueConfig{}, fmt.Errorf("coord: queue shards changed concurrently: %w", dynastore.ErrTxConflict)
 	}

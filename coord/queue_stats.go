@@ -204,13 +204,13 @@ type QueueState struct {
 // State counts queue name's messages by state (reading all of them) and
 // sums its counters.
 func (q *Queues) State(c model.Scope, name []byte, now time.Time) (QueueState, error) {
-	ctx, st := context.Context(c), c.Data()
+	st := c.Data()
 	cfg, err := q.Config(c, name)
 	if err != nil {
 		return QueueState{}, err
 	}
 	// This process's own operations count at once.
-	if err := q.FlushCounters(ctx, st, name); err != nil {
+	if err := q.FlushCounters(c, st, name); err != nil {
 		return QueueState{}, err
 	}
 	nowMS := now.UnixMilli()
@@ -220,7 +220,7 @@ func (q *Queues) State(c model.Scope, name []byte, now time.Time) (QueueState, e
 	}
 	oldest := int64(-1)
 	for shard := range cfg.maxShards {
-		err := eachItem(ctx, st, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
+		err := eachItem(c, dynastore.Query{PK: shardPK(name, shard)}, func(it dynastore.Item) error {
 			if isCounters(it) {
 				return addCounters(s.Counters, it)
 			}

@@ -487,8 +487,9 @@ func CondFailed(err error) (dynastore.Item, bool) {
 // checkFailed reports whether a transaction was cancelled by its last
 // action's condition (rollPhase's check of the key item).
 func checkFailed(err error) bool {
-	tc, ok := dynastore.ConditionFailedIn(err)
-	return ok && tc.Reasons[len(tc.Reasons)-1].Code == dynastore.ReasonConditionalFailed
+	r, ok := ConditionsFailed(err)
+	_, last := r.Failed(r.Actions() - 1)
+	return ok && last
 }
 
 // reorder returns the actions that keep a large collection's order items

@@ -240,7 +240,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			},
 		},
 	})
-	if _, changed := dynastore.ConditionFailedIn(err); changed || Retryable(err) {
+	if errors.Is(Refused(err, nil), ErrConflict) {
 		return nil // it changed under us; the next pass looks again
 	}
 	if err != nil {

@@ -7,7 +7,6 @@ package model
 import (
 	"bytes"
 	"context"
-	"errors"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -159,24 +158,11 @@ func Refused(err error, watched func(i int) bool) error {
 	if err == nil {
 		return nil
 	}
-	isWatched := func(i int) bool { return watched != nil && watched(i) }
-	var tc *dynastore.TxCanceledError
-	if errors.As(err, &tc) {
-		failed := false
-		for i, r := range tc.Reasons {
-			if r.Code == dynastore.ReasonConditionalFailed {
-				if isWatched(i) {
-					return ErrWatched
-				}
-				failed = true
+	if r, failed := ConditionsFailed(err); failed {
+		for i := range r.Actions() {
+			if _, f := r.Failed(i); f && watched != nil && watched(i) {
+				return ErrWatched
 			}
-		}
-		if failed {
-			return ErrConflict
-		}
-	} else if errors.Is(err, dynastore.ErrConditionFailed) {
-		if isWatched(0) {
-			return ErrWatched
 		}
 		return ErrConflict
 	}
@@ -186,14 +172,24 @@ func Refused(err error, watched func(i int) bool) error {
 	return err
 }
 
-// writeActions is the one commit of a unit of work's actions: one
-// single-item write when there is only one, else one transaction.
+// WriteActions is the one commit of a unit of work's actions, in c:
+// nothing for none, one single-item write when there is only one (a
+// transaction would bill its units twice), else one transaction. Its
+// error is the store's: Refused or ConditionsFailed reads it.
+func WriteActions(c Scope, actions []dynastore.TxAction) error {
+	return writeActions(c, c.Data(), actions)
+}
+
 func writeActions(ctx context.Context, st dynastore.Store, actions []dynastore.TxAction) error {
-	if len(actions) != 1 {
+	switch len(actions) {
+	case 0:
+		return nil
+	case 1:
+	default:
 		return st.Transact(ctx, actions)
 	}
 	a := actions[0]
-	o := dynastore.WriteOptions{Cond: a.Cond}
+	o := dynastore.WriteOptions{Cond: a.Cond, OldOnFailure: a.OldOnFailure}
 	var err error
 	switch a.Op {
 	case dynastore.TxPut:
@@ -206,6 +202,61 @@ func writeActions(ctx context.Context, st dynastore.Store, actions []dynastore.T
 		err = st.Transact(ctx, actions)
 	}
 	return err
+}
+
+// Refusal is a write refused because conditions did not hold: a single
+// write's, or a transaction's none of whose actions conflicted with
+// another transaction (which makes it a lost race to run again instead).
+type Refusal struct {
+	// reasons are the transaction's, one per action; nil for a single
+	// write, whose old is the item it found.
+	reasons []dynastore.TxReason
+	old     dynastore.Item
+}
+
+// ConditionsFailed returns the refusal err is; ok is false for anything
+// else (nil, a conflict, throttling, an unknown outcome: none of them says
+// that a condition was false).
+func ConditionsFailed(err error) (r Refusal, ok bool) {
+	if tc, ok := dynastore.ConditionFailedIn(err); ok {
+		return Refusal{reasons: tc.Reasons}, true
+	}
+	old, ok := CondFailed(err)
+	return Refusal{old: old}, ok
+}
+
+// Actions is how many actions the refused write had: 1 for a single write.
+func (r Refusal) Actions() int {
+	if r.reasons == nil {
+		return 1
+	}
+	return len(r.reasons)
+}
+
+// Failed reports whether action i's condition failed, with the item it
+// found when the action asked for it (OldOnFailure).
+func (r Refusal) Failed(i int) (dynastore.Item, bool) {
+	if r.reasons == nil {
+		return r.old, i == 0
+	}
+	if i < 0 || i >= len(r.reasons) || r.reasons[i].Code != dynastore.ReasonConditionalFailed {
+		return nil, false
+	}
+	return r.reasons[i].Old, true
+}
+
+// Only reports whether nothing but conditions refused the write: every
+// other action of the transaction was fine (reason None), none refused for
+// another reason (a validation error, an item collection too large).
+func (r Refusal) Only() bool {
+	for _, x := range r.reasons {
+		switch x.Code {
+		case dynastore.ReasonConditionalFailed, dynastore.ReasonNone, "":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // UnitTxn returns the Txn of the unit of work c runs in (EXEC's, a

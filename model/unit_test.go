@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,18 +15,7 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
-// scope is a model.Scope over a store in database 0.
-type scope struct {
-	context.Context
-	st dynastore.Store
-}
-
-func (s scope) Data() dynastore.Store          { return s.st }
-func (s scope) DB() int                        { return 0 }
-func (s scope) NowMS() int64                   { return time.Now().UnixMilli() }
-func (s scope) LostRace(r *model.Retry) error  { return r.Lost(s) }
-func (s scope) Process() *model.Process        { return model.NewProcess(nil) }
-func newScope(st dynastore.Store) scope        { return scope{Context: context.Background(), st: st} }
+func newScope(st dynastore.Store) model.Scope  { return model.StoreScope(context.Background(), st) }
 func keyItem(k string) dynastore.Key           { return model.ItemKey(0, []byte(k)) }
 func keyValue(k, ver, v string) dynastore.Item { return withKey(item("", "", ver, v), keyItem(k)) }
 func withKey(it dynastore.Item, k dynastore.Key) dynastore.Item {
@@ -264,3 +252,48 @@ func TestRefused(t *testing.T) {
 }
 
 func fmtWrap(err error) error { return errors.Join(errors.New("after 6 attempts"), err) }
+
+// TestConditionsFailed checks the reading of a write refused by its
+// conditions: which actions' conditions failed, the items they found, and
+// whether nothing else refused it.
+func TestConditionsFailed(t *testing.T) {
+	found := keyValue("a", "v1", "1")
+	tx := func(rs ...dynastore.TxReason) error { return &dynastore.TxCanceledError{Reasons: rs} }
+	none := dynastore.TxReason{Code: dynastore.ReasonNone}
+	failed := dynastore.TxReason{Code: dynastore.ReasonConditionalFailed, Old: found}
+	cases := []struct {
+		name    string
+		err     error
+		ok      bool
+		actions int
+		failed  []int // the actions whose conditions failed
+		only    bool
+	}{
+		{name: "nil", err: nil},
+		{name: "a single write", err: &dynastore.ConditionFailedError{Old: found}, ok: true, actions: 1, failed: []int{0}, only: true},
+		{name: "one action of a transaction", err: tx(none, failed), ok: true, actions: 2, failed: []int{1}, only: true},
+		{name: "with another reason", err: tx(failed, dynastore.TxReason{Code: dynastore.ReasonValidation}), ok: true, actions: 2, failed: []int{0}},
+		{name: "with a conflict: a lost race", err: tx(failed, dynastore.TxReason{Code: dynastore.ReasonConflict})},
+		{name: "throttled", err: tx(none, dynastore.TxReason{Code: dynastore.ReasonThrottled})},
+		{name: "anything else", err: dynastore.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := model.ConditionsFailed(tc.err)
+			require.Equal(t, tc.ok, ok)
+			if !ok {
+				return
+			}
+			require.Equal(t, tc.actions, r.Actions())
+			var got []int
+			for i := range r.Actions() {
+				if old, f := r.Failed(i); f {
+					got = append(got, i)
+					require.Equal(t, found, old, "the item action %d found", i)
+				}
+			}
+			require.Equal(t, tc.failed, got)
+			require.Equal(t, tc.only, r.Only())
+		})
+	}
+}
