@@ -36,8 +36,8 @@ func countedStores() map[string]func(t *testing.T) counted {
 }
 
 // labeled is a scope over st whose requests count under label.
-func labeled(st dynastore.Store, label string) scope {
-	return scope{Context: dynastore.WithLabel(context.Background(), label), st: st}
+func labeled(st dynastore.Store, label string) model.Scope {
+	return model.StoreScope(dynastore.WithLabel(context.Background(), label), st)
 }
 
 // requests are the requests made under label, by operation.
@@ -74,7 +74,7 @@ func TestScriptItems(t *testing.T) {
 			// Inside a unit the body is written at once, not with the
 			// unit's commit.
 			txn := model.NewTxn(cs.st, model.CoveredByKeyItem)
-			require.NoError(t, model.PutScript(scope{Context: context.Background(), st: txn}, b, []byte("")))
+			require.NoError(t, model.PutScript(model.StoreScope(context.Background(), txn), b, []byte("")))
 			body, found, err = model.GetScript(newScope(cs.st), b)
 			require.NoError(t, err)
 			require.True(t, found)
