@@ -9,14 +9,17 @@
 // Dependencies: scripting imports commands, never the other way round.
 // commands owns the command table and the dispatcher, and a script runs
 // commands (redis.call) through them, so scripting sits above commands,
-// beside resp: Register adds its rows to a table explicitly, where the
-// server's table is built (cmd/redamo, resp.New's default,
-// internal/testserver), and commands exports the little a script needs
+// beside resp (the other direction would have scripting define
+// interfaces of its own for the context, the writer and the table it
+// runs commands through). commands' NewTable does not know scripting:
+// Register adds the scripting rows to a table explicitly, where a
+// server's table is built (cmd/redamo, internal/testserver, the bench and
+// fuzz tables), and commands exports the little a script needs
 // (Ctx.CallFromScript, the rows and their flags, the Writer and the
-// recorded Reply; commands/scripting_api.go). Scripting never reaches
-// the store itself: script bodies, libraries and the fast paths' requests
-// are model's (model/scripts.go, functions.go, scriptcas.go), and a
-// script runs as one model.Unit, as EXEC does.
+// recorded Reply: commands/scripting_api.go). Scripting never reaches the
+// store itself: script bodies, libraries and the fast paths' requests are
+// model's (model/scripts.go, functions.go, scriptcas.go), and a script
+// runs as one model.Unit, as EXEC does.
 package scripting
 
 import "github.com/redamo/redamo/commands"
