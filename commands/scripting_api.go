@@ -46,9 +46,9 @@ func MalformedReply(cmd *Command) string {
 	return fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:]
 }
 
-// Refusal is an error that is the reply a command decided on, as opposed
-// to a storage failure: Ctx.Fail replies msg.
-func Refusal(msg string) error { return redisError(msg) }
+// ErrorReply is an error that is the error reply a command decided on,
+// as opposed to a storage failure: Ctx.Fail replies msg.
+func ErrorReply(msg string) error { return redisError(msg) }
 
 // ArgIs reports whether arg is the option opt, compared as Redis compares
 // options.

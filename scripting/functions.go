@@ -438,7 +438,7 @@ func compileSet(stored model.StoredLibraries) (*librarySet, error) {
 func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 	for _, f := range lib.funcs {
 		if g := set.byFunc[strings.ToLower(f.name)]; g != nil && kept(g.lib.name) {
-			return commands.Refusal("ERR Function " + f.name + " already exists")
+			return commands.ErrorReply("ERR Function " + f.name + " already exists")
 		}
 	}
 	return nil
@@ -447,7 +447,7 @@ func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 // changeLibraries applies change to the stored libraries (name -> code,
 // with set their compiled form as read) in one write conditioned on the
 // item as read, again on a lost race. An error change returns (a
-// commands.Refusal: the refusal to reply) ends it without writing.
+// commands.ErrorReply: the refusal to reply) ends it without writing.
 func (e *engine) changeLibraries(c *commands.Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
 	return model.RetryConflicts(c, func(int) error {
 		stored, err := model.ReadLibraries(c)
@@ -502,10 +502,10 @@ func (e *engine) cmdFunctionLoad(c *commands.Ctx) {
 	lib, compileMsg := compileBody(c.Args[i], name, body)
 	err := e.changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; ok && !replace {
-			return commands.Refusal("ERR Library '" + name + "' already exists")
+			return commands.ErrorReply("ERR Library '" + name + "' already exists")
 		}
 		if compileMsg != "" {
-			return commands.Refusal("ERR " + compileMsg)
+			return commands.ErrorReply("ERR " + compileMsg)
 		}
 		if err := set.clash(lib, func(owner string) bool { return owner != lib.name }); err != nil {
 			return err
@@ -524,7 +524,7 @@ func (e *engine) cmdFunctionDelete(c *commands.Ctx) {
 	name := string(c.Args[2])
 	err := e.changeLibraries(c, func(_ *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; !ok {
-			return commands.Refusal(MsgLibraryNotFound)
+			return commands.ErrorReply(MsgLibraryNotFound)
 		}
 		delete(libs, name)
 		return nil

@@ -93,7 +93,7 @@ func (e *engine) cmdFunctionRestore(c *commands.Ctx) {
 		for _, lib := range restored {
 			if _, ok := libs[lib.name]; ok {
 				if policy != restoreReplace {
-					return commands.Refusal("ERR Library " + lib.name + " already exists")
+					return commands.ErrorReply("ERR Library " + lib.name + " already exists")
 				}
 				delete(libs, lib.name)
 			}

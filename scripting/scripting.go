@@ -116,27 +116,27 @@ func sha1Hex(b []byte) string {
 }
 
 // compileScript parses a body's shebang and compiles it; the error, when
-// it cannot, is the reply (a commands.Refusal).
+// it cannot, is the reply (a commands.ErrorReply).
 func compileScript(body []byte) (*script, error) {
 	s := &script{compat: true}
 	src := string(body)
 	if strings.HasPrefix(src, "#!") {
 		end := strings.IndexByte(src, '\n')
 		if end < 0 {
-			return nil, commands.Refusal("ERR Invalid script shebang")
+			return nil, commands.ErrorReply("ERR Invalid script shebang")
 		}
 		parts := strings.Fields(src[:end])
 		if len(parts) == 0 {
-			return nil, commands.Refusal("ERR Invalid engine in script shebang")
+			return nil, commands.ErrorReply("ERR Invalid engine in script shebang")
 		}
 		if parts[0] != "#!lua" {
-			return nil, commands.Refusal("ERR Unexpected engine in script shebang: " + parts[0])
+			return nil, commands.ErrorReply("ERR Unexpected engine in script shebang: " + parts[0])
 		}
 		s.compat = false
 		for _, p := range parts[1:] {
 			flags, ok := strings.CutPrefix(p, "flags=")
 			if !ok {
-				return nil, commands.Refusal("ERR Unknown lua shebang option: " + p)
+				return nil, commands.ErrorReply("ERR Unknown lua shebang option: " + p)
 			}
 			if flags == "" {
 				continue
@@ -149,7 +149,7 @@ func compileScript(body []byte) (*script, error) {
 					// Conditions redamo never has (memory limits,
 					// replicas, cluster slots): nothing to relax.
 				default:
-					return nil, commands.Refusal("ERR Unexpected flag in script shebang: " + f)
+					return nil, commands.ErrorReply("ERR Unexpected flag in script shebang: " + f)
 				}
 			}
 		}
@@ -158,13 +158,13 @@ func compileScript(body []byte) (*script, error) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, commands.Refusal(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
+		return nil, commands.ErrorReply(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
 		// Some code gopher-lua parses its compiler refuses where Lua's
 		// parser does (a break outside a loop): Syntax words those too.
-		return nil, commands.Refusal(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
+		return nil, commands.ErrorReply(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	s.proto = proto
 	s.cas = recognizeCAS(chunk)
