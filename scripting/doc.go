@@ -13,8 +13,8 @@
 // interfaces of its own for the context, the writer and the table it
 // runs commands through). commands' NewTable does not know scripting:
 // Register adds the scripting rows to a table explicitly, where a
-// server's table is built (cmd/redamo, internal/testserver, the bench and
-// fuzz tables), and commands exports the little a script needs
+// server's table is built (cmd/redamo, resp.New's default,
+// internal/testserver, the bench and fuzz tables), and commands exports the little a script needs
 // (Ctx.CallFromScript, the rows and their flags, the Writer and the
 // recorded Reply: commands/scripting_api.go). Scripting never reaches the
 // store itself: script bodies, libraries and the fast paths' requests are
