@@ -135,6 +135,8 @@ func CompareAndAct(c Scope, act CASAct, key, token []byte, ms int64) (CASOutcome
 // would overflow) the script decides.
 func HashLock(c Scope, lim InlineLimits, key, field []byte, ms int64) (out CASOutcome, pttl int64, err error) {
 	now := c.NowMS()
+	// The count the field holds must fit the inline layout as any value
+	// of it may be written: the longest int64 as text.
 	if !KeyFits(key) || !validTTL(ms, now) || lim.Entries < 1 || len(field) > lim.Bytes || lim.Bytes < len("-9223372036854775808") {
 		return CASUndecided, 0, nil
 	}

@@ -24,13 +24,14 @@ package scripting
 //	    redis.call('pexpire', KEYS[1], ARGV[m]); return N
 //	end; return M
 //
-// It runs as DeleteItem (UpdateItem of the expiry, PutItem of a SET: the
-// requests are model's, model/scriptcas.go)
+// It runs as DeleteItem (UpdateItem of the expiry, PutItem of a SET)
 // conditioned on the key holding the string ARGV[t] (on nothing being
 // there, for an acquire); when the condition fails, the item it hands
 // back decides between M (absent) and N (another value). Anything the fast
 // path cannot decide exactly (a value of another type, which makes GET
 // fail; an expiry PEXPIRE or SET would refuse) runs the script itself.
+// This file recognizes the scripts and replies; the requests are model's
+// (model/scriptcas.go).
 
 import (
 	"math"
