@@ -12,6 +12,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
+	"github.com/redamo/redamo/scripting"
 )
 
 // env runs commands the way resp's dispatch does (resolve, label the
@@ -25,11 +26,13 @@ type env struct {
 
 func newEnv() *env {
 	stats := dynastore.NewStats()
+	table := commands.NewTable()
+	scripting.Register(table)
 	return &env{
 		srv: &commands.Server{
 			Store:    memory.New(memory.Options{Observer: stats}),
 			Stats:    stats,
-			Table:    commands.NewTable(),
+			Table:    table,
 			Started:  time.Now(),
 			Commands: commands.NewCommandStats(),
 		},

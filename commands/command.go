@@ -217,8 +217,6 @@ var families = []func(*Table){
 	registerLocks,
 	registerLeaders,
 	registerQueues,
-	registerScripting,
-	registerFunctions,
 	registerPubSub,
 	registerThrottle,
 }
@@ -232,7 +230,7 @@ func NewTable() *Table {
 	return t
 }
 
-//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -out redis_commands_gen.go
+//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -pkg=.,../scripting -out redis_commands_gen.go
 
 // Row registers one command: its name, lower case ("get"; "client|list"
 // for a subcommand, whose container comes with it), and its handler.

@@ -51,17 +51,3 @@ func TestRegisterNeedsMetadata(t *testing.T) {
 	require.Equal(t, []*Command{tab.lookupFullName("client|id")}, client.Subcommands)
 	require.Equal(t, -2, client.Arity)
 }
-
-// The generated table holds what redamo registers and nothing more: a
-// command dropped from a family leaves no metadata behind (rerun go
-// generate), nor does an override of a command that is gone.
-func TestMetadataIsRegistered(t *testing.T) {
-	tab := NewTable()
-	for name := range redisCommands {
-		require.NotNil(t, tab.lookupFullName(name), "%s: in redis_commands_gen.go, not registered", name)
-	}
-	for name := range redamoCommands {
-		require.NotNil(t, tab.lookupFullName(name), "%s: in redamoCommands, not registered", name)
-		require.Nil(t, redisCommands[name], "%s: in redamoCommands, and in redis_commands_gen.go too (rerun go generate)", name)
-	}
-}

@@ -56,7 +56,6 @@ func FuzzArgParsers(f *testing.F) {
 		parseQueueOpts(args, "COUNT", "VT", "BLOCK", "PRIORITY", "DELAY", "DEDUP")
 		parseLeaseOpts("lock.acquire", args, "PX", "EX", "WAIT", "FENCE", "VALUE")
 		parseThrottle(with("cl.throttle", 0))
-		parseNumkeys(with("eval", 2))
 	})
 }
 

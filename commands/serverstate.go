@@ -66,16 +66,10 @@ type Server struct {
 	procOnce sync.Once
 	proc     *model.Process
 
-	// scripts are the scripts this process compiled (scripting.go);
 	// scriptLimit is CONFIG SET busy-reply-threshold's (nil until set).
-	scripts     scriptCache
 	scriptLimit atomic.Pointer[time.Duration]
 	// luaMemLimit is CONFIG SET lua-memory-limit's (nil until set).
 	luaMemLimit atomic.Pointer[int64]
-	// running are the scripts and functions running now (SCRIPT KILL).
-	running runningScripts
-	// functions are the function libraries this process compiled.
-	functions functionCache
 	// Coord is the process's share of the coordination commands: their
 	// counters and wakeups.
 	Coord coord.Service

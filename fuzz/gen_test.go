@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/scripting"
 )
 
 // command is one request, its name first.
@@ -30,10 +31,18 @@ func (c command) name() string {
 	return strings.ToLower(string(c[0]))
 }
 
+// servedTable is the table a redamo server serves: commands' and
+// scripting's.
+func servedTable() *commands.Table {
+	t := commands.NewTable()
+	scripting.Register(t)
+	return t
+}
+
 // containers are the commands that have subcommands.
 var containers = func() map[string]bool {
 	m := map[string]bool{}
-	for _, c := range commands.NewTable().All() {
+	for _, c := range servedTable().All() {
 		if len(c.Subcommands) > 0 {
 			m[c.Name] = true
 		}
@@ -168,7 +177,7 @@ func newGenerator(seed uint64, mode genMode) *generator {
 		walk(c.Args)
 		g.tokens[c.Name] = toks
 	}
-	for _, c := range commands.NewTable().All() {
+	for _, c := range servedTable().All() {
 		if len(c.Subcommands) == 0 {
 			add(c)
 			continue

@@ -1,6 +1,10 @@
 package model
 
-import "github.com/redamo/redamo/dynastore"
+import (
+	"fmt"
+
+	"github.com/redamo/redamo/dynastore"
+)
 
 // The function libraries (FUNCTION LOAD) of the whole table live in one
 // item, so that a load checks every function name against every library
@@ -42,4 +46,55 @@ func Libraries(it dynastore.Item) map[string][]byte {
 		}
 	}
 	return out
+}
+
+// StoredLibraries are the libraries the table holds, as of one version of
+// their item ("" when there is none).
+type StoredLibraries struct {
+	Ver  string
+	Code map[string][]byte // name -> code
+}
+
+// ReadLibraries reads the libraries item.
+func ReadLibraries(c Scope) (StoredLibraries, error) {
+	it, err := outside(c).Get(c, LibrariesKey())
+	if err != nil {
+		return StoredLibraries{}, err
+	}
+	ver, _ := it.Get(AttrVer).(dynastore.S)
+	return StoredLibraries{Ver: string(ver), Code: Libraries(it)}, nil
+}
+
+// WriteLibraries replaces the libraries by code (deleting their item when
+// there are none) in one write conditioned on the item being still at
+// version ver (absent for ""): ErrConflict when another write got there
+// first.
+func WriteLibraries(c Scope, ver string, code map[string][]byte) error {
+	cond := dynastore.Cond(dynastore.NotExists{Attr: dynastore.AttrPK})
+	if ver != "" {
+		cond = dynastore.Compare{Attr: AttrVer, Op: dynastore.OpEQ, Val: dynastore.S(ver)}
+	}
+	wo := dynastore.WriteOptions{Cond: cond}
+	var err error
+	if len(code) == 0 {
+		_, err = outside(c).Delete(c, LibrariesKey(), wo)
+	} else {
+		_, err = outside(c).Put(c, LibrariesItem(code), wo)
+	}
+	if _, failed := CondFailed(err); failed {
+		return ErrConflict
+	}
+	return err
+}
+
+// FlushLibraries deletes every library.
+func FlushLibraries(c Scope) error {
+	_, err := outside(c).Delete(c, LibrariesKey(), dynastore.WriteOptions{})
+	return err
+}
+
+// InvalidLibrary is the error of a stored library that does not compile
+// (msg says why): the table holds what no FUNCTION LOAD accepts.
+func InvalidLibrary(name, msg string) error {
+	return fmt.Errorf("commands: stored library %q: %s: %w", name, msg, dynastore.ErrInvalid)
 }

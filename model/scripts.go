@@ -32,3 +32,71 @@ func ScriptBody(it dynastore.Item) []byte {
 	b, _ := it.Get(AttrScriptBody).(dynastore.B)
 	return b
 }
+
+// outside is the store under the unit of work c may run in (EXEC's, a
+// script's): script bodies and libraries are read and written at once,
+// not with the unit that loads or runs them (they are content-addressed,
+// or changed by one conditional write of their own).
+func outside(c Scope) dynastore.Store {
+	if t := UnitTxn(c); t != nil {
+		return t.st
+	}
+	return c.Data()
+}
+
+// PutScript stores body under sha (its SHA1, lower-case hex): one PutItem,
+// idempotent.
+func PutScript(c Scope, sha string, body []byte) error {
+	_, err := outside(c).Put(c, ScriptItem(sha, body), dynastore.WriteOptions{})
+	return err
+}
+
+// GetScript returns the body stored under sha; found is false when the
+// table holds none.
+func GetScript(c Scope, sha string) (body []byte, found bool, err error) {
+	it, err := outside(c).Get(c, ScriptKey(sha))
+	if err != nil || it == nil {
+		return nil, false, err
+	}
+	return ScriptBody(it), true, nil
+}
+
+// ScriptsExist reports which of shas the table holds, in one batched read.
+func ScriptsExist(c Scope, shas []string) ([]bool, error) {
+	keys := make([]dynastore.Key, len(shas))
+	for i, sha := range shas {
+		keys[i] = ScriptKey(sha)
+	}
+	items, err := dynastore.GetMany(c, outside(c), keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make([]bool, len(items))
+	for i, it := range items {
+		found[i] = it != nil
+	}
+	return found, nil
+}
+
+// FlushScripts deletes every script item: a scan of the table for them,
+// and one DeleteItem each.
+func FlushScripts(c Scope) error {
+	st := outside(c)
+	filter := dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{NsScript}}
+	var after *dynastore.Key
+	for {
+		page, err := st.Scan(c, dynastore.Scan{Filter: filter, After: after})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if _, err := st.Delete(c, it.Key(), dynastore.WriteOptions{}); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		after = page.Next
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/scripting"
 )
 
 // Options tune a Server.
@@ -65,6 +66,7 @@ type Server struct {
 func New(srv *commands.Server, opts Options) *Server {
 	if srv.Table == nil {
 		srv.Table = commands.NewTable()
+		scripting.Register(srv.Table)
 	}
 	if srv.Started.IsZero() {
 		srv.Started = srv.Now()

@@ -19,6 +19,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
+	"github.com/redamo/redamo/scripting"
 )
 
 // testServer is a resp.Server on a free port around srv (no store: these
@@ -256,6 +257,7 @@ func TestShutdownDeadlineCancelsCommands(t *testing.T) {
 
 func TestHandlerBugsBecomeErrors(t *testing.T) {
 	table := commands.NewTable()
+	scripting.Register(table)
 	table.Add(
 		&commands.Command{Name: "test.panic", Arity: 1, Run: func(c *commands.Ctx) {
 			c.W.Array(2)

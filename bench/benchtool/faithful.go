@@ -22,6 +22,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/resp"
+	"github.com/redamo/redamo/scripting"
 )
 
 // runFaithful drives each command family through several redamo instances
@@ -185,10 +186,12 @@ func serveInstances(store dynastore.Store, stats *dynastore.Stats, n int) (addrs
 			stop()
 			return nil, nil, err
 		}
+		table := commands.NewTable()
+		scripting.Register(table)
 		srv := &commands.Server{
 			Store:   store,
 			Stats:   stats,
-			Table:   commands.NewTable(),
+			Table:   table,
 			Config:  commands.Config{StoreName: "memory", Addr: ln.Addr().String()},
 			Started: time.Now(),
 		}

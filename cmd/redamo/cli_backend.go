@@ -17,6 +17,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/scripting"
 )
 
 // backend runs one redamo command: in-process on the table, or on a
@@ -92,8 +93,10 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 	case err != nil:
 		return nil, &cliError{code: exitStore, msg: c.storeMessage(err.Error())}
 	}
+	table := commands.NewTable()
+	scripting.Register(table)
 	l := &local{
-		srv:   newCommandServer(cfg, store, stats, commands.NewTable(), ""),
+		srv:   newCommandServer(cfg, store, stats, table, ""),
 		stats: stats,
 		where: fmt.Sprintf("table %s, %s", c.g.table, c.where()),
 		close: func() error { return nil },

@@ -37,6 +37,7 @@ import (
 	"github.com/redamo/redamo/metrics"
 	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
+	"github.com/redamo/redamo/scripting"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -119,6 +120,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 
 	stats := dynastore.NewStats()
 	table := commands.NewTable()
+	scripting.Register(table)
 	var m *metrics.Metrics
 	observer := dynastore.Observers{stats}
 	if cfg.MetricsAddr != "" {

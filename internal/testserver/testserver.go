@@ -24,6 +24,7 @@ import (
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/resp"
+	"github.com/redamo/redamo/scripting"
 )
 
 // Server is a running redamo server.
@@ -90,11 +91,13 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 	require.NoError(t, err)
 	cfg.cfg.Addr = ln.Addr().String()
 
+	table := commands.NewTable()
+	scripting.Register(table)
 	s := &Server{Addr: ln.Addr().String(), Stats: cfg.stats}
 	s.Srv = &commands.Server{
 		Store:   store,
 		Stats:   cfg.stats,
-		Table:   commands.NewTable(),
+		Table:   table,
 		Clock:   cfg.clock,
 		Config:  cfg.cfg,
 		Started: time.Now(),
@@ -287,4 +290,18 @@ func DynamoDB(t testing.TB) (_ Backend, ok bool) {
 		_ = st.Close()
 	})
 	return Backend{Name: "dynamodb", Store: st, Stats: stats}, true
+}
+
+// RequestsSince is the requests per operation of label between two
+// snapshots of a Stats.
+func RequestsSince(before, after map[dynastore.StatKey]dynastore.StatRow, label string) map[string]int64 {
+	out := map[string]int64{}
+	for k, row := range after {
+		if k.Label == label {
+			if n := row.Requests - before[k].Requests; n > 0 {
+				out[k.Op] = n
+			}
+		}
+	}
+	return out
 }

@@ -12,21 +12,22 @@
 // which COMMAND lists flags and categories. The table is thus what
 // redis-server 7.0.15 answers, as plain data.
 //
-// The commands come from the package's registration rows: every Row
-// literal's name (a string literal) in its non-test Go files, plus the
+// The commands come from the registration rows of commands and scripting
+// (-pkg): every Row literal's name (a string literal) in their non-test
+// Go files, plus the
 // container of each subcommand, except the names redamo gives metadata of
 // its own (the keys of its redamoCommands map). Any other name Redis 7.0.15
 // does not have is an error.
 //
 // To regenerate, extract the JSON files from a Redis checkout, then run
-// go generate in commands/:
+// go generate in commands/ and scripting/:
 //
 //	git -C redis archive 7.0.15 src/commands | tar -x -C /tmp/redis-7.0.15
-//	REDIS_COMMANDS_JSON=/tmp/redis-7.0.15/src/commands go generate ./commands/
+//	REDIS_COMMANDS_JSON=/tmp/redis-7.0.15/src/commands go generate ./commands/ ./scripting/
 //
 // (or git -C redis show 7.0.15:src/commands/get.json for a single file).
 //
-// With -noscript it writes instead commands/redis_noscript_gen.go: the
+// With -noscript it writes instead scripting/redis_noscript_gen.go: the
 // arity of each command Redis refuses in scripts (flag NOSCRIPT) that
 // redamo does not have, so that redis.call refuses it with Redis's error
 // (go generate runs both).
@@ -52,7 +53,8 @@ import (
 
 func main() {
 	jsonDir := flag.String("json", "", "directory of Redis 7.0.15's src/commands/*.json")
-	pkgDir := flag.String("pkg", ".", "directory of the commands package, whose Row literals name the commands")
+	pkgDir := flag.String("pkg", ".", "directories (comma-separated) of the packages whose Row literals name the commands: commands and scripting")
+	pkgName := flag.String("package", "commands", "package of the file written with -noscript")
 	out := flag.String("out", "redis_commands_gen.go", "file to write")
 	noScript := flag.Bool("noscript", false, "write instead the table of the commands redamo lacks that Redis refuses in scripts")
 	flag.Parse()
@@ -64,12 +66,12 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	names, own, err := rowNames(*pkgDir)
+	names, own, err := rowNames(strings.Split(*pkgDir, ","))
 	if err != nil {
 		fatal(err)
 	}
 	if *noScript {
-		src, err := renderNoScript(redis, names, own)
+		src, err := renderNoScript(redis, names, own, *pkgName)
 		if err != nil {
 			fatal(err)
 		}
@@ -208,14 +210,18 @@ func loadRedis(dir string) (map[string]desc, error) {
 	return all, nil
 }
 
-// rowNames returns the names of the Row literals in dir's non-test Go files
-// and the containers of their subcommands, sorted, and the names redamo
-// defines itself: the keys of the redamoCommands map literal.
-func rowNames(dir string) (names []string, own map[string]bool, err error) {
+// rowNames returns the names of the Row literals in dirs' non-test Go
+// files and the containers of their subcommands, sorted, and the names
+// redamo defines itself: the keys of the redamoCommands map literal.
+func rowNames(dirs []string) (names []string, own map[string]bool, err error) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, nil, err
+	var files []string
+	for _, dir := range dirs {
+		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, fs...)
 	}
 	set, own := map[string]bool{}, map[string]bool{}
 	var errs []error
@@ -246,12 +252,12 @@ func rowNames(dir string) (names []string, own map[string]bool, err error) {
 			}
 			var rows []ast.Expr
 			switch t := lit.Type.(type) {
-			case *ast.Ident:
-				if t.Name == "Row" {
+			case *ast.Ident, *ast.SelectorExpr:
+				if isRow(t) {
 					rows = []ast.Expr{lit}
 				}
 			case *ast.ArrayType:
-				if id, ok := t.Elt.(*ast.Ident); ok && id.Name == "Row" {
+				if isRow(t.Elt) {
 					rows = lit.Elts
 				}
 			}
@@ -273,13 +279,24 @@ func rowNames(dir string) (names []string, own map[string]bool, err error) {
 		return nil, nil, errors.Join(errs...)
 	}
 	if len(set) == 0 {
-		return nil, nil, fmt.Errorf("no Row literals in %s", dir)
+		return nil, nil, fmt.Errorf("no Row literals in %s", strings.Join(dirs, ", "))
 	}
 	for n := range set {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names, own, nil
+}
+
+// isRow reports whether t names the Row type: Row in commands,
+// commands.Row elsewhere.
+func isRow(t ast.Expr) bool {
+	if sel, ok := t.(*ast.SelectorExpr); ok {
+		pkg, ok := sel.X.(*ast.Ident)
+		return ok && pkg.Name == "commands" && sel.Sel.Name == "Row"
+	}
+	id, ok := t.(*ast.Ident)
+	return ok && id.Name == "Row"
 }
 
 // rowName is the Name of a Row literal: {"get", cmdGet} or {Name: "get", ...}.
@@ -513,7 +530,7 @@ func legacyRange(specs []keySpec) (first, last, step int, movable bool) {
 // unknown commands. It writes too the arity of the containers of those
 // subcommands that redamo lacks, which a script calling one alone meets
 // first.
-func renderNoScript(redis map[string]desc, names []string, own map[string]bool) ([]byte, error) {
+func renderNoScript(redis map[string]desc, names []string, own map[string]bool, pkg string) ([]byte, error) {
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
@@ -533,7 +550,7 @@ func renderNoScript(redis map[string]desc, names []string, own map[string]bool) 
 	var b bytes.Buffer
 	b.WriteString(`// Code generated by scripts/gencmddocs -noscript from Redis 7.0.15's src/commands/*.json; DO NOT EDIT.
 
-package commands
+package ` + pkg + `
 
 // redisNoScriptArity is the arity of each command of redis-server 7.0.15
 // that scripts may not call and redamo does not have, by full name

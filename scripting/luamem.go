@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // The memory of a script: what one run may hold (lua-memory-limit). Lua
 // in Redis allocates until the machine says no, and then fails with "not
@@ -30,11 +30,6 @@ import (
 	"github.com/redamo/redamo/internal/lua51"
 )
 
-// DefaultLuaMemoryLimit is lua-memory-limit unless CONFIG SET changes it:
-// far above what a script doing Redis work makes, far below what takes an
-// instance down.
-const DefaultLuaMemoryLimit = 256 << 20
-
 // msgNotEnoughMemory is Lua's error when its allocator fails (LUA_ERRMEM):
 // pcall returns it, and a script it ends replies msgScriptMemory.
 const (
@@ -53,17 +48,6 @@ const (
 	// per byte of input: a table of two bytes ("[]") at most.
 	luaDecodeFactor = luaTableBytes / 2
 )
-
-// LuaMemoryLimit is the most a script may hold (0: no limit).
-func (s *Server) LuaMemoryLimit() int64 {
-	if p := s.luaMemLimit.Load(); p != nil {
-		return *p
-	}
-	return DefaultLuaMemoryLimit
-}
-
-// SetLuaMemoryLimit changes LuaMemoryLimit.
-func (s *Server) SetLuaMemoryLimit(n int64) { s.luaMemLimit.Store(&n) }
 
 // luaMemory is the budget of one run.
 type luaMemory struct {

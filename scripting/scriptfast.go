@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // Fast paths of scripts: a script whose whole effect is one conditional
 // write of one key runs as that one conditional DynamoDB request, without
@@ -30,15 +30,16 @@ package commands
 // back decides between M (absent) and N (another value). Anything the fast
 // path cannot decide exactly (a value of another type, which makes GET
 // fail; an expiry PEXPIRE or SET would refuse) runs the script itself.
+// This file recognizes the scripts and replies; the requests are model's
+// (model/scriptcas.go).
 
 import (
-	"bytes"
 	"math"
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/model"
 )
 
@@ -616,219 +617,72 @@ func isNumber(e ast.Expr, n string) bool {
 	return ok && num.Value == n
 }
 
-// hashLock runs Redisson's acquire as one UpdateItem: the holder's field
-// created (with the key) or incremented, and the expiry set, when the key
-// is free or an inline hash holding the field; otherwise the item that
-// refused it gives PTTL's reply. What that cannot decide (an expired key
-// still in the table, another type, a large hash, a field that is not an
-// integer or would overflow) the script decides.
-func (cas *casScript) hashLock(c *Ctx, k dynastore.Key, field, msArg []byte, now int64) bool {
-	ms, ok := model.String2ll(msArg)
-	lim := c.Srv.inline(model.TypeHash)
-	if !ok || ms <= 0 || ms > math.MaxInt64/2-now || lim.Entries < 1 || len(field) > lim.Bytes || lim.Bytes < maxInt64Len {
+// run tries the fast path (model.CompareAndAct, HashLock, HashUnlock);
+// done is false when the script must run itself (nothing was written
+// then).
+func (cas *casScript) run(c *commands.Ctx, keys, argv [][]byte) (done bool) {
+	if len(keys) == 0 || (cas.perKey && len(keys) != 1) || cas.tok > len(argv) || cas.ms > len(argv) {
 		return false
 	}
-	fa, at := model.FieldAttr(field), now+ms
-	cond := dynastore.Or{
-		dynastore.NotExists{Attr: dynastore.AttrPK},
-		dynastore.And{
-			model.CondUnexpired(now), model.CondType(model.TypeHash),
-			dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(field)},
-			dynastore.IsType{Attr: fa, Type: dynastore.KindN}, incrRoom(fa, 1),
-		},
-	}
-	_, err := c.Store.Update(c, k, dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-			{Attr: model.AttrExpiry, Val: model.NInt(at)},
-			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
-		},
-		Add: []dynastore.AttrValue{
-			{Attr: fa, Val: model.NInt(1)},
-			{Attr: model.AttrValue, Val: model.BSOf([][]byte{field})},
-		},
-	}, dynastore.WriteOptions{Cond: cond, OldOnFailure: true})
-	if err == nil {
-		c.W.Nil()
-		return true
-	}
-	old, failed := model.CondFailed(err)
-	if !failed {
-		c.Fail(err)
-		return true
-	}
-	ks, ok := inlineHashOrNone(old, now)
-	if !ok || !ks.Live || old.Has(fa) {
-		return false
-	}
-	pttl := int64(-1)
-	if ks.HasExpiry {
-		pttl = ks.Expiry - now
-	}
-	c.W.Int(pttl)
-	return true
-}
-
-// hashUnlock runs Redisson's release: one DeleteItem when the holder's
-// count is at most one; a count above that is decremented, and the expiry
-// set, by a second request conditioned on the item the first found. What
-// neither decides (an expired key still in the table, another type, a
-// large hash, a count that is not an integer) the script decides.
-func (cas *casScript) hashUnlock(c *Ctx, k dynastore.Key, field, msArg []byte, now int64) bool {
-	ms, ok := model.String2ll(msArg)
-	if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
-		return false
-	}
-	fa := model.FieldAttr(field)
-	mine := dynastore.And{
-		model.CondLive(now), model.CondType(model.TypeHash), dynastore.NotExists{Attr: model.AttrGen},
-		dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(field)}, dynastore.IsType{Attr: fa, Type: dynastore.KindN},
-	}
-	_, err := c.Store.Delete(c, k, dynastore.WriteOptions{
-		Cond:         append(mine, dynastore.Compare{Attr: fa, Op: dynastore.OpLE, Val: model.NInt(1)}),
-		OldOnFailure: true,
-	})
-	if err == nil {
-		c.W.Int(cas.onHit)
-		return true
-	}
-	old, failed := model.CondFailed(err)
-	if !failed {
-		c.Fail(err)
-		return true
-	}
-	ks, ok := inlineHashOrNone(old, now)
-	switch {
-	case !ok:
-		return false
-	case !ks.Live || !old.Has(fa):
-		c.W.Nil()
-		return true
-	}
-	if _, err := model.NumberInt(old.Get(fa)); err != nil {
-		return false
-	}
-	at := now + ms
-	_, err = c.Store.Update(c, k, dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: model.AttrVer, Val: model.NewVer()},
-			{Attr: model.AttrExpiry, Val: model.NInt(at)},
-			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
-		},
-		Add: []dynastore.AttrValue{{Attr: fa, Val: model.NInt(-1)}},
-	}, dynastore.WriteOptions{Cond: ks.Guard()})
-	if err != nil {
-		if _, failed := model.CondFailed(err); failed {
-			return false // it changed meanwhile: the script decides
+	key, token := keys[0], argv[cas.tok-1]
+	var ms int64
+	if cas.act != casDelete {
+		var ok bool
+		// PEXPIRE's and SET's own refusals of the expiry are the
+		// script's to give.
+		if ms, ok = model.String2ll(argv[cas.ms-1]); !ok {
+			return false
 		}
-		c.Fail(err)
-		return true
 	}
-	c.W.Int(cas.onOther)
-	return true
-}
-
-// hashRefused answers casHashPExpire from the item that refused its write:
-// M when there is no hash or an inline one without the field.
-func (cas *casScript) hashRefused(c *Ctx, old dynastore.Item, now int64) bool {
-	if _, ok := inlineHashOrNone(old, now); !ok {
-		return false
-	}
-	c.W.Int(cas.onMissing)
-	return true
-}
-
-// inlineHashOrNone decodes the item a Redisson fast path's write found;
-// ok is false when only the script can decide: a key of another type
-// (the script's HEXISTS fails) or a large hash (its fields are items of
-// their own).
-func inlineHashOrNone(old dynastore.Item, now int64) (model.KeyState, bool) {
-	ks, err := model.DecodeKey(old, now)
-	return ks, err == nil && (!ks.Live || (ks.Type == model.TypeHash && !old.Has(model.AttrGen)))
-}
-
-// run tries the fast path; done is false when the script must run itself
-// (nothing was written then).
-func (cas *casScript) run(c *Ctx, keys, argv [][]byte) (done bool) {
-	if len(keys) == 0 || (cas.perKey && len(keys) != 1) || cas.tok > len(argv) || cas.ms > len(argv) || !model.KeyFits(keys[0]) {
-		return false
-	}
-	key, token, now := keys[0], argv[cas.tok-1], c.NowMS()
-	stored, _ := model.EncodeValue(nil, token, model.OriginArg)
-	cond := dynastore.And{model.CondLive(now), model.CondType(model.TypeString),
-		dynastore.Compare{Attr: model.AttrValue, Op: dynastore.OpEQ, Val: stored}}
-	k := model.ItemKey(c.DB(), key)
-	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
+	var out model.CASOutcome
 	var err error
 	switch cas.act {
-	case casSetPX, casSetNXPX:
-		ms, ok := model.String2ll(argv[cas.ms-1])
-		// SET's own refusals of the expiry are the script's to give.
-		if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
-			return false
-		}
-		if cas.act == casSetNXPX {
-			wo.Cond = model.CondNotLive(now)
-		}
-		_, err = c.Store.Put(c, model.StringItem(c.DB(), key, token, model.OriginArg, now+ms), wo)
-	case casDelete:
-		_, err = c.Store.Delete(c, k, wo)
 	case casHashLock:
-		return cas.hashLock(c, k, token, argv[cas.ms-1], now)
+		var pttl int64
+		out, pttl, err = model.HashLock(c, c.Srv.Inline(model.TypeHash), key, token, ms)
+		switch {
+		case err != nil:
+			c.Fail(err)
+		case out == model.CASDone:
+			c.W.Nil()
+		case out == model.CASOther:
+			c.W.Int(pttl)
+		}
+		return err != nil || out != model.CASUndecided
 	case casHashUnlock:
-		return cas.hashUnlock(c, k, token, argv[cas.ms-1], now)
-	case casPExpire, casHashPExpire:
-		if cas.act == casHashPExpire {
-			// A large hash keeps its fields apart: the script decides.
-			wo.Cond = dynastore.And{model.CondLive(now), model.CondType(model.TypeHash),
-				dynastore.NotExists{Attr: model.AttrGen}, dynastore.Contains{Attr: model.AttrValue, Val: dynastore.B(token)}}
-		}
-		ms, ok := model.String2ll(argv[cas.ms-1])
-		// PEXPIRE's own refusals and a deadline in the past (a delete)
-		// are the script's to run.
-		if !ok || ms <= 0 || ms > math.MaxInt64/2-now {
-			return false
-		}
-		at := now + ms
-		_, err = c.Store.Update(c, k, dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: model.AttrExpiry, Val: model.NInt(at)},
-			{Attr: dynastore.AttrTTL, Val: model.TTLSeconds(at)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-		}}, wo)
-	}
-	if err == nil {
-		if cas.act == casHashPExpire {
+		out, err = model.HashUnlock(c, key, token, ms)
+		switch {
+		case err != nil:
+			c.Fail(err)
+		case out == model.CASDone:
 			c.W.Int(cas.onHit)
-		} else {
-			c.W.Int(1)
+		case out == model.CASKept:
+			c.W.Int(cas.onOther)
+		case out == model.CASMissing:
+			c.W.Nil()
 		}
-		return true
+		return err != nil || out != model.CASUndecided
 	}
-	old, failed := model.CondFailed(err)
-	if !failed {
-		c.Fail(err)
-		return true
-	}
-	switch cas.act {
-	case casSetNXPX:
-		c.W.Int(0) // EXISTS found a key, of whatever type
-		return true
-	case casHashPExpire:
-		return cas.hashRefused(c, old, now)
-	}
-	ks, err := model.DecodeKey(old, now)
+	out, err = model.CompareAndAct(c, casWrites[cas.act], key, token, ms)
 	switch {
-	case err != nil || (ks.Live && ks.Type != model.TypeString):
-		return false // GET fails on it: the script's error to give
-	case !ks.Live:
+	case err != nil:
+		c.Fail(err)
+	case out == model.CASDone && cas.act == casHashPExpire:
+		c.W.Int(cas.onHit)
+	case out == model.CASDone:
+		c.W.Int(1)
+	case out == model.CASMissing:
 		c.W.Int(cas.onMissing)
-		return true
+	case out == model.CASOther && cas.act == casSetNXPX:
+		c.W.Int(0) // EXISTS found a key, of whatever type
+	case out == model.CASOther:
+		c.W.Int(cas.onOther)
 	}
-	v, err := ks.StringValue()
-	if err != nil || bytes.Equal(v, token) {
-		return false // the same value, stored otherwise
-	}
-	c.W.Int(cas.onOther)
-	return true
+	return err != nil || out != model.CASUndecided
+}
+
+// casWrites are the acts model.CompareAndAct makes.
+var casWrites = map[casAct]model.CASAct{
+	casDelete: model.CASDelete, casPExpire: model.CASPExpire, casSetPX: model.CASSetPX,
+	casSetNXPX: model.CASSetNXPX, casHashPExpire: model.CASHashPExpire,
 }

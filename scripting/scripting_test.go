@@ -1,4 +1,4 @@
-package commands_test
+package scripting_test
 
 // Server tests of Lua scripting for what the compat case files
 // (compat/testdata/scripting.txt) cannot express: several instances on one
@@ -22,6 +22,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/scripting"
 )
 
 // incrScript is a read-modify-write that only a serializable run keeps
@@ -77,7 +78,7 @@ func TestScriptTimeLimit(t *testing.T) {
 	require.NoError(t, c.ConfigSet(ctx, "busy-reply-threshold", "50").Err())
 	require.Equal(t, map[string]string{"busy-reply-threshold": "50"}, c.ConfigGet(ctx, "busy-reply-threshold").Val())
 	err := c.Eval(ctx, "redis.call('SET', KEYS[1], 'v') while true do end", []string{"k"}).Err()
-	require.EqualError(t, err, fmt.Sprintf(commands.MsgScriptTimeout, 50))
+	require.EqualError(t, err, fmt.Sprintf(scripting.MsgScriptTimeout, 50))
 	require.Equal(t, redis.Nil, c.Get(ctx, "k").Err(), "a stopped script writes nothing")
 	require.Equal(t, "PONG", c.Ping(ctx).Val())
 }
@@ -136,23 +137,9 @@ func TestScriptRequests(t *testing.T) {
 			require.NoError(t, c.ScriptLoad(ctx, tc.script).Err())
 			before := stats.Snapshot()
 			require.NoError(t, c.Eval(ctx, tc.script, tc.keys, tc.args...).Err())
-			require.Equal(t, tc.want, requestsSince(before, stats.Snapshot(), "eval"))
+			require.Equal(t, tc.want, testserver.RequestsSince(before, stats.Snapshot(), "eval"))
 		})
 	}
-}
-
-// requestsSince is the requests per operation of label between two
-// snapshots of a Stats.
-func requestsSince(before, after map[dynastore.StatKey]dynastore.StatRow, label string) map[string]int64 {
-	out := map[string]int64{}
-	for k, row := range after {
-		if k.Label == label {
-			if n := row.Requests - before[k].Requests; n > 0 {
-				out[k.Op] = n
-			}
-		}
-	}
-	return out
 }
 
 // TestScriptFastPathFallsBack: what the one-request form of a
@@ -213,7 +200,7 @@ func TestFunctionsAcrossInstances(t *testing.T) {
 			require.Equal(t, "40", other.FCallRO(ctx, "peek", []string{"n"}).Val())
 			require.NoError(t, a.FunctionDelete(ctx, "counters").Err())
 			fresh := b.Start(t).Client(t)
-			require.EqualError(t, fresh.FCall(ctx, "incr_by_one", []string{"n"}).Err(), commands.MsgFunctionNotFound)
+			require.EqualError(t, fresh.FCall(ctx, "incr_by_one", []string{"n"}).Err(), scripting.MsgFunctionNotFound)
 		})
 	}
 }
@@ -279,7 +266,7 @@ func evalShaCheck(t *testing.T, b testserver.Backend, c *redis.Client, sha strin
 		require.InDelta(t, want, got, delta, "%v %v", keys, args)
 	}
 	if reqs != nil {
-		require.Equal(t, reqs, requestsSince(before, b.Stats.Snapshot(), "evalsha"), "%v %v", keys, args)
+		require.Equal(t, reqs, testserver.RequestsSince(before, b.Stats.Snapshot(), "evalsha"), "%v %v", keys, args)
 	}
 }
 

@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // The Lua side of scripting: one sandboxed gopher-lua state per run, the
 // redis.* library, and Redis's conversions between replies and Lua values
@@ -14,6 +14,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/internal/lualib"
 )
@@ -480,8 +481,8 @@ func (run *scriptRun) redisLib(L *lua.LState) *lua.LTable {
 	} {
 		t.RawSetString(name, lua.LNumber(v))
 	}
-	t.RawSetString("REDIS_VERSION", lua.LString(Version))
-	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
+	t.RawSetString("REDIS_VERSION", lua.LString(commands.Version))
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(commands.Version)))
 	return t
 }
 
@@ -618,12 +619,12 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 			args[i-1] = []byte(v)
 		case lua.LNumber:
 			// "%.17g", as Redis formats a number argument.
-			args[i-1] = FormatDouble(nil, float64(v))
+			args[i-1] = commands.FormatDouble(nil, float64(v))
 		default:
 			return luaError(L, msgLuaArgType, raise)
 		}
 	}
-	cmd := lookup(run.c.Srv.Table, args[0])
+	cmd := run.c.Srv.Table.LookupBytes(args[0])
 	if cmd != nil && len(cmd.Subcommands) > 0 && len(args) >= 2 {
 		cmd = cmd.Subcommand(args[1])
 	}
@@ -632,7 +633,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		switch {
 		case !ok:
 			return luaError(L, msgLuaUnknownCmd, raise)
-		case !(&Command{Arity: arity}).ArityOK(len(args)):
+		case !(&commands.Command{Arity: arity}).ArityOK(len(args)):
 			return luaError(L, msgLuaArity, raise)
 		}
 		// A command redamo lacks, which Redis refuses in scripts anyway.
@@ -641,20 +642,16 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	switch {
 	case !cmd.ArityOK(len(args)):
 		return luaError(L, msgLuaArity, raise)
-	case cmd.HasFlag(FlagNoScript):
+	case cmd.HasFlag(commands.FlagNoScript):
 		return luaError(L, msgLuaNotAllowed, raise)
-	case run.readOnly && (cmd.HasFlag(FlagWrite) || mayReplicate[cmd.Name]):
+	case run.readOnly && (cmd.HasFlag(commands.FlagWrite) || mayReplicate[cmd.Name]):
 		return luaError(L, msgLuaReadOnly, raise)
 	}
-	rec := &replyRecorder{proto: run.resp}
-	cc := run.c.sub(queuedCmd{cmd: cmd, args: args}, rec, run.st)
-	cc.InScript = true
-	run.c.Srv.runCounted(cc, cmd)
-	if len(rec.top) == 0 {
-		return luaError(L, fmt.Sprintf(MsgMalformedReply, cmd.Name)[4:], raise)
+	r, ok := run.c.CallFromScript(cmd, args, run.st, run.resp)
+	if !ok {
+		return luaError(L, commands.MalformedReply(cmd), raise)
 	}
-	r := rec.top[len(rec.top)-1]
-	if r.Kind == ReplyError {
+	if r.Kind == commands.ReplyError {
 		return luaError(L, "-"+r.Str, raise)
 	}
 	run.mem.charge(L, replyBytes(r))
@@ -663,7 +660,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 }
 
 // replyBytes bounds the memory a reply takes as Lua values.
-func replyBytes(r Reply) int64 {
+func replyBytes(r commands.Reply) int64 {
 	n := int64(len(r.Str)) + luaSlotBytes
 	if len(r.Elems) > 0 {
 		n += luaTableBytes
@@ -672,20 +669,6 @@ func replyBytes(r Reply) int64 {
 		n += replyBytes(e)
 	}
 	return n
-}
-
-// runCounted is Run for a command a script calls. gopher-lua turns a Go
-// panic under a protected call into a script error, which would hide the
-// bug from everyone but the client: it is counted (Server.Panics) on its
-// way there.
-func (s *Server) runCounted(c *Ctx, cmd *Command) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.Panics.Add(1)
-			panic(p)
-		}
-	}()
-	s.Run(c, cmd)
 }
 
 // dump is string.dump: the function as a Lua 5.1 binary chunk (which
@@ -699,7 +682,7 @@ func (run *scriptRun) dump(L *lua.LState) int {
 	return 1
 }
 
-//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -noscript -out redis_noscript_gen.go
+//go:generate go run ../scripts/gencmddocs -json=$REDIS_COMMANDS_JSON -pkg=../commands,. -noscript -package=scripting -out redis_noscript_gen.go
 
 // redisNoScript reports whether args call a command of Redis that
 // scripts may not call and redamo does not have, and its arity (or, alone,
@@ -778,30 +761,30 @@ func luaNumberString(f float64) string {
 
 // toLua converts a command's reply to a Lua value as Redis does for the
 // script's protocol (redis.setresp).
-func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
+func (run *scriptRun) toLua(L *lua.LState, r commands.Reply) lua.LValue {
 	switch r.Kind {
-	case ReplyInt:
+	case commands.ReplyInt:
 		return lua.LNumber(r.Int)
-	case ReplyBulk:
+	case commands.ReplyBulk:
 		return lua.LString(r.Str)
-	case ReplySimple:
+	case commands.ReplySimple:
 		t := L.NewTable()
 		t.RawSetString("ok", lua.LString(r.Str))
 		return t
-	case ReplyError:
+	case commands.ReplyError:
 		return errTable(L, "-"+r.Str)
-	case ReplyNil, ReplyNilArray:
+	case commands.ReplyNil, commands.ReplyNilArray:
 		if run.resp == 3 {
 			return lua.LNil
 		}
 		return lua.LFalse
-	case ReplyArray:
+	case commands.ReplyArray:
 		t := L.CreateTable(len(r.Elems), 0)
 		for i, e := range r.Elems {
 			t.RawSetInt(i+1, run.toLua(L, e))
 		}
 		return t
-	case ReplyMap:
+	case commands.ReplyMap:
 		m := L.NewTable()
 		for i := 0; i+1 < len(r.Elems); i += 2 {
 			m.RawSet(run.toLua(L, r.Elems[i]), run.toLua(L, r.Elems[i+1]))
@@ -809,7 +792,7 @@ func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
 		t := L.NewTable()
 		t.RawSetString("map", m)
 		return t
-	case ReplySet:
+	case commands.ReplySet:
 		s := L.NewTable()
 		for _, e := range r.Elems {
 			s.RawSet(run.toLua(L, e), lua.LTrue)
@@ -817,17 +800,17 @@ func (run *scriptRun) toLua(L *lua.LState, r Reply) lua.LValue {
 		t := L.NewTable()
 		t.RawSetString("set", s)
 		return t
-	case ReplyDouble:
+	case commands.ReplyDouble:
 		t := L.NewTable()
 		t.RawSetString("double", lua.LNumber(r.Float))
 		return t
-	case ReplyBool:
+	case commands.ReplyBool:
 		return lua.LBool(r.Int != 0)
-	case ReplyBigNumber:
+	case commands.ReplyBigNumber:
 		t := L.NewTable()
 		t.RawSetString("big_number", lua.LString(r.Str))
 		return t
-	case ReplyVerbatim:
+	case commands.ReplyVerbatim:
 		v := L.NewTable()
 		v.RawSetString("format", lua.LString(r.Format))
 		v.RawSetString("string", lua.LString(r.Str))
@@ -854,12 +837,12 @@ const (
 )
 
 // writeLua replies with a script's return value, converted as Redis does.
-func (run *scriptRun) writeLua(w Writer, v lua.LValue) {
+func (run *scriptRun) writeLua(w commands.Writer, v lua.LValue) {
 	run.writeValue(w, v, replyStackBase)
 }
 
 // writeValue replies with v, the top of a Lua stack of depth values.
-func (run *scriptRun) writeValue(w Writer, v lua.LValue, depth int) {
+func (run *scriptRun) writeValue(w commands.Writer, v lua.LValue, depth int) {
 	if depth+replyStackRoom > lua51.MaxCStack {
 		w.Error(msgLuaStackLimit)
 		return
@@ -897,7 +880,7 @@ func luaInt(f float64) int64 {
 // slots each kind of element is converted at are Redis's
 // (luaReplyToRedisReply): an array's element one above the table, a map's
 // key four and its value three, a set's member three.
-func (run *scriptRun) writeTable(w Writer, t *lua.LTable, depth int) {
+func (run *scriptRun) writeTable(w commands.Writer, t *lua.LTable, depth int) {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
 		w.Error(oneLine(string(s)))
 		return

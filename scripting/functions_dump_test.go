@@ -1,15 +1,17 @@
-package commands
+package scripting_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/rdb"
+	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/scripting"
 )
 
 // The compat cases (compat/testdata/functions.txt) hold DUMP and RESTORE
@@ -23,8 +25,7 @@ func libCode(name, fn, ret string) string {
 // dump returns FUNCTION DUMP's payload.
 func dump(t *testing.T, h *harness) []byte {
 	t.Helper()
-	v, err := readRESP(bufio.NewReader(bytes.NewReader(h.doS("FUNCTION", "DUMP"))))
-	require.NoError(t, err)
+	v := h.do("FUNCTION", "DUMP")
 	require.Equal(t, byte('$'), v.kind, "FUNCTION DUMP: %+v", v)
 	return []byte(v.str)
 }
@@ -48,7 +49,7 @@ func payloadCodes(t *testing.T, p []byte) []string {
 }
 
 func TestFunctionDumpRestoreRoundTrip(t *testing.T) {
-	forBackends(t, func(t *testing.T, b backend, h *harness) {
+	forBackends(t, func(t *testing.T, b testserver.Backend, h *harness) {
 		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", string(dump(t, h)))
 		requireReply(t, h, "[]", "FUNCTION", "LIST")
@@ -74,7 +75,7 @@ func TestFunctionDumpRestoreRoundTrip(t *testing.T) {
 }
 
 func TestFunctionRestorePolicies(t *testing.T) {
-	forBackends(t, func(t *testing.T, b backend, h *harness) {
+	forBackends(t, func(t *testing.T, b testserver.Backend, h *harness) {
 		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "f", "new a"))
 		requireReply(t, h, `"c"`, "FUNCTION", "LOAD", libCode("c", "h", "new c"))
@@ -86,7 +87,7 @@ func TestFunctionRestorePolicies(t *testing.T) {
 		// APPEND fails on a; REPLACE swaps a; neither touches b.
 		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload)
 		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload, "append")
-		requireReply(t, h, "-"+MsgFunctionNotFound, "FCALL", "h", "0")
+		requireReply(t, h, "-"+scripting.MsgFunctionNotFound, "FCALL", "h", "0")
 		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", payload, "Replace")
 		requireReply(t, h, `"new a"`, "FCALL", "f", "0")
 		requireReply(t, h, `"old b"`, "FCALL", "g", "0")
@@ -108,24 +109,24 @@ func TestFunctionRestorePolicies(t *testing.T) {
 // libraries item, none when it is refused, and a failed write changes
 // nothing.
 func TestFunctionRestoreWrites(t *testing.T) {
-	forBackends(t, func(t *testing.T, b backend, h *harness) {
+	forBackends(t, func(t *testing.T, b testserver.Backend, h *harness) {
 		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 		requireReply(t, h, `"a"`, "FUNCTION", "LOAD", libCode("a", "f", "a"))
 		requireReply(t, h, `"b"`, "FUNCTION", "LOAD", libCode("b", "g", "b"))
 		payload := string(dump(t, h))
 		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 
-		before := opsOf(b.stats, "function|restore")
+		before := testserver.RequestsSince(nil, b.Stats.Snapshot(), "function|restore")
 		requireReply(t, h, "+OK", "FUNCTION", "RESTORE", payload)
-		after := opsOf(b.stats, "function|restore")
+		after := testserver.RequestsSince(nil, b.Stats.Snapshot(), "function|restore")
 		require.Equal(t, int64(1), after[dynastore.OpPutItem]-before[dynastore.OpPutItem])
 		requireReply(t, h, "-ERR Library a already exists", "FUNCTION", "RESTORE", payload)
-		require.Equal(t, after[dynastore.OpPutItem], opsOf(b.stats, "function|restore")[dynastore.OpPutItem])
+		require.Equal(t, after[dynastore.OpPutItem], testserver.RequestsSince(nil, b.Stats.Snapshot(), "function|restore")[dynastore.OpPutItem])
 
-		if b.mem != nil {
+		if mem, ok := b.Store.(*memory.Store); ok {
 			requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
-			b.mem.FailNext(dynastore.OpPutItem, fmt.Errorf("injected: %w", dynastore.ErrUnavailable))
-			requireReply(t, h, "-"+MsgUnavailable, "FUNCTION", "RESTORE", payload)
+			mem.FailNext(dynastore.OpPutItem, fmt.Errorf("injected: %w", dynastore.ErrUnavailable))
+			requireReply(t, h, "-"+commands.MsgUnavailable, "FUNCTION", "RESTORE", payload)
 			requireReply(t, h, "[]", "FUNCTION", "LIST")
 		}
 	})
@@ -135,7 +136,7 @@ func TestFunctionRestoreWrites(t *testing.T) {
 // return is stopped as FUNCTION LOAD stops it (Redis restores without a
 // limit and hangs), and nothing is restored.
 func TestFunctionRestoreTimeout(t *testing.T) {
-	forBackends(t, func(t *testing.T, b backend, h *harness) {
+	forBackends(t, func(t *testing.T, b testserver.Backend, h *harness) {
 		requireReply(t, h, "+OK", "FUNCTION", "FLUSH")
 		var p []byte
 		for _, code := range []string{libCode("a", "fa", "1"), "#!lua name=b\nwhile 1 do end"} {

@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // The functions family (Redis 7): FUNCTION LOAD|LIST|DELETE|FLUSH|STATS|
 // KILL|HELP, FCALL and FCALL_RO, on the scripting engine (scripting.go,
@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +25,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/model"
 )
@@ -58,19 +57,19 @@ const functionChunk = "user_function"
 // (FUNCTION LIST reports them so).
 var scriptFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
 
-func registerFunctions(t *Table) {
-	t.Register([]Row{
-		{"fcall", func(c *Ctx) { fcallGeneric(c, false) }},
-		{"fcall_ro", func(c *Ctx) { fcallGeneric(c, true) }},
-		{"function|load", cmdFunctionLoad},
-		{"function|list", cmdFunctionList},
-		{"function|delete", cmdFunctionDelete},
-		{"function|flush", cmdFunctionFlush},
-		{"function|stats", cmdFunctionStats},
-		{"function|kill", cmdFunctionKill},
-		{"function|help", cmdFunctionHelp},
-		{"function|dump", cmdFunctionDump},
-		{"function|restore", cmdFunctionRestore},
+func (e *engine) registerFunctions(t *commands.Table) {
+	t.Register([]commands.Row{
+		{Name: "fcall", Run: func(c *commands.Ctx) { e.fcallGeneric(c, false) }},
+		{Name: "fcall_ro", Run: func(c *commands.Ctx) { e.fcallGeneric(c, true) }},
+		{Name: "function|load", Run: e.cmdFunctionLoad},
+		{Name: "function|list", Run: e.cmdFunctionList},
+		{Name: "function|delete", Run: e.cmdFunctionDelete},
+		{Name: "function|flush", Run: e.cmdFunctionFlush},
+		{Name: "function|stats", Run: e.cmdFunctionStats},
+		{Name: "function|kill", Run: e.cmdFunctionKill},
+		{Name: "function|help", Run: cmdFunctionHelp},
+		{Name: "function|dump", Run: e.cmdFunctionDump},
+		{Name: "function|restore", Run: e.cmdFunctionRestore},
 	})
 }
 
@@ -190,7 +189,7 @@ func compileBody(code []byte, name string, body int) (lib *library, msg string) 
 	defer cancel()
 	// Library code may concatenate and build tables: the default budget
 	// bounds it (the instance's CONFIG is out of reach here).
-	setMemoryContext(L, ctx, newLuaMemory(DefaultLuaMemoryLimit))
+	setMemoryContext(L, ctx, newLuaMemory(commands.DefaultLuaMemoryLimit))
 	if msg := lib.register(L, nil, nil); msg != "" {
 		if ctx.Err() != nil {
 			return nil, msgFunctionLoadTimeout
@@ -236,7 +235,7 @@ func (lib *library) register(L *lua.LState, run *scriptRun, callbacks map[string
 		return 0
 	}))
 	redisAPI.RawSetString("log", L.NewFunction(luaLog))
-	redisAPI.RawSetString("REDIS_VERSION", lua.LString(Version))
+	redisAPI.RawSetString("REDIS_VERSION", lua.LString(commands.Version))
 	for i, level := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
 		redisAPI.RawSetString(level, lua.LNumber(i))
 	}
@@ -383,50 +382,48 @@ func readFlags(t *lua.LTable) (uint8, bool) {
 
 // libraries returns the library set the table holds, from the process's
 // cache while it is recent.
-func libraries(c *Ctx) (*librarySet, error) {
-	fc := &c.Srv.functions
+func (e *engine) libraries(c *commands.Ctx) (*librarySet, error) {
+	fc := &e.functions
 	fc.mu.Lock()
 	set := fc.set
 	fc.mu.Unlock()
 	if set != nil && c.Srv.Now().Sub(set.checked) < scriptRecheck {
 		return set, nil
 	}
-	it, err := c.Srv.Store.Get(c, model.LibrariesKey())
+	stored, err := model.ReadLibraries(c)
 	if err != nil {
 		return nil, err
 	}
-	return setOf(c, it)
+	return e.setOf(c, stored)
 }
 
-// setOf returns the compiled library set of the libraries item it (the
+// setOf returns the compiled library set of the stored libraries (the
 // cached one when it is of the same version), and caches it as checked now.
-func setOf(c *Ctx, it dynastore.Item) (*librarySet, error) {
-	fc := &c.Srv.functions
+func (e *engine) setOf(c *commands.Ctx, stored model.StoredLibraries) (*librarySet, error) {
+	fc := &e.functions
 	fc.mu.Lock()
 	set := fc.set
 	fc.mu.Unlock()
-	ver, _ := it.Get(model.AttrVer).(dynastore.S)
-	if set == nil || set.ver != string(ver) {
+	if set == nil || set.ver != stored.Ver {
 		var err error
-		if set, err = compileSet(it); err != nil {
+		if set, err = compileSet(stored); err != nil {
 			return nil, err
 		}
 	}
-	set = &librarySet{ver: string(ver), libs: set.libs, byFunc: set.byFunc, checked: c.Srv.Now()}
+	set = &librarySet{ver: stored.Ver, libs: set.libs, byFunc: set.byFunc, checked: c.Srv.Now()}
 	fc.mu.Lock()
 	fc.set = set
 	fc.mu.Unlock()
 	return set, nil
 }
 
-// compileSet compiles the libraries an item holds.
-func compileSet(it dynastore.Item) (*librarySet, error) {
-	ver, _ := it.Get(model.AttrVer).(dynastore.S)
-	set := &librarySet{ver: string(ver), libs: map[string]*library{}, byFunc: map[string]*libFunction{}}
-	for name, code := range model.Libraries(it) {
+// compileSet compiles the stored libraries.
+func compileSet(stored model.StoredLibraries) (*librarySet, error) {
+	set := &librarySet{ver: stored.Ver, libs: map[string]*library{}, byFunc: map[string]*libFunction{}}
+	for name, code := range stored.Code {
 		lib, msg := compileLibrary(code)
 		if msg != "" {
-			return nil, fmt.Errorf("commands: stored library %q: %s: %w", name, msg, dynastore.ErrInvalid)
+			return nil, model.InvalidLibrary(name, msg)
 		}
 		set.libs[name] = lib
 		for _, f := range lib.funcs {
@@ -441,7 +438,7 @@ func compileSet(it dynastore.Item) (*librarySet, error) {
 func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 	for _, f := range lib.funcs {
 		if g := set.byFunc[strings.ToLower(f.name)]; g != nil && kept(g.lib.name) {
-			return redisError("ERR Function " + f.name + " already exists")
+			return commands.ErrorReply("ERR Function " + f.name + " already exists")
 		}
 	}
 	return nil
@@ -450,45 +447,42 @@ func (set *librarySet) clash(lib *library, kept func(name string) bool) error {
 // changeLibraries applies change to the stored libraries (name -> code,
 // with set their compiled form as read) in one write conditioned on the
 // item as read, again on a lost race. An error change returns (a
-// redisError: the refusal to reply) ends it without writing.
-func changeLibraries(c *Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
+// commands.ErrorReply: the refusal to reply) ends it without writing.
+func (e *engine) changeLibraries(c *commands.Ctx, change func(set *librarySet, libs map[string][]byte) error) error {
 	return model.RetryConflicts(c, func(int) error {
-		it, err := c.Srv.Store.Get(c, model.LibrariesKey())
+		stored, err := model.ReadLibraries(c)
 		if err != nil {
 			return err
 		}
-		set, err := setOf(c, it)
+		set, err := e.setOf(c, stored)
 		if err != nil {
 			return err
 		}
-		libs := model.Libraries(it)
+		libs := stored.Code
 		if err := change(set, libs); err != nil {
 			return err
 		}
-		cond := dynastore.Cond(dynastore.NotExists{Attr: dynastore.AttrPK})
-		if v := it.Get(model.AttrVer); v != nil {
-			cond = dynastore.Compare{Attr: model.AttrVer, Op: dynastore.OpEQ, Val: v}
+		err = model.WriteLibraries(c, stored.Ver, libs)
+		if errors.Is(err, model.ErrConflict) {
+			return err
 		}
-		wo := dynastore.WriteOptions{Cond: cond}
-		if len(libs) == 0 {
-			_, err = c.Srv.Store.Delete(c, model.LibrariesKey(), wo)
-		} else {
-			_, err = c.Srv.Store.Put(c, model.LibrariesItem(libs), wo)
-		}
-		if _, failed := model.CondFailed(err); failed {
-			return model.ErrConflict
-		}
-		c.Srv.functions.mu.Lock()
-		c.Srv.functions.set = nil
-		c.Srv.functions.mu.Unlock()
+		e.forgetLibraries()
 		return err
 	})
 }
 
-func cmdFunctionLoad(c *Ctx) {
+// forgetLibraries drops the process's compiled libraries, which the
+// table no longer holds.
+func (e *engine) forgetLibraries() {
+	e.functions.mu.Lock()
+	e.functions.set = nil
+	e.functions.mu.Unlock()
+}
+
+func (e *engine) cmdFunctionLoad(c *commands.Ctx) {
 	replace, i := false, 2
 	for ; i < len(c.Args)-1; i++ {
-		if !argIs(c.Args[i], "replace") {
+		if !commands.ArgIs(c.Args[i], "replace") {
 			c.W.Error("ERR Unknown option given: " + oneLine(string(c.Args[i])))
 			return
 		}
@@ -506,12 +500,12 @@ func cmdFunctionLoad(c *Ctx) {
 	// Compiled before the write, whose retries need not compile again; a
 	// library that exists is refused before its code's errors are told.
 	lib, compileMsg := compileBody(c.Args[i], name, body)
-	err := changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
+	err := e.changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; ok && !replace {
-			return redisError("ERR Library '" + name + "' already exists")
+			return commands.ErrorReply("ERR Library '" + name + "' already exists")
 		}
 		if compileMsg != "" {
-			return redisError("ERR " + compileMsg)
+			return commands.ErrorReply("ERR " + compileMsg)
 		}
 		if err := set.clash(lib, func(owner string) bool { return owner != lib.name }); err != nil {
 			return err
@@ -526,11 +520,11 @@ func cmdFunctionLoad(c *Ctx) {
 	c.W.BulkString(lib.name)
 }
 
-func cmdFunctionDelete(c *Ctx) {
+func (e *engine) cmdFunctionDelete(c *commands.Ctx) {
 	name := string(c.Args[2])
-	err := changeLibraries(c, func(_ *librarySet, libs map[string][]byte) error {
+	err := e.changeLibraries(c, func(_ *librarySet, libs map[string][]byte) error {
 		if _, ok := libs[name]; !ok {
-			return redisError(MsgLibraryNotFound)
+			return commands.ErrorReply(MsgLibraryNotFound)
 		}
 		delete(libs, name)
 		return nil
@@ -542,32 +536,30 @@ func cmdFunctionDelete(c *Ctx) {
 	c.W.Simple("OK")
 }
 
-func cmdFunctionFlush(c *Ctx) {
+func (e *engine) cmdFunctionFlush(c *commands.Ctx) {
 	if len(c.Args) > 3 {
-		c.W.Error(ErrSubcommandSyntax("function", string(c.Args[1])))
+		c.W.Error(commands.ErrSubcommandSyntax("function", string(c.Args[1])))
 		return
 	}
-	if len(c.Args) == 3 && !argIs(c.Args[2], "sync") && !argIs(c.Args[2], "async") {
+	if len(c.Args) == 3 && !commands.ArgIs(c.Args[2], "sync") && !commands.ArgIs(c.Args[2], "async") {
 		c.W.Error(MsgFunctionFlushOpts)
 		return
 	}
-	if _, err := c.Srv.Store.Delete(c, model.LibrariesKey(), dynastore.WriteOptions{}); err != nil {
+	if err := model.FlushLibraries(c); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Srv.functions.mu.Lock()
-	c.Srv.functions.set = nil
-	c.Srv.functions.mu.Unlock()
+	e.forgetLibraries()
 	c.W.Simple("OK")
 }
 
-func cmdFunctionList(c *Ctx) {
+func (e *engine) cmdFunctionList(c *commands.Ctx) {
 	withCode, pattern := false, []byte(nil)
 	for i := 2; i < len(c.Args); i++ {
 		switch {
-		case !withCode && argIs(c.Args[i], "withcode"):
+		case !withCode && commands.ArgIs(c.Args[i], "withcode"):
 			withCode = true
-		case pattern == nil && argIs(c.Args[i], "libraryname"):
+		case pattern == nil && commands.ArgIs(c.Args[i], "libraryname"):
 			if i >= len(c.Args)-1 {
 				c.W.Error("ERR library name argument was not given")
 				return
@@ -579,14 +571,14 @@ func cmdFunctionList(c *Ctx) {
 			return
 		}
 	}
-	set, err := libraries(c)
+	set, err := e.libraries(c)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	var libs []*library
 	for _, lib := range set.libs {
-		if pattern == nil || globMatch(pattern, []byte(strings.ToLower(lib.name))) {
+		if pattern == nil || commands.GlobMatch(pattern, []byte(strings.ToLower(lib.name))) {
 			libs = append(libs, lib)
 		}
 	}
@@ -632,8 +624,8 @@ func cmdFunctionList(c *Ctx) {
 	}
 }
 
-func cmdFunctionStats(c *Ctx) {
-	set, err := libraries(c)
+func (e *engine) cmdFunctionStats(c *commands.Ctx) {
+	set, err := e.libraries(c)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -652,10 +644,10 @@ func cmdFunctionStats(c *Ctx) {
 }
 
 // cmdFunctionKill stops the functions running in this instance.
-func cmdFunctionKill(c *Ctx) { c.Srv.running.kill(c, true) }
+func (e *engine) cmdFunctionKill(c *commands.Ctx) { e.running.kill(c, true) }
 
-func cmdFunctionHelp(c *Ctx) {
-	writeHelp(c, "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+func cmdFunctionHelp(c *commands.Ctx) {
+	commands.WriteHelp(c, "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"LOAD [REPLACE] <FUNCTION CODE>",
 		"    Create a new library with the given library name and code.",
 		"DELETE <LIBRARY NAME>",
@@ -697,8 +689,8 @@ func cmdFunctionHelp(c *Ctx) {
 }
 
 // fcallGeneric is FCALL and FCALL_RO (ro).
-func fcallGeneric(c *Ctx, ro bool) {
-	set, err := libraries(c)
+func (e *engine) fcallGeneric(c *commands.Ctx, ro bool) {
+	set, err := e.libraries(c)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -725,7 +717,7 @@ func fcallGeneric(c *Ctx, ro bool) {
 		return
 	}
 	keys, args := c.Args[3:3+n], c.Args[3+n:]
-	run := &scriptRun{c: c, name: f.name, chunk: functionChunk, readOnly: ro || f.noWrites()}
+	run := &scriptRun{e: e, c: c, name: f.name, chunk: functionChunk, readOnly: ro || f.noWrites()}
 	runLua(run, keys, func(L *lua.LState, env *lua.LTable) error {
 		run.env = env
 		callbacks := map[string]*lua.LFunction{}

@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // FUNCTION DUMP and FUNCTION RESTORE: the libraries as Redis 7.0.15's
 // payload, one RDB string of code per library (internal/rdb), so that a
@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/internal/rdb"
 )
 
@@ -40,8 +41,8 @@ const (
 	restoreFlush                        // drop them all
 )
 
-func cmdFunctionDump(c *Ctx) {
-	set, err := libraries(c)
+func (e *engine) cmdFunctionDump(c *commands.Ctx) {
+	set, err := e.libraries(c)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -58,18 +59,18 @@ func cmdFunctionDump(c *Ctx) {
 	c.W.Bulk(rdb.AppendTrailer(p))
 }
 
-func cmdFunctionRestore(c *Ctx) {
+func (e *engine) cmdFunctionRestore(c *commands.Ctx) {
 	if len(c.Args) > 4 {
-		c.W.Error(ErrSubcommandSyntax("function", string(c.Args[1])))
+		c.W.Error(commands.ErrSubcommandSyntax("function", string(c.Args[1])))
 		return
 	}
 	policy := restoreAppend
 	if len(c.Args) == 4 {
 		switch arg := c.Args[3]; {
-		case argIs(arg, "append"):
-		case argIs(arg, "replace"):
+		case commands.ArgIs(arg, "append"):
+		case commands.ArgIs(arg, "replace"):
 			policy = restoreReplace
-		case argIs(arg, "flush"):
+		case commands.ArgIs(arg, "flush"):
 			policy = restoreFlush
 		default:
 			c.W.Error(MsgRestorePolicy)
@@ -85,14 +86,14 @@ func cmdFunctionRestore(c *Ctx) {
 		c.W.Error("ERR " + msg)
 		return
 	}
-	err := changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
+	err := e.changeLibraries(c, func(set *librarySet, libs map[string][]byte) error {
 		if policy == restoreFlush {
 			clear(libs)
 		}
 		for _, lib := range restored {
 			if _, ok := libs[lib.name]; ok {
 				if policy != restoreReplace {
-					return redisError("ERR Library " + lib.name + " already exists")
+					return commands.ErrorReply("ERR Library " + lib.name + " already exists")
 				}
 				delete(libs, lib.name)
 			}
@@ -190,7 +191,7 @@ func readOldLibrary(r *rdb.Reader) (code []byte, msg string) {
 	if err != nil {
 		return nil, msgBadOldBlob
 	}
-	code = append([]byte("#!"), cPrefix(engine, len(engine))...)
-	code = append(append(code, " name="...), cPrefix(name, len(name))...)
-	return append(append(code, '\n'), cPrefix(blob, len(blob))...), ""
+	code = append([]byte("#!"), commands.CPrefix(engine, len(engine))...)
+	code = append(append(code, " name="...), commands.CPrefix(name, len(name))...)
+	return append(append(code, '\n'), commands.CPrefix(blob, len(blob))...), ""
 }

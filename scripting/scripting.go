@@ -1,4 +1,4 @@
-package commands
+package scripting
 
 // The scripting family: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
 //
@@ -9,12 +9,13 @@ package commands
 // not done so for scriptRecheck, so that SCRIPT FLUSH through another
 // instance takes effect here within that time.
 //
-// A run is atomic as an EXEC is: every redis.call reads and writes through
-// one model.Txn, committed when the script returns (or fails: as in
-// Redis, what a script wrote before an error stays); when another client
-// got there first the script runs again from the start (model.Retry). A
-// script that runs longer than busy-reply-threshold, or that SCRIPT KILL
-// stops, ends with nothing it wrote kept.
+// A run is atomic as an EXEC is: it is one model.Unit, every redis.call
+// reading and writing through its model.Txn, committed when the script
+// returns (or fails: as in Redis, what a script wrote before an error
+// stays); when another client got there first the script runs again from
+// the start (model.Retry). A script that runs longer than
+// busy-reply-threshold, or that SCRIPT KILL stops, ends with nothing it
+// wrote kept.
 
 import (
 	"context"
@@ -29,7 +30,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/internal/lua51"
 	"github.com/redamo/redamo/model"
 )
@@ -51,40 +52,21 @@ const (
 	MsgScriptTimeout = "ERR Script killed after running longer than busy-reply-threshold (%d ms)"
 )
 
-// DefaultScriptTimeLimit is how long a script may run unless CONFIG SET
-// busy-reply-threshold says otherwise (Redis's default for it).
-const DefaultScriptTimeLimit = 5 * time.Second
-
-// ScriptTimeLimit is how long a script may run before it is stopped (0:
-// no limit): CONFIG's busy-reply-threshold. Redis answers other clients
-// BUSY past it and lets SCRIPT KILL stop the script; here a script blocks
-// no other client, so it is stopped instead, with nothing written (SCRIPT
-// KILL stops one sooner).
-func (s *Server) ScriptTimeLimit() time.Duration {
-	if p := s.scriptLimit.Load(); p != nil {
-		return *p
-	}
-	return DefaultScriptTimeLimit
-}
-
-// SetScriptTimeLimit changes ScriptTimeLimit.
-func (s *Server) SetScriptTimeLimit(d time.Duration) { s.scriptLimit.Store(&d) }
-
 // scriptRecheck is how long a process trusts its cached copy of a script
 // before checking again that the table still holds it.
 const scriptRecheck = 5 * time.Second
 
-func registerScripting(t *Table) {
-	t.Register([]Row{
-		{"eval", func(c *Ctx) { evalGeneric(c, false) }},
-		{"evalsha", func(c *Ctx) { evalSHAGeneric(c, false) }},
-		{"eval_ro", func(c *Ctx) { evalGeneric(c, true) }},
-		{"evalsha_ro", func(c *Ctx) { evalSHAGeneric(c, true) }},
-		{"script|load", cmdScriptLoad},
-		{"script|exists", cmdScriptExists},
-		{"script|flush", cmdScriptFlush},
-		{"script|kill", cmdScriptKill},
-		{"script|help", cmdScriptHelp},
+func (e *engine) registerScripting(t *commands.Table) {
+	t.Register([]commands.Row{
+		{Name: "eval", Run: func(c *commands.Ctx) { e.evalGeneric(c, false) }},
+		{Name: "evalsha", Run: func(c *commands.Ctx) { e.evalSHAGeneric(c, false) }},
+		{Name: "eval_ro", Run: func(c *commands.Ctx) { e.evalGeneric(c, true) }},
+		{Name: "evalsha_ro", Run: func(c *commands.Ctx) { e.evalSHAGeneric(c, true) }},
+		{Name: "script|load", Run: e.cmdScriptLoad},
+		{Name: "script|exists", Run: e.cmdScriptExists},
+		{Name: "script|flush", Run: e.cmdScriptFlush},
+		{Name: "script|kill", Run: e.cmdScriptKill},
+		{Name: "script|help", Run: cmdScriptHelp},
 	})
 }
 
@@ -134,27 +116,27 @@ func sha1Hex(b []byte) string {
 }
 
 // compileScript parses a body's shebang and compiles it; the error, when
-// it cannot, is the reply (a redisError).
+// it cannot, is the reply (a commands.ErrorReply).
 func compileScript(body []byte) (*script, error) {
 	s := &script{compat: true}
 	src := string(body)
 	if strings.HasPrefix(src, "#!") {
 		end := strings.IndexByte(src, '\n')
 		if end < 0 {
-			return nil, redisError("ERR Invalid script shebang")
+			return nil, commands.ErrorReply("ERR Invalid script shebang")
 		}
 		parts := strings.Fields(src[:end])
 		if len(parts) == 0 {
-			return nil, redisError("ERR Invalid engine in script shebang")
+			return nil, commands.ErrorReply("ERR Invalid engine in script shebang")
 		}
 		if parts[0] != "#!lua" {
-			return nil, redisError("ERR Unexpected engine in script shebang: " + parts[0])
+			return nil, commands.ErrorReply("ERR Unexpected engine in script shebang: " + parts[0])
 		}
 		s.compat = false
 		for _, p := range parts[1:] {
 			flags, ok := strings.CutPrefix(p, "flags=")
 			if !ok {
-				return nil, redisError("ERR Unknown lua shebang option: " + p)
+				return nil, commands.ErrorReply("ERR Unknown lua shebang option: " + p)
 			}
 			if flags == "" {
 				continue
@@ -167,7 +149,7 @@ func compileScript(body []byte) (*script, error) {
 					// Conditions redamo never has (memory limits,
 					// replicas, cluster slots): nothing to relax.
 				default:
-					return nil, redisError("ERR Unexpected flag in script shebang: " + f)
+					return nil, commands.ErrorReply("ERR Unexpected flag in script shebang: " + f)
 				}
 			}
 		}
@@ -176,13 +158,13 @@ func compileScript(body []byte) (*script, error) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), chunkName)
 	if err != nil {
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
+		return nil, commands.ErrorReply(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	proto, err := lua.Compile(chunk, chunkName)
 	if err != nil {
 		// Some code gopher-lua parses its compiler refuses where Lua's
 		// parser does (a break outside a loop): Syntax words those too.
-		return nil, redisError(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
+		return nil, commands.ErrorReply(fmt.Sprintf(MsgScriptCompile, oneLine(lua51.Syntax(src, "@"+chunkName, err.Error()))))
 	}
 	s.proto = proto
 	s.cas = recognizeCAS(chunk)
@@ -191,9 +173,9 @@ func compileScript(body []byte) (*script, error) {
 
 // loadScript compiles body and stores it in the table under its SHA1 (once
 // per process and script), returning the script and its SHA1.
-func loadScript(c *Ctx, body []byte) (*script, string, error) {
+func (e *engine) loadScript(c *commands.Ctx, body []byte) (*script, string, error) {
 	sha := sha1Hex(body)
-	if s := c.Srv.scripts.get(sha); s != nil {
+	if s := e.scripts.get(sha); s != nil {
 		return s, sha, nil
 	}
 	s, err := compileScript(body)
@@ -202,29 +184,25 @@ func loadScript(c *Ctx, body []byte) (*script, string, error) {
 	}
 	// Content-addressed and idempotent: written at once, outside any
 	// transaction the command runs in (a MULTI's or a script's).
-	if _, err := c.Srv.Store.Put(c, model.ScriptItem(sha, body), dynastore.WriteOptions{}); err != nil {
+	if err := model.PutScript(c, sha, body); err != nil {
 		return nil, sha, err
 	}
 	s.checked = c.Srv.Now()
-	c.Srv.scripts.put(sha, s)
+	e.scripts.put(sha, s)
 	return s, sha, nil
 }
 
 // scriptBySHA returns the script with SHA1 sha (lower case), nil when the
 // table holds none.
-func scriptBySHA(c *Ctx, sha string) (*script, error) {
-	cached := c.Srv.scripts.get(sha)
+func (e *engine) scriptBySHA(c *commands.Ctx, sha string) (*script, error) {
+	cached := e.scripts.get(sha)
 	if cached != nil && c.Srv.Now().Sub(cached.checked) < scriptRecheck {
 		return cached, nil
 	}
-	it, err := c.Srv.Store.Get(c, model.ScriptKey(sha))
-	if err != nil {
+	body, found, err := model.GetScript(c, sha)
+	if err != nil || !found {
 		return nil, err
 	}
-	if it == nil {
-		return nil, nil
-	}
-	body := model.ScriptBody(it)
 	s := cached
 	if s == nil {
 		if s, err = compileScript(body); err != nil {
@@ -232,7 +210,7 @@ func scriptBySHA(c *Ctx, sha string) (*script, error) {
 		}
 	}
 	s.checked = c.Srv.Now()
-	c.Srv.scripts.put(sha, s)
+	e.scripts.put(sha, s)
 	return s, nil
 }
 
@@ -241,7 +219,7 @@ func parseNumkeys(args [][]byte) (int, string) {
 	n, ok := model.String2ll(args[2])
 	switch {
 	case !ok:
-		return 0, MsgNotInt
+		return 0, commands.MsgNotInt
 	case n > int64(len(args)-3):
 		return 0, MsgNumkeysTooMany
 	case n < 0:
@@ -251,22 +229,22 @@ func parseNumkeys(args [][]byte) (int, string) {
 }
 
 // evalGeneric is EVAL and EVAL_RO (ro).
-func evalGeneric(c *Ctx, ro bool) {
+func (e *engine) evalGeneric(c *commands.Ctx, ro bool) {
 	numkeys, msg := parseNumkeys(c.Args)
 	if msg != "" {
 		c.W.Error(msg)
 		return
 	}
-	s, sha, err := loadScript(c, c.Args[1])
+	s, sha, err := e.loadScript(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	runScript(c, s, sha, numkeys, ro)
+	e.runScript(c, s, sha, numkeys, ro)
 }
 
 // evalSHAGeneric is EVALSHA and EVALSHA_RO (ro).
-func evalSHAGeneric(c *Ctx, ro bool) {
+func (e *engine) evalSHAGeneric(c *commands.Ctx, ro bool) {
 	if len(c.Args[1]) != 40 {
 		c.W.Error(MsgNoScript)
 		return
@@ -277,22 +255,24 @@ func evalSHAGeneric(c *Ctx, ro bool) {
 		return
 	}
 	sha := strings.ToLower(string(c.Args[1]))
-	s, err := scriptBySHA(c, sha)
+	s, err := e.scriptBySHA(c, sha)
 	switch {
 	case err != nil:
 		c.Fail(err)
 	case s == nil:
 		c.W.Error(MsgNoScript)
 	default:
-		runScript(c, s, sha, numkeys, ro)
+		e.runScript(c, s, sha, numkeys, ro)
 	}
 }
 
 // scriptRun is one run of a script or function.
 type scriptRun struct {
 	// c is the EVAL command's context; st the store its redis.calls use.
-	c  *Ctx
-	st dynastore.Store
+	c  *commands.Ctx
+	st model.Store
+	// e is the engine the run belongs to (SCRIPT KILL finds it there).
+	e *engine
 	// name is what errors call the code (a script's SHA1, a function's
 	// name), chunk the chunk name it was compiled under.
 	name, chunk string
@@ -314,7 +294,7 @@ type scriptRun struct {
 }
 
 // runScript runs s with the command's keys and arguments and replies.
-func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
+func (e *engine) runScript(c *commands.Ctx, s *script, sha string, numkeys int, ro bool) {
 	if !s.compat && !s.noWrites && ro {
 		c.W.Error(MsgScriptROWrite)
 		return
@@ -323,7 +303,7 @@ func runScript(c *Ctx, s *script, sha string, numkeys int, ro bool) {
 	if s.cas != nil && !ro && !s.noWrites && s.cas.run(c, keys, argv) {
 		return
 	}
-	run := &scriptRun{c: c, name: sha, chunk: chunkName, readOnly: ro || s.noWrites}
+	run := &scriptRun{e: e, c: c, name: sha, chunk: chunkName, readOnly: ro || s.noWrites}
 	runLua(run, keys, func(L *lua.LState, env *lua.LTable) error {
 		L.G.Global.RawSetString("KEYS", stringArray(L, keys))
 		L.G.Global.RawSetString("ARGV", stringArray(L, argv))
@@ -345,57 +325,33 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	if c.InTx {
 		// Inside EXEC (or another script): the enclosing transaction
 		// commits.
-		run.st, run.resp = c.Store, 2
+		run.st, run.resp = c.Data(), 2
 		run.reply(run.exec(start))
 		return
 	}
 	db := c.DB()
-	// hot is the one item a read-only run found changed: the next run
-	// reads it after the others (LoadAround), as EXEC does.
-	var hot *dynastore.Key
-	err := model.RetryConflicts(c, func(int) error {
-		txn := model.NewTxn(c.Store, coveredByKeyItem)
-		run.st, run.resp, run.errAt = txn, 2, ""
+	var out scriptOutcome
+	u := model.Unit{DB: db, Keys: keys, ReadOnly: run.readOnly}
+	u.Work = func(t *model.Txn) error {
+		run.st, run.resp, run.errAt = t, 2, ""
 		c.Conn.DB = db
-		itemKeys := make([]dynastore.Key, 0, len(keys))
-		for _, k := range keys {
-			if model.KeyFits(k) {
-				itemKeys = append(itemKeys, model.ItemKey(db, k))
-			}
-		}
-		var out scriptOutcome
-		switch {
-		case run.readOnly && hot != nil:
-			out.err = txn.LoadAround(c, itemKeys, *hot)
-		case run.readOnly:
-			out.err = txn.LoadSnapshot(c, itemKeys)
-		default:
-			txn.Hint(itemKeys)
-		}
-		if out.err == nil {
-			out = run.exec(start)
-		}
-		if out.err == nil {
-			out.err = txn.Err()
-		}
-		if out.err == nil {
-			out.err = txn.Commit(c)
-		}
-		if model.Retryable(out.err) {
-			if out.L != nil {
-				out.L.Close()
-			}
-			if changed := txn.Changed(); run.readOnly && len(changed) == 1 {
-				hot = &changed[0]
-			}
-			return model.ErrConflict
-		}
-		run.reply(out)
-		return nil
-	})
-	if err != nil {
-		c.Fail(err) // the retry policy gave up
+		out = run.exec(start)
+		// A script error is the script's reply: what it wrote before
+		// stays, as in Redis. A stopped run (err) commits nothing.
+		return out.err
 	}
+	u.Lost = func() {
+		if out.L != nil {
+			out.L.Close()
+		}
+		out = scriptOutcome{}
+	}
+	if _, err := u.Run(c); err != nil {
+		// The run's own end (a time limit, SCRIPT KILL), the commit's
+		// failure, or the retry policy giving up.
+		out.err = err
+	}
+	run.reply(out)
 }
 
 // scriptOutcome is what a run ended with: a value (a *lua.LState holds it
@@ -427,7 +383,7 @@ func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scr
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	defer run.c.Srv.running.add(run, kill)()
+	defer run.e.running.add(run, kill)()
 	setMemoryContext(L, ctx, run.mem)
 	err := start(L, env)
 	if err == nil {
@@ -448,8 +404,8 @@ func (run *scriptRun) exec(start func(L *lua.LState, env *lua.LTable) error) scr
 }
 
 var (
-	errScriptTimeout = errors.New("commands: script time limit")
-	errScriptKilled  = errors.New("commands: script killed by SCRIPT KILL or FUNCTION KILL")
+	errScriptTimeout = errors.New("scripting: script time limit")
+	errScriptKilled  = errors.New("scripting: script killed by SCRIPT KILL or FUNCTION KILL")
 )
 
 // runningScripts are the scripts and functions running in this process,
@@ -479,7 +435,7 @@ func (r *runningScripts) add(run *scriptRun, kill context.CancelCauseFunc) func(
 // kill stops every running script (functions when function) of this
 // process and replies as Redis does: OK, NOTBUSY when nothing runs, BUSY
 // when only the other kind does.
-func (r *runningScripts) kill(c *Ctx, function bool) {
+func (r *runningScripts) kill(c *commands.Ctx, function bool) {
 	r.mu.Lock()
 	killed, other := 0, false
 	for run, cancel := range r.m {
@@ -751,8 +707,8 @@ func (run *scriptRun) reply(out scriptOutcome) {
 	}
 }
 
-func cmdScriptLoad(c *Ctx) {
-	_, sha, err := loadScript(c, c.Args[2])
+func (e *engine) cmdScriptLoad(c *commands.Ctx) {
+	_, sha, err := e.loadScript(c, c.Args[2])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -760,49 +716,45 @@ func cmdScriptLoad(c *Ctx) {
 	c.W.BulkString(sha)
 }
 
-func cmdScriptExists(c *Ctx) {
+func (e *engine) cmdScriptExists(c *commands.Ctx) {
 	shas := c.Args[2:]
 	known := make([]bool, len(shas))
-	var keys []dynastore.Key
+	var ask []string
 	var at []int
 	for i, a := range shas {
 		sha := strings.ToLower(string(a))
 		if len(sha) != 40 {
 			continue
 		}
-		if s := c.Srv.scripts.get(sha); s != nil && c.Srv.Now().Sub(s.checked) < scriptRecheck {
+		if s := e.scripts.get(sha); s != nil && c.Srv.Now().Sub(s.checked) < scriptRecheck {
 			known[i] = true
 			continue
 		}
-		keys, at = append(keys, model.ScriptKey(sha)), append(at, i)
+		ask, at = append(ask, sha), append(at, i)
 	}
-	items, err := dynastore.GetMany(c, c.Srv.Store, keys)
+	found, err := model.ScriptsExist(c, ask)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	for j, it := range items {
-		known[at[j]] = it != nil
+	for j, ok := range found {
+		known[at[j]] = ok
 	}
 	c.W.Array(len(known))
 	for _, k := range known {
-		c.W.Int(boolInt(k))
+		c.W.Int(commands.BoolInt(k))
 	}
 }
 
 // cmdScriptFlush deletes every script item (SYNC and ASYNC alike: the
 // deletes are done when it replies).
-func cmdScriptFlush(c *Ctx) {
-	if len(c.Args) > 3 || (len(c.Args) == 3 && !argIs(c.Args[2], "sync") && !argIs(c.Args[2], "async")) {
+func (e *engine) cmdScriptFlush(c *commands.Ctx) {
+	if len(c.Args) > 3 || (len(c.Args) == 3 && !commands.ArgIs(c.Args[2], "sync") && !commands.ArgIs(c.Args[2], "async")) {
 		c.W.Error(MsgScriptFlushOption)
 		return
 	}
-	filter := dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsScript}}
-	err := scanAll(c, c.Srv.Store, filter, func(it dynastore.Item) error {
-		_, err := c.Srv.Store.Delete(c, it.Key(), dynastore.WriteOptions{})
-		return err
-	})
-	c.Srv.scripts.flush()
+	err := model.FlushScripts(c)
+	e.scripts.flush()
 	if err != nil {
 		c.Fail(err)
 		return
@@ -812,10 +764,10 @@ func cmdScriptFlush(c *Ctx) {
 
 // cmdScriptKill stops the scripts running in this instance (a script of
 // another instance is that instance's to kill).
-func cmdScriptKill(c *Ctx) { c.Srv.running.kill(c, false) }
+func (e *engine) cmdScriptKill(c *commands.Ctx) { e.running.kill(c, false) }
 
-func cmdScriptHelp(c *Ctx) {
-	writeHelp(c, "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+func cmdScriptHelp(c *commands.Ctx) {
+	commands.WriteHelp(c, "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"EXISTS <sha1> [<sha1> ...]",
 		"    Return information about the existence of the scripts in the script cache.",
 		"FLUSH [ASYNC|SYNC]",
