@@ -17,9 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
+	"github.com/redamo/redamo/wait"
 )
 
 // Writer is how a handler replies. resp/ implements it for RESP2 and RESP3; a
@@ -452,14 +452,14 @@ func (c *Ctx) readClockAgain() { c.now, c.local = c.Srv.readClock() }
 // the requests before it go out now rather than once it is over, and a
 // client that leaves meanwhile ends the wait (the context is cancelled).
 // Every wait calls it once it knows it must wait, never when it is served
-// at once; calling it again is harmless. It implements coord.Parker.
+// at once; calling it again is harmless. It implements wait.Parker.
 func (c *Ctx) Park() {
 	if c.OnPark != nil {
 		c.OnPark()
 	}
 }
 
-var _ coord.Parker = (*Ctx)(nil)
+var _ wait.Parker = (*Ctx)(nil)
 
 // NowMS returns Now in Unix milliseconds.
 func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }
