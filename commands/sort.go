@@ -59,8 +59,8 @@ func sortKeys(args [][]byte) []keyRef {
 
 func registerSort(t *Table) {
 	t.Register([]Row{
-		{"sort", func(c *Ctx) { cmdSort(c, false) }},
-		{"sort_ro", func(c *Ctx) { cmdSort(c, true) }},
+		{Name: "sort", Run: func(c *Ctx) { cmdSort(c, false) }},
+		{Name: "sort_ro", Run: func(c *Ctx) { cmdSort(c, true) }},
 	})
 }
 

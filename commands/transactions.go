@@ -41,11 +41,11 @@ const (
 
 func registerTransactions(t *Table) {
 	t.Register([]Row{
-		{"multi", cmdMulti},
-		{"exec", cmdExec},
-		{"discard", cmdDiscard},
-		{"watch", cmdWatch},
-		{"unwatch", cmdUnwatch},
+		{Name: "multi", Run: cmdMulti},
+		{Name: "exec", Run: cmdExec},
+		{Name: "discard", Run: cmdDiscard},
+		{Name: "watch", Run: cmdWatch},
+		{Name: "unwatch", Run: cmdUnwatch},
 	})
 }
 
