@@ -120,9 +120,9 @@ type Command struct {
 	// hint is what Prefetch tells the store of the command's key, set by
 	// Add (see hintOf).
 	hint prefetchHint
-	// runsInMulti: the command runs at once inside MULTI instead of being
-	// queued (set by Add).
-	runsInMulti bool
+	// The facts of the command's Row (see Row), set by Register.
+	runsInMulti, mayReplicate, readsFirst, replaces bool
+	keysProc                                        func(args [][]byte) []keyRef
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -239,9 +239,33 @@ func NewTable() *Table {
 // Everything COMMAND reports about the command is Redis 7.0.15's, from
 // redisCommands (generated from Redis's own command table), or redamo's
 // own for a command in redamoCommands.
+//
+// The other fields are what redamo knows of a command beyond what COMMAND
+// reports, set in the rows of the few commands they apply to.
 type Row struct {
 	Name string
 	Run  Handler
+
+	// RunsInMulti: the command runs at once inside MULTI instead of being
+	// queued (Redis's processCommand: EXEC, DISCARD, MULTI, WATCH, QUIT,
+	// RESET; redamo's LOCK.GUARD and LEADER.GUARD, which fence the EXEC).
+	RunsInMulti bool
+	// MayReplicate: Redis flags the command may_replicate, a flag COMMAND
+	// INFO does not show; a read-only script refuses it as a write.
+	MayReplicate bool
+	// ReadsFirst: a write whose store request is decided on the item as
+	// stored (INCR's update is conditioned on the value it adds to):
+	// Prefetch hints its key as a read, so the embedded store reads the
+	// item it then writes.
+	ReadsFirst bool
+	// Replaces: a write for which finding the item it replaces is all it
+	// does with it (SET): Prefetch hints its key as replaced (hinted as a
+	// read, the store would read an item nobody needs).
+	Replaces bool
+	// Keys finds the keys of a command whose key specs do not say where
+	// all of them are (a spec of type unknown): Redis's getkeys_proc, which
+	// COMMAND GETKEYS uses.
+	Keys func(args [][]byte) []keyRef
 }
 
 // Register adds a family's commands. A name with no metadata, or
@@ -252,6 +276,8 @@ func (t *Table) Register(rows []Row) {
 	for i, r := range rows {
 		c := *metadata(r.Name)
 		c.Name, c.Run = r.Name, r.Run
+		c.runsInMulti, c.mayReplicate, c.readsFirst, c.replaces = r.RunsInMulti, r.MayReplicate, r.ReadsFirst, r.Replaces
+		c.keysProc = r.Keys
 		cmds[i] = &c
 	}
 	t.Add(cmds...)
@@ -281,7 +307,6 @@ func (t *Table) Add(cmds ...*Command) {
 		name := strings.ToLower(c.Name)
 		c.Name = name
 		c.hint = hintOf(c)
-		c.runsInMulti = runsInMulti[name]
 		parentName, sub, isSub := strings.Cut(name, "|")
 		if !isSub {
 			if _, dup := t.cmds[name]; dup {

@@ -16,8 +16,8 @@ func registerConnection(t *Table) {
 	t.Register([]Row{
 		{Name: "ping", Run: cmdPing},
 		{Name: "echo", Run: cmdEcho},
-		{Name: "quit", Run: cmdQuit},
-		{Name: "reset", Run: cmdReset},
+		{Name: "quit", Run: cmdQuit, RunsInMulti: true},
+		{Name: "reset", Run: cmdReset, RunsInMulti: true},
 		{Name: "select", Run: cmdSelect},
 		{Name: "auth", Run: cmdAuth},
 		{Name: "hello", Run: cmdHello},

@@ -17,7 +17,7 @@ func registerLeaders(t *Table) {
 		{Name: "leader.resign", Run: cmdLeaderResign},
 		{Name: "leader.check", Run: cmdLeaderCheck},
 		{Name: "leader.watch", Run: cmdLeaderWatch},
-		{Name: "leader.guard", Run: cmdLeaderGuard},
+		{Name: "leader.guard", Run: cmdLeaderGuard, RunsInMulti: true},
 	})
 }
 

@@ -22,7 +22,7 @@ func registerLocks(t *Table) {
 		{Name: "lock.release", Run: cmdLockRelease},
 		{Name: "lock.extend", Run: cmdLockExtend},
 		{Name: "lock.check", Run: cmdLockCheck},
-		{Name: "lock.guard", Run: cmdLockGuard},
+		{Name: "lock.guard", Run: cmdLockGuard, RunsInMulti: true},
 	})
 }
 

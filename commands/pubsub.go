@@ -7,7 +7,7 @@ package commands
 
 func registerPubSub(t *Table) {
 	t.Register([]Row{
-		{Name: "publish", Run: cmdPublish},
+		{Name: "publish", Run: cmdPublish, MayReplicate: true},
 	})
 }
 

@@ -11,10 +11,10 @@ import (
 func registerStrings(t *Table) {
 	t.Register([]Row{
 		{Name: "get", Run: cmdGet},
-		{Name: "set", Run: cmdSet},
+		{Name: "set", Run: cmdSet, Replaces: true},
 		{Name: "setnx", Run: cmdSetNX},
-		{Name: "setex", Run: cmdSetEX},
-		{Name: "psetex", Run: cmdPSetEX},
+		{Name: "setex", Run: cmdSetEX, Replaces: true},
+		{Name: "psetex", Run: cmdPSetEX, Replaces: true},
 		{Name: "getset", Run: cmdGetSet},
 		{Name: "getdel", Run: cmdGetDel},
 		{Name: "getex", Run: cmdGetEx},
@@ -26,11 +26,11 @@ func registerStrings(t *Table) {
 		{Name: "getrange", Run: cmdGetRange},
 		{Name: "substr", Run: cmdGetRange},
 		{Name: "setrange", Run: cmdSetRange},
-		{Name: "incr", Run: cmdIncr},
-		{Name: "decr", Run: cmdDecr},
-		{Name: "incrby", Run: cmdIncrBy},
-		{Name: "decrby", Run: cmdDecrBy},
-		{Name: "incrbyfloat", Run: cmdIncrByFloat},
+		{Name: "incr", Run: cmdIncr, ReadsFirst: true},
+		{Name: "decr", Run: cmdDecr, ReadsFirst: true},
+		{Name: "incrby", Run: cmdIncrBy, ReadsFirst: true},
+		{Name: "decrby", Run: cmdDecrBy, ReadsFirst: true},
+		{Name: "incrbyfloat", Run: cmdIncrByFloat, ReadsFirst: true},
 	})
 }
 
