@@ -1,8 +1,10 @@
 // Package commands holds redamo's command table and one handler per Redis
 // command, grouped by family (strings.go, keys.go, connection.go, server.go,
-// ...). Handlers speak to storage only through dynastore.Store and answer only
-// through the Writer interface, so the same handler serves every backend and
-// both execution paths (a direct request, or a transaction buffer).
+// ...). A handler parses its arguments, calls the data model (model/) or a
+// coordination recipe (coord/), which decide every store request, and
+// answers only through the Writer interface, so the same handler serves
+// every backend and both execution paths (a direct request, or a
+// transaction buffer). docs/architecture.md describes the layers.
 //
 // The package knows no RESP bytes: resp/ implements Writer and owns the
 // listener and dispatch loop.
@@ -193,9 +195,8 @@ type Table struct {
 	cmds map[string]*Command
 	// byName holds the commands again, open-addressed by foldHash of their
 	// names, so that a name as sent is found in any case with one pass
-	// over its bytes. Looking a name up in cmds as sent and then lowered
-	// took two map lookups per request (clients send "GET"), a large
-	// part of a pipelined PING's cost. Its length is a power of two, at
+	// over its bytes, rather than by a lookup in cmds as sent and another
+	// lowered (clients send "GET"). Its length is a power of two, at
 	// most half full.
 	byName []*Command
 }
@@ -431,8 +432,7 @@ type Ctx struct {
 // SetNow makes t, a reading of the local clock taken just before (End of
 // the command before it in a pipeline), the one the command's clock
 // reading derives from: Now adds the store's offset to it (Server.Now).
-// One read of the clock fewer per command, and such reads are a
-// measurable part of a pipelined INCR's cost on a virtual machine.
+// One read of the clock fewer per command.
 func (c *Ctx) SetNow(t time.Time) { c.now, c.local = time.Time{}, t }
 
 // End returns the local clock reading Server.Run took as the command
