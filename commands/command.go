@@ -122,9 +122,12 @@ type Command struct {
 	// hint is what Prefetch tells the store of the command's key, set by
 	// Add (see hintOf).
 	hint prefetchHint
-	// The facts of the command's Row (see Row), set by Register.
-	runsInMulti, mayReplicate, readsFirst, replaces bool
-	keysProc                                        func(args [][]byte) []keyRef
+	// MayReplicate is the Row's (see Row): the script bridge refuses the
+	// command in a read-only script.
+	MayReplicate bool
+	// The other facts of the command's Row (see Row), set by Register.
+	runsInMulti, readsFirst, replaces bool
+	keysProc                          func(args [][]byte) []keyRef
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -277,7 +280,7 @@ func (t *Table) Register(rows []Row) {
 	for i, r := range rows {
 		c := *metadata(r.Name)
 		c.Name, c.Run = r.Name, r.Run
-		c.runsInMulti, c.mayReplicate, c.readsFirst, c.replaces = r.RunsInMulti, r.MayReplicate, r.ReadsFirst, r.Replaces
+		c.runsInMulti, c.MayReplicate, c.readsFirst, c.replaces = r.RunsInMulti, r.MayReplicate, r.ReadsFirst, r.Replaces
 		c.keysProc = r.Keys
 		cmds[i] = &c
 	}

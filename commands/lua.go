@@ -638,7 +638,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(FlagNoScript):
 		return luaError(L, msgLuaNotAllowed, raise)
-	case run.readOnly && (cmd.HasFlag(FlagWrite) || cmd.mayReplicate):
+	case run.readOnly && (cmd.HasFlag(FlagWrite) || cmd.MayReplicate):
 		return luaError(L, msgLuaReadOnly, raise)
 	}
 	rec := &replyRecorder{proto: run.resp}

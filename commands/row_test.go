@@ -48,7 +48,7 @@ func TestRowFacts(t *testing.T) {
 			if sub.runsInMulti {
 				inMulti = append(inMulti, sub.Name)
 			}
-			if sub.mayReplicate {
+			if sub.MayReplicate {
 				mayReplicate = append(mayReplicate, sub.Name)
 			}
 			if sub.keysProc != nil {
@@ -80,7 +80,7 @@ func TestMayReplicateRefusedByReadOnlyScripts(t *testing.T) {
 	require.Equal(t, ReplyError, r.Kind)
 	require.Contains(t, r.Str, msgLuaReadOnly)
 	require.Equal(t, Reply{Kind: ReplyBulk, Str: "x"}, eval("return redis.call('echo', 'x')"))
-	s.Table.Lookup("echo").mayReplicate = true
+	s.Table.Lookup("echo").MayReplicate = true
 	r = eval("return redis.call('echo', 'x')")
 	require.Equal(t, ReplyError, r.Kind)
 	require.Contains(t, r.Str, msgLuaReadOnly)
