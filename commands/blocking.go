@@ -178,8 +178,13 @@ func (r *listRuntime) Serves(p keyProbe) bool { return model.HasElements(p.it, p
 func waitKey(db int, key []byte) string { return string(model.KeyPK(db, key)) }
 
 // notify tells the first client blocked on key (if any) that it may have
-// data, and re-arms the key's polling at its shortest interval.
-func (r *listRuntime) notify(db int, key []byte) { r.waits.Notify(waitKey(db, key)) }
+// data, and re-arms the key's polling at its shortest interval. With
+// nobody blocked, a push builds no key.
+func (r *listRuntime) notify(db int, key []byte) {
+	if r.waits.Waiting() > 0 {
+		r.waits.Notify(waitKey(db, key))
+	}
+}
 
 // block runs attempt until it reports done, the timeout (ms, 0 = forever)
 // passes, or c ends. The first attempt runs before the client is queued and

@@ -33,6 +33,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -105,9 +106,12 @@ type Registry[T any] struct {
 	// waiter polls by trying.
 	Prober Prober[T]
 
+	// waiting counts the calls waiting, readable without the lock: a
+	// write with nobody waiting costs one atomic load.
+	waiting atomic.Int64
+
 	mu      sync.Mutex
 	keys    map[string]*line[T]
-	waiting int
 	polling bool
 	poke    chan struct{}
 }
@@ -188,11 +192,7 @@ func (r *Registry[T]) Wait(ctx context.Context, w Waiter[T], wait time.Duration,
 }
 
 // Waiting is the number of calls waiting.
-func (r *Registry[T]) Waiting() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.waiting
-}
+func (r *Registry[T]) Waiting() int { return int(r.waiting.Load()) }
 
 // WaitingOn is the number of calls waiting on key.
 func (r *Registry[T]) WaitingOn(key string) int {
@@ -208,6 +208,9 @@ func (r *Registry[T]) WaitingOn(key string) int {
 // the first that takes turns and every watcher try at once, and the key's
 // polling restarts at its shortest pause.
 func (r *Registry[T]) Notify(key string) {
+	if r.waiting.Load() == 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.keys[key]
@@ -249,7 +252,7 @@ func (r *Registry[T]) join(x *waiter[T]) {
 		r.keys = map[string]*line[T]{}
 		r.poke = make(chan struct{}, 1)
 	}
-	r.waiting++
+	r.waiting.Add(1)
 	now := time.Now()
 	seen := make(map[string]bool, len(x.Keys))
 	for _, k := range x.Keys {
@@ -281,7 +284,7 @@ func (r *Registry[T]) join(x *waiter[T]) {
 func (r *Registry[T]) leave(x *waiter[T]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.waiting--
+	r.waiting.Add(-1)
 	for _, k := range x.Keys {
 		l := r.keys[k]
 		if l == nil {
