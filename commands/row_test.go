@@ -11,17 +11,19 @@ import (
 )
 
 // TestRowFactsDriveMulti: whether a command runs at once inside MULTI or
-// is queued is its row's RunsInMulti, whatever its name.
+// is queued is its row's RunsInMulti, whatever its name (here PING runs at
+// once and EXEC is queued).
 func TestRowFactsDriveMulti(t *testing.T) {
 	tab := &Table{}
 	tab.Register([]Row{
 		{Name: "ping", Run: cmdPing, RunsInMulti: true},
 		{Name: "echo", Run: cmdEcho},
+		{Name: "exec", Run: cmdExec},
 	})
 	for _, tc := range []struct {
 		name   string
 		queued bool
-	}{{"ping", false}, {"echo", true}} {
+	}{{"ping", false}, {"echo", true}, {"exec", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &replyRecorder{proto: 2}
 			c := &Ctx{Context: context.Background(), Args: [][]byte{[]byte(tc.name), []byte("x")}, W: rec, Conn: &Conn{}}
