@@ -600,11 +600,6 @@ func (run *scriptRun) setResp(L *lua.LState) int {
 	return 0
 }
 
-// mayReplicate names the commands redamo has that Redis flags
-// may_replicate (a flag COMMAND INFO does not show): read-only scripts
-// refuse them as writes.
-var mayReplicate = map[string]bool{"publish": true}
-
 // call is redis.call (raise) and redis.pcall: it runs one command against
 // the run's transaction and converts its reply.
 func (run *scriptRun) call(L *lua.LState, raise bool) int {
@@ -644,7 +639,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(commands.FlagNoScript):
 		return luaError(L, msgLuaNotAllowed, raise)
-	case run.readOnly && (cmd.HasFlag(commands.FlagWrite) || mayReplicate[cmd.Name]):
+	case run.readOnly && (cmd.HasFlag(commands.FlagWrite) || cmd.MayReplicate):
 		return luaError(L, msgLuaReadOnly, raise)
 	}
 	r, ok := run.c.CallFromScript(cmd, args, run.st, run.resp)

@@ -505,3 +505,18 @@ func TestScriptMemoryLimit(t *testing.T) {
 	require.EqualValues(t, 64<<20, n)
 	require.Equal(t, "PONG", c.Ping(ctx).Val())
 }
+
+// TestMayReplicateRefusedByReadOnlyScripts: a read-only script refuses a
+// command its row flags MayReplicate, as it refuses a write.
+func TestMayReplicateRefusedByReadOnlyScripts(t *testing.T) {
+	h := newHarness(memory.New(memory.Options{}))
+	const readOnly = "Write commands are not allowed from read-only scripts."
+	r := h.do("EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0")
+	require.Equal(t, byte('-'), r.kind)
+	require.Contains(t, r.str, readOnly)
+	requireReply(t, h, `"x"`, "EVAL_RO", "return redis.call('echo', 'x')", "0")
+	h.srv.Table.Lookup("echo").MayReplicate = true
+	r = h.do("EVAL_RO", "return redis.call('echo', 'x')", "0")
+	require.Equal(t, byte('-'), r.kind)
+	require.Contains(t, r.str, readOnly)
+}
