@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // TestRowFactsDriveMulti: whether a command runs at once inside MULTI or
