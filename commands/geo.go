@@ -684,7 +684,7 @@ func geoScoresOf(c *Ctx, key []byte, members [][]byte) ([]geoScore, error) {
 	}
 	out := make([]geoScore, len(members))
 	for i := range members {
-		out[i] = geoScore{score: zscoreOf(vals[i]), ok: present[i]}
+		out[i] = geoScore{score: model.ZScoreOf(vals[i]), ok: present[i]}
 	}
 	return out, nil
 }
@@ -726,7 +726,7 @@ func cmdGeodist(c *Ctx) {
 type zsetGeoSource struct{ cl *model.Collection }
 
 func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
-	err := zwalk(s.cl, zorderKey(min), zorderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
+	err := zwalk(s.cl, model.ZOrderKey(min), model.ZOrderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
 	if errors.Is(err, errStopScan) {
 		return nil
 	}
@@ -743,7 +743,7 @@ func geoQueryOn(c *Ctx, cl *model.Collection, flags geoFlags) (geoQuery, []geoPo
 			if err != nil || !present[0] {
 				return 0, false, err
 			}
-			return zscoreOf(vals[0]), true, nil
+			return model.ZScoreOf(vals[0]), true, nil
 		}
 	}
 	q, err := parseGeoQuery(c.Args, flags, lookup)

@@ -16,15 +16,6 @@ import (
 // maxInt64Len is the length of the longest int64 in decimal.
 const maxInt64Len = len("-9223372036854775808")
 
-func init() {
-	objectEncoders[model.TypeHash] = func(c *Ctx, key []byte) (string, error) {
-		p := c.Srv.encoding().params
-		return model.EncodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
-			return int64(len(f)) <= p.hashValue && int64(len(model.ValueBytes(v))) <= p.hashValue
-		})
-	}
-}
-
 func registerHashes(t *Table) {
 	t.Register([]Row{
 		{"hset", cmdHset},

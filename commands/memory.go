@@ -79,11 +79,11 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 	var n int64
 	if ks.Type == model.TypeList {
 		// Only the positions in [lh, lt) are elements (lists.go).
-		h, err := model.NumberInt(ks.Raw.Get(attrListHead))
+		h, err := model.NumberInt(ks.Raw.Get(model.AttrListHead))
 		if err != nil {
 			return 0, false, err
 		}
-		t, err := model.NumberInt(ks.Raw.Get(attrListTail))
+		t, err := model.NumberInt(ks.Raw.Get(model.AttrListTail))
 		if err != nil {
 			return 0, false, err
 		}

@@ -16,17 +16,6 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
-func init() {
-	// Redis 7.0: an intset while every member is an integer, else a hash
-	// table (small sets of strings became listpacks only in 7.2).
-	objectEncoders[model.TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return model.EncodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", "hashtable", func(m []byte, _ dynastore.Value) bool {
-			_, ok := model.String2ll(m)
-			return ok
-		})
-	}
-}
-
 func registerSets(t *Table) {
 	t.Register([]Row{
 		{"sadd", cmdSadd},

@@ -104,43 +104,6 @@ var streamInline = model.InlineLimits{Entries: 64, Bytes: 256}
 // trimmed stream entries.
 const StreamCleanupLabel = "stream-cleanup"
 
-func init() {
-	objectEncoders[model.TypeStream] = func(*Ctx, []byte) (string, error) { return "stream", nil }
-	model.InlineCodecs[model.TypeStream] = model.InlineCodec{
-		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			l, _ := it.Get(model.AttrValue).(dynastore.L)
-			if len(l)%2 != 0 {
-				return nil, fmt.Errorf("commands: inline stream of %d values: %w", len(l), dynastore.ErrInvalid)
-			}
-			out := make(map[string]dynastore.Value, len(l)/2)
-			for i := 0; i < len(l); i += 2 {
-				m, ok := l[i].(dynastore.B)
-				if !ok {
-					return nil, fmt.Errorf("commands: inline stream id: %w", dynastore.ErrInvalid)
-				}
-				out[string(m)] = l[i+1]
-			}
-			return out, nil
-		},
-		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
-			if len(entries) == 0 {
-				return
-			}
-			ms := make([]string, 0, len(entries))
-			for m := range entries {
-				ms = append(ms, m)
-			}
-			sort.Strings(ms)
-			l := make(dynastore.L, 0, 2*len(ms))
-			for _, m := range ms {
-				l = append(l, dynastore.B(m), entries[m])
-			}
-			it.Set(model.AttrValue, l)
-		},
-		KeepEmpty: true,
-	}
-}
-
 func registerStreams(t *Table) {
 	t.Register([]Row{
 		{"xadd", cmdXadd},

@@ -23,8 +23,6 @@ package commands
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -34,22 +32,6 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
-
-// zorderPrefixSize is the length of an order item's sort key before its
-// member: model.SKOrder and the score's 8 bytes.
-const zorderPrefixSize = 9
-
-func init() {
-	model.InlineCodecs[model.TypeZSet] = model.InlineCodecs[model.TypeHash]
-	model.MemberOrders[model.TypeZSet] = model.MemberOrder{SK: zorderSK, Prefix: zorderPrefixSize}
-	objectEncoders[model.TypeZSet] = func(c *Ctx, key []byte) (string, error) {
-		cl, err := model.OpenChecked(c, key, model.TypeZSet)
-		if err != nil || cl.KeyAttr(model.AttrBigEncoding) == nil {
-			return "listpack", err
-		}
-		return "skiplist", nil
-	}
-}
 
 func registerZsets(t *Table) {
 	t.Register([]Row{
@@ -89,71 +71,6 @@ func registerZsets(t *Table) {
 		{"zintercard", cmdZintercard},
 		{"zscan", cmdZscan},
 	})
-}
-
-// ---- scores ------------------------------------------------------------------
-
-// zscoreValue is the stored form of a score: its IEEE bits, big-endian.
-// Redis stores -0 as 0 (replies computed from scores, such as ZUNION's, may
-// still say -0).
-func zscoreValue(f float64) dynastore.Value {
-	if f == 0 {
-		f = 0
-	}
-	b := make(dynastore.B, 8)
-	binary.BigEndian.PutUint64(b, math.Float64bits(f))
-	return b
-}
-
-// zscoreOf decodes a stored score.
-func zscoreOf(v dynastore.Value) float64 {
-	b, _ := v.(dynastore.B)
-	if len(b) != 8 {
-		return 0
-	}
-	return math.Float64frombits(binary.BigEndian.Uint64(b))
-}
-
-// zorderKey is the order sort key of score f without a member: model.SKOrder and
-// the score's bits turned so that they sort as the numbers do (-0 as 0).
-func zorderKey(f float64) []byte {
-	if f == 0 {
-		f = 0
-	}
-	b := math.Float64bits(f)
-	if b>>63 == 1 {
-		b = ^b
-	} else {
-		b |= 1 << 63
-	}
-	k := make([]byte, zorderPrefixSize, zorderPrefixSize+16)
-	k[0] = model.SKOrder
-	binary.BigEndian.PutUint64(k[1:], b)
-	return k
-}
-
-// zorderEnd sorts after every order key.
-var zorderEnd = []byte{model.SKOrder + 1}
-
-// zorderSK is the order item's sort key of member m with score v. A member
-// too long for a sort key is cut and followed by its digest: such members
-// sort by their first bytes, then by digest, among equal scores.
-func zorderSK(m []byte, v dynastore.Value) []byte {
-	k := zorderKey(zscoreOf(v))
-	if len(m) <= model.MaxPlainSK {
-		return append(k, m...)
-	}
-	h := sha256.Sum256(m)
-	return append(append(k, m[:model.MaxPlainSK-sha256.Size]...), h[:]...)
-}
-
-// zscoreAbove is the order key just above every member of score f: the
-// key of the next double (zorderEnd past +inf).
-func zscoreAbove(f float64) []byte {
-	if math.IsInf(f, 1) {
-		return zorderEnd
-	}
-	return zorderKey(math.Nextafter(f, math.Inf(1)))
 }
 
 func isCSpace(c byte) bool {
@@ -205,13 +122,13 @@ func (r scoreRange) empty() bool {
 
 // keys returns the order keys [lo, hi) that hold the range's members.
 func (r scoreRange) keys() (lo, hi []byte) {
-	lo = zorderKey(r.min)
+	lo = model.ZOrderKey(r.min)
 	if r.minex {
-		lo = zscoreAbove(r.min)
+		lo = model.ZScoreAbove(r.min)
 	}
-	hi = zscoreAbove(r.max)
+	hi = model.ZScoreAbove(r.max)
 	if r.maxex {
-		hi = zorderKey(r.max)
+		hi = model.ZOrderKey(r.max)
 	}
 	return lo, hi
 }
@@ -309,7 +226,7 @@ func zwalk(cl *model.Collection, lo, hi []byte, rev bool, offset int64, hint int
 			offset--
 			return nil
 		}
-		return fn(zentry{bytes.Clone(m), zscoreOf(v)})
+		return fn(zentry{bytes.Clone(m), model.ZScoreOf(v)})
 	})
 }
 
@@ -421,9 +338,9 @@ func zlexWalk(cl *model.Collection, r lexRange, rev bool, offset, limit int64, f
 		}
 		switch {
 		case !rev && r.min.inf == 0:
-			lo = append(zorderKey(edge[0].s), r.min.v...)
+			lo = append(model.ZOrderKey(edge[0].s), r.min.v...)
 		case rev && r.max.inf == 0:
-			hi = append(append(zorderKey(edge[0].s), r.max.v...), 0)
+			hi = append(append(model.ZOrderKey(edge[0].s), r.max.v...), 0)
 		}
 	}
 	started := false
@@ -452,25 +369,6 @@ func zlexWalk(cl *model.Collection, r lexRange, rev bool, offset, limit int64, f
 // zbyLex is zlexWalk's entries.
 func zbyLex(cl *model.Collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
 	return zgather(func(fn func(e zentry) error) error { return zlexWalk(cl, r, rev, offset, limit, fn) })
-}
-
-// zrankOf returns the rank of m (ok false when absent).
-func zrankOf(cl *model.Collection, m []byte, rev bool) (int64, bool, error) {
-	vals, present, err := cl.Lookup([][]byte{m})
-	if err != nil || !present[0] {
-		return 0, false, err
-	}
-	sk := zorderSK(m, vals[0])
-	var rank int64
-	lo, hi := []byte(nil), sk
-	if rev {
-		lo, hi = append(sk, 0), nil
-	}
-	err = cl.EachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
-		rank++
-		return nil
-	})
-	return rank, true, err
 }
 
 // ---- replies -----------------------------------------------------------------------
@@ -550,7 +448,7 @@ func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added,
 		if f.nx {
 			return false, false, false, 0, nil
 		}
-		old := zscoreOf(cur[0])
+		old := model.ZScoreOf(cur[0])
 		if f.incr {
 			score += old
 			if math.IsNaN(score) {
@@ -561,7 +459,7 @@ func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added,
 			return false, false, false, 0, nil
 		}
 		if score != old {
-			cl.Put(m, zscoreValue(score))
+			cl.Put(m, model.ZScoreValue(score))
 			updated = true
 		}
 		return false, updated, true, score, nil
@@ -569,7 +467,7 @@ func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added,
 	if f.xx {
 		return false, false, false, 0, nil
 	}
-	cl.Put(m, zscoreValue(score))
+	cl.Put(m, model.ZScoreValue(score))
 	return true, false, true, score, nil
 }
 
@@ -590,7 +488,7 @@ func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (
 		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf(members)}},
 	}
 	for i, m := range members {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: model.FieldAttr(m), Val: zscoreValue(scores[i])})
+		u.Set = append(u.Set, dynastore.SetAction{Attr: model.FieldAttr(m), Val: model.ZScoreValue(scores[i])})
 	}
 	cond := model.InlineFastCond(c.NowMS(), model.TypeZSet, lim.Entries, len(members), false)
 	return model.MemberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
@@ -598,7 +496,7 @@ func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (
 			switch {
 			case !model.BSContains(old.Get(model.AttrValue), m):
 				n++
-			case ch && zscoreOf(old.Get(model.FieldAttr(m))) != scores[i]:
+			case ch && model.ZScoreOf(old.Get(model.FieldAttr(m))) != scores[i]:
 				n++
 			}
 		}
@@ -752,7 +650,7 @@ func cmdZscore(c *Ctx) {
 		c.W.Nil()
 		return
 	}
-	c.W.Double(zscoreOf(vals[0]))
+	c.W.Double(model.ZScoreOf(vals[0]))
 }
 
 func cmdZmscore(c *Ctx) {
@@ -764,7 +662,7 @@ func cmdZmscore(c *Ctx) {
 	c.W.Array(len(present))
 	for i, p := range present {
 		if p {
-			c.W.Double(zscoreOf(vals[i]))
+			c.W.Double(model.ZScoreOf(vals[i]))
 		} else {
 			c.W.Nil()
 		}
@@ -778,7 +676,7 @@ func zrank(c *Ctx, rev bool) {
 	var rank int64
 	var found bool
 	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
-		rank, found, err = zrankOf(cl, c.Args[2], rev)
+		rank, found, err = model.ZRankOf(cl, c.Args[2], rev)
 		return err
 	})
 	switch {
@@ -999,7 +897,7 @@ func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*model.Collec
 		params := c.Srv.encoding().params
 		big := n > params.zsetEntries
 		for _, e := range res {
-			dest.Put(e.m, zscoreValue(e.s))
+			dest.Put(e.m, model.ZScoreValue(e.s))
 			big = big || int64(len(e.m)) > params.zsetValue
 		}
 		if big {
@@ -1227,14 +1125,14 @@ func cmdZrandmember(c *Ctx) {
 	}
 	es := make([]zentry, len(ms))
 	for i, m := range ms {
-		es[i] = zentry{m, zscoreOf(vals[i])}
+		es[i] = zentry{m, model.ZScoreOf(vals[i])}
 	}
 	writeZentries(c, es, true)
 }
 
 func cmdZscan(c *Ctx) {
 	collScanCmd(c, model.TypeZSet, func(m []byte, v dynastore.Value) [][]byte {
-		return [][]byte{m, FormatDouble(nil, zscoreOf(v))}
+		return [][]byte{m, FormatDouble(nil, model.ZScoreOf(v))}
 	})
 }
 
@@ -1350,7 +1248,7 @@ func zsourcesOf(c *Ctx, cls []*model.Collection) ([]zsource, error) {
 		err := cl.Each(func(m []byte, v dynastore.Value) error {
 			s := 1.0
 			if cl.Type == model.TypeZSet {
-				s = zscoreOf(v)
+				s = model.ZScoreOf(v)
 			}
 			src.scores[string(m)] = s
 			src.order = append(src.order, string(m))

@@ -151,7 +151,7 @@ const (
 // limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
 // whose fields cost twice (name in v and attribute). They bound the key
 // item's size whatever the encoding parameters, which may only lower them
-// (Server.inline); OBJECT ENCODING does not depend on them (EncodingOf).
+// (Server.inline); OBJECT ENCODING does not depend on them (Encoding).
 const (
 	InlineMaxBytes = 64
 	InlineMaxSet   = 128
@@ -422,8 +422,6 @@ func rolledForward(c Scope, key []byte, typ string, it dynastore.Item) (*Collect
 const maxRollForwards = 8
 
 // InlineCodec reads and writes one type's inline entries in its key item.
-// Sets and hashes are registered here; the other families add theirs (a
-// list's v as an L of B, entries keyed by PosMember) from their init.
 type InlineCodec struct {
 	Decode func(it dynastore.Item) (map[string]dynastore.Value, error)
 	Encode func(it *dynastore.Item, entries map[string]dynastore.Value)
@@ -433,61 +431,75 @@ type InlineCodec struct {
 	KeepEmpty bool
 }
 
+// InlineCodecs holds each collection type's inline codec: a set's members
+// in v, a hash's (and a sorted set's, whose values are scores) field names
+// in v and values in field attributes, a list's elements in order (list.go),
+// a stream's ids and entries (stream.go).
 var InlineCodecs = map[string]InlineCodec{
-	TypeSet: {
-		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(AttrValue).(dynastore.BS)
-			out := make(map[string]dynastore.Value, len(names))
-			for _, m := range names {
-				out[string(m)] = nil
-			}
-			return out, nil
-		},
-		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
-			names := make(dynastore.BS, 0, len(entries))
-			for m := range entries {
-				names = append(names, []byte(m))
-			}
-			it.Set(AttrValue, names)
-		},
+	TypeSet:    setCodec,
+	TypeHash:   hashCodec,
+	TypeZSet:   hashCodec,
+	TypeList:   {Decode: decodeListInline, Encode: encodeListInline},
+	TypeStream: streamCodec,
+}
+
+// setCodec keeps a set's members in v, a BS.
+var setCodec = InlineCodec{
+	Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+		names, _ := it.Get(AttrValue).(dynastore.BS)
+		out := make(map[string]dynastore.Value, len(names))
+		for _, m := range names {
+			out[string(m)] = nil
+		}
+		return out, nil
 	},
-	TypeHash: {
-		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(AttrValue).(dynastore.BS)
-			out := make(map[string]dynastore.Value, len(names))
-			for _, m := range names {
-				out[string(m)] = nil
+	Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		names := make(dynastore.BS, 0, len(entries))
+		for m := range entries {
+			names = append(names, []byte(m))
+		}
+		it.Set(AttrValue, names)
+	},
+}
+
+// hashCodec keeps the field names in v, a BS, and each value in the
+// field's attribute (FieldAttr).
+var hashCodec = InlineCodec{
+	Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+		names, _ := it.Get(AttrValue).(dynastore.BS)
+		out := make(map[string]dynastore.Value, len(names))
+		for _, m := range names {
+			out[string(m)] = nil
+		}
+		// One pass over the attributes: a search of the item per
+		// field would be quadratic in the fields.
+		found := 0
+		for _, a := range it {
+			enc, ok := strings.CutPrefix(a.Name, attrFieldPrefix)
+			if !ok {
+				continue
 			}
-			// One pass over the attributes: a search of the item per
-			// field would be quadratic in the fields.
-			found := 0
-			for _, a := range it {
-				enc, ok := strings.CutPrefix(a.Name, attrFieldPrefix)
-				if !ok {
-					continue
-				}
-				f, err := base64.RawURLEncoding.DecodeString(enc)
-				if err != nil {
-					return nil, fmt.Errorf("model: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
-				}
-				if v, listed := out[string(f)]; listed && v == nil {
-					out[string(f)] = a.Value
-					found++
-				}
+			f, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil {
+				return nil, fmt.Errorf("model: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
 			}
-			if found != len(names) {
-				return nil, fmt.Errorf("model: hash field without a value: %w", dynastore.ErrInvalid)
+			if v, listed := out[string(f)]; listed && v == nil {
+				out[string(f)] = a.Value
+				found++
 			}
-			return out, nil
-		},
-		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
-			names := make(dynastore.BS, 0, len(entries))
-			for m, v := range entries {
-				names = append(names, []byte(m))
-				it.Set(FieldAttr([]byte(m)), v)
-			}
-			it.Set(AttrValue, names)
-		},
+		}
+		if found != len(names) {
+			return nil, fmt.Errorf("model: hash field without a value: %w", dynastore.ErrInvalid)
+		}
+		return out, nil
+	},
+	Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		names := make(dynastore.BS, 0, len(entries))
+		for m, v := range entries {
+			names = append(names, []byte(m))
+			it.Set(FieldAttr([]byte(m)), v)
+		}
+		it.Set(AttrValue, names)
 	},
 }
 
@@ -1061,33 +1073,3 @@ func (cl *Collection) intsetLike() bool {
 
 // ErrEnough ends an each early once the answer is known.
 var ErrEnough = errors.New("model: enough entries seen")
-
-// EncodingOf is Redis 7.0's OBJECT ENCODING for a hash, set or sorted set
-// key: compact (listpack, intset) while it holds at most maxEntries entries
-// that all pass fits, big (hashtable, skiplist) otherwise. Redis never
-// converts back, so a key that was once past a limit stays big there even
-// after removals bring
-// it under; redamo keeps no such history and answers from the current
-// content (a large layout is only read when its count is within the limit).
-func EncodingOf(c Scope, key []byte, typ string, maxEntries int64, compact, big string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
-	enc := compact
-	err := Read(c, key, typ, func(cl *Collection) error {
-		enc = compact
-		if cl.Len() > maxEntries {
-			enc = big
-			return nil
-		}
-		err := cl.Each(func(m []byte, v dynastore.Value) error {
-			if !fits(m, v) {
-				enc = big
-				return ErrEnough
-			}
-			return nil
-		})
-		if errors.Is(err, ErrEnough) {
-			return nil
-		}
-		return err
-	})
-	return enc, err
-}

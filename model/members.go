@@ -55,9 +55,10 @@ type MemberOrder struct {
 	Prefix int
 }
 
-// MemberOrders holds the types that keep a MemberOrder, registered by
-// their family's init.
-var MemberOrders = map[string]MemberOrder{}
+// MemberOrders holds the types that keep a MemberOrder.
+var MemberOrders = map[string]MemberOrder{
+	TypeZSet: {SK: zorderSK, Prefix: zorderPrefixSize},
+}
 
 // MemberSpan is the layout of a type whose members are positions
 // (PosMember) in a range its key item holds in two N attributes: the first
@@ -72,9 +73,10 @@ var MemberOrders = map[string]MemberOrder{}
 // (planSpan) instead of through pending items.
 type MemberSpan struct{ Lo, Hi string }
 
-// MemberSpans holds the types laid out as a MemberSpan, registered by their
-// family's init.
-var MemberSpans = map[string]MemberSpan{}
+// MemberSpans holds the types laid out as a MemberSpan.
+var MemberSpans = map[string]MemberSpan{
+	TypeList: {Lo: AttrListHead, Hi: AttrListTail},
+}
 
 // Span returns the range of a spanned type's collection as read, or, when
 // after, as its staged key attributes leave it; spanned is false for the
