@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math"
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
@@ -37,22 +36,11 @@ func (c *Ctx) scratchItemKey(key []byte) dynastore.Key {
 	return dynastore.Key{PK: s.pk, SK: model.KeyItemSK}
 }
 
-// addOverflows reports whether a+b falls outside int64.
-func addOverflows(a, b int64) bool {
-	return (b < 0 && a < 0 && b < math.MinInt64-a) || (b > 0 && a > 0 && b > math.MaxInt64-a)
-}
-
-// incrRoom is the condition that adding d to the number in attr stays
-// within int64 (nil when d is 0), for an UpdateItem ADD to check.
-func incrRoom(attr string, d int64) dynastore.Cond {
-	switch {
-	case d > 0:
-		return dynastore.Compare{Attr: attr, Op: dynastore.OpLE, Val: model.NInt(math.MaxInt64 - d)}
-	case d < 0:
-		return dynastore.Compare{Attr: attr, Op: dynastore.OpGE, Val: model.NInt(math.MinInt64 - d)}
-	}
-	return nil
-}
+// addOverflows and incrRoom are the model's (HINCRBY shares them).
+var (
+	addOverflows = model.AddOverflows
+	incrRoom     = model.IncrRoom
+)
 
 // condFailedStart is the state a fast-path write's failed condition handed
 // back (err from a write with OldOnFailure), for mutateKey to start from.

@@ -7,7 +7,6 @@ package commands
 // blocked on it.
 
 import (
-	"errors"
 	"math/big"
 
 	"github.com/redamo/redamo/model"
@@ -49,19 +48,6 @@ func registerLists(t *Table) {
 }
 
 // ---- the list view ------------------------------------------------------------------
-
-// listErr maps the list operations' errors to their replies.
-func listErr(err error) error {
-	switch {
-	case errors.Is(err, model.ErrNoSuchKey):
-		return redisError(MsgNoSuchKey)
-	case errors.Is(err, model.ErrIndexNotInt):
-		return redisError(MsgNotInt)
-	case errors.Is(err, model.ErrIndexOutOfRange):
-		return redisError(MsgOutOfRange)
-	}
-	return err
-}
 
 // ---- push and pop -------------------------------------------------------------------
 
@@ -163,7 +149,7 @@ func cmdLindex(c *Ctx) {
 	idx, idxOK := model.String2ll(c.Args[2])
 	v, err := model.ListIndex(c, c.Args[1], idx, idxOK)
 	if err != nil {
-		c.Fail(listErr(err))
+		c.Fail(collErr(err))
 		return
 	}
 	if v == nil {
@@ -243,7 +229,7 @@ func cmdLset(c *Ctx) {
 	idx, idxOK := model.String2ll(c.Args[2])
 	defer c.lockKeys(c.Args[1])()
 	if err := model.ListSet(c, c.Args[1], idx, idxOK, c.Args[3]); err != nil {
-		c.Fail(listErr(err))
+		c.Fail(collErr(err))
 		return
 	}
 	c.W.Simple("OK")

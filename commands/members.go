@@ -4,7 +4,11 @@ package commands
 // model does the work (model.AddMembers, RemoveMembers), they parse and
 // reply.
 
-import "github.com/redamo/redamo/model"
+import (
+	"errors"
+
+	"github.com/redamo/redamo/model"
+)
 
 // collLenCmd replies with the number of entries of the key (SCARD, HLEN,
 // ZCARD).
@@ -26,4 +30,22 @@ func removeMembersCmd(c *Ctx, typ string) {
 		return
 	}
 	c.W.Int(n)
+}
+
+// collErr maps the errors of the model's collection operations to the
+// replies Redis gives for them.
+func collErr(err error) error {
+	switch {
+	case errors.Is(err, model.ErrNoSuchKey):
+		return redisError(MsgNoSuchKey)
+	case errors.Is(err, model.ErrIndexNotInt):
+		return redisError(MsgNotInt)
+	case errors.Is(err, model.ErrIndexOutOfRange):
+		return redisError(MsgOutOfRange)
+	case errors.Is(err, model.ErrHashNotInt):
+		return redisError(MsgHashNotInt)
+	case errors.Is(err, model.ErrIncrOverflow):
+		return redisError(MsgOverflow)
+	}
+	return err
 }

@@ -383,7 +383,7 @@ func (s *sortSnap) elements(src sortSource, dontsort, desc bool, start, end int6
 		}
 	default:
 		if src.cl.Exists() {
-			elems, err = setMembersOf(src.cl)
+			elems, err = model.SetMembersOf(src.cl)
 		}
 	}
 	if src.cl != nil && (src.cl.PagesRead || src.cl.SawRolling) {

@@ -903,7 +903,7 @@ func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*model.Collec
 		if big {
 			dest.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
 		}
-		return model.Commit(c, []*model.Collection{dest}, dedupeColls(all[1:]))
+		return model.Commit(c, []*model.Collection{dest}, model.DedupeColls(all[1:]))
 	})
 	return n, err
 }
@@ -1114,25 +1114,25 @@ func cmdZrandmember(c *Ctx) {
 	if !ok {
 		return
 	}
-	ms, vals, err := randomPick(c, model.TypeZSet, count)
+	picked, err := model.RandomPick(c, c.Args[1], model.TypeZSet, count)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	if !withScores {
-		writePicked(c, ms, withCount)
+		writePicked(c, picked, withCount)
 		return
 	}
-	es := make([]zentry, len(ms))
-	for i, m := range ms {
-		es[i] = zentry{m, model.ZScoreOf(vals[i])}
+	es := make([]zentry, len(picked))
+	for i, e := range picked {
+		es[i] = zentry{e.Member, e.Score}
 	}
 	writeZentries(c, es, true)
 }
 
 func cmdZscan(c *Ctx) {
-	collScanCmd(c, model.TypeZSet, func(m []byte, v dynastore.Value) [][]byte {
-		return [][]byte{m, FormatDouble(nil, model.ZScoreOf(v))}
+	collScanCmd(c, model.TypeZSet, func(e model.Entry) [][]byte {
+		return [][]byte{e.Member, FormatDouble(nil, e.Score)}
 	})
 }
 
@@ -1394,7 +1394,7 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 			parsed = true
 		}
 		res = q.compute(srcs)
-		return model.ValidateRead(c, dedupeColls(cls)...)
+		return model.ValidateRead(c, model.DedupeColls(cls)...)
 	})
 	switch {
 	case err != nil:
