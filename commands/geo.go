@@ -673,18 +673,18 @@ func cmdGeoadd(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	zaddApply(c, c.Args[1], zaddFlags{nx: a.nx, xx: a.xx, ch: a.ch}, a.members, a.scores)
+	zaddApply(c, c.Args[1], model.ZAddFlags{NX: a.nx, XX: a.xx, CH: a.ch}, a.members, a.scores)
 }
 
 // geoScoresOf looks members up in key's sorted set (absent: not ok).
 func geoScoresOf(c *Ctx, key []byte, members [][]byte) ([]geoScore, error) {
-	vals, present, err := model.Lookup(c, key, model.TypeZSet, members)
+	scores, present, err := model.ZScores(c, key, members)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]geoScore, len(members))
 	for i := range members {
-		out[i] = geoScore{score: model.ZScoreOf(vals[i]), ok: present[i]}
+		out[i] = geoScore{score: scores[i], ok: present[i]}
 	}
 	return out, nil
 }
@@ -739,11 +739,11 @@ func geoQueryOn(c *Ctx, cl *model.Collection, flags geoFlags) (geoQuery, []geoPo
 	var lookup geoMemberScore
 	if cl.Exists() {
 		lookup = func(m []byte) (float64, bool, error) {
-			vals, present, err := cl.Lookup([][]byte{m})
+			scores, present, err := model.ZLookup(cl, [][]byte{m})
 			if err != nil || !present[0] {
 				return 0, false, err
 			}
-			return model.ZScoreOf(vals[0]), true, nil
+			return scores[0], true, nil
 		}
 	}
 	q, err := parseGeoQuery(c.Args, flags, lookup)

@@ -46,6 +46,8 @@ func collErr(err error) error {
 		return redisError(MsgHashNotInt)
 	case errors.Is(err, model.ErrIncrOverflow):
 		return redisError(MsgOverflow)
+	case errors.Is(err, model.ErrZNaN):
+		return redisError(MsgZNaN)
 	}
 	return err
 }

@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -214,20 +213,9 @@ type zentry struct {
 	s float64
 }
 
-// zwalk visits the entries of cl whose order keys lie in [lo, hi) in score
-// order (descending when rev), skipping offset of them, until fn returns
-// model.ErrEnough; hint is how many the caller expects to need (0: unknown).
+// zwalk is model.ZWalk of entries.
 func zwalk(cl *model.Collection, lo, hi []byte, rev bool, offset int64, hint int, fn func(e zentry) error) error {
-	if hint > 0 && offset > 0 {
-		hint += int(min(offset, model.MemberPageItems))
-	}
-	return cl.EachOrdered(lo, hi, rev, hint, func(m []byte, v dynastore.Value) error {
-		if offset > 0 {
-			offset--
-			return nil
-		}
-		return fn(zentry{bytes.Clone(m), model.ZScoreOf(v)})
-	})
+	return model.ZWalk(cl, lo, hi, rev, offset, hint, func(m []byte, s float64) error { return fn(zentry{m, s}) })
 }
 
 // zlimitWalk is zwalk of at most limit entries (negative: all).
@@ -401,132 +389,37 @@ func writeZentries(c *Ctx, es []zentry, withScores bool) {
 
 // ---- writing -------------------------------------------------------------------------
 
-// zsetWrite runs change on key's sorted set and commits, re-running on
-// conflict. The first try starts from the key item st holds (a failed
-// single-request attempt's), else from the one the item cache holds, if
-// any: no read, as the commit is guarded by that item's ver and a stale one
-// fails it; but an outcome that writes nothing, or an error (WRONGTYPE), is
-// only trusted from a fresh read.
+// zsetWrite is model.ZSetWrite under the key's lock: this process's
+// writers of the key take turns (as list writers do), as they would only
+// invalidate each other's optimistic commits.
 func zsetWrite(c *Ctx, key []byte, st model.MemberStart, change func(cl *model.Collection) error) error {
-	// This process's writers of the key take turns (as list writers do):
-	// they would only invalidate each other's optimistic commits.
 	defer c.lockKeys(key)()
-	return model.RetryConflicts(c, func(try int) error {
-		seed, seeded, cached := st.Seed, st.Seeded && try == 0, false
-		if try == 0 && !seeded && c.Store == c.Srv.Store && model.KeyFits(key) {
-			seed, cached = model.Items(c).Guardable(c.DB(), key, c.NowMS())
-			seeded = cached
-		}
-		cl, err := model.OpenSeeded(c, key, model.TypeZSet, seed, seeded)
-		if err == nil {
-			err = change(cl)
-		}
-		if cached && (err != nil || !cl.Changed()) {
-			return model.ErrConflict // an error or a no-op, from what the cache says
-		}
-		if err != nil {
-			return err
-		}
-		return cl.Commit()
-	})
+	return model.ZSetWrite(c, key, st, change)
 }
 
-// zaddFlags are ZADD's options.
-type zaddFlags struct {
-	nx, xx, gt, lt, incr, ch bool
-}
-
-// zaddOne applies one score-member pair as Redis's zsetAdd: added or
-// updated report what changed, processed whether the pair was not a no-op,
-// and score is the member's score after it.
-func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added, updated, processed bool, _ float64, err error) {
-	cur, present, err := cl.Lookup([][]byte{m})
-	if err != nil {
-		return false, false, false, 0, err
-	}
-	if present[0] {
-		if f.nx {
-			return false, false, false, 0, nil
-		}
-		old := model.ZScoreOf(cur[0])
-		if f.incr {
-			score += old
-			if math.IsNaN(score) {
-				return false, false, false, 0, redisError(MsgZNaN)
-			}
-		}
-		if (f.lt && score >= old) || (f.gt && score <= old) {
-			return false, false, false, 0, nil
-		}
-		if score != old {
-			cl.Put(m, model.ZScoreValue(score))
-			updated = true
-		}
-		return false, updated, true, score, nil
-	}
-	if f.xx {
-		return false, false, false, 0, nil
-	}
-	cl.Put(m, model.ZScoreValue(score))
-	return true, false, true, score, nil
-}
-
-// zaddFast is a plain ZADD (or ZADD CH) of distinct members that fit an
-// inline set: one UpdateItem that sets their scores and adds their names.
-// done is false when the set is not inline with room (or not a sorted set);
-// the general path then starts from st.
-func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (st model.MemberStart, n int64, done bool, err error) {
-	lim := c.Srv.inline(model.TypeZSet)
-	if len(members) > lim.Entries || !model.AllSmall(members, lim.Bytes) || len(model.Dedupe(members)) != len(members) {
-		return model.MemberStart{}, 0, false, nil
-	}
-	u := dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: model.AttrType, Val: dynastore.S(model.TypeZSet)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-		},
-		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf(members)}},
-	}
-	for i, m := range members {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: model.FieldAttr(m), Val: model.ZScoreValue(scores[i])})
-	}
-	cond := model.InlineFastCond(c.NowMS(), model.TypeZSet, lim.Entries, len(members), false)
-	return model.MemberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
-		for i, m := range members {
-			switch {
-			case !model.BSContains(old.Get(model.AttrValue), m):
-				n++
-			case ch && model.ZScoreOf(old.Get(model.FieldAttr(m))) != scores[i]:
-				n++
-			}
-		}
-		return n
-	})
-}
-
-func cmdZadd(c *Ctx)    { zadd(c, zaddFlags{}) }
-func cmdZincrby(c *Ctx) { zadd(c, zaddFlags{incr: true}) }
+func cmdZadd(c *Ctx)    { zadd(c, model.ZAddFlags{}) }
+func cmdZincrby(c *Ctx) { zadd(c, model.ZAddFlags{Incr: true}) }
 
 // zadd is ZADD and ZINCRBY (key increment member: ZADD key INCR ...).
-func zadd(c *Ctx, f zaddFlags) {
+func zadd(c *Ctx, f model.ZAddFlags) {
 	key := c.Args[1]
 	i := 2
-	if !f.incr {
+	if !f.Incr {
 	opts:
 		for ; i < len(c.Args); i++ {
 			switch strings.ToLower(string(c.Args[i])) {
 			case "nx":
-				f.nx = true
+				f.NX = true
 			case "xx":
-				f.xx = true
+				f.XX = true
 			case "ch":
-				f.ch = true
+				f.CH = true
 			case "incr":
-				f.incr = true
+				f.Incr = true
 			case "gt":
-				f.gt = true
+				f.GT = true
 			case "lt":
-				f.lt = true
+				f.LT = true
 			default:
 				break opts
 			}
@@ -537,13 +430,13 @@ func zadd(c *Ctx, f zaddFlags) {
 	case len(pairs)%2 != 0 || len(pairs) == 0:
 		c.W.Error(MsgSyntax)
 		return
-	case f.nx && f.xx:
+	case f.NX && f.XX:
 		c.W.Error(MsgZXXNX)
 		return
-	case (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt):
+	case (f.GT && f.NX) || (f.LT && f.NX) || (f.GT && f.LT):
 		c.W.Error(MsgGTLTNX)
 		return
-	case f.incr && len(pairs) > 2:
+	case f.Incr && len(pairs) > 2:
 		c.W.Error(MsgZIncrPair)
 		return
 	}
@@ -562,77 +455,29 @@ func zadd(c *Ctx, f zaddFlags) {
 }
 
 // zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
-func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float64) {
-	var st model.MemberStart
-	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
-	if plain {
-		unlock := c.lockKeys(key)
-		var n int64
-		var done bool
-		var err error
-		st, n, done, err = zaddFast(c, key, members, scores, f.ch)
-		unlock()
-		if err != nil || done {
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			c.Srv.listRT().notify(c.DB(), key)
-			c.W.Int(n)
-			return
-		}
-	}
-	var added, updated, processed int64
-	var score float64
+func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores []float64) {
 	params := c.Srv.encoding().params
-	change := func(cl *model.Collection) error {
-		added, updated, processed = 0, 0, 0
-		if !cl.Exists() && f.xx {
-			return nil
-		}
-		size := cl.Len()
-		if !cl.Exists() {
-			size = 0
-		}
-		// One read of every member a large set has not shown yet (zaddOne
-		// then finds them known).
-		if err := cl.Fetch(members); err != nil {
-			return err
-		}
-		for j, m := range members {
-			a, u, p, s, err := zaddOne(cl, f, m, scores[j])
-			if err != nil {
-				return err
-			}
-			if a {
-				if cl.KeyAttr(model.AttrBigEncoding) == nil && (size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue) {
-					cl.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
-				}
-				size++
-			}
-			added += boolInt(a)
-			updated += boolInt(u)
-			processed += boolInt(p)
-			score = s
-		}
-		return nil
-	}
-	if err := zsetWrite(c, key, st, change); err != nil {
-		c.Fail(err)
+	unlock := c.lockKeys(key)
+	res, err := model.ZAdd(c, key, f, members, scores, params.zsetEntries, params.zsetValue)
+	unlock()
+	if err != nil {
+		c.Fail(collErr(err))
 		return
 	}
-	if added > 0 {
+	if res.Fast || res.Added > 0 {
 		c.Srv.listRT().notify(c.DB(), key)
 	}
 	switch {
-	case f.incr && processed > 0:
-		c.W.Double(score)
-	case f.incr:
+	case res.Fast:
+		c.W.Int(res.Added)
+	case f.Incr && res.Processed > 0:
+		c.W.Double(res.Score)
+	case f.Incr:
 		c.W.Nil()
-	case f.ch:
-		c.W.Int(added + updated)
+	case f.CH:
+		c.W.Int(res.Added + res.Updated)
 	default:
-		c.W.Int(added)
+		c.W.Int(res.Added)
 	}
 }
 
@@ -641,7 +486,7 @@ func cmdZrem(c *Ctx) { removeMembersCmd(c, model.TypeZSet) }
 func cmdZcard(c *Ctx) { collLenCmd(c, model.TypeZSet) }
 
 func cmdZscore(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:3])
+	scores, present, err := model.ZScores(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -650,11 +495,11 @@ func cmdZscore(c *Ctx) {
 		c.W.Nil()
 		return
 	}
-	c.W.Double(model.ZScoreOf(vals[0]))
+	c.W.Double(scores[0])
 }
 
 func cmdZmscore(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:])
+	scores, present, err := model.ZScores(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -662,7 +507,7 @@ func cmdZmscore(c *Ctx) {
 	c.W.Array(len(present))
 	for i, p := range present {
 		if p {
-			c.W.Double(model.ZScoreOf(vals[i]))
+			c.W.Double(scores[i])
 		} else {
 			c.W.Nil()
 		}
@@ -897,7 +742,7 @@ func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*model.Collec
 		params := c.Srv.encoding().params
 		big := n > params.zsetEntries
 		for _, e := range res {
-			dest.Put(e.m, model.ZScoreValue(e.s))
+			model.ZPut(dest, e.m, e.s)
 			big = big || int64(len(e.m)) > params.zsetValue
 		}
 		if big {
@@ -1245,11 +1090,7 @@ func zsourcesOf(c *Ctx, cls []*model.Collection) ([]zsource, error) {
 			return nil, err
 		}
 		src := zsource{cl: cl, scores: map[string]float64{}, weight: 1}
-		err := cl.Each(func(m []byte, v dynastore.Value) error {
-			s := 1.0
-			if cl.Type == model.TypeZSet {
-				s = model.ZScoreOf(v)
-			}
+		err := model.ZEach(cl, func(m []byte, s float64) error {
 			src.scores[string(m)] = s
 			src.order = append(src.order, string(m))
 			return nil

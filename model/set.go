@@ -325,7 +325,7 @@ func entryOf(typ string, m []byte, v dynastore.Value) Entry {
 	case TypeHash:
 		return Entry{Member: m, Value: ValueBytes(v)}
 	case TypeZSet:
-		return Entry{Member: m, Score: ZScoreOf(v)}
+		return Entry{Member: m, Score: zscoreOf(v)}
 	}
 	return Entry{Member: m}
 }
