@@ -109,7 +109,7 @@ func (s *Server) inline(typ string) model.InlineLimits {
 	case model.TypeList:
 		return e.list
 	case model.TypeStream:
-		return streamInline
+		return model.StreamInline
 	}
 	return e.set
 }
