@@ -12,7 +12,7 @@ package commands
 //     calls every list a quicklist and every set that is not an intset a
 //     hashtable, whatever its size, so the layout alone cannot give the
 //     name: a set of 3 strings is inline in redamo and a hashtable in Redis.
-//   - They bound redamo's inline layout (model/collection.go, lists.go): a
+//   - They bound redamo's inline layout (model/collection.go, model/list.go): a
 //     collection stays in its key item only while it is within the
 //     parameters and within redamo's own caps (model.InlineMaxHash, model.InlineMaxSet
 //     and model.InlineMaxList entries of at most model.InlineMaxBytes bytes). The caps

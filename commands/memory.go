@@ -78,7 +78,7 @@ func keyUsage(c *Ctx, key []byte, samples int64) (size int64, found bool, err er
 	q := dynastore.Query{PK: model.MembersPK(gen)}
 	var n int64
 	if ks.Type == model.TypeList {
-		// Only the positions in [lh, lt) are elements (lists.go).
+		// Only the positions in [lh, lt) are elements (model/list.go).
 		h, err := model.NumberInt(ks.Raw.Get(model.AttrListHead))
 		if err != nil {
 			return 0, false, err

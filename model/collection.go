@@ -1,9 +1,10 @@
 package model
 
 // The collection engine: how lists, hashes, sets, sorted sets and streams
-// are laid out in the table, read, and changed atomically. The command
-// families (commands/lists.go, hashes.go, sets.go, zsets.go, streams.go)
-// speak to a *Collection and never build member items themselves.
+// are laid out in the table, read, and changed atomically. Each type's
+// operations (list.go, hash.go, set.go, zset.go, stream.go) speak to a
+// *Collection and never build member items themselves; the command
+// families in commands/ call those operations.
 //
 // Layouts. A collection's key item (keyitem.go: pk 'k'+db+key, sk 0x00, t,
 // x, ttl, ver) is the single source of truth for which members exist:
@@ -79,10 +80,10 @@ package model
 // collections, compute, and commit all of them in one transaction whose
 // actions each carry the "ver as read" guard (Commit).
 //
-// Using the engine (a family file such as commands/sets.go):
+// Using the engine (a type's operations, such as set.go's):
 //
-//	err := model.RetryConflicts(c, func(try int) error {
-//		cl, err := model.OpenChecked(c, key, model.TypeSet) // one GetItem; ErrWrongType
+//	err := RetryConflicts(c, func(try int) error {
+//		cl, err := OpenChecked(c, key, TypeSet) // one GetItem; ErrWrongType
 //		if err != nil { return err }
 //		vals, present, err := cl.Lookup(members)        // BatchGet if large
 //		cl.Put(m, v); cl.Del(m); cl.SetKeyAttr(name, v)  // staged

@@ -45,7 +45,7 @@ var (
 // MemberOrder is a type's second order of the members of its large layout:
 // beside each member item, an order item in the same partition whose sort
 // key (SKOrder first) sorts members in the type's order, so a range of that
-// order is one Query (a sorted set's members by score; zsets.go). The
+// order is one Query (a sorted set's members by score; zset.go). The
 // engine writes and deletes order items with the member items, in the same
 // transaction or staged generation.
 type MemberOrder struct {
@@ -62,7 +62,7 @@ var MemberOrders = map[string]MemberOrder{
 
 // MemberSpan is the layout of a type whose members are positions
 // (PosMember) in a range its key item holds in two N attributes: the first
-// position and one past the last (a list: lists.go). Only the members in
+// position and one past the last (a list: list.go). Only the members in
 // the range are entries. Member items outside it are leftovers of earlier
 // states (popped members whose clean-up did not run, members written by a
 // change that lost a race): no read reaches them, the write that reaches
