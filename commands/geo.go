@@ -726,7 +726,7 @@ func cmdGeodist(c *Ctx) {
 type zsetGeoSource struct{ cl *model.Collection }
 
 func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
-	err := zwalk(s.cl, model.ZOrderKey(min), model.ZOrderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
+	err := model.ZWalk(s.cl, model.ZOrderKey(min), model.ZOrderKey(max), false, 0, 0, fn)
 	if errors.Is(err, errStopScan) {
 		return nil
 	}
@@ -780,7 +780,8 @@ func cmdGeoSearch(c *Ctx) {
 		writeGeoResults(c.W, &q, pts)
 		return
 	}
-	n, err := zstore(c, pre.store, [][]byte{src}, func(srcs []*model.Collection) ([]zentry, error) {
+	params := c.Srv.encoding().params
+	n, err := model.ZStore(c, pre.store, [][]byte{src}, params.zsetEntries, params.zsetValue, func(srcs []*model.Collection) ([]model.Entry, error) {
 		if err := srcs[0].Check(); err != nil {
 			return nil, err
 		}
@@ -788,9 +789,9 @@ func cmdGeoSearch(c *Ctx) {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]zentry, len(pts))
+		out := make([]model.Entry, len(pts))
 		for i := range pts {
-			out[i] = zentry{pts[i].member, geoStoreScore(&q, &pts[i])}
+			out[i] = model.Entry{Member: pts[i].member, Score: geoStoreScore(&q, &pts[i])}
 		}
 		return out, nil
 	})

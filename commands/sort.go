@@ -372,12 +372,12 @@ func (s *sortSnap) elements(src sortSource, dontsort, desc bool, start, end int6
 		})
 	case src.typ == model.TypeZSet && dontsort:
 		if end >= start {
-			es, err := zbyRank(src.cl, start, end, desc)
+			es, err := model.ZByRank(src.cl, start, end, desc)
 			if err != nil {
 				return nil, 0, 0, err
 			}
 			for _, e := range es {
-				elems = append(elems, e.m)
+				elems = append(elems, e.Member)
 			}
 			end, start = end-start, 0
 		}
