@@ -13,12 +13,12 @@ import (
 // collLenCmd replies with the number of entries of the key (SCARD, HLEN,
 // ZCARD).
 func collLenCmd(c *Ctx, typ string) {
-	cl, err := model.OpenChecked(c, c.Args[1], typ)
+	n, err := model.Len(c, c.Args[1], typ)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(cl.Len())
+	c.W.Int(n)
 }
 
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it

@@ -53,7 +53,7 @@ func cmdSadd(c *Ctx) {
 func cmdSrem(c *Ctx) { removeMembersCmd(c, model.TypeSet) }
 
 func cmdSismember(c *Ctx) {
-	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:3])
+	present, err := model.SetIsMember(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -62,7 +62,7 @@ func cmdSismember(c *Ctx) {
 }
 
 func cmdSmismember(c *Ctx) {
-	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:])
+	present, err := model.SetIsMember(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return

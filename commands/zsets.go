@@ -540,7 +540,7 @@ func zpop(c *Ctx, top bool) {
 	}
 	if count == 0 {
 		// Redis checks the type first, then answers an empty array.
-		if _, err := model.OpenChecked(c, c.Args[1], model.TypeZSet); err != nil {
+		if _, err := model.Len(c, c.Args[1], model.TypeZSet); err != nil {
 			c.Fail(err)
 			return
 		}

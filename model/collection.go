@@ -946,6 +946,16 @@ func OpenChecked(c Scope, key []byte, typ string) (*Collection, error) {
 	return OpenSeeded(c, key, typ, nil, false)
 }
 
+// Len is the number of entries of key's collection of type typ (SCARD,
+// HLEN, ZCARD): one read of the key item at any size.
+func Len(c Scope, key []byte, typ string) (int64, error) {
+	cl, err := OpenChecked(c, key, typ)
+	if err != nil {
+		return 0, err
+	}
+	return cl.Len(), nil
+}
+
 // Read runs read on key's collection as one consistent state: after
 // read, ValidateRead makes RetryConflicts start over if a large collection
 // changed while read paged through it.

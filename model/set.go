@@ -32,6 +32,13 @@ func SetMembers(c Scope, key []byte) ([][]byte, error) {
 	return members, err
 }
 
+// SetIsMember is SISMEMBER and SMISMEMBER: whether each of members is in
+// key's set.
+func SetIsMember(c Scope, key []byte, members [][]byte) ([]bool, error) {
+	_, present, err := Lookup(c, key, TypeSet, members)
+	return present, err
+}
+
 // SetPop is SPOP of count members (the key goes whole, O(1) whatever its
 // size, when count covers it).
 func SetPop(c Scope, key []byte, count int64) ([][]byte, error) {
