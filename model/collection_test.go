@@ -7,6 +7,7 @@ package model_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -658,5 +659,89 @@ func TestSweeper(t *testing.T) {
 		// Nothing left to do.
 		require.NoError(t, sw.SweepOnce(c))
 		require.EqualValues(t, 2, sw.Gens)
+	})
+}
+
+// TestHashFields covers the single-field hash operations inline and
+// large: HSETNX, HINCRBY (with its errors) and the read-modify-write of
+// one field.
+func TestHashFields(t *testing.T) {
+	forBackends(t, func(t *testing.T, c *scope) {
+		for _, size := range []int{1, 100} {
+			key := []byte("h" + strconv.Itoa(size))
+			_, err := model.AddMembers(c, key, model.TypeHash, members("f", size), members("v", size))
+			require.NoError(t, err)
+			require.Equal(t, size > model.InlineMaxHash, open(t, c, string(key), model.TypeHash).Large())
+
+			set, err := model.HashSetNX(c, key, []byte("f0"), []byte("other"))
+			require.NoError(t, err)
+			require.False(t, set)
+			set, err = model.HashSetNX(c, key, []byte("new"), []byte("1"))
+			require.NoError(t, err)
+			require.True(t, set)
+
+			n, err := model.HashIncrBy(c, key, []byte("new"), 41)
+			require.NoError(t, err)
+			require.EqualValues(t, 42, n)
+			n, err = model.HashIncrBy(c, key, []byte("absent"), -3)
+			require.NoError(t, err)
+			require.EqualValues(t, -3, n)
+			_, err = model.HashIncrBy(c, key, []byte("f0"), 1)
+			require.ErrorIs(t, err, model.ErrHashNotInt)
+			_, err = model.HashIncrBy(c, key, []byte("new"), math.MaxInt64)
+			require.ErrorIs(t, err, model.ErrIncrOverflow)
+
+			require.NoError(t, model.HashUpdate(c, key, []byte("new"), func(cur []byte, present bool) ([]byte, bool, error) {
+				require.True(t, present)
+				require.Equal(t, "42", string(cur))
+				return []byte("4.5"), true, nil
+			}))
+			vals, present, err := model.HashGet(c, key, [][]byte{[]byte("new"), []byte("absent"), []byte("nothere")})
+			require.NoError(t, err)
+			require.Equal(t, []bool{true, true, false}, present)
+			require.Equal(t, []string{"4.5", "-3", ""}, strs(vals))
+			length, err := model.Len(c, key, model.TypeHash)
+			require.NoError(t, err)
+			require.EqualValues(t, size+2, length)
+		}
+	})
+}
+
+// TestEncoding is OBJECT ENCODING of each collection type.
+func TestEncoding(t *testing.T) {
+	forBackends(t, func(t *testing.T, c *scope) {
+		lim := model.EncodingLimits{HashEntries: 2, HashValue: 5, SetIntsetEntries: 3}
+		_, err := model.AddMembers(c, []byte("ints"), model.TypeSet, members("", 3), nil)
+		require.NoError(t, err)
+		_, err = model.AddMembers(c, []byte("strs"), model.TypeSet, members("m", 2), nil)
+		require.NoError(t, err)
+		_, err = model.AddMembers(c, []byte("manyints"), model.TypeSet, members("", 4), nil)
+		require.NoError(t, err)
+		_, err = model.AddMembers(c, []byte("h"), model.TypeHash, [][]byte{[]byte("f")}, [][]byte{[]byte("short")})
+		require.NoError(t, err)
+		_, err = model.AddMembers(c, []byte("hlong"), model.TypeHash, [][]byte{[]byte("f")}, [][]byte{[]byte("longer")})
+		require.NoError(t, err)
+		_, err = model.ListPush(c, []byte("l"), [][]byte{[]byte("a")}, false, false)
+		require.NoError(t, err)
+		_, _, _, err = model.XAdd(c, []byte("x"), model.XAddArgs{Fields: [][]byte{[]byte("f"), []byte("v")}})
+		require.NoError(t, err)
+		_, err = model.ZAdd(c, []byte("z"), model.ZAddFlags{}, [][]byte{[]byte("m")}, []float64{1}, 128, 64)
+		require.NoError(t, err)
+		for _, tc := range []struct{ key, typ, want string }{
+			{"ints", model.TypeSet, "intset"},
+			{"strs", model.TypeSet, "hashtable"},
+			{"manyints", model.TypeSet, "hashtable"},
+			{"h", model.TypeHash, "listpack"},
+			{"hlong", model.TypeHash, "hashtable"},
+			{"l", model.TypeList, "quicklist"},
+			{"x", model.TypeStream, "stream"},
+			{"z", model.TypeZSet, "listpack"},
+		} {
+			enc, err := model.Encoding(c, []byte(tc.key), tc.typ, lim)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, enc, tc.key)
+		}
+		_, err = model.Encoding(c, []byte("ints"), model.TypeString, lim)
+		require.ErrorIs(t, err, model.ErrNoEncoding)
 	})
 }
