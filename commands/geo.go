@@ -723,34 +723,28 @@ func cmdGeodist(c *Ctx) {
 
 // zsetGeoSource is a sorted set as a geoSource: a score range is a range
 // of its order.
-type zsetGeoSource struct{ cl *model.Collection }
+type zsetGeoSource struct{ v model.ZView }
 
 func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
-	err := model.ZWalk(s.cl, model.ZOrderKey(min), model.ZOrderKey(max), false, 0, 0, fn)
+	err := s.v.Range(min, max, fn)
 	if errors.Is(err, errStopScan) {
 		return nil
 	}
 	return err
 }
 
-// geoQueryOn parses the command against the sorted set cl as read and runs
+// geoQueryOn parses the command against the sorted set v as read and runs
 // its search (no results when the key does not exist).
-func geoQueryOn(c *Ctx, cl *model.Collection, flags geoFlags) (geoQuery, []geoPoint, error) {
+func geoQueryOn(c *Ctx, v model.ZView, flags geoFlags) (geoQuery, []geoPoint, error) {
 	var lookup geoMemberScore
-	if cl.Exists() {
-		lookup = func(m []byte) (float64, bool, error) {
-			scores, present, err := model.ZLookup(cl, [][]byte{m})
-			if err != nil || !present[0] {
-				return 0, false, err
-			}
-			return scores[0], true, nil
-		}
+	if v.Exists() {
+		lookup = v.Score
 	}
 	q, err := parseGeoQuery(c.Args, flags, lookup)
-	if err != nil || !cl.Exists() {
+	if err != nil || !v.Exists() {
 		return q, nil, err
 	}
-	pts, err := geoSearch(&q, zsetGeoSource{cl})
+	pts, err := geoSearch(&q, zsetGeoSource{v})
 	return q, pts, err
 }
 
@@ -769,8 +763,8 @@ func cmdGeoSearch(c *Ctx) {
 	if pre.store == nil {
 		var q geoQuery
 		var pts []geoPoint
-		err := model.Read(c, src, model.TypeZSet, func(cl *model.Collection) (err error) {
-			q, pts, err = geoQueryOn(c, cl, flags)
+		err := model.ZRead(c, src, func(v model.ZView) (err error) {
+			q, pts, err = geoQueryOn(c, v, flags)
 			return err
 		})
 		if err != nil {
@@ -781,11 +775,8 @@ func cmdGeoSearch(c *Ctx) {
 		return
 	}
 	params := c.Srv.encoding().params
-	n, err := model.ZStore(c, pre.store, [][]byte{src}, params.zsetEntries, params.zsetValue, func(srcs []*model.Collection) ([]model.Entry, error) {
-		if err := srcs[0].Check(); err != nil {
-			return nil, err
-		}
-		q, pts, err := geoQueryOn(c, srcs[0], flags)
+	n, err := model.ZStoreFrom(c, pre.store, src, params.zsetEntries, params.zsetValue, func(v model.ZView) ([]model.Entry, error) {
+		q, pts, err := geoQueryOn(c, v, flags)
 		if err != nil {
 			return nil, err
 		}

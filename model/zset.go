@@ -926,3 +926,41 @@ func ZCombineStore(c Scope, dst []byte, q *ZOpQuery, options func() error, bigEn
 		return q.compute(srcs), nil
 	})
 }
+
+// ZView is a sorted set as one read sees it, for a recipe over its order
+// (a GEO search): whether it exists, its members' scores, ranges of scores.
+type ZView struct{ cl *Collection }
+
+// Exists reports whether the sorted set exists.
+func (v ZView) Exists() bool { return v.cl.Exists() }
+
+// Score is member m's score (ok false when absent).
+func (v ZView) Score(m []byte) (score float64, ok bool, err error) {
+	scores, present, err := ZLookup(v.cl, [][]byte{m})
+	if err != nil || !present[0] {
+		return 0, false, err
+	}
+	return scores[0], true, nil
+}
+
+// Range calls fn for each member whose score s is min <= s < max, in the
+// set's order, until fn returns an error (ErrEnough: stop).
+func (v ZView) Range(min, max float64, fn func(m []byte, score float64) error) error {
+	return ZWalk(v.cl, ZOrderKey(min), ZOrderKey(max), false, 0, 0, fn)
+}
+
+// ZRead runs read on key's sorted set as one consistent state (Read).
+func ZRead(c Scope, key []byte, read func(v ZView) error) error {
+	return Read(c, key, TypeZSet, func(cl *Collection) error { return read(ZView{cl}) })
+}
+
+// ZStoreFrom is ZStore of the one source src, seen as a ZView
+// (GEOSEARCHSTORE): WRONGTYPE unless it is a sorted set or absent.
+func ZStoreFrom(c Scope, dst, src []byte, bigEntries, bigValue int64, compute func(v ZView) ([]Entry, error)) (int64, error) {
+	return ZStore(c, dst, [][]byte{src}, bigEntries, bigValue, func(srcs []*Collection) ([]Entry, error) {
+		if err := srcs[0].Check(); err != nil {
+			return nil, err
+		}
+		return compute(ZView{srcs[0]})
+	})
+}
