@@ -765,7 +765,7 @@ func ListRange(c Scope, key []byte, start, stop int64) ([][]byte, error) {
 			return err
 		}
 		n := l.length()
-		from, to, ok := RangeIndexes(start, stop, n)
+		from, to, ok := rangeIndexes(start, stop, n)
 		if !ok {
 			return nil
 		}
@@ -793,8 +793,8 @@ func listValidate(c Scope, ls ...*ListView) error {
 	return ValidateRead(c, cls...)
 }
 
-// RangeIndexes normalizes LRANGE-style start/stop for a list of n elements.
-func RangeIndexes(start, stop, n int64) (int64, int64, bool) {
+// rangeIndexes normalizes LRANGE-style start/stop for a list of n elements.
+func rangeIndexes(start, stop, n int64) (int64, int64, bool) {
 	if start < 0 {
 		start += n
 	}
@@ -1080,7 +1080,7 @@ func ListTrim(c Scope, key []byte, start, stop int64) error {
 			return nil
 		}
 		n := l.length()
-		from, to, ok := RangeIndexes(start, stop, n)
+		from, to, ok := rangeIndexes(start, stop, n)
 		if !ok {
 			from, to = n, n-1 // everything goes
 		}

@@ -174,7 +174,7 @@ func setAlgebra(op SetOp, sets []*Collection, limit int) ([][]byte, error) {
 	case SetUnion:
 		seen := map[string]bool{}
 		var out [][]byte
-		for _, cl := range DedupeColls(sets) {
+		for _, cl := range dedupeColls(sets) {
 			err := cl.Each(func(m []byte, _ dynastore.Value) error {
 				if !seen[string(m)] {
 					seen[string(m)] = true
@@ -193,7 +193,7 @@ func setAlgebra(op SetOp, sets []*Collection, limit int) ([][]byte, error) {
 				return nil, nil
 			}
 		}
-		ordered := DedupeColls(sets)
+		ordered := dedupeColls(sets)
 		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Len() < ordered[j].Len() })
 		cand, err := SetMembersOf(ordered[0])
 		if err != nil {
@@ -255,8 +255,8 @@ func filterMembers(cl *Collection, cand [][]byte, keep bool) ([][]byte, error) {
 	return out, nil
 }
 
-// DedupeColls is cls without repeats, in order.
-func DedupeColls(cls []*Collection) []*Collection {
+// dedupeColls is cls without repeats, in order.
+func dedupeColls(cls []*Collection) []*Collection {
 	seen := map[*Collection]bool{}
 	var out []*Collection
 	for _, cl := range cls {
@@ -281,7 +281,7 @@ func SetRead(c Scope, op SetOp, keys [][]byte, limit int) ([][]byte, error) {
 		if res, err = setAlgebra(op, sets, limit); err != nil {
 			return err
 		}
-		return ValidateRead(c, DedupeColls(sets)...)
+		return ValidateRead(c, dedupeColls(sets)...)
 	})
 	return res, err
 }

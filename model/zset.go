@@ -78,9 +78,9 @@ func zorderSK(m []byte, v dynastore.Value) []byte {
 	return append(append(k, m[:MaxPlainSK-sha256.Size]...), h[:]...)
 }
 
-// ZScoreAbove is the order key just above every member of score f: the
+// zscoreAbove is the order key just above every member of score f: the
 // key of the next double (ZOrderEnd past +inf).
-func ZScoreAbove(f float64) []byte {
+func zscoreAbove(f float64) []byte {
 	if math.IsInf(f, 1) {
 		return ZOrderEnd
 	}
@@ -122,9 +122,9 @@ func ZWalk(cl *Collection, lo, hi []byte, rev bool, offset int64, hint int, fn f
 	})
 }
 
-// ZEach visits every entry of cl, a sorted set or a set (whose members
+// zeach visits every entry of cl, a sorted set or a set (whose members
 // all score 1), in member order.
-func ZEach(cl *Collection, fn func(m []byte, score float64) error) error {
+func zeach(cl *Collection, fn func(m []byte, score float64) error) error {
 	return cl.Each(func(m []byte, v dynastore.Value) error {
 		s := 1.0
 		if cl.Type == TypeZSet {
@@ -150,8 +150,8 @@ func ZScores(c Scope, key []byte, members [][]byte) ([]float64, []bool, error) {
 	return scores, present, nil
 }
 
-// ZLookup is Lookup of members of a sorted set as scores.
-func ZLookup(cl *Collection, members [][]byte) ([]float64, []bool, error) {
+// zlookup is Lookup of members of a sorted set as scores.
+func zlookup(cl *Collection, members [][]byte) ([]float64, []bool, error) {
 	vals, present, err := cl.Lookup(members)
 	if err != nil {
 		return nil, nil, err
@@ -338,8 +338,8 @@ func zaddFast(c Scope, key []byte, members [][]byte, scores []float64, ch bool) 
 	})
 }
 
-// ZPut stages member m with score in cl.
-func ZPut(cl *Collection, m []byte, score float64) { cl.Put(m, zscoreValue(score)) }
+// zput stages member m with score in cl.
+func zput(cl *Collection, m []byte, score float64) { cl.Put(m, zscoreValue(score)) }
 
 // ---- ranges ----------------------------------------------------------------------
 
@@ -358,9 +358,9 @@ func (r ScoreRange) Empty() bool {
 func (r ScoreRange) keys() (lo, hi []byte) {
 	lo = ZOrderKey(r.Min)
 	if r.MinEx {
-		lo = ZScoreAbove(r.Min)
+		lo = zscoreAbove(r.Min)
 	}
-	hi = ZScoreAbove(r.Max)
+	hi = zscoreAbove(r.Max)
 	if r.MaxEx {
 		hi = ZOrderKey(r.Max)
 	}
@@ -584,13 +584,13 @@ func ZStore(c Scope, dst []byte, srcs [][]byte, bigEntries, bigValue int64, comp
 		dest.Replace = true
 		big := n > bigEntries
 		for _, e := range res {
-			ZPut(dest, e.Member, e.Score)
+			zput(dest, e.Member, e.Score)
 			big = big || int64(len(e.Member)) > bigValue
 		}
 		if big {
 			dest.SetKeyAttr(AttrBigEncoding, NInt(1))
 		}
-		return Commit(c, []*Collection{dest}, DedupeColls(all[1:]))
+		return Commit(c, []*Collection{dest}, dedupeColls(all[1:]))
 	})
 	return n, err
 }
@@ -619,7 +619,7 @@ func zsourcesOf(c Scope, cls []*Collection) ([]zsource, error) {
 			return nil, err
 		}
 		src := zsource{cl: cl, scores: map[string]float64{}, weight: 1}
-		err := ZEach(cl, func(m []byte, s float64) error {
+		err := zeach(cl, func(m []byte, s float64) error {
 			src.scores[string(m)] = s
 			src.order = append(src.order, string(m))
 			return nil
@@ -903,7 +903,7 @@ func ZCombine(c Scope, q *ZOpQuery, options func() error) ([]Entry, error) {
 			parsed = true
 		}
 		res = q.compute(srcs)
-		return ValidateRead(c, DedupeColls(cls)...)
+		return ValidateRead(c, dedupeColls(cls)...)
 	})
 	return res, err
 }
@@ -936,7 +936,7 @@ func (v ZView) Exists() bool { return v.cl.Exists() }
 
 // Score is member m's score (ok false when absent).
 func (v ZView) Score(m []byte) (score float64, ok bool, err error) {
-	scores, present, err := ZLookup(v.cl, [][]byte{m})
+	scores, present, err := zlookup(v.cl, [][]byte{m})
 	if err != nil || !present[0] {
 		return 0, false, err
 	}
