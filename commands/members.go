@@ -48,6 +48,14 @@ func collErr(err error) error {
 		return redisError(MsgOverflow)
 	case errors.Is(err, model.ErrZNaN):
 		return redisError(MsgZNaN)
+	case errors.Is(err, model.ErrStreamBadID):
+		return redisError(msgStreamBadID)
+	case errors.Is(err, model.ErrStreamIDTooSmall):
+		return redisError(msgStreamIDTooSmall)
+	case errors.Is(err, model.ErrStreamExhausted):
+		return redisError(msgStreamExhausted)
+	case errors.Is(err, model.ErrStreamGTID):
+		return redisError(msgStreamGTID)
 	}
 	return err
 }

@@ -6,7 +6,6 @@ package commands
 // Consumer groups are not implemented and their commands not registered.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -55,21 +54,6 @@ func registerStreams(t *Table) {
 		{"xread", cmdXread},
 		{"xinfo|stream", cmdXinfoStream},
 	})
-}
-
-// streamErr maps the stream operations' errors to their replies.
-func streamErr(err error) error {
-	switch {
-	case errors.Is(err, model.ErrStreamBadID):
-		return redisError(msgStreamBadID)
-	case errors.Is(err, model.ErrStreamIDTooSmall):
-		return redisError(msgStreamIDTooSmall)
-	case errors.Is(err, model.ErrStreamExhausted):
-		return redisError(msgStreamExhausted)
-	case errors.Is(err, model.ErrStreamGTID):
-		return redisError(msgStreamGTID)
-	}
-	return err
 }
 
 // writeEntry replies with one entry: [id, [field, value, ...]].
@@ -209,7 +193,7 @@ func cmdXadd(c *Ctx) {
 	startStreamCleanup(c, sc)
 	switch {
 	case err != nil:
-		c.Fail(streamErr(err))
+		c.Fail(collErr(err))
 	case !ok:
 		c.W.Nil() // NOMKSTREAM of a missing key
 	default:
@@ -242,7 +226,7 @@ func cmdXdel(c *Ctx) {
 	deleted, err := model.XDel(c, c.Args[1], c.Args[2:])
 	unlock()
 	if err != nil {
-		c.Fail(streamErr(err))
+		c.Fail(collErr(err))
 		return
 	}
 	c.W.Int(deleted)
@@ -448,7 +432,7 @@ func cmdXread(c *Ctx) {
 		})
 	}
 	if err != nil {
-		c.Fail(streamErr(err))
+		c.Fail(collErr(err))
 		return
 	}
 	if len(out) == 0 {
