@@ -9,20 +9,20 @@ package commands
 // ends (the client disconnected, the server shuts down). Nothing is popped
 // by anyone but the client itself, so a client that leaves consumes nothing.
 //
-// Who tells it: the process's waitRegistry. Clients blocked on the same key
-// wait in one queue, in arrival order, and only the first of a queue is woken
-// for that key (it passes the turn on when it leaves). Two things wake it:
+// Who tells it: the server's wait.Registry (listRuntime.waits), keyed by
+// the keys' partition keys. Clients blocked on the same key wait in one
+// line, in arrival order, and only the first of a line is woken for that
+// key (it passes the turn on when it leaves). Two things wake it:
 //
 //   - a push through this instance (LPUSH, RPUSH, LMOVE, ... call notify
 //     after their commit): at once, without a read;
-//   - the registry's poller, one goroutine per process that exists while
-//     anyone is blocked: every key with waiters is read (all due keys in one
-//     BatchGet) every poll interval, which starts at blockPollMin and grows
-//     by half while nothing arrives, up to Config.BlockingPoll (default
-//     100 ms), with ±20% jitter so instances do not poll in step. A push
-//     through another instance is therefore seen within the poll interval.
+//   - the registry's poller, which runs while anyone is blocked: every key
+//     with waiters is read (all due keys in one BatchGet, listRuntime.Probe)
+//     at the pace of the wait package's polling policy, up to
+//     Config.BlockingPoll (default 100 ms) between two reads of a key. A
+//     push through another instance is therefore seen within that pause.
 //
-// A blocked XREAD (streams.go) waits in the same queues but consumes
+// A blocked XREAD (streams.go) waits in the same lines but consumes
 // nothing, so it is not served in turn: every such waiter of a key is woken
 // by a write through this instance, and by the poller when its ready
 // function says the key item may hold entries for it.
@@ -31,13 +31,12 @@ package commands
 
 import (
 	"context"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
+	"github.com/redamo/redamo/wait"
 )
 
 // BlockingPollLabel is the request label of the blocked-pop poller.
@@ -47,28 +46,21 @@ const BlockingPollLabel = "blocking-poll"
 // key clients are blocked on.
 const DefaultBlockingPoll = 100 * time.Millisecond
 
-// blockPollMin is the first poll interval after a key was (re)armed.
-const blockPollMin = 10 * time.Millisecond
-
-// listRuntime is the list family's per-process state, and the home of the
-// collection caches the set and hash families share with it (model.Items,
-// gensOf).
-// dbKey names one key of one database among this process's waiters and
-// key locks.
+// dbKey names one key of one database among this process's key locks and
+// blocked readers.
 type dbKey struct {
 	db  int
 	key string
 }
 
+// listRuntime is the server's state for blocking commands and list
+// writers: the registry of clients blocked on keys, and the key locks.
 type listRuntime struct {
-	srv *Server
+	srv   *Server
+	waits wait.Registry[keyProbe]
 
-	mu      sync.Mutex
-	keys    map[dbKey]*keyWaiters
-	running bool
-	poke    chan struct{}
-	blocked int
-	locks   map[dbKey]*keyLock
+	mu    sync.Mutex
+	locks map[dbKey]*keyLock
 }
 
 // keyLock serializes this process's writers of one list key. Correctness
@@ -133,45 +125,6 @@ func (c *Ctx) lockKeys(keys ...[]byte) func() {
 	return c.Srv.listRT().lockKeys(c.DB(), keys...)
 }
 
-// keyWaiters is the queue of clients blocked on one key.
-type keyWaiters struct {
-	queue    []*waiter
-	interval time.Duration
-	due      time.Time
-}
-
-// waiter is one blocked client.
-type waiter struct {
-	// ch is signalled (never blocking: capacity 1) when the client should
-	// try its pop.
-	ch   chan struct{}
-	keys []dbKey
-	// ready, for a waiter that consumes nothing (XREAD), tells from a
-	// key item the poller read whether to wake it; nil for a pop, which
-	// waits its turn.
-	ready func(k dbKey, it dynastore.Item, nowMS int64) bool
-}
-
-// wake signals the first pop waiter of kw and every reader for which
-// ready (nil: every one) holds; it reports whether it signalled anyone.
-func (kw *keyWaiters) wake(popReady bool, ready func(w *waiter) bool) bool {
-	woke, popSeen := false, false
-	for _, w := range kw.queue {
-		switch {
-		case w.ready == nil && !popSeen:
-			popSeen = true
-			if popReady {
-				signal(w.ch)
-				woke = true
-			}
-		case w.ready != nil && (ready == nil || ready(w)):
-			signal(w.ch)
-			woke = true
-		}
-	}
-	return woke
-}
-
 // dataModel is the server's share of the data model (model.Process), with
 // the inline limits of its encoding parameters.
 func (s *Server) dataModel() *model.Process {
@@ -181,186 +134,56 @@ func (s *Server) dataModel() *model.Process {
 
 func (s *Server) listRT() *listRuntime {
 	s.listsOnce.Do(func() {
-		s.lists = &listRuntime{srv: s, keys: map[dbKey]*keyWaiters{}, poke: make(chan struct{}, 1)}
+		r := &listRuntime{srv: s}
+		r.waits.Max = DefaultBlockingPoll
+		if d := s.Config.BlockingPoll; d > 0 {
+			r.waits.Max = d
+		}
+		r.waits.Prober = r
+		s.lists = r
 	})
 	return s.lists
 }
 
 // BlockedClients is the number of clients waiting in a blocking list
 // command (INFO's blocked_clients).
-func (s *Server) BlockedClients() int {
-	r := s.listRT()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.blocked
+func (s *Server) BlockedClients() int { return s.listRT().waits.Waiting() }
+
+// keyProbe is what the poller read of a key blocked clients wait on: its
+// key item and the clock reading that decides its expiry.
+type keyProbe struct {
+	it    model.Item
+	nowMS int64
 }
 
-func (r *listRuntime) maxPoll() time.Duration {
-	if d := r.srv.Config.BlockingPoll; d > 0 {
-		return d
+// Probe reads the key items of the partition keys pks (one BatchGet); it
+// makes listRuntime the registry's wait.Prober.
+func (r *listRuntime) Probe(ctx context.Context, pks []string) ([]keyProbe, error) {
+	items, err := model.ReadKeyItems(ctx, r.srv.Store, BlockingPollLabel, pks)
+	if err != nil {
+		return nil, err
 	}
-	return DefaultBlockingPoll
+	nowMS := r.srv.Now().UnixMilli()
+	out := make([]keyProbe, len(items))
+	for i, it := range items {
+		out[i] = keyProbe{it, nowMS}
+	}
+	return out, nil
 }
 
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
+// Serves reports whether a probed key holds elements for a blocked pop.
+func (r *listRuntime) Serves(p keyProbe) bool { return model.HasElements(p.it, p.nowMS) }
+
+// waitKey is what clients blocked on key of db wait on.
+func waitKey(db int, key []byte) string { return string(model.KeyPK(db, key)) }
 
 // notify tells the first client blocked on key (if any) that it may have
-// data, and re-arms the key's polling at its shortest interval.
+// data, and re-arms the key's polling at its shortest interval. With
+// nobody blocked, a push builds no key.
 func (r *listRuntime) notify(db int, key []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	kw := r.keys[dbKey{db, string(key)}]
-	if kw == nil || len(kw.queue) == 0 {
-		return
+	if r.waits.Waiting() > 0 {
+		r.waits.Notify(waitKey(db, key))
 	}
-	kw.wake(true, nil)
-	kw.interval = blockPollMin
-	kw.due = time.Now().Add(blockPollMin)
-}
-
-// register queues w on each of its keys and makes sure the poller runs.
-func (r *listRuntime) register(w *waiter) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.blocked++
-	now := time.Now()
-	for _, k := range w.keys {
-		kw := r.keys[k]
-		if kw == nil {
-			kw = &keyWaiters{interval: blockPollMin, due: now.Add(blockPollMin)}
-			r.keys[k] = kw
-		}
-		kw.queue = append(kw.queue, w)
-	}
-	if !r.running {
-		r.running = true
-		go r.poll()
-	} else {
-		signal(r.poke)
-	}
-}
-
-// unregister removes w from its queues. A waiter that leaves while it was
-// first in a queue hands the turn to the next one, which re-checks at once
-// (w may have been woken for data it will not take).
-func (r *listRuntime) unregister(w *waiter) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.blocked--
-	for _, k := range w.keys {
-		kw := r.keys[k]
-		if kw == nil {
-			continue
-		}
-		for i, x := range kw.queue {
-			if x != w {
-				continue
-			}
-			kw.queue = append(kw.queue[:i], kw.queue[i+1:]...)
-			if i == 0 && len(kw.queue) > 0 {
-				signal(kw.queue[0].ch)
-			}
-			break
-		}
-		if len(kw.queue) == 0 {
-			delete(r.keys, k)
-		}
-	}
-}
-
-// poll is the poller goroutine: it reads the keys that are due, wakes the
-// first waiter of each key holding a non-empty list, and sleeps until the
-// next key is due (or a new waiter arrives). It ends when nobody waits.
-func (r *listRuntime) poll() {
-	ctx := dynastore.WithLabel(context.Background(), BlockingPollLabel)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		r.mu.Lock()
-		if len(r.keys) == 0 {
-			r.running = false
-			r.mu.Unlock()
-			return
-		}
-		now := time.Now()
-		var due []dbKey
-		next := now.Add(time.Hour)
-		for k, kw := range r.keys {
-			if !kw.due.After(now) {
-				due = append(due, k)
-			} else if kw.due.Before(next) {
-				next = kw.due
-			}
-		}
-		r.mu.Unlock()
-
-		if len(due) > 0 {
-			r.check(ctx, due)
-			continue
-		}
-		timer.Reset(next.Sub(now))
-		select {
-		case <-timer.C:
-		case <-r.poke:
-			if !timer.Stop() {
-				<-timer.C
-			}
-		}
-	}
-}
-
-// check reads the key items of keys (one BatchGet) and wakes or backs off.
-func (r *listRuntime) check(ctx context.Context, keys []dbKey) {
-	ks := make([]dynastore.Key, len(keys))
-	for i, k := range keys {
-		ks[i] = model.ItemKey(k.db, []byte(k.key))
-	}
-	items, err := r.srv.Store.BatchGet(ctx, ks)
-	nowMS := r.srv.Now().UnixMilli()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	for i, k := range keys {
-		kw := r.keys[k]
-		if kw == nil {
-			continue
-		}
-		woke := err == nil && kw.wake(hasElements(items[i], nowMS), func(w *waiter) bool {
-			return w.ready(k, items[i], nowMS)
-		})
-		if woke {
-			kw.interval = blockPollMin
-		} else {
-			kw.interval = min(kw.interval*3/2, r.maxPoll())
-		}
-		jitter := time.Duration(float64(kw.interval) * (0.8 + 0.4*rand.Float64()))
-		kw.due = now.Add(jitter)
-	}
-}
-
-// hasElements reports whether a key item is a live, non-empty list or
-// sorted set, the types clients block on.
-func hasElements(it dynastore.Item, nowMS int64) bool {
-	ks, err := model.DecodeKey(it, nowMS)
-	if err != nil || !ks.Live || (ks.Type != model.TypeList && ks.Type != model.TypeZSet) {
-		return false
-	}
-	if it.Has(model.AttrGen) {
-		n, err := model.NumberInt(it.Get(model.AttrCount))
-		return err == nil && n > 0
-	}
-	switch v := it.Get(model.AttrValue).(type) {
-	case dynastore.L:
-		return len(v) > 0
-	case dynastore.BS:
-		return len(v) > 0
-	}
-	return false
 }
 
 // block runs attempt until it reports done, the timeout (ms, 0 = forever)
@@ -372,47 +195,40 @@ func block(c *Ctx, keys [][]byte, timeoutMS int64, attempt func(quiet bool) (boo
 	return blockWith(c, keys, timeoutMS, nil, attempt)
 }
 
-// blockWith is block for a waiter that consumes nothing (ready non-nil:
-// see waiter).
-func blockWith(c *Ctx, keys [][]byte, timeoutMS int64, ready func(k dbKey, it dynastore.Item, nowMS int64) bool, attempt func(quiet bool) (bool, error)) (bool, error) {
-	done, err := attempt(false)
-	if err != nil || done || c.InTx {
-		return done, err
-	}
-	// Parked before it queues: the write of the replies before it may
-	// wait for the client, and must not hold up the queue meanwhile.
-	c.Park()
-	r := c.Srv.listRT()
-	w := &waiter{ch: make(chan struct{}, 1), ready: ready}
-	seen := map[dbKey]bool{}
+// readyFunc tells, for a blocked client that consumes nothing (XREAD),
+// from the key item the poller read for k whether to wake it.
+type readyFunc = func(k dbKey, it model.Item, nowMS int64) bool
+
+// blockWith is block for a waiter that consumes nothing (ready non-nil),
+// which is woken whenever ready holds rather than in turn.
+func blockWith(c *Ctx, keys [][]byte, timeoutMS int64, ready readyFunc, attempt func(quiet bool) (bool, error)) (bool, error) {
+	w := wait.Waiter[keyProbe]{Turns: ready == nil}
 	for _, k := range keys {
-		ck := dbKey{c.DB(), string(k)}
-		if !seen[ck] {
-			seen[ck] = true
-			w.keys = append(w.keys, ck)
+		w.Keys = append(w.Keys, waitKey(c.DB(), k))
+	}
+	if ready != nil {
+		w.Ready = func(pk string, p keyProbe) bool {
+			db, key, _ := model.RedisKeyOf([]byte(pk))
+			return ready(dbKey{db, string(key)}, p.it, p.nowMS)
 		}
 	}
-	r.register(w)
-	defer r.unregister(w)
-	var expired <-chan time.Time
-	if timeoutMS > 0 {
-		t := time.NewTimer(time.Duration(timeoutMS) * time.Millisecond)
-		defer t.Stop()
-		expired = t.C
+	const forever = time.Duration(1<<63 - 1)
+	limit := forever
+	switch {
+	case c.InTx:
+		limit = 0
+	case timeoutMS > 0 && timeoutMS < int64(forever/time.Millisecond):
+		limit = time.Duration(timeoutMS) * time.Millisecond
 	}
-	for {
-		select {
-		case <-w.ch:
-			done, err := attempt(true)
-			if err != nil || done {
-				return done, err
-			}
-		case <-expired:
-			return false, nil
-		case <-c.Done():
-			return false, nil
-		}
+	done, _, err := c.Srv.listRT().waits.Wait(c, w, limit, func(first bool) (bool, time.Time, error) {
+		done, err := attempt(!first)
+		return done, time.Time{}, err
+	})
+	if err != nil && err == c.Err() {
+		// The client went away or the server stops.
+		return false, nil
 	}
+	return done, err
 }
 
 // blockAttempt runs one pop attempt of a blocked client. The attempt is

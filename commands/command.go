@@ -1,8 +1,10 @@
 // Package commands holds redamo's command table and one handler per Redis
 // command, grouped by family (strings.go, keys.go, connection.go, server.go,
-// ...). Handlers speak to storage only through dynastore.Store and answer only
-// through the Writer interface, so the same handler serves every backend and
-// both execution paths (a direct request, or a transaction buffer).
+// ...). A handler parses its arguments, calls the data model (model/) or a
+// coordination recipe (coord/), which decide every store request, and
+// answers only through the Writer interface, so the same handler serves
+// every backend and both execution paths (a direct request, or a
+// transaction buffer). docs/architecture.md describes the layers.
 //
 // The package knows no RESP bytes: resp/ implements Writer and owns the
 // listener and dispatch loop.
@@ -17,9 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redamo/redamo/coord"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
+	"github.com/redamo/redamo/wait"
 )
 
 // Writer is how a handler replies. resp/ implements it for RESP2 and RESP3; a
@@ -120,9 +122,12 @@ type Command struct {
 	// hint is what Prefetch tells the store of the command's key, set by
 	// Add (see hintOf).
 	hint prefetchHint
-	// runsInMulti: the command runs at once inside MULTI instead of being
-	// queued (set by Add).
-	runsInMulti bool
+	// MayReplicate is the Row's (see Row): the script bridge refuses the
+	// command in a read-only script.
+	MayReplicate bool
+	// The other facts of the command's Row (see Row), set by Register.
+	runsInMulti, readsFirst, replaces bool
+	keysProc                          func(args [][]byte) []keyRef
 }
 
 // KeySpec is one key specification of COMMAND INFO: where the search for
@@ -193,9 +198,8 @@ type Table struct {
 	cmds map[string]*Command
 	// byName holds the commands again, open-addressed by foldHash of their
 	// names, so that a name as sent is found in any case with one pass
-	// over its bytes. Looking a name up in cmds as sent and then lowered
-	// took two map lookups per request (clients send "GET"), a large
-	// part of a pipelined PING's cost. Its length is a power of two, at
+	// over its bytes, rather than by a lookup in cmds as sent and another
+	// lowered (clients send "GET"). Its length is a power of two, at
 	// most half full.
 	byName []*Command
 }
@@ -239,9 +243,33 @@ func NewTable() *Table {
 // Everything COMMAND reports about the command is Redis 7.0.15's, from
 // redisCommands (generated from Redis's own command table), or redamo's
 // own for a command in redamoCommands.
+//
+// The other fields are what redamo knows of a command beyond what COMMAND
+// reports, set in the rows of the few commands they apply to.
 type Row struct {
 	Name string
 	Run  Handler
+
+	// RunsInMulti: the command runs at once inside MULTI instead of being
+	// queued (Redis's processCommand: EXEC, DISCARD, MULTI, WATCH, QUIT,
+	// RESET; redamo's LOCK.GUARD and LEADER.GUARD, which fence the EXEC).
+	RunsInMulti bool
+	// MayReplicate: Redis flags the command may_replicate, a flag COMMAND
+	// INFO does not show; a read-only script refuses it as a write.
+	MayReplicate bool
+	// ReadsFirst: a write whose store request is decided on the item as
+	// stored (INCR's update is conditioned on the value it adds to):
+	// Prefetch hints its key as a read, so the embedded store reads the
+	// item it then writes.
+	ReadsFirst bool
+	// Replaces: a write for which finding the item it replaces is all it
+	// does with it (SET): Prefetch hints its key as replaced (hinted as a
+	// read, the store would read an item nobody needs).
+	Replaces bool
+	// Keys finds the keys of a command whose key specs do not say where
+	// all of them are (a spec of type unknown): Redis's getkeys_proc, which
+	// COMMAND GETKEYS uses.
+	Keys func(args [][]byte) []keyRef
 }
 
 // Register adds a family's commands. A name with no metadata, or
@@ -252,6 +280,8 @@ func (t *Table) Register(rows []Row) {
 	for i, r := range rows {
 		c := *metadata(r.Name)
 		c.Name, c.Run = r.Name, r.Run
+		c.runsInMulti, c.MayReplicate, c.readsFirst, c.replaces = r.RunsInMulti, r.MayReplicate, r.ReadsFirst, r.Replaces
+		c.keysProc = r.Keys
 		cmds[i] = &c
 	}
 	t.Add(cmds...)
@@ -281,7 +311,6 @@ func (t *Table) Add(cmds ...*Command) {
 		name := strings.ToLower(c.Name)
 		c.Name = name
 		c.hint = hintOf(c)
-		c.runsInMulti = runsInMulti[name]
 		parentName, sub, isSub := strings.Cut(name, "|")
 		if !isSub {
 			if _, dup := t.cmds[name]; dup {
@@ -406,8 +435,7 @@ type Ctx struct {
 // SetNow makes t, a reading of the local clock taken just before (End of
 // the command before it in a pipeline), the one the command's clock
 // reading derives from: Now adds the store's offset to it (Server.Now).
-// One read of the clock fewer per command, and such reads are a
-// measurable part of a pipelined INCR's cost on a virtual machine.
+// One read of the clock fewer per command.
 func (c *Ctx) SetNow(t time.Time) { c.now, c.local = time.Time{}, t }
 
 // End returns the local clock reading Server.Run took as the command
@@ -452,14 +480,14 @@ func (c *Ctx) readClockAgain() { c.now, c.local = c.Srv.readClock() }
 // the requests before it go out now rather than once it is over, and a
 // client that leaves meanwhile ends the wait (the context is cancelled).
 // Every wait calls it once it knows it must wait, never when it is served
-// at once; calling it again is harmless. It implements coord.Parker.
+// at once; calling it again is harmless. It implements wait.Parker.
 func (c *Ctx) Park() {
 	if c.OnPark != nil {
 		c.OnPark()
 	}
 }
 
-var _ coord.Parker = (*Ctx)(nil)
+var _ wait.Parker = (*Ctx)(nil)
 
 // NowMS returns Now in Unix milliseconds.
 func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }

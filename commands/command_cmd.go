@@ -347,11 +347,6 @@ type keyRef struct {
 	flags []string
 }
 
-// keysProcs are Redis's getkeys_proc functions of the commands whose key
-// specs do not say where all their keys are (a spec of type unknown),
-// by command name; each family registers its own from an init.
-var keysProcs = map[string]func(args [][]byte) []keyRef{}
-
 // keysOf finds the keys of a full command (args[0] is its name) from its key
 // specs, as Redis's getKeysUsingKeySpecs does; ok is false when the
 // arguments contradict a spec (a numkeys that is not a count, a key range
@@ -365,8 +360,8 @@ func (c *Command) keysOf(args [][]byte) (keys []keyRef, ok bool) {
 		if ks.Unknown {
 			// Redis's specs fail here and its command's own function
 			// finds the keys.
-			if proc := keysProcs[c.Name]; proc != nil {
-				return proc(args), true
+			if c.keysProc != nil {
+				return c.keysProc(args), true
 			}
 			return nil, false
 		}

@@ -35,16 +35,16 @@ func TestLookup(t *testing.T) {
 func TestRegisterNeedsMetadata(t *testing.T) {
 	require.NotPanics(t, func() { NewTable() })
 	for _, rows := range [][]Row{
-		{{"nosuch", cmdPing}},
-		{{"nosuch|sub", cmdPing}},
-		{{"client|nosuch", cmdPing}},
-		{{"ping", cmdPing}, {"ping", cmdPing}},
-		{{"client|id", cmdClientID}, {"client|id", cmdClientID}},
+		{{Name: "nosuch", Run: cmdPing}},
+		{{Name: "nosuch|sub", Run: cmdPing}},
+		{{Name: "client|nosuch", Run: cmdPing}},
+		{{Name: "ping", Run: cmdPing}, {Name: "ping", Run: cmdPing}},
+		{{Name: "client|id", Run: cmdClientID}, {Name: "client|id", Run: cmdClientID}},
 	} {
 		require.Panics(t, func() { (&Table{}).Register(rows) }, "%v", rows)
 	}
 	tab := &Table{}
-	tab.Register([]Row{{"client|id", cmdClientID}})
+	tab.Register([]Row{{Name: "client|id", Run: cmdClientID}})
 	client := tab.Lookup("client")
 	require.NotNil(t, client, "a subcommand brings its container")
 	require.Equal(t, "A container for client connection commands", client.Summary)

@@ -14,21 +14,21 @@ import (
 // CLIENT.
 func registerConnection(t *Table) {
 	t.Register([]Row{
-		{"ping", cmdPing},
-		{"echo", cmdEcho},
-		{"quit", cmdQuit},
-		{"reset", cmdReset},
-		{"select", cmdSelect},
-		{"auth", cmdAuth},
-		{"hello", cmdHello},
-		{"client|getname", cmdClientGetname},
-		{"client|help", cmdClientHelp},
-		{"client|id", cmdClientID},
-		{"client|info", cmdClientInfo},
-		{"client|kill", cmdClientKill},
-		{"client|list", cmdClientList},
-		{"client|setinfo", cmdClientSetinfo},
-		{"client|setname", cmdClientSetname},
+		{Name: "ping", Run: cmdPing},
+		{Name: "echo", Run: cmdEcho},
+		{Name: "quit", Run: cmdQuit, RunsInMulti: true},
+		{Name: "reset", Run: cmdReset, RunsInMulti: true},
+		{Name: "select", Run: cmdSelect},
+		{Name: "auth", Run: cmdAuth},
+		{Name: "hello", Run: cmdHello},
+		{Name: "client|getname", Run: cmdClientGetname},
+		{Name: "client|help", Run: cmdClientHelp},
+		{Name: "client|id", Run: cmdClientID},
+		{Name: "client|info", Run: cmdClientInfo},
+		{Name: "client|kill", Run: cmdClientKill},
+		{Name: "client|list", Run: cmdClientList},
+		{Name: "client|setinfo", Run: cmdClientSetinfo},
+		{Name: "client|setname", Run: cmdClientSetname},
 	})
 }
 

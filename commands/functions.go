@@ -60,17 +60,17 @@ var scriptFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-clus
 
 func registerFunctions(t *Table) {
 	t.Register([]Row{
-		{"fcall", func(c *Ctx) { fcallGeneric(c, false) }},
-		{"fcall_ro", func(c *Ctx) { fcallGeneric(c, true) }},
-		{"function|load", cmdFunctionLoad},
-		{"function|list", cmdFunctionList},
-		{"function|delete", cmdFunctionDelete},
-		{"function|flush", cmdFunctionFlush},
-		{"function|stats", cmdFunctionStats},
-		{"function|kill", cmdFunctionKill},
-		{"function|help", cmdFunctionHelp},
-		{"function|dump", cmdFunctionDump},
-		{"function|restore", cmdFunctionRestore},
+		{Name: "fcall", Run: func(c *Ctx) { fcallGeneric(c, false) }},
+		{Name: "fcall_ro", Run: func(c *Ctx) { fcallGeneric(c, true) }},
+		{Name: "function|load", Run: cmdFunctionLoad},
+		{Name: "function|list", Run: cmdFunctionList},
+		{Name: "function|delete", Run: cmdFunctionDelete},
+		{Name: "function|flush", Run: cmdFunctionFlush},
+		{Name: "function|stats", Run: cmdFunctionStats},
+		{Name: "function|kill", Run: cmdFunctionKill},
+		{Name: "function|help", Run: cmdFunctionHelp},
+		{Name: "function|dump", Run: cmdFunctionDump},
+		{Name: "function|restore", Run: cmdFunctionRestore},
 	})
 }
 

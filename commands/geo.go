@@ -654,16 +654,16 @@ func geoStoreScore(q *geoQuery, p *geoPoint) float64 {
 
 func registerGeo(t *Table) {
 	t.Register([]Row{
-		{"geoadd", cmdGeoadd},
-		{"geopos", cmdGeopos},
-		{"geodist", cmdGeodist},
-		{"geohash", cmdGeohash},
-		{"georadius", cmdGeoSearch},
-		{"georadius_ro", cmdGeoSearch},
-		{"georadiusbymember", cmdGeoSearch},
-		{"georadiusbymember_ro", cmdGeoSearch},
-		{"geosearch", cmdGeoSearch},
-		{"geosearchstore", cmdGeoSearch},
+		{Name: "geoadd", Run: cmdGeoadd},
+		{Name: "geopos", Run: cmdGeopos},
+		{Name: "geodist", Run: cmdGeodist},
+		{Name: "geohash", Run: cmdGeohash},
+		{Name: "georadius", Run: cmdGeoSearch},
+		{Name: "georadius_ro", Run: cmdGeoSearch},
+		{Name: "georadiusbymember", Run: cmdGeoSearch},
+		{Name: "georadiusbymember_ro", Run: cmdGeoSearch},
+		{Name: "geosearch", Run: cmdGeoSearch},
+		{Name: "geosearchstore", Run: cmdGeoSearch},
 	})
 }
 

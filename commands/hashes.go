@@ -20,22 +20,22 @@ const maxInt64Len = model.MaxInt64Len
 
 func registerHashes(t *Table) {
 	t.Register([]Row{
-		{"hset", cmdHset},
-		{"hsetnx", cmdHsetnx},
-		{"hmset", cmdHmset},
-		{"hget", cmdHget},
-		{"hmget", cmdHmget},
-		{"hgetall", cmdHgetall},
-		{"hdel", cmdHdel},
-		{"hexists", cmdHexists},
-		{"hlen", cmdHlen},
-		{"hstrlen", cmdHstrlen},
-		{"hkeys", cmdHkeys},
-		{"hvals", cmdHvals},
-		{"hincrby", cmdHincrby},
-		{"hincrbyfloat", cmdHincrbyfloat},
-		{"hrandfield", cmdHrandfield},
-		{"hscan", cmdHscan},
+		{Name: "hset", Run: cmdHset},
+		{Name: "hsetnx", Run: cmdHsetnx},
+		{Name: "hmset", Run: cmdHmset},
+		{Name: "hget", Run: cmdHget},
+		{Name: "hmget", Run: cmdHmget},
+		{Name: "hgetall", Run: cmdHgetall},
+		{Name: "hdel", Run: cmdHdel},
+		{Name: "hexists", Run: cmdHexists},
+		{Name: "hlen", Run: cmdHlen},
+		{Name: "hstrlen", Run: cmdHstrlen},
+		{Name: "hkeys", Run: cmdHkeys},
+		{Name: "hvals", Run: cmdHvals},
+		{Name: "hincrby", Run: cmdHincrby},
+		{Name: "hincrbyfloat", Run: cmdHincrbyfloat},
+		{Name: "hrandfield", Run: cmdHrandfield},
+		{Name: "hscan", Run: cmdHscan},
 	})
 }
 

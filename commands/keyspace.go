@@ -17,8 +17,7 @@ import (
 // requestScratch is memory a connection's commands reuse from one request
 // to the next for what they hand the store in one call and no longer need
 // once it returns, as a Store copies what it is given: readKey's and
-// INCR's key, INCR's update. These were a large part of a pipelined
-// INCR's allocations; GET allocates nothing. returned is where INCR has
+// INCR's key, INCR's update. returned is where INCR has
 // the store put the item it returns (WriteOptions.ReturnInto); it keeps
 // that item's values until the next.
 type requestScratch struct {

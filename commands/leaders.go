@@ -12,12 +12,12 @@ import (
 
 func registerLeaders(t *Table) {
 	t.Register([]Row{
-		{"leader.elect", cmdLeaderElect},
-		{"leader.heartbeat", cmdLeaderHeartbeat},
-		{"leader.resign", cmdLeaderResign},
-		{"leader.check", cmdLeaderCheck},
-		{"leader.watch", cmdLeaderWatch},
-		{"leader.guard", cmdLeaderGuard},
+		{Name: "leader.elect", Run: cmdLeaderElect},
+		{Name: "leader.heartbeat", Run: cmdLeaderHeartbeat},
+		{Name: "leader.resign", Run: cmdLeaderResign},
+		{Name: "leader.check", Run: cmdLeaderCheck},
+		{Name: "leader.watch", Run: cmdLeaderWatch},
+		{Name: "leader.guard", Run: cmdLeaderGuard, RunsInMulti: true},
 	})
 }
 

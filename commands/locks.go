@@ -18,11 +18,11 @@ import (
 
 func registerLocks(t *Table) {
 	t.Register([]Row{
-		{"lock.acquire", cmdLockAcquire},
-		{"lock.release", cmdLockRelease},
-		{"lock.extend", cmdLockExtend},
-		{"lock.check", cmdLockCheck},
-		{"lock.guard", cmdLockGuard},
+		{Name: "lock.acquire", Run: cmdLockAcquire},
+		{Name: "lock.release", Run: cmdLockRelease},
+		{Name: "lock.extend", Run: cmdLockExtend},
+		{Name: "lock.check", Run: cmdLockCheck},
+		{Name: "lock.guard", Run: cmdLockGuard, RunsInMulti: true},
 	})
 }
 

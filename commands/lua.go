@@ -599,11 +599,6 @@ func (run *scriptRun) setResp(L *lua.LState) int {
 	return 0
 }
 
-// mayReplicate names the commands redamo has that Redis flags
-// may_replicate (a flag COMMAND INFO does not show): read-only scripts
-// refuse them as writes.
-var mayReplicate = map[string]bool{"publish": true}
-
 // call is redis.call (raise) and redis.pcall: it runs one command against
 // the run's transaction and converts its reply.
 func (run *scriptRun) call(L *lua.LState, raise bool) int {
@@ -643,7 +638,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		return luaError(L, msgLuaArity, raise)
 	case cmd.HasFlag(FlagNoScript):
 		return luaError(L, msgLuaNotAllowed, raise)
-	case run.readOnly && (cmd.HasFlag(FlagWrite) || mayReplicate[cmd.Name]):
+	case run.readOnly && (cmd.HasFlag(FlagWrite) || cmd.MayReplicate):
 		return luaError(L, msgLuaReadOnly, raise)
 	}
 	rec := &replyRecorder{proto: run.resp}

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"slices"
-
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
@@ -74,25 +72,16 @@ const (
 	hintReplace              // it replaces the item without reading it
 )
 
-// Beside the read-only commands, two kinds of writes gain from a hint:
-//   - readWrites, the counters: their store request is decided on the item
-//     as stored (INCR's update is conditioned on the value it adds to), so
-//     the embedded store reads the item it then writes.
-//   - replacingWrites: finding the item they replace is all they do with
-//     it. Hinted as reads, a SET is slower than with no hint at all.
-var (
-	readWrites      = []string{"incr", "decr", "incrby", "decrby", "incrbyfloat"}
-	replacingWrites = []string{"set", "setex", "psetex"}
-)
-
+// Beside the read-only commands, two kinds of writes gain from a hint,
+// which their rows say (Row.ReadsFirst, Row.Replaces).
 // hintOf is the hint Prefetch gives for c's key, which must come first.
 func hintOf(c *Command) prefetchHint {
 	switch {
 	case c.FirstKey != 1:
 		return hintNone
-	case c.HasFlag(FlagReadonly) || slices.Contains(readWrites, c.Name):
+	case c.HasFlag(FlagReadonly) || c.readsFirst:
 		return hintRead
-	case slices.Contains(replacingWrites, c.Name):
+	case c.replaces:
 		return hintReplace
 	}
 	return hintNone

@@ -99,10 +99,22 @@ func TestPrefetchScratch(t *testing.T) {
 	require.Nil(t, cn.prefetch.pks, "over maxPrefetchScratch: let go")
 }
 
-// Every write Prefetch hints is a registered command with its key first.
+// Every write Prefetch hints (its row says ReadsFirst or Replaces) is a
+// registered command with its key first.
 func TestPrefetchedWrites(t *testing.T) {
 	tab := NewTable()
-	for _, names := range [][]string{readWrites, replacingWrites} {
+	var readsFirst, replaces []string
+	for _, c := range tab.All() {
+		if c.readsFirst {
+			readsFirst = append(readsFirst, c.Name)
+		}
+		if c.replaces {
+			replaces = append(replaces, c.Name)
+		}
+	}
+	require.ElementsMatch(t, []string{"incr", "decr", "incrby", "decrby", "incrbyfloat"}, readsFirst)
+	require.ElementsMatch(t, []string{"set", "setex", "psetex"}, replaces)
+	for _, names := range [][]string{readsFirst, replaces} {
 		for _, name := range names {
 			c := tab.Lookup(name)
 			require.NotNil(t, c, name)

@@ -7,7 +7,7 @@ package commands
 
 func registerPubSub(t *Table) {
 	t.Register([]Row{
-		{"publish", cmdPublish},
+		{Name: "publish", Run: cmdPublish, MayReplicate: true},
 	})
 }
 

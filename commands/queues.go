@@ -17,17 +17,17 @@ import (
 
 func registerQueues(t *Table) {
 	t.Register([]Row{
-		{"queue.push", cmdQueuePush},
-		{"queue.pop", cmdQueuePop},
-		{"queue.ack", cmdQueueAck},
-		{"queue.nack", cmdQueueNack},
-		{"queue.extend", cmdQueueExtend},
-		{"queue.peek", cmdQueuePeek},
-		{"queue.len", cmdQueueLen},
-		{"queue.stats", cmdQueueStats},
-		{"queue.config", cmdQueueConfig},
-		{"queue.redrive", cmdQueueRedrive},
-		{"queue.purge", cmdQueuePurge},
+		{Name: "queue.push", Run: cmdQueuePush},
+		{Name: "queue.pop", Run: cmdQueuePop},
+		{Name: "queue.ack", Run: cmdQueueAck},
+		{Name: "queue.nack", Run: cmdQueueNack},
+		{Name: "queue.extend", Run: cmdQueueExtend},
+		{Name: "queue.peek", Run: cmdQueuePeek},
+		{Name: "queue.len", Run: cmdQueueLen},
+		{Name: "queue.stats", Run: cmdQueueStats},
+		{Name: "queue.config", Run: cmdQueueConfig},
+		{Name: "queue.redrive", Run: cmdQueueRedrive},
+		{Name: "queue.purge", Run: cmdQueuePurge},
 	})
 }
 

@@ -76,15 +76,15 @@ const scriptRecheck = 5 * time.Second
 
 func registerScripting(t *Table) {
 	t.Register([]Row{
-		{"eval", func(c *Ctx) { evalGeneric(c, false) }},
-		{"evalsha", func(c *Ctx) { evalSHAGeneric(c, false) }},
-		{"eval_ro", func(c *Ctx) { evalGeneric(c, true) }},
-		{"evalsha_ro", func(c *Ctx) { evalSHAGeneric(c, true) }},
-		{"script|load", cmdScriptLoad},
-		{"script|exists", cmdScriptExists},
-		{"script|flush", cmdScriptFlush},
-		{"script|kill", cmdScriptKill},
-		{"script|help", cmdScriptHelp},
+		{Name: "eval", Run: func(c *Ctx) { evalGeneric(c, false) }},
+		{Name: "evalsha", Run: func(c *Ctx) { evalSHAGeneric(c, false) }},
+		{Name: "eval_ro", Run: func(c *Ctx) { evalGeneric(c, true) }},
+		{Name: "evalsha_ro", Run: func(c *Ctx) { evalSHAGeneric(c, true) }},
+		{Name: "script|load", Run: cmdScriptLoad},
+		{Name: "script|exists", Run: cmdScriptExists},
+		{Name: "script|flush", Run: cmdScriptFlush},
+		{Name: "script|kill", Run: cmdScriptKill},
+		{Name: "script|help", Run: cmdScriptHelp},
 	})
 }
 

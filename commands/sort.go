@@ -31,10 +31,9 @@ import (
 // msgSortNotDouble is sort.c's reply when a weight is not a number.
 const msgSortNotDouble = "ERR One or more scores can't be converted into double"
 
-func init() {
-	keysProcs["sort"] = sortKeys
-	keysProcs["sort_ro"] = func([][]byte) []keyRef { return []keyRef{{pos: 1, flags: []string{"RO", "access"}}} }
-}
+// sortROKeys is SORT_RO's getkeys_proc: its key (its BY and GET patterns,
+// which a key spec marks unknown, name no key COMMAND GETKEYS reports).
+func sortROKeys([][]byte) []keyRef { return []keyRef{{pos: 1, flags: []string{"RO", "access"}}} }
 
 // sortKeys is Redis's sortGetKeys: the key, and the last STORE's key
 // (skipping LIMIT's, GET's and BY's arguments, any other word alone).
@@ -59,8 +58,8 @@ func sortKeys(args [][]byte) []keyRef {
 
 func registerSort(t *Table) {
 	t.Register([]Row{
-		{"sort", func(c *Ctx) { cmdSort(c, false) }},
-		{"sort_ro", func(c *Ctx) { cmdSort(c, true) }},
+		{Name: "sort", Run: func(c *Ctx) { cmdSort(c, false) }, Keys: sortKeys},
+		{Name: "sort_ro", Run: func(c *Ctx) { cmdSort(c, true) }, Keys: sortROKeys},
 	})
 }
 

@@ -45,14 +45,14 @@ const StreamCleanupLabel = model.StreamCleanupLabel
 
 func registerStreams(t *Table) {
 	t.Register([]Row{
-		{"xadd", cmdXadd},
-		{"xlen", cmdXlen},
-		{"xrange", func(c *Ctx) { cmdXrange(c, false) }},
-		{"xrevrange", func(c *Ctx) { cmdXrange(c, true) }},
-		{"xdel", cmdXdel},
-		{"xtrim", cmdXtrim},
-		{"xread", cmdXread},
-		{"xinfo|stream", cmdXinfoStream},
+		{Name: "xadd", Run: cmdXadd},
+		{Name: "xlen", Run: cmdXlen},
+		{Name: "xrange", Run: func(c *Ctx) { cmdXrange(c, false) }},
+		{Name: "xrevrange", Run: func(c *Ctx) { cmdXrange(c, true) }},
+		{Name: "xdel", Run: cmdXdel},
+		{Name: "xtrim", Run: cmdXtrim},
+		{Name: "xread", Run: cmdXread},
+		{Name: "xinfo|stream", Run: cmdXinfoStream},
 	})
 }
 

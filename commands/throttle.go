@@ -50,7 +50,7 @@ import (
 
 func registerThrottle(t *Table) {
 	t.Register([]Row{
-		{"cl.throttle", cmdThrottle},
+		{Name: "cl.throttle", Run: cmdThrottle},
 	})
 }
 

@@ -41,18 +41,13 @@ const (
 
 func registerTransactions(t *Table) {
 	t.Register([]Row{
-		{"multi", cmdMulti},
-		{"exec", cmdExec},
-		{"discard", cmdDiscard},
-		{"watch", cmdWatch},
-		{"unwatch", cmdUnwatch},
+		{Name: "multi", Run: cmdMulti, RunsInMulti: true},
+		{Name: "exec", Run: cmdExec, RunsInMulti: true},
+		{Name: "discard", Run: cmdDiscard, RunsInMulti: true},
+		{Name: "watch", Run: cmdWatch, RunsInMulti: true},
+		{Name: "unwatch", Run: cmdUnwatch},
 	})
 }
-
-// runsInMulti names the commands that run at once inside MULTI rather than
-// being queued (Redis's processCommand).
-var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true,
-	"lock.guard": true, "leader.guard": true}
 
 // txState is a connection's MULTI and WATCH state (owner-only).
 type txState struct {

@@ -60,9 +60,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool {
-		s.wake.mu.Lock()
-		defer s.wake.mu.Unlock()
-		return len(s.wake.m[string(mustKey(t, "l"))]) == waiters
+		return s.wake.r.WaitingOn(string(mustKey(t, "l"))) == waiters
 	}, 5*time.Second, time.Millisecond)
 	before := st.n.Load()
 	time.Sleep(time.Second)
@@ -96,9 +94,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 		require.True(t, r2.ok)
 	}
 	wg.Wait()
-	s.wake.mu.Lock()
-	require.Empty(t, s.wake.m, "every waiter left the line")
-	s.wake.mu.Unlock()
+	require.Zero(t, s.wake.r.Waiting(), "every waiter left the line")
 }
 
 func mustKey(t *testing.T, name string) []byte {

@@ -60,7 +60,7 @@ const (
 
 // Value is one attribute value: B, N, S, BS, L, M, BOOL or NULL. A Value
 // is an Operand too: the literal value, with no box of its own around it
-// (a literal operand type cost an allocation in each of INCR's updates).
+// (a literal operand type would box every literal of an update).
 type Value interface {
 	Kind() Kind
 	Operand
@@ -184,8 +184,8 @@ type (
 // Checked is a condition that ValidateCond accepted once (see Check);
 // stores take it as the condition it holds without validating it again.
 // Commands build their hot conditions once and reuse them (INCR's, for
-// each millisecond and delta): validating the same tree on every request
-// was a measurable part of a pipelined INCR's cost on the embedded store.
+// each millisecond and delta), so the same tree is not validated on every
+// request.
 type Checked struct{ c Cond }
 
 // Check validates c and returns it as a *Checked, ready to be reused (nil
@@ -319,9 +319,8 @@ type WriteOptions struct {
 	// stored item, and make its numbers canonical in place, where it would
 	// otherwise copy them. Once the call is made, whatever its outcome, the
 	// caller must neither read nor modify the item or anything it refers
-	// to. A backend that serializes items ignores it. Copying the freshly
-	// built item of every SET was a large part of the embedded store's
-	// cost.
+	// to. A backend that serializes items ignores it. It spares the
+	// embedded store a copy of the freshly built item of every SET.
 	Handover bool
 }
 
@@ -413,8 +412,7 @@ type ScanPage struct {
 // TxReason.Old may share memory with the store (the embedded backend hands
 // out its stored items, which no write changes in place once handed out: a
 // write then stores a new item). A caller that wants to modify one clones
-// it first (CloneItem). Copying every item read was a large part of a
-// GET's cost on the embedded store.
+// it first (CloneItem), so that a read need not copy every item.
 //
 // Failures are reported with the sentinel errors below (wrapped), so callers
 // test them with errors.Is / errors.As.

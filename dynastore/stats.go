@@ -54,8 +54,7 @@ type DurationIgnorer interface {
 
 // Timed reports whether o (nil: none) may read Request.Duration. A backend
 // whose requests take about as long as two clock readings (the memory
-// store, where reading the clock was a measurable part of a pipelined
-// GET's cost) leaves Duration 0 when it is false.
+// store) leaves Duration 0 when it is false.
 func Timed(o Observer) bool {
 	if o == nil {
 		return false
@@ -163,10 +162,9 @@ func (s *Stats) add(k StatKey, d StatRow) {
 }
 
 // Tally holds one client connection's requests until Flush adds them to
-// its Stats. Counting every request of a pipeline in the shared rows made
-// the cores take turns at the same cache lines (the atomics of one row per
-// command and operation), a measurable part of a pipelined GET's cost on
-// the memory store. A request reaches a Tally through its context
+// its Stats. Counting every request of a pipeline in the shared rows would
+// make the cores take turns at the same cache lines (the atomics of one
+// row per command and operation). A request reaches a Tally through its context
 // (WithTally). A Tally is safe for concurrent use, since a command may run
 // requests in parallel; its lock is in practice only ever taken by the
 // connection's goroutine.

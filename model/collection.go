@@ -141,13 +141,6 @@ const (
 	attrFieldPrefix = "f"
 )
 
-// pk namespaces of the collection layer (model/keyitem.go lists the others).
-const (
-	NsMembers  = 'm' // 'm', generation id: the members of a large collection
-	nsGens     = 'G' // 'G', shard: the generation registry
-	nsCollScan = 's' // 's', cursor id: SSCAN/HSCAN/ZSCAN positions
-)
-
 // Inline caps: elements of at most 64 bytes (Redis's listpack value
 // limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
 // whose fields cost twice (name in v and attribute). They bound the key

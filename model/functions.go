@@ -6,11 +6,9 @@ import "github.com/redamo/redamo/dynastore"
 // item, so that a load checks every function name against every library
 // and changes the set in one conditional write (guarded by its version).
 // AttrLibraries maps each library's name to its code (with its shebang),
-// which bounds the libraries' code to DynamoDB's 400 KB item.
-const (
-	NsFunctions   = 'F'
-	AttrLibraries = "l"
-)
+// which bounds the libraries' code to DynamoDB's 400 KB item. Its pk is
+// NsFunctions alone (namespaces.go).
+const AttrLibraries = "l"
 
 // LibrariesKey is the key of the libraries item.
 func LibrariesKey() dynastore.Key {

@@ -94,17 +94,6 @@ const (
 	TypeStream = "stream"
 )
 
-// First bytes of pk. Every other first byte is reserved for internal
-// namespaces (script bodies, functions, collection members).
-const (
-	NsKey       = 'k' // user keys: 'k', db, key
-	NsCursor    = 'c' // SCAN cursors: 'c', 8-byte id
-	NsLock      = 'l' // locks: 'l', lock name (coord)
-	NsLeader    = 'e' // elections: 'e', election name (coord)
-	NsQueue     = 'q' // queue messages: 'q', shard, queue name (coord)
-	NsQueueMeta = 'Q' // a queue's configuration, counters, dedup records: 'Q', queue name (coord)
-)
-
 // MaxKeyLen is the longest Redis key redamo can store: the partition key
 // also holds the namespace byte and the db number.
 const MaxKeyLen = dynastore.MaxPKSize - 2

@@ -5,11 +5,8 @@ import "github.com/redamo/redamo/dynastore"
 // Script items: the body of every Lua script loaded (SCRIPT LOAD) or run
 // (EVAL), under its SHA1, so that EVALSHA works through every instance and
 // after restarts. pk is NsScript and the 40 lower-case hex digits of the
-// SHA1; the body is in AttrScriptBody.
-const (
-	NsScript       = 'L'
-	AttrScriptBody = "b"
-)
+// SHA1 (namespaces.go); the body is in AttrScriptBody.
+const AttrScriptBody = "b"
 
 // ScriptKey is the key of the script item of sha (lower-case hex).
 func ScriptKey(sha string) dynastore.Key {

@@ -1,11 +1,3 @@
-// Package model is the layer between redamo's commands and its store: the
-// Redis data model over DynamoDB items. It holds the key item (its
-// attributes, codec and conditions: keyitem.go), the one transaction every
-// multi-step unit of work runs in (Txn), the one retry policy (Retry,
-// ErrGaveUp), and the collection engine (collection.go) with its layouts,
-// generations, sweeper (sweeper.go) and per-process caches (Process). Its
-// API takes a Scope: a context, a store, a database and a clock reading,
-// never RESP types.
 package model
 
 import (

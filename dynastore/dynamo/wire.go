@@ -36,9 +36,8 @@ import (
 //
 // Why: the SDK's call (middleware stack, its types, its JSON encoder and
 // decoder, signing) plus redamo's conversion of items to and from its types
-// cost far more CPU and allocations per request than the direct path, much
-// of whose own cost is the SDK's signer (BenchmarkRequest compares the
-// two). What the SDK does beyond signing is generic machinery this fixed
+// cost more CPU and allocations per request than the direct path
+// (BenchmarkRequest compares the two). What the SDK does beyond signing is generic machinery this fixed
 // set of requests does not need. It is paid per item too: a BatchGetItem
 // (an MGET) pays it for every item it returns.
 //
