@@ -10,7 +10,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -418,7 +417,7 @@ func cmdXread(c *Ctx) {
 	err := attempt(c, false)
 	if err == nil && len(out) == 0 && a.block && !c.InTx {
 		// blockWith's poller hands over the key item it read (s.Ready).
-		ready := func(k dbKey, it dynastore.Item, nowMS int64) bool { return s.Ready(k.key, it, nowMS) }
+		ready := func(k dbKey, it model.Item, nowMS int64) bool { return s.Ready(k.key, it, nowMS) }
 		_, err = blockWith(c, a.keys, a.blockMS, ready, func(quiet bool) (bool, error) {
 			if !quiet {
 				return false, nil // the first attempt above found nothing

@@ -1090,7 +1090,7 @@ func XRead(c Scope, s *XReadState, count int64, quiet bool) ([]XReadResult, erro
 
 // Ready tells the blocked-client poller whether the key item it read for
 // key may hold entries for the blocked XREAD (xreadReady).
-func (s *XReadState) Ready(key string, it dynastore.Item, nowMS int64) bool {
+func (s *XReadState) Ready(key string, it Item, nowMS int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return xreadReady(s.Keys, s.gt, s.seen, key, it, nowMS)
