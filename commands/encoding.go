@@ -8,11 +8,11 @@ package commands
 // redamo honours each parameter twice over:
 //
 //   - OBJECT ENCODING answers as Redis 7.0.15 does, by its rules, from the
-//     key's content and the current thresholds (model.EncodingOf). Redis 7.0
+//     key's content and the current thresholds (model.Encoding). Redis 7.0
 //     calls every list a quicklist and every set that is not an intset a
 //     hashtable, whatever its size, so the layout alone cannot give the
 //     name: a set of 3 strings is inline in redamo and a hashtable in Redis.
-//   - They bound redamo's inline layout (model/collection.go, lists.go): a
+//   - They bound redamo's inline layout (model/collection.go, model/list.go): a
 //     collection stays in its key item only while it is within the
 //     parameters and within redamo's own caps (model.InlineMaxHash, model.InlineMaxSet
 //     and model.InlineMaxList entries of at most model.InlineMaxBytes bytes). The caps
@@ -30,6 +30,8 @@ package commands
 // parameters, such as key-load-delay, behave so too).
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/redamo/redamo/model"
@@ -107,7 +109,7 @@ func (s *Server) inline(typ string) model.InlineLimits {
 	case model.TypeList:
 		return e.list
 	case model.TypeStream:
-		return streamInline
+		return model.StreamInline
 	}
 	return e.set
 }
@@ -141,4 +143,17 @@ func encodingParam(name, alias string, field func(*encodingParams) *int64, kind 
 		check: kind.check,
 		set:   func(s *Server, v string) { s.setEncodingParam(field, kind.parse(v)) },
 	}
+}
+
+// objectEncoding is OBJECT ENCODING of key, a live collection of type typ,
+// under the current parameters.
+func objectEncoding(c *Ctx, key []byte, typ string) (string, error) {
+	p := c.Srv.encoding().params
+	enc, err := model.Encoding(c, key, typ, model.EncodingLimits{
+		HashEntries: p.hashEntries, HashValue: p.hashValue, SetIntsetEntries: p.setIntsetEntries,
+	})
+	if errors.Is(err, model.ErrNoEncoding) {
+		return "", redisError(fmt.Sprintf("ERR OBJECT ENCODING is not supported for keys of type %s", typ))
+	}
+	return enc, err
 }

@@ -673,18 +673,18 @@ func cmdGeoadd(c *Ctx) {
 		c.W.Error(msg)
 		return
 	}
-	zaddApply(c, c.Args[1], zaddFlags{nx: a.nx, xx: a.xx, ch: a.ch}, a.members, a.scores)
+	zaddApply(c, c.Args[1], model.ZAddFlags{NX: a.nx, XX: a.xx, CH: a.ch}, a.members, a.scores)
 }
 
 // geoScoresOf looks members up in key's sorted set (absent: not ok).
 func geoScoresOf(c *Ctx, key []byte, members [][]byte) ([]geoScore, error) {
-	vals, present, err := model.Lookup(c, key, model.TypeZSet, members)
+	scores, present, err := model.ZScores(c, key, members)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]geoScore, len(members))
 	for i := range members {
-		out[i] = geoScore{score: zscoreOf(vals[i]), ok: present[i]}
+		out[i] = geoScore{score: scores[i], ok: present[i]}
 	}
 	return out, nil
 }
@@ -723,34 +723,28 @@ func cmdGeodist(c *Ctx) {
 
 // zsetGeoSource is a sorted set as a geoSource: a score range is a range
 // of its order.
-type zsetGeoSource struct{ cl *model.Collection }
+type zsetGeoSource struct{ v model.ZView }
 
 func (s zsetGeoSource) scoreRange(min, max float64, fn func(member []byte, score float64) error) error {
-	err := zwalk(s.cl, zorderKey(min), zorderKey(max), false, 0, 0, func(e zentry) error { return fn(e.m, e.s) })
+	err := s.v.Range(min, max, fn)
 	if errors.Is(err, errStopScan) {
 		return nil
 	}
 	return err
 }
 
-// geoQueryOn parses the command against the sorted set cl as read and runs
+// geoQueryOn parses the command against the sorted set v as read and runs
 // its search (no results when the key does not exist).
-func geoQueryOn(c *Ctx, cl *model.Collection, flags geoFlags) (geoQuery, []geoPoint, error) {
+func geoQueryOn(c *Ctx, v model.ZView, flags geoFlags) (geoQuery, []geoPoint, error) {
 	var lookup geoMemberScore
-	if cl.Exists() {
-		lookup = func(m []byte) (float64, bool, error) {
-			vals, present, err := cl.Lookup([][]byte{m})
-			if err != nil || !present[0] {
-				return 0, false, err
-			}
-			return zscoreOf(vals[0]), true, nil
-		}
+	if v.Exists() {
+		lookup = v.Score
 	}
 	q, err := parseGeoQuery(c.Args, flags, lookup)
-	if err != nil || !cl.Exists() {
+	if err != nil || !v.Exists() {
 		return q, nil, err
 	}
-	pts, err := geoSearch(&q, zsetGeoSource{cl})
+	pts, err := geoSearch(&q, zsetGeoSource{v})
 	return q, pts, err
 }
 
@@ -769,8 +763,8 @@ func cmdGeoSearch(c *Ctx) {
 	if pre.store == nil {
 		var q geoQuery
 		var pts []geoPoint
-		err := model.Read(c, src, model.TypeZSet, func(cl *model.Collection) (err error) {
-			q, pts, err = geoQueryOn(c, cl, flags)
+		err := model.ZRead(c, src, func(v model.ZView) (err error) {
+			q, pts, err = geoQueryOn(c, v, flags)
 			return err
 		})
 		if err != nil {
@@ -780,17 +774,15 @@ func cmdGeoSearch(c *Ctx) {
 		writeGeoResults(c.W, &q, pts)
 		return
 	}
-	n, err := zstore(c, pre.store, [][]byte{src}, func(srcs []*model.Collection) ([]zentry, error) {
-		if err := srcs[0].Check(); err != nil {
-			return nil, err
-		}
-		q, pts, err := geoQueryOn(c, srcs[0], flags)
+	params := c.Srv.encoding().params
+	n, err := model.ZStoreFrom(c, pre.store, src, params.zsetEntries, params.zsetValue, func(v model.ZView) ([]model.Entry, error) {
+		q, pts, err := geoQueryOn(c, v, flags)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]zentry, len(pts))
+		out := make([]model.Entry, len(pts))
 		for i := range pts {
-			out[i] = zentry{pts[i].member, geoStoreScore(&q, &pts[i])}
+			out[i] = model.Entry{Member: pts[i].member, Score: geoStoreScore(&q, &pts[i])}
 		}
 		return out, nil
 	})

@@ -1,29 +1,22 @@
 package commands
 
-// Hash commands, on the collection engine (model/collection.go). HSET, HSETNX,
-// HDEL and HINCRBY of small hashes are one UpdateItem on the inline layout
-// (field names in v, each value in its own top-level attribute); everything
-// else reads, computes, and commits conditioned on the key item's ver.
+// Hash commands: they parse, call the hash operations of the model
+// (model/hash.go, on the collection engine of model/collection.go), and
+// reply. HSET, HSETNX, HDEL and HINCRBY of small hashes are one UpdateItem
+// on the inline layout (field names in v, each value in its own top-level
+// attribute); everything else reads, computes, and commits conditioned on
+// the key item's ver.
 
 import (
 	"bytes"
 	"math"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
-// maxInt64Len is the length of the longest int64 in decimal.
-const maxInt64Len = len("-9223372036854775808")
-
-func init() {
-	objectEncoders[model.TypeHash] = func(c *Ctx, key []byte) (string, error) {
-		p := c.Srv.encoding().params
-		return model.EncodingOf(c, key, model.TypeHash, p.hashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
-			return int64(len(f)) <= p.hashValue && int64(len(model.ValueBytes(v))) <= p.hashValue
-		})
-	}
-}
+// maxInt64Len is the length of the longest int64 in decimal (scripts'
+// HINCRBY fast path needs room for it).
+const maxInt64Len = model.MaxInt64Len
 
 func registerHashes(t *Table) {
 	t.Register([]Row{
@@ -91,54 +84,8 @@ func cmdHmset(c *Ctx) {
 	}
 }
 
-// hashFieldRetry is a read-modify-write of field f, committed conditioned
-// on the key item (from seed on the first try when seeded): next gets the
-// field's current value (present false when absent) and returns the value
-// to write, nil for none.
-func hashFieldRetry(c *Ctx, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
-	return model.SeededRetry(c, key, model.TypeHash, [][]byte{f}, seed, seeded, func(cl *model.Collection, vals []dynastore.Value, present []bool) error {
-		v, err := next(vals[0], present[0])
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			cl.Put(f, v)
-		}
-		return nil
-	})
-}
-
 func cmdHsetnx(c *Ctx) {
-	key, f, v := c.Args[1], c.Args[2], c.Args[3]
-	var seed dynastore.Item
-	seeded := false
-	if lim := c.Srv.inline(model.TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && len(v) <= lim.Bytes {
-		cond := dynastore.And{model.InlineFastCond(c.NowMS(), model.TypeHash, lim.Entries, 1, false), dynastore.NotExists{Attr: model.FieldAttr(f)}}
-		_, _, applied, cur, err := model.FastUpdate(c, key, dynastore.Update{
-			Set: []dynastore.SetAction{
-				{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
-				{Attr: model.AttrVer, Val: model.NewVer()},
-				{Attr: model.FieldAttr(f), Val: model.HashValue(v)},
-			},
-			Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf([][]byte{f})}},
-		}, cond)
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		if applied {
-			c.W.Int(1)
-			return
-		}
-		seed, seeded = cur, true
-	}
-	var set bool
-	err := hashFieldRetry(c, key, f, seed, seeded, func(_ dynastore.Value, present bool) (dynastore.Value, error) {
-		if set = !present; set {
-			return model.HashValue(v), nil
-		}
-		return nil, nil
-	})
+	set, err := model.HashSetNX(c, c.Args[1], c.Args[2], c.Args[3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -147,7 +94,7 @@ func cmdHsetnx(c *Ctx) {
 }
 
 func cmdHget(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	vals, present, err := model.HashGet(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -156,11 +103,11 @@ func cmdHget(c *Ctx) {
 		c.W.Nil()
 		return
 	}
-	c.W.Bulk(model.ValueBytes(vals[0]))
+	c.W.Bulk(vals[0])
 }
 
 func cmdHmget(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:])
+	vals, present, err := model.HashGet(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -171,12 +118,12 @@ func cmdHmget(c *Ctx) {
 			c.W.Nil()
 			continue
 		}
-		c.W.Bulk(model.ValueBytes(v))
+		c.W.Bulk(v)
 	}
 }
 
 func cmdHexists(c *Ctx) {
-	_, present, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	_, present, err := model.HashGet(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -185,27 +132,18 @@ func cmdHexists(c *Ctx) {
 }
 
 func cmdHstrlen(c *Ctx) {
-	vals, _, err := model.Lookup(c, c.Args[1], model.TypeHash, c.Args[2:3])
+	vals, _, err := model.HashGet(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(int64(model.ValueSize(vals[0])))
+	c.W.Int(int64(len(vals[0])))
 }
 
 func cmdHlen(c *Ctx) { collLenCmd(c, model.TypeHash) }
 
-// hashAll reads a whole hash as one consistent state.
-func hashAll(c *Ctx, key []byte) (fields [][]byte, vals []dynastore.Value, err error) {
-	err = model.ReadAll(c, key, model.TypeHash, func(cl *model.Collection) (err error) {
-		fields, vals, err = model.EntriesOf(cl)
-		return err
-	})
-	return fields, vals, err
-}
-
 func cmdHgetall(c *Ctx) {
-	fields, vals, err := hashAll(c, c.Args[1])
+	fields, vals, err := model.HashAll(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -213,12 +151,12 @@ func cmdHgetall(c *Ctx) {
 	c.W.Map(len(fields))
 	for i, f := range fields {
 		c.W.Bulk(f)
-		c.W.Bulk(model.ValueBytes(vals[i]))
+		c.W.Bulk(vals[i])
 	}
 }
 
 func cmdHkeys(c *Ctx) {
-	fields, _, err := hashAll(c, c.Args[1])
+	fields, _, err := model.HashAll(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -230,97 +168,31 @@ func cmdHkeys(c *Ctx) {
 }
 
 func cmdHvals(c *Ctx) {
-	_, vals, err := hashAll(c, c.Args[1])
+	_, vals, err := model.HashAll(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	c.W.Array(len(vals))
 	for _, v := range vals {
-		c.W.Bulk(model.ValueBytes(v))
+		c.W.Bulk(v)
 	}
 }
 
 func cmdHdel(c *Ctx) { removeMembersCmd(c, model.TypeHash) }
 
 func cmdHincrby(c *Ctx) {
-	key, f := c.Args[1], c.Args[2]
 	incr, ok := model.String2ll(c.Args[3])
 	if !ok {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	var seed dynastore.Item
-	seeded := false
-	// The value an in-place ADD leaves is an int64's text, at most
-	// maxInt64Len bytes: the fast path needs inline room for that much.
-	if lim := c.Srv.inline(model.TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && lim.Bytes >= maxInt64Len {
-		fa := model.FieldAttr(f)
-		inRange := incrRoom(fa, incr)
-		if inRange == nil {
-			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
-		}
-		// As model.InlineFastCond: each disjunct of the inner Or holds only on an
-		// inline hash (v exists, or the field's own attribute does), which
-		// therefore exists.
-		cond := dynastore.Or{
-			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.And{
-				model.CondUnexpired(c.NowMS()), model.CondType(model.TypeHash),
-				dynastore.Or{
-					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: model.AttrValue, Op: dynastore.OpLT, Size: int64(lim.Entries)}},
-					inRange,
-				},
-			},
-		}
-		u := dynastore.Update{
-			Set: []dynastore.SetAction{
-				{Attr: model.AttrType, Val: dynastore.S(model.TypeHash)},
-				{Attr: model.AttrVer, Val: model.NewVer()},
-			},
-			Add: []dynastore.AttrValue{
-				{Attr: fa, Val: model.NInt(incr)},
-				{Attr: model.AttrValue, Val: model.BSOf([][]byte{f})},
-			},
-		}
-		if !model.KeyFits(key) {
-			c.Fail(model.ErrKeyTooLong)
-			return
-		}
-		_, nw, applied, cur, err := model.FastUpdate(c, key, u, cond)
-		if err == nil && applied {
-			var n int64
-			if n, err = model.NumberInt(nw.Get(fa)); err == nil {
-				c.W.Int(n)
-				return
-			}
-		}
-		if err != nil {
-			c.Fail(err)
-			return
-		}
-		seed, seeded = cur, true
-	}
-	var result int64
-	err := hashFieldRetry(c, key, f, seed, seeded, func(v dynastore.Value, present bool) (dynastore.Value, error) {
-		var cur int64
-		if present {
-			var ok bool
-			if cur, ok = model.String2ll(model.ValueBytes(v)); !ok {
-				return nil, redisError(MsgHashNotInt)
-			}
-		}
-		if addOverflows(cur, incr) {
-			return nil, redisError(MsgOverflow)
-		}
-		result = cur + incr
-		return model.NInt(result), nil
-	})
+	n, err := model.HashIncrBy(c, c.Args[1], c.Args[2], incr)
 	if err != nil {
-		c.Fail(err)
+		c.Fail(collErr(err))
 		return
 	}
-	c.W.Int(result)
+	c.W.Int(n)
 }
 
 func cmdHincrbyfloat(c *Ctx) {
@@ -335,19 +207,19 @@ func cmdHincrbyfloat(c *Ctx) {
 		return
 	}
 	var text string
-	err := hashFieldRetry(c, key, f, nil, false, func(v dynastore.Value, present bool) (dynastore.Value, error) {
+	err := model.HashUpdate(c, key, f, func(v []byte, present bool) ([]byte, bool, error) {
 		sum := incr
 		if present {
-			cur, ok := ldParse(model.ValueBytes(v))
+			cur, ok := ldParse(v)
 			if !ok {
-				return nil, redisError(MsgHashNotFloat)
+				return nil, false, redisError(MsgHashNotFloat)
 			}
 			if sum, ok = ldAdd(cur, incr); !ok {
-				return nil, redisError(MsgIncrFloatNaN)
+				return nil, false, redisError(MsgIncrFloatNaN)
 			}
 		}
 		text = ldFormatHuman(sum)
-		return model.HashValue([]byte(text)), nil
+		return []byte(text), true, nil
 	})
 	if err != nil {
 		c.Fail(err)
@@ -391,31 +263,31 @@ func cmdHrandfield(c *Ctx) {
 	if !ok {
 		return
 	}
-	fields, vals, err := randomPick(c, model.TypeHash, count)
+	es, err := model.RandomPick(c, c.Args[1], model.TypeHash, count)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	if !withValues {
-		writePicked(c, fields, withCount)
+		writePicked(c, es, withCount)
 		return
 	}
 	if c.W.Proto() >= 3 {
-		c.W.Array(len(fields))
-		for i, f := range fields {
+		c.W.Array(len(es))
+		for _, e := range es {
 			c.W.Array(2)
-			c.W.Bulk(f)
-			c.W.Bulk(model.ValueBytes(vals[i]))
+			c.W.Bulk(e.Member)
+			c.W.Bulk(e.Value)
 		}
 		return
 	}
-	c.W.Array(2 * len(fields))
-	for i, f := range fields {
-		c.W.Bulk(f)
-		c.W.Bulk(model.ValueBytes(vals[i]))
+	c.W.Array(2 * len(es))
+	for _, e := range es {
+		c.W.Bulk(e.Member)
+		c.W.Bulk(e.Value)
 	}
 }
 
 func cmdHscan(c *Ctx) {
-	collScanCmd(c, model.TypeHash, func(m []byte, v dynastore.Value) [][]byte { return [][]byte{m, model.ValueBytes(v)} })
+	collScanCmd(c, model.TypeHash, func(e model.Entry) [][]byte { return [][]byte{e.Member, e.Value} })
 }

@@ -538,11 +538,6 @@ func replyFlush(c *Ctx, err error) {
 
 // ---- OBJECT ----------------------------------------------------------------------
 
-// objectEncoders gives OBJECT ENCODING for types other than strings; a
-// collection family registers its own, since only it knows its layout. It
-// gets the key (of the live type it is registered for) and may read it.
-var objectEncoders = map[string]func(c *Ctx, key []byte) (string, error){}
-
 // sharedIntegers is Redis's OBJ_SHARED_INTEGERS: integer strings below it
 // share one object whose refcount reads as INT_MAX.
 const sharedIntegers = 10000
@@ -599,12 +594,7 @@ func cmdObjectEncoding(c *Ctx) {
 		c.W.Bulk([]byte(ks.Encoding()))
 		return
 	}
-	encoder, ok := objectEncoders[ks.Type]
-	if !ok {
-		c.W.Error(fmt.Sprintf("ERR OBJECT ENCODING is not supported for keys of type %s", ks.Type))
-		return
-	}
-	enc, err := encoder(c, c.Args[2])
+	enc, err := objectEncoding(c, c.Args[2], ks.Type)
 	if err != nil {
 		c.Fail(err)
 		return

@@ -24,13 +24,6 @@ func (c *Ctx) Scratch() *model.Scratch {
 	return &c.Conn.scratch
 }
 
-// The model's helpers the families still call by their old names.
-var (
-	addOverflows = model.AddOverflows
-	incrRoom     = model.IncrRoom
-	scanAll      = model.ScanAll
-)
-
 // stringOf is the value of a string key as read: nil when absent,
 // WRONGTYPE (a redisError) when it holds another type.
 func stringOf(ks model.KeyState) ([]byte, error) {

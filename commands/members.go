@@ -4,17 +4,21 @@ package commands
 // model does the work (model.AddMembers, RemoveMembers), they parse and
 // reply.
 
-import "github.com/redamo/redamo/model"
+import (
+	"errors"
+
+	"github.com/redamo/redamo/model"
+)
 
 // collLenCmd replies with the number of entries of the key (SCARD, HLEN,
 // ZCARD).
 func collLenCmd(c *Ctx, typ string) {
-	cl, err := model.OpenChecked(c, c.Args[1], typ)
+	n, err := model.Len(c, c.Args[1], typ)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(cl.Len())
+	c.W.Int(n)
 }
 
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
@@ -26,4 +30,32 @@ func removeMembersCmd(c *Ctx, typ string) {
 		return
 	}
 	c.W.Int(n)
+}
+
+// collErr maps the errors of the model's collection operations to the
+// replies Redis gives for them.
+func collErr(err error) error {
+	switch {
+	case errors.Is(err, model.ErrNoSuchKey):
+		return redisError(MsgNoSuchKey)
+	case errors.Is(err, model.ErrIndexNotInt):
+		return redisError(MsgNotInt)
+	case errors.Is(err, model.ErrIndexOutOfRange):
+		return redisError(MsgOutOfRange)
+	case errors.Is(err, model.ErrHashNotInt):
+		return redisError(MsgHashNotInt)
+	case errors.Is(err, model.ErrIncrOverflow):
+		return redisError(MsgOverflow)
+	case errors.Is(err, model.ErrZNaN):
+		return redisError(MsgZNaN)
+	case errors.Is(err, model.ErrStreamBadID):
+		return redisError(msgStreamBadID)
+	case errors.Is(err, model.ErrStreamIDTooSmall):
+		return redisError(msgStreamIDTooSmall)
+	case errors.Is(err, model.ErrStreamExhausted):
+		return redisError(msgStreamExhausted)
+	case errors.Is(err, model.ErrStreamGTID):
+		return redisError(msgStreamGTID)
+	}
+	return err
 }

@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"math"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,32 +80,6 @@ func FuzzGlobMatch(f *testing.F) {
 		if globMatch([]byte(p), []byte(s)) {
 			require.True(t, bytes.HasPrefix([]byte(s), globPrefix([]byte(p))), "%q matches %q but lacks its prefix %q", p, s, globPrefix([]byte(p)))
 		}
-	})
-}
-
-// FuzzStreamID: an id that parses prints as ms-seq and parses back to
-// itself; strict parsing accepts a subset of the lenient one.
-func FuzzStreamID(f *testing.F) {
-	for _, s := range []string{"0-1", "-", "+", "5", "1-*", "18446744073709551615-18446744073709551615", "18446744073709551616", "1-", "-1", "(1-1", "1\x00-2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, xadd := range []bool{false, true} {
-			strictID, _, strictOK := parseStreamID([]byte(s), 7, true, xadd)
-			id, seqGiven, ok := parseStreamID([]byte(s), 7, false, xadd)
-			if strictOK {
-				require.True(t, ok, s)
-				require.Equal(t, strictID, id, s)
-			}
-			if !ok || !seqGiven {
-				continue
-			}
-			text := strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
-			back, _, ok := parseStreamID([]byte(text), 0, true, false)
-			require.True(t, ok, "%q printed as %q", s, text)
-			require.Equal(t, id, back, s)
-		}
-		parseIntervalID([]byte(s), 0)
 	})
 }
 

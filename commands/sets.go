@@ -1,31 +1,18 @@
 package commands
 
-// Set commands, on the collection engine (model/collection.go). SADD and SREM of
-// small sets are one UpdateItem (ADD/DELETE on the inline binary set, with
-// ALL_OLD to compute the reply); everything else reads, computes, and
-// commits conditioned on the key item's ver.
+// Set commands: they parse, call the set operations of the model
+// (model/set.go, on the collection engine of model/collection.go), and
+// reply. SADD and SREM of small sets are one UpdateItem (ADD/DELETE on the
+// inline binary set, with ALL_OLD to compute the reply); everything else
+// reads, computes, and commits conditioned on the key item's ver.
 
 import (
 	"bytes"
 	"math"
-	"math/rand/v2"
-	"sort"
 	"strconv"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
-
-func init() {
-	// Redis 7.0: an intset while every member is an integer, else a hash
-	// table (small sets of strings became listpacks only in 7.2).
-	objectEncoders[model.TypeSet] = func(c *Ctx, key []byte) (string, error) {
-		return model.EncodingOf(c, key, model.TypeSet, c.Srv.encoding().params.setIntsetEntries, "intset", "hashtable", func(m []byte, _ dynastore.Value) bool {
-			_, ok := model.String2ll(m)
-			return ok
-		})
-	}
-}
 
 func registerSets(t *Table) {
 	t.Register([]Row{
@@ -54,16 +41,6 @@ func registerSets(t *Table) {
 // size): Redis would build any size; redamo refuses to exhaust its memory.
 const maxRandomCount = 10_000_000
 
-// setMembersOf reads a set whole: the members of every entry.
-func setMembersOf(cl *model.Collection) ([][]byte, error) {
-	var out [][]byte
-	err := cl.Each(func(m []byte, _ dynastore.Value) error {
-		out = append(out, bytes.Clone(m))
-		return nil
-	})
-	return out, err
-}
-
 func cmdSadd(c *Ctx) {
 	n, err := model.AddMembers(c, c.Args[1], model.TypeSet, model.Dedupe(c.Args[2:]), nil)
 	if err != nil {
@@ -76,7 +53,7 @@ func cmdSadd(c *Ctx) {
 func cmdSrem(c *Ctx) { removeMembersCmd(c, model.TypeSet) }
 
 func cmdSismember(c *Ctx) {
-	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:3])
+	present, err := model.SetIsMember(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -85,7 +62,7 @@ func cmdSismember(c *Ctx) {
 }
 
 func cmdSmismember(c *Ctx) {
-	_, present, err := model.Lookup(c, c.Args[1], model.TypeSet, c.Args[2:])
+	present, err := model.SetIsMember(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -104,11 +81,7 @@ func boolInt(b bool) int64 {
 }
 
 func cmdSmembers(c *Ctx) {
-	var members [][]byte
-	err := model.ReadAll(c, c.Args[1], model.TypeSet, func(cl *model.Collection) (err error) {
-		members, err = setMembersOf(cl)
-		return err
-	})
+	members, err := model.SetMembers(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -141,49 +114,7 @@ func cmdSpop(c *Ctx) {
 		}
 		count = n
 	}
-	var popped [][]byte
-	err := model.RetryConflicts(c, func(int) error {
-		popped = nil
-		cl, err := model.OpenChecked(c, c.Args[1], model.TypeSet)
-		if err != nil {
-			return err
-		}
-		if !cl.Exists() || count == 0 {
-			return nil
-		}
-		if count >= cl.Len() {
-			// Everything goes: the key is deleted, O(1) whatever its size.
-			if popped, err = setMembersOf(cl); err != nil {
-				return err
-			}
-			if err := model.ValidateRead(c, cl); err != nil {
-				return err
-			}
-			for _, m := range popped {
-				cl.Del(m)
-			}
-			if cl.Large() {
-				err := model.CommitActions(c, []dynastore.TxAction{{Op: dynastore.TxDelete, Key: model.ItemKey(c.DB(), cl.Key), Cond: cl.KS.Guard()}})
-				if err == nil {
-					model.NoteGen(c, cl.Key, model.TypeSet, nil)
-					model.Items(c).Put(c.DB(), cl.Key, nil)
-				}
-				return err
-			}
-			return cl.Commit()
-		}
-		ms, _, err := cl.RandomMembers(int(count))
-		if err != nil {
-			return err
-		}
-		popped = ms
-		for _, m := range ms {
-			cl.Del(m)
-		}
-		// RandomMembers' pages need no validation: the commit's ver guard
-		// covers everything read.
-		return cl.Commit()
-	})
+	popped, err := model.SetPop(c, c.Args[1], count)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -237,7 +168,7 @@ func cmdSrandmember(c *Ctx) {
 		}
 		count = n
 	}
-	picked, _, err := randomPick(c, model.TypeSet, count)
+	picked, err := model.RandomPick(c, c.Args[1], model.TypeSet, count)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -247,96 +178,24 @@ func cmdSrandmember(c *Ctx) {
 
 // writePicked replies with random members: without a count the one member
 // (nil for none), with one an array.
-func writePicked(c *Ctx, picked [][]byte, withCount bool) {
+func writePicked(c *Ctx, picked []model.Entry, withCount bool) {
 	if !withCount {
-		writeFirst(c, picked)
+		if len(picked) == 0 {
+			c.W.Nil()
+			return
+		}
+		c.W.Bulk(picked[0].Member)
 		return
 	}
 	c.W.Array(len(picked))
-	for _, m := range picked {
-		c.W.Bulk(m)
+	for _, e := range picked {
+		c.W.Bulk(e.Member)
 	}
-}
-
-// randomPick implements SRANDMEMBER, HRANDFIELD and ZRANDMEMBER counts
-// over the key's collection of type typ (as one consistent read): a
-// positive count picks distinct members (all of them when count >= size),
-// a negative one -count members with repetition.
-func randomPick(c *Ctx, typ string, count int64) (ms [][]byte, vs []dynastore.Value, err error) {
-	err = model.Read(c, c.Args[1], typ, func(cl *model.Collection) (err error) {
-		ms, vs, err = pickFrom(cl, count)
-		return err
-	})
-	return ms, vs, err
-}
-
-func pickFrom(cl *model.Collection, count int64) ([][]byte, []dynastore.Value, error) {
-	size := cl.Len()
-	if !cl.Exists() || count == 0 || size == 0 {
-		return nil, nil, nil
-	}
-	if count > 0 {
-		if count >= size {
-			return model.EntriesOf(cl)
-		}
-		return cl.RandomMembers(int(count))
-	}
-	want := -count
-	// Draw from a pool of distinct members, with repetition.
-	pool := min(want, size)
-	ms, vs, err := cl.RandomMembers(int(pool))
-	if err != nil || len(ms) == 0 {
-		return nil, nil, err
-	}
-	outM := make([][]byte, want)
-	outV := make([]dynastore.Value, want)
-	for i := range outM {
-		j := rand.IntN(len(ms))
-		outM[i], outV[i] = ms[j], vs[j]
-	}
-	return outM, outV, nil
 }
 
 func cmdSmove(c *Ctx) {
 	src, dst, m := c.Args[1], c.Args[2], c.Args[3]
-	var moved bool
-	err := model.RetryConflicts(c, func(int) error {
-		moved = false
-		cls, err := model.OpenMany(c, [][]byte{src, dst}, model.TypeSet)
-		if err != nil {
-			return err
-		}
-		s, d := cls[0], cls[1]
-		if !s.Exists() {
-			return nil
-		}
-		if err := s.Check(); err != nil {
-			return err
-		}
-		if err := d.Check(); err != nil {
-			return err
-		}
-		_, present, err := s.Lookup([][]byte{m})
-		if err != nil {
-			return err
-		}
-		if !present[0] {
-			return nil
-		}
-		moved = true
-		if bytes.Equal(src, dst) {
-			return nil
-		}
-		s.Del(m)
-		_, inDst, err := d.Lookup([][]byte{m})
-		if err != nil {
-			return err
-		}
-		if !inDst[0] {
-			d.Put(m, nil)
-		}
-		return model.Commit(c, []*model.Collection{s, d}, nil)
-	})
+	moved, err := model.SetMove(c, src, dst, m)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -344,159 +203,8 @@ func cmdSmove(c *Ctx) {
 	c.W.Int(boolInt(moved))
 }
 
-// openSets opens the distinct keys of keys (one BatchGet) and fails with
-// WRONGTYPE if any holds another type, as Redis checks every key first.
-func openSets(c *Ctx, keys [][]byte) ([]*model.Collection, error) {
-	cls, err := model.OpenMany(c, model.Dedupe(keys), model.TypeSet)
-	if err != nil {
-		return nil, err
-	}
-	return setsByKey(cls, keys)
-}
-
-// setsByKey checks that each of cls (opened for the distinct keys) is a set
-// or absent, and returns the one for each of keys, repeats included.
-func setsByKey(cls []*model.Collection, keys [][]byte) ([]*model.Collection, error) {
-	byKey := map[string]*model.Collection{}
-	for _, cl := range cls {
-		if err := cl.Check(); err != nil {
-			return nil, err
-		}
-		byKey[string(cl.Key)] = cl
-	}
-	out := make([]*model.Collection, len(keys))
-	for i, k := range keys {
-		out[i] = byKey[string(k)]
-	}
-	return out, nil
-}
-
-type setOp uint8
-
-const (
-	opInter setOp = iota
-	opUnion
-	opDiff
-)
-
-// setAlgebra computes the intersection, union or difference of sets, in
-// a deterministic order. limit > 0 stops an intersection at limit members.
-func setAlgebra(op setOp, sets []*model.Collection, limit int) ([][]byte, error) {
-	switch op {
-	case opUnion:
-		seen := map[string]bool{}
-		var out [][]byte
-		for _, cl := range dedupeColls(sets) {
-			err := cl.Each(func(m []byte, _ dynastore.Value) error {
-				if !seen[string(m)] {
-					seen[string(m)] = true
-					out = append(out, bytes.Clone(m))
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case opInter:
-		for _, cl := range sets {
-			if !cl.Exists() {
-				return nil, nil
-			}
-		}
-		ordered := dedupeColls(sets)
-		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Len() < ordered[j].Len() })
-		cand, err := setMembersOf(ordered[0])
-		if err != nil {
-			return nil, err
-		}
-		for _, cl := range ordered[1:] {
-			cand, err = filterMembers(cl, cand, true)
-			if err != nil {
-				return nil, err
-			}
-		}
-		if limit > 0 && len(cand) > limit {
-			cand = cand[:limit]
-		}
-		return cand, nil
-	default:
-		cand, err := setMembersOf(sets[0])
-		if err != nil {
-			return nil, err
-		}
-		for _, cl := range sets[1:] {
-			if cl == sets[0] {
-				return nil, nil
-			}
-			if cand, err = filterMembers(cl, cand, false); err != nil {
-				return nil, err
-			}
-		}
-		return cand, nil
-	}
-}
-
-// filterMembers keeps the candidates that are (keep) or are not (!keep)
-// members of cl, looking them up in batches for a large set.
-func filterMembers(cl *model.Collection, cand [][]byte, keep bool) ([][]byte, error) {
-	if !cl.Exists() {
-		if keep {
-			return nil, nil
-		}
-		return cand, nil
-	}
-	out := cand[:0]
-	const batch = 1000
-	for i := 0; i < len(cand); i += batch {
-		part := cand[i:min(i+batch, len(cand))]
-		_, present, err := cl.Lookup(part)
-		if err != nil {
-			return nil, err
-		}
-		for j, m := range part {
-			if present[j] == keep {
-				out = append(out, m)
-			}
-		}
-		if cl.Large() {
-			cl.Known = nil // keep memory bounded by the batch
-		}
-	}
-	return out, nil
-}
-
-func dedupeColls(cls []*model.Collection) []*model.Collection {
-	seen := map[*model.Collection]bool{}
-	var out []*model.Collection
-	for _, cl := range cls {
-		if !seen[cl] {
-			seen[cl] = true
-			out = append(out, cl)
-		}
-	}
-	return out
-}
-
-// setRead runs a read-only set algebra command as one consistent snapshot.
-func setRead(c *Ctx, op setOp, keys [][]byte, limit int) ([][]byte, error) {
-	var res [][]byte
-	err := model.RetryConflicts(c, func(int) error {
-		sets, err := openSets(c, keys)
-		if err != nil {
-			return err
-		}
-		if res, err = setAlgebra(op, sets, limit); err != nil {
-			return err
-		}
-		return model.ValidateRead(c, dedupeColls(sets)...)
-	})
-	return res, err
-}
-
-func setReadCmd(c *Ctx, op setOp) {
-	res, err := setRead(c, op, c.Args[1:], 0)
+func setReadCmd(c *Ctx, op model.SetOp) {
+	res, err := model.SetRead(c, op, c.Args[1:], 0)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -504,9 +212,9 @@ func setReadCmd(c *Ctx, op setOp) {
 	writeSet(c, res)
 }
 
-func cmdSinter(c *Ctx) { setReadCmd(c, opInter) }
-func cmdSunion(c *Ctx) { setReadCmd(c, opUnion) }
-func cmdSdiff(c *Ctx)  { setReadCmd(c, opDiff) }
+func cmdSinter(c *Ctx) { setReadCmd(c, model.SetInter) }
+func cmdSunion(c *Ctx) { setReadCmd(c, model.SetUnion) }
+func cmdSdiff(c *Ctx)  { setReadCmd(c, model.SetDiff) }
 
 func cmdSintercard(c *Ctx) {
 	numkeys, ok := model.String2ll(c.Args[1])
@@ -535,7 +243,7 @@ func cmdSintercard(c *Ctx) {
 		c.W.Error(MsgSyntax)
 		return
 	}
-	res, err := setRead(c, opInter, keys, int(min(limit, math.MaxInt32)))
+	res, err := model.SetRead(c, model.SetInter, keys, int(min(limit, math.MaxInt32)))
 	if err != nil {
 		c.Fail(err)
 		return
@@ -543,53 +251,28 @@ func cmdSintercard(c *Ctx) {
 	c.W.Int(int64(len(res)))
 }
 
-// setStore runs SINTERSTORE/SUNIONSTORE/SDIFFSTORE: the result replaces dst
-// (whatever it held) in one transaction that also checks every source is
-// unchanged since it was read.
-func setStore(c *Ctx, op setOp) {
-	dst, keys := c.Args[1], c.Args[2:]
-	var n int
-	err := model.RetryConflicts(c, func(int) error {
-		all, err := model.OpenMany(c, append([][]byte{dst}, model.Dedupe(keys)...), model.TypeSet)
-		if err != nil {
-			return err
-		}
-		dest := all[0]
-		sets, err := setsByKey(all[1:], keys)
-		if err != nil {
-			return err
-		}
-		res, err := setAlgebra(op, sets, 0)
-		if err != nil {
-			return err
-		}
-		n = len(res)
-		dest.Replace = true
-		for _, m := range res {
-			dest.Put(m, nil)
-		}
-		return model.Commit(c, []*model.Collection{dest}, all[1:])
-	})
+func setStore(c *Ctx, op model.SetOp) {
+	n, err := model.SetStore(c, op, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(int64(n))
+	c.W.Int(n)
 }
 
-func cmdSinterstore(c *Ctx) { setStore(c, opInter) }
-func cmdSunionstore(c *Ctx) { setStore(c, opUnion) }
-func cmdSdiffstore(c *Ctx)  { setStore(c, opDiff) }
+func cmdSinterstore(c *Ctx) { setStore(c, model.SetInter) }
+func cmdSunionstore(c *Ctx) { setStore(c, model.SetUnion) }
+func cmdSdiffstore(c *Ctx)  { setStore(c, model.SetDiff) }
 
 func cmdSscan(c *Ctx) {
-	collScanCmd(c, model.TypeSet, func(m []byte, _ dynastore.Value) [][]byte { return [][]byte{m} })
+	collScanCmd(c, model.TypeSet, func(e model.Entry) [][]byte { return [][]byte{e.Member} })
 }
 
 // ---- SSCAN / HSCAN ---------------------------------------------------------------
 
-// collScanCmd runs SSCAN/HSCAN: key cursor [MATCH pattern] [COUNT count].
-// emit turns an entry into the reply elements it contributes.
-func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]byte) {
+// collScanCmd runs SSCAN/HSCAN/ZSCAN: key cursor [MATCH pattern] [COUNT
+// count]. emit turns an entry into the reply elements it contributes.
+func collScanCmd(c *Ctx, typ string, emit func(e model.Entry) [][]byte) {
 	cursor, ok := parseCursor(c.Args[2])
 	if !ok {
 		c.W.Error(MsgInvalidCursor)
@@ -621,23 +304,17 @@ func collScanCmd(c *Ctx, typ string, emit func(m []byte, v dynastore.Value) [][]
 			return
 		}
 	}
-	cl, err := model.OpenChecked(c, c.Args[1], typ)
-	var ms [][]byte
-	var vs []dynastore.Value
-	var next uint64
-	if err == nil {
-		ms, vs, next, err = cl.ScanPage(cursor, int(min(count, 10_000)))
-	}
+	es, next, err := model.Scan(c, c.Args[1], typ, cursor, int(min(count, 10_000)))
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	var out [][]byte
-	for i, m := range ms {
-		if pattern != nil && !globMatch(pattern, m) {
+	for _, e := range es {
+		if pattern != nil && !globMatch(pattern, e.Member) {
 			continue
 		}
-		out = append(out, emit(m, vs[i])...)
+		out = append(out, emit(e)...)
 	}
 	c.W.Array(2)
 	c.W.BulkString(strconv.FormatUint(next, 10))

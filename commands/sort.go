@@ -283,7 +283,7 @@ func sortAttempt(c *Ctx, o *sortOpts) (sortResult, error) {
 // set (cl) of type typ with n elements.
 type sortSource struct {
 	typ string
-	l   *listView
+	l   *model.ListView
 	cl  *model.Collection
 	n   int64
 }
@@ -311,11 +311,11 @@ func (s *sortSnap) source(o *sortOpts) (sortSource, error) {
 	}
 	var err error
 	if src.typ == model.TypeList {
-		if src.l, err = listFromItem(s.c, o.key, ks.Raw); err != nil {
+		if src.l, err = model.ListFromItem(s.c, o.key, ks.Raw); err != nil {
 			return src, err
 		}
 		if ks.Live {
-			src.n = src.l.length()
+			src.n = src.l.Len()
 		}
 		s.Multi = s.Multi || src.l.Large()
 		return src, nil
@@ -363,24 +363,24 @@ func (s *sortSnap) elements(src sortSource, dontsort, desc bool, start, end int6
 			end, start = end-start, 0
 		}
 	case src.typ == model.TypeList:
-		err = src.l.all(func(_ int64, v []byte) error {
+		err = src.l.All(func(_ int64, v []byte) error {
 			elems = append(elems, v)
 			return nil
 		})
 	case src.typ == model.TypeZSet && dontsort:
 		if end >= start {
-			es, err := zbyRank(src.cl, start, end, desc)
+			es, err := model.ZByRank(src.cl, start, end, desc)
 			if err != nil {
 				return nil, 0, 0, err
 			}
 			for _, e := range es {
-				elems = append(elems, e.m)
+				elems = append(elems, e.Member)
 			}
 			end, start = end-start, 0
 		}
 	default:
 		if src.cl.Exists() {
-			elems, err = setMembersOf(src.cl)
+			elems, err = model.SetMembersOf(src.cl)
 		}
 	}
 	if src.cl != nil && (src.cl.PagesRead || src.cl.SawRolling) {
@@ -492,20 +492,15 @@ func (s *sortSnap) gets(res *sortResult, items []sortItem, gets []sortPattern) e
 
 // listSortRange returns the elements of ranks [start, end] of l, counted
 // from the tail when desc (in that order).
-func listSortRange(l *listView, start, end int64, desc bool) ([][]byte, error) {
-	n := l.length()
+func listSortRange(l *model.ListView, start, end int64, desc bool) ([][]byte, error) {
+	n := l.Len()
 	from, to := start, end
 	if desc {
 		from, to = n-1-end, n-1-start
 	}
-	var vals [][]byte
-	if l.Large() {
-		var err error
-		if vals, err = l.readPositions(l.nh+from, l.nh+to+1); err != nil {
-			return nil, err
-		}
-	} else {
-		vals = slices.Clone(l.elems[from : to+1])
+	vals, err := l.Range(from, to)
+	if err != nil {
+		return nil, err
 	}
 	if desc {
 		slices.Reverse(vals)

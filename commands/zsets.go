@@ -22,34 +22,12 @@ package commands
 //     DynamoDB keeps no counts to skip with.
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
-
-// zorderPrefixSize is the length of an order item's sort key before its
-// member: model.SKOrder and the score's 8 bytes.
-const zorderPrefixSize = 9
-
-func init() {
-	model.InlineCodecs[model.TypeZSet] = model.InlineCodecs[model.TypeHash]
-	model.MemberOrders[model.TypeZSet] = model.MemberOrder{SK: zorderSK, Prefix: zorderPrefixSize}
-	objectEncoders[model.TypeZSet] = func(c *Ctx, key []byte) (string, error) {
-		cl, err := model.OpenChecked(c, key, model.TypeZSet)
-		if err != nil || cl.KeyAttr(model.AttrBigEncoding) == nil {
-			return "listpack", err
-		}
-		return "skiplist", nil
-	}
-}
 
 func registerZsets(t *Table) {
 	t.Register([]Row{
@@ -91,71 +69,6 @@ func registerZsets(t *Table) {
 	})
 }
 
-// ---- scores ------------------------------------------------------------------
-
-// zscoreValue is the stored form of a score: its IEEE bits, big-endian.
-// Redis stores -0 as 0 (replies computed from scores, such as ZUNION's, may
-// still say -0).
-func zscoreValue(f float64) dynastore.Value {
-	if f == 0 {
-		f = 0
-	}
-	b := make(dynastore.B, 8)
-	binary.BigEndian.PutUint64(b, math.Float64bits(f))
-	return b
-}
-
-// zscoreOf decodes a stored score.
-func zscoreOf(v dynastore.Value) float64 {
-	b, _ := v.(dynastore.B)
-	if len(b) != 8 {
-		return 0
-	}
-	return math.Float64frombits(binary.BigEndian.Uint64(b))
-}
-
-// zorderKey is the order sort key of score f without a member: model.SKOrder and
-// the score's bits turned so that they sort as the numbers do (-0 as 0).
-func zorderKey(f float64) []byte {
-	if f == 0 {
-		f = 0
-	}
-	b := math.Float64bits(f)
-	if b>>63 == 1 {
-		b = ^b
-	} else {
-		b |= 1 << 63
-	}
-	k := make([]byte, zorderPrefixSize, zorderPrefixSize+16)
-	k[0] = model.SKOrder
-	binary.BigEndian.PutUint64(k[1:], b)
-	return k
-}
-
-// zorderEnd sorts after every order key.
-var zorderEnd = []byte{model.SKOrder + 1}
-
-// zorderSK is the order item's sort key of member m with score v. A member
-// too long for a sort key is cut and followed by its digest: such members
-// sort by their first bytes, then by digest, among equal scores.
-func zorderSK(m []byte, v dynastore.Value) []byte {
-	k := zorderKey(zscoreOf(v))
-	if len(m) <= model.MaxPlainSK {
-		return append(k, m...)
-	}
-	h := sha256.Sum256(m)
-	return append(append(k, m[:model.MaxPlainSK-sha256.Size]...), h[:]...)
-}
-
-// zscoreAbove is the order key just above every member of score f: the
-// key of the next double (zorderEnd past +inf).
-func zscoreAbove(f float64) []byte {
-	if math.IsInf(f, 1) {
-		return zorderEnd
-	}
-	return zorderKey(math.Nextafter(f, math.Inf(1)))
-}
-
 func isCSpace(c byte) bool {
 	return c == ' ' || (c >= '\t' && c <= '\r')
 }
@@ -178,12 +91,21 @@ func zrangeStrtod(b []byte) (float64, bool) {
 	return f, true
 }
 
-// scoreRange is a ZRANGEBYSCORE range.
+// scoreRange is a ZRANGEBYSCORE range as parsed.
 type scoreRange struct {
 	min, max     float64
 	minex, maxex bool
 }
 
+// toModel is the range as the model reads it.
+func (r scoreRange) toModel() model.ScoreRange {
+	return model.ScoreRange{Min: r.min, Max: r.max, MinEx: r.minex, MaxEx: r.maxex}
+}
+
+// empty reports whether the range holds no score.
+func (r scoreRange) empty() bool { return r.toModel().Empty() }
+
+// parseScoreRange parses ZRANGEBYSCORE's min and max.
 func parseScoreRange(minArg, maxArg []byte) (r scoreRange, ok bool) {
 	bound := func(b []byte) (float64, bool, bool) {
 		ex := len(b) > 0 && b[0] == '('
@@ -199,289 +121,43 @@ func parseScoreRange(minArg, maxArg []byte) (r scoreRange, ok bool) {
 	return r, ok1 && ok2
 }
 
-func (r scoreRange) empty() bool {
-	return r.min > r.max || (r.min == r.max && (r.minex || r.maxex))
-}
-
-// keys returns the order keys [lo, hi) that hold the range's members.
-func (r scoreRange) keys() (lo, hi []byte) {
-	lo = zorderKey(r.min)
-	if r.minex {
-		lo = zscoreAbove(r.min)
-	}
-	hi = zscoreAbove(r.max)
-	if r.maxex {
-		hi = zorderKey(r.max)
-	}
-	return lo, hi
-}
-
-// lexBound is one end of a ZRANGEBYLEX range: "-" (inf -1), "+" (inf 1),
-// or a member, exclusive or not.
-type lexBound struct {
-	v   []byte
-	inf int
-	ex  bool
-}
-
-func parseLexBound(b []byte) (lexBound, bool) {
+// parseLexBound parses one end of a ZRANGEBYLEX range: "-", "+", or a
+// member after "(" (exclusive) or "[".
+func parseLexBound(b []byte) (model.LexBound, bool) {
 	if len(b) == 0 {
-		return lexBound{}, false
+		return model.LexBound{}, false
 	}
 	switch b[0] {
 	case '+', '-':
 		if len(b) != 1 {
-			return lexBound{}, false
+			return model.LexBound{}, false
 		}
 		if b[0] == '+' {
-			return lexBound{inf: 1, ex: true}, true
+			return model.LexBound{Inf: 1, Ex: true}, true
 		}
-		return lexBound{inf: -1, ex: true}, true
+		return model.LexBound{Inf: -1, Ex: true}, true
 	case '(', '[':
-		return lexBound{v: b[1:], ex: b[0] == '('}, true
+		return model.LexBound{V: b[1:], Ex: b[0] == '('}, true
 	}
-	return lexBound{}, false
+	return model.LexBound{}, false
 }
 
-// cmpLex compares a member with a bound (sdscmplex).
-func cmpLex(m []byte, b lexBound) int {
-	if b.inf != 0 {
-		return -b.inf
-	}
-	return bytes.Compare(m, b.v)
-}
-
-// lexRange is a ZRANGEBYLEX range.
-type lexRange struct{ min, max lexBound }
-
-func parseLexRange(minArg, maxArg []byte) (lexRange, bool) {
+// parseLexRange parses ZRANGEBYLEX's min and max.
+func parseLexRange(minArg, maxArg []byte) (model.LexRange, bool) {
 	lo, ok1 := parseLexBound(minArg)
 	hi, ok2 := parseLexBound(maxArg)
-	return lexRange{lo, hi}, ok1 && ok2
-}
-
-func (r lexRange) gteMin(m []byte) bool {
-	if r.min.ex {
-		return cmpLex(m, r.min) > 0
-	}
-	return cmpLex(m, r.min) >= 0
-}
-
-func (r lexRange) lteMax(m []byte) bool {
-	if r.max.ex {
-		return cmpLex(m, r.max) < 0
-	}
-	return cmpLex(m, r.max) <= 0
-}
-
-func (r lexRange) empty() bool {
-	var cmp int
-	switch {
-	case r.min.inf != 0 && r.min.inf == r.max.inf:
-		cmp = 0
-	case r.min.inf == 1 || r.max.inf == -1:
-		cmp = 1
-	case r.min.inf == -1 || r.max.inf == 1:
-		cmp = -1
-	default:
-		cmp = bytes.Compare(r.min.v, r.max.v)
-	}
-	return cmp > 0 || (cmp == 0 && (r.min.ex || r.max.ex))
-}
-
-// ---- reading ---------------------------------------------------------------------
-
-// zentry is a member with its score.
-type zentry struct {
-	m []byte
-	s float64
-}
-
-// zwalk visits the entries of cl whose order keys lie in [lo, hi) in score
-// order (descending when rev), skipping offset of them, until fn returns
-// model.ErrEnough; hint is how many the caller expects to need (0: unknown).
-func zwalk(cl *model.Collection, lo, hi []byte, rev bool, offset int64, hint int, fn func(e zentry) error) error {
-	if hint > 0 && offset > 0 {
-		hint += int(min(offset, model.MemberPageItems))
-	}
-	return cl.EachOrdered(lo, hi, rev, hint, func(m []byte, v dynastore.Value) error {
-		if offset > 0 {
-			offset--
-			return nil
-		}
-		return fn(zentry{bytes.Clone(m), zscoreOf(v)})
-	})
-}
-
-// zlimitWalk is zwalk of at most limit entries (negative: all).
-func zlimitWalk(cl *model.Collection, lo, hi []byte, rev bool, offset, limit int64, fn func(e zentry) error) error {
-	if limit == 0 {
-		return nil
-	}
-	hint := 0
-	if limit > 0 && limit < model.MemberPageItems {
-		hint = int(limit)
-	}
-	return zwalk(cl, lo, hi, rev, offset, hint, func(e zentry) error {
-		if err := fn(e); err != nil {
-			return err
-		}
-		if limit--; limit == 0 {
-			return model.ErrEnough
-		}
-		return nil
-	})
-}
-
-// zgather collects the entries a walk visits.
-func zgather(walk func(fn func(e zentry) error) error) ([]zentry, error) {
-	var out []zentry
-	err := walk(func(e zentry) error {
-		out = append(out, e)
-		return nil
-	})
-	return out, err
-}
-
-// zcollect gathers up to limit entries (negative: all) of a zwalk.
-func zcollect(cl *model.Collection, lo, hi []byte, rev bool, offset, limit int64) ([]zentry, error) {
-	return zgather(func(fn func(e zentry) error) error { return zlimitWalk(cl, lo, hi, rev, offset, limit, fn) })
-}
-
-// zbyRank returns the entries of ranks [start, end] (Redis's indexes,
-// negative from the end), in descending order when rev. A large set is
-// read from the end the range is nearer to.
-func zbyRank(cl *model.Collection, start, end int64, rev bool) ([]zentry, error) {
-	n := cl.Len()
-	if !cl.Exists() {
-		n = 0
-	}
-	if start < 0 {
-		start += n
-	}
-	if end < 0 {
-		end += n
-	}
-	start = max(start, 0)
-	if start > end || start >= n {
-		return nil, nil
-	}
-	end = min(end, n-1)
-	// Ascending positions [a, b].
-	a, b := start, end
-	if rev {
-		a, b = n-1-end, n-1-start
-	}
-	fromTop := a > n-1-b
-	var out []zentry
-	var err error
-	if fromTop {
-		out, err = zcollect(cl, nil, nil, true, n-1-b, b-a+1)
-	} else {
-		out, err = zcollect(cl, nil, nil, false, a, b-a+1)
-	}
-	if fromTop != rev {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
-	return out, err
-}
-
-// zscoreWalk visits the entries of a ZRANGEBYSCORE read, with Redis's
-// LIMIT semantics (a negative offset reads nothing, a negative limit
-// everything).
-func zscoreWalk(cl *model.Collection, r scoreRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
-	if r.empty() || offset < 0 || (offset > 0 && offset >= cl.Len()) {
-		return nil
-	}
-	lo, hi := r.keys()
-	return zlimitWalk(cl, lo, hi, rev, offset, limit, fn)
-}
-
-// zbyScore is zscoreWalk's entries.
-func zbyScore(cl *model.Collection, r scoreRange, rev bool, offset, limit int64) ([]zentry, error) {
-	return zgather(func(fn func(e zentry) error) error { return zscoreWalk(cl, r, rev, offset, limit, fn) })
-}
-
-// zlexWalk visits the entries of a ZRANGEBYLEX read. The order is by
-// score first: as in Redis, a lexicographic range means something only
-// while every score is equal. The walk starts at the bound under the first
-// (last, when rev) score, as a walk from the start that skips what the
-// bound excludes would.
-func zlexWalk(cl *model.Collection, r lexRange, rev bool, offset, limit int64, fn func(e zentry) error) error {
-	if r.empty() || offset < 0 || !cl.Exists() {
-		return nil
-	}
-	var lo, hi []byte
-	if cl.Large() {
-		edge, err := zcollect(cl, nil, nil, rev, 0, 1)
-		if err != nil || len(edge) == 0 {
-			return err
-		}
-		switch {
-		case !rev && r.min.inf == 0:
-			lo = append(zorderKey(edge[0].s), r.min.v...)
-		case rev && r.max.inf == 0:
-			hi = append(append(zorderKey(edge[0].s), r.max.v...), 0)
-		}
-	}
-	started := false
-	return zwalk(cl, lo, hi, rev, 0, 0, func(e zentry) error {
-		if !started {
-			if rev && !r.lteMax(e.m) || !rev && !r.gteMin(e.m) {
-				return nil
-			}
-			started = true
-		}
-		if rev && !r.gteMin(e.m) || !rev && !r.lteMax(e.m) {
-			return model.ErrEnough
-		}
-		if offset > 0 {
-			offset--
-			return nil
-		}
-		if limit == 0 {
-			return model.ErrEnough
-		}
-		limit--
-		return fn(e)
-	})
-}
-
-// zbyLex is zlexWalk's entries.
-func zbyLex(cl *model.Collection, r lexRange, rev bool, offset, limit int64) ([]zentry, error) {
-	return zgather(func(fn func(e zentry) error) error { return zlexWalk(cl, r, rev, offset, limit, fn) })
-}
-
-// zrankOf returns the rank of m (ok false when absent).
-func zrankOf(cl *model.Collection, m []byte, rev bool) (int64, bool, error) {
-	vals, present, err := cl.Lookup([][]byte{m})
-	if err != nil || !present[0] {
-		return 0, false, err
-	}
-	sk := zorderSK(m, vals[0])
-	var rank int64
-	lo, hi := []byte(nil), sk
-	if rev {
-		lo, hi = append(sk, 0), nil
-	}
-	err = cl.EachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
-		rank++
-		return nil
-	})
-	return rank, true, err
+	return model.LexRange{Min: lo, Max: hi}, ok1 && ok2
 }
 
 // ---- replies -----------------------------------------------------------------------
 
 // writeZentries replies with entries, with their scores when withScores
 // (pairs in RESP3, a flat array in RESP2).
-func writeZentries(c *Ctx, es []zentry, withScores bool) {
+func writeZentries(c *Ctx, es []model.Entry, withScores bool) {
 	if !withScores {
 		c.W.Array(len(es))
 		for _, e := range es {
-			c.W.Bulk(e.m)
+			c.W.Bulk(e.Member)
 		}
 		return
 	}
@@ -489,146 +165,43 @@ func writeZentries(c *Ctx, es []zentry, withScores bool) {
 		c.W.Array(len(es))
 		for _, e := range es {
 			c.W.Array(2)
-			c.W.Bulk(e.m)
-			c.W.Double(e.s)
+			c.W.Bulk(e.Member)
+			c.W.Double(e.Score)
 		}
 		return
 	}
 	c.W.Array(2 * len(es))
 	for _, e := range es {
-		c.W.Bulk(e.m)
-		c.W.Double(e.s)
+		c.W.Bulk(e.Member)
+		c.W.Double(e.Score)
 	}
 }
 
 // ---- writing -------------------------------------------------------------------------
 
-// zsetWrite runs change on key's sorted set and commits, re-running on
-// conflict. The first try starts from the key item st holds (a failed
-// single-request attempt's), else from the one the item cache holds, if
-// any: no read, as the commit is guarded by that item's ver and a stale one
-// fails it; but an outcome that writes nothing, or an error (WRONGTYPE), is
-// only trusted from a fresh read.
-func zsetWrite(c *Ctx, key []byte, st model.MemberStart, change func(cl *model.Collection) error) error {
-	// This process's writers of the key take turns (as list writers do):
-	// they would only invalidate each other's optimistic commits.
-	defer c.lockKeys(key)()
-	return model.RetryConflicts(c, func(try int) error {
-		seed, seeded, cached := st.Seed, st.Seeded && try == 0, false
-		if try == 0 && !seeded && c.Store == c.Srv.Store && model.KeyFits(key) {
-			seed, cached = model.Items(c).Guardable(c.DB(), key, c.NowMS())
-			seeded = cached
-		}
-		cl, err := model.OpenSeeded(c, key, model.TypeZSet, seed, seeded)
-		if err == nil {
-			err = change(cl)
-		}
-		if cached && (err != nil || !cl.Changed()) {
-			return model.ErrConflict // an error or a no-op, from what the cache says
-		}
-		if err != nil {
-			return err
-		}
-		return cl.Commit()
-	})
-}
-
-// zaddFlags are ZADD's options.
-type zaddFlags struct {
-	nx, xx, gt, lt, incr, ch bool
-}
-
-// zaddOne applies one score-member pair as Redis's zsetAdd: added or
-// updated report what changed, processed whether the pair was not a no-op,
-// and score is the member's score after it.
-func zaddOne(cl *model.Collection, f zaddFlags, m []byte, score float64) (added, updated, processed bool, _ float64, err error) {
-	cur, present, err := cl.Lookup([][]byte{m})
-	if err != nil {
-		return false, false, false, 0, err
-	}
-	if present[0] {
-		if f.nx {
-			return false, false, false, 0, nil
-		}
-		old := zscoreOf(cur[0])
-		if f.incr {
-			score += old
-			if math.IsNaN(score) {
-				return false, false, false, 0, redisError(MsgZNaN)
-			}
-		}
-		if (f.lt && score >= old) || (f.gt && score <= old) {
-			return false, false, false, 0, nil
-		}
-		if score != old {
-			cl.Put(m, zscoreValue(score))
-			updated = true
-		}
-		return false, updated, true, score, nil
-	}
-	if f.xx {
-		return false, false, false, 0, nil
-	}
-	cl.Put(m, zscoreValue(score))
-	return true, false, true, score, nil
-}
-
-// zaddFast is a plain ZADD (or ZADD CH) of distinct members that fit an
-// inline set: one UpdateItem that sets their scores and adds their names.
-// done is false when the set is not inline with room (or not a sorted set);
-// the general path then starts from st.
-func zaddFast(c *Ctx, key []byte, members [][]byte, scores []float64, ch bool) (st model.MemberStart, n int64, done bool, err error) {
-	lim := c.Srv.inline(model.TypeZSet)
-	if len(members) > lim.Entries || !model.AllSmall(members, lim.Bytes) || len(model.Dedupe(members)) != len(members) {
-		return model.MemberStart{}, 0, false, nil
-	}
-	u := dynastore.Update{
-		Set: []dynastore.SetAction{
-			{Attr: model.AttrType, Val: dynastore.S(model.TypeZSet)},
-			{Attr: model.AttrVer, Val: model.NewVer()},
-		},
-		Add: []dynastore.AttrValue{{Attr: model.AttrValue, Val: model.BSOf(members)}},
-	}
-	for i, m := range members {
-		u.Set = append(u.Set, dynastore.SetAction{Attr: model.FieldAttr(m), Val: zscoreValue(scores[i])})
-	}
-	cond := model.InlineFastCond(c.NowMS(), model.TypeZSet, lim.Entries, len(members), false)
-	return model.MemberFast(c, key, model.TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
-		for i, m := range members {
-			switch {
-			case !model.BSContains(old.Get(model.AttrValue), m):
-				n++
-			case ch && zscoreOf(old.Get(model.FieldAttr(m))) != scores[i]:
-				n++
-			}
-		}
-		return n
-	})
-}
-
-func cmdZadd(c *Ctx)    { zadd(c, zaddFlags{}) }
-func cmdZincrby(c *Ctx) { zadd(c, zaddFlags{incr: true}) }
+func cmdZadd(c *Ctx)    { zadd(c, model.ZAddFlags{}) }
+func cmdZincrby(c *Ctx) { zadd(c, model.ZAddFlags{Incr: true}) }
 
 // zadd is ZADD and ZINCRBY (key increment member: ZADD key INCR ...).
-func zadd(c *Ctx, f zaddFlags) {
+func zadd(c *Ctx, f model.ZAddFlags) {
 	key := c.Args[1]
 	i := 2
-	if !f.incr {
+	if !f.Incr {
 	opts:
 		for ; i < len(c.Args); i++ {
 			switch strings.ToLower(string(c.Args[i])) {
 			case "nx":
-				f.nx = true
+				f.NX = true
 			case "xx":
-				f.xx = true
+				f.XX = true
 			case "ch":
-				f.ch = true
+				f.CH = true
 			case "incr":
-				f.incr = true
+				f.Incr = true
 			case "gt":
-				f.gt = true
+				f.GT = true
 			case "lt":
-				f.lt = true
+				f.LT = true
 			default:
 				break opts
 			}
@@ -639,13 +212,13 @@ func zadd(c *Ctx, f zaddFlags) {
 	case len(pairs)%2 != 0 || len(pairs) == 0:
 		c.W.Error(MsgSyntax)
 		return
-	case f.nx && f.xx:
+	case f.NX && f.XX:
 		c.W.Error(MsgZXXNX)
 		return
-	case (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt):
+	case (f.GT && f.NX) || (f.LT && f.NX) || (f.GT && f.LT):
 		c.W.Error(MsgGTLTNX)
 		return
-	case f.incr && len(pairs) > 2:
+	case f.Incr && len(pairs) > 2:
 		c.W.Error(MsgZIncrPair)
 		return
 	}
@@ -664,77 +237,29 @@ func zadd(c *Ctx, f zaddFlags) {
 }
 
 // zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
-func zaddApply(c *Ctx, key []byte, f zaddFlags, members [][]byte, scores []float64) {
-	var st model.MemberStart
-	plain := !f.nx && !f.xx && !f.gt && !f.lt && !f.incr
-	if plain {
-		unlock := c.lockKeys(key)
-		var n int64
-		var done bool
-		var err error
-		st, n, done, err = zaddFast(c, key, members, scores, f.ch)
-		unlock()
-		if err != nil || done {
-			if err != nil {
-				c.Fail(err)
-				return
-			}
-			c.Srv.listRT().notify(c.DB(), key)
-			c.W.Int(n)
-			return
-		}
-	}
-	var added, updated, processed int64
-	var score float64
+func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores []float64) {
 	params := c.Srv.encoding().params
-	change := func(cl *model.Collection) error {
-		added, updated, processed = 0, 0, 0
-		if !cl.Exists() && f.xx {
-			return nil
-		}
-		size := cl.Len()
-		if !cl.Exists() {
-			size = 0
-		}
-		// One read of every member a large set has not shown yet (zaddOne
-		// then finds them known).
-		if err := cl.Fetch(members); err != nil {
-			return err
-		}
-		for j, m := range members {
-			a, u, p, s, err := zaddOne(cl, f, m, scores[j])
-			if err != nil {
-				return err
-			}
-			if a {
-				if cl.KeyAttr(model.AttrBigEncoding) == nil && (size+1 > params.zsetEntries || int64(len(m)) > params.zsetValue) {
-					cl.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
-				}
-				size++
-			}
-			added += boolInt(a)
-			updated += boolInt(u)
-			processed += boolInt(p)
-			score = s
-		}
-		return nil
-	}
-	if err := zsetWrite(c, key, st, change); err != nil {
-		c.Fail(err)
+	unlock := c.lockKeys(key)
+	res, err := model.ZAdd(c, key, f, members, scores, params.zsetEntries, params.zsetValue)
+	unlock()
+	if err != nil {
+		c.Fail(collErr(err))
 		return
 	}
-	if added > 0 {
+	if res.Fast || res.Added > 0 {
 		c.Srv.listRT().notify(c.DB(), key)
 	}
 	switch {
-	case f.incr && processed > 0:
-		c.W.Double(score)
-	case f.incr:
+	case res.Fast:
+		c.W.Int(res.Added)
+	case f.Incr && res.Processed > 0:
+		c.W.Double(res.Score)
+	case f.Incr:
 		c.W.Nil()
-	case f.ch:
-		c.W.Int(added + updated)
+	case f.CH:
+		c.W.Int(res.Added + res.Updated)
 	default:
-		c.W.Int(added)
+		c.W.Int(res.Added)
 	}
 }
 
@@ -743,7 +268,7 @@ func cmdZrem(c *Ctx) { removeMembersCmd(c, model.TypeZSet) }
 func cmdZcard(c *Ctx) { collLenCmd(c, model.TypeZSet) }
 
 func cmdZscore(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:3])
+	scores, present, err := model.ZScores(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -752,11 +277,11 @@ func cmdZscore(c *Ctx) {
 		c.W.Nil()
 		return
 	}
-	c.W.Double(zscoreOf(vals[0]))
+	c.W.Double(scores[0])
 }
 
 func cmdZmscore(c *Ctx) {
-	vals, present, err := model.Lookup(c, c.Args[1], model.TypeZSet, c.Args[2:])
+	scores, present, err := model.ZScores(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -764,7 +289,7 @@ func cmdZmscore(c *Ctx) {
 	c.W.Array(len(present))
 	for i, p := range present {
 		if p {
-			c.W.Double(zscoreOf(vals[i]))
+			c.W.Double(scores[i])
 		} else {
 			c.W.Nil()
 		}
@@ -775,12 +300,7 @@ func cmdZrank(c *Ctx)    { zrank(c, false) }
 func cmdZrevrank(c *Ctx) { zrank(c, true) }
 
 func zrank(c *Ctx, rev bool) {
-	var rank int64
-	var found bool
-	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
-		rank, found, err = zrankOf(cl, c.Args[2], rev)
-		return err
-	})
+	rank, found, err := model.ZRank(c, c.Args[1], c.Args[2], rev)
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -797,7 +317,8 @@ func cmdZcount(c *Ctx) {
 		c.W.Error(MsgZRangeFloat)
 		return
 	}
-	zcountWith(c, func(cl *model.Collection, fn func(zentry) error) error { return zscoreWalk(cl, r, false, 0, -1, fn) })
+	n, err := model.ZCount(c, c.Args[1], r.toModel())
+	replyCount(c, n, err)
 }
 
 func cmdZlexcount(c *Ctx) {
@@ -806,20 +327,12 @@ func cmdZlexcount(c *Ctx) {
 		c.W.Error(MsgZRangeLex)
 		return
 	}
-	zcountWith(c, func(cl *model.Collection, fn func(zentry) error) error { return zlexWalk(cl, r, false, 0, -1, fn) })
+	n, err := model.ZLexCount(c, c.Args[1], r)
+	replyCount(c, n, err)
 }
 
-// zcountWith replies with how many entries walk visits, counted as they
-// come rather than gathered: a count of a large set holds no entries.
-func zcountWith(c *Ctx, walk func(cl *model.Collection, fn func(zentry) error) error) {
-	var n int64
-	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) error {
-		n = 0
-		return walk(cl, func(zentry) error {
-			n++
-			return nil
-		})
-	})
+// replyCount replies with a count, or the error that ended it.
+func replyCount(c *Ctx, n int64, err error) {
 	if err != nil {
 		c.Fail(err)
 		return
@@ -829,31 +342,17 @@ func zcountWith(c *Ctx, walk func(cl *model.Collection, fn func(zentry) error) e
 
 // ---- ZRANGE and its family ----------------------------------------------------------
 
-type zrangeBy uint8
-
-const (
-	zbyAuto zrangeBy = iota
-	zbyRankRange
-	zbyScoreRange
-	zbyLexRange
-)
-
 // zrangeQuery is a parsed ZRANGE-family command.
 type zrangeQuery struct {
-	by            zrangeBy
-	rev           bool
-	withScores    bool
-	offset, limit int64
-	start, end    int64
-	score         scoreRange
-	lex           lexRange
+	model.ZRangeQuery
+	withScores bool
 }
 
 // parseZrange parses the range arguments args[0:2] and the options after
 // them as zrangeGenericCommand; dirSet says the command fixed the
 // direction (ZREVRANGE...). It replies with the error when ok is false.
-func parseZrange(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet, store bool) (q zrangeQuery, ok bool) {
-	q = zrangeQuery{by: by, rev: rev, limit: -1}
+func parseZrange(c *Ctx, args [][]byte, by model.ZRangeBy, rev, dirSet, store bool) (q zrangeQuery, ok bool) {
+	q = zrangeQuery{ZRangeQuery: model.ZRangeQuery{By: by, Rev: rev, Limit: -1}}
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
 		opt := strings.ToLower(string(args[j]))
@@ -867,50 +366,52 @@ func parseZrange(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet, store bool) (q
 				c.W.Error(MsgNotInt)
 				return q, false
 			}
-			q.offset, q.limit = o, l
+			q.Offset, q.Limit = o, l
 			j += 2
 		case !dirSet && opt == "rev":
-			q.rev, dirSet = true, true
-		case q.by == zbyAuto && opt == "bylex":
-			q.by = zbyLexRange
-		case q.by == zbyAuto && opt == "byscore":
-			q.by = zbyScoreRange
+			q.Rev, dirSet = true, true
+		case q.By == model.ZRangeAuto && opt == "bylex":
+			q.By = model.ZRangeLex
+		case q.By == model.ZRangeAuto && opt == "byscore":
+			q.By = model.ZRangeScore
 		default:
 			c.W.Error(MsgSyntax)
 			return q, false
 		}
 	}
-	if q.by == zbyAuto {
-		q.by = zbyRankRange
+	if q.By == model.ZRangeAuto {
+		q.By = model.ZRangeRank
 	}
-	if q.limit != -1 && q.by == zbyRankRange {
+	if q.Limit != -1 && q.By == model.ZRangeRank {
 		c.W.Error(MsgZLimitRank)
 		return q, false
 	}
-	if q.withScores && q.by == zbyLexRange {
+	if q.withScores && q.By == model.ZRangeLex {
 		c.W.Error(MsgZScoresLex)
 		return q, false
 	}
 	lo, hi := args[0], args[1]
-	if q.rev && q.by != zbyRankRange {
+	if q.Rev && q.By != model.ZRangeRank {
 		lo, hi = hi, lo
 	}
-	switch q.by {
-	case zbyRankRange:
+	switch q.By {
+	case model.ZRangeRank:
 		s, ok1 := model.String2ll(lo)
 		e, ok2 := model.String2ll(hi)
 		if !ok1 || !ok2 {
 			c.W.Error(MsgNotInt)
 			return q, false
 		}
-		q.start, q.end = s, e
-	case zbyScoreRange:
-		if q.score, ok = parseScoreRange(lo, hi); !ok {
+		q.Start, q.End = s, e
+	case model.ZRangeScore:
+		r, ok := parseScoreRange(lo, hi)
+		if !ok {
 			c.W.Error(MsgZRangeFloat)
 			return q, false
 		}
-	case zbyLexRange:
-		if q.lex, ok = parseLexRange(lo, hi); !ok {
+		q.Score = r.toModel()
+	case model.ZRangeLex:
+		if q.Lex, ok = parseLexRange(lo, hi); !ok {
 			c.W.Error(MsgZRangeLex)
 			return q, false
 		}
@@ -918,29 +419,14 @@ func parseZrange(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet, store bool) (q
 	return q, true
 }
 
-// read runs the query on cl.
-func (q zrangeQuery) read(cl *model.Collection) ([]zentry, error) {
-	switch q.by {
-	case zbyScoreRange:
-		return zbyScore(cl, q.score, q.rev, q.offset, q.limit)
-	case zbyLexRange:
-		return zbyLex(cl, q.lex, q.rev, q.offset, q.limit)
-	}
-	return zbyRank(cl, q.start, q.end, q.rev)
-}
-
 // zrangeCmd runs a ZRANGE-family read of key whose range arguments start
 // at args.
-func zrangeCmd(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet bool) {
+func zrangeCmd(c *Ctx, args [][]byte, by model.ZRangeBy, rev, dirSet bool) {
 	q, ok := parseZrange(c, args, by, rev, dirSet, false)
 	if !ok {
 		return
 	}
-	var es []zentry
-	err := model.Read(c, c.Args[1], model.TypeZSet, func(cl *model.Collection) (err error) {
-		es, err = q.read(cl)
-		return err
-	})
+	es, err := model.ZRange(c, c.Args[1], q.ZRangeQuery)
 	if err != nil {
 		c.Fail(err)
 		return
@@ -948,66 +434,30 @@ func zrangeCmd(c *Ctx, args [][]byte, by zrangeBy, rev, dirSet bool) {
 	writeZentries(c, es, q.withScores)
 }
 
-func cmdZrange(c *Ctx)         { zrangeCmd(c, c.Args[2:], zbyAuto, false, false) }
-func cmdZrevrange(c *Ctx)      { zrangeCmd(c, c.Args[2:], zbyRankRange, true, true) }
-func cmdZrangebyscore(c *Ctx)  { zrangeCmd(c, c.Args[2:], zbyScoreRange, false, true) }
-func cmdZrangebylex(c *Ctx)    { zrangeCmd(c, c.Args[2:], zbyLexRange, false, true) }
-func cmdZrevrangebylex(c *Ctx) { zrangeCmd(c, c.Args[2:], zbyLexRange, true, true) }
+func cmdZrange(c *Ctx)         { zrangeCmd(c, c.Args[2:], model.ZRangeAuto, false, false) }
+func cmdZrevrange(c *Ctx)      { zrangeCmd(c, c.Args[2:], model.ZRangeRank, true, true) }
+func cmdZrangebyscore(c *Ctx)  { zrangeCmd(c, c.Args[2:], model.ZRangeScore, false, true) }
+func cmdZrangebylex(c *Ctx)    { zrangeCmd(c, c.Args[2:], model.ZRangeLex, false, true) }
+func cmdZrevrangebylex(c *Ctx) { zrangeCmd(c, c.Args[2:], model.ZRangeLex, true, true) }
 func cmdZrevrangebyscore(c *Ctx) {
-	zrangeCmd(c, c.Args[2:], zbyScoreRange, true, true)
+	zrangeCmd(c, c.Args[2:], model.ZRangeScore, true, true)
 }
 
 // cmdZrangestore is ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV]
 // [LIMIT offset count]: the range replaces dst (an empty one deletes it).
 func cmdZrangestore(c *Ctx) {
 	dst, src := c.Args[1], c.Args[2]
-	q, ok := parseZrange(c, c.Args[3:], zbyAuto, false, false, true)
+	q, ok := parseZrange(c, c.Args[3:], model.ZRangeAuto, false, false, true)
 	if !ok {
 		return
 	}
-	n, err := zstore(c, dst, [][]byte{src}, func(srcs []*model.Collection) ([]zentry, error) {
-		if err := srcs[0].Check(); err != nil {
-			return nil, err
-		}
-		return q.read(srcs[0])
-	})
+	params := c.Srv.encoding().params
+	n, err := model.ZRangeStore(c, dst, src, q.ZRangeQuery, params.zsetEntries, params.zsetValue)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	c.W.Int(n)
-}
-
-// zstore replaces dst with what compute makes of the sources srcs (opened
-// as sorted sets, with dst, in one BatchGet; a set among them shows as
-// wrongType), in one transaction that also checks that every source is
-// unchanged since it was read.
-func zstore(c *Ctx, dst []byte, srcs [][]byte, compute func(srcs []*model.Collection) ([]zentry, error)) (int64, error) {
-	var n int64
-	err := model.RetryConflicts(c, func(int) error {
-		all, err := model.OpenMany(c, append([][]byte{dst}, srcs...), model.TypeZSet)
-		if err != nil {
-			return err
-		}
-		res, err := compute(all[1:])
-		if err != nil {
-			return err
-		}
-		dest := all[0]
-		n = int64(len(res))
-		dest.Replace = true
-		params := c.Srv.encoding().params
-		big := n > params.zsetEntries
-		for _, e := range res {
-			dest.Put(e.m, zscoreValue(e.s))
-			big = big || int64(len(e.m)) > params.zsetValue
-		}
-		if big {
-			dest.SetKeyAttr(model.AttrBigEncoding, model.NInt(1))
-		}
-		return model.Commit(c, []*model.Collection{dest}, dedupeColls(all[1:]))
-	})
-	return n, err
 }
 
 // ---- removing ranges --------------------------------------------------------------------
@@ -1019,7 +469,7 @@ func cmdZremrangebyrank(c *Ctx) {
 		c.W.Error(MsgNotInt)
 		return
 	}
-	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyRank(cl, start, end, false) })
+	zremRange(c, model.ZRangeQuery{By: model.ZRangeRank, Start: start, End: end})
 }
 
 func cmdZremrangebyscore(c *Ctx) {
@@ -1028,7 +478,7 @@ func cmdZremrangebyscore(c *Ctx) {
 		c.W.Error(MsgZRangeFloat)
 		return
 	}
-	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyScore(cl, r, false, 0, -1) })
+	zremRange(c, model.ZRangeQuery{By: model.ZRangeScore, Score: r.toModel(), Limit: -1})
 }
 
 func cmdZremrangebylex(c *Ctx) {
@@ -1037,25 +487,15 @@ func cmdZremrangebylex(c *Ctx) {
 		c.W.Error(MsgZRangeLex)
 		return
 	}
-	zremRange(c, func(cl *model.Collection) ([]zentry, error) { return zbyLex(cl, r, false, 0, -1) })
+	zremRange(c, model.ZRangeQuery{By: model.ZRangeLex, Lex: r, Limit: -1})
 }
 
-// zremRange removes the entries read finds and replies with their count.
-func zremRange(c *Ctx, read func(cl *model.Collection) ([]zentry, error)) {
-	var n int
-	err := zsetWrite(c, c.Args[1], model.MemberStart{}, func(cl *model.Collection) error {
-		es, err := read(cl)
-		n = len(es)
-		for _, e := range es {
-			cl.Del(e.m)
-		}
-		return err
-	})
-	if err != nil {
-		c.Fail(err)
-		return
-	}
-	c.W.Int(int64(n))
+// zremRange removes the entries q reads, under the key's lock, and
+// replies with their count.
+func zremRange(c *Ctx, q model.ZRangeQuery) {
+	defer c.lockKeys(c.Args[1])()
+	n, err := model.ZRemRange(c, c.Args[1], q)
+	replyCount(c, n, err)
 }
 
 // ---- pops ------------------------------------------------------------------------------
@@ -1064,22 +504,12 @@ func zremRange(c *Ctx, read func(cl *model.Collection) ([]zentry, error)) {
 // the first of keys that exists (nil key when none does). quiet: a key of
 // another type is passed over instead of failing (a blocked client's later
 // tries, as Redis serves only sorted sets to them).
-func zpopFrom(c *Ctx, keys [][]byte, top bool, count int64, quiet bool) (key []byte, es []zentry, err error) {
+func zpopFrom(c *Ctx, keys [][]byte, top bool, count int64, quiet bool) (key []byte, es []model.Entry, err error) {
 	for _, k := range keys {
-		found := false
-		err = zsetWrite(c, k, model.MemberStart{}, func(cl *model.Collection) error {
-			key, es, found = nil, nil, false
-			if err := cl.Check(); err != nil || !cl.Exists() {
-				return err
-			}
-			found = true
-			var err error
-			es, err = zcollect(cl, nil, nil, top, 0, count)
-			for _, e := range es {
-				cl.Del(e.m)
-			}
-			return err
-		})
+		unlock := c.lockKeys(k)
+		var found bool
+		es, found, err = model.ZPop(c, k, top, count)
+		unlock()
 		if quiet && err == model.ErrWrongType {
 			continue
 		}
@@ -1110,7 +540,7 @@ func zpop(c *Ctx, top bool) {
 	}
 	if count == 0 {
 		// Redis checks the type first, then answers an empty array.
-		if _, err := model.OpenChecked(c, c.Args[1], model.TypeZSet); err != nil {
+		if _, err := model.Len(c, c.Args[1], model.TypeZSet); err != nil {
 			c.Fail(err)
 			return
 		}
@@ -1125,8 +555,8 @@ func zpop(c *Ctx, top bool) {
 	if count == -1 || c.W.Proto() < 3 {
 		c.W.Array(2 * len(es))
 		for _, e := range es {
-			c.W.Bulk(e.m)
-			c.W.Double(e.s)
+			c.W.Bulk(e.Member)
+			c.W.Double(e.Score)
 		}
 		return
 	}
@@ -1134,19 +564,19 @@ func zpop(c *Ctx, top bool) {
 }
 
 // writeZmpop replies [key, [[member, score] ...]].
-func writeZmpop(c *Ctx, key []byte, es []zentry) {
+func writeZmpop(c *Ctx, key []byte, es []model.Entry) {
 	c.W.Array(2)
 	c.W.Bulk(key)
 	writeZentriesNested(c, es)
 }
 
 // writeZentriesNested replies [[member, score] ...] in both protocols.
-func writeZentriesNested(c *Ctx, es []zentry) {
+func writeZentriesNested(c *Ctx, es []model.Entry) {
 	c.W.Array(len(es))
 	for _, e := range es {
 		c.W.Array(2)
-		c.W.Bulk(e.m)
-		c.W.Double(e.s)
+		c.W.Bulk(e.Member)
+		c.W.Double(e.Score)
 	}
 }
 
@@ -1169,8 +599,8 @@ func cmdZmpop(c *Ctx) {
 
 // zblockPop waits until it pops from the first non-empty sorted set of
 // keys (blockingPop).
-func zblockPop(c *Ctx, keys [][]byte, ms int64, top bool, count int64) ([]byte, []zentry, bool) {
-	return blockingPop(c, keys, ms, func(ac *Ctx, quiet bool) ([]byte, []zentry, error) {
+func zblockPop(c *Ctx, keys [][]byte, ms int64, top bool, count int64) ([]byte, []model.Entry, bool) {
+	return blockingPop(c, keys, ms, func(ac *Ctx, quiet bool) ([]byte, []model.Entry, error) {
 		return zpopFrom(ac, keys, top, count, quiet)
 	})
 }
@@ -1188,8 +618,8 @@ func bzpop(c *Ctx, top bool) {
 	if key, es, ok := zblockPop(c, c.Args[1:len(c.Args)-1], ms, top, 1); ok {
 		c.W.Array(3)
 		c.W.Bulk(key)
-		c.W.Bulk(es[0].m)
-		c.W.Double(es[0].s)
+		c.W.Bulk(es[0].Member)
+		c.W.Double(es[0].Score)
 	}
 }
 
@@ -1216,46 +646,30 @@ func cmdZrandmember(c *Ctx) {
 	if !ok {
 		return
 	}
-	ms, vals, err := randomPick(c, model.TypeZSet, count)
+	picked, err := model.RandomPick(c, c.Args[1], model.TypeZSet, count)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	if !withScores {
-		writePicked(c, ms, withCount)
+		writePicked(c, picked, withCount)
 		return
 	}
-	es := make([]zentry, len(ms))
-	for i, m := range ms {
-		es[i] = zentry{m, zscoreOf(vals[i])}
-	}
-	writeZentries(c, es, true)
+	writeZentries(c, picked, true)
 }
 
 func cmdZscan(c *Ctx) {
-	collScanCmd(c, model.TypeZSet, func(m []byte, v dynastore.Value) [][]byte {
-		return [][]byte{m, FormatDouble(nil, zscoreOf(v))}
+	collScanCmd(c, model.TypeZSet, func(e model.Entry) [][]byte {
+		return [][]byte{e.Member, FormatDouble(nil, e.Score)}
 	})
 }
 
 // ---- ZUNION, ZINTER, ZDIFF ---------------------------------------------------------------
 
-type zsetOp uint8
-
-const (
-	zopUnion zsetOp = iota
-	zopInter
-	zopDiff
-)
-
 // zopQuery is a parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD.
 type zopQuery struct {
-	op         zsetOp
-	keys       [][]byte
-	weights    []float64
-	agg        string
+	model.ZOpQuery
 	withScores bool
-	limit      int64
 }
 
 // parseZop parses numkeys key... [options] (args from numkeys) as
@@ -1282,26 +696,26 @@ func parseZop(c *Ctx, args [][]byte) (keys, opts [][]byte, ok bool) {
 // which command it is. It returns the error reply's text, "" when they are
 // right.
 func parseZopOptions(q *zopQuery, opts [][]byte, store, card bool) string {
-	q.agg = "sum"
+	q.Agg = "sum"
 	for j := 0; j < len(opts); {
 		remaining := len(opts) - j
 		opt := strings.ToLower(string(opts[j]))
 		switch {
-		case q.op != zopDiff && !card && remaining >= len(q.keys)+1 && opt == "weights":
+		case q.Op != model.ZDiff && !card && remaining >= len(q.Keys)+1 && opt == "weights":
 			j++
-			q.weights = make([]float64, len(q.keys))
-			for i := range q.keys {
+			q.Weights = make([]float64, len(q.Keys))
+			for i := range q.Keys {
 				w, ok := string2d(opts[j])
 				if !ok {
 					return MsgZWeightFloat
 				}
-				q.weights[i] = w
+				q.Weights[i] = w
 				j++
 			}
-		case q.op != zopDiff && !card && remaining >= 2 && opt == "aggregate":
+		case q.Op != model.ZDiff && !card && remaining >= 2 && opt == "aggregate":
 			switch a := strings.ToLower(string(opts[j+1])); a {
 			case "sum", "min", "max":
-				q.agg = a
+				q.Agg = a
 			default:
 				return MsgSyntax
 			}
@@ -1314,7 +728,7 @@ func parseZopOptions(q *zopQuery, opts [][]byte, store, card bool) string {
 			if !ok || l < 0 {
 				return MsgLimitNegative
 			}
-			q.limit = l
+			q.Limit = l
 			j += 2
 		default:
 			return MsgSyntax
@@ -1323,181 +737,15 @@ func parseZopOptions(q *zopQuery, opts [][]byte, store, card bool) string {
 	return ""
 }
 
-// zsource is one input of a ZUNION-style command: a sorted set, or a set
-// (every member scoring 1), as read.
-type zsource struct {
-	cl     *model.Collection
-	scores map[string]float64
-	order  []string
-	weight float64
-}
-
-// zsourcesOf reads whole the sources cls, opened as sorted sets: one
-// holding a set is read as a set; any other type is WRONGTYPE.
-func zsourcesOf(c *Ctx, cls []*model.Collection) ([]zsource, error) {
-	srcs := make([]zsource, len(cls))
-	for i, cl := range cls {
-		if cl.WrongType && cl.KS.Type == model.TypeSet {
-			var err error
-			if cl, err = model.FromItem(c, cl.Key, model.TypeSet, cl.KS.Raw); err != nil {
-				return nil, err
-			}
-		}
-		if err := cl.Check(); err != nil {
-			return nil, err
-		}
-		src := zsource{cl: cl, scores: map[string]float64{}, weight: 1}
-		err := cl.Each(func(m []byte, v dynastore.Value) error {
-			s := 1.0
-			if cl.Type == model.TypeZSet {
-				s = zscoreOf(v)
-			}
-			src.scores[string(m)] = s
-			src.order = append(src.order, string(m))
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		srcs[i] = src
-	}
-	return srcs, nil
-}
-
-// zaggregate folds v into acc as zunionInterAggregate.
-func zaggregate(acc *float64, v float64, agg string) {
-	switch agg {
-	case "sum":
-		*acc += v
-		if math.IsNaN(*acc) {
-			*acc = 0
-		}
-	case "min":
-		*acc = min(*acc, v)
-	case "max":
-		*acc = max(*acc, v)
-	}
-}
-
-// compute runs the operation over srcs and returns the result in score
-// order (and its size, for ZINTERCARD, which stops at its limit).
-func (q *zopQuery) compute(srcs []zsource) []zentry {
-	for i := range srcs {
-		if q.weights != nil {
-			srcs[i].weight = q.weights[i]
-		}
-	}
-	if q.op != zopDiff {
-		// Redis orders the inputs by size (a stable sort): the order in
-		// which scores are summed.
-		sort.SliceStable(srcs, func(i, j int) bool { return len(srcs[i].order) < len(srcs[j].order) })
-	}
-	weighted := func(s float64, w float64) float64 {
-		x := s * w
-		if math.IsNaN(x) {
-			return 0
-		}
-		return x
-	}
-	var out []zentry
-	switch q.op {
-	case zopInter:
-		if len(srcs[0].order) == 0 {
-			return nil
-		}
-		for _, m := range srcs[0].order {
-			score := weighted(srcs[0].scores[m], srcs[0].weight)
-			in := true
-			for _, src := range srcs[1:] {
-				v, ok := src.scores[m]
-				if !ok {
-					in = false
-					break
-				}
-				zaggregate(&score, v*src.weight, q.agg)
-			}
-			if !in {
-				continue
-			}
-			out = append(out, zentry{[]byte(m), score})
-			if q.limit > 0 && int64(len(out)) >= q.limit {
-				break
-			}
-		}
-	case zopUnion:
-		acc := map[string]float64{}
-		var order []string
-		for _, src := range srcs {
-			for _, m := range src.order {
-				score := weighted(src.scores[m], src.weight)
-				if cur, ok := acc[m]; ok {
-					zaggregate(&cur, score, q.agg)
-					acc[m] = cur
-					continue
-				}
-				acc[m] = score
-				order = append(order, m)
-			}
-		}
-		for _, m := range order {
-			out = append(out, zentry{[]byte(m), acc[m]})
-		}
-	case zopDiff:
-		for _, m := range srcs[0].order {
-			in := false
-			for _, src := range srcs[1:] {
-				if _, ok := src.scores[m]; ok {
-					in = true
-					break
-				}
-			}
-			if !in {
-				out = append(out, zentry{[]byte(m), srcs[0].scores[m]})
-			}
-		}
-	}
-	sortZentries(out)
-	return out
-}
-
-// sortZentries sorts by score, then member bytes, as a sorted set orders.
-func sortZentries(es []zentry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].s != es[j].s {
-			return es[i].s < es[j].s
-		}
-		return bytes.Compare(es[i].m, es[j].m) < 0
-	})
-}
-
 // zopRead runs a read-only ZUNION/ZINTER/ZDIFF/ZINTERCARD as one
 // consistent snapshot.
-func zopRead(c *Ctx, op zsetOp, card bool) {
+func zopRead(c *Ctx, op model.ZSetOp, card bool) {
 	keys, opts, ok := parseZop(c, c.Args[1:])
 	if !ok {
 		return
 	}
-	q := &zopQuery{op: op, keys: keys}
-	var res []zentry
-	parsed := false
-	err := model.RetryConflicts(c, func(int) error {
-		cls, err := model.OpenMany(c, keys, model.TypeZSet)
-		if err != nil {
-			return err
-		}
-		srcs, err := zsourcesOf(c, cls)
-		if err != nil {
-			return err
-		}
-		if !parsed {
-			if msg := parseZopOptions(q, opts, false, card); msg != "" {
-				return redisError(msg)
-			}
-			parsed = true
-		}
-		res = q.compute(srcs)
-		return model.ValidateRead(c, dedupeColls(cls)...)
-	})
+	q := &zopQuery{ZOpQuery: model.ZOpQuery{Op: op, Keys: keys}}
+	res, err := model.ZCombine(c, &q.ZOpQuery, func() error { return zopOptions(q, opts, false, card) })
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -1508,39 +756,35 @@ func zopRead(c *Ctx, op zsetOp, card bool) {
 	}
 }
 
-func cmdZunion(c *Ctx)     { zopRead(c, zopUnion, false) }
-func cmdZinter(c *Ctx)     { zopRead(c, zopInter, false) }
-func cmdZdiff(c *Ctx)      { zopRead(c, zopDiff, false) }
-func cmdZintercard(c *Ctx) { zopRead(c, zopInter, true) }
+func cmdZunion(c *Ctx)     { zopRead(c, model.ZUnion, false) }
+func cmdZinter(c *Ctx)     { zopRead(c, model.ZInter, false) }
+func cmdZdiff(c *Ctx)      { zopRead(c, model.ZDiff, false) }
+func cmdZintercard(c *Ctx) { zopRead(c, model.ZInter, true) }
 
-func cmdZunionstore(c *Ctx) { zopStore(c, zopUnion) }
-func cmdZinterstore(c *Ctx) { zopStore(c, zopInter) }
-func cmdZdiffstore(c *Ctx)  { zopStore(c, zopDiff) }
+func cmdZunionstore(c *Ctx) { zopStore(c, model.ZUnion) }
+func cmdZinterstore(c *Ctx) { zopStore(c, model.ZInter) }
+func cmdZdiffstore(c *Ctx)  { zopStore(c, model.ZDiff) }
 
 // zopStore runs ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE dst numkeys key...
-func zopStore(c *Ctx, op zsetOp) {
+func zopStore(c *Ctx, op model.ZSetOp) {
 	keys, opts, ok := parseZop(c, c.Args[2:])
 	if !ok {
 		return
 	}
-	q := &zopQuery{op: op, keys: keys}
-	parsed := false
-	n, err := zstore(c, c.Args[1], keys, func(cls []*model.Collection) ([]zentry, error) {
-		srcs, err := zsourcesOf(c, cls)
-		if err != nil {
-			return nil, err
-		}
-		if !parsed {
-			if msg := parseZopOptions(q, opts, true, false); msg != "" {
-				return nil, redisError(msg)
-			}
-			parsed = true
-		}
-		return q.compute(srcs), nil
-	})
+	q := &zopQuery{ZOpQuery: model.ZOpQuery{Op: op, Keys: keys}}
+	params := c.Srv.encoding().params
+	n, err := model.ZCombineStore(c, c.Args[1], &q.ZOpQuery, func() error { return zopOptions(q, opts, true, false) }, params.zsetEntries, params.zsetValue)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
 	c.W.Int(n)
+}
+
+// zopOptions is parseZopOptions with its error as a reply.
+func zopOptions(q *zopQuery, opts [][]byte, store, card bool) error {
+	if msg := parseZopOptions(q, opts, store, card); msg != "" {
+		return redisError(msg)
+	}
+	return nil
 }

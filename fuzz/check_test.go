@@ -256,7 +256,7 @@ func checkKey(c *conn, k string, vs []*value) []string {
 // digestOrdered reports whether two members of equal score are ordered
 // by digest rather than by their bytes, as redamo orders members too long
 // for a DynamoDB sort key that agree on the part that fits (zorderSK in
-// commands/zsets.go; README, "Collections at any size").
+// model/zset.go; README, "Collections at any size").
 func digestOrdered(a, b string) bool {
 	const plain = model.MaxPlainSK - sha256.Size
 	return len(a) > plain && len(b) > plain && a[:plain] == b[:plain]

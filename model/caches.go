@@ -91,7 +91,7 @@ func (kc *keyCache[V]) drop(db int, key []byte) {
 }
 
 // ListKnown is what the item cache keeps with a large list's key item
-// (commands/lists.go): values of elements near its ends, by position, and
+// (list.go): values of elements near its ends, by position, and
 // the average element size of the last read. They stay valid as
 // long as the key item does: an element inside [lh, lt) changes only with
 // a write that also sets a fresh ver (MemberSpan), and every write made

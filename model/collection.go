@@ -1,9 +1,10 @@
 package model
 
 // The collection engine: how lists, hashes, sets, sorted sets and streams
-// are laid out in the table, read, and changed atomically. The command
-// families (commands/lists.go, hashes.go, sets.go, zsets.go, streams.go)
-// speak to a *Collection and never build member items themselves.
+// are laid out in the table, read, and changed atomically. Each type's
+// operations (list.go, hash.go, set.go, zset.go, stream.go) speak to a
+// *Collection and never build member items themselves; the command
+// families in commands/ call those operations.
 //
 // Layouts. A collection's key item (keyitem.go: pk 'k'+db+key, sk 0x00, t,
 // x, ttl, ver) is the single source of truth for which members exist:
@@ -79,10 +80,10 @@ package model
 // collections, compute, and commit all of them in one transaction whose
 // actions each carry the "ver as read" guard (Commit).
 //
-// Using the engine (a family file such as commands/sets.go):
+// Using the engine (a type's operations, such as set.go's):
 //
-//	err := model.RetryConflicts(c, func(try int) error {
-//		cl, err := model.OpenChecked(c, key, model.TypeSet) // one GetItem; ErrWrongType
+//	err := RetryConflicts(c, func(try int) error {
+//		cl, err := OpenChecked(c, key, TypeSet) // one GetItem; ErrWrongType
 //		if err != nil { return err }
 //		vals, present, err := cl.Lookup(members)        // BatchGet if large
 //		cl.Put(m, v); cl.Del(m); cl.SetKeyAttr(name, v)  // staged
@@ -144,7 +145,7 @@ const (
 // limit), 128 entries (redis.conf's listpack entry limits), 64 for hashes,
 // whose fields cost twice (name in v and attribute). They bound the key
 // item's size whatever the encoding parameters, which may only lower them
-// (Server.inline); OBJECT ENCODING does not depend on them (EncodingOf).
+// (Server.inline); OBJECT ENCODING does not depend on them (Encoding).
 const (
 	InlineMaxBytes = 64
 	InlineMaxSet   = 128
@@ -415,8 +416,6 @@ func rolledForward(c Scope, key []byte, typ string, it dynastore.Item) (*Collect
 const maxRollForwards = 8
 
 // InlineCodec reads and writes one type's inline entries in its key item.
-// Sets and hashes are registered here; the other families add theirs (a
-// list's v as an L of B, entries keyed by PosMember) from their init.
 type InlineCodec struct {
 	Decode func(it dynastore.Item) (map[string]dynastore.Value, error)
 	Encode func(it *dynastore.Item, entries map[string]dynastore.Value)
@@ -426,61 +425,75 @@ type InlineCodec struct {
 	KeepEmpty bool
 }
 
+// InlineCodecs holds each collection type's inline codec: a set's members
+// in v, a hash's (and a sorted set's, whose values are scores) field names
+// in v and values in field attributes, a list's elements in order (list.go),
+// a stream's ids and entries (stream.go).
 var InlineCodecs = map[string]InlineCodec{
-	TypeSet: {
-		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(AttrValue).(dynastore.BS)
-			out := make(map[string]dynastore.Value, len(names))
-			for _, m := range names {
-				out[string(m)] = nil
-			}
-			return out, nil
-		},
-		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
-			names := make(dynastore.BS, 0, len(entries))
-			for m := range entries {
-				names = append(names, []byte(m))
-			}
-			it.Set(AttrValue, names)
-		},
+	TypeSet:    setCodec,
+	TypeHash:   hashCodec,
+	TypeZSet:   hashCodec,
+	TypeList:   {Decode: decodeListInline, Encode: encodeListInline},
+	TypeStream: streamCodec,
+}
+
+// setCodec keeps a set's members in v, a BS.
+var setCodec = InlineCodec{
+	Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+		names, _ := it.Get(AttrValue).(dynastore.BS)
+		out := make(map[string]dynastore.Value, len(names))
+		for _, m := range names {
+			out[string(m)] = nil
+		}
+		return out, nil
 	},
-	TypeHash: {
-		Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
-			names, _ := it.Get(AttrValue).(dynastore.BS)
-			out := make(map[string]dynastore.Value, len(names))
-			for _, m := range names {
-				out[string(m)] = nil
+	Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		names := make(dynastore.BS, 0, len(entries))
+		for m := range entries {
+			names = append(names, []byte(m))
+		}
+		it.Set(AttrValue, names)
+	},
+}
+
+// hashCodec keeps the field names in v, a BS, and each value in the
+// field's attribute (FieldAttr).
+var hashCodec = InlineCodec{
+	Decode: func(it dynastore.Item) (map[string]dynastore.Value, error) {
+		names, _ := it.Get(AttrValue).(dynastore.BS)
+		out := make(map[string]dynastore.Value, len(names))
+		for _, m := range names {
+			out[string(m)] = nil
+		}
+		// One pass over the attributes: a search of the item per
+		// field would be quadratic in the fields.
+		found := 0
+		for _, a := range it {
+			enc, ok := strings.CutPrefix(a.Name, attrFieldPrefix)
+			if !ok {
+				continue
 			}
-			// One pass over the attributes: a search of the item per
-			// field would be quadratic in the fields.
-			found := 0
-			for _, a := range it {
-				enc, ok := strings.CutPrefix(a.Name, attrFieldPrefix)
-				if !ok {
-					continue
-				}
-				f, err := base64.RawURLEncoding.DecodeString(enc)
-				if err != nil {
-					return nil, fmt.Errorf("model: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
-				}
-				if v, listed := out[string(f)]; listed && v == nil {
-					out[string(f)] = a.Value
-					found++
-				}
+			f, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil {
+				return nil, fmt.Errorf("model: hash field attribute %q: %w", a.Name, dynastore.ErrInvalid)
 			}
-			if found != len(names) {
-				return nil, fmt.Errorf("model: hash field without a value: %w", dynastore.ErrInvalid)
+			if v, listed := out[string(f)]; listed && v == nil {
+				out[string(f)] = a.Value
+				found++
 			}
-			return out, nil
-		},
-		Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
-			names := make(dynastore.BS, 0, len(entries))
-			for m, v := range entries {
-				names = append(names, []byte(m))
-				it.Set(FieldAttr([]byte(m)), v)
-			}
-			it.Set(AttrValue, names)
-		},
+		}
+		if found != len(names) {
+			return nil, fmt.Errorf("model: hash field without a value: %w", dynastore.ErrInvalid)
+		}
+		return out, nil
+	},
+	Encode: func(it *dynastore.Item, entries map[string]dynastore.Value) {
+		names := make(dynastore.BS, 0, len(entries))
+		for m, v := range entries {
+			names = append(names, []byte(m))
+			it.Set(FieldAttr([]byte(m)), v)
+		}
+		it.Set(AttrValue, names)
 	},
 }
 
@@ -926,6 +939,16 @@ func OpenChecked(c Scope, key []byte, typ string) (*Collection, error) {
 	return OpenSeeded(c, key, typ, nil, false)
 }
 
+// Len is the number of entries of key's collection of type typ (SCARD,
+// HLEN, ZCARD): one read of the key item at any size.
+func Len(c Scope, key []byte, typ string) (int64, error) {
+	cl, err := OpenChecked(c, key, typ)
+	if err != nil {
+		return 0, err
+	}
+	return cl.Len(), nil
+}
+
 // Read runs read on key's collection as one consistent state: after
 // read, ValidateRead makes RetryConflicts start over if a large collection
 // changed while read paged through it.
@@ -1054,33 +1077,3 @@ func (cl *Collection) intsetLike() bool {
 
 // ErrEnough ends an each early once the answer is known.
 var ErrEnough = errors.New("model: enough entries seen")
-
-// EncodingOf is Redis 7.0's OBJECT ENCODING for a hash, set or sorted set
-// key: compact (listpack, intset) while it holds at most maxEntries entries
-// that all pass fits, big (hashtable, skiplist) otherwise. Redis never
-// converts back, so a key that was once past a limit stays big there even
-// after removals bring
-// it under; redamo keeps no such history and answers from the current
-// content (a large layout is only read when its count is within the limit).
-func EncodingOf(c Scope, key []byte, typ string, maxEntries int64, compact, big string, fits func(m []byte, v dynastore.Value) bool) (string, error) {
-	enc := compact
-	err := Read(c, key, typ, func(cl *Collection) error {
-		enc = compact
-		if cl.Len() > maxEntries {
-			enc = big
-			return nil
-		}
-		err := cl.Each(func(m []byte, v dynastore.Value) error {
-			if !fits(m, v) {
-				enc = big
-				return ErrEnough
-			}
-			return nil
-		})
-		if errors.Is(err, ErrEnough) {
-			return nil
-		}
-		return err
-	})
-	return enc, err
-}

@@ -3,6 +3,7 @@ package model_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,22 +15,6 @@ import (
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/model"
 )
-
-// scope is a model.Scope over a store, with its own database and clock
-// reading, labelling its requests so that a test can count them.
-type scope struct {
-	context.Context
-	st   dynastore.Store
-	db   int
-	now  int64
-	proc *model.Process
-}
-
-func (s *scope) Data() dynastore.Store         { return s.st }
-func (s *scope) DB() int                       { return s.db }
-func (s *scope) NowMS() int64                  { return s.now }
-func (s *scope) LostRace(r *model.Retry) error { return r.Lost(s) }
-func (s *scope) Process() *model.Process       { return s.proc }
 
 // keysEnv is one store under test: scope makes a scope whose requests
 // count under label, ops reads those counts.
@@ -43,7 +28,9 @@ type keysEnv struct {
 }
 
 func (e *keysEnv) scope(label string, db int) *scope {
-	return &scope{Context: dynastore.WithLabel(context.Background(), label), st: e.store, db: db, now: e.now, proc: e.proc}
+	now := &atomic.Int64{}
+	now.Store(e.now)
+	return &scope{Context: dynastore.WithLabel(context.Background(), label), st: e.store, db: db, now: now, proc: e.proc}
 }
 
 // ops returns the requests made under label, by operation.

@@ -45,7 +45,7 @@ var (
 // MemberOrder is a type's second order of the members of its large layout:
 // beside each member item, an order item in the same partition whose sort
 // key (SKOrder first) sorts members in the type's order, so a range of that
-// order is one Query (a sorted set's members by score; zsets.go). The
+// order is one Query (a sorted set's members by score; zset.go). The
 // engine writes and deletes order items with the member items, in the same
 // transaction or staged generation.
 type MemberOrder struct {
@@ -55,13 +55,14 @@ type MemberOrder struct {
 	Prefix int
 }
 
-// MemberOrders holds the types that keep a MemberOrder, registered by
-// their family's init.
-var MemberOrders = map[string]MemberOrder{}
+// MemberOrders holds the types that keep a MemberOrder.
+var MemberOrders = map[string]MemberOrder{
+	TypeZSet: {SK: zorderSK, Prefix: zorderPrefixSize},
+}
 
 // MemberSpan is the layout of a type whose members are positions
 // (PosMember) in a range its key item holds in two N attributes: the first
-// position and one past the last (a list: lists.go). Only the members in
+// position and one past the last (a list: list.go). Only the members in
 // the range are entries. Member items outside it are leftovers of earlier
 // states (popped members whose clean-up did not run, members written by a
 // change that lost a race): no read reaches them, the write that reaches
@@ -72,9 +73,10 @@ var MemberOrders = map[string]MemberOrder{}
 // (planSpan) instead of through pending items.
 type MemberSpan struct{ Lo, Hi string }
 
-// MemberSpans holds the types laid out as a MemberSpan, registered by their
-// family's init.
-var MemberSpans = map[string]MemberSpan{}
+// MemberSpans holds the types laid out as a MemberSpan.
+var MemberSpans = map[string]MemberSpan{
+	TypeList: {Lo: AttrListHead, Hi: AttrListTail},
+}
 
 // Span returns the range of a spanned type's collection as read, or, when
 // after, as its staged key attributes leave it; spanned is false for the

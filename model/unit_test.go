@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
-func newScope(st dynastore.Store) model.Scope  { return model.StoreScope(context.Background(), st) }
 func keyItem(k string) dynastore.Key           { return model.ItemKey(0, []byte(k)) }
 func keyValue(k, ver, v string) dynastore.Item { return withKey(item("", "", ver, v), keyItem(k)) }
 func withKey(it dynastore.Item, k dynastore.Key) dynastore.Item {

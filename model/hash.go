@@ -1,0 +1,183 @@
+package model
+
+// The hash operations (commands/hashes.go holds the hash commands): the
+// single-request fast paths of HSETNX and HINCRBY on an inline hash, and
+// the read-modify-write of one field they fall back to.
+
+import (
+	"errors"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// MaxInt64Len is the length of the longest int64 in decimal.
+const MaxInt64Len = len("-9223372036854775808")
+
+// Errors of HINCRBY a handler replies with as Redis does.
+var (
+	// ErrHashNotInt: the field's value is not an integer.
+	ErrHashNotInt = errors.New("model: hash value is not an integer")
+	// ErrIncrOverflow: the increment would overflow an int64.
+	ErrIncrOverflow = errors.New("model: increment or decrement would overflow")
+)
+
+// HashUpdate is a read-modify-write of field f of key's hash, committed
+// conditioned on what it read: next gets the field's current value
+// (present false when absent) and returns the value to write (set false:
+// none).
+func HashUpdate(c Scope, key, f []byte, next func(cur []byte, present bool) (v []byte, set bool, err error)) error {
+	return hashFieldRetry(c, key, f, nil, false, func(cur dynastore.Value, present bool) (dynastore.Value, error) {
+		v, set, err := next(ValueBytes(cur), present)
+		if err != nil || !set {
+			return nil, err
+		}
+		return HashValue(v), nil
+	})
+}
+
+// hashFieldRetry is a read-modify-write of field f, committed conditioned
+// on the key item (from seed on the first try when seeded): next gets the
+// field's current value (present false when absent) and returns the value
+// to write, nil for none.
+func hashFieldRetry(c Scope, key, f []byte, seed dynastore.Item, seeded bool, next func(cur dynastore.Value, present bool) (dynastore.Value, error)) error {
+	return SeededRetry(c, key, TypeHash, [][]byte{f}, seed, seeded, func(cl *Collection, vals []dynastore.Value, present []bool) error {
+		v, err := next(vals[0], present[0])
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			cl.Put(f, v)
+		}
+		return nil
+	})
+}
+
+// HashSetNX is HSETNX: it sets field f to v unless f exists, and reports
+// whether it did. On an inline hash with room it is one UpdateItem.
+func HashSetNX(c Scope, key, f, v []byte) (bool, error) {
+	var seed dynastore.Item
+	seeded := false
+	if lim := c.Process().inline(TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && len(v) <= lim.Bytes {
+		cond := dynastore.And{InlineFastCond(c.NowMS(), TypeHash, lim.Entries, 1, false), dynastore.NotExists{Attr: FieldAttr(f)}}
+		_, _, applied, cur, err := FastUpdate(c, key, dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: AttrType, Val: dynastore.S(TypeHash)},
+				{Attr: AttrVer, Val: NewVer()},
+				{Attr: FieldAttr(f), Val: HashValue(v)},
+			},
+			Add: []dynastore.AttrValue{{Attr: AttrValue, Val: BSOf([][]byte{f})}},
+		}, cond)
+		if err != nil {
+			return false, err
+		}
+		if applied {
+			return true, nil
+		}
+		seed, seeded = cur, true
+	}
+	var set bool
+	err := hashFieldRetry(c, key, f, seed, seeded, func(_ dynastore.Value, present bool) (dynastore.Value, error) {
+		if set = !present; set {
+			return HashValue(v), nil
+		}
+		return nil, nil
+	})
+	return set, err
+}
+
+// HashIncrBy is HINCRBY: field f's value after adding incr. On an inline
+// hash with room it is one UpdateItem (an ADD, the value kept as an N).
+func HashIncrBy(c Scope, key, f []byte, incr int64) (int64, error) {
+	var seed dynastore.Item
+	seeded := false
+	// The value an in-place ADD leaves is an int64's text, at most
+	// MaxInt64Len bytes: the fast path needs inline room for that much.
+	if lim := c.Process().inline(TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && lim.Bytes >= MaxInt64Len {
+		fa := FieldAttr(f)
+		inRange := IncrRoom(fa, incr)
+		if inRange == nil {
+			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
+		}
+		// As InlineFastCond: each disjunct of the inner Or holds only on an
+		// inline hash (v exists, or the field's own attribute does), which
+		// therefore exists.
+		cond := dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.And{
+				CondUnexpired(c.NowMS()), CondType(TypeHash),
+				dynastore.Or{
+					dynastore.And{dynastore.NotExists{Attr: fa}, dynastore.SizeCompare{Attr: AttrValue, Op: dynastore.OpLT, Size: int64(lim.Entries)}},
+					inRange,
+				},
+			},
+		}
+		u := dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: AttrType, Val: dynastore.S(TypeHash)},
+				{Attr: AttrVer, Val: NewVer()},
+			},
+			Add: []dynastore.AttrValue{
+				{Attr: fa, Val: NInt(incr)},
+				{Attr: AttrValue, Val: BSOf([][]byte{f})},
+			},
+		}
+		if !KeyFits(key) {
+			return 0, ErrKeyTooLong
+		}
+		_, nw, applied, cur, err := FastUpdate(c, key, u, cond)
+		if err == nil && applied {
+			var n int64
+			if n, err = NumberInt(nw.Get(fa)); err == nil {
+				return n, nil
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		seed, seeded = cur, true
+	}
+	var result int64
+	err := hashFieldRetry(c, key, f, seed, seeded, func(v dynastore.Value, present bool) (dynastore.Value, error) {
+		var cur int64
+		if present {
+			var ok bool
+			if cur, ok = String2ll(ValueBytes(v)); !ok {
+				return nil, ErrHashNotInt
+			}
+		}
+		if AddOverflows(cur, incr) {
+			return nil, ErrIncrOverflow
+		}
+		result = cur + incr
+		return NInt(result), nil
+	})
+	return result, err
+}
+
+// HashGet is HGET, HMGET, HEXISTS and HSTRLEN: the values of fields (nil
+// for a field that is absent, present false).
+func HashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []bool, err error) {
+	vs, present, err := Lookup(c, key, TypeHash, fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals = make([][]byte, len(vs))
+	for i, v := range vs {
+		vals[i] = ValueBytes(v)
+	}
+	return vals, present, nil
+}
+
+// HashAll reads a whole hash as one consistent state (HGETALL, HKEYS,
+// HVALS).
+func HashAll(c Scope, key []byte) (fields, vals [][]byte, err error) {
+	err = ReadAll(c, key, TypeHash, func(cl *Collection) error {
+		ms, vs, err := EntriesOf(cl)
+		fields, vals = ms, make([][]byte, len(vs))
+		for i, v := range vs {
+			vals[i] = ValueBytes(v)
+		}
+		return err
+	})
+	return fields, vals, err
+}
