@@ -11,6 +11,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
 	"github.com/redamo/redamo/scripting"
 )
@@ -30,7 +31,7 @@ func newEnv() *env {
 	scripting.Register(table)
 	return &env{
 		srv: &commands.Server{
-			Store:    memory.New(memory.Options{Observer: stats}),
+			Store:    model.On(memory.New(memory.Options{Observer: stats})),
 			Stats:    stats,
 			Table:    table,
 			Started:  time.Now(),
@@ -52,7 +53,7 @@ func (e *env) do(tb testing.TB, args ...[]byte) []byte {
 		Context: dynastore.WithLabel(context.Background(), cmd.Name),
 		Args:    args,
 		W:       e.w,
-		Store:   e.srv.Store,
+		Target:  e.srv.Store,
 		Conn:    e.conn,
 		Srv:     e.srv,
 	}
@@ -230,7 +231,7 @@ func BenchmarkLargeReadRoundTrips(bm *testing.B) {
 			}
 			e.do(bm, args...)
 			e.do(bm, members...)
-			e.srv.Store.(*memory.Store).SetLatency(latency)
+			e.srv.Store.Data().(*memory.Store).SetLatency(latency)
 			bm.ResetTimer()
 			for i := range bm.N {
 				if !tc.known {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/wait"
 )
 
@@ -39,7 +40,7 @@ func TestLocalWritesWakeBlockedClients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stats := dynastore.NewStats()
-			s := &Server{Store: memory.New(memory.Options{Observer: stats}), Stats: stats, Table: NewTable(), Commands: NewCommandStats()}
+			s := &Server{Store: model.On(memory.New(memory.Options{Observer: stats})), Stats: stats, Table: NewTable(), Commands: NewCommandStats()}
 			s.listRT().waits.Backoff = wait.Backoff{Min: time.Hour, Max: time.Hour}
 			do := func(args []string) Reply {
 				b := make([][]byte, len(args))

@@ -36,7 +36,7 @@ func (s *Server) readClock() (now, local time.Time) {
 
 // clock returns the store as a model.Clocked, nil if it is not one.
 func (s *Server) clock() model.Clocked {
-	s.clockOnce.Do(func() { s.clocked, _ = s.Store.(model.Clocked) })
+	s.clockOnce.Do(func() { s.clocked = s.Store.Clock() })
 	return s.clocked
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/model"
 )
 
 // offsetStore is an embedded store that claims its clock is off from the
@@ -124,7 +125,7 @@ func TestNowFollowsStoreOffset(t *testing.T) {
 // A test clock is the clock: no offset, no uncertainty.
 func TestTestClockIgnoresStoreOffset(t *testing.T) {
 	fixed := time.Unix(1_700_000_000, 0)
-	srv := &commands.Server{Store: newOffsetStore(time.Hour, time.Second), Clock: func() time.Time { return fixed }}
+	srv := &commands.Server{Store: model.On(newOffsetStore(time.Hour, time.Second)), Clock: func() time.Time { return fixed }}
 	require.Equal(t, fixed, srv.Now())
 	require.Equal(t, time.Duration(0), srv.ClockUncertainty())
 }

@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/wait"
 )
@@ -405,11 +404,12 @@ type Ctx struct {
 	// Args holds the command name (as sent) and its arguments.
 	Args [][]byte
 	W    Writer
-	// Store is where the command reads and writes: the server's store, or a
-	// transaction buffer over it.
-	Store dynastore.Store
-	Conn  *Conn
-	Srv   *Server
+	// Target is where the command's requests go: the server's store, or
+	// the Txn of the unit of work it runs in. It gives Ctx model.Scope's
+	// Data.
+	model.Target
+	Conn *Conn
+	Srv  *Server
 	// InTx is set for a command EXEC runs: it must not block (a blocking
 	// command answers at once, as if its timeout had passed).
 	InTx bool
@@ -493,9 +493,6 @@ func (c *Ctx) NowMS() int64 { return c.Now().UnixMilli() }
 // DB is the connection's selected database.
 func (c *Ctx) DB() int { return c.Conn.DB }
 
-// Data is where the command reads and writes (model.Scope).
-func (c *Ctx) Data() dynastore.Store { return c.Store }
-
 // Process is the server's share of the data model (model.Scope).
 func (c *Ctx) Process() *model.Process { return c.Srv.dataModel() }
 
@@ -531,9 +528,9 @@ type Conn struct {
 	// (owner-only).
 	tally commandTally
 	// Requests, when set, holds the store requests of the connection's
-	// commands until FlushStats (the server puts it in their contexts with
-	// dynastore.WithTally).
-	Requests *dynastore.Tally
+	// commands until FlushStats (the server puts it in their contexts,
+	// where the store counts into it).
+	Requests *model.Tally
 	// prefetch is Server.Prefetch's reused memory (owner-only).
 	prefetch prefetchScratch
 	// scratch is memory its commands hand the store and reuse (owner-only).

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
 )
 
 // Do runs one command in-process, as a fresh RESP3 connection to the
@@ -27,7 +27,7 @@ func (s *Server) Do(ctx context.Context, args ...[]byte) Reply {
 		return Reply{Kind: ReplyError, Str: cn.Rejected(cmd, msg)}
 	}
 	rec := &replyRecorder{proto: cn.Proto}
-	c := &Ctx{Context: dynastore.WithLabel(ctx, cmd.Name), Args: args, W: rec, Store: s.Store, Conn: cn, Srv: s}
+	c := &Ctx{Context: model.Labeled(ctx, cmd.Name), Args: args, W: rec, Target: s.Store, Conn: cn, Srv: s}
 	if r, ok := s.runRecovered(c, cmd, rec); !ok {
 		return r
 	}

@@ -10,12 +10,13 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 func newDoServer() *commands.Server {
 	stats := dynastore.NewStats()
 	return &commands.Server{
-		Store:    memory.New(memory.Options{Observer: stats}),
+		Store:    model.On(memory.New(memory.Options{Observer: stats})),
 		Stats:    stats,
 		Table:    commands.NewTable(),
 		Commands: commands.NewCommandStats(),

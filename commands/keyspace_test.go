@@ -164,7 +164,7 @@ func opsOf(st *dynastore.Stats, label string) map[string]int64 {
 func TestReadKeyOfImpossibleKey(t *testing.T) {
 	st := dynastore.NewStats()
 	h := newHarness(memory.New(memory.Options{Observer: st}))
-	c := &Ctx{Context: context.Background(), Store: h.srv.Store, Conn: h.conn, Srv: h.srv}
+	c := &Ctx{Context: context.Background(), Target: h.srv.Store, Conn: h.conn, Srv: h.srv}
 	ks, err := readKey(c, make([]byte, model.MaxKeyLen+1))
 	require.NoError(t, err)
 	require.False(t, ks.Live)

@@ -559,7 +559,7 @@ func TestListBlockingWrongTypeTarget(t *testing.T) {
 				}
 				pusher := c
 				if via == "another instance" {
-					pusher = testserver.Start(t, s.Srv.Store).Client(t)
+					pusher = testserver.Start(t, s.Srv.Store.Data()).Client(t)
 				}
 				require.NoError(t, pusher.LPush(ctx, "src", "foo").Err())
 				r := <-results[0]

@@ -58,7 +58,7 @@ func TestPrefetch(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &prefetchRecorder{Store: memory.New(memory.Options{})}
-			srv := &Server{Store: rec, Table: NewTable()}
+			srv := &Server{Store: model.On(rec), Table: NewTable()}
 			srv.SetRequirePass("secret")
 			cn := &Conn{DB: c.db, Authed: c.authed}
 			srv.Prefetch(cn, c.reqs)

@@ -40,6 +40,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 var recordRedis = flag.String("record-redis", "", "host:port of a throwaway redis-server to record testdata/scripts replies from")
@@ -312,7 +313,7 @@ func newHarness(st dynastore.Store) *harness {
 	// DynamoDB Local garbage-collects items whose ttl attribute is in the
 	// real past, as the service does.
 	h := &harness{conn: &Conn{Proto: 2, Authed: true}, now: time.UnixMilli(time.Now().UnixMilli())}
-	h.srv = &Server{Store: st, Table: NewTable(), Clock: func() time.Time { return h.now }}
+	h.srv = &Server{Store: model.On(st), Table: NewTable(), Clock: func() time.Time { return h.now }}
 	return h
 }
 
@@ -334,7 +335,7 @@ func (h *harness) do(args ...[]byte) []byte {
 		Context: dynastore.WithLabel(context.Background(), cmd.Name),
 		Args:    args,
 		W:       rec,
-		Store:   h.srv.Store,
+		Target:  h.srv.Store,
 		Conn:    h.conn,
 		Srv:     h.srv,
 	}

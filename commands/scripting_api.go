@@ -15,15 +15,15 @@ import (
 func (t *Table) LookupBytes(name []byte) *Command { return lookup(t, name) }
 
 // CallFromScript runs cmd with args for the script c runs (redis.call):
-// its reads and writes go to st (the script's unit of work), its reply is
+// its reads and writes go to t (the script's unit of work), its reply is
 // recorded under protocol proto. It returns that reply, ok false when the
 // command made none (a handler's bug: the script gets
 // MsgMalformedReply's text). gopher-lua turns a Go panic under a
 // protected call into a script error, which would hide the bug from
 // everyone but the client: it is counted (Server.Panics) on its way there.
-func (c *Ctx) CallFromScript(cmd *Command, args [][]byte, st model.Store, proto int) (r Reply, ok bool) {
+func (c *Ctx) CallFromScript(cmd *Command, args [][]byte, t model.Target, proto int) (r Reply, ok bool) {
 	rec := &replyRecorder{proto: proto}
-	cc := c.sub(queuedCmd{cmd: cmd, args: args}, rec, st)
+	cc := c.sub(queuedCmd{cmd: cmd, args: args}, rec, t)
 	cc.InScript = true
 	func() {
 		defer func() {

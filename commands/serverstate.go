@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/coord"
-	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/model"
 )
 
@@ -20,9 +19,9 @@ const Version = "7.0.15"
 // Server is the state shared by all connections of one redamo process. It holds
 // nothing correctness depends on across instances: that lives in the Store.
 type Server struct {
-	Store dynastore.Store
+	Store model.Target
 	// Stats counts the Store's requests per command and operation.
-	Stats *dynastore.Stats
+	Stats *model.Stats
 	Table *Table
 	// Clock is the time source; nil is the real clock, corrected by the
 	// store's offset (clock.go). Tests replace it.
@@ -74,10 +73,10 @@ type Server struct {
 	// counters and wakeups.
 	Coord coord.Service
 
-	// clocked is Store as a dynastore.Clocked (nil if it is not one),
+	// clocked is Store as a model.Clocked (nil if it is not one),
 	// found once (clock.go).
 	clockOnce sync.Once
-	clocked   dynastore.Clocked
+	clocked   model.Clocked
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
@@ -220,7 +219,7 @@ func (c *Command) Subcommand(name []byte) *Command {
 // statistics and the OnCommand hook; on a connection in MULTI it queues
 // the command instead (replying +QUEUED), unless it is one of those that
 // act on the transaction itself. The label for store accounting must
-// already be on c's context (dynastore.WithLabel).
+// already be on c's context (model.Labeled).
 func (s *Server) Run(c *Ctx, cmd *Command) {
 	if c.Conn != nil && c.Conn.tx.multi && c.queue(cmd) {
 		return

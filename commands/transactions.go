@@ -202,7 +202,7 @@ func cmdExec(c *Ctx) {
 		// MULTI (a single write stays one request), without blocking.
 		q := tx.queue[0]
 		c.W.Array(1)
-		cc := c.sub(q, c.W, c.Data())
+		cc := c.sub(q, c.W, c.Target)
 		c.Srv.Run(cc, q.cmd)
 		return
 	}
@@ -237,7 +237,7 @@ func cmdExec(c *Ctx) {
 	u.Work = func(t *model.Txn) error {
 		replies = &replyRecorder{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
-			c.Srv.Run(c.sub(q, replies, t), q.cmd)
+			c.Srv.Run(c.sub(q, replies, t.Target()), q.cmd)
 		}
 		return nil
 	}
@@ -292,8 +292,8 @@ func queuedKeys(queue []queuedCmd) [][]byte {
 
 // sub is the context of queued command q run by EXEC: its replies go to
 // w, its reads and writes to st, at EXEC's clock reading, without blocking.
-func (c *Ctx) sub(q queuedCmd, w Writer, st model.Store) *Ctx {
-	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Store: st, Conn: c.Conn, Srv: c.Srv, InTx: true}
+func (c *Ctx) sub(q queuedCmd, w Writer, t model.Target) *Ctx {
+	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Target: t, Conn: c.Conn, Srv: c.Srv, InTx: true}
 	cc.now, cc.local = c.Now(), c.local
 	return cc
 }

@@ -13,12 +13,12 @@ type Item = dynastore.Item
 // ReadKeyItems reads the key items of the partition keys pks in one
 // BatchGet counted under label: the poll of the keys blocked clients wait
 // on. A missing key's item is empty.
-func ReadKeyItems(ctx context.Context, st dynastore.Store, label string, pks []string) ([]Item, error) {
+func ReadKeyItems(ctx context.Context, t Target, label string, pks []string) ([]Item, error) {
 	ks := make([]dynastore.Key, len(pks))
 	for i, pk := range pks {
 		ks[i] = dynastore.Key{PK: []byte(pk), SK: KeyItemSK}
 	}
-	return st.BatchGet(dynastore.WithLabel(ctx, label), ks)
+	return t.st.BatchGet(dynastore.WithLabel(ctx, label), ks)
 }
 
 // HasElements reports whether a key item is a live, non-empty list or

@@ -15,9 +15,9 @@ type KeyHints struct {
 	reads, replaced []dynastore.Key
 }
 
-// TakesHints reports whether st does anything with KeyHints.
-func TakesHints(st Store) bool {
-	_, ok := st.(dynastore.Prefetcher)
+// TakesHints reports whether t's store does anything with KeyHints.
+func TakesHints(t Target) bool {
+	_, ok := t.st.(dynastore.Prefetcher)
 	return ok
 }
 
@@ -45,8 +45,8 @@ func (h *KeyHints) Add(db int, key []byte, read bool) {
 // Send gives st the hints when there are two or more (a single request
 // reads its item right away: nothing to overlap). It makes no request,
 // never blocks, and changes nothing any request sees.
-func (h *KeyHints) Send(st Store) {
-	if p, ok := st.(dynastore.Prefetcher); ok && len(h.reads)+len(h.replaced) >= 2 {
+func (h *KeyHints) Send(t Target) {
+	if p, ok := t.st.(dynastore.Prefetcher); ok && len(h.reads)+len(h.replaced) >= 2 {
 		p.Prefetch(h.reads, h.replaced)
 	}
 	if cap(h.pks) > maxHintBytes {

@@ -23,19 +23,19 @@ func (p *hintRecorder) Prefetch(reads, replaced []dynastore.Key) {
 // huge keys does not leave it pinned (moved from commands' Prefetch test).
 func TestKeyHintsMemory(t *testing.T) {
 	rec := &hintRecorder{Store: memory.New(memory.Options{})}
-	require.True(t, TakesHints(rec))
+	require.True(t, TakesHints(On(rec)))
 	var h KeyHints
 	h.Reset()
 	h.Add(0, []byte("a"), true)
 	h.Add(0, []byte("b"), true)
-	h.Send(rec)
+	h.Send(On(rec))
 	require.NotNil(t, h.pks)
 	big := make([]byte, MaxKeyLen)
 	h.Reset()
 	for range 20 {
 		h.Add(0, big, true)
 	}
-	h.Send(rec)
+	h.Send(On(rec))
 	require.Len(t, rec.calls, 2)
 	require.Len(t, rec.calls[1][0], 20)
 	require.Nil(t, h.pks, "over maxHintBytes: let go")

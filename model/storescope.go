@@ -17,7 +17,7 @@ type localScope struct {
 // StoreScope returns a Scope over st in database 0 at the local clock,
 // with caches of its own: what work outside a command (tests, the
 // process's own chores) runs model and coord calls in.
-func StoreScope(ctx context.Context, st Store) Scope {
+func StoreScope(ctx context.Context, st dynastore.Store) Scope {
 	return localScope{Context: ctx, st: st, p: NewProcess(nil)}
 }
 

@@ -11,11 +11,6 @@ import (
 	"github.com/redamo/redamo/dynastore"
 )
 
-// Store is where a command reads and writes: a Scope's Data, the store or
-// a Txn over it. Commands name it only to hand a unit's Txn to the
-// commands the unit runs.
-type Store = dynastore.Store
-
 // MaxUnitKeys is the most keys a Unit reads ahead (one BatchGetItem).
 const MaxUnitKeys = dynastore.MaxBatchGet
 

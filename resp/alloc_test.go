@@ -12,6 +12,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 )
 
 // discardConn is a client connection whose replies go nowhere.
@@ -43,7 +44,7 @@ func TestPipelineAllocs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stats := dynastore.NewStats()
-			srv := &commands.Server{Store: memory.New(memory.Options{Observer: stats}), Stats: stats, Table: commands.NewTable(), Started: time.Now()}
+			srv := &commands.Server{Store: model.On(memory.New(memory.Options{Observer: stats})), Stats: stats, Table: commands.NewTable(), Started: time.Now()}
 			c := newConn(New(srv, Options{}), discardConn{})
 			run := func(batch []byte) {
 				c.buf, c.pos = batch, 0

@@ -293,7 +293,7 @@ func (s *Server) execute(c *conn, args [][]byte) {
 		Context: ctx,
 		Args:    args,
 		W:       w,
-		Store:   s.srv.Store,
+		Target:  s.srv.Store,
 		Conn:    cn,
 		Srv:     s.srv,
 		OnPark:  onPark,

@@ -18,6 +18,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
 	"github.com/redamo/redamo/scripting"
 )
@@ -267,7 +268,7 @@ func TestHandlerBugsBecomeErrors(t *testing.T) {
 		&commands.Command{Name: "test.twice", Arity: 1, Run: func(c *commands.Ctx) { c.W.Int(1); c.W.Int(2) }},
 	)
 	// A store for the script below.
-	ts := serve(t, &commands.Server{Table: table, Store: memory.New(memory.Options{})})
+	ts := serve(t, &commands.Server{Table: table, Store: model.On(memory.New(memory.Options{}))})
 	rc := ts.dial(t)
 	rc.send(cmd("test.panic") + cmd("test.silent") + cmd("test.twice") + cmd("PING"))
 	rc.expect("-ERR internal error in 'test.panic'\r\n" +
@@ -692,7 +693,7 @@ func TestStoreStatsSeePipelinedRequests(t *testing.T) {
 	stats := dynastore.NewStats()
 	ts := serve(t, &commands.Server{
 		Table: commands.NewTable(),
-		Store: memory.New(memory.Options{Observer: stats}),
+		Store: model.On(memory.New(memory.Options{Observer: stats})),
 		Stats: stats,
 	})
 	a, b := ts.dial(t), ts.dial(t)
@@ -742,7 +743,7 @@ func (p *prefetchLog) taken() []string {
 // lone request and other writes are not.
 func TestPipelinePrefetch(t *testing.T) {
 	st := &prefetchLog{Store: memory.New(memory.Options{})}
-	ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: st})
+	ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: model.On(st)})
 	c := ts.dial(t)
 
 	c.send(cmd("GET", "a"))

@@ -21,6 +21,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/scripting"
 )
 
@@ -43,7 +44,7 @@ type harness struct {
 func newHarness(st dynastore.Store) *harness {
 	table := commands.NewTable()
 	scripting.Register(table)
-	return &harness{srv: &commands.Server{Store: st, Table: table}, conn: &commands.Conn{Proto: 2, Authed: true}}
+	return &harness{srv: &commands.Server{Store: model.On(st), Table: table}, conn: &commands.Conn{Proto: 2, Authed: true}}
 }
 
 // do runs one command and returns its reply.
@@ -58,7 +59,7 @@ func (h *harness) do(args ...string) reply {
 		w.Error(msg)
 		return w.top
 	}
-	c := &commands.Ctx{Context: dynastore.WithLabel(context.Background(), cmd.Name), Args: b, W: w, Store: h.srv.Store, Conn: h.conn, Srv: h.srv}
+	c := &commands.Ctx{Context: dynastore.WithLabel(context.Background(), cmd.Name), Args: b, W: w, Target: h.srv.Store, Conn: h.conn, Srv: h.srv}
 	cmd.Run(c)
 	return w.top
 }

@@ -270,7 +270,7 @@ func (e *engine) evalSHAGeneric(c *commands.Ctx, ro bool) {
 type scriptRun struct {
 	// c is the EVAL command's context; st the store its redis.calls use.
 	c  *commands.Ctx
-	st model.Store
+	st model.Target
 	// e is the engine the run belongs to (SCRIPT KILL finds it there).
 	e *engine
 	// name is what errors call the code (a script's SHA1, a function's
@@ -325,7 +325,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	if c.InTx {
 		// Inside EXEC (or another script): the enclosing transaction
 		// commits.
-		run.st, run.resp = c.Data(), 2
+		run.st, run.resp = c.Target, 2
 		run.reply(run.exec(start))
 		return
 	}
@@ -333,7 +333,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	var out scriptOutcome
 	u := model.Unit{DB: db, Keys: keys, ReadOnly: run.readOnly}
 	u.Work = func(t *model.Txn) error {
-		run.st, run.resp, run.errAt = t, 2, ""
+		run.st, run.resp, run.errAt = t.Target(), 2, ""
 		c.Conn.DB = db
 		out = run.exec(start)
 		// A script error is the script's reply: what it wrote before

@@ -21,6 +21,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/faithful"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
 	"github.com/redamo/redamo/scripting"
 )
@@ -189,7 +190,7 @@ func serveInstances(store dynastore.Store, stats *dynastore.Stats, n int) (addrs
 		table := commands.NewTable()
 		scripting.Register(table)
 		srv := &commands.Server{
-			Store:   store,
+			Store:   model.On(store),
 			Stats:   stats,
 			Table:   table,
 			Config:  commands.Config{StoreName: "memory", Addr: ln.Addr().String()},

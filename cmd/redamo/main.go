@@ -202,7 +202,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 // server's connections, or the CLI's one command (addr empty).
 func newCommandServer(cfg config, store dynastore.Store, stats *dynastore.Stats, table *commands.Table, addr string) *commands.Server {
 	srv := &commands.Server{
-		Store: store,
+		Store: model.On(store),
 		Stats: stats,
 		Table: table,
 		Config: commands.Config{
@@ -370,7 +370,7 @@ func (a *app) shutdown(ctx context.Context) error {
 	}
 	if a.srv != nil {
 		// Commands are over: what they tallied goes to the table.
-		if err := a.srv.Coord.Queues.FlushCounters(dynastore.WithLabel(ctx, "queue.counters"), a.srv.Store, nil); err != nil {
+		if err := a.srv.Coord.Queues.FlushCounters(dynastore.WithLabel(ctx, "queue.counters"), a.srv.Store.Data(), nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

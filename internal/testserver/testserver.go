@@ -23,6 +23,7 @@ import (
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
 	"github.com/redamo/redamo/scripting"
 )
@@ -95,7 +96,7 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 	scripting.Register(table)
 	s := &Server{Addr: ln.Addr().String(), Stats: cfg.stats}
 	s.Srv = &commands.Server{
-		Store:   store,
+		Store:   model.On(store),
 		Stats:   cfg.stats,
 		Table:   table,
 		Clock:   cfg.clock,
