@@ -231,25 +231,14 @@ func blindMembers(c Scope, cl *Collection, memberActions []dynastore.TxAction, d
 	if err == nil {
 		return blindResult{out: blindApplied}, nil
 	}
-	tc, failed := dynastore.ConditionFailedIn(err)
-	if failed && len(tc.Reasons) == len(actions) {
-		switch keyItem := tc.Reasons[len(memberActions)]; keyItem.Code {
-		case dynastore.ReasonConditionalFailed:
-			return blindResult{out: blindUnknown, cur: keyItem.Old, known: true}, nil
-		case dynastore.ReasonNone:
-			failed := false
-			for _, r := range tc.Reasons[:len(memberActions)] {
-				switch r.Code {
-				case dynastore.ReasonNone:
-				case dynastore.ReasonConditionalFailed:
-					failed = true
-				default:
-					return blindResult{out: blindUnknown}, nil
-				}
-			}
-			if failed {
-				return blindResult{out: blindMemberFailed}, nil
-			}
+	r, failed := ConditionsFailed(err)
+	if failed && r.Actions() == len(actions) {
+		if cur, ok := r.Failed(len(memberActions)); ok {
+			return blindResult{out: blindUnknown, cur: cur, known: true}, nil
+		}
+		if r.Only() {
+			// The key item's condition held, so a member's did not.
+			return blindResult{out: blindMemberFailed}, nil
 		}
 		return blindResult{out: blindUnknown}, nil
 	}

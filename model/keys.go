@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -180,24 +179,8 @@ func failedStart(err error, nowMS int64) (KeyState, error) {
 // OnlyConditionsFailed reports whether a write failed for no other reason
 // than its conditions.
 func OnlyConditionsFailed(err error) bool {
-	if _, ok := CondFailed(err); ok {
-		return true
-	}
-	var tc *dynastore.TxCanceledError
-	if !errors.As(err, &tc) {
-		return false
-	}
-	any := false
-	for _, r := range tc.Reasons {
-		switch r.Code {
-		case dynastore.ReasonConditionalFailed:
-			any = true
-		case dynastore.ReasonNone, "":
-		default:
-			return false
-		}
-	}
-	return any
+	r, ok := ConditionsFailed(err)
+	return ok && r.Only()
 }
 
 // AddOverflows reports whether a+b falls outside int64.

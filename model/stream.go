@@ -766,7 +766,7 @@ func streamCleanup(ctx context.Context, st dynastore.Store, db int, key []byte, 
 			},
 		})
 		if err := st.Transact(ctx, acts); err != nil {
-			if _, changed := dynastore.ConditionFailedIn(err); changed || Retryable(err) {
+			if _, changed := ConditionsFailed(err); changed || Retryable(err) {
 				return nil // someone else changed it: a later cleanup goes on
 			}
 			return err
