@@ -137,22 +137,16 @@ func zeach(cl *Collection, fn func(m []byte, score float64) error) error {
 // ZScores is ZSCORE and ZMSCORE: the scores of members (present false for
 // one that is absent).
 func ZScores(c Scope, key []byte, members [][]byte) ([]float64, []bool, error) {
-	vals, present, err := Lookup(c, key, TypeZSet, members)
-	if err != nil {
-		return nil, nil, err
-	}
-	scores := make([]float64, len(vals))
-	for i, v := range vals {
-		if present[i] {
-			scores[i] = zscoreOf(v)
-		}
-	}
-	return scores, present, nil
+	return asScores(Lookup(c, key, TypeZSet, members))
 }
 
 // zlookup is Lookup of members of a sorted set as scores.
 func zlookup(cl *Collection, members [][]byte) ([]float64, []bool, error) {
-	vals, present, err := cl.Lookup(members)
+	return asScores(cl.Lookup(members))
+}
+
+// asScores turns a lookup's values into scores.
+func asScores(vals []dynastore.Value, present []bool, err error) ([]float64, []bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
