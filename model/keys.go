@@ -21,8 +21,8 @@ import (
 // Scratch is memory a connection's commands reuse from one request to the
 // next for what they hand the store in one call and no longer need once it
 // returns, as a Store copies what it is given: ReadKey's and IncrBy's key,
-// IncrBy's update. These were a large part of a pipelined INCR's
-// allocations; GET allocates nothing. returned is where IncrBy has the
+// IncrBy's update, so that GET and INCR allocate nothing of their own.
+// returned is where IncrBy has the
 // store put the item it returns (WriteOptions.ReturnInto); it keeps that
 // item's values until the next.
 type Scratch struct {
