@@ -26,6 +26,9 @@ package model
 //     partition (coord/queue.go).
 //   - NsQueueMeta 'Q', name: a queue's configuration, counters and dedup
 //     records (coord/queue_config.go).
+//   - NsBus 'B': the bus's membership, one partition (sk an instance id):
+//     each running instance's bus address and heartbeat (bus/member.go), read
+//     by every instance with one Query to find the others.
 const (
 	NsKey       = 'k'
 	NsMembers   = 'm'
@@ -38,4 +41,5 @@ const (
 	NsLeader    = 'e'
 	NsQueue     = 'q'
 	NsQueueMeta = 'Q'
+	NsBus       = 'B'
 )
