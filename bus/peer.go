@@ -150,6 +150,13 @@ func (c call) forget() {
 // connection: its later requests count 0 at once until it is reachable
 // again, instead of each waiting out the timeout.
 func (c call) wait(expired, canceled <-chan struct{}) (frame, bool) {
+	// A reply that came while the caller waited for another peer counts,
+	// even though the deadline has passed since.
+	select {
+	case f := <-c.ch:
+		return f, true
+	default:
+	}
 	select {
 	case f := <-c.ch:
 		return f, true
