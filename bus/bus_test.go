@@ -180,6 +180,10 @@ func beat(t *testing.T, bs ...*Bus) {
 	}
 }
 
+func testMessage(channel, payload string) pubsub.Message {
+	return pubsub.Message{Channel: []byte(channel), Payload: []byte(payload)}
+}
+
 // TestCluster: three buses on one store find each other, a publish through
 // any of them reaches all three and the counts add up; one is killed while
 // a publisher runs (the others keep delivering, in order, and drop it once

@@ -1,0 +1,86 @@
+package bus
+
+import (
+	"context"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore/memory"
+)
+
+// benchCluster is three buses on loopback; subscribers to "c" on the two
+// that do not publish.
+func benchCluster(b *testing.B) []*Bus {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	var bs []*Bus
+	for i := range 3 {
+		subs := map[string]int64{"c": 1}
+		if i == 0 {
+			subs = nil
+		}
+		bus, err := New(testConfig(clk), st, newLocal(subs))
+		require.NoError(b, err)
+		bus.manual = true
+		require.NoError(b, bus.Start(context.Background()))
+		b.Cleanup(func() { bus.Close() })
+		bs = append(bs, bus)
+	}
+	for _, bus := range bs {
+		require.NoError(b, bus.beat(context.Background()))
+	}
+	require.Eventually(b, func() bool {
+		n, err := bs[0].Publish(context.Background(), testMessage("c", "warm"))
+		return err == nil && n == 2
+	}, 10*time.Second, 5*time.Millisecond)
+	return bs
+}
+
+// BenchmarkPublish: one publisher's PUBLISH across the bus, which returns
+// once both peers delivered and answered: the publish-to-deliver latency
+// (p50, p99) is at most the reported round trip.
+func BenchmarkPublish(b *testing.B) {
+	bs := benchCluster(b)
+	ctx := context.Background()
+	m := testMessage("c", "0123456789abcdef0123456789abcdef")
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		n, err := bs[0].Publish(ctx, m)
+		lat = append(lat, time.Since(t0))
+		if err != nil || n != 2 {
+			b.Fatalf("publish: %d, %v", n, err)
+		}
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkPublishParallel: messages per second with many publishers (one
+// per goroutine) through one instance to two others.
+func BenchmarkPublishParallel(b *testing.B) {
+	bs := benchCluster(b)
+	ctx := context.Background()
+	m := testMessage("c", "0123456789abcdef0123456789abcdef")
+	b.SetParallelism(16 / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if n, err := bs[0].Publish(ctx, m); err != nil || n != 2 {
+				b.Errorf("publish: %d, %v", n, err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "msgs/s")
+}
