@@ -329,12 +329,13 @@ func (b *Bus) fanout(ctx context.Context, kind byte, body func([]byte) []byte) [
 	if len(peers) == 0 {
 		return nil
 	}
+	payload := body(nil)
 	expired := make(chan struct{})
 	t := time.AfterFunc(b.cfg.PeerTimeout, func() { close(expired) })
 	defer t.Stop()
 	calls := make([]call, 0, len(peers))
 	for _, p := range peers {
-		if c, ok := p.send(kind, body, expired); ok {
+		if c, ok := p.send(kind, payload, expired); ok {
 			calls = append(calls, c)
 		}
 	}

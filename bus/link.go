@@ -12,7 +12,7 @@ import (
 type link struct {
 	c    net.Conn
 	r    *bufio.Reader
-	out  chan []byte
+	out  chan outFrame
 	dead chan struct{}
 	once sync.Once
 }
@@ -22,7 +22,7 @@ type link struct {
 const linkQueue = 1024
 
 func newLink(c net.Conn, r *bufio.Reader) *link {
-	l := &link{c: c, r: r, out: make(chan []byte, linkQueue), dead: make(chan struct{})}
+	l := &link{c: c, r: r, out: make(chan outFrame, linkQueue), dead: make(chan struct{})}
 	go l.write()
 	return l
 }
@@ -32,7 +32,11 @@ func (l *link) write() {
 	for {
 		select {
 		case f := <-l.out:
-			if _, err := w.Write(f); err != nil {
+			if _, err := w.Write(f.head); err != nil {
+				l.close()
+				return
+			}
+			if _, err := w.Write(f.body); err != nil {
 				l.close()
 				return
 			}
@@ -49,7 +53,7 @@ func (l *link) write() {
 }
 
 // send queues a frame; done (nil: never) gives up waiting for room.
-func (l *link) send(f []byte, done <-chan struct{}) bool {
+func (l *link) send(f outFrame, done <-chan struct{}) bool {
 	select {
 	case l.out <- f:
 		return true

@@ -121,7 +121,7 @@ type call struct {
 
 // send queues a request; ok is false when the peer is not connected (or
 // its queue stayed full until done).
-func (p *peer) send(kind byte, body func([]byte) []byte, done <-chan struct{}) (call, bool) {
+func (p *peer) send(kind byte, body []byte, done <-chan struct{}) (call, bool) {
 	p.mu.Lock()
 	l := p.l
 	if l == nil {
@@ -132,7 +132,7 @@ func (p *peer) send(kind byte, body func([]byte) []byte, done <-chan struct{}) (
 	c := call{p: p, l: l, id: p.nextID, ch: make(chan frame, 1)}
 	p.pending[c.id] = c.ch
 	p.mu.Unlock()
-	if !l.send(appendFrame(nil, kind, c.id, body), done) {
+	if !l.send(requestFrame(kind, c.id, body), done) {
 		c.forget()
 		return call{}, false
 	}

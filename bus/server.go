@@ -66,7 +66,7 @@ func (b *Bus) serveConn(c net.Conn) {
 		if !ok {
 			return
 		}
-		if !l.send(reply, nil) {
+		if !l.send(outFrame{body: reply}, nil) {
 			return
 		}
 	}

@@ -51,6 +51,21 @@ func appendFrame(dst []byte, kind byte, id uint64, body func([]byte) []byte) []b
 	return dst
 }
 
+// outFrame is a frame to write: a header and a body that may be shared
+// (one publish's body goes to every peer, each with its own header).
+type outFrame struct {
+	head []byte
+	body []byte
+}
+
+// requestFrame is a request whose body is built already.
+func requestFrame(kind byte, id uint64, body []byte) outFrame {
+	head := make([]byte, 4, 4+frameHeader)
+	binary.BigEndian.PutUint32(head, uint32(frameHeader+len(body)))
+	head = append(head, kind)
+	return outFrame{head: binary.BigEndian.AppendUint64(head, id), body: body}
+}
+
 // readFrame reads one frame; its body is fresh memory the caller keeps.
 func readFrame(r *bufio.Reader) (frame, error) {
 	var hdr [4 + frameHeader]byte
