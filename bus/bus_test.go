@@ -155,6 +155,22 @@ func connected(t *testing.T, b *Bus, ids ...ID) {
 	}, 10*time.Second, 5*time.Millisecond, "%v should be connected to exactly %v", b.id, ids)
 }
 
+// reaches waits until b has a live connection to id.
+func reaches(t *testing.T, b *Bus, id ID) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		p := b.peers[id]
+		b.mu.Unlock()
+		if p == nil {
+			return false
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.l != nil
+	}, 10*time.Second, 5*time.Millisecond, "%v should reach %v", b.id, id)
+}
+
 func memberIDs(ms []Member) []string {
 	var out []string
 	for _, m := range ms {
@@ -186,8 +202,9 @@ func testMessage(channel, payload string) pubsub.Message {
 
 // TestCluster: three buses on one store find each other, a publish through
 // any of them reaches all three and the counts add up; one is killed while
-// a publisher runs (the others keep delivering, in order, and drop it once
-// its heartbeat lapses); a new one joins and receives.
+// a publisher runs (the others keep delivering, in order) and restarted at
+// the same address (reached at once; its old self is dropped once its
+// heartbeat lapses); a graceful stop is seen at the next read.
 func TestCluster(t *testing.T) {
 	for name, mk := range stores() {
 		t.Run(name, func(t *testing.T) {
@@ -288,24 +305,32 @@ func TestCluster(t *testing.T) {
 			n, err = bs[0].Publish(ctx, pubsub.Message{Channel: []byte("news"), Payload: []byte("after kill")})
 			require.NoError(t, err)
 			require.Equal(t, int64(2), n, "the dead one counts 0")
-			// Renewed twice over the expiry, the others outlive it.
-			clk.advance(20 * time.Second)
-			beat(t, bs[0], bs[1])
-			require.Equal(t, ids(bs[1], bs[2]), memberIDs(bs[0].Members()))
-			clk.advance(20 * time.Second)
-			beat(t, bs[0], bs[1])
-			require.Equal(t, ids(bs[1]), memberIDs(bs[0].Members()))
-			require.Equal(t, ids(bs[0]), memberIDs(bs[1].Members()))
-
-			// A new instance joins without anyone restarting.
+			// It restarts at the same address, a new member: reached at once,
+			// while its old self stays listed (and unreachable: the listener
+			// there is not the member the old entry names) until it lapses.
+			restart := testConfig(clk)
+			restart.Listen = bs[2].Addr()
 			l4 := newLocal(map[string]int64{"news": 4})
-			b4 := startBus(t, testConfig(clk), st, l4)
-			connected(t, b4, bs[0].id, bs[1].id)
-			connected(t, bs[0], bs[1].id, b4.id)
+			b4 := startBus(t, restart, st, l4)
+			reaches(t, b4, bs[0].id)
+			reaches(t, b4, bs[1].id)
+			reaches(t, bs[0], b4.id)
 			n, err = bs[0].Publish(ctx, pubsub.Message{Channel: []byte("news"), Payload: []byte("welcome")})
 			require.NoError(t, err)
 			require.Equal(t, int64(6), n)
 			require.Equal(t, []string{"welcome"}, l4.payloads("news"))
+			require.Equal(t, ids(bs[1], bs[2], b4), memberIDs(bs[0].Members()))
+
+			// Renewed twice over the expiry, the live ones outlive it.
+			all := []*Bus{bs[0], bs[1], b4}
+			clk.advance(20 * time.Second)
+			beat(t, all...)
+			require.Equal(t, ids(bs[1], bs[2], b4), memberIDs(bs[0].Members()))
+			clk.advance(20 * time.Second)
+			beat(t, all...)
+			require.Equal(t, ids(bs[1], b4), memberIDs(bs[0].Members()))
+			require.Equal(t, ids(bs[0], b4), memberIDs(bs[1].Members()))
+			require.Equal(t, ids(bs[0], bs[1]), memberIDs(b4.Members()))
 
 			// A graceful stop deletes the item: gone at the next read.
 			require.NoError(t, b4.Close())
