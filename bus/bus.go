@@ -19,7 +19,7 @@ import (
 type Config struct {
 	// Listen is the bus's TCP listen address. cmd/redamo's convention,
 	// as Redis Cluster's: the RESP port + 10000 on the RESP listener's
-	// host (--bus-port overrides the port). ":0" picks a free port.
+	// host (ListenFor), unless a bus port is given (--bus-port).
 	Listen string
 	// Advertise is the host:port other instances dial (--bus-addr): what
 	// they can reach when Listen is a wildcard or behind NAT. Empty: the
@@ -172,7 +172,7 @@ func (b *Bus) Start(ctx context.Context) error {
 	b.started = b.cfg.Now()
 	ctx = dynastore.WithLabel(ctx, Label)
 	if err := b.beat(ctx); err != nil {
-		b.shutdown(false)
+		_ = b.shutdown(true) // best effort: the store just failed
 		return err
 	}
 	b.wg.Add(1)
