@@ -34,8 +34,8 @@ type Hub struct {
 	// subs holds, per kind, each name's subscribers in subscription order.
 	subs [kinds]map[string][]Subscriber
 	// clients holds each subscriber's own subscriptions, per kind, in the
-	// order made (UNSUBSCRIBE without arguments leaves them in that order
-	// in Redis's dict order, which this does not reproduce; see below).
+	// order made: UNSUBSCRIBE without arguments answers in that order
+	// (Redis in its dict's order, which no client can rely on).
 	clients map[Subscriber]*client
 
 	peers Peers
