@@ -70,6 +70,9 @@ func cmdPing(c *Ctx) {
 func cmdEcho(c *Ctx) { c.W.Bulk(c.Args[1]) }
 
 func cmdQuit(c *Ctx) {
+	// Redis frees the client as its reply goes out: nothing published
+	// after the reply reaches it.
+	c.Srv.Leave(c.Conn)
 	c.Conn.CloseAfterReply = true
 	c.W.Simple("OK")
 }

@@ -227,7 +227,7 @@ func (c *Command) Subcommand(name []byte) *Command {
 // already be on c's context (model.Labeled).
 func (s *Server) Run(c *Ctx, cmd *Command) {
 	if c.Conn != nil && c.Conn.subscribed && c.Conn.Proto == 2 && !cmd.subscribedOK && !c.InTx && !c.InScript {
-		c.W.Error("ERR Can't execute '" + cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		c.W.Error(c.Conn.Rejected(cmd, "ERR Can't execute '"+cmd.Name+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 		return
 	}
 	if c.Conn != nil && c.Conn.tx.multi && c.queue(cmd) {
