@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,66 @@ func TestPubSubPeersCounted(t *testing.T) {
 	pub.expect("*2\r\n$3\r\nfar\r\n$4\r\nnear\r\n")
 	pub.send(cmd("PUBSUB", "NUMPAT"))
 	pub.expect(":4\r\n")
+}
+
+// TestSlowSubscriberDisconnected: a subscriber that reads nothing while
+// messages pile up past client-output-buffer-limit pubsub's hard limit
+// (32 MB) is closed and counted; the publisher is never held up.
+func TestSlowSubscriberDisconnected(t *testing.T) {
+	ts := serve(t, &commands.Server{Table: commands.NewTable()})
+	sub, pub := ts.dial(t), ts.dial(t)
+	sub.send(cmd("SUBSCRIBE", "c"))
+	sub.expect("*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n")
+	// Far more than the socket buffers can hold on top of the limit.
+	payload := strings.Repeat("x", 1<<20)
+	for range 64 {
+		pub.send(cmd("PUBLISH", "c", payload))
+		got := pub.read(4)
+		require.Contains(t, []string{":1\r\n", ":0\r\n"}, got)
+	}
+	// What reached the socket before the close, then the end.
+	require.NoError(t, sub.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := io.Copy(io.Discard, sub.r)
+	require.NoError(t, err, "the server closed the subscriber")
+	pub.send(cmd("PUBSUB", "NUMSUB", "c"))
+	pub.expect("*2\r\n$1\r\nc\r\n:0\r\n")
+	require.Equal(t, int64(1), ts.srv.Net.OutputLimitDisconnections.Load())
+}
+
+// TestClientListShowsSubscriptions: CLIENT LIST's sub, psub, ssub and flag
+// P, as Redis shows them.
+func TestClientListShowsSubscriptions(t *testing.T) {
+	ts := serve(t, &commands.Server{Table: commands.NewTable()})
+	sub, other := ts.dial(t), ts.dial(t)
+	sub.send(cmd("HELLO", "3") + cmd("CLIENT", "SETNAME", "sub"))
+	sub.send(cmd("SUBSCRIBE", "a", "b") + cmd("PSUBSCRIBE", "p*") + cmd("SSUBSCRIBE", "s") + cmd("PING"))
+	_, err := sub.r.ReadString('G') // up to PING's +PONG
+	require.NoError(t, err)
+	sub.expect("\r\n")
+	other.send(cmd("INFO", "stats"))
+	info := readBulk(t, other)
+	for _, f := range []string{"pubsub_channels:2", "pubsub_patterns:1", "pubsubshard_channels:1"} {
+		require.Contains(t, info, f+"\r\n")
+	}
+	other.send(cmd("CLIENT", "LIST"))
+	var line string
+	for _, l := range strings.Split(readBulk(t, other), "\n") {
+		if strings.Contains(l, " name=sub ") {
+			line = l
+		}
+	}
+	for _, f := range []string{"flags=P", "sub=2", "psub=1", "ssub=1"} {
+		require.Contains(t, strings.Fields(line), f)
+	}
+	sub.send(cmd("RESET"))
+	sub.expect("+RESET\r\n")
+	other.send(cmd("CLIENT", "LIST"))
+	list := readBulk(t, other)
+	require.NotContains(t, list, "flags=P")
+	require.Equal(t, 2, strings.Count(list, " sub=0 psub=0 ssub=0 "))
+	other.send(cmd("INFO", "stats"))
+	info = readBulk(t, other)
+	for _, f := range []string{"pubsub_channels:0", "pubsub_patterns:0", "pubsubshard_channels:0"} {
+		require.Contains(t, info, f+"\r\n")
+	}
 }
