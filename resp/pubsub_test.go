@@ -46,6 +46,11 @@ var pubsubScenario = []psStep{
 	{conn: 0, cmd: "PING", reads: map[int]int{0: 1}},
 	{conn: 0, cmd: "PING hi", reads: map[int]int{0: 1}},
 	{conn: 0, cmd: "ECHO hi", reads: map[int]int{0: 1}},
+	// RESP3 lets a subscriber block: messages reach it while it waits.
+	{conn: 1, cmd: "FLUSHALL", reads: map[int]int{1: 1}},
+	{conn: 0, cmd: "BLPOP k 0", reads: map[int]int{}, reads2: map[int]int{0: 1}},
+	{conn: 1, cmd: "PUBLISH b m", reads: map[int]int{1: 1, 0: 1}},
+	{conn: 1, cmd: "RPUSH k v", reads: map[int]int{1: 1, 0: 1}, reads2: map[int]int{1: 1}},
 	{conn: 1, cmd: "PUBSUB NUMSUB a b c", reads: map[int]int{1: 1}},
 	{conn: 1, cmd: "PUBSUB NUMPAT", reads: map[int]int{1: 1}},
 	{conn: 1, cmd: "PUBSUB SHARDNUMSUB s a", reads: map[int]int{1: 1}},
