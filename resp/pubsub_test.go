@@ -49,6 +49,7 @@ var pubsubScenario = []psStep{
 	// RESP3 lets a subscriber block: messages reach it while it waits.
 	{conn: 1, cmd: "FLUSHALL", reads: map[int]int{1: 1}},
 	{conn: 0, cmd: "BLPOP k 0", reads: map[int]int{}, reads2: map[int]int{0: 1}},
+	{conn: 1, cmd: waitBlocked, reads: map[int]int{1: 1}, reads2: map[int]int{}},
 	{conn: 1, cmd: "PUBLISH b m", reads: map[int]int{1: 1, 0: 1}},
 	{conn: 1, cmd: "RPUSH k v", reads: map[int]int{1: 1, 0: 1}, reads2: map[int]int{1: 1}},
 	{conn: 1, cmd: "PUBSUB NUMSUB a b c", reads: map[int]int{1: 1}},
@@ -76,6 +77,10 @@ var pubsubScenario = []psStep{
 	{conn: 1, cmd: "PUBLISH q gone", reads: map[int]int{1: 1}},
 }
 
+// waitBlocked is a step that asks INFO until a client is blocked (so a
+// message published next reaches a client that waits).
+const waitBlocked = "wait-blocked"
+
 // runPubsubScenario returns every reply read, in order, each prefixed by
 // the connection that read it.
 func runPubsubScenario(t *testing.T, addr string, proto int) []string {
@@ -93,6 +98,22 @@ func runPubsubScenario(t *testing.T, addr string, proto int) []string {
 	}
 	var out []string
 	for _, st := range pubsubScenario {
+		reads := st.reads
+		if proto == 2 && st.reads2 != nil {
+			reads = st.reads2
+		}
+		if st.cmd == waitBlocked {
+			if len(reads) > 0 {
+				for {
+					info, err := conns[st.conn].DoStrings("INFO", "clients")
+					require.NoError(t, err)
+					if strings.Contains(string(info), "blocked_clients:1\r\n") {
+						break
+					}
+				}
+			}
+			continue
+		}
 		args := strings.Fields(st.cmd)
 		bs := make([][]byte, len(args))
 		for i, a := range args {
@@ -101,10 +122,6 @@ func runPubsubScenario(t *testing.T, addr string, proto int) []string {
 		require.NoError(t, conns[st.conn].Send(bs))
 		// The sender's replies first: the others' messages went out
 		// before them.
-		reads := st.reads
-		if proto == 2 && st.reads2 != nil {
-			reads = st.reads2
-		}
 		for _, c := range []int{st.conn, 1 - st.conn} {
 			for range reads[c] {
 				r, err := conns[c].ReadRaw()
