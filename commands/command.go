@@ -13,6 +13,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"github.com/redamo/redamo/pubsub"
 	"sort"
 	"strings"
 	"sync"
@@ -124,8 +125,12 @@ type Command struct {
 	// MayReplicate is the Row's (see Row): the script bridge refuses the
 	// command in a read-only script.
 	MayReplicate bool
+	// SeveralReplies is the Row's (see Row): the server accepts any number
+	// of complete replies from it.
+	SeveralReplies bool
 	// The other facts of the command's Row (see Row), set by Register.
 	runsInMulti, readsFirst, replaces bool
+	subscribedOK                      bool
 	keysProc                          func(args [][]byte) []keyRef
 }
 
@@ -251,6 +256,12 @@ type Row struct {
 	// queued (Redis's processCommand: EXEC, DISCARD, MULTI, WATCH, QUIT,
 	// RESET; redamo's LOCK.GUARD and LEADER.GUARD, which fence the EXEC).
 	RunsInMulti bool
+	// InSubscribed: a RESP2 client with subscriptions may run it (Redis's
+	// processCommand: the (P|S)(UN)SUBSCRIBE commands, PING, QUIT, RESET).
+	InSubscribed bool
+	// SeveralReplies: the command answers with one reply per argument
+	// (the (P|S)(UN)SUBSCRIBE commands), not one in all.
+	SeveralReplies bool
 	// MayReplicate: Redis flags the command may_replicate, a flag COMMAND
 	// INFO does not show; a read-only script refuses it as a write.
 	MayReplicate bool
@@ -279,6 +290,7 @@ func (t *Table) Register(rows []Row) {
 		c.Name, c.Run = r.Name, r.Run
 		c.runsInMulti, c.MayReplicate, c.readsFirst, c.replaces = r.RunsInMulti, r.MayReplicate, r.ReadsFirst, r.Replaces
 		c.keysProc = r.Keys
+		c.subscribedOK, c.SeveralReplies = r.InSubscribed, r.SeveralReplies
 		cmds[i] = &c
 	}
 	t.Add(cmds...)
@@ -540,6 +552,12 @@ type Conn struct {
 	// multiLen is 1 + the number of commands queued while in MULTI or
 	// running EXEC, 0 otherwise: tx as CLIENT LIST shows it to others.
 	multiLen atomic.Int64
+	// Sub is the connection as a pub/sub subscriber (set by the server
+	// that owns the socket; nil where nothing can be pushed).
+	Sub pubsub.Subscriber
+	// subscribed is set while the connection holds a subscription (Redis's
+	// CLIENT_PUBSUB: flag P, and RESP2's subscribed mode); owner-only.
+	subscribed bool
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

@@ -14,10 +14,10 @@ import (
 // CLIENT.
 func registerConnection(t *Table) {
 	t.Register([]Row{
-		{Name: "ping", Run: cmdPing},
+		{Name: "ping", Run: cmdPing, InSubscribed: true},
 		{Name: "echo", Run: cmdEcho},
-		{Name: "quit", Run: cmdQuit, RunsInMulti: true},
-		{Name: "reset", Run: cmdReset, RunsInMulti: true},
+		{Name: "quit", Run: cmdQuit, RunsInMulti: true, InSubscribed: true},
+		{Name: "reset", Run: cmdReset, RunsInMulti: true, InSubscribed: true},
 		{Name: "select", Run: cmdSelect},
 		{Name: "auth", Run: cmdAuth},
 		{Name: "hello", Run: cmdHello},
@@ -46,6 +46,17 @@ func setProto(c *Ctx, p int) {
 }
 
 func cmdPing(c *Ctx) {
+	if len(c.Args) <= 2 && c.Conn != nil && c.Conn.subscribed && c.Conn.Proto == 2 {
+		// RESP2's subscribed mode can only carry arrays.
+		c.W.Array(2)
+		c.W.BulkString("pong")
+		if len(c.Args) == 2 {
+			c.W.Bulk(c.Args[1])
+		} else {
+			c.W.BulkString("")
+		}
+		return
+	}
 	switch len(c.Args) {
 	case 1:
 		c.W.Simple("PONG")
@@ -59,6 +70,9 @@ func cmdPing(c *Ctx) {
 func cmdEcho(c *Ctx) { c.W.Bulk(c.Args[1]) }
 
 func cmdQuit(c *Ctx) {
+	// Redis frees the client as its reply goes out: nothing published
+	// after the reply reaches it.
+	c.Srv.Leave(c.Conn)
 	c.Conn.CloseAfterReply = true
 	c.W.Simple("OK")
 }
@@ -66,6 +80,7 @@ func cmdQuit(c *Ctx) {
 // cmdReset returns the connection to its state right after connecting.
 func cmdReset(c *Ctx) {
 	c.Conn.discardTx()
+	c.Srv.Leave(c.Conn)
 	c.Conn.DB = 0
 	c.Conn.SetName("")
 	c.Conn.Authed = c.Srv.RequirePass() == ""
@@ -306,7 +321,7 @@ func cmdClientList(c *Ctx) {
 
 // clientInfoLine is one line of CLIENT LIST in Redis 7's field layout (plus
 // Redis 7.2's lib-name and lib-ver). redamo does not account per-client
-// buffer memory, so those fields read 0, and has no pub/sub (sub=0). A
+// buffer memory, so those fields read 0. A
 // connection in MULTI, or running its EXEC, has flag x and multi= the
 // number of commands queued, as in Redis.
 func clientInfoLine(c *Ctx, cn *Conn) string {
@@ -327,13 +342,20 @@ func clientInfoLine(c *Ctx, cn *Conn) string {
 	libName, libVer := cn.Lib()
 	var b strings.Builder
 	b.Grow(256)
-	flags, multi := "N", cn.multiLen.Load()-1
+	sub, psub, ssub := c.Srv.subCounts(cn)
+	flags, multi := "", cn.multiLen.Load()-1
+	if sub+psub+ssub > 0 {
+		flags = "P"
+	}
 	if multi >= 0 {
-		flags = "x"
+		flags += "x"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d",
 		cn.ID, cn.Addr, cn.LocalAddr, cn.FD, cn.Name(), age, idle, flags, db)
-	fmt.Fprintf(&b, " sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0", multi)
+	fmt.Fprintf(&b, " sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0", sub, psub, ssub, multi)
 	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=")
 	b.WriteString(last)
 	b.WriteString(" user=default redir=-1 resp=")

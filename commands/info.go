@@ -205,6 +205,11 @@ func infoStats(c *Ctx, b *strings.Builder) error {
 	infoField(b, "instantaneous_output_kbps", fmt.Sprintf("%.2f", net.OutKbps()))
 	infoField(b, "rejected_connections", net.Rejected.Load())
 	infoField(b, "protocol_errors", net.ProtocolErrors.Load())
+	chans, pats, shards := c.Srv.Hub().Totals()
+	infoField(b, "pubsub_channels", chans)
+	infoField(b, "pubsub_patterns", pats)
+	infoField(b, "pubsubshard_channels", shards)
+	infoField(b, "client_output_buffer_limit_disconnections", net.OutputLimitDisconnections.Load())
 	return nil
 }
 

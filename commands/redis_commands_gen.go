@@ -2412,6 +2412,20 @@ var redisCommands = map[string]*Command{
 			{Name: "value", Type: "string"},
 		},
 	},
+	"psubscribe": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Listen for messages published to channels matching the given patterns",
+		Since:      "2.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+		Args: []Arg{
+			{Name: "pattern", Type: "block", Flags: []string{"multiple"}, Args: []Arg{
+				{Name: "pattern", Type: "pattern"},
+			}},
+		},
+	},
 	"pttl": {
 		Arity:      2,
 		Flags:      []string{"readonly", "fast"},
@@ -2443,6 +2457,92 @@ var redisCommands = map[string]*Command{
 		Args: []Arg{
 			{Name: "channel", Type: "string"},
 			{Name: "message", Type: "string"},
+		},
+	},
+	"pubsub": {
+		Arity:      -2,
+		Categories: []string{"slow"},
+		Summary:    "A container for Pub/Sub commands",
+		Since:      "2.8.0",
+		Group:      "pubsub",
+		Complexity: "Depends on subcommand.",
+	},
+	"pubsub|channels": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "List active channels",
+		Since:      "2.8.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+		Args: []Arg{
+			{Name: "pattern", Type: "pattern", Flags: []string{"optional"}},
+		},
+	},
+	"pubsub|help": {
+		Arity:      2,
+		Flags:      []string{"loading", "stale"},
+		Categories: []string{"slow"},
+		Summary:    "Show helpful text about the different subcommands",
+		Since:      "6.2.0",
+		Group:      "pubsub",
+		Complexity: "O(1)",
+	},
+	"pubsub|numpat": {
+		Arity:      2,
+		Flags:      []string{"pubsub", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Get the count of unique patterns pattern subscriptions",
+		Since:      "2.8.0",
+		Group:      "pubsub",
+		Complexity: "O(1)",
+	},
+	"pubsub|numsub": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Get the count of subscribers for channels",
+		Since:      "2.8.0",
+		Group:      "pubsub",
+		Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+		Args: []Arg{
+			{Name: "channel", Type: "string", Flags: []string{"optional", "multiple"}},
+		},
+	},
+	"pubsub|shardchannels": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "List active shard channels",
+		Since:      "7.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+		Args: []Arg{
+			{Name: "pattern", Type: "pattern", Flags: []string{"optional"}},
+		},
+	},
+	"pubsub|shardnumsub": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Get the count of subscribers for shard channels",
+		Since:      "7.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+		Args: []Arg{
+			{Name: "shardchannel", Type: "string", Flags: []string{"optional", "multiple"}},
+		},
+	},
+	"punsubscribe": {
+		Arity:      -1,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Stop listening for messages posted to channels matching the given patterns",
+		Since:      "2.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+		Args: []Arg{
+			{Name: "pattern", Type: "pattern", Flags: []string{"optional", "multiple"}},
 		},
 	},
 	"quit": {
@@ -3056,6 +3156,23 @@ var redisCommands = map[string]*Command{
 			{Name: "count", Type: "integer", Since: "3.2.0", Flags: []string{"optional"}},
 		},
 	},
+	"spublish": {
+		Arity:      3,
+		Flags:      []string{"pubsub", "loading", "stale", "fast"},
+		Categories: []string{"pubsub", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"not_key"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Post a message to a shard channel",
+		Since:      "7.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+		Args: []Arg{
+			{Name: "shardchannel", Type: "string"},
+			{Name: "message", Type: "string"},
+		},
+	},
 	"srandmember": {
 		Arity:      -2,
 		Flags:      []string{"readonly"},
@@ -3117,6 +3234,22 @@ var redisCommands = map[string]*Command{
 			{Name: "count", Type: "integer", Token: "COUNT", Flags: []string{"optional"}},
 		},
 	},
+	"ssubscribe": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		FirstKey:   1, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"not_key"}, Index: 1, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Listen for messages published to the given shard channels",
+		Since:      "7.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of shard channels to subscribe to.",
+		Args: []Arg{
+			{Name: "shardchannel", Type: "string", Flags: []string{"multiple"}},
+		},
+	},
 	"strlen": {
 		Arity:      2,
 		Flags:      []string{"readonly", "fast"},
@@ -3131,6 +3264,18 @@ var redisCommands = map[string]*Command{
 		Complexity: "O(1)",
 		Args: []Arg{
 			{Name: "key", Type: "key"},
+		},
+	},
+	"subscribe": {
+		Arity:      -2,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Listen for messages published to the given channels",
+		Since:      "2.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of channels to subscribe to.",
+		Args: []Arg{
+			{Name: "channel", Type: "string", Flags: []string{"multiple"}},
 		},
 	},
 	"substr": {
@@ -3187,6 +3332,22 @@ var redisCommands = map[string]*Command{
 		Args: []Arg{
 			{Name: "destination", Type: "key"},
 			{Name: "key", Type: "key", KeySpecIndex: 1, Flags: []string{"multiple"}},
+		},
+	},
+	"sunsubscribe": {
+		Arity:      -1,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		FirstKey:   1, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"not_key"}, Index: 1, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Stop listening for messages posted to the given shard channels",
+		Since:      "7.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+		Args: []Arg{
+			{Name: "shardchannel", Type: "string", Flags: []string{"optional", "multiple"}},
 		},
 	},
 	"time": {
@@ -3267,6 +3428,18 @@ var redisCommands = map[string]*Command{
 		Complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
 		Args: []Arg{
 			{Name: "key", Type: "key", Flags: []string{"multiple"}},
+		},
+	},
+	"unsubscribe": {
+		Arity:      -1,
+		Flags:      []string{"pubsub", "noscript", "loading", "stale"},
+		Categories: []string{"pubsub", "slow"},
+		Summary:    "Stop listening for messages posted to the given channels",
+		Since:      "2.0.0",
+		Group:      "pubsub",
+		Complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+		Args: []Arg{
+			{Name: "channel", Type: "string", Flags: []string{"optional", "multiple"}},
 		},
 	},
 	"unwatch": {

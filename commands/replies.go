@@ -24,6 +24,9 @@ const (
 	ReplyVerbatim
 	ReplyBigNumber
 	replyProto // not a value: the protocol switched (HELLO), to Int
+	// replyPush is a RESP3 push (a subscription's reply in MULTI); no
+	// script sees one, since scripts cannot subscribe.
+	replyPush
 )
 
 // Reply is one recorded value: a command's reply as a tree.
@@ -123,6 +126,11 @@ func (v Reply) write(w Writer) {
 		w.Nil()
 	case ReplyNilArray:
 		w.NilArray()
+	case replyPush:
+		pushHeader(w, len(v.Elems))
+		for _, e := range v.Elems {
+			e.write(w)
+		}
 	case ReplyArray, ReplySet:
 		if v.Kind == ReplyArray {
 			w.Array(len(v.Elems))
@@ -167,6 +175,15 @@ func (r *replyRecorder) BulkString(s string) { r.add(Reply{Kind: ReplyBulk, Str:
 func (r *replyRecorder) Nil()                { r.add(Reply{Kind: ReplyNil}) }
 func (r *replyRecorder) NilArray()           { r.add(Reply{Kind: ReplyNilArray}) }
 func (r *replyRecorder) Array(n int)         { r.aggregate(ReplyArray, n) }
+
+// Push records a push message (an array in RESP2).
+func (r *replyRecorder) Push(n int) {
+	if r.proto < 3 {
+		r.aggregate(ReplyArray, n)
+		return
+	}
+	r.aggregate(replyPush, n)
+}
 func (r *replyRecorder) Map(n int) {
 	if r.proto < 3 {
 		r.aggregate(ReplyArray, 2*n)

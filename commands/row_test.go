@@ -41,7 +41,7 @@ func TestRowFactsDriveMulti(t *testing.T) {
 // only those: the commands MULTI runs at once, the may_replicate ones,
 // the writes Prefetch hints, and those whose keys a function finds.
 func TestRowFacts(t *testing.T) {
-	var inMulti, mayReplicate, keysProcs []string
+	var inMulti, mayReplicate, keysProcs, inSubscribed, several []string
 	for _, c := range NewTable().All() {
 		for _, sub := range append([]*Command{c}, c.Subcommands...) {
 			if sub.runsInMulti {
@@ -50,13 +50,22 @@ func TestRowFacts(t *testing.T) {
 			if sub.MayReplicate {
 				mayReplicate = append(mayReplicate, sub.Name)
 			}
+			if sub.subscribedOK {
+				inSubscribed = append(inSubscribed, sub.Name)
+			}
+			if sub.SeveralReplies {
+				several = append(several, sub.Name)
+			}
 			if sub.keysProc != nil {
 				keysProcs = append(keysProcs, sub.Name)
 			}
 		}
 	}
 	require.ElementsMatch(t, []string{"exec", "discard", "multi", "watch", "quit", "reset", "lock.guard", "leader.guard"}, inMulti)
-	require.ElementsMatch(t, []string{"publish"}, mayReplicate)
+	require.ElementsMatch(t, []string{"publish", "spublish"}, mayReplicate)
+	subs := []string{"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"}
+	require.ElementsMatch(t, append([]string{"ping", "quit", "reset"}, subs...), inSubscribed)
+	require.ElementsMatch(t, subs, several)
 	require.ElementsMatch(t, []string{"sort", "sort_ro"}, keysProcs)
 
 	// Register carries a row's Keys to COMMAND GETKEYS's search.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/redamo/redamo/pubsub"
 	"net"
 	"sort"
 	"strings"
@@ -72,6 +73,10 @@ type Server struct {
 	// Coord is the process's share of the coordination commands: their
 	// counters and wakeups.
 	Coord coord.Service
+	// PubSub is the process's publish/subscribe (pubsub.go); made on first
+	// use when nil. The bus plugs the other instances in with its SetPeers.
+	PubSub  *pubsub.Hub
+	hubOnce sync.Once
 
 	// clocked is Store as a model.Clocked (nil if it is not one),
 	// found once (clock.go).
@@ -221,6 +226,10 @@ func (c *Command) Subcommand(name []byte) *Command {
 // act on the transaction itself. The label for store accounting must
 // already be on c's context (model.Labeled).
 func (s *Server) Run(c *Ctx, cmd *Command) {
+	if c.Conn != nil && c.Conn.subscribed && c.Conn.Proto == 2 && !cmd.subscribedOK && !c.InTx && !c.InScript {
+		c.W.Error(c.Conn.Rejected(cmd, "ERR Can't execute '"+cmd.Name+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+		return
+	}
 	if c.Conn != nil && c.Conn.tx.multi && c.queue(cmd) {
 		return
 	}
@@ -412,6 +421,10 @@ type NetStats struct {
 	ProtocolErrors atomic.Int64
 	// Rejected counts connections refused at maxclients.
 	Rejected atomic.Int64
+	// OutputLimitDisconnections counts subscribers closed for passing
+	// client-output-buffer-limit pubsub (Redis 7.2's
+	// client_output_buffer_limit_disconnections; 7.0 only logs them).
+	OutputLimitDisconnections atomic.Int64
 }
 
 // AddIn counts n bytes read from a client.

@@ -97,10 +97,14 @@ type conn struct {
 	parkFn   func()
 	watching chan struct{}
 	gone     bool
+
+	// push carries pub/sub messages from other goroutines (push.go).
+	push pushState
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: NewWriter(2)}
+	c.push.busy = true
 	c.parkFn = c.park
 	sock := socketOf(nc)
 	switch nc.(type) {
@@ -119,6 +123,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		Created:   now,
 		Proto:     2,
 		Authed:    s.srv.RequirePass() == "",
+		Sub:       c,
 	}
 	c.cn.Touch("NULL", now)
 	c.tallyCtx = s.ctx
@@ -144,10 +149,12 @@ func (c *conn) serve() {
 		if c.gone {
 			return
 		}
-		if err := c.flush(); err != nil || !more {
+		if err := c.flushIdle(); err != nil || !more {
 			return
 		}
-		if err := c.fill(); err != nil {
+		err := c.fill()
+		c.setBusy(true)
+		if err != nil {
 			return
 		}
 	}
@@ -182,6 +189,7 @@ func (c *conn) process() bool {
 			continue
 		}
 		c.s.execute(c, args)
+		c.takePushes()
 		if c.gone || c.cn.CloseAfterReply {
 			return false
 		}
@@ -196,11 +204,28 @@ func (c *conn) process() bool {
 // flush writes the buffered replies, in one write, and lends the buffer
 // back.
 func (c *conn) flush() error {
+	c.push.wmu.Lock()
+	defer c.push.wmu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *conn) flushLocked() error {
 	c.clock = time.Time{} // a write may wait, and a read follows
+	c.takePushes()
 	out := c.w.take()
 	err := c.send(out)
 	putBuf(out)
 	return err
+}
+
+// flushIdle writes the buffered replies and leaves the connection idle:
+// messages published from now on are written as they come (push.go).
+func (c *conn) flushIdle() error {
+	c.push.wmu.Lock()
+	defer c.push.wmu.Unlock()
+	c.takePushes()
+	c.setBusy(false)
+	return c.flushLocked()
 }
 
 // send writes replies, after counting the commands that made them.
@@ -320,6 +345,8 @@ func (c *conn) finish() {
 		c.s.srv.Panics.Add(1)
 		c.s.logf("resp: panic serving connection %d: %v\n%s", c.cn.ID, r, debug.Stack())
 	}
+	c.closePushes()
+	c.s.srv.Leave(c.cn)
 	_ = c.nc.Close()
 	c.release()
 	putBuf(c.w.take())

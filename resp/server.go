@@ -307,7 +307,7 @@ func (s *Server) execute(c *conn, args [][]byte) {
 	s.run(cx, cmd)
 	c.clock = cx.End()
 	c.cx = commands.Ctx{}
-	if !w.Complete() {
+	if !w.Complete() && !(cmd.SeveralReplies && w.Whole()) {
 		s.logf("resp: %s wrote an incomplete or extra reply; replaced by an error", cmd.Name)
 		w.discard()
 		w.Error(fmt.Sprintf(commands.MsgMalformedReply, cmd.Name))

@@ -27,11 +27,17 @@ func (c *conn) park() {
 	if c.watching != nil || c.gone || c.cancel == nil {
 		return
 	}
-	if err := c.sendBefore(); err != nil {
+	c.push.wmu.Lock()
+	err := c.sendBefore()
+	c.push.wmu.Unlock()
+	if err != nil {
 		c.gone = true
 		c.cancel()
 		return
 	}
+	// Messages published while the command waits go out as they come
+	// (RESP3 allows a blocking command to a subscribed client).
+	c.setBusy(false)
 	// A connection whose reads cannot be ended by a deadline could not
 	// be read again once the command is over: it is not watched.
 	if c.nc.SetReadDeadline(time.Time{}) != nil {
@@ -101,6 +107,7 @@ func (c *conn) grow() {
 func (c *conn) unpark() {
 	c.cancel()
 	c.cancel = nil
+	c.setBusy(true)
 	if c.watching == nil {
 		return
 	}

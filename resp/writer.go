@@ -83,6 +83,12 @@ func (w *Writer) Complete() bool {
 	return w.replies == 1 && len(w.pending) == 0
 }
 
+// Whole reports whether one or more full top-level replies were written
+// since the reply began (a command with SeveralReplies).
+func (w *Writer) Whole() bool {
+	return w.replies >= 1 && len(w.pending) == 0
+}
+
 // Errors returns how many error replies were written since the reply began.
 func (w *Writer) Errors() int { return w.errors }
 
@@ -188,6 +194,17 @@ func (w *Writer) NilArray() {
 // Array starts an array of n elements.
 func (w *Writer) Array(n int) {
 	w.header('*', int64(n))
+	w.aggregate(n)
+}
+
+// Push starts a push message of n elements (an array in RESP2, where
+// only a subscribed client receives them).
+func (w *Writer) Push(n int) {
+	if w.proto >= 3 {
+		w.header('>', int64(n))
+	} else {
+		w.header('*', int64(n))
+	}
 	w.aggregate(n)
 }
 

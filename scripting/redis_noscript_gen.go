@@ -43,9 +43,7 @@ var redisNoScriptArity = map[string]int{
 	"module|loadex":       -3,
 	"module|unload":       3,
 	"monitor":             1,
-	"psubscribe":          -2,
 	"psync":               -3,
-	"punsubscribe":        -1,
 	"replconf":            -1,
 	"replicaof":           3,
 	"role":                1,
@@ -53,11 +51,7 @@ var redisNoScriptArity = map[string]int{
 	"script|debug":        3,
 	"shutdown":            -1,
 	"slaveof":             3,
-	"ssubscribe":          -2,
-	"subscribe":           -2,
-	"sunsubscribe":        -1,
 	"sync":                1,
-	"unsubscribe":         -1,
 }
 
 // redisNoScriptContainerArity is the arity of the commands redamo does not

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redamo/redamo/pubsub"
 	"io"
 	"log/slog"
 	"net"
@@ -205,6 +206,10 @@ func newCommandServer(cfg config, store dynastore.Store, stats *dynastore.Stats,
 		Store: model.On(store),
 		Stats: stats,
 		Table: table,
+		// This process's pub/sub. The bus to the other instances on the
+		// table plugs in with srv.PubSub.SetPeers(bus) before serving; the
+		// bus answers the others' requests through srv.PubSub (pubsub.Local).
+		PubSub: pubsub.NewHub(),
 		Config: commands.Config{
 			Addr:            addr,
 			RequirePass:     cfg.RequirePass,
