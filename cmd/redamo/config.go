@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,12 @@ import (
 const (
 	storeMemory   = "memory"
 	storeDynamoDB = "dynamodb"
+)
+
+// The --bus settings beside an address.
+const (
+	busAuto = "auto"
+	busOff  = "off"
 )
 
 // DynamoDB clients accepted by --dynamodb-client.
@@ -67,7 +74,14 @@ type config struct {
 	AWSFaithful bool
 	// ProtectedMode refuses non-loopback clients while no password is set.
 	ProtectedMode yesNo
-	ShowVersion   bool
+	// Bus is where the bus to the other instances on the table listens:
+	// busAuto, busOff or host:port (bus/).
+	Bus string
+	// BusAddr is the address other instances dial (empty: the listener's).
+	BusAddr string
+	// BusSecret keys the bus's handshake (empty: derived from RequirePass).
+	BusSecret   string
+	ShowVersion bool
 }
 
 // option describes one flag and its environment variable.
@@ -190,6 +204,12 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.PartitionLimit, name, false, usage) }},
 		{"aws-faithful", "REDAMO_AWS_FAITHFUL", "embedded store only: answer as DynamoDB on AWS does (latency per call, transaction conflicts, per-partition and on-demand table throttling, rare 5xx and timeouts), to test clients and redamo against what DynamoDB Local never does", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.AWSFaithful, name, false, usage) }},
+		{"bus", "REDAMO_BUS", "where the bus to the other instances on the table listens (pub/sub reaches their clients through it): auto (on with --store dynamodb: the RESP port + 10000 when free, else any port; off with the embedded store, which no other process shares), off, or host:port", false,
+			str(&c.Bus, busAuto)},
+		{"bus-addr", "REDAMO_BUS_ADDR", "host:port the other instances dial to reach this one's bus (empty: the bus listener's address, a wildcard host replaced by this host's first non-loopback IPv4)", false,
+			str(&c.BusAddr, "")},
+		{"bus-secret", "REDAMO_BUS_SECRET", "secret every instance of the table shares to join the bus (empty: derived from --requirepass; no password, no secret: an open bus, as the RESP port is open)", false,
+			str(&c.BusSecret, "")},
 		{"blocking-poll", "REDAMO_BLOCKING_POLL", "longest pause between polls of a key blocked clients wait on; writes through other instances are seen within it", false,
 			func(fs *flag.FlagSet, name, usage string) {
 				fs.DurationVar(&c.BlockingPoll, name, commands.DefaultBlockingPoll, usage)
@@ -261,6 +281,17 @@ func (c config) validate(opts []option, given map[string]string) error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	if c.Bus == "" {
+		return fmt.Errorf("--bus must be %s, %s or host:port", busAuto, busOff)
+	}
+	if c.Bus != busAuto && c.Bus != busOff {
+		if _, _, err := net.SplitHostPort(c.Bus); err != nil {
+			return fmt.Errorf("--bus %q: must be %s, %s or host:port", c.Bus, busAuto, busOff)
+		}
+		if c.Store != storeDynamoDB {
+			return fmt.Errorf("--bus %s applies only to --store %s: no other process shares the embedded store", c.Bus, storeDynamoDB)
+		}
 	}
 	if c.BlockingPoll < minBlockingPoll || c.BlockingPoll > maxBlockingPoll {
 		return fmt.Errorf("--blocking-poll %s: must be between %s and %s", c.BlockingPoll, minBlockingPoll, maxBlockingPoll)

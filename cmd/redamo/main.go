@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redamo/redamo/bus"
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
@@ -106,6 +107,8 @@ type app struct {
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	closeStore func() error
+	// bus links this instance to the others on the table (nil: none).
+	bus *bus.Bus
 	// errc receives the first serving error (the listeners failing).
 	errc chan error
 }
@@ -141,7 +144,11 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 		a.closeStore = c.Close
 	}
 
-	ln, err := listen(cfg)
+	cert, err := loadCert(cfg)
+	if err != nil {
+		return a, err
+	}
+	ln, err := listen(cfg, cert)
 	if err != nil {
 		return a, err
 	}
@@ -154,6 +161,12 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	}
 
 	a.srv = newCommandServer(cfg, store, stats, table, ln.Addr().String())
+	if a.bus, err = startBus(ctx, cfg, store, a.srv.PubSub, ln.Addr().String(), cert, logger); err != nil {
+		return a, err
+	}
+	if a.bus != nil {
+		a.srv.PubSub.SetPeers(a.bus)
+	}
 	opts := resp.Options{
 		Logf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) },
 	}
@@ -332,14 +345,23 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 
 // listen opens the client listener, wrapped in TLS when a certificate is
 // configured.
-func listen(cfg config) (net.Listener, error) {
+// loadCert loads the TLS certificate clients (and the bus) are served
+// with, nil without TLS.
+func loadCert(cfg config) (*tls.Certificate, error) {
+	if !cfg.tls() {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading TLS certificate: %w", err)
+	}
+	return &cert, nil
+}
+
+func listen(cfg config, cert *tls.Certificate) (net.Listener, error) {
 	var tlsConf *tls.Config
-	if cfg.tls() {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("loading TLS certificate: %w", err)
-		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cert != nil {
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -373,6 +395,12 @@ func (a *app) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stopping the server: %w", err))
 		}
 	}
+	if a.bus != nil {
+		// Clients are gone: nobody here receives messages any more.
+		if err := a.bus.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("leaving the bus: %w", err))
+		}
+	}
 	if a.srv != nil {
 		// Commands are over: what they tallied goes to the table.
 		if err := a.srv.Coord.Queues.FlushCounters(dynastore.WithLabel(ctx, "queue.counters"), a.srv.Store.Data(), nil); err != nil {
@@ -397,6 +425,9 @@ func (a *app) closeAll() {
 	}
 	if a.metricsLn != nil {
 		a.metricsLn.Close()
+	}
+	if a.bus != nil {
+		_ = a.bus.Close()
 	}
 	_ = a.closeStore()
 }
