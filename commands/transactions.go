@@ -43,7 +43,10 @@ const (
 func registerTransactions(t *Table) {
 	t.Register([]Row{
 		{Name: "multi", Run: cmdMulti, RunsInMulti: true},
-		{Name: "exec", Run: cmdExec, RunsInMulti: true},
+		// A queued SUBSCRIBE of several channels answers several times
+		// inside EXEC's array, which Redis then sends with more elements
+		// than its length says: EXEC may write several replies too.
+		{Name: "exec", Run: cmdExec, RunsInMulti: true, SeveralReplies: true},
 		{Name: "discard", Run: cmdDiscard, RunsInMulti: true},
 		{Name: "watch", Run: cmdWatch, RunsInMulti: true},
 		{Name: "unwatch", Run: cmdUnwatch},

@@ -151,9 +151,21 @@ var notInDiff = map[string]bool{
 	"scan": true, "sscan": true, "hscan": true, "zscan": true, "keys": true, "dbsize": true,
 }
 
+// notFuzzed are the commands no mode draws: the (P|S)(UN)SUBSCRIBE
+// commands answer once per argument and put a RESP2 connection in
+// subscribed mode, where the harness's one reply per command no longer
+// holds (resp/pubsub_test.go compares them with Redis byte for byte).
+var notFuzzed = map[string]bool{
+	"subscribe": true, "psubscribe": true, "ssubscribe": true,
+	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true,
+}
+
 func newGenerator(seed uint64, mode genMode) *generator {
 	g := &generator{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), mode: mode, tokens: map[string][]string{}}
 	add := func(c *commands.Command) {
+		if notFuzzed[c.Name] {
+			return
+		}
 		if mode == modeDiff && (notInDiff[c.Name] || c.Since == "redamo" || c.Group == "module") {
 			return
 		}

@@ -45,6 +45,9 @@ type client struct {
 	names [kinds][]string
 }
 
+// The bus answers the other instances through the Hub.
+var _ Local = (*Hub)(nil)
+
 // NewHub returns a Hub serving this process alone until SetPeers.
 func NewHub() *Hub {
 	h := &Hub{clients: map[Subscriber]*client{}}

@@ -71,6 +71,11 @@ var pubsubScenario = []psStep{
 	{conn: 0, cmd: "SUBSCRIBE m", reads: map[int]int{0: 1}},
 	{conn: 0, cmd: "EXEC", reads: map[int]int{0: 1}},
 	{conn: 0, cmd: "RESET", reads: map[int]int{0: 1}},
+	// EXEC's array then holds more replies than its length says, as
+	// Redis sends it.
+	{conn: 0, cmd: "MULTI", reads: map[int]int{0: 1}},
+	{conn: 0, cmd: "SUNSUBSCRIBE s1 s2", reads: map[int]int{0: 1}},
+	{conn: 0, cmd: "EXEC", reads: map[int]int{0: 2}},
 	{conn: 1, cmd: "PUBLISH self gone", reads: map[int]int{1: 1}},
 	{conn: 0, cmd: "SUBSCRIBE q", reads: map[int]int{0: 1}},
 	{conn: 0, cmd: "QUIT", reads: map[int]int{0: 1}},
