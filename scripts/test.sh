@@ -56,7 +56,7 @@ step "REDAMO_TEST_DYNAMODB_ENDPOINT=$REDAMO_TEST_DYNAMODB_ENDPOINT REDAMO_TEST_R
 
 # ---- go test --------------------------------------------------------------------
 timeout="${REDAMO_TEST_TIMEOUT:-20m}"
-race_patterns="${REDAMO_TEST_RACE-./dynastore/... ./model/... ./coord/... ./commands/... ./scripting/... ./wait/... ./pubsub/... ./resp/...}"
+race_patterns="${REDAMO_TEST_RACE-./dynastore/... ./model/... ./coord/... ./commands/... ./scripting/... ./wait/... ./pubsub/... ./bus/... ./resp/...}"
 read -r -a extra <<<"${GOTESTFLAGS:-}"
 
 # The race detector needs cgo and a C compiler; without them those packages
