@@ -14,6 +14,9 @@
 //	benchtool cost     per command a redamo instance served: DynamoDB
 //	                   requests, read and write units and dollars per
 //	                   million calls, beside the floor
+//	benchtool pubsub   publish/subscribe across running instances on one
+//	                   table: publish-to-receive latency, and messages per
+//	                   second with S subscribers
 //	benchtool conns    opens N idle connections and holds them, so the script
 //	                   can read redamo's RSS with them open
 //	benchtool port     prints a free TCP port on 127.0.0.1
@@ -43,6 +46,8 @@ func main() {
 		err = runFaithful(os.Args[2:])
 	case "cost":
 		err = runCost(os.Args[2:])
+	case "pubsub":
+		err = runPubSub(os.Args[2:])
 	case "conns":
 		err = runConns(os.Args[2:])
 	case "port":
@@ -57,6 +62,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|cost|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|cost|pubsub|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }
