@@ -17,6 +17,7 @@ func TestParseConfig(t *testing.T) {
 		ProtoMaxBulkLen: 512 << 20,
 		BlockingPoll:    100 * time.Millisecond,
 		ProtectedMode:   true,
+		Bus:             "auto",
 	}
 	with := func(f func(c *config)) config {
 		c := defaults
@@ -48,12 +49,16 @@ func TestParseConfig(t *testing.T) {
 				"REDAMO_PROTO_MAX_BULK_LEN": "64mb",
 				"REDAMO_BLOCKING_POLL":      "250ms",
 				"REDAMO_PROTECTED_MODE":     "no",
+				"REDAMO_BUS":                "0.0.0.0:17000",
+				"REDAMO_BUS_ADDR":           "10.0.0.5:17000",
+				"REDAMO_BUS_SECRET":         "shared",
 			},
 			want: config{
 				Addr: "0.0.0.0:7000", RequirePass: "s3cret", Store: "dynamodb", Table: "cache",
 				Region: "eu-west-1", Endpoint: "http://127.0.0.1:8000", CreateTable: true, DynamoDBClient: "sdk",
 				MetricsAddr: ":9121", TLSCert: "c.pem", TLSKey: "k.pem", ProtoMaxBulkLen: 64 << 20,
 				BlockingPoll: 250 * time.Millisecond, ProtectedMode: false,
+				Bus: "0.0.0.0:17000", BusAddr: "10.0.0.5:17000", BusSecret: "shared",
 			},
 		},
 		{
@@ -85,6 +90,8 @@ func TestParseConfig(t *testing.T) {
 			want: with(func(c *config) { c.ShowVersion, c.Store = true, "nope" }),
 		},
 		{name: "unknown store", args: []string{"--store", "redis"}, wantErr: `--store "redis": must be memory or dynamodb`},
+		{name: "bus address with the embedded store", args: []string{"--bus", "127.0.0.1:17000"}, wantErr: `--bus 127.0.0.1:17000 applies only to --store dynamodb`},
+		{name: "bus not an address", args: []string{"--store", "dynamodb", "--bus", "yes"}, wantErr: `--bus "yes": must be auto, off or host:port`},
 		{name: "unknown store from env", env: map[string]string{"REDAMO_STORE": "sqlite"}, wantErr: `--store "sqlite"`},
 		{name: "bad bool in env", env: map[string]string{"REDAMO_CREATE_TABLE": "maybe"}, wantErr: `REDAMO_CREATE_TABLE="maybe"`},
 		{name: "protected mode as redis spells it", args: []string{"--protected-mode", "no"}, want: with(func(c *config) { c.ProtectedMode = false })},

@@ -33,6 +33,7 @@ func testConfig() config {
 		Store:           storeMemory,
 		Table:           "redamo",
 		ProtoMaxBulkLen: defaultProtoMaxBulkLen,
+		Bus:             busAuto,
 	}
 }
 
