@@ -60,12 +60,9 @@ func (s *Service) poll(ctx context.Context, key string, limit time.Duration, tur
 type wakeups struct{ r wait.Registry[struct{}] }
 
 // notify wakes the first waiter taking turns on key (what changed serves
-// one) and every watcher.
+// one) and every watcher of it. A change every watcher wants to see (a
+// change of leadership) is notified on the watchers' own key.
 func (w *wakeups) notify(key string) { w.r.Notify(key) }
-
-// notifyAll wakes every waiter on key (a change of leadership, which
-// every watcher wants to see): watchers wait on a key of their own.
-func (w *wakeups) notifyAll(key string) { w.r.Notify(key) }
 
 // Each calls f with every counter: family "lock" or "leader" and the
 // outcome (granted, renewed, refused, waited, expired, released,

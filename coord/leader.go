@@ -52,7 +52,7 @@ func watchKey(k dynastore.Key) string { return "w" + string(k.PK) }
 // changed wakes this process's waiters on the election at k: every
 // watcher, and the first candidate.
 func (s *Service) changed(k dynastore.Key) {
-	s.wake.notifyAll(watchKey(k))
+	s.wake.notify(watchKey(k))
 	s.wake.notify(string(k.PK))
 }
 

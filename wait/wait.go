@@ -17,8 +17,8 @@
 //     XREAD, LEADER.WATCH: each has a condition of its own) are all woken.
 //   - Polling follows one policy (Backoff): a key's pause between two polls
 //     starts at Min after the key was armed or something arrived, grows by
-//     half while nothing does, up to Max, jittered by ±20%
-//     so that processes do not poll in step. Who polls depends on the
+//     half while nothing does, up to Max, jittered (Jitter) so that
+//     processes do not poll in step. Who polls depends on the
 //     registry: with a Prober, one goroutine per registry (alive while
 //     anyone waits) probes every due key in one go and wakes the waiters it
 //     may serve; without one, each waiter's own try is its poll (the first
@@ -66,9 +66,12 @@ func (b Backoff) Next(d time.Duration) time.Duration {
 	return max(min(d*3/2, m), b.First())
 }
 
-// Jitter is d give or take 20%.
+// jitterShare is how far Jitter may move a pause, as a share of it.
+const jitterShare = 0.2
+
+// Jitter is d moved at random by up to jitterShare of it either way.
 func Jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return time.Duration(float64(d) * (1 - jitterShare + 2*jitterShare*rand.Float64()))
 }
 
 // Parker is implemented by a context whose owner wants to know when a
