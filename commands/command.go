@@ -440,6 +440,9 @@ type Ctx struct {
 	local time.Time
 	// end is Server.Run's local clock reading as the command finished.
 	end time.Time
+	// events, when set, holds the events the command reports until the
+	// unit of work it runs in commits (notify.go).
+	events *eventBuf
 }
 
 // SetNow makes t, a reading of the local clock taken just before (End of

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -172,7 +173,8 @@ var configParams = []configParam{
 	{name: "min-replicas-max-lag", alias: "min-slaves-max-lag", def: "10"},
 	{name: "min-replicas-to-write", alias: "min-slaves-to-write", def: "0"},
 	{name: "no-appendfsync-on-rewrite", def: "no"},
-	{name: "notify-keyspace-events", def: ""},
+	{name: "notify-keyspace-events", get: func(s *Server) string { return s.KeyEvents().Flags().String() },
+		check: checkKeyspaceEvents, set: func(s *Server, v string) { c, _ := events.ParseFlags(v); s.KeyEvents().ApplyFlags(c) }},
 	{name: "oom-score-adj", def: "no"},
 	{name: "oom-score-adj-values", def: "0 200 800"},
 	{name: "pidfile", def: "", flags: cfgImmutable},
@@ -440,6 +442,13 @@ func checkMemory(lo, hi uint64) func(string) string {
 }
 
 // checkYesNo accepts a boolean parameter's values as Redis does.
+func checkKeyspaceEvents(v string) string {
+	if _, ok := events.ParseFlags(v); !ok {
+		return MsgConfigWhyKeyspaceEvents
+	}
+	return ""
+}
+
 func checkYesNo(v string) string {
 	if strings.EqualFold(v, "yes") || strings.EqualFold(v, "no") {
 		return ""

@@ -100,7 +100,9 @@ func TestConfigOtherParams(t *testing.T) {
 		{cmd: "CONFIG SET hz 10 slave-read-only YES", want: "OK"},
 		{cmd: "CONFIG SET hz 11", want: failed + "'hz') - redamo does not support changing it", redamoOnly: true},
 		{cmd: "CONFIG SET maxclients 0 notify-keyspace-events Ex", want: failed + "'maxclients') - argument must be between 1 and 4294967295 inclusive"},
-		{cmd: "CONFIG SET maxclients 10 notify-keyspace-events Ex", want: failed + "'notify-keyspace-events') - redamo does not support changing it", redamoOnly: true},
+		{cmd: "CONFIG SET maxclients 10 notify-keyspace-events Exq", want: failed + "'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."},
+		{cmd: "CONFIG SET notify-keyspace-events Emn", want: "OK"},
+		{cmd: "CONFIG GET notify-keyspace-events", want: "{notify-keyspace-events=nEm}"},
 		{cmd: "CONFIG GET maxclients", want: "{maxclients=10000}"},
 		{cmd: "CONFIG SET proto-max-bulk-len kb", want: failed + "'proto-max-bulk-len') - argument must be between 1048576 and 9223372036854775807 inclusive"},
 	})

@@ -107,14 +107,15 @@ const (
 	MsgConfigSetUnknown = "ERR Unknown option or number of arguments for CONFIG SET - '%s'"
 	// CONFIG SET's reasons, which MsgConfigSetFailed wraps; the last is
 	// redamo's own, for a parameter it cannot honour.
-	MsgConfigWhyImmutable   = "can't set immutable config"
-	MsgConfigWhyProtected   = "can't set protected config"
-	MsgConfigWhyDuplicate   = "duplicate parameter"
-	MsgConfigWhyNotInt      = "argument couldn't be parsed into an integer"
-	MsgConfigWhyNotMemory   = "argument must be a memory value"
-	MsgConfigWhyRange       = "argument must be between %d and %d inclusive"
-	MsgConfigWhyNotYesNo    = "argument must be 'yes' or 'no'"
-	MsgConfigWhyUnsupported = "redamo does not support changing it"
+	MsgConfigWhyImmutable      = "can't set immutable config"
+	MsgConfigWhyProtected      = "can't set protected config"
+	MsgConfigWhyDuplicate      = "duplicate parameter"
+	MsgConfigWhyNotInt         = "argument couldn't be parsed into an integer"
+	MsgConfigWhyNotMemory      = "argument must be a memory value"
+	MsgConfigWhyRange          = "argument must be between %d and %d inclusive"
+	MsgConfigWhyNotYesNo       = "argument must be 'yes' or 'no'"
+	MsgConfigWhyKeyspaceEvents = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+	MsgConfigWhyUnsupported    = "redamo does not support changing it"
 	// CL.THROTTLE's, as redis-cell (a Redis module written in Rust) words
 	// them: its errors are "Cell error: " and the error's text, "Store
 	// error: ..." for its own. MsgCellBadTAT is what it reports for a

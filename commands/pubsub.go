@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/pubsub"
 )
 
@@ -30,12 +31,25 @@ func registerPubSub(t *Table) {
 // Hub returns the process's pub/sub hub, made on first use when the server
 // was built without one.
 func (s *Server) Hub() *pubsub.Hub {
-	s.hubOnce.Do(func() {
-		if s.PubSub == nil {
-			s.PubSub = pubsub.NewHub()
-		}
-	})
+	s.hubOnce.Do(s.initHub)
 	return s.PubSub
+}
+
+// KeyEvents returns the process's key event dispatcher, made with the hub
+// on first use when the server was built without one.
+func (s *Server) KeyEvents() *events.Dispatcher {
+	s.hubOnce.Do(s.initHub)
+	return s.Events
+}
+
+func (s *Server) initHub() {
+	if s.PubSub == nil {
+		s.PubSub = pubsub.NewHub()
+	}
+	if s.Events == nil {
+		s.Events = &events.Dispatcher{}
+	}
+	s.Events.SetPublisher(s.PubSub)
 }
 
 // subscriber is the connection's Subscriber (nil for a script or the CLI,

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"github.com/redamo/redamo/pubsub"
 	"net"
 	"sort"
 	"strings"
@@ -10,7 +9,9 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/coord"
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
+	"github.com/redamo/redamo/pubsub"
 )
 
 // Version is the Redis version redamo reports (INFO, HELLO): clients gate
@@ -77,6 +78,11 @@ type Server struct {
 	// use when nil. The bus plugs the other instances in with its SetPeers.
 	PubSub  *pubsub.Hub
 	hubOnce sync.Once
+	// Events is the process's key events (notify.go): keyspace
+	// notifications, and the consumers of every write (client tracking,
+	// watch). Made with the hub on first use when the server was built
+	// without one.
+	Events *events.Dispatcher
 
 	// clocked is Store as a model.Clocked (nil if it is not one),
 	// found once (clock.go).

@@ -237,7 +237,9 @@ func cmdExec(c *Ctx) {
 		return nil
 	}
 	var replies *replyRecorder
+	resetEvents, eventsDone := c.HoldEvents()
 	u.Work = func(t *model.Txn) error {
+		resetEvents()
 		replies = &replyRecorder{proto: c.Conn.Proto}
 		for _, q := range tx.queue {
 			c.Srv.Run(c.sub(q, replies, t.Target()), q.cmd)
@@ -249,6 +251,7 @@ func cmdExec(c *Ctx) {
 	restore := func() { c.Conn.DB, c.Conn.Proto = db, proto }
 	u.Lost = restore
 	t, err := u.Run(c)
+	eventsDone(err == nil)
 	switch {
 	case err == nil:
 		c.W.Array(len(tx.queue))
@@ -296,7 +299,7 @@ func queuedKeys(queue []queuedCmd) [][]byte {
 // sub is the context of queued command q run by EXEC: its replies go to
 // w, its reads and writes to st, at EXEC's clock reading, without blocking.
 func (c *Ctx) sub(q queuedCmd, w Writer, t model.Target) *Ctx {
-	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Target: t, Conn: c.Conn, Srv: c.Srv, InTx: true}
+	cc := &Ctx{Context: c.Context, Args: q.args, W: w, Target: t, Conn: c.Conn, Srv: c.Srv, InTx: true, events: c.events}
 	cc.now, cc.local = c.Now(), c.local
 	return cc
 }

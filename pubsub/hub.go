@@ -199,6 +199,13 @@ func (h *Hub) Publish(ctx context.Context, m Message) (int64, error) {
 // Deliver implements Local: a message from another instance.
 func (h *Hub) Deliver(m Message) int64 { return h.deliver(context.Background(), m) }
 
+// DeliverLocal delivers a message to this process's subscribers alone: a
+// keyspace notification, which every instance publishes for itself from
+// the key events it receives (events.Publisher).
+func (h *Hub) DeliverLocal(channel, payload []byte) {
+	h.deliver(context.Background(), Message{Channel: channel, Payload: payload})
+}
+
 // deliver pushes m to its subscribers while holding the read lock, so
 // that two publishes of one publisher reach every subscriber in order.
 func (h *Hub) deliver(ctx context.Context, m Message) int64 {

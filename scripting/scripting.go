@@ -332,7 +332,9 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 	db := c.DB()
 	var out scriptOutcome
 	u := model.Unit{DB: db, Keys: keys, ReadOnly: run.readOnly}
+	resetEvents, eventsDone := c.HoldEvents()
 	u.Work = func(t *model.Txn) error {
+		resetEvents()
 		run.st, run.resp, run.errAt = t.Target(), 2, ""
 		c.Conn.DB = db
 		out = run.exec(start)
@@ -351,6 +353,7 @@ func runLua(run *scriptRun, keys [][]byte, start func(L *lua.LState, env *lua.LT
 		// failure, or the retry policy giving up.
 		out.err = err
 	}
+	eventsDone(out.err == nil)
 	run.reply(out)
 }
 

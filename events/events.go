@@ -1,0 +1,306 @@
+// Package events carries what write commands report about the keys they
+// change — Redis's keyspace events — to everything in the cluster that
+// consumes them: keyspace notifications (the __keyspace@<db>__ and
+// __keyevent@<db>__ channels, as notify-keyspace-events selects), client
+// tracking's invalidations, and the shell's watch.
+//
+// A command reports an event once its write has taken effect
+// (commands.Ctx.Notify); the Dispatcher hands it to this instance's
+// consumers and, through Peers, to the other instances that want it. An
+// event costs no store request: it travels instance to instance.
+package events
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Class is a set of Redis's notify-keyspace-events flags (server.h's
+// NOTIFY_*): what kind of event, and how it is published.
+type Class uint32
+
+const (
+	Keyspace Class = 1 << iota // K: published on __keyspace@<db>__:<key>
+	Keyevent                   // E: published on __keyevent@<db>__:<event>
+	Generic                    // g: DEL, EXPIRE, RENAME, ...
+	String                     // $
+	List                       // l
+	Set                        // s
+	Hash                       // h
+	ZSet                       // z
+	Expired                    // x: a key whose TTL passed was removed
+	Evicted                    // e: never raised (redamo evicts nothing)
+	Stream                     // t
+	KeyMiss                    // m: a read found no key (not in A)
+	Module                     // d: never raised (no modules)
+	New                        // n: a key was created (not in A)
+
+	// All is the A flag: every class but KeyMiss and New.
+	All = Generic | String | List | Set | Hash | ZSet | Expired | Evicted | Stream | Module
+)
+
+// flagChars maps the flag characters to classes, in the order Redis
+// prints them: the classes (n only when A is not printed), then K, E, m.
+var flagChars = []struct {
+	c     byte
+	class Class
+}{
+	{'g', Generic}, {'$', String}, {'l', List}, {'s', Set}, {'h', Hash}, {'z', ZSet},
+	{'x', Expired}, {'e', Evicted}, {'t', Stream}, {'d', Module}, {'n', New},
+	{'K', Keyspace}, {'E', Keyevent}, {'m', KeyMiss},
+}
+
+// ParseFlags reads a notify-keyspace-events value; ok is false when it
+// holds a character that is not a flag.
+func ParseFlags(s string) (c Class, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 'A' {
+			c |= All
+			continue
+		}
+		found := false
+		for _, f := range flagChars {
+			if f.c == s[i] {
+				c |= f.class
+				found = true
+				break
+			}
+		}
+		if !found {
+			return 0, false
+		}
+	}
+	return c, true
+}
+
+// String is the value CONFIG GET notify-keyspace-events answers, as
+// Redis's keyspaceEventsFlagsToString prints it.
+func (c Class) String() string {
+	var b []byte
+	all := c&All == All
+	if all {
+		b = append(b, 'A')
+	}
+	for _, f := range flagChars {
+		if c&f.class == 0 || (all && (All|New)&f.class != 0) {
+			continue
+		}
+		b = append(b, f.c)
+	}
+	return string(b)
+}
+
+// Published reports whether an event of class ev is published as a
+// keyspace notification under flags c: its class is selected, and so is
+// at least one of K and E.
+func (c Class) Published(ev Class) bool {
+	return c&ev != 0 && c&(Keyspace|Keyevent) != 0
+}
+
+// Event is one change to one key, as Redis's notifyKeyspaceEvent reports
+// it.
+type Event struct {
+	DB    int
+	Class Class
+	// Name is Redis's event name ("set", "del", "lpush", "expired", ...).
+	Name string
+	Key  []byte
+}
+
+// Messages returns the pub/sub messages the event is published as under
+// flags: channel and payload pairs, __keyspace first, as Redis sends them.
+func (e Event) Messages(flags Class) (channels, payloads [][]byte) {
+	if !flags.Published(e.Class) {
+		return nil, nil
+	}
+	db := strconv.Itoa(e.DB)
+	if flags&Keyspace != 0 {
+		ch := make([]byte, 0, len("__keyspace@__:")+len(db)+len(e.Key))
+		ch = append(append(append(append(ch, "__keyspace@"...), db...), "__:"...), e.Key...)
+		channels, payloads = append(channels, ch), append(payloads, []byte(e.Name))
+	}
+	if flags&Keyevent != 0 {
+		ch := make([]byte, 0, len("__keyevent@__:")+len(db)+len(e.Name))
+		ch = append(append(append(append(ch, "__keyevent@"...), db...), "__:"...), e.Name...)
+		channels, payloads = append(channels, ch), append(payloads, e.Key)
+	}
+	return channels, payloads
+}
+
+// Consumer is a local consumer of every key event (client tracking, a
+// watch): it is told about the writes of every instance. KeyEvent must not
+// block.
+type Consumer interface {
+	KeyEvent(e Event)
+}
+
+// Publisher delivers a keyspace notification to this instance's
+// subscribers (pubsub.Hub's Deliver, whose peers are not involved: each
+// instance publishes the events it receives itself).
+type Publisher interface {
+	DeliverLocal(channel, payload []byte)
+}
+
+// Peers is how a Dispatcher reaches the other instances (package bus
+// implements it).
+type Peers interface {
+	// Send hands e to the other instances that want it: every one when
+	// all is set (keyspace notifications are on), else those that
+	// declared an interest. It does not wait for them; delivery is at most
+	// once, and in order per sending instance.
+	Send(e Event, all bool)
+	// Interest tells the other instances whether this one wants every key
+	// event (it has consumers), and returns once the connected ones
+	// acknowledged, so that no write they acknowledge after goes
+	// unreported.
+	Interest(ctx context.Context, on bool) error
+	// Anyone reports whether some other instance declared an interest.
+	Anyone() bool
+	// Flags tells the other instances the table's new notify-keyspace-
+	// events, and returns once the connected ones applied it.
+	Flags(ctx context.Context, c Class) error
+}
+
+// Dispatcher is one process's end of the key events: the table's
+// notify-keyspace-events as this instance knows it, its consumers, and its
+// peers. The zero value serves this process alone, with notifications off.
+type Dispatcher struct {
+	flags atomic.Uint32
+	// consumers counts the registered consumers, read on every write.
+	consumers atomic.Int32
+
+	mu   sync.RWMutex
+	cons []Consumer
+	pub  Publisher
+	peer Peers
+}
+
+// SetPublisher plugs in where notifications go on this instance (the
+// pub/sub hub); set it before serving clients.
+func (d *Dispatcher) SetPublisher(p Publisher) {
+	d.mu.Lock()
+	d.pub = p
+	d.mu.Unlock()
+}
+
+// SetPeers plugs in the other instances (nil: this process alone); set it
+// before serving clients.
+func (d *Dispatcher) SetPeers(p Peers) {
+	d.mu.Lock()
+	d.peer = p
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) peers() Peers {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.peer
+}
+
+// Flags returns the notify-keyspace-events this instance applies.
+func (d *Dispatcher) Flags() Class { return Class(d.flags.Load()) }
+
+// ApplyFlags makes c this instance's notify-keyspace-events (the table's
+// setting, as read from the table or told by a peer).
+func (d *Dispatcher) ApplyFlags(c Class) { d.flags.Store(uint32(c)) }
+
+// SetFlags changes the table's notify-keyspace-events: this instance
+// applies it, and the connected peers have when it returns. Storing the
+// setting in the table is the caller's.
+func (d *Dispatcher) SetFlags(ctx context.Context, c Class) error {
+	d.ApplyFlags(c)
+	if p := d.peers(); p != nil {
+		return p.Flags(ctx, c)
+	}
+	return nil
+}
+
+// Wanted reports whether an event of class c goes anywhere: a command
+// checks it before building an event, so that a write costs nothing more
+// while nobody listens.
+func (d *Dispatcher) Wanted(c Class) bool {
+	if d == nil {
+		return false
+	}
+	if d.Flags().Published(c) {
+		return true
+	}
+	if c == KeyMiss {
+		return false
+	}
+	if d.consumers.Load() > 0 {
+		return true
+	}
+	p := d.peers()
+	return p != nil && p.Anyone()
+}
+
+// Emit reports e, a change made through this instance: to this instance's
+// subscribers and consumers, then to the other instances.
+func (d *Dispatcher) Emit(e Event) {
+	if d == nil {
+		return
+	}
+	d.Receive(e)
+	if p := d.peers(); p != nil {
+		p.Send(e, d.Flags().Published(e.Class))
+	}
+}
+
+// Receive reports e to this instance alone: an event from another
+// instance, or this instance's own.
+func (d *Dispatcher) Receive(e Event) {
+	flags := d.Flags()
+	d.mu.RLock()
+	pub, cons := d.pub, d.cons
+	d.mu.RUnlock()
+	if pub != nil {
+		chs, payloads := e.Messages(flags)
+		for i := range chs {
+			pub.DeliverLocal(chs[i], payloads[i])
+		}
+	}
+	if e.Class == KeyMiss {
+		return
+	}
+	for _, c := range cons {
+		c.KeyEvent(e)
+	}
+}
+
+// AddConsumer registers c for every key event of the cluster until the
+// returned function is called. The first consumer declares this
+// instance's interest to the peers; AddConsumer returns once they
+// acknowledged it.
+func (d *Dispatcher) AddConsumer(ctx context.Context, c Consumer) (remove func(), err error) {
+	d.mu.Lock()
+	d.cons = append(d.cons[:len(d.cons):len(d.cons)], c)
+	first := d.consumers.Add(1) == 1
+	d.mu.Unlock()
+	if first {
+		if p := d.peers(); p != nil {
+			err = p.Interest(ctx, true)
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			for i, have := range d.cons {
+				if have == c {
+					d.cons = append(d.cons[:i:i], d.cons[i+1:]...)
+					break
+				}
+			}
+			last := d.consumers.Add(-1) == 0
+			d.mu.Unlock()
+			if last {
+				if p := d.peers(); p != nil {
+					_ = p.Interest(context.Background(), false) // peers that miss it only send more than needed
+				}
+			}
+		})
+	}, err
+}
