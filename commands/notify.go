@@ -26,6 +26,9 @@ func (c *Ctx) Notify(class events.Class, event string, key []byte) {
 		return
 	}
 	e := events.Event{DB: c.DB(), Class: class, Name: event, Key: append([]byte(nil), key...)}
+	if c.Conn != nil {
+		e.Origin = c.Conn
+	}
 	if c.events != nil {
 		c.events.evs = append(c.events.evs, e)
 		return

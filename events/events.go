@@ -107,6 +107,10 @@ type Event struct {
 	// Name is Redis's event name ("set", "del", "lpush", "expired", ...).
 	Name string
 	Key  []byte
+	// Origin is the connection that made the change, on the instance it
+	// was made through (client tracking's NOLOOP); nil elsewhere, and for
+	// a change no client made (an expiry). It never leaves the process.
+	Origin any
 }
 
 // Messages returns the pub/sub messages the event is published as under
