@@ -293,13 +293,18 @@ func TestClusterThrottleRate(t *testing.T) {
 	wg.Wait()
 	errs.require(t)
 	// The emission interval is 50 ms: between the first call and the last
-	// reply, the burst and one request per interval, give or take the one
-	// interval the run's edges may cut.
+	// reply, at most the burst and one request per interval, give or take
+	// the one interval the run's edges may cut. Admitting more is the
+	// failure that matters (a limit that leaks across instances). Fewer is
+	// only bounded loosely: a machine that stalls for longer than an
+	// interval leaves intervals nobody called in, so the exact count
+	// depends on the scheduler, not on the throttle.
 	elapsed := end.Sub(first)
 	want := burst + 1 + int(elapsed/(time.Second/perSec))
-	t.Logf("%d admitted over %v by %d clients on %d instances (burst %d, %d/s: %d expected)",
+	t.Logf("%d admitted over %v by %d clients on %d instances (burst %d, %d/s: at most %d expected)",
 		admitted, elapsed.Round(time.Millisecond), clients, len(cs), burst+1, perSec, want)
-	require.InDelta(t, want, admitted, 1)
+	require.LessOrEqual(t, admitted, want+1, "more admitted than the rate allows")
+	require.GreaterOrEqual(t, admitted, want/2, "the throttle admitted far below its rate")
 }
 
 // TestClusterLockPause: holder A stalls past its lease; B, through another
