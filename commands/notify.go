@@ -53,15 +53,23 @@ func (c *Ctx) Notify(class events.Class, event string, key []byte) {
 	if !d.Wanted(class) {
 		return
 	}
-	c.emit(d, class, event, key)
+	c.emit(d, c.DB(), class, event, key)
 	if len(c.emptied) > 0 {
 		c.notifyEmptied(d, event, key)
 	}
 }
 
+// notifyIn is Notify of a change to key in database db (MOVE's and COPY's
+// target).
+func (c *Ctx) notifyIn(db int, class events.Class, event string, key []byte) {
+	if d := c.Srv.KeyEvents(); d.Wanted(class) {
+		c.emit(d, db, class, event, key)
+	}
+}
+
 // emit reports one event, or holds it for the unit of work c runs in.
-func (c *Ctx) emit(d *events.Dispatcher, class events.Class, event string, key []byte) {
-	e := events.Event{DB: c.DB(), Class: class, Name: event, Key: append([]byte(nil), key...)}
+func (c *Ctx) emit(d *events.Dispatcher, db int, class events.Class, event string, key []byte) {
+	e := events.Event{DB: db, Class: class, Name: event, Key: append([]byte(nil), key...)}
 	if c.Conn != nil {
 		e.Origin = c.Conn
 	}
@@ -81,7 +89,7 @@ func (c *Ctx) notifyEmptied(d *events.Dispatcher, event string, key []byte) {
 		}
 		c.emptied = append(c.emptied[:i], c.emptied[i+1:]...)
 		if event != "del" && d.Wanted(events.Generic) {
-			c.emit(d, events.Generic, "del", key)
+			c.emit(d, c.DB(), events.Generic, "del", key)
 		}
 		return
 	}
