@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redamo/redamo/internal/geohash"
 	"github.com/redamo/redamo/events"
+	"github.com/redamo/redamo/internal/geohash"
 	"github.com/redamo/redamo/model"
 )
 

@@ -22,8 +22,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/redamo/redamo/internal/lualib"
 	"github.com/redamo/redamo/events"
+	"github.com/redamo/redamo/internal/lualib"
 	"github.com/redamo/redamo/model"
 )
 
