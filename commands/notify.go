@@ -43,6 +43,20 @@ func (n notifications) DeliverFrom(origin any, channel, payload []byte) {
 // again, and only the committed attempt's may reach anyone.
 type eventBuf struct {
 	evs []events.Event
+	// at, set by EXEC, is how many replies its commands have written; pos
+	// holds it for each event, so that EXEC puts each event among the
+	// replies where Redis, which runs the commands as it replies, sends
+	// it. sent counts the events reported so far.
+	at   func() int
+	pos  []int
+	sent int
+}
+
+// reportBefore reports the held events raised before reply i of EXEC.
+func (b *eventBuf) reportBefore(d *events.Dispatcher, i int) {
+	for ; b.sent < len(b.evs) && b.pos[b.sent] <= i; b.sent++ {
+		d.Emit(b.evs[b.sent])
+	}
 }
 
 // Notify reports that the command changed key (class and event as Redis's
@@ -95,8 +109,11 @@ func (c *Ctx) emit(d *events.Dispatcher, db int, class events.Class, event strin
 	if c.Conn != nil {
 		e.Origin = c.Conn
 	}
-	if c.events != nil {
-		c.events.evs = append(c.events.evs, e)
+	if b := c.events; b != nil {
+		b.evs = append(b.evs, e)
+		if b.at != nil {
+			b.pos = append(b.pos, b.at())
+		}
 		return
 	}
 	d.Emit(e)
@@ -169,14 +186,14 @@ func (c *Ctx) HoldEvents() (reset func(), done func(committed bool)) {
 	}
 	buf := &eventBuf{}
 	c.events = buf
-	reset = func() { buf.evs = buf.evs[:0] }
+	reset = func() { buf.evs, buf.pos, buf.sent = buf.evs[:0], buf.pos[:0], 0 }
 	done = func(committed bool) {
 		c.events = nil
 		if !committed {
 			return
 		}
 		d := c.Srv.KeyEvents()
-		for _, e := range buf.evs {
+		for _, e := range buf.evs[buf.sent:] {
 			d.Emit(e)
 		}
 	}
