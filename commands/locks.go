@@ -15,6 +15,10 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerLocks registers LOCK.*. Like every redamo family of its own
+// (LEADER.*, QUEUE.*, CL.THROTTLE), it raises no keyspace event: a lock is
+// no Redis key (its lease lives in its own namespace, beside the keys), so
+// Redis has no event for it and notifications do not name it.
 func registerLocks(t *Table) {
 	t.Register([]Row{
 		{Name: "lock.acquire", Run: cmdLockAcquire},

@@ -13,6 +13,8 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerThrottle registers CL.THROTTLE; its cells are no Redis keys, so
+// it raises no keyspace event (see registerLocks).
 func registerThrottle(t *Table) {
 	t.Register([]Row{
 		{Name: "cl.throttle", Run: cmdThrottle},
