@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,28 @@ func TestKeyspaceEventsSettingIsTheTables(t *testing.T) {
 			require.Equal(t, map[string]string{"notify-keyspace-events": "AKE"}, cz.ConfigGet(ctx, "notify-keyspace-events").Val(), "applied before the reply")
 			later := b.Start(t).Client(t)
 			require.Equal(t, map[string]string{"notify-keyspace-events": "AKE"}, later.ConfigGet(ctx, "notify-keyspace-events").Val(), "read at start")
+
+			// A write through one instance is published on every one; the
+			// events cost no request beyond the write's.
+			subs := map[string]*redis.PubSub{"a": ca.PSubscribe(ctx, "__key*@0__:*"), "z": cz.PSubscribe(ctx, "__key*@0__:*"), "later": later.PSubscribe(ctx, "__key*@0__:*")}
+			for _, ps := range subs {
+				t.Cleanup(func() { _ = ps.Close() })
+				_, err := ps.Receive(ctx)
+				require.NoError(t, err)
+			}
+			before = b.Stats.Snapshot()
+			require.NoError(t, cz.Set(ctx, "k", "v", 0).Err())
+			require.Equal(t, map[string]int64{dynastore.OpPutItem: 1}, testserver.RequestsSince(before, b.Stats.Snapshot(), "set"))
+			for name, ps := range subs {
+				for _, want := range []string{"__keyspace@0__:k set", "__keyevent@0__:set k"} {
+					select {
+					case m := <-ps.Channel():
+						require.Equal(t, want, m.Channel+" "+m.Payload, name)
+					case <-time.After(20 * time.Second):
+						t.Fatalf("%s: %q never came", name, want)
+					}
+				}
+			}
 
 			// CONFIG SET of another parameter writes nothing.
 			before = b.Stats.Snapshot()
