@@ -168,8 +168,11 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	if a.bus != nil {
 		a.srv.PubSub.SetPeers(a.bus)
 		a.srv.KeyEvents().SetPeers(a.bus)
-	} else if err := applyTableSettings(ctx, store, a.srv.KeyEvents()); err != nil {
-		return a, err
+	} else if cfg.Store == storeDynamoDB {
+		// An embedded store is new with the process: it holds no settings.
+		if err := applyTableSettings(ctx, store, a.srv.KeyEvents()); err != nil && ctx.Err() == nil {
+			return a, err
+		}
 	}
 	opts := resp.Options{
 		Logf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) },
