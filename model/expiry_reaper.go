@@ -112,7 +112,8 @@ func (r *Reaper) wait(ctx context.Context) error {
 }
 
 // Run makes a pass every Interval until ctx ends, then gives up the
-// lease so another instance need not wait for it to lapse.
+// lease, so that another instance takes it at its next look rather than
+// once it lapses.
 func (r *Reaper) Run(ctx context.Context) {
 	interval := r.Interval
 	if interval <= 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/model"
 )
 
@@ -340,4 +341,54 @@ func requestsSince(e *keysEnv, before map[dynastore.StatKey]dynastore.StatRow) m
 		}
 	}
 	return out
+}
+
+// TestExpiredTakeover: when the lease holder stops, another reaper takes
+// the lease over once it lapses (or at its next look, when the holder
+// resigned) and reaps the keys that came due meanwhile, from where the
+// holder got.
+func TestExpiredTakeover(t *testing.T) {
+	for _, resign := range []bool{false, true} {
+		t.Run(fmt.Sprint("resign=", resign), func(t *testing.T) {
+			forStores(t, func(t *testing.T, e *keysEnv) {
+				x := newExpiryEnv(t, e)
+				a, b := x.reaper("a", e.store), x.reaper("b", e.store)
+				x.second(0, a, b)
+				x.set("k1", 1500*time.Millisecond)
+				x.second(time.Second, a, b)
+				x.second(time.Second, a, b)
+				require.Equal(t, []string{"0:k1"}, keysOf(x.raised()))
+				x.set("k2", 1500*time.Millisecond)
+				if resign {
+					require.NoError(t, a.Resign(context.Background()))
+				}
+				x.second(time.Second, b)
+				if !resign {
+					require.Len(t, x.raised(), 1, "the lease has not lapsed yet")
+				}
+				for range 7 {
+					x.second(time.Second, b)
+				}
+				require.Equal(t, []string{"0:k1", "0:k2"}, keysOf(x.raised()))
+			})
+		})
+	}
+}
+
+// TestExpiryWrapKeepsCapabilities: the wrapped store offers what the store
+// it wraps does of the optional capabilities the model looks for.
+func TestExpiryWrapKeepsCapabilities(t *testing.T) {
+	ix := &model.ExpiryIndex{}
+	w := ix.Wrap(memory.New(memory.Options{}))
+	_, ok := w.(dynastore.Prefetcher)
+	require.True(t, ok)
+	_, ok = w.(dynastore.SnapshotReader)
+	require.True(t, ok)
+	_, ok = w.(dynastore.Counter)
+	require.True(t, ok)
+	_, ok = w.(dynastore.Clocked)
+	require.True(t, ok)
+	w = ix.Wrap(struct{ dynastore.Store }{memory.New(memory.Options{})})
+	_, ok = w.(dynastore.Prefetcher)
+	require.False(t, ok, "no hints asked of a store that takes none")
 }
