@@ -74,7 +74,8 @@ const (
 	expiryEntryTTL = time.Hour
 	// expiryMaxPending bounds the records waiting to be written, so a
 	// store that stopped answering cannot make the process grow without
-	// end; records beyond it are dropped (and counted).
+	// end (records beyond it are dropped, and counted), and the entries
+	// remembered as written.
 	expiryMaxPending = 1 << 16
 	// AttrExpiryKey is an index entry's key item pk.
 	attrExpiryKey = "p"
@@ -108,6 +109,11 @@ type ExpiryIndex struct {
 
 	mu      sync.Mutex
 	pending []expiryRecord
+	// written holds the expiries this process wrote entries for lately,
+	// by key item pk: a write that sets the same expiry again (a
+	// collection's key item rewritten with its TTL on every change)
+	// finds its entry already there. It is forgotten whole when full.
+	written map[string]dynastore.N
 	kick    chan struct{}
 	once    sync.Once
 }
@@ -145,6 +151,11 @@ func (ix *ExpiryIndex) add(recs []expiryRecord) {
 	now := ix.nowMS()
 	ix.mu.Lock()
 	for _, r := range recs {
+		// Only an entry due at its expiry is the same entry again: one
+		// due when it was recorded is due at another time each time.
+		if r.due > now+expiryFlushDelay.Milliseconds() && ix.written[string(r.pk)] == r.x {
+			continue
+		}
 		if len(ix.pending) >= expiryMaxPending {
 			ix.Dropped.Add(1)
 			continue
@@ -221,7 +232,7 @@ func (ix *ExpiryIndex) write(ctx context.Context, items []dynastore.Item) error 
 			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: it}
 		}
 		if err := ix.Store.Transact(ctx, actions); err == nil {
-			ix.Recorded.Add(int64(len(items)))
+			ix.wrote(items...)
 			return nil
 		}
 	}
@@ -232,9 +243,24 @@ func (ix *ExpiryIndex) write(ctx context.Context, items []dynastore.Item) error 
 			errs = append(errs, err)
 			continue
 		}
-		ix.Recorded.Add(1)
+		ix.wrote(it)
 	}
 	return errors.Join(errs...)
+}
+
+// wrote notes entries written.
+func (ix *ExpiryIndex) wrote(entries ...dynastore.Item) {
+	ix.Recorded.Add(int64(len(entries)))
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.written == nil || len(ix.written)+len(entries) > expiryMaxPending {
+		ix.written = make(map[string]dynastore.N, len(entries))
+	}
+	for _, it := range entries {
+		pk, _ := it.Get(attrExpiryKey).(dynastore.B)
+		x, _ := it.Get(AttrExpiry).(dynastore.N)
+		ix.written[string(pk)] = x
+	}
 }
 
 // expiryEntry is the index item of r.

@@ -303,6 +303,12 @@ func TestExpiredRequests(t *testing.T) {
 		}
 		x.set("lone", 0)
 		require.NoError(t, x.ix.Flush(context.Background()))
+		// The same expiry set again: its entry is there already.
+		_, err := model.SetString(x.s, []byte("key0"), []byte("w"), model.SetOptions{KeepTTL: true})
+		require.NoError(t, err)
+		_, err = model.SetString(x.s, []byte("key1"), []byte("w"), model.SetOptions{ExpireAt: x.now.Load() + 1500})
+		require.NoError(t, err)
+		require.NoError(t, x.ix.Flush(context.Background()))
 		x.set("alone", 1500*time.Millisecond)
 		x.second(time.Second, r)
 		x.second(time.Second, r)
