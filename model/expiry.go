@@ -77,6 +77,10 @@ const (
 	// end (records beyond it are dropped, and counted), and the entries
 	// remembered as written.
 	expiryMaxPending = 1 << 16
+	// expiryClockMargin is how far two instances' clocks may disagree
+	// (each corrected by its store's measured offset) for the index to
+	// still count an entry as written in time.
+	expiryClockMargin = 100 * time.Millisecond
 	// AttrExpiryKey is an index entry's key item pk.
 	attrExpiryKey = "p"
 )
@@ -102,6 +106,11 @@ type ExpiryIndex struct {
 	Wanted func() bool
 	// Clock is the time source (nil: the store's clock, as the sweeper's).
 	Clock func() time.Time
+
+	// Late, when set, is handed the entries written so late that the
+	// reaper may have read their place already (a slow or retried index
+	// write): Reaper.Late, which reaps them at its next pass.
+	Late func(entries []dynastore.Item)
 
 	// Recorded counts the entries written, Dropped those lost (the store
 	// failed, or too many waited).
@@ -248,11 +257,14 @@ func (ix *ExpiryIndex) write(ctx context.Context, items []dynastore.Item) error 
 	return errors.Join(errs...)
 }
 
-// wrote notes entries written.
+// wrote notes entries written, and hands those written late to Late.
 func (ix *ExpiryIndex) wrote(entries ...dynastore.Item) {
 	ix.Recorded.Add(int64(len(entries)))
+	// The reaper reads reaperLag behind its clock; allow the clocks of
+	// two instances to disagree by expiryClockMargin.
+	passed := ix.nowMS() - reaperLag.Milliseconds() + expiryClockMargin.Milliseconds()
+	var late []dynastore.Item
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if ix.written == nil || len(ix.written)+len(entries) > expiryMaxPending {
 		ix.written = make(map[string]dynastore.N, len(entries))
 	}
@@ -260,7 +272,23 @@ func (ix *ExpiryIndex) wrote(entries ...dynastore.Item) {
 		pk, _ := it.Get(attrExpiryKey).(dynastore.B)
 		x, _ := it.Get(AttrExpiry).(dynastore.N)
 		ix.written[string(pk)] = x
+		if entryDue(it) <= passed {
+			late = append(late, it)
+		}
 	}
+	ix.mu.Unlock()
+	if len(late) > 0 && ix.Late != nil {
+		ix.Late(late)
+	}
+}
+
+// entryDue is when an index entry is due (its sort key's first 8 bytes).
+func entryDue(it dynastore.Item) int64 {
+	sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
+	if len(sk) < 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(sk))
 }
 
 // expiryEntry is the index item of r.

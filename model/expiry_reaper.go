@@ -32,6 +32,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -81,6 +82,8 @@ type Reaper struct {
 	Reaped int64
 
 	limit   tokenBucket
+	lateMu  sync.Mutex
+	late    []dynastore.Item
 	holding bool
 	renewed int64 // when the lease was last written, ms
 	nextTry int64 // when a non-holder reads the lease again, ms
@@ -111,6 +114,18 @@ func (r *Reaper) wait(ctx context.Context) error {
 	return r.limit.wait(ctx, rate)
 }
 
+// Late queues index entries written after a pass may have read their
+// place (ExpiryIndex.Late). The next pass reaps them whether or not this
+// reaper holds the lease: its deletes are conditional like any pass's, so
+// the holder reaping them too raises no second event.
+func (r *Reaper) Late(entries []dynastore.Item) {
+	r.lateMu.Lock()
+	defer r.lateMu.Unlock()
+	if len(r.late)+len(entries) <= expiryMaxPending {
+		r.late = append(r.late, entries...)
+	}
+}
+
 // Run makes a pass every Interval until ctx ends, then gives up the
 // lease, so that another instance takes it at its next look rather than
 // once it lapses.
@@ -139,10 +154,24 @@ func (r *Reaper) Run(ctx context.Context) {
 func (r *Reaper) PassOnce(ctx context.Context) error {
 	if r.Wanted == nil || !r.Wanted() {
 		r.holding = false
+		r.lateMu.Lock()
+		r.late = nil
+		r.lateMu.Unlock()
 		return nil
 	}
 	ctx = dynastore.WithLabel(ctx, ReaperLabel)
 	now := storeNow(r.Store, r.Clock).UnixMilli()
+	r.lateMu.Lock()
+	late := r.late
+	r.late = nil
+	r.lateMu.Unlock()
+	for len(late) > 0 {
+		n := min(len(late), dynastore.MaxBatchGet)
+		if err := r.expire(ctx, late[:n], now); err != nil {
+			return err
+		}
+		late = late[n:]
+	}
 	if ok, err := r.lease(ctx, now); !ok || err != nil {
 		return err
 	}

@@ -398,3 +398,23 @@ func TestExpiryWrapKeepsCapabilities(t *testing.T) {
 	_, ok = w.(dynastore.Prefetcher)
 	require.False(t, ok, "no hints asked of a store that takes none")
 }
+
+// TestExpiredLateEntry: an entry written after the reaper's passes went
+// past its place (a slow index write) is handed to the reaper, which reaps
+// its key at its next pass.
+func TestExpiredLateEntry(t *testing.T) {
+	forStores(t, func(t *testing.T, e *keysEnv) {
+		x := newExpiryEnv(t, e)
+		r := x.reaper("a", e.store)
+		x.ix.Late = r.Late
+		require.NoError(t, r.PassOnce(context.Background()))
+		x.set("k", time.Millisecond)
+		for range 2 {
+			x.now.Add(1000)
+			require.NoError(t, r.PassOnce(context.Background()))
+		}
+		require.Empty(t, x.raised(), "not written yet")
+		x.second(0, r)
+		require.Equal(t, []string{"0:k"}, keysOf(x.raised()))
+	})
+}

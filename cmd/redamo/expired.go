@@ -22,12 +22,13 @@ import (
 func startExpiredEvents(ctx context.Context, srv *commands.Server, store dynastore.Store) {
 	d := srv.KeyEvents()
 	wanted := func() bool { return d.Wanted(events.Expired) }
-	ix := &model.ExpiryIndex{Store: store, Wanted: wanted}
+	r := &model.Reaper{Store: store, Wanted: wanted, Expired: func(db int, key []byte) {
+		d.Emit(events.Event{DB: db, Class: events.Expired, Name: "expired", Key: key})
+	}}
+	ix := &model.ExpiryIndex{Store: store, Wanted: wanted, Late: r.Late}
 	srv.Store = model.On(ix.Wrap(store))
 	go ix.Run(ctx)
-	go (&model.Reaper{Store: store, Wanted: wanted, Expired: func(db int, key []byte) {
-		d.Emit(events.Event{DB: db, Class: events.Expired, Name: "expired", Key: key})
-	}}).Run(ctx)
+	go r.Run(ctx)
 }
 
 // memoryTTLGrace is how long after an item's ttl the embedded store drops
