@@ -81,7 +81,7 @@ const (
 	// (each corrected by its store's measured offset) for the index to
 	// still count an entry as written in time.
 	expiryClockMargin = 100 * time.Millisecond
-	// AttrExpiryKey is an index entry's key item pk.
+	// attrExpiryKey is an index entry's key item pk.
 	attrExpiryKey = "p"
 )
 

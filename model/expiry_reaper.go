@@ -21,6 +21,9 @@ package model
 //     wrong one. A key whose TTL moved later has an entry of its own at the
 //     new time (the write that moved it recorded it); deleting a large
 //     collection's key item is enough, the sweeper collects its members.
+//   - An entry written after the passes may have gone past its place (a
+//     slow index write) is handed to the writing instance's reaper
+//     (ExpiryIndex.Late), which reaps it at its next pass, lease or not.
 //   - While expiry events are not wanted it makes no request at all, and
 //     lets the lease lapse.
 //
