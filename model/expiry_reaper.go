@@ -35,6 +35,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,6 +89,7 @@ type Reaper struct {
 	lateMu  sync.Mutex
 	late    []dynastore.Item
 	holding bool
+	failing bool  // the last pass could not read the index
 	renewed int64 // when the lease was last written, ms
 	nextTry int64 // when a non-holder reads the lease again, ms
 	cursor  int64 // every entry due up to here is done, ms
@@ -117,10 +119,11 @@ func (r *Reaper) wait(ctx context.Context) error {
 	return r.limit.wait(ctx, rate)
 }
 
-// Late queues index entries written after a pass may have read their
-// place (ExpiryIndex.Late). The next pass reaps them whether or not this
-// reaper holds the lease: its deletes are conditional like any pass's, so
-// the holder reaping them too raises no second event.
+// Late queues index entries for the next pass: entries written after a
+// pass may have read their place (ExpiryIndex.Late), and those a pass
+// could not handle. The next pass reaps them whether or not this reaper
+// holds the lease: its deletes are conditional like any pass's, so the
+// holder reaping them too raises no second event.
 func (r *Reaper) Late(entries []dynastore.Item) {
 	r.lateMu.Lock()
 	defer r.lateMu.Unlock()
@@ -168,6 +171,9 @@ func (r *Reaper) PassOnce(ctx context.Context) error {
 	late := r.late
 	r.late = nil
 	r.lateMu.Unlock()
+	// Entries that keep failing are given up once a new holder would not
+	// reach back to them either.
+	late = slices.DeleteFunc(late, func(e dynastore.Item) bool { return entryDue(e) < now-expiryCatchUp.Milliseconds() })
 	for len(late) > 0 {
 		n := min(len(late), dynastore.MaxBatchGet)
 		if err := r.expire(ctx, late[:n], now); err != nil {
@@ -178,14 +184,21 @@ func (r *Reaper) PassOnce(ctx context.Context) error {
 	if ok, err := r.lease(ctx, now); !ok || err != nil {
 		return err
 	}
+	if r.failing {
+		// The index could not be read for a while: as after a pause,
+		// reach back expiryCatchUp at most, rather than read a window
+		// that grows with every failed pass.
+		r.cursor = max(r.cursor, now-expiryCatchUp.Milliseconds())
+	}
 	upto := now - reaperLag.Milliseconds()
 	if upto <= r.cursor {
 		return nil
 	}
 	if err := r.reap(ctx, r.cursor, upto, now); err != nil {
+		r.failing = true
 		return err // the next pass reads the same entries again
 	}
-	r.cursor = upto
+	r.cursor, r.failing = upto, false
 	return nil
 }
 
@@ -337,16 +350,17 @@ func (r *Reaper) reap(ctx context.Context, from, upto, now int64) error {
 }
 
 // expire deletes the keys of entries that are expired at now and reports
-// those it deleted.
+// those it deleted. Entries it could not handle (the store failed) wait
+// for the next pass (Late); only the end of ctx is an error.
 func (r *Reaper) expire(ctx context.Context, entries []dynastore.Item, now int64) error {
 	keys := make([]dynastore.Key, 0, len(entries))
-	seen := make(map[string]bool, len(entries))
+	byPK := make(map[string]dynastore.Item, len(entries))
 	for _, e := range entries {
 		pk, _ := e.Get(attrExpiryKey).(dynastore.B)
-		if len(pk) == 0 || seen[string(pk)] {
+		if len(pk) == 0 || byPK[string(pk)] != nil {
 			continue
 		}
-		seen[string(pk)] = true
+		byPK[string(pk)] = e
 		keys = append(keys, dynastore.Key{PK: pk, SK: KeyItemSK})
 	}
 	if len(keys) == 0 {
@@ -357,9 +371,12 @@ func (r *Reaper) expire(ctx context.Context, entries []dynastore.Item, now int64
 	}
 	items, err := dynastore.GetMany(ctx, r.Store, keys)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.Late(entries) // tried again at the next pass
+		return nil
 	}
-	var errs []error
 	for i, it := range items {
 		if it == nil || it.Has(AttrWatchMark) {
 			continue
@@ -383,7 +400,10 @@ func (r *Reaper) expire(ctx context.Context, entries []dynastore.Item, now int64
 			continue // changed since it was read, or another reaper had it
 		}
 		if err != nil {
-			errs = append(errs, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.Late([]dynastore.Item{byPK[string(keys[i].PK)]})
 			continue
 		}
 		r.Reaped++
@@ -391,5 +411,5 @@ func (r *Reaper) expire(ctx context.Context, entries []dynastore.Item, now int64
 			r.Expired(db, append([]byte(nil), key...))
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }

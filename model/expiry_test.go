@@ -418,3 +418,74 @@ func TestExpiredLateEntry(t *testing.T) {
 		require.Equal(t, []string{"0:k"}, keysOf(x.raised()))
 	})
 }
+
+// TestExpiredStoreFailures: a request of the reaper's that fails (the
+// table throttling, say: reading the index, reading keys, renewing the
+// lease, deleting a key) delays the events to a later pass, and neither
+// loses one nor repeats one.
+func TestExpiredStoreFailures(t *testing.T) {
+	for _, op := range []string{dynastore.OpQuery, dynastore.OpBatchGetItem, dynastore.OpUpdateItem, dynastore.OpDeleteItem} {
+		t.Run(op, func(t *testing.T) {
+			forStores(t, func(t *testing.T, e *keysEnv) {
+				x := newExpiryEnv(t, e)
+				f := &failOnce{Store: e.store}
+				r := x.reaper("a", f)
+				x.second(0, r)
+				x.set("k1", 1500*time.Millisecond)
+				x.set("k2", 1500*time.Millisecond)
+				x.second(time.Second, r)
+				f.op = op
+				x.now.Add(1000)
+				require.NoError(t, x.ix.Flush(context.Background()))
+				_ = r.PassOnce(context.Background())
+				require.Empty(t, f.op, "the failure was met")
+				for range 3 {
+					x.second(time.Second, r)
+				}
+				require.ElementsMatch(t, []string{"0:k1", "0:k2"}, keysOf(x.raised()))
+			})
+		})
+	}
+}
+
+// failOnce fails the next request of kind op (then clears it).
+type failOnce struct {
+	dynastore.Store
+	op string
+}
+
+func (f *failOnce) fail(op string) error {
+	if f.op == op {
+		f.op = ""
+		return dynastore.ErrThrottled
+	}
+	return nil
+}
+
+func (f *failOnce) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {
+	if err := f.fail(dynastore.OpQuery); err != nil {
+		return dynastore.QueryPage{}, err
+	}
+	return f.Store.Query(ctx, q)
+}
+
+func (f *failOnce) BatchGet(ctx context.Context, keys []dynastore.Key) ([]dynastore.Item, error) {
+	if err := f.fail(dynastore.OpBatchGetItem); err != nil {
+		return nil, err
+	}
+	return f.Store.BatchGet(ctx, keys)
+}
+
+func (f *failOnce) Update(ctx context.Context, k dynastore.Key, u dynastore.Update, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := f.fail(dynastore.OpUpdateItem); err != nil {
+		return nil, err
+	}
+	return f.Store.Update(ctx, k, u, o)
+}
+
+func (f *failOnce) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if err := f.fail(dynastore.OpDeleteItem); err != nil {
+		return nil, err
+	}
+	return f.Store.Delete(ctx, k, o)
+}
