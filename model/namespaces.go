@@ -29,6 +29,10 @@ package model
 //   - NsBus 'B': the bus's membership, one partition (sk an instance id):
 //     each running instance's bus address and heartbeat (bus/member.go), read
 //     by every instance with one Query to find the others.
+//   - NsExpiry 'x': the expiry index (expiry.go): under 'x', shard, minute
+//     the keys whose TTL passes in that minute, sk due ms and a hash of the
+//     key; under 'x' alone (sk 0) the lease of the instance that reaps them
+//     and how far it got (expiry_reaper.go).
 const (
 	NsKey       = 'k'
 	NsMembers   = 'm'
@@ -42,4 +46,5 @@ const (
 	NsQueue     = 'q'
 	NsQueueMeta = 'Q'
 	NsBus       = 'B'
+	NsExpiry    = 'x'
 )

@@ -54,23 +54,13 @@ type Sweeper struct {
 	// Swept counts, for tests and INFO: generations finished, members deleted.
 	Gens, Members int64
 
-	tokens float64
-	last   time.Time
+	limit tokenBucket
 }
 
 func (s *Sweeper) now() time.Time {
-	if s.Clock != nil {
-		return s.Clock()
-	}
 	// The store's clock, as commands' (Server.Now): a generation seen dead
 	// by one instance is condemned by another.
-	now := time.Now()
-	if c, ok := s.Store.(dynastore.Clocked); ok {
-		if off, _, ok := c.ClockOffset(); ok {
-			now = now.Add(off)
-		}
-	}
-	return now
+	return storeNow(s.Store, s.Clock)
 }
 
 func (s *Sweeper) grace() time.Duration {
@@ -106,25 +96,38 @@ func (s *Sweeper) wait(ctx context.Context) error {
 	if rate <= 0 {
 		rate = 50
 	}
+	return s.limit.wait(ctx, rate)
+}
+
+// tokenBucket caps a background job's store requests per second, so that
+// the job never takes much of the table's throughput from the commands.
+// It is used by one goroutine.
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// wait blocks until the bucket allows one more request at rate per second.
+func (b *tokenBucket) wait(ctx context.Context, rate int) error {
 	now := time.Now()
-	if s.last.IsZero() {
-		s.tokens = float64(rate)
+	if b.last.IsZero() {
+		b.tokens = float64(rate)
 	} else {
-		s.tokens = min(float64(rate), s.tokens+now.Sub(s.last).Seconds()*float64(rate))
+		b.tokens = min(float64(rate), b.tokens+now.Sub(b.last).Seconds()*float64(rate))
 	}
-	s.last = now
-	if s.tokens >= 1 {
-		s.tokens--
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
 		return nil
 	}
-	d := time.Duration((1 - s.tokens) / float64(rate) * float64(time.Second))
+	d := time.Duration((1 - b.tokens) / float64(rate) * float64(time.Second))
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(d):
 	}
-	s.tokens = 0
-	s.last = time.Now()
+	b.tokens = 0
+	b.last = time.Now()
 	return nil
 }
 

@@ -162,6 +162,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	}
 
 	a.srv = newCommandServer(cfg, store, stats, table, ln.Addr().String())
+	startExpiredEvents(ctx, a.srv, store)
 	if a.bus, err = startBus(ctx, cfg, store, a.srv.PubSub, a.srv.KeyEvents(), ln.Addr().String(), cert, logger); err != nil {
 		return a, err
 	}
@@ -326,7 +327,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 				Faults:   faithful.DefaultFaults,
 				Policy:   &policy,
 			})
-			go f.Memory().RunTTL(ctx, memoryTTLInterval)
+			go runMemoryTTL(ctx, f.Memory())
 			return f, nil
 		}
 		o := memory.Options{Observer: observer}
@@ -336,7 +337,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 		m := memory.New(o)
 		// The embedded store drops items whose ttl has passed, as DynamoDB's
 		// TTL does, so keys written with an expiry do not pile up forever.
-		go m.RunTTL(ctx, memoryTTLInterval)
+		go runMemoryTTL(ctx, m)
 		return m, nil
 	case storeDynamoDB:
 		s, err := dynamo.New(ctx, dynamo.Config{
