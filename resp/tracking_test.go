@@ -1,0 +1,255 @@
+package resp_test
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/compat"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/model"
+)
+
+// trStep is one command of a client tracking scenario: conn sends cmd
+// ($id0.. name the connections' ids), then the replies and pushes each
+// connection has are read, the sender's first: reads, or reads2/reads3
+// for one protocol when they differ.
+type trStep struct {
+	conn           int
+	cmd            string
+	reads          map[int]int
+	reads2, reads3 map[int]int
+}
+
+// Special steps: flagsOf reads CLIENT LIST's flags and redir of the
+// connection conn; waitGone waits until connection conn has left the
+// server's list.
+const (
+	flagsOf  = "flags-of"
+	waitGone = "wait-gone"
+)
+
+func r(conn, n int) map[int]int { return map[int]int{conn: n} }
+
+// Connection 0 tracks, 1 writes, 2 is a redirect target.
+var trackingScenario = []trStep{
+	// The default mode: a key read is invalidated once, when it changes.
+	{conn: 0, cmd: "CLIENT TRACKING on", reads: r(0, 1)},
+	{conn: 0, cmd: flagsOf},
+	{conn: 0, cmd: "GET a", reads: r(0, 1)},
+	{conn: 0, cmd: "MGET b c", reads: r(0, 1)},
+	{conn: 0, cmd: "STRLEN d", reads: r(0, 1)},
+	{conn: 1, cmd: "INFO", reads: r(1, 1)},
+	{conn: 1, cmd: "SET a 1", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 1, cmd: "SET a 2", reads: r(1, 1)},
+	{conn: 1, cmd: "MSET b 1 c 2 a 3", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 2}},
+	{conn: 1, cmd: "DEL nothing", reads: r(1, 1)},
+	{conn: 1, cmd: "INCR d", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	// The client's own change: after its reply.
+	{conn: 0, cmd: "GET a", reads: r(0, 1)},
+	{conn: 0, cmd: "SET a x", reads: r(0, 1), reads3: r(0, 2)},
+	// NOLOOP: not its own changes; the key is forgotten all the same.
+	{conn: 0, cmd: "CLIENT TRACKING on NOLOOP", reads: r(0, 1)},
+	{conn: 0, cmd: "GET a", reads: r(0, 1)},
+	{conn: 0, cmd: "APPEND a y", reads: r(0, 1)},
+	{conn: 1, cmd: "SET a 5", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT GETREDIR", reads: r(0, 1)},
+	// A transaction's changes, after EXEC.
+	{conn: 0, cmd: "HGET h f", reads: r(0, 1)},
+	{conn: 1, cmd: "MULTI", reads: r(1, 1)},
+	{conn: 1, cmd: "HSET h f 1", reads: r(1, 1)},
+	{conn: 1, cmd: "HINCRBY h f 2", reads: r(1, 1)},
+	{conn: 1, cmd: "EXEC", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	// A flush invalidates everything, the client's own flush included.
+	{conn: 0, cmd: "GET a", reads: r(0, 1)},
+	{conn: 1, cmd: "FLUSHALL", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "FLUSHDB", reads: r(0, 1), reads3: r(0, 2)},
+	{conn: 1, cmd: "SET a 1", reads: r(1, 1)},
+	{conn: 1, cmd: "INFO", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+	{conn: 0, cmd: "GET a", reads: r(0, 1)},
+	{conn: 1, cmd: "SET a 2", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT GETREDIR", reads: r(0, 1)},
+
+	// OPTIN: only after CLIENT CACHING yes, for the next command.
+	{conn: 0, cmd: "CLIENT TRACKING on OPTIN", reads: r(0, 1)},
+	{conn: 0, cmd: "GET x", reads: r(0, 1)},
+	{conn: 1, cmd: "SET x 1", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT CACHING yes", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "GET x", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 1, cmd: "SET x 2", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "CLIENT CACHING yes", reads: r(0, 1)},
+	{conn: 0, cmd: "PING", reads: r(0, 1)},
+	{conn: 0, cmd: "GET y", reads: r(0, 1)},
+	{conn: 1, cmd: "SET y 1", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT CACHING yes", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT ID", reads: r(0, 1)},
+	{conn: 0, cmd: "GET z", reads: r(0, 1)},
+	{conn: 1, cmd: "SET z 1", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "MULTI", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT CACHING yes", reads: r(0, 1)},
+	{conn: 0, cmd: "GET w", reads: r(0, 1)},
+	{conn: 0, cmd: "EXEC", reads: r(0, 1)},
+	{conn: 0, cmd: "GET v", reads: r(0, 1)},
+	{conn: 1, cmd: "MSET w 1 v 1", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "CLIENT TRACKING on OPTOUT", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+	// OPTOUT: unless after CLIENT CACHING no.
+	{conn: 0, cmd: "CLIENT TRACKING on OPTOUT", reads: r(0, 1)},
+	{conn: 0, cmd: "GET x", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT CACHING no", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "GET y", reads: r(0, 1)},
+	{conn: 1, cmd: "SET y 2", reads: r(1, 1)},
+	{conn: 1, cmd: "SET x 3", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+
+	// BCAST: every change under the prefixes, a message per prefix.
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST PREFIX b PREFIX a", reads: r(0, 1)},
+	{conn: 0, cmd: flagsOf},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 1, cmd: "MSET a1 1 b1 2 c1 3 a2 4", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 2}},
+	{conn: 1, cmd: "SET c 1", reads: r(1, 1)},
+	{conn: 1, cmd: "DEL a2 a1 a3", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "SET a3 x", reads: r(0, 1), reads3: r(0, 2)},
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST NOLOOP PREFIX c", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "SET c2 x", reads: r(0, 1)},
+	{conn: 1, cmd: "SET c3 x", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 1, cmd: "FLUSHALL", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 1, cmd: "INFO", reads: r(1, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 1, cmd: "SET zz 1", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: "CLIENT TRACKING on", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+
+	// REDIRECT: to a RESP2 subscriber of __redis__:invalidate, a message.
+	{conn: 2, cmd: "SUBSCRIBE __redis__:invalidate", reads: r(2, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING on REDIRECT $id2", reads: r(0, 1)},
+	{conn: 0, cmd: flagsOf},
+	{conn: 0, cmd: "CLIENT GETREDIR", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "GET r", reads: r(0, 1)},
+	{conn: 1, cmd: "SET r 1", reads: map[int]int{1: 1, 2: 1}},
+	{conn: 0, cmd: "GET r", reads: r(0, 1)},
+	{conn: 0, cmd: "SET r 2", reads: r(0, 1), reads2: map[int]int{0: 1, 2: 1}, reads3: map[int]int{0: 1, 2: 1}},
+	{conn: 1, cmd: "FLUSHALL", reads: map[int]int{1: 1, 2: 1}},
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST REDIRECT $id2", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST REDIRECT $id2", reads: r(0, 1)},
+	{conn: 1, cmd: "SET r 3", reads: map[int]int{1: 1, 2: 1}},
+	// The redirect client gone: the redirect is broken (told on RESP3).
+	{conn: 2, cmd: "QUIT", reads: r(2, 1)},
+	{conn: 2, cmd: waitGone},
+	{conn: 1, cmd: "SET r 4", reads: r(1, 1), reads3: map[int]int{1: 1, 0: 1}},
+	{conn: 0, cmd: flagsOf},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT GETREDIR", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKING on BCAST", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 0, cmd: "RESET", reads: r(0, 1)},
+	{conn: 0, cmd: "CLIENT TRACKINGINFO", reads: r(0, 1)},
+	{conn: 1, cmd: "INFO", reads: r(1, 1)},
+}
+
+var infoTracking = regexp.MustCompile(`tracking_[a-z_]+:\d+`)
+
+// runTrackingScenario returns every reply and push read, in order, each
+// prefixed by its step and the connection that read it; the connections'
+// ids read as $idN.
+func runTrackingScenario(t *testing.T, addr string, proto int) []string {
+	t.Helper()
+	var conns [3]*compat.Conn
+	var ids [3]string
+	for i := range conns {
+		c, err := compat.Dial(addr, 5*time.Second)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		if proto == 3 {
+			_, err := c.DoStrings("HELLO", "3")
+			require.NoError(t, err)
+		}
+		id, err := c.DoStrings("CLIENT", "ID")
+		require.NoError(t, err)
+		ids[i] = strings.TrimSuffix(strings.TrimPrefix(string(id), ":"), "\r\n")
+		conns[i] = c
+	}
+	normalize := func(s string) string {
+		for i, id := range ids {
+			s = strings.ReplaceAll(s, ":"+id+"\r\n", ":$id"+strconv.Itoa(i)+"\r\n")
+			s = strings.ReplaceAll(s, "redir="+id+" ", "redir=$id"+strconv.Itoa(i)+" ")
+		}
+		return s
+	}
+	var out []string
+	for _, st := range trackingScenario {
+		switch st.cmd {
+		case flagsOf:
+			list, err := conns[1].DoStrings("CLIENT", "LIST", "ID", ids[st.conn])
+			require.NoError(t, err)
+			fields := regexp.MustCompile(`flags=\S+|redir=\S+`).FindAllString(string(list), -1)
+			out = append(out, "flags of "+strconv.Itoa(st.conn)+": "+normalize(strings.Join(fields, " ")+" "))
+			continue
+		case waitGone:
+			for {
+				list, err := conns[1].DoStrings("CLIENT", "LIST", "ID", ids[st.conn])
+				require.NoError(t, err)
+				if !strings.Contains(string(list), "id="+ids[st.conn]+" ") {
+					break
+				}
+			}
+			continue
+		}
+		reads := st.reads
+		if proto == 2 && st.reads2 != nil {
+			reads = st.reads2
+		}
+		if proto == 3 && st.reads3 != nil {
+			reads = st.reads3
+		}
+		args := strings.Fields(strings.NewReplacer("$id0", ids[0], "$id1", ids[1], "$id2", ids[2]).Replace(st.cmd))
+		bs := make([][]byte, len(args))
+		for i, a := range args {
+			bs[i] = []byte(a)
+		}
+		require.NoError(t, conns[st.conn].Send(bs))
+		for _, c := range []int{st.conn, (st.conn + 1) % 3, (st.conn + 2) % 3} {
+			for range reads[c] {
+				got, err := conns[c].ReadRaw()
+				require.NoError(t, err, "%s: reading conn %d", st.cmd, c)
+				s := string(got)
+				if args[0] == "INFO" {
+					s = strings.Join(infoTracking.FindAllString(s, -1), " ")
+				}
+				out = append(out, st.cmd+" -> "+strconv.Itoa(c)+": "+normalize(s))
+			}
+		}
+	}
+	return out
+}
+
+// TestTrackingLikeRedis runs the scenario on redis-server and on redamo,
+// over RESP2 and RESP3, and compares every byte read (INFO's tracking
+// fields only).
+func TestTrackingLikeRedis(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run("resp"+strconv.Itoa(proto), func(t *testing.T) {
+			ref := compat.ReferenceRedis(t, "")
+			ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: model.On(memory.New(memory.Options{}))})
+			want := runTrackingScenario(t, ref, proto)
+			got := runTrackingScenario(t, ts.addr, proto)
+			require.Equal(t, want, got)
+		})
+	}
+}
