@@ -400,7 +400,7 @@ func (s *Server) track(c *Ctx, st *trackingState) {
 func (t *tracker) register(ctx context.Context, d *events.Dispatcher) {
 	t.regMu.Lock()
 	defer t.regMu.Unlock()
-	if t.remove != nil || t.clients.Load() == 0 {
+	if t.remove != nil {
 		return
 	}
 	// A peer that did not acknowledge misses writes until it hears of the
@@ -410,7 +410,7 @@ func (t *tracker) register(ctx context.Context, d *events.Dispatcher) {
 
 // untrack turns the connection's tracking off (CLIENT TRACKING OFF, RESET,
 // a connection that ends). Like Redis, its keys stay in the table until
-// they change.
+// they change or a flush.
 func (s *Server) untrack(cn *Conn) {
 	t := &s.tracker
 	if cn == nil || cn.tracking.Load() == nil {
@@ -431,11 +431,29 @@ func (s *Server) untrack(cn *Conn) {
 		}
 	}
 	t.mu.Unlock()
+	t.unregisterIfIdle()
+}
+
+// unregisterIfIdle takes the table out of the key events once no client
+// tracks and it holds no key: until then a flush or a change still
+// empties it, as Redis's table empties.
+func (t *tracker) unregisterIfIdle() {
 	t.regMu.Lock()
 	defer t.regMu.Unlock()
-	if t.remove != nil && t.clients.Load() == 0 {
+	t.mu.Lock()
+	idle := t.clients.Load() == 0 && len(t.keys) == 0
+	t.mu.Unlock()
+	if idle && t.remove != nil {
 		t.remove()
 		t.remove = nil
+	}
+}
+
+// maybeIdle unregisters the table, without blocking the key event that
+// emptied it, once nobody needs it.
+func (t *tracker) maybeIdle() {
+	if t.clients.Load() == 0 {
+		go t.unregisterIfIdle()
 	}
 }
 
@@ -547,9 +565,10 @@ func (t *tracker) KeyEvent(e events.Event) {
 	}
 	if e.Class == 0 && e.Key == nil {
 		t.flushAll(s)
-		return
+	} else {
+		t.invalidate(s, string(e.Key), e.Origin, true)
 	}
-	t.invalidate(s, string(e.Key), e.Origin, true)
+	t.maybeIdle()
 }
 
 // invalidate tells the clients that read key that it changed, once:
