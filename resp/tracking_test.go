@@ -1,9 +1,12 @@
 package resp_test
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/compat"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -256,4 +260,98 @@ func TestTrackingLikeRedis(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+// linkedPeers stands for the bus between two instances: what one
+// dispatcher sends, the other receives (without its origin, which never
+// leaves a process), and the interest each declared.
+type linkedPeers struct {
+	mu       sync.Mutex
+	to       *events.Dispatcher
+	interest *atomic.Bool // the other instance's
+	mine     atomic.Bool
+	declared []bool
+}
+
+func (p *linkedPeers) Send(e events.Event, all bool) {
+	if all || p.interest.Load() {
+		e.Origin = nil
+		p.to.Receive(e)
+	}
+}
+
+func (p *linkedPeers) Interest(_ context.Context, on bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mine.Store(on)
+	p.declared = append(p.declared, on)
+	return nil
+}
+
+func (p *linkedPeers) Anyone() bool                              { return p.interest.Load() }
+func (p *linkedPeers) Flags(context.Context, events.Class) error { return nil }
+
+// TestTrackingAcrossInstances: two instances on one store, their key
+// events linked as the bus links them. A client of the first is told of
+// the changes made through the second: a key it read (once, NOLOOP or
+// not), a BCAST prefix, a flush; the first instance declares its interest
+// while a client tracks, and withdraws it when none does.
+func TestTrackingAcrossInstances(t *testing.T) {
+	store := model.On(memory.New(memory.Options{}))
+	da, db := &events.Dispatcher{}, &events.Dispatcher{}
+	pa, pb := &linkedPeers{to: db}, &linkedPeers{to: da}
+	pa.interest, pb.interest = &pb.mine, &pa.mine
+	da.SetPeers(pa)
+	db.SetPeers(pb)
+	a := serve(t, &commands.Server{Table: commands.NewTable(), Store: store, Events: da})
+	b := serve(t, &commands.Server{Table: commands.NewTable(), Store: store, Events: db})
+	dial := func(addr string) *compat.Conn {
+		c, err := compat.Dial(addr, 5*time.Second)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	tracker, writer := dial(a.addr), dial(b.addr)
+	do := func(c *compat.Conn, want string, args ...string) {
+		t.Helper()
+		got, err := c.DoStrings(args...)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), "%v", args)
+	}
+	pushed := func(want string) {
+		t.Helper()
+		got, err := tracker.ReadRaw()
+		require.NoError(t, err)
+		require.Equal(t, want, string(got))
+	}
+	_, err := tracker.DoStrings("HELLO", "3")
+	require.NoError(t, err)
+	do(tracker, "+OK\r\n", "CLIENT", "TRACKING", "on", "NOLOOP")
+	require.Equal(t, []bool{true}, pa.declared)
+	do(tracker, "_\r\n", "GET", "k")
+
+	do(writer, "+OK\r\n", "SET", "k", "1")
+	pushed(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+	// Once: the key is read again before it is invalidated again.
+	do(writer, "+OK\r\n", "SET", "k", "2")
+	do(tracker, "$1\r\n2\r\n", "GET", "k")
+	do(writer, ":1\r\n", "DEL", "k")
+	pushed(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+
+	do(writer, "+OK\r\n", "FLUSHALL")
+	pushed(">2\r\n$10\r\ninvalidate\r\n_\r\n")
+
+	// No client tracks and the table is empty: no more interest.
+	do(tracker, "+OK\r\n", "CLIENT", "TRACKING", "off")
+	require.Equal(t, []bool{true, false}, pa.declared)
+	do(tracker, "+OK\r\n", "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "user:")
+	do(writer, "+OK\r\n", "MSET", "user:1", "a", "other", "b", "user:2", "c")
+	// Another instance's events come one by one.
+	pushed(">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n")
+	pushed(">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:2\r\n")
+
+	do(tracker, "+RESET\r\n", "RESET")
+	require.Equal(t, []bool{true, false, true, false}, pa.declared)
+	do(writer, "+OK\r\n", "SET", "user:3", "x")
+	do(tracker, "+PONG\r\n", "PING")
 }
