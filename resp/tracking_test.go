@@ -355,3 +355,40 @@ func TestTrackingAcrossInstances(t *testing.T) {
 	do(writer, "+OK\r\n", "SET", "user:3", "x")
 	do(tracker, "+PONG\r\n", "PING")
 }
+
+// TestTrackingTableMaxKeys: past tracking-table-max-keys a key leaves the
+// table, and its client is told as if it changed (which key Redis picks
+// at random); 0 lifts the limit.
+func TestTrackingTableMaxKeys(t *testing.T) {
+	ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: model.On(memory.New(memory.Options{}))})
+	c, err := compat.Dial(ts.addr, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	do := func(args ...string) string {
+		t.Helper()
+		got, err := c.DoStrings(args...)
+		require.NoError(t, err)
+		return string(got)
+	}
+	trackedKeys := func() string {
+		t.Helper()
+		return regexp.MustCompile(`tracking_total_keys:\d+`).FindString(do("INFO", "stats"))
+	}
+	do("HELLO", "3")
+	require.Equal(t, "+OK\r\n", do("CONFIG", "SET", "tracking-table-max-keys", "1"))
+	require.Equal(t, "%1\r\n$23\r\ntracking-table-max-keys\r\n$1\r\n1\r\n", do("CONFIG", "GET", "tracking-table-max-keys"))
+	require.Equal(t, "+OK\r\n", do("CLIENT", "TRACKING", "on"))
+	require.Equal(t, "_\r\n", do("GET", "a"))
+	require.Equal(t, "_\r\n", do("GET", "b"))
+	push, err := c.ReadRaw()
+	require.NoError(t, err)
+	require.Contains(t, []string{
+		">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\na\r\n",
+		">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nb\r\n",
+	}, string(push))
+	require.Equal(t, "tracking_total_keys:1", trackedKeys())
+
+	require.Equal(t, "+OK\r\n", do("CONFIG", "SET", "tracking-table-max-keys", "0"))
+	require.Equal(t, "*3\r\n_\r\n_\r\n_\r\n", do("MGET", "c", "d", "e"))
+	require.Equal(t, "tracking_total_keys:4", trackedKeys())
+}
