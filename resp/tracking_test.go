@@ -16,6 +16,7 @@ import (
 	"github.com/redamo/redamo/compat"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/events"
+	"github.com/redamo/redamo/internal/testserver"
 	"github.com/redamo/redamo/model"
 )
 
@@ -251,14 +252,15 @@ func runTrackingScenario(t *testing.T, addr string, proto int) []string {
 // over RESP2 and RESP3, and compares every byte read (INFO's tracking
 // fields only).
 func TestTrackingLikeRedis(t *testing.T) {
-	for _, proto := range []int{2, 3} {
-		t.Run("resp"+strconv.Itoa(proto), func(t *testing.T) {
-			ref := compat.ReferenceRedis(t, "")
-			ts := serve(t, &commands.Server{Table: commands.NewTable(), Store: model.On(memory.New(memory.Options{}))})
-			want := runTrackingScenario(t, ref, proto)
-			got := runTrackingScenario(t, ts.addr, proto)
-			require.Equal(t, want, got)
-		})
+	for _, b := range testserver.Stores(t) {
+		for _, proto := range []int{2, 3} {
+			t.Run(b.Name+"/resp"+strconv.Itoa(proto), func(t *testing.T) {
+				ref := compat.ReferenceRedis(t, "")
+				want := runTrackingScenario(t, ref, proto)
+				got := runTrackingScenario(t, b.Start(t).Addr, proto)
+				require.Equal(t, want, got)
+			})
+		}
 	}
 }
 
@@ -297,21 +299,25 @@ func (p *linkedPeers) Flags(context.Context, events.Class) error { return nil }
 // not), a BCAST prefix, a flush; the first instance declares its interest
 // while a client tracks, and withdraws it when none does.
 func TestTrackingAcrossInstances(t *testing.T) {
-	store := model.On(memory.New(memory.Options{}))
-	da, db := &events.Dispatcher{}, &events.Dispatcher{}
+	for _, b := range testserver.Instances(t) {
+		t.Run(b.Name, func(t *testing.T) { trackAcrossInstances(t, b) })
+	}
+}
+
+func trackAcrossInstances(t *testing.T, b testserver.Backend) {
+	a, other := b.Start(t), b.Start(t)
+	da, db := a.Srv.KeyEvents(), other.Srv.KeyEvents()
 	pa, pb := &linkedPeers{to: db}, &linkedPeers{to: da}
 	pa.interest, pb.interest = &pb.mine, &pa.mine
 	da.SetPeers(pa)
 	db.SetPeers(pb)
-	a := serve(t, &commands.Server{Table: commands.NewTable(), Store: store, Events: da})
-	b := serve(t, &commands.Server{Table: commands.NewTable(), Store: store, Events: db})
 	dial := func(addr string) *compat.Conn {
 		c, err := compat.Dial(addr, 5*time.Second)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	tracker, writer := dial(a.addr), dial(b.addr)
+	tracker, writer := dial(a.Addr), dial(other.Addr)
 	do := func(c *compat.Conn, want string, args ...string) {
 		t.Helper()
 		got, err := c.DoStrings(args...)
