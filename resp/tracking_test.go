@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/commands"
@@ -397,4 +398,109 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 	require.Equal(t, "+OK\r\n", do("CONFIG", "SET", "tracking-table-max-keys", "0"))
 	require.Equal(t, "*3\r\n_\r\n_\r\n_\r\n", do("MGET", "c", "d", "e"))
 	require.Equal(t, "tracking_total_keys:4", trackedKeys())
+}
+
+// TestTrackingCacheStaysCorrect: a client of one instance keeps a cache
+// of what it reads, dropping a key when told; clients of another instance
+// overwrite the keys meanwhile. Once the writes are over and the
+// invalidations read, every cached value is the stored one: no write
+// slips between a read and its key's remembering.
+func TestTrackingCacheStaysCorrect(t *testing.T) {
+	for _, b := range testserver.Instances(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			a, other := b.Start(t), b.Start(t)
+			da, db := a.Srv.KeyEvents(), other.Srv.KeyEvents()
+			pa, pb := &linkedPeers{to: db}, &linkedPeers{to: da}
+			pa.interest, pb.interest = &pb.mine, &pa.mine
+			da.SetPeers(pa)
+			db.SetPeers(pb)
+			cacheCheck(t, a.Addr, other.Addr)
+		})
+	}
+}
+
+func cacheCheck(t *testing.T, trackerAddr, writerAddr string) {
+	keys := []string{"k0", "k1", "k2", "k3"}
+	c, err := compat.Dial(trackerAddr, 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	cache := map[string]string{}
+	invalidate := regexp.MustCompile(`\$(\d+)\r\n`)
+	// reply reads the reply to the command sent, handling the pushes
+	// before it.
+	reply := func() string {
+		for {
+			got, err := c.ReadRaw()
+			require.NoError(t, err)
+			s := string(got)
+			if !strings.HasPrefix(s, ">") {
+				return s
+			}
+			// >2 $10 invalidate *n $len key ...
+			body := s[strings.Index(s, "invalidate\r\n")+len("invalidate\r\n"):]
+			if strings.HasPrefix(body, "_") {
+				clear(cache)
+				continue
+			}
+			for _, m := range invalidate.FindAllStringSubmatchIndex(body, -1) {
+				n, _ := strconv.Atoi(body[m[2]:m[3]])
+				delete(cache, body[m[1]:m[1]+n])
+			}
+		}
+	}
+	send := func(args ...string) string {
+		bs := make([][]byte, len(args))
+		for i, a := range args {
+			bs[i] = []byte(a)
+		}
+		require.NoError(t, c.Send(bs))
+		return reply()
+	}
+	send("HELLO", "3")
+	require.Equal(t, "+OK\r\n", send("CLIENT", "TRACKING", "on"))
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wc, err := compat.Dial(writerAddr, 10*time.Second)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer wc.Close()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := wc.DoStrings("SET", keys[(i+w)%len(keys)], strconv.Itoa(w*1000000+i))
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		}()
+	}
+	reads := 0
+	for i := range 2000 {
+		k := keys[i%len(keys)]
+		if _, ok := cache[k]; ok {
+			send("PING") // the invalidations come with the replies
+			continue
+		}
+		cache[k] = send("GET", k)
+		reads++
+	}
+	t.Logf("%d reads for 2000 lookups", reads)
+	close(stop)
+	wg.Wait()
+	// Every invalidation was queued before the writers' replies; it is
+	// out by the second PONG at the latest.
+	require.Equal(t, "+PONG\r\n", send("PING"))
+	require.Equal(t, "+PONG\r\n", send("PING"))
+	for k, v := range cache {
+		require.Equal(t, v, send("GET", k), "cached %s", k)
+	}
 }
