@@ -556,14 +556,14 @@ func (t *tracker) maxKeysValue() int64 {
 }
 
 // KeyEvent implements events.Consumer: a key changed through some
-// instance. A flush (an event of no class and no key) invalidates every
-// key.
+// instance. A flush (the only event of no class: notifyFlush) invalidates
+// every key.
 func (t *tracker) KeyEvent(e events.Event) {
 	s := t.srv.Load()
 	if s == nil {
 		return
 	}
-	if e.Class == 0 && e.Key == nil {
+	if e.Class == 0 {
 		t.flushAll(s)
 	} else {
 		t.invalidate(s, string(e.Key), e.Origin, true)
