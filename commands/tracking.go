@@ -79,14 +79,15 @@ type trackingState struct {
 
 // tracker is the server's tracking table.
 type tracker struct {
-	// clients counts the tracking connections (INFO tracking_clients);
-	// prefixed counts the BCAST prefixes, read on every command while
-	// someone tracks.
-	clients  atomic.Int64
-	prefixed atomic.Int64
-	maxKeys  atomic.Pointer[int64]
-	// pendingConns counts the connections with keys in pending.
+	// clients counts the tracking connections (INFO tracking_clients)
+	// and pendingConns the connections with keys in pending: Server.Run
+	// reads both on every command, and does nothing more while they are 0.
+	clients      atomic.Int64
 	pendingConns atomic.Int64
+	// prefixed counts the BCAST prefixes (INFO tracking_total_prefixes).
+	prefixed atomic.Int64
+	// maxKeys is CONFIG SET tracking-table-max-keys's (nil until set).
+	maxKeys atomic.Pointer[int64]
 	// srv is the Server the table is part of, set as a client first
 	// tracks.
 	srv atomic.Pointer[Server]
