@@ -411,7 +411,10 @@ func (t *tracker) register(ctx context.Context, d *events.Dispatcher) {
 
 // untrack turns the connection's tracking off (CLIENT TRACKING OFF, RESET,
 // a connection that ends). Like Redis, its keys stay in the table until
-// they change or a flush.
+// they change, while other clients track. Once none does, the table
+// forgets every key and leaves the key events, so that the other instances
+// stop sending this one their writes (Redis keeps such keys until they
+// change or a flush: INFO's tracking_total_keys then reads 0 here).
 func (s *Server) untrack(cn *Conn) {
 	t := &s.tracker
 	if cn == nil || cn.tracking.Load() == nil {
@@ -431,30 +434,20 @@ func (s *Server) untrack(cn *Conn) {
 			}
 		}
 	}
+	idle := t.clients.Load() == 0
+	if idle {
+		clear(t.keys)
+		t.items = 0
+	}
 	t.mu.Unlock()
-	t.unregisterIfIdle()
-}
-
-// unregisterIfIdle takes the table out of the key events once no client
-// tracks and it holds no key: until then a flush or a change still
-// empties it, as Redis's table empties.
-func (t *tracker) unregisterIfIdle() {
+	if !idle {
+		return
+	}
 	t.regMu.Lock()
 	defer t.regMu.Unlock()
-	t.mu.Lock()
-	idle := t.clients.Load() == 0 && len(t.keys) == 0
-	t.mu.Unlock()
-	if idle && t.remove != nil {
+	if t.remove != nil && t.clients.Load() == 0 {
 		t.remove()
 		t.remove = nil
-	}
-}
-
-// maybeIdle unregisters the table, without blocking the key event that
-// emptied it, once nobody needs it.
-func (t *tracker) maybeIdle() {
-	if t.clients.Load() == 0 {
-		go t.unregisterIfIdle()
 	}
 }
 
@@ -566,10 +559,9 @@ func (t *tracker) KeyEvent(e events.Event) {
 	}
 	if e.Class == 0 {
 		t.flushAll(s)
-	} else {
-		t.invalidate(s, string(e.Key), e.Origin, true)
+		return
 	}
-	t.maybeIdle()
+	t.invalidate(s, string(e.Key), e.Origin, true)
 }
 
 // invalidate tells the clients that read key that it changed, once:
