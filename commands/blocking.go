@@ -258,7 +258,7 @@ func blockingPop[T any](c *Ctx, keys [][]byte, ms int64, pop func(ac *Ctx, quiet
 			return false, err
 		}
 		key, got = k, g
-		c.emptied = ac.emptied // reported after the reply
+		c.notes = ac.notes // reported after the reply
 		return true, nil
 	})
 	if err != nil {
@@ -341,7 +341,7 @@ func blmove(c *Ctx, timeout []byte, from, to bool) {
 			return false, err
 		}
 		moved = v
-		c.emptied = ac.emptied
+		c.notes = ac.notes
 		return true, nil
 	})
 	if err != nil {

@@ -265,7 +265,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	c.emptied = c.emptied[:0]
+	c.notes.clear()
 	if c.Conn != nil && s.tracker.clients.Load()+s.tracker.pendingConns.Load() > 0 {
 		s.trackBefore(c, cmd)
 		defer s.trackAfter(c, cmd)
