@@ -140,7 +140,12 @@ var trackingScenario = []trStep{
 	{conn: 0, cmd: "CLIENT TRACKING on", reads: r(0, 1)},
 	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
 
-	// REDIRECT: to a RESP2 subscriber of __redis__:invalidate, a message.
+	// REDIRECT: a RESP3 client gets pushes; a RESP2 one only once
+	// subscribed, as messages on __redis__:invalidate.
+	{conn: 0, cmd: "CLIENT TRACKING on REDIRECT $id2", reads: r(0, 1)},
+	{conn: 0, cmd: "GET q", reads: r(0, 1)},
+	{conn: 1, cmd: "SET q 1", reads: r(1, 1), reads3: map[int]int{1: 1, 2: 1}},
+	{conn: 0, cmd: "CLIENT TRACKING off", reads: r(0, 1)},
 	{conn: 2, cmd: "SUBSCRIBE __redis__:invalidate", reads: r(2, 1)},
 	{conn: 0, cmd: "CLIENT TRACKING on REDIRECT $id2", reads: r(0, 1)},
 	{conn: 0, cmd: flagsOf},
