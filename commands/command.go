@@ -564,6 +564,8 @@ type Conn struct {
 	// subscribed is set while the connection holds a subscription (Redis's
 	// CLIENT_PUBSUB: flag P, and RESP2's subscribed mode); owner-only.
 	subscribed bool
+	// tracking is the CLIENT TRACKING mode, nil when off (tracking.go).
+	tracking atomic.Pointer[trackingState]
 }
 
 // FlushStats adds the connection's calls and store requests counted so far

@@ -257,7 +257,7 @@ var configParams = []configParam{
 	{name: "tls-session-cache-size", def: "20480"},
 	{name: "tls-session-cache-timeout", def: "300"},
 	{name: "tls-session-caching", def: "yes"},
-	{name: "tracking-table-max-keys", def: "1000000"},
+	trackingMaxKeysParam,
 	{name: "unixsocket", def: "", flags: cfgImmutable},
 	{name: "unixsocketperm", def: "0", flags: cfgImmutable},
 	{name: "use-exit-on-panic", def: "no", flags: cfgHidden},

@@ -21,7 +21,9 @@ func registerConnection(t *Table) {
 		{Name: "select", Run: cmdSelect},
 		{Name: "auth", Run: cmdAuth},
 		{Name: "hello", Run: cmdHello},
+		{Name: "client|caching", Run: cmdClientCaching},
 		{Name: "client|getname", Run: cmdClientGetname},
+		{Name: "client|getredir", Run: cmdClientGetredir},
 		{Name: "client|help", Run: cmdClientHelp},
 		{Name: "client|id", Run: cmdClientID},
 		{Name: "client|info", Run: cmdClientInfo},
@@ -29,6 +31,8 @@ func registerConnection(t *Table) {
 		{Name: "client|list", Run: cmdClientList},
 		{Name: "client|setinfo", Run: cmdClientSetinfo},
 		{Name: "client|setname", Run: cmdClientSetname},
+		{Name: "client|tracking", Run: cmdClientTracking},
+		{Name: "client|trackinginfo", Run: cmdClientTrackinginfo},
 	})
 }
 
@@ -350,6 +354,8 @@ func clientInfoLine(c *Ctx, cn *Conn) string {
 	if multi >= 0 {
 		flags += "x"
 	}
+	tflags, redir := trackingFlags(cn)
+	flags += tflags
 	if flags == "" {
 		flags = "N"
 	}
@@ -358,7 +364,9 @@ func clientInfoLine(c *Ctx, cn *Conn) string {
 	fmt.Fprintf(&b, " sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0", sub, psub, ssub, multi)
 	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=")
 	b.WriteString(last)
-	b.WriteString(" user=default redir=-1 resp=")
+	b.WriteString(" user=default redir=")
+	b.WriteString(strconv.FormatInt(redir, 10))
+	b.WriteString(" resp=")
 	b.WriteString(strconv.Itoa(proto))
 	b.WriteString(" lib-name=")
 	b.WriteString(libName)
@@ -466,6 +474,10 @@ func killClient(c *Ctx, id int64) {
 
 func cmdClientHelp(c *Ctx) {
 	writeHelp(c, "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CACHING (YES|NO)",
+		"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+		"GETREDIR",
+		"    Return the client ID we are redirecting to when tracking is enabled.",
 		"GETNAME",
 		"    Return the name of the current connection.",
 		"ID",
@@ -500,6 +512,11 @@ func cmdClientHelp(c *Ctx) {
 		"    * LIB-VER: the client lib version.",
 		"SETNAME <name>",
 		"    Assign the name <name> to the current connection.",
+		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+		"         [OPTIN] [OPTOUT] [NOLOOP]",
+		"    Control server assisted client side caching.",
+		"TRACKINGINFO",
+		"    Report tracking status for the current connection.",
 	)
 }
 

@@ -150,6 +150,7 @@ func infoClients(c *Ctx, b *strings.Builder) error {
 	infoField(b, "cluster_connections", 0)
 	infoField(b, "maxclients", c.Srv.MaxClients())
 	infoField(b, "blocked_clients", c.Srv.BlockedClients())
+	infoField(b, "tracking_clients", c.Srv.tracker.clients.Load())
 	return nil
 }
 
@@ -209,6 +210,10 @@ func infoStats(c *Ctx, b *strings.Builder) error {
 	infoField(b, "pubsub_channels", chans)
 	infoField(b, "pubsub_patterns", pats)
 	infoField(b, "pubsubshard_channels", shards)
+	_, keys, items, prefixes := c.Srv.trackingInfo()
+	infoField(b, "tracking_total_keys", keys)
+	infoField(b, "tracking_total_items", items)
+	infoField(b, "tracking_total_prefixes", prefixes)
 	infoField(b, "client_output_buffer_limit_disconnections", net.OutputLimitDisconnections.Load())
 	return nil
 }

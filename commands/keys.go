@@ -567,6 +567,7 @@ func replyFlush(c *Ctx, err error) {
 		c.Fail(err)
 		return
 	}
+	notifyFlush(c, strings.ToLower(string(c.Args[0])))
 	c.W.Simple("OK")
 }
 

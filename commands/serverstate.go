@@ -89,6 +89,9 @@ type Server struct {
 	// found once (clock.go).
 	clockOnce sync.Once
 	clocked   model.Clocked
+
+	// tracker is the client tracking table (tracking.go).
+	tracker tracker
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
@@ -264,6 +267,10 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		start = time.Now()
 	}
 	c.notes.clear()
+	if c.Conn != nil && s.tracker.clients.Load()+s.tracker.pendingConns.Load() > 0 {
+		s.trackBefore(c, cmd)
+		defer s.trackAfter(c, cmd)
+	}
 	cmd.Run(c)
 	// A full reading, derived from the start by one read of the monotonic
 	// clock (time.Now reads the wall clock too).

@@ -45,6 +45,25 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 		c.w.buf = appendPush(c.w.buf, c.cn.Proto, kind, pattern, channel, payload)
 		return
 	}
+	c.queuePush(func(b []byte, proto int) []byte {
+		return appendPush(b, proto, kind, pattern, channel, payload)
+	})
+}
+
+// PushReply implements commands.Pusher (client tracking's invalidations):
+// what write writes is queued as a pub/sub message is.
+func (c *conn) PushReply(write func(w commands.Writer)) {
+	c.queuePush(func(b []byte, proto int) []byte {
+		w := Writer{proto: proto, buf: b}
+		write(&w)
+		return w.buf
+	})
+}
+
+// queuePush appends a push (encoded by add under the connection's
+// protocol) to what is pending, and has it written if the connection is
+// idle.
+func (c *conn) queuePush(add func(b []byte, proto int) []byte) {
 	_, proto := c.cn.Published()
 	ps := &c.push
 	ps.mu.Lock()
@@ -52,7 +71,11 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 	if ps.closed {
 		return
 	}
-	ps.pending = appendPush(ps.pending, proto, kind, pattern, channel, payload)
+	before := len(ps.pending)
+	ps.pending = add(ps.pending, proto)
+	if len(ps.pending) == before {
+		return
+	}
 	if c.overLimit(len(ps.pending), c.s.srv.PubSubOutputLimit()) {
 		ps.closed = true
 		ps.pending = nil

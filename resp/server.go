@@ -378,6 +378,17 @@ func (r *registry) List() []*commands.Conn {
 	return out
 }
 
+// Lookup returns open connection id, nil if there is none (client
+// tracking's REDIRECT).
+func (r *registry) Lookup(id int64) *commands.Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.conns[id]; c != nil {
+		return c.cn
+	}
+	return nil
+}
+
 // Kill closes connection id; its pending requests are dropped. As in
 // Redis, the connection is gone for the commands that follow (CLIENT LIST,
 // another KILL) even before its goroutine has noticed.
