@@ -443,6 +443,9 @@ type Ctx struct {
 	// events, when set, holds the events the command reports until the
 	// unit of work it runs in commits (notify.go).
 	events *eventBuf
+	// emptied are the keys the command's writes left empty, whose "del"
+	// follows the command's own event for them (notify.go).
+	emptied [][]byte
 }
 
 // SetNow makes t, a reading of the local clock taken just before (End of

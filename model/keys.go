@@ -161,6 +161,9 @@ func mutateKey(s Scope, key []byte, start *KeyState, decide func(KeyState) (*key
 		if cur, lost = CondFailed(err); lost {
 			return ErrConflict
 		}
+		if err == nil && !w.delete && !ks.Live {
+			reportCreated(s, key)
+		}
 		return err
 	})
 }
