@@ -157,7 +157,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	if c.g, err = c.globals(set); err != nil {
 		return c.usageError(err)
 	}
-	x := &invocation{ctx: ctx, cli: c, pos: pos, flags: set}
+	x := &invocation{ctx: ctx, cli: c, verb: v, pos: pos, flags: set}
 	// Arguments are checked before anything is opened: a typo costs no
 	// request, and exits 2 whatever the store's state.
 	runVerb, err := v.build(x)
@@ -171,7 +171,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	defer be.Close()
 	c.be = be
 	res := runVerb()
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !x.untilSignal {
 		fmt.Fprintln(c.errOut, "redamo: interrupted")
 		return exitInterrupted
 	}

@@ -145,6 +145,7 @@ func (l *local) Close() error { return l.close() }
 // back as maps.
 type remote struct {
 	rdb  *redis.Client
+	opts *redis.Options
 	addr string
 }
 
@@ -191,7 +192,7 @@ func dialServer(server string) (backend, error) {
 		}
 		return nil, err
 	}
-	return &remote{rdb: redis.NewClient(opts), addr: opts.Addr}, nil
+	return &remote{rdb: redis.NewClient(opts), opts: opts, addr: opts.Addr}, nil
 }
 
 func (r *remote) Do(ctx context.Context, args [][]byte) (commands.Reply, error) {
@@ -223,9 +224,7 @@ func (r *remote) Do(ctx context.Context, args [][]byte) (commands.Reply, error) 
 	case errors.As(o.err, &re):
 		return commands.Reply{Kind: commands.ReplyError, Str: re.Error()}, nil
 	case o.err != nil:
-		return commands.Reply{}, &cliError{code: exitStore, msg: fmt.Sprintf(
-			"cannot reach redamo at %s (--server, REDAMO_SERVER): %v; start it (make run), or point --server at a running one, or leave it unset to use the DynamoDB table directly",
-			r.addr, o.err)}
+		return commands.Reply{}, r.lost(o.err)
 	}
 	return fromGoRedis(o.v), nil
 }
@@ -278,6 +277,21 @@ func fromGoRedis(v any) commands.Reply {
 		return commands.Reply{Kind: commands.ReplyError, Str: v.Error()}
 	}
 	return commands.Reply{Kind: commands.ReplyBulk, Str: fmt.Sprint(v)}
+}
+
+// lost is the error for a server that could not be reached or dropped the
+// connection.
+func (r *remote) lost(err error) error {
+	return &cliError{code: exitStore, msg: fmt.Sprintf(
+		"cannot reach redamo at %s (--server, REDAMO_SERVER): %v; start it (make run), or point --server at a running one, or leave it unset to use the DynamoDB table directly",
+		r.addr, err)}
+}
+
+// withDB is a connection to the same server in database db.
+func (r *remote) withDB(db int) *remote {
+	opts := *r.opts
+	opts.DB = db
+	return &remote{rdb: redis.NewClient(&opts), opts: &opts, addr: r.addr}
 }
 
 func (r *remote) Where() string    { return "redamo at " + r.addr }

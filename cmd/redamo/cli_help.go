@@ -14,6 +14,7 @@ var groups = []struct{ name, title string }{
 	{"lock", "Locks: redamo lock OPERATION NAME"},
 	{"leader", "Leader election: redamo leader OPERATION POOL"},
 	{"queue", "Work queues: redamo queue OPERATION NAME"},
+	{"watch", "Key events"},
 	{"exec", "Any command"},
 }
 
@@ -41,6 +42,7 @@ const helpExits = `Exit codes:
   1  the answer is no: no such key or member, an empty list, --if-absent on a
      key that exists, a lock or leadership that is not (or no longer) yours,
      a watch that timed out
+     (redamo watch runs until SIGINT or SIGTERM, then exits 0)
   2  invalid arguments or flags, or a command redamo refused (syntax,
      WRONGTYPE, not an integer)
   3  the store or server failed or is unreachable (throttling, permissions, a
@@ -125,7 +127,14 @@ func writeVerb(w io.Writer, v *verb) {
 	if v.value != "" {
 		fmt.Fprintf(w, "      --format value prints %s\n", v.value)
 	}
-	fmt.Fprintf(w, "      $ redamo %s\n      %s\n", v.example, v.output)
+	fmt.Fprintf(w, "      $ redamo %s\n", v.example)
+	if len(v.meanwhile) > 0 {
+		fmt.Fprintf(w, "      # meanwhile, in another shell: redamo %s; then Ctrl-C\n", strings.Join(v.meanwhile, "; redamo "))
+	}
+	if v.note != "" {
+		fmt.Fprintf(w, "      (stderr) redamo: %s\n", v.note)
+	}
+	fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(v.output, "\n", "\n      "))
 }
 
 func flagUsage(f flagDef) string {

@@ -36,6 +36,11 @@ type verb struct {
 	summary string
 	// example is a command line (after "redamo ") and output its JSON.
 	example, output string
+	// meanwhile, for a verb that runs until interrupted (watch): the
+	// commands (after "redamo ") another shell runs while the example
+	// runs, which make its output; note is its line on stderr, if any.
+	meanwhile []string
+	note      string
 	// value is the field --format value prints ("": none).
 	value string
 	// build checks the arguments and flags (usage errors, before
@@ -98,7 +103,7 @@ var verbFlags = map[string]flagDef{
 const exampleIdentity = "alice@build-1:4242"
 
 // verbs are every verb, in the order help shows them and their examples run.
-var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{execVerb})
+var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{watchVerb, execVerb})
 
 var keyVerbs = []verb{
 	// ---- keys and counters
@@ -238,12 +243,16 @@ var execVerb = verb{name: "exec", group: "exec", args: "COMMAND [ARG...]", minAr
 type invocation struct {
 	ctx   context.Context
 	cli   *cli
+	verb  *verb
 	pos   []string
 	flags map[string]string
 	// forever: the command may block without limit (leader watch without
 	// --wait, exec); otherwise a call gets a deadline after waitMS.
 	forever bool
 	waitMS  int64
+	// untilSignal: the verb runs until SIGINT or SIGTERM, which end it
+	// with exit 0 (watch).
+	untilSignal bool
 }
 
 // callMargin is how long past its own wait a call may take before the
