@@ -14,6 +14,7 @@ var groups = []struct{ name, title string }{
 	{"lock", "Locks: redamo lock OPERATION NAME"},
 	{"leader", "Leader election: redamo leader OPERATION POOL"},
 	{"queue", "Work queues: redamo queue OPERATION NAME"},
+	{"transaction", "Transactions"},
 	{"watch", "Key events"},
 	{"exec", "Any command"},
 }
@@ -111,6 +112,9 @@ func printVerbHelp(w io.Writer, v *verb) {
 func writeVerb(w io.Writer, v *verb) {
 	usage := []string{"redamo", v.name, v.args}
 	for _, name := range v.flags {
+		if strings.Contains(v.args, "--"+name+" ") {
+			continue // required, in the arguments' usage
+		}
 		usage = append(usage, "["+flagUsage(verbFlags[name])+"]")
 	}
 	fmt.Fprintf(w, "\n  %s\n", strings.Join(usage, " "))
@@ -127,7 +131,11 @@ func writeVerb(w io.Writer, v *verb) {
 	if v.value != "" {
 		fmt.Fprintf(w, "      --format value prints %s\n", v.value)
 	}
-	fmt.Fprintf(w, "      $ redamo %s\n", v.example)
+	if v.stdin != "" {
+		fmt.Fprintf(w, "      $ echo '%s' |\n        redamo %s\n", v.stdin, v.example)
+	} else {
+		fmt.Fprintf(w, "      $ redamo %s\n", v.example)
+	}
 	if len(v.meanwhile) > 0 {
 		fmt.Fprintf(w, "      # meanwhile, in another shell: redamo %s; then Ctrl-C\n", strings.Join(v.meanwhile, "; redamo "))
 	}

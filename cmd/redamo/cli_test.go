@@ -112,6 +112,7 @@ func TestCLIHelpExamples(t *testing.T) {
 					receipt = m[1]
 				}
 				args := append(strings.Fields(strings.ReplaceAll(v.example, "$receipt", receipt)), p.flags...)
+				cliStdin = strings.NewReader(v.stdin)
 				code, out, errOut := cliRun(t, env, args...)
 				if m := receiptField.FindStringSubmatch(out); m != nil {
 					receipt = m[1]
@@ -444,7 +445,7 @@ func TestCLIHelp(t *testing.T) {
 	for _, v := range verbs {
 		require.Contains(t, out, "redamo "+v.name+" "+v.args, v.name)
 		if v.meanwhile == nil {
-			require.Contains(t, out, "$ redamo "+v.example+"\n      "+v.output+"\n", v.name)
+			require.Contains(t, out, "redamo "+v.example+"\n      "+v.output+"\n", v.name)
 		}
 		for _, line := range strings.Split(v.output, "\n") {
 			require.Contains(t, out, "\n      "+line+"\n", v.name)

@@ -41,6 +41,8 @@ type verb struct {
 	// runs, which make its output; note is its line on stderr, if any.
 	meanwhile []string
 	note      string
+	// stdin is what the example reads on standard input ("": nothing).
+	stdin string
 	// value is the field --format value prints ("": none).
 	value string
 	// build checks the arguments and flags (usage errors, before
@@ -108,7 +110,7 @@ var verbFlags = map[string]flagDef{
 const exampleIdentity = "alice@build-1:4242"
 
 // verbs are every verb, in the order help shows them and their examples run.
-var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{watchVerb, execVerb})
+var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{txVerb, watchVerb, execVerb})
 
 var keyVerbs = []verb{
 	// ---- keys and counters
