@@ -36,7 +36,7 @@ var watchVerb = verb{name: "watch", group: "watch", args: "PATTERN", minArgs: 1,
 		"from writes made through any instance, until interrupted (Ctrl-C or SIGTERM: exit 0). " +
 		"Needs --server: events travel between running instances. Refuses (exit 2) while the table's " +
 		"notify-keyspace-events lacks K or every event class; --enable adds K and A to it.",
-	meanwhile: []string{"set user:1 Ada", "inc user:2 --by 5", "exec GETDEL user:1"},
+	meanwhile: []string{"set user:1 Ada", "inc user:2 --by 5 --create", "exec GETDEL user:1"},
 	example:   "watch user:* --values --enable",
 	output: `{"key":"user:1","event":"set","db":0,"value":"Ada"}
 {"key":"user:2","event":"incrby","db":0,"value":"5"}
