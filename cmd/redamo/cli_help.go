@@ -162,6 +162,9 @@ func writeFlags(w io.Writer) {
 		fmt.Fprintf(w, "  %-18s %-20s %s%s\n", flagUsage(f), f.env, f.usage, def)
 	}
 	fmt.Fprintln(w, "  --help                                  this verb's help")
+	fmt.Fprintln(w, "Defaults from the environment (a flag wins): REDAMO_DEFAULT_TTL for set's --ttl,")
+	fmt.Fprintln(w, "REDAMO_LOCK_TTL for lock acquire's and extend's --ttl, REDAMO_QUEUE_VISIBILITY for")
+	fmt.Fprintln(w, "queue pop's --visibility-timeout.")
 	fmt.Fprintln(w, "Durations are written 30s, 5m, 1500ms. The lock owner and leader id default to")
 	fmt.Fprintln(w, "$REDAMO_OWNER, else user@host:PID of the calling shell (each script its own).")
 }

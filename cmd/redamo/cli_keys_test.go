@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/internal/testproc"
+	"github.com/redamo/redamo/internal/testserver"
 )
 
 // get --default, delete --if-value, inc/dec without and with --create,
@@ -152,4 +153,88 @@ func TestCLIDeleteIfValueRequests(t *testing.T) {
 		require.Regexp(t, `redamo: -> 1 in .*; DynamoDB requests so far: \d+ \(.*DeleteItem 1[,)]`, errOut)
 		require.NotContains(t, errOut, "TransactWriteItems")
 	}
+}
+
+// REDAMO_DEFAULT_TTL, REDAMO_LOCK_TTL and REDAMO_QUEUE_VISIBILITY give
+// set's, lock's and queue pop's durations their defaults; a flag wins; a
+// bad value exits 2 naming the variable. On every path.
+func TestCLIEnvDefaults(t *testing.T) {
+	env := map[string]string{
+		"REDAMO_DEFAULT_TTL": "1h", "REDAMO_LOCK_TTL": "2m", "REDAMO_QUEUE_VISIBILITY": "0s", "REDAMO_OWNER": "me",
+	}
+	for _, p := range cliPaths(t) {
+		t.Run(p.name, func(t *testing.T) {
+			runSteps(t, p, env, []cliStep{
+				{a("set", "k", "v"), 0, `{"key":"k","value":"v","set":true,"ttl_ms":3600000}`, ""},
+				{a("ttl", "k"), 0, `{"key":"k","exists":true,"pttl_ms":N}`, ""},
+				{a("set", "k2", "v", "--ttl", "1m"), 0, `{"key":"k2","value":"v","set":true,"ttl_ms":60000}`, ""},
+				{a("lock", "acquire", "L"), 0, `{"lock":"L","owner":"me","acquired":true,"fence":1,"ttl_ms":120000}`, ""},
+				{a("lock", "extend", "L"), 0, `{"lock":"L","owner":"me","extended":true,"ttl_ms":120000}`, ""},
+				{a("lock", "extend", "L", "--ttl", "10s"), 0, `{"lock":"L","owner":"me","extended":true,"ttl_ms":10000}`, ""},
+				{a("leader", "elect", "P", "--id", "n"), 0, `{"pool":"P","id":"n","elected":true,"term":1,"ttl_ms":30000}`, ""},
+				// A visibility timeout of 0 takes the message for good (no receipt).
+				{a("queue", "push", "Q", "m"), 0, `{"queue":"Q","message_id":"N"}`, ""},
+				{a("queue", "pop", "Q"), 0, `{"queue":"Q","message_id":"N","receipt":null,"payload":"m","deliveries":1}`, ""},
+				{a("queue", "pop", "Q"), 1, `{"queue":"Q","message_id":null}`, ""},
+				{a("queue", "push", "Q", "m2"), 0, `{"queue":"Q","message_id":"N"}`, ""},
+				{a("queue", "pop", "Q", "--visibility-timeout", "1m"), 0, `{"queue":"Q","message_id":"N","receipt":"N","payload":"m2","deliveries":1}`, ""},
+			})
+			runSteps(t, p, map[string]string{"REDAMO_DEFAULT_TTL": "5"}, []cliStep{
+				{a("set", "k", "v"), 2, "", "redamo: REDAMO_DEFAULT_TTL=5: a duration needs a unit"},
+				{a("set", "k", "v", "--ttl", "1s"), 0, `{"key":"k","value":"v","set":true,"ttl_ms":1000}`, ""},
+			})
+			runSteps(t, p, map[string]string{"REDAMO_LOCK_TTL": "x"}, []cliStep{
+				{a("lock", "acquire", "L2", "--owner", "o"), 2, "", `redamo: REDAMO_LOCK_TTL="x": not a duration`},
+			})
+		})
+	}
+}
+
+// --quiet and --verbose on every path; --profile picks the credentials
+// of the table's AWS profile (DynamoDB Local keeps tables per access key).
+func TestCLIGlobalFlags(t *testing.T) {
+	for _, p := range cliPaths(t) {
+		t.Run(p.name, func(t *testing.T) {
+			runSteps(t, p, nil, []cliStep{
+				{a("set", "k", "v", "--quiet"), 0, "", ""},
+				{a("get", "nothing", "--quiet"), 1, "", ""},
+				{a("delete", "k", "--if-value", "w", "--quiet"), 1, "", ""},
+				{a("inc", "k", "--quiet"), 2, "", "redamo: ERR value is not an integer or out of range"},
+			})
+			code, out, errOut := cliRun(t, map[string]string{"REDAMO_VERBOSE": "1"}, withFlags(a("get", "k"), p.flags)...)
+			require.Equal(t, exitOK, code, errOut)
+			require.Equal(t, `{"key":"k","value":"v"}`+"\n", out)
+			require.Regexp(t, `^redamo: GET k \((redamo at|table) .*\)\nredamo: -> "v" in `, errOut)
+			if serverAddr(p) == "" {
+				require.Regexp(t, `DynamoDB requests so far: \d+ \(.*GetItem 1`, errOut)
+			}
+		})
+	}
+	ep := os.Getenv(testserver.EnvEndpoint)
+	if ep == "" {
+		return
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config")
+	creds := filepath.Join(dir, "credentials")
+	require.NoError(t, os.WriteFile(config, []byte("[profile tables]\nregion = us-east-1\n"), 0o600))
+	require.NoError(t, os.WriteFile(creds, []byte("[tables]\naws_access_key_id = redamotest\naws_secret_access_key = redamotest\n"), 0o600))
+	t.Setenv("AWS_CONFIG_FILE", config)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "redamotest")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "redamotest")
+	table := newTable(t, ep)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	p := cliPath{"profile", []string{"--endpoint", ep, "--table", table}}
+	runSteps(t, p, nil, []cliStep{
+		{a("set", "k", "v", "--profile", "tables"), 0, `{"key":"k","value":"v","set":true}`, ""},
+		{a("get", "k", "--profile", "tables"), 0, `{"key":"k","value":"v"}`, ""},
+	})
+	runSteps(t, p, map[string]string{"AWS_PROFILE": "tables"}, []cliStep{{a("get", "k"), 0, `{"key":"k","value":"v"}`, ""}})
+	runSteps(t, p, nil, []cliStep{
+		{a("get", "k", "--profile", "nope"), 3, "", "failed to get shared config profile, nope"},
+	})
 }

@@ -351,6 +351,34 @@ func (x *invocation) boolFlag(name string) bool {
 	return on
 }
 
+// Environment variables that give a duration flag its default.
+const (
+	envDefaultTTL      = "REDAMO_DEFAULT_TTL"      // set --ttl
+	envLockTTL         = "REDAMO_LOCK_TTL"         // lock acquire/extend --ttl
+	envQueueVisibility = "REDAMO_QUEUE_VISIBILITY" // queue pop --visibility-timeout
+)
+
+// msEnv reads a duration flag in milliseconds: the flag, else the
+// environment variable env, else def (given reports whether either was).
+func (x *invocation) msEnv(name, env string, def int64, allowZero bool) (ms int64, given bool, err error) {
+	if _, ok := x.flags[name]; ok {
+		return x.ms(name, def, allowZero)
+	}
+	v := ""
+	if env != "" {
+		v = x.cli.getenv(env)
+	}
+	if v == "" {
+		return def, false, nil
+	}
+	ms, err = parseDuration(name, v, allowZero)
+	if err != nil {
+		// The message names the variable, not the flag.
+		return 0, false, usageErr("%s=%s", env, strings.TrimPrefix(err.Error(), "--"+name+" "))
+	}
+	return ms, true, nil
+}
+
 // ms reads a duration flag in milliseconds, def when it is not given.
 func (x *invocation) ms(name string, def int64, allowZero bool) (int64, bool, error) {
 	v, ok := x.flags[name]
@@ -399,7 +427,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func buildSet(x *invocation) (func() result, error) {
 	key, val := x.pos[0], x.pos[1]
-	ttl, hasTTL, err := x.ms("ttl", 0, false)
+	ttl, hasTTL, err := x.msEnv("ttl", envDefaultTTL, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +593,11 @@ func (x *invocation) leaseFlags(holderFlag string, wait bool) (holder string, tt
 	if holder, err = x.identity(holderFlag); err != nil {
 		return
 	}
-	if ttl, _, err = x.ms("ttl", defaultLeaseMS, false); err != nil {
+	env := envLockTTL
+	if holderFlag != "owner" {
+		env = "" // a leader's reign has no variable
+	}
+	if ttl, _, err = x.msEnv("ttl", env, defaultLeaseMS, false); err != nil {
 		return
 	}
 	if wait {
