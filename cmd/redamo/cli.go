@@ -170,12 +170,14 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	be, err := c.open(ctx)
-	if err != nil {
-		return c.fail(err)
+	if !v.table {
+		be, err := c.open(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		defer be.Close()
+		c.be = be
 	}
-	defer be.Close()
-	c.be = be
 	res := runVerb()
 	if ctx.Err() != nil && !x.untilSignal {
 		fmt.Fprintln(c.errOut, "redamo: interrupted")

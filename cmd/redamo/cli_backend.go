@@ -72,26 +72,8 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 	logger := slog.New(slog.NewTextHandler(c.errOut, &slog.HandlerOptions{Level: level}))
 	stats := dynastore.NewStats()
 	store, err := openStore(ctx, cfg, stats, logger)
-	switch {
-	case errors.Is(err, dynamo.ErrTableName):
-		return nil, usageErr("--table %q: not a DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, _ . -)", c.g.table)
-	case errors.Is(err, dynamo.ErrNoRegion) && c.g.endpoint != "":
-		return nil, &cliError{code: exitStore, msg: fmt.Sprintf("no AWS region configured for --endpoint %s, which is not on this machine "+
-			"(a VPC endpoint or proxy reaches a region of AWS): set --region (REDAMO_REGION or AWS_REGION)", c.g.endpoint)}
-	case errors.Is(err, dynamo.ErrNoRegion):
-		return nil, &cliError{code: exitStore, msg: "no AWS region configured, so there is no DynamoDB to reach: " +
-			"set --region (REDAMO_REGION or AWS_REGION) and AWS credentials, --endpoint (REDAMO_ENDPOINT) for DynamoDB Local, " +
-			"or --server (REDAMO_SERVER) to use a running redamo"}
-	case errors.Is(err, dynamo.ErrNoCredentials):
-		return nil, &cliError{code: exitStore, msg: "no AWS credentials found for " + c.where() + ": " +
-			"set AWS_PROFILE (or --profile), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role provides them; " +
-			"or use a running redamo with --server (REDAMO_SERVER)"}
-	case errors.Is(err, dynamo.ErrNoTable):
-		return nil, &cliError{code: exitStore, msg: c.noTableMessage()}
-	case errors.Is(err, dynamo.ErrTableSchema), errors.Is(err, dynamo.ErrTableTTL), errors.Is(err, dynamo.ErrTTLOff):
-		return nil, &cliError{code: exitStore, msg: err.Error()}
-	case err != nil:
-		return nil, &cliError{code: exitStore, msg: c.storeMessage(err.Error())}
+	if err != nil {
+		return nil, c.tableError(err)
 	}
 	table := commands.NewTable()
 	scripting.Register(table)
@@ -114,6 +96,31 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 		return errors.Join(err, closeStore())
 	}
 	return l, nil
+}
+
+// tableError is the CLI's error for a failure to open the table: what is
+// wrong and what to set.
+func (c *cli) tableError(err error) error {
+	switch {
+	case errors.Is(err, dynamo.ErrTableName):
+		return usageErr("--table %q: not a DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, _ . -)", c.g.table)
+	case errors.Is(err, dynamo.ErrNoRegion) && c.g.endpoint != "":
+		return &cliError{code: exitStore, msg: fmt.Sprintf("no AWS region configured for --endpoint %s, which is not on this machine "+
+			"(a VPC endpoint or proxy reaches a region of AWS): set --region (REDAMO_REGION or AWS_REGION)", c.g.endpoint)}
+	case errors.Is(err, dynamo.ErrNoRegion):
+		return &cliError{code: exitStore, msg: "no AWS region configured, so there is no DynamoDB to reach: " +
+			"set --region (REDAMO_REGION or AWS_REGION) and AWS credentials, --endpoint (REDAMO_ENDPOINT) for DynamoDB Local, " +
+			"or --server (REDAMO_SERVER) to use a running redamo"}
+	case errors.Is(err, dynamo.ErrNoCredentials):
+		return &cliError{code: exitStore, msg: "no AWS credentials found for " + c.where() + ": " +
+			"set AWS_PROFILE (or --profile), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role provides them; " +
+			"or use a running redamo with --server (REDAMO_SERVER)"}
+	case errors.Is(err, dynamo.ErrNoTable):
+		return &cliError{code: exitStore, msg: c.noTableMessage()}
+	case errors.Is(err, dynamo.ErrTableSchema), errors.Is(err, dynamo.ErrTableTTL), errors.Is(err, dynamo.ErrTTLOff):
+		return &cliError{code: exitStore, msg: err.Error()}
+	}
+	return &cliError{code: exitStore, msg: c.storeMessage(err.Error())}
 }
 
 func (l *local) Do(ctx context.Context, args [][]byte) (commands.Reply, error) {
