@@ -52,6 +52,11 @@ type Config struct {
 	PeerTimeout time.Duration
 	// HandshakeTimeout bounds a dial plus the handshake (default 2 s).
 	HandshakeTimeout time.Duration
+	// Events is where the others' key events and notify-keyspace-events
+	// go (the process's events.Dispatcher); nil drops them. The table's
+	// notify-keyspace-events, read with the members, is applied to it
+	// from Start on, before the instance serves.
+	Events Events
 	// Now is the clock heartbeats are written and judged by (default:
 	// time.Now, corrected by the store's offset when it has one, so that
 	// every instance judges expiry by the same clock).
@@ -86,6 +91,17 @@ type Bus struct {
 	peers   map[ID]*peer
 	inbound map[net.Conn]struct{}
 	closed  bool
+	// want and wantSeq are this instance's interest in every key event,
+	// as last declared (events.go).
+	want    bool
+	wantSeq uint64
+	// tableFlags is notify-keyspace-events as the table last showed it
+	// (settingsRead: it was read).
+	tableFlags   string
+	settingsRead bool
+
+	// interested counts the peers that declared an interest.
+	interested atomic.Int32
 
 	// rejected counts connections that failed the handshake.
 	rejected atomic.Int64
@@ -216,10 +232,11 @@ func (b *Bus) beat(ctx context.Context) error {
 // the read began is kept: the read may predate its item.
 func (b *Bus) refresh(ctx context.Context) error {
 	began := time.Now()
-	ms, err := members(ctx, b.store, b.cfg.Now())
+	ms, settings, err := members(ctx, b.store, b.cfg.Now())
 	if err != nil {
 		return fmt.Errorf("bus: reading the members: %w", err)
 	}
+	b.applySettings(settings)
 	live := make(map[ID]Member, len(ms))
 	for _, m := range ms {
 		if m.ID != b.id {
@@ -243,6 +260,7 @@ func (b *Bus) refresh(ctx context.Context) error {
 			b.peers[id] = b.newPeer(m)
 		}
 	}
+	b.recountLocked()
 	return nil
 }
 
@@ -292,6 +310,12 @@ func (b *Bus) Close() error {
 	return b.shutdown(true)
 }
 
+// Kill stops the bus as a process that dies does (tests): its connections
+// close, and its item stays until its heartbeat lapses.
+func (b *Bus) Kill() {
+	_ = b.shutdown(false)
+}
+
 func (b *Bus) shutdown(withdrawItem bool) error {
 	var err error
 	b.stopOnce.Do(func() {
@@ -302,6 +326,7 @@ func (b *Bus) shutdown(withdrawItem bool) error {
 			p.close()
 			delete(b.peers, id)
 		}
+		b.recountLocked()
 		for c := range b.inbound {
 			c.Close()
 		}

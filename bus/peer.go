@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,10 @@ type peer struct {
 	l       *link
 	pending map[uint64]chan frame
 	nextID  uint64
+	// wantSeq is the sequence number of the peer's latest declaration of
+	// interest, wants what it declared (events.go).
+	wantSeq uint64
+	wants   atomic.Bool
 }
 
 func (b *Bus) newPeer(m Member) *peer {
@@ -49,6 +54,9 @@ func (p *peer) run() {
 			p.mu.Lock()
 			p.l = l
 			p.mu.Unlock()
+			// After the link is visible: a declaration made since went
+			// out on it, or this one reads it (events.go).
+			l.send(requestFrame(kindInterest, 0, p.b.myInterest()), nil)
 			p.read(l)
 			p.mu.Lock()
 			p.l = nil
@@ -91,14 +99,24 @@ func (p *peer) dial() (*link, error) {
 	return newLink(c, r), nil
 }
 
-// read hands replies to their callers until the connection ends.
+// read hands replies to their callers until the connection ends; the
+// only frame the listener sends unasked is its interest.
 func (p *peer) read(l *link) {
 	defer l.close()
 	unwatch := context.AfterFunc(p.ctx, l.close)
 	defer unwatch()
 	for {
 		f, err := readFrame(l.r)
-		if err != nil || f.kind&replyBit == 0 {
+		if err != nil {
+			return
+		}
+		if f.kind == kindInterest {
+			if !p.b.declared(p, f.body) {
+				return
+			}
+			continue
+		}
+		if f.kind&replyBit == 0 {
 			return
 		}
 		p.mu.Lock()

@@ -443,9 +443,9 @@ type Ctx struct {
 	// events, when set, holds the events the command reports until the
 	// unit of work it runs in commits (notify.go).
 	events *eventBuf
-	// emptied are the keys the command's writes left empty, whose "del"
-	// follows the command's own event for them (notify.go).
-	emptied [][]byte
+	// notes are what the model told of the keys the command created or
+	// emptied, for the events that follow from it (notify.go).
+	notes keyNotes
 }
 
 // SetNow makes t, a reading of the local clock taken just before (End of

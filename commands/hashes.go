@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -75,12 +76,14 @@ func hashSet(c *Ctx) (int64, bool) {
 func cmdHset(c *Ctx) {
 	if n, ok := hashSet(c); ok {
 		c.W.Int(n)
+		c.Notify(events.Hash, "hset", c.Args[1])
 	}
 }
 
 func cmdHmset(c *Ctx) {
 	if _, ok := hashSet(c); ok {
 		c.W.Simple("OK")
+		c.Notify(events.Hash, "hset", c.Args[1])
 	}
 }
 
@@ -91,6 +94,9 @@ func cmdHsetnx(c *Ctx) {
 		return
 	}
 	c.W.Int(boolInt(set))
+	if set {
+		c.Notify(events.Hash, "hset", c.Args[1])
+	}
 }
 
 func cmdHget(c *Ctx) {
@@ -193,6 +199,7 @@ func cmdHincrby(c *Ctx) {
 		return
 	}
 	c.W.Int(n)
+	c.Notify(events.Hash, "hincrby", c.Args[1])
 }
 
 func cmdHincrbyfloat(c *Ctx) {
@@ -226,6 +233,7 @@ func cmdHincrbyfloat(c *Ctx) {
 		return
 	}
 	c.W.BulkString(text)
+	c.Notify(events.Hash, "hincrbyfloat", c.Args[1])
 }
 
 // parseRandomArgs parses HRANDFIELD's and ZRANDMEMBER's key [count

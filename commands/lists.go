@@ -9,6 +9,7 @@ package commands
 import (
 	"math/big"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -59,6 +60,24 @@ func listPush(c *Ctx, left, mustExist bool) {
 		return
 	}
 	c.W.Int(n)
+	if n > 0 {
+		c.Notify(events.List, pushEvent(left), key)
+	}
+}
+
+// pushEvent and popEvent name a push or pop at one end of a list.
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
 }
 
 // pushElements pushes vals onto key and returns the new length (0 when
@@ -108,6 +127,9 @@ func cmdPop(c *Ctx, left bool) {
 		c.W.Bulk(popped[0])
 	default:
 		writeBulks(c, popped)
+	}
+	if len(popped) > 0 {
+		c.Notify(events.List, popEvent(left), c.Args[1])
 	}
 }
 
@@ -233,6 +255,7 @@ func cmdLset(c *Ctx) {
 		return
 	}
 	c.W.Simple("OK")
+	c.Notify(events.List, "lset", c.Args[1])
 }
 
 func cmdLinsert(c *Ctx) {
@@ -253,6 +276,7 @@ func cmdLinsert(c *Ctx) {
 	}
 	if reply > 0 {
 		c.Srv.listRT().notify(c.DB(), c.Args[1])
+		c.Notify(events.List, "linsert", c.Args[1])
 	}
 	c.W.Int(reply)
 }
@@ -269,6 +293,9 @@ func cmdLrem(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	if removed > 0 {
+		c.Notify(events.List, "lrem", c.Args[1])
+	}
 	c.W.Int(removed)
 }
 
@@ -280,9 +307,13 @@ func cmdLtrim(c *Ctx) {
 		return
 	}
 	defer c.lockKeys(c.Args[1])()
-	if err := model.ListTrim(c, c.Args[1], start, stop); err != nil {
+	existed, err := model.ListTrim(c, c.Args[1], start, stop)
+	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if existed {
+		c.Notify(events.List, "ltrim", c.Args[1])
 	}
 	c.W.Simple("OK")
 }
@@ -322,7 +353,16 @@ func lmoveReply(c *Ctx, from, to bool) {
 		c.W.Nil()
 		return
 	}
+	replyMoved(c, v, from, to)
+}
+
+// replyMoved replies with the element an LMOVE moved, between its events
+// as Redis sends them: the push onto the destination, the reply, the pop
+// from the source (then its "del" if that emptied it).
+func replyMoved(c *Ctx, v []byte, from, to bool) {
+	c.Notify(events.List, pushEvent(to), c.Args[2])
 	c.W.Bulk(v)
+	c.Notify(events.List, popEvent(from), c.Args[1])
 }
 
 // listMove is model.ListMove under the keys' locks, waking clients blocked
@@ -392,6 +432,9 @@ func cmdLmpop(c *Ctx) {
 		return
 	}
 	writeMpop(c, key, vals)
+	if key != nil {
+		c.Notify(events.List, popEvent(left), key)
+	}
 }
 
 func writeMpop(c *Ctx, key []byte, vals [][]byte) {

@@ -7,6 +7,7 @@ package commands
 import (
 	"errors"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -22,14 +23,28 @@ func collLenCmd(c *Ctx, typ string) {
 }
 
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
-// replies with how many of the members were there.
+// replies with how many of the members were there, after the event (and
+// the "del" of a collection left empty).
 func removeMembersCmd(c *Ctx, typ string) {
 	n, err := model.RemoveMembers(c, c.Args[1], typ, model.Dedupe(c.Args[2:]))
 	if err != nil {
 		c.Fail(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(removeEvents[typ].class, removeEvents[typ].name, c.Args[1])
+	}
 	c.W.Int(n)
+}
+
+// removeEvents are the events of removeMembersCmd by type.
+var removeEvents = map[string]struct {
+	class events.Class
+	name  string
+}{
+	model.TypeSet:  {events.Set, "srem"},
+	model.TypeHash: {events.Hash, "hdel"},
+	model.TypeZSet: {events.ZSet, "zrem"},
 }
 
 // collErr maps the errors of the model's collection operations to the

@@ -43,6 +43,20 @@ func (n notifications) DeliverFrom(origin any, channel, payload []byte) {
 // again, and only the committed attempt's may reach anyone.
 type eventBuf struct {
 	evs []events.Event
+	// at, set by EXEC, is how many replies its commands have written; pos
+	// holds it for each event, so that EXEC puts each event among the
+	// replies where Redis, which runs the commands as it replies, sends
+	// it. sent counts the events reported so far.
+	at   func() int
+	pos  []int
+	sent int
+}
+
+// reportBefore reports the held events raised before reply i of EXEC.
+func (b *eventBuf) reportBefore(d *events.Dispatcher, i int) {
+	for ; b.sent < len(b.evs) && b.pos[b.sent] <= i; b.sent++ {
+		d.Emit(b.evs[b.sent])
+	}
 }
 
 // Notify reports that the command changed key (class and event as Redis's
@@ -53,38 +67,81 @@ func (c *Ctx) Notify(class events.Class, event string, key []byte) {
 	if !d.Wanted(class) {
 		return
 	}
-	c.emit(d, class, event, key)
-	if len(c.emptied) > 0 {
-		c.notifyEmptied(d, event, key)
+	if len(c.notes.created) > 0 && c.notes.take(&c.notes.created, key) {
+		c.Notify(events.New, "new", key)
+	}
+	c.emit(d, c.DB(), class, event, key)
+	if len(c.notes.emptied) > 0 && c.notes.take(&c.notes.emptied, key) && event != "del" && d.Wanted(events.Generic) {
+		c.emit(d, c.DB(), events.Generic, "del", key)
+	}
+}
+
+// notifyHoldingDel is Notify leaving the "del" of a collection the
+// command emptied for notifyEmptied, for a command that replies between
+// the two (SPOP).
+func (c *Ctx) notifyHoldingDel(class events.Class, event string, key []byte) {
+	emptied := c.notes.emptied
+	c.notes.emptied = nil
+	c.Notify(class, event, key)
+	c.notes.emptied = emptied
+}
+
+// notifyEmptied reports the "del" of key if the command left it empty
+// (and deleted it): after notifyHoldingDel, or for a STORE command whose
+// result is empty.
+func (c *Ctx) notifyEmptied(key []byte) {
+	if len(c.notes.emptied) > 0 && c.notes.take(&c.notes.emptied, key) {
+		c.Notify(events.Generic, "del", key)
+	}
+}
+
+// notifyIn is Notify of a change to key in database db (MOVE's and COPY's
+// target).
+func (c *Ctx) notifyIn(db int, class events.Class, event string, key []byte) {
+	if d := c.Srv.KeyEvents(); d.Wanted(class) {
+		c.emit(d, db, class, event, key)
 	}
 }
 
 // emit reports one event, or holds it for the unit of work c runs in.
-func (c *Ctx) emit(d *events.Dispatcher, class events.Class, event string, key []byte) {
-	e := events.Event{DB: c.DB(), Class: class, Name: event, Key: append([]byte(nil), key...)}
+func (c *Ctx) emit(d *events.Dispatcher, db int, class events.Class, event string, key []byte) {
+	e := events.Event{DB: db, Class: class, Name: event, Key: append([]byte(nil), key...)}
 	if c.Conn != nil {
 		e.Origin = c.Conn
 	}
-	if c.events != nil {
-		c.events.evs = append(c.events.evs, e)
+	if b := c.events; b != nil {
+		b.evs = append(b.evs, e)
+		if b.at != nil {
+			b.pos = append(b.pos, b.at())
+		}
 		return
 	}
 	d.Emit(e)
 }
 
-// notifyEmptied follows the command's event for key with the "del" of a
-// collection its write left empty (none after a "del" itself).
-func (c *Ctx) notifyEmptied(d *events.Dispatcher, event string, key []byte) {
-	for i, k := range c.emptied {
-		if !bytes.Equal(k, key) {
-			continue
+// keyNotes are the keys the model reported created or emptied during a
+// command, whose events wait for the command's own event for that key:
+// the "del" of an emptied collection follows it; a "new" precedes it when
+// holdNew (SMOVE, whose destination Redis creates after it reported the
+// source's change), else goes out at once, as Redis's dbAdd raises it.
+type keyNotes struct {
+	emptied, created [][]byte
+	holdNew          bool
+}
+
+func (n *keyNotes) clear() {
+	n.emptied, n.created, n.holdNew = n.emptied[:0], n.created[:0], false
+}
+
+// take removes key from *keys, reporting whether it was there.
+func (n *keyNotes) take(keys *[][]byte, key []byte) bool {
+	for i, k := range *keys {
+		if bytes.Equal(k, key) {
+			*keys = append((*keys)[:i], (*keys)[i+1:]...)
+			return true
 		}
-		c.emptied = append(c.emptied[:i], c.emptied[i+1:]...)
-		if event != "del" && d.Wanted(events.Generic) {
-			c.emit(d, events.Generic, "del", key)
-		}
-		return
 	}
+	return false
 }
 
 // NotifyKeyMiss reports a read that found no key (Redis's lookupKeyRead
@@ -92,7 +149,15 @@ func (c *Ctx) notifyEmptied(d *events.Dispatcher, event string, key []byte) {
 func (c *Ctx) NotifyKeyMiss(key []byte) { c.Notify(events.KeyMiss, "keymiss", key) }
 
 // KeyCreated implements model.KeyReporter: the "new" event.
-func (c *Ctx) KeyCreated(key []byte) { c.Notify(events.New, "new", key) }
+func (c *Ctx) KeyCreated(key []byte) {
+	if c.notes.holdNew {
+		if c.wantsEvent(events.New) {
+			c.notes.created = append(c.notes.created, append([]byte(nil), key...))
+		}
+		return
+	}
+	c.Notify(events.New, "new", key)
+}
 
 // WantsCreated implements model.KeyReporter.
 func (c *Ctx) WantsCreated() bool { return c.wantsEvent(events.New) }
@@ -100,8 +165,8 @@ func (c *Ctx) WantsCreated() bool { return c.wantsEvent(events.New) }
 // KeyEmptied implements model.KeyReporter: the key's "del" follows the
 // command's own event for it.
 func (c *Ctx) KeyEmptied(key []byte) {
-	if c.Srv.KeyEvents().Wanted(events.Generic) {
-		c.emptied = append(c.emptied, append([]byte(nil), key...))
+	if c.wantsEvent(events.Generic) {
+		c.notes.emptied = append(c.notes.emptied, append([]byte(nil), key...))
 	}
 }
 
@@ -121,14 +186,14 @@ func (c *Ctx) HoldEvents() (reset func(), done func(committed bool)) {
 	}
 	buf := &eventBuf{}
 	c.events = buf
-	reset = func() { buf.evs = buf.evs[:0] }
+	reset = func() { buf.evs, buf.pos, buf.sent = buf.evs[:0], buf.pos[:0], 0 }
 	done = func(committed bool) {
 		c.events = nil
 		if !committed {
 			return
 		}
 		d := c.Srv.KeyEvents()
-		for _, e := range buf.evs {
+		for _, e := range buf.evs[buf.sent:] {
 			d.Emit(e)
 		}
 	}

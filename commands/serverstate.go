@@ -262,7 +262,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	c.emptied = c.emptied[:0]
+	c.notes.clear()
 	cmd.Run(c)
 	// A full reading, derived from the start by one read of the monotonic
 	// clock (time.Now reads the wall clock too).

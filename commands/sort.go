@@ -22,6 +22,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/internal/lualib"
 	"github.com/redamo/redamo/model"
 )
@@ -192,6 +193,9 @@ func cmdSort(c *Ctx, readonly bool) {
 	case o.hasStore:
 		if len(res.vals) > 0 {
 			c.Srv.listRT().notify(c.DB(), o.store)
+			c.Notify(events.List, "sortstore", o.store)
+		} else {
+			c.notifyEmptied(o.store)
 		}
 		c.W.Int(int64(len(res.vals)))
 	default:
