@@ -47,6 +47,7 @@ func (c *cli) open(ctx context.Context) (backend, error) {
 // table, handlers and model (commands.Server.Do), on the DynamoDB table.
 type local struct {
 	srv   *commands.Server
+	store dynastore.Store
 	stats *dynastore.Stats
 	where string
 	close func() error
@@ -79,6 +80,7 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 	scripting.Register(table)
 	l := &local{
 		srv:   newCommandServer(cfg, store, stats, table, ""),
+		store: store,
 		stats: stats,
 		where: fmt.Sprintf("table %s, %s", c.g.table, c.where()),
 		close: func() error { return nil },

@@ -1,19 +1,24 @@
 package main
 
 // redamo watch: the key events of the keys that match a pattern, one JSON
-// line each, until interrupted. It is a keyspace-notification subscriber
-// (PSUBSCRIBE __keyspace@<db>__:<pattern>) on a running redamo, whose bus
-// brings it the events of writes made through every instance on the table.
+// line each, until interrupted.
 //
-// It needs --server: a CLI process that opens the table itself is no
-// instance on the bus, so no other instance's event would reach it.
-//
+// Through --server it is a keyspace-notification subscriber (PSUBSCRIBE
+// __keyspace@<db>__:<pattern>) on a running redamo, whose bus brings it
+// the events of writes made through every instance on the table.
 // Keyspace notifications are off until notify-keyspace-events enables
 // them, as in Redis. watch never changes that setting by itself: without
 // it watch refuses, naming the CONFIG SET that enables it, and --enable
 // adds K and A to the setting (and says so on stderr). The setting holds
 // for everyone subscribed to notifications, so changing it is the user's
 // decision.
+//
+// In-process, the CLI joins the table's bus as an instance of its own and
+// consumes every key event (events.Dispatcher.AddConsumer, as client
+// tracking does): the instances send key events to an instance that
+// declared an interest whatever notify-keyspace-events says, so this mode
+// needs no setting. The instances learn of a new member at their next
+// heartbeat, so events of the first seconds may be missed.
 
 import (
 	"context"
@@ -21,21 +26,26 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redamo/redamo/bus"
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/events"
+	"github.com/redamo/redamo/internal/glob"
 )
 
 var watchVerb = verb{name: "watch", group: "watch", args: "PATTERN", minArgs: 1, maxArgs: 1,
 	flags: []string{"values", "db", "enable"},
-	runs: "PSUBSCRIBE __keyspace@DB__:PATTERN on --server (CONFIG GET notify-keyspace-events first; " +
-		"with --values, TYPE KEY and a read of the value after each event)",
+	runs: "with --server, PSUBSCRIBE __keyspace@DB__:PATTERN (CONFIG GET notify-keyspace-events first); " +
+		"in-process, joins the table's bus as an instance that wants every key event; " +
+		"with --values, TYPE KEY and a read of the value after each event",
 	summary: "Print one line per key event (key, event, db) for the keys that match PATTERN (a glob, as KEYS takes), " +
 		"from writes made through any instance, until interrupted (Ctrl-C or SIGTERM: exit 0). " +
-		"Needs --server: events travel between running instances. Refuses (exit 2) while the table's " +
-		"notify-keyspace-events lacks K or every event class; --enable adds K and A to it.",
+		"With --server it refuses (exit 2) while the table's notify-keyspace-events lacks K or every event class; " +
+		"--enable adds K and A to it. In-process it joins the instances' bus (it listens on a port they dial, " +
+		"REDAMO_BUS_SECRET or REDAMO_REQUIREPASS as theirs) and needs no setting; the instances see it within a heartbeat (10s).",
 	meanwhile: []string{"set user:1 Ada", "inc user:2 --by 5 --create", "exec GETDEL user:1"},
 	example:   "watch user:* --values --enable",
 	output: `{"key":"user:1","event":"set","db":0,"value":"Ada"}
@@ -59,10 +69,6 @@ var removals = map[string]bool{"del": true, "expired": true, "evicted": true, "r
 func buildWatch(x *invocation) (func() result, error) {
 	pattern := x.pos[0]
 	c := x.cli
-	if c.g.server == "" {
-		return nil, usageErr("watch needs a running redamo: --server ADDR (REDAMO_SERVER). Key events travel between the " +
-			"running instances on the table; a CLI process that opens the table itself is not one of them, so it would see none")
-	}
 	_, dbGiven := x.flag("db")
 	db, err := x.intFlag("db", 0, false)
 	if err != nil {
@@ -73,10 +79,20 @@ func buildWatch(x *invocation) (func() result, error) {
 	}
 	values, enable := x.boolFlag("values"), x.boolFlag("enable")
 	x.forever, x.untilSignal = true, true
+	if values && c.g.server == "" && db != 0 {
+		// An in-process command runs in database 0.
+		return nil, usageErr("watch --values --db %d: in-process, values are read from database 0 only; use --server redis://HOST:PORT/%d", db, db)
+	}
+	if enable && c.g.server == "" {
+		return nil, usageErr("--enable is for watch --server: in-process, watch needs no notify-keyspace-events")
+	}
 	return func() result {
+		if l, ok := c.be.(*local); ok {
+			return x.watchLocal(l, pattern, values, int(db))
+		}
 		r, ok := c.be.(*remote)
 		if !ok {
-			return failed(usageErr("watch needs --server"))
+			return failed(fmt.Errorf("watch: unknown backend %T", c.be))
 		}
 		if !dbGiven {
 			db = int64(r.opts.DB)
@@ -184,25 +200,32 @@ func (x *invocation) watch(r *remote, channel, pattern string, values bool, db i
 			}
 			continue
 		}
-		key := strings.TrimPrefix(in.m.Channel, channel)
-		o := object{{"key", key}, {"event", in.m.Payload}, {"db", int64(db)}}
-		if values {
-			var v any
-			if !removals[in.m.Payload] {
-				var err error
-				if v, err = x.readValue(key); err != nil {
-					if ctx.Err() != nil {
-						return result{}
-					}
-					return failed(err)
-				}
+		if err := x.printEvent(strings.TrimPrefix(in.m.Channel, channel), in.m.Payload, db, values); err != nil {
+			if ctx.Err() != nil {
+				return result{}
 			}
-			o = append(o, field{"value", v})
-		}
-		if !x.cli.g.quiet {
-			x.cli.print(x.verb, o)
+			return failed(err)
 		}
 	}
+}
+
+// printEvent prints one event's line, with the key's value for --values.
+func (x *invocation) printEvent(key, event string, db int, values bool) error {
+	o := object{{"key", key}, {"event", event}, {"db", int64(db)}}
+	if values {
+		var v any
+		if !removals[event] {
+			var err error
+			if v, err = x.readValue(key); err != nil {
+				return err
+			}
+		}
+		o = append(o, field{"value", v})
+	}
+	if !x.cli.g.quiet {
+		x.cli.print(x.verb, o)
+	}
+	return nil
 }
 
 // readValue reads a key's value whatever its type: a string, a list's
@@ -250,4 +273,76 @@ func (x *invocation) readValue(key string) (any, error) {
 		return nil, nil
 	}
 	return replyValue(v), nil
+}
+
+// watchBuffer is how many events the in-process watch holds while it
+// prints and reads values; past it events are dropped and counted.
+const watchBuffer = 4096
+
+// watchConsumer takes the key events of db whose key matches pattern.
+type watchConsumer struct {
+	db      int
+	pattern []byte
+	ch      chan events.Event
+	dropped atomic.Int64
+}
+
+func (w *watchConsumer) KeyEvent(e events.Event) {
+	if e.DB != w.db || !glob.Match(w.pattern, e.Key) {
+		return
+	}
+	select {
+	case w.ch <- e:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+// watchLocal joins the table's bus as an instance that wants every key
+// event, and prints those of the matching keys until the context ends.
+func (x *invocation) watchLocal(l *local, pattern string, values bool, db int) result {
+	ctx := x.ctx
+	c := x.cli
+	secret := []byte(c.getenv("REDAMO_BUS_SECRET"))
+	if len(secret) == 0 {
+		secret = bus.SecretFromPassword(c.getenv("REDAMO_REQUIREPASS"))
+	}
+	d := l.srv.KeyEvents()
+	b, err := bus.New(bus.Config{Listen: ":0", Secret: secret, Events: d}, l.store, l.srv.PubSub)
+	if err != nil {
+		return failed(&cliError{code: exitStore, msg: fmt.Sprintf("watch: joining the instances' bus: %v", err)})
+	}
+	defer b.Close()
+	d.SetPeers(b)
+	if err := b.Start(ctx); err != nil {
+		return failed(&cliError{code: exitStore, msg: c.storeMessage(fmt.Sprintf("watch: announcing this watcher on the table: %v", err))})
+	}
+	w := &watchConsumer{db: db, pattern: []byte(pattern), ch: make(chan events.Event, watchBuffer)}
+	remove, err := d.AddConsumer(ctx, w)
+	defer remove()
+	if err != nil && ctx.Err() == nil {
+		return failed(&cliError{code: exitStore, msg: fmt.Sprintf("watch: declaring the interest to the instances: %v", err)})
+	}
+	if c.g.verbose {
+		fmt.Fprintf(c.errOut, "redamo: watching %s in db %d as bus member %s at %s (%s)\n", pattern, db, b.ID(), b.Addr(), l.Where())
+	}
+	reported := int64(0)
+	for {
+		var e events.Event
+		select {
+		case <-ctx.Done():
+			return result{}
+		case e = <-w.ch:
+		}
+		if n := w.dropped.Load(); n > reported && !c.g.quiet {
+			fmt.Fprintf(c.errOut, "redamo: watch fell behind: %d events dropped\n", n-reported)
+			reported = n
+		}
+		if err := x.printEvent(string(e.Key), e.Name, db, values); err != nil {
+			if ctx.Err() != nil {
+				return result{}
+			}
+			return failed(err)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,8 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/bus"
+	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/internal/testproc"
 	"github.com/redamo/redamo/internal/testserver"
+	"github.com/redamo/redamo/pubsub"
 )
 
 // watchProc is a running `redamo watch`: its stdout line by line.
@@ -96,7 +101,7 @@ func serverAddr(p cliPath) string {
 
 // watch's help example is a transcript: its meanwhile commands, run while
 // it watches, make exactly its output and note, and SIGINT ends it with
-// exit 0. In-process it is refused: it needs a running instance.
+// exit 0. In-process --enable is refused: that mode needs no setting.
 func TestCLIWatchExample(t *testing.T) {
 	v := watchVerb
 	for _, p := range cliPaths(t) {
@@ -107,8 +112,8 @@ func TestCLIWatchExample(t *testing.T) {
 				code, out, errOut := cliRun(t, nil, args...)
 				require.Equal(t, exitUsage, code)
 				require.Empty(t, out)
-				require.Contains(t, errOut, "watch needs a running redamo: --server ADDR (REDAMO_SERVER)")
-				return
+				require.Contains(t, errOut, "--enable is for watch --server: in-process, watch needs no notify-keyspace-events")
+				return // in-process: TestCLIWatchInProcess
 			}
 			w := startWatch(t, addr, args...)
 			// One line per command, read before the next command: the
@@ -199,4 +204,69 @@ func TestCLIWatchServerLost(t *testing.T) {
 	require.ErrorAs(t, w.p.Err(), &ee)
 	require.Equal(t, exitStore, ee.ExitCode())
 	require.Contains(t, w.stderr.String(), "redamo: cannot reach redamo at "+s.Addr)
+}
+
+// In-process, watch joins the table's bus as a member that wants every key
+// event: an instance on the bus (here one made by the test, with a short
+// heartbeat so that it soon links to the watch) sends it the events of
+// its writes, whatever notify-keyspace-events says, and watch prints
+// those of its database and pattern.
+func TestCLIWatchInProcess(t *testing.T) {
+	var p cliPath
+	for _, q := range cliPaths(t) {
+		if serverAddr(q) == "" {
+			p = q
+		}
+	}
+	if p.name == "" {
+		t.Skip("no DynamoDB Local")
+	}
+	ctx := context.Background()
+	ep := os.Getenv(testserver.EnvEndpoint)
+	table := p.flags[len(p.flags)-1]
+	store, err := dynamo.New(ctx, dynamo.Config{Table: table, Endpoint: ep, Region: "us-east-1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	d := &events.Dispatcher{}
+	// The secret of instances without a password, as the watch derives it.
+	secret := bus.SecretFromPassword("")
+	b, err := bus.New(bus.Config{Listen: "127.0.0.1:0", Heartbeat: 100 * time.Millisecond, Secret: secret, Events: d}, store, pubsub.NewHub())
+	require.NoError(t, err)
+	d.SetPeers(b)
+	require.NoError(t, b.Start(ctx))
+	t.Cleanup(func() { _ = b.Close() })
+
+	bin := buildCLI(t)
+	cmd := exec.Command(filepath.Join(bin, "redamo"), append([]string{"watch", "w:*", "--values"}, p.flags...)...)
+	cmd.Env = shellEnv(bin)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	w := &watchProc{lines: make(chan string, 100), stderr: &strings.Builder{}}
+	cmd.Stderr = w.stderr
+	testproc.Prepare(cmd)
+	w.p = testproc.Start(t, cmd)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			w.lines <- sc.Text()
+		}
+		close(w.lines)
+	}()
+	emit := func(db int, name, key string) {
+		d.Emit(events.Event{DB: db, Class: events.Generic, Name: name, Key: []byte(key)})
+	}
+	// Until the instance has linked to the watch, its events go nowhere.
+	require.Eventually(t, func() bool { return b.Anyone() }, 30*time.Second, 10*time.Millisecond,
+		"the watch never declared its interest: %s", w.stderr)
+	require.Equal(t, events.Class(0), d.Flags(), "keyspace notifications stay off")
+
+	runSteps(t, p, nil, []cliStep{{a("set", "w:k", "v1"), 0, `{"key":"w:k","value":"v1","set":true}`, ""}})
+	emit(1, "set", "w:k")   // another database
+	emit(0, "set", "other") // another pattern
+	emit(0, "set", "w:k")
+	require.Equal(t, `{"key":"w:k","event":"set","db":0,"value":"v1"}`, w.next(t, 1)[0])
+	emit(0, "del", "w:gone") // a removal: null, nothing read
+	require.Equal(t, `{"key":"w:gone","event":"del","db":0,"value":null}`, w.next(t, 1)[0])
+	require.Equal(t, exitOK, w.stop(t, syscall.SIGTERM))
+	require.Empty(t, w.stderr.String())
 }
