@@ -111,7 +111,10 @@ func printVerbHelp(w io.Writer, v *verb) {
 }
 
 func writeVerb(w io.Writer, v *verb) {
-	usage := []string{"redamo", v.name, v.args}
+	usage := []string{"redamo", v.name}
+	if v.args != "" {
+		usage = append(usage, v.args)
+	}
 	for _, name := range v.flags {
 		if strings.Contains(v.args, "--"+name+" ") {
 			continue // required, in the arguments' usage

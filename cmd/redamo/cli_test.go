@@ -459,7 +459,7 @@ func TestCLIHelp(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Empty(t, errOut)
 	for _, v := range verbs {
-		require.Contains(t, out, "redamo "+v.name+" "+v.args, v.name)
+		require.Contains(t, out, strings.TrimSpace("redamo "+v.name+" "+v.args), v.name)
 		if v.meanwhile == nil {
 			require.Contains(t, out, "redamo "+v.example+"\n      "+v.output+"\n", v.name)
 		}
