@@ -90,7 +90,9 @@ type Bus struct {
 	mu      sync.Mutex
 	peers   map[ID]*peer
 	inbound map[net.Conn]struct{}
-	closed  bool
+	// from counts the authenticated inbound connections of each peer.
+	from   map[ID]int
+	closed bool
 	// want and wantSeq are this instance's interest in every key event,
 	// as last declared (events.go).
 	want    bool
@@ -144,7 +146,7 @@ func New(cfg Config, store dynastore.Store, local pubsub.Local) (*Bus, error) {
 	}
 	return &Bus{
 		cfg: cfg, store: store, local: local, id: newID(), ln: ln, advertised: adv,
-		stop: make(chan struct{}), peers: map[ID]*peer{}, inbound: map[net.Conn]struct{}{},
+		stop: make(chan struct{}), peers: map[ID]*peer{}, inbound: map[net.Conn]struct{}{}, from: map[ID]int{},
 	}, nil
 }
 
@@ -289,6 +291,32 @@ func (b *Bus) track(c net.Conn, add bool) bool {
 		return false
 	}
 	b.inbound[c] = struct{}{}
+	return true
+}
+
+// authenticated counts an inbound connection of peer id (n = 1) or its
+// end (n = -1).
+func (b *Bus) authenticated(id ID, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.from[id] += n; b.from[id] <= 0 {
+		delete(b.from, id)
+	}
+}
+
+// Linked reports whether this instance has a live connection to every
+// member it knows and one from each (tests wait for it before they send).
+func (b *Bus) Linked() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range b.peers {
+		p.mu.Lock()
+		up := p.l != nil
+		p.mu.Unlock()
+		if !up || b.from[id] == 0 {
+			return false
+		}
+	}
 	return true
 }
 

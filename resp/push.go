@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/pubsub"
 )
 
@@ -19,14 +20,6 @@ import (
 // connection's goroutine turns idle only with wmu held, after taking what
 // was pending: a reply never follows a message published after it was
 // made, nor precedes one published before.
-
-// Redis's default client-output-buffer-limit for pubsub clients: closed at
-// once past the hard limit, or past the soft one for softLimitFor.
-const (
-	pubsubHardLimit = 32 << 20
-	pubsubSoftLimit = 8 << 20
-	softLimitFor    = 60 * time.Second
-)
 
 type pushState struct {
 	wmu sync.Mutex // held while writing to the socket
@@ -59,7 +52,7 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 		return
 	}
 	ps.pending = appendPush(ps.pending, proto, kind, pattern, channel, payload)
-	if c.overLimit(len(ps.pending)) {
+	if c.overLimit(len(ps.pending), c.s.srv.PubSubOutputLimit()) {
 		ps.closed = true
 		ps.pending = nil
 		c.s.srv.Net.OutputLimitDisconnections.Add(1)
@@ -73,20 +66,22 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 	}
 }
 
-// overLimit applies client-output-buffer-limit pubsub to n pending bytes.
-func (c *conn) overLimit(n int) bool {
+// overLimit applies client-output-buffer-limit pubsub (lim) to n pending
+// bytes: closed at once past the hard limit, or past the soft one for
+// longer than its time; a limit of 0 bytes is none.
+func (c *conn) overLimit(n int, lim commands.OutputLimit) bool {
 	ps := &c.push
 	switch {
-	case n > pubsubHardLimit:
+	case lim.Hard > 0 && uint64(n) > lim.Hard:
 		return true
-	case n <= pubsubSoftLimit:
+	case lim.Soft == 0 || uint64(n) <= lim.Soft:
 		ps.softSince = time.Time{}
 		return false
 	case ps.softSince.IsZero():
 		ps.softSince = time.Now()
 		return false
 	}
-	return time.Since(ps.softSince) > softLimitFor
+	return time.Since(ps.softSince) > lim.SoftFor
 }
 
 // writePushes writes what is pending while the connection is idle.
