@@ -6,11 +6,15 @@ package main
 // list --limit, expire, ttl, ltrim).
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/redamo/redamo/commands"
 )
 
 // deleteIfValueScript deletes KEYS[1] when it holds ARGV[1]: 1 when it did,
@@ -33,6 +37,22 @@ const stepIfExistsScript = `if redis.call('EXISTS', KEYS[1]) == 1 then
   return redis.call(ARGV[1], KEYS[1], ARGV[2])
 end
 return false`
+
+// eval runs a script of one key (KEYS[1], then ARGV) by its SHA1 first,
+// and sends its body only when redamo lacks it (NOSCRIPT): EVAL stores the
+// body in the table, a write on every run of a new process, where EVALSHA
+// reads it.
+func (x *invocation) eval(script, key string, argv ...string) (commands.Reply, error) {
+	sum := sha1.Sum([]byte(script))
+	args := append([]string{"EVALSHA", hex.EncodeToString(sum[:]), "1", key}, argv...)
+	r, err := x.do(args...)
+	var re *replyError
+	if errors.As(err, &re) && strings.HasPrefix(re.msg, "NOSCRIPT") {
+		args[0], args[1] = "EVAL", script
+		return x.do(args...)
+	}
+	return r, err
+}
 
 func buildGet(x *invocation) (func() result, error) {
 	key := x.pos[0]
@@ -58,7 +78,7 @@ func buildDelete(x *invocation) (func() result, error) {
 		return keyInt("DEL", "deleted", true)(x)
 	}
 	return func() result {
-		r, err := x.do("EVAL", deleteIfValueScript, "1", key, want)
+		r, err := x.eval(deleteIfValueScript, key, want)
 		if err != nil {
 			return failed(err)
 		}
@@ -86,14 +106,16 @@ func counter(one, by string) func(x *invocation) (func() result, error) {
 		_, given := x.flag("by")
 		create := x.boolFlag("create")
 		return func() result {
-			args := []string{"EVAL", stepIfExistsScript, "1", key, by, itoa(n)}
+			var r commands.Reply
+			var err error
 			switch {
 			case create && given:
-				args = []string{by, key, itoa(n)}
+				r, err = x.do(by, key, itoa(n))
 			case create:
-				args = []string{one, key}
+				r, err = x.do(one, key)
+			default:
+				r, err = x.eval(stepIfExistsScript, key, by, itoa(n))
 			}
-			r, err := x.do(args...)
 			var re *replyError
 			if errors.As(err, &re) {
 				// INCRBY's own refusal, without the script's position.
