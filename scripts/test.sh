@@ -20,7 +20,8 @@ cd "$root"
 
 # ---- prerequisites ------------------------------------------------------------
 # The compat suite diffs against a real redis-server and drives redis-py;
-# the client tests drive ioredis and node-redlock (npm, compat/clients/node).
+# the client tests drive ioredis and node-redlock (npm, compat/clients/node)
+# and socket.io's Redis adapter (compat/clients/socketio).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
@@ -37,12 +38,15 @@ fi
 
 # The packages pinned in package-lock.json; npm ci only when one is missing
 # or at another version (npm ls fails then), since it reinstalls everything.
-if (cd compat/clients/node && npm ls --depth=0 >/dev/null 2>&1); then
-	step "npm packages present (compat/clients/node: ioredis, redlock)"
-else
-	step "npm ci (compat/clients/node: ioredis, redlock, pinned in package-lock.json)"
-	(cd compat/clients/node && npm ci --no-audit --no-fund --loglevel=error)
-fi
+for client in "node: ioredis, redlock" "socketio: socket.io, socket.io-client, @socket.io/redis-adapter, ioredis"; do
+	dir="compat/clients/${client%%:*}"
+	if (cd "$dir" && npm ls --depth=0 >/dev/null 2>&1); then
+		step "npm packages present ($dir:${client#*:})"
+	else
+		step "npm ci ($dir:${client#*:}, pinned in package-lock.json)"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+done
 
 step "go mod download"
 go mod download

@@ -52,6 +52,9 @@ const (
 	formatJSON  = "json"
 	formatText  = "text"
 	formatValue = "value"
+	// formatKeys: list's keys, one a line (--format value's, by the name
+	// a key-value store's CLI gives it).
+	formatKeys = "keys"
 )
 
 // flagDef is one flag: global (with an environment variable) or a verb's.
@@ -75,7 +78,7 @@ var globalFlags = []flagDef{
 	{name: "profile", env: "AWS_PROFILE", arg: "NAME", usage: "AWS shared configuration profile for credentials and region"},
 	{name: "create-table", env: "REDAMO_CREATE_TABLE", isBool: true, usage: "create the table when it does not exist, and turn its TTL on (as the server's --create-table)"},
 	{name: "format", env: "REDAMO_FORMAT", def: formatJSON, arg: "FMT",
-		usage: "json (one object per result), text (one human line) or value (the bare value, for $(...))"},
+		usage: "json (one object per result), text (one human line), value (the bare value, for $(...)) or keys (list's keys, one a line)"},
 	{name: "quiet", env: "REDAMO_QUIET", isBool: true, usage: "print no result and no notes, only errors: the exit code tells"},
 	{name: "verbose", env: "REDAMO_VERBOSE", isBool: true, usage: "print the redamo command, where it ran, its time and DynamoDB requests on stderr"},
 }
@@ -157,21 +160,26 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	if c.g, err = c.globals(set); err != nil {
 		return c.usageError(err)
 	}
-	x := &invocation{ctx: ctx, cli: c, pos: pos, flags: set}
+	if c.g.format == formatKeys && v.value != "keys" {
+		return c.usageError(fmt.Errorf("%s keys: only for list (see `redamo %s --help` for its formats)", sourceOf(set, "format"), v.name))
+	}
+	x := &invocation{ctx: ctx, cli: c, verb: v, pos: pos, flags: set}
 	// Arguments are checked before anything is opened: a typo costs no
 	// request, and exits 2 whatever the store's state.
 	runVerb, err := v.build(x)
 	if err != nil {
 		return c.fail(err)
 	}
-	be, err := c.open(ctx)
-	if err != nil {
-		return c.fail(err)
+	if !v.table {
+		be, err := c.open(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		defer be.Close()
+		c.be = be
 	}
-	defer be.Close()
-	c.be = be
 	res := runVerb()
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !x.untilSignal {
 		fmt.Fprintln(c.errOut, "redamo: interrupted")
 		return exitInterrupted
 	}
@@ -315,9 +323,9 @@ func (c *cli) globals(set map[string]string) (globals, error) {
 		*b.p = on
 	}
 	switch g.format {
-	case formatJSON, formatText, formatValue:
+	case formatJSON, formatText, formatValue, formatKeys:
 	default:
-		return g, fmt.Errorf("%s %q: must be json, text or value", sourceOf(set, "format"), g.format)
+		return g, fmt.Errorf("%s %q: must be json, text, value or keys", sourceOf(set, "format"), g.format)
 	}
 	if g.server != "" {
 		for _, name := range tableFlags {
@@ -501,7 +509,7 @@ func (c *cli) print(v *verb, o object) {
 			writeText(&b, f.val)
 		}
 		b.WriteByte('\n')
-	case formatValue:
+	case formatValue, formatKeys:
 		val, ok := o.get(v.value)
 		if !ok {
 			break

@@ -47,6 +47,7 @@ func (c *cli) open(ctx context.Context) (backend, error) {
 // table, handlers and model (commands.Server.Do), on the DynamoDB table.
 type local struct {
 	srv   *commands.Server
+	store dynastore.Store
 	stats *dynastore.Stats
 	where string
 	close func() error
@@ -72,31 +73,14 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 	logger := slog.New(slog.NewTextHandler(c.errOut, &slog.HandlerOptions{Level: level}))
 	stats := dynastore.NewStats()
 	store, err := openStore(ctx, cfg, stats, logger)
-	switch {
-	case errors.Is(err, dynamo.ErrTableName):
-		return nil, usageErr("--table %q: not a DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, _ . -)", c.g.table)
-	case errors.Is(err, dynamo.ErrNoRegion) && c.g.endpoint != "":
-		return nil, &cliError{code: exitStore, msg: fmt.Sprintf("no AWS region configured for --endpoint %s, which is not on this machine "+
-			"(a VPC endpoint or proxy reaches a region of AWS): set --region (REDAMO_REGION or AWS_REGION)", c.g.endpoint)}
-	case errors.Is(err, dynamo.ErrNoRegion):
-		return nil, &cliError{code: exitStore, msg: "no AWS region configured, so there is no DynamoDB to reach: " +
-			"set --region (REDAMO_REGION or AWS_REGION) and AWS credentials, --endpoint (REDAMO_ENDPOINT) for DynamoDB Local, " +
-			"or --server (REDAMO_SERVER) to use a running redamo"}
-	case errors.Is(err, dynamo.ErrNoCredentials):
-		return nil, &cliError{code: exitStore, msg: "no AWS credentials found for " + c.where() + ": " +
-			"set AWS_PROFILE (or --profile), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role provides them; " +
-			"or use a running redamo with --server (REDAMO_SERVER)"}
-	case errors.Is(err, dynamo.ErrNoTable):
-		return nil, &cliError{code: exitStore, msg: c.noTableMessage()}
-	case errors.Is(err, dynamo.ErrTableSchema), errors.Is(err, dynamo.ErrTableTTL), errors.Is(err, dynamo.ErrTTLOff):
-		return nil, &cliError{code: exitStore, msg: err.Error()}
-	case err != nil:
-		return nil, &cliError{code: exitStore, msg: c.storeMessage(err.Error())}
+	if err != nil {
+		return nil, c.tableError(err)
 	}
 	table := commands.NewTable()
 	scripting.Register(table)
 	l := &local{
 		srv:   newCommandServer(cfg, store, stats, table, ""),
+		store: store,
 		stats: stats,
 		where: fmt.Sprintf("table %s, %s", c.g.table, c.where()),
 		close: func() error { return nil },
@@ -114,6 +98,31 @@ func (c *cli) openTable(ctx context.Context) (backend, error) {
 		return errors.Join(err, closeStore())
 	}
 	return l, nil
+}
+
+// tableError is the CLI's error for a failure to open the table: what is
+// wrong and what to set.
+func (c *cli) tableError(err error) error {
+	switch {
+	case errors.Is(err, dynamo.ErrTableName):
+		return usageErr("--table %q: not a DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, _ . -)", c.g.table)
+	case errors.Is(err, dynamo.ErrNoRegion) && c.g.endpoint != "":
+		return &cliError{code: exitStore, msg: fmt.Sprintf("no AWS region configured for --endpoint %s, which is not on this machine "+
+			"(a VPC endpoint or proxy reaches a region of AWS): set --region (REDAMO_REGION or AWS_REGION)", c.g.endpoint)}
+	case errors.Is(err, dynamo.ErrNoRegion):
+		return &cliError{code: exitStore, msg: "no AWS region configured, so there is no DynamoDB to reach: " +
+			"set --region (REDAMO_REGION or AWS_REGION) and AWS credentials, --endpoint (REDAMO_ENDPOINT) for DynamoDB Local, " +
+			"or --server (REDAMO_SERVER) to use a running redamo"}
+	case errors.Is(err, dynamo.ErrNoCredentials):
+		return &cliError{code: exitStore, msg: "no AWS credentials found for " + c.where() + ": " +
+			"set AWS_PROFILE (or --profile), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role provides them; " +
+			"or use a running redamo with --server (REDAMO_SERVER)"}
+	case errors.Is(err, dynamo.ErrNoTable):
+		return &cliError{code: exitStore, msg: c.noTableMessage()}
+	case errors.Is(err, dynamo.ErrTableSchema), errors.Is(err, dynamo.ErrTableTTL), errors.Is(err, dynamo.ErrTTLOff):
+		return &cliError{code: exitStore, msg: err.Error()}
+	}
+	return &cliError{code: exitStore, msg: c.storeMessage(err.Error())}
 }
 
 func (l *local) Do(ctx context.Context, args [][]byte) (commands.Reply, error) {
@@ -145,6 +154,7 @@ func (l *local) Close() error { return l.close() }
 // back as maps.
 type remote struct {
 	rdb  *redis.Client
+	opts *redis.Options
 	addr string
 }
 
@@ -191,7 +201,7 @@ func dialServer(server string) (backend, error) {
 		}
 		return nil, err
 	}
-	return &remote{rdb: redis.NewClient(opts), addr: opts.Addr}, nil
+	return &remote{rdb: redis.NewClient(opts), opts: opts, addr: opts.Addr}, nil
 }
 
 func (r *remote) Do(ctx context.Context, args [][]byte) (commands.Reply, error) {
@@ -223,9 +233,7 @@ func (r *remote) Do(ctx context.Context, args [][]byte) (commands.Reply, error) 
 	case errors.As(o.err, &re):
 		return commands.Reply{Kind: commands.ReplyError, Str: re.Error()}, nil
 	case o.err != nil:
-		return commands.Reply{}, &cliError{code: exitStore, msg: fmt.Sprintf(
-			"cannot reach redamo at %s (--server, REDAMO_SERVER): %v; start it (make run), or point --server at a running one, or leave it unset to use the DynamoDB table directly",
-			r.addr, o.err)}
+		return commands.Reply{}, r.lost(o.err)
 	}
 	return fromGoRedis(o.v), nil
 }
@@ -278,6 +286,21 @@ func fromGoRedis(v any) commands.Reply {
 		return commands.Reply{Kind: commands.ReplyError, Str: v.Error()}
 	}
 	return commands.Reply{Kind: commands.ReplyBulk, Str: fmt.Sprint(v)}
+}
+
+// lost is the error for a server that could not be reached or dropped the
+// connection.
+func (r *remote) lost(err error) error {
+	return &cliError{code: exitStore, msg: fmt.Sprintf(
+		"cannot reach redamo at %s (--server, REDAMO_SERVER): %v; start it (make run), or point --server at a running one, or leave it unset to use the DynamoDB table directly",
+		r.addr, err)}
+}
+
+// withDB is a connection to the same server in database db.
+func (r *remote) withDB(db int) *remote {
+	opts := *r.opts
+	opts.DB = db
+	return &remote{rdb: redis.NewClient(&opts), opts: &opts, addr: r.addr}
 }
 
 func (r *remote) Where() string    { return "redamo at " + r.addr }

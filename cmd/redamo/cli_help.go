@@ -14,6 +14,9 @@ var groups = []struct{ name, title string }{
 	{"lock", "Locks: redamo lock OPERATION NAME"},
 	{"leader", "Leader election: redamo leader OPERATION POOL"},
 	{"queue", "Work queues: redamo queue OPERATION NAME"},
+	{"transaction", "Transactions"},
+	{"watch", "Key events"},
+	{"table", "Table setup (on the DynamoDB table itself, never --server)"},
 	{"exec", "Any command"},
 }
 
@@ -41,6 +44,7 @@ const helpExits = `Exit codes:
   1  the answer is no: no such key or member, an empty list, --if-absent on a
      key that exists, a lock or leadership that is not (or no longer) yours,
      a watch that timed out
+     (redamo watch runs until SIGINT or SIGTERM, then exits 0)
   2  invalid arguments or flags, or a command redamo refused (syntax,
      WRONGTYPE, not an integer)
   3  the store or server failed or is unreachable (throttling, permissions, a
@@ -107,8 +111,14 @@ func printVerbHelp(w io.Writer, v *verb) {
 }
 
 func writeVerb(w io.Writer, v *verb) {
-	usage := []string{"redamo", v.name, v.args}
+	usage := []string{"redamo", v.name}
+	if v.args != "" {
+		usage = append(usage, v.args)
+	}
 	for _, name := range v.flags {
+		if strings.Contains(v.args, "--"+name+" ") {
+			continue // required, in the arguments' usage
+		}
 		usage = append(usage, "["+flagUsage(verbFlags[name])+"]")
 	}
 	fmt.Fprintf(w, "\n  %s\n", strings.Join(usage, " "))
@@ -125,7 +135,18 @@ func writeVerb(w io.Writer, v *verb) {
 	if v.value != "" {
 		fmt.Fprintf(w, "      --format value prints %s\n", v.value)
 	}
-	fmt.Fprintf(w, "      $ redamo %s\n      %s\n", v.example, v.output)
+	if v.stdin != "" {
+		fmt.Fprintf(w, "      $ echo '%s' |\n        redamo %s\n", v.stdin, v.example)
+	} else {
+		fmt.Fprintf(w, "      $ redamo %s\n", v.example)
+	}
+	if len(v.meanwhile) > 0 {
+		fmt.Fprintf(w, "      # meanwhile, in another shell: redamo %s; then Ctrl-C\n", strings.Join(v.meanwhile, "; redamo "))
+	}
+	if v.note != "" {
+		fmt.Fprintf(w, "      (stderr) redamo: %s\n", v.note)
+	}
+	fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(v.output, "\n", "\n      "))
 }
 
 func flagUsage(f flagDef) string {
@@ -145,6 +166,9 @@ func writeFlags(w io.Writer) {
 		fmt.Fprintf(w, "  %-18s %-20s %s%s\n", flagUsage(f), f.env, f.usage, def)
 	}
 	fmt.Fprintln(w, "  --help                                  this verb's help")
+	fmt.Fprintln(w, "Defaults from the environment (a flag wins): REDAMO_DEFAULT_TTL for set's --ttl,")
+	fmt.Fprintln(w, "REDAMO_LOCK_TTL for lock acquire's and extend's --ttl, REDAMO_QUEUE_VISIBILITY for")
+	fmt.Fprintln(w, "queue pop's --visibility-timeout.")
 	fmt.Fprintln(w, "Durations are written 30s, 5m, 1500ms. The lock owner and leader id default to")
 	fmt.Fprintln(w, "$REDAMO_OWNER, else user@host:PID of the calling shell (each script its own).")
 }

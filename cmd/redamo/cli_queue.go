@@ -175,7 +175,7 @@ func buildQueuePop(x *invocation) (func() result, error) {
 		}
 		args = append(args, "COUNT", itoa(n))
 	}
-	if ms, ok, err := x.ms("visibility-timeout", 0, true); err != nil {
+	if ms, ok, err := x.msEnv("visibility-timeout", envQueueVisibility, 0, true); err != nil {
 		return nil, err
 	} else if ok {
 		args = append(args, "VT", itoa(ms))

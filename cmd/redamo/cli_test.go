@@ -82,7 +82,7 @@ func newTable(t *testing.T, ep string) string {
 
 // clockFields are the outputs that depend on the clock.
 var (
-	clockFields  = regexp.MustCompile(`"(pttl_ms|acquired_at_ms|elected_at_ms|heartbeat_at_ms|oldest_ready_ms)":\d+`)
+	clockFields  = regexp.MustCompile(`"(pttl_ms|acquired_at_ms|elected_at_ms|heartbeat_at_ms|oldest_ready_ms|item_count|size_bytes)":\d+`)
 	randomFields = regexp.MustCompile(`"(message_id|receipt)":"[A-Za-z0-9_-]+"`)
 	receiptField = regexp.MustCompile(`"receipt":"([A-Za-z0-9_-]+)"`)
 )
@@ -101,15 +101,35 @@ func TestCLIHelpExamples(t *testing.T) {
 			// $receipt in an example is the receipt the last pop printed;
 			// after a NACK spent it, the example's message is popped again.
 			receipt := ""
+			// The table verbs' examples make a table of their own, named
+			// "redamo" in their output.
+			fresh := ""
 			for _, v := range verbs {
+				if v.meanwhile != nil {
+					continue // runs until interrupted: TestCLIWatchExample
+				}
+				flags := p.flags
+				if v.table {
+					if serverAddr(p) != "" {
+						continue // refused: TestCLITableVerbs
+					}
+					if fresh == "" {
+						fresh = freshTable(t)
+					}
+					flags = withTable(p.flags, fresh)
+				}
 				if strings.Contains(v.example, "$receipt") && receipt == "" {
 					_, out, _ := cliRun(t, env, append([]string{"queue", "pop", "jobs"}, p.flags...)...)
 					m := receiptField.FindStringSubmatch(out)
 					require.NotNil(t, m, "no message to receive for %s: %s", v.example, out)
 					receipt = m[1]
 				}
-				args := append(strings.Fields(strings.ReplaceAll(v.example, "$receipt", receipt)), p.flags...)
+				args := append(strings.Fields(strings.ReplaceAll(v.example, "$receipt", receipt)), flags...)
+				cliStdin = strings.NewReader(v.stdin)
 				code, out, errOut := cliRun(t, env, args...)
+				if v.table {
+					out = strings.ReplaceAll(out, `"table":"`+fresh+`"`, `"table":"redamo"`)
+				}
 				if m := receiptField.FindStringSubmatch(out); m != nil {
 					receipt = m[1]
 				}
@@ -182,7 +202,7 @@ func TestCLIAnswers(t *testing.T) {
 		{a("delete", "fresh"), 0, `{"key":"fresh","deleted":true}`, ""},
 		{a("list"), 0, `{"prefix":"","keys":["k"]}`, ""},
 		{a("list", "x*"), 0, `{"prefix":"x*","keys":[]}`, ""},
-		{a("inc", "n", "--by", "-3"), 0, `{"key":"n","value":-3}`, ""},
+		{a("inc", "n", "--by", "-3", "--create"), 0, `{"key":"n","value":-3}`, ""},
 		{a("dec", "n", "--by", "2"), 0, `{"key":"n","value":-5}`, ""},
 		{a("inc", "n"), 0, `{"key":"n","value":-4}`, ""},
 		// Sets and lists.
@@ -270,7 +290,7 @@ func TestCLIAnswers(t *testing.T) {
 		{a("lock"), 2, "", "lock needs an operation"},
 		{a("get", "k", "--nope"), 2, "", "unknown flag --nope"},
 		{a("get", "k", "--ttl", "1s"), 2, "", "unknown flag --ttl"},
-		{a("get", "k", "--format", "xml"), 2, "", `--format "xml": must be json, text or value`},
+		{a("get", "k", "--format", "xml"), 2, "", `--format "xml": must be json, text, value or keys`},
 		{a("get", "k", "--quiet=maybe"), 2, "", "--quiet=maybe: must be true or false"},
 		{a("get", "k", "--format"), 2, "", "--format needs a value"},
 		{a("lpop", "l", "--count", "0"), 2, "", "--count 0: must be positive"},
@@ -327,7 +347,7 @@ func TestCLIFormats(t *testing.T) {
 		{a("smembers", "s", "--format", "text"), nil, 0, `key=s members=["x","y"]` + "\n", ""},
 		{a("list", "--format", "value"), nil, 0, "k\ns\n", ""},
 		{a("exists", "s", "--format", "value"), nil, 0, "true\n", ""},
-		{a("inc", "n", "--format", "value"), nil, 0, "1\n", ""},
+		{a("inc", "n", "--create", "--format", "value"), nil, 0, "1\n", ""},
 		{a("lock", "acquire", "L", "--format", "value"), nil, 0, "1\n", ""},
 		{a("lock", "acquire", "L", "--format", "text"), nil, 0, "lock=L owner=me acquired=true fence=1 ttl_ms=30000\n", ""},
 		{a("lock", "acquire", "L", "--owner", "x", "--quiet"), nil, 4, "", ""},
@@ -439,9 +459,14 @@ func TestCLIHelp(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Empty(t, errOut)
 	for _, v := range verbs {
-		require.Contains(t, out, "redamo "+v.name+" "+v.args, v.name)
-		require.Contains(t, out, "$ redamo "+v.example+"\n      "+v.output+"\n", v.name)
-		require.True(t, json.Valid([]byte(v.output)), "%s: %s", v.name, v.output)
+		require.Contains(t, out, strings.TrimSpace("redamo "+v.name+" "+v.args), v.name)
+		if v.meanwhile == nil {
+			require.Contains(t, out, "redamo "+v.example+"\n      "+v.output+"\n", v.name)
+		}
+		for _, line := range strings.Split(v.output, "\n") {
+			require.Contains(t, out, "\n      "+line+"\n", v.name)
+			require.True(t, json.Valid([]byte(line)), "%s: %s", v.name, line)
+		}
 		require.NotEmpty(t, v.summary, v.name)
 		require.NotEmpty(t, v.runs, v.name)
 	}

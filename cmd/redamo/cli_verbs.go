@@ -36,6 +36,16 @@ type verb struct {
 	summary string
 	// example is a command line (after "redamo ") and output its JSON.
 	example, output string
+	// meanwhile, for a verb that runs until interrupted (watch): the
+	// commands (after "redamo ") another shell runs while the example
+	// runs, which make its output; note is its line on stderr, if any.
+	meanwhile []string
+	note      string
+	// stdin is what the example reads on standard input ("": nothing).
+	stdin string
+	// table: the verb acts on the DynamoDB table itself (create-table),
+	// opening it on its own, rather than through a redamo command.
+	table bool
 	// value is the field --format value prints ("": none).
 	value string
 	// build checks the arguments and flags (usage errors, before
@@ -92,13 +102,18 @@ var verbFlags = map[string]flagDef{
 	"dlq":                {name: "dlq", arg: "QUEUE", usage: "the dead-letter queue (\"\": none: dead messages stay, as dead, in the queue)"},
 	"dedup-window":       {name: "dedup-window", arg: "D", usage: "how long a --dedup-id is remembered (default 5m)"},
 	"shards":             {name: "shards", arg: "N", usage: "partitions the queue spreads over (default 4)"},
+	// keys (cli_keys.go)
+	"default":  {name: "default", arg: "V", usage: "print V (and exit 0) when there is no KEY"},
+	"if-value": {name: "if-value", arg: "V", usage: "delete only if KEY holds V; exit 1 (nothing deleted) when it holds another value"},
+	"create":   {name: "create", isBool: true, usage: "create a missing counter (at 0, then the step); without it a missing counter exits 1"},
+	"limit":    {name: "limit", arg: "N", usage: "at most N keys (the scan stops once it has found N)"},
 }
 
 // exampleIdentity is the owner the examples were run with.
 const exampleIdentity = "alice@build-1:4242"
 
 // verbs are every verb, in the order help shows them and their examples run.
-var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{execVerb})
+var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{txVerb, watchVerb}, tableVerbs, []verb{execVerb})
 
 var keyVerbs = []verb{
 	// ---- keys and counters
@@ -107,30 +122,48 @@ var keyVerbs = []verb{
 		runs:     "SET KEY VALUE [PX ms] [NX]", summary: "Set KEY to VALUE; with --if-absent exit 1 (and set nothing) when KEY exists.",
 		example: "set greeting hello --ttl 1h", output: `{"key":"greeting","value":"hello","set":true,"ttl_ms":3600000}`,
 		value: "set", build: buildSet},
-	{name: "get", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1,
-		runs: "GET KEY", summary: "The value of KEY; exit 1 (value null) when there is none.",
+	{name: "get", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"default"},
+		runs: "GET KEY", summary: "The value of KEY; exit 1 (value null) when there is none, unless --default gives one.",
 		example: "get greeting", output: `{"key":"greeting","value":"hello"}`,
 		value: "value", build: buildGet},
 	{name: "exists", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1,
 		runs: "EXISTS KEY", summary: "Whether KEY exists; exit 1 when it does not.",
 		example: "exists greeting", output: `{"key":"greeting","exists":true}`,
 		value: "exists", build: keyInt("EXISTS", "exists", true)},
-	{name: "list", group: "keys", args: "[PREFIX]", minArgs: 0, maxArgs: 1,
-		runs: "SCAN cursor MATCH PREFIX* COUNT 1000, until the cursor is 0", summary: "The keys that start with PREFIX (all keys without it), sorted.",
+	{name: "expire", group: "keys", args: "KEY D", minArgs: 2, maxArgs: 2,
+		runs: "PEXPIRE KEY ms", summary: "Make KEY expire D from now (30s, 5m, 1500ms); exit 1 when there is no KEY.",
+		example: "expire greeting 10m", output: `{"key":"greeting","expires":true,"ttl_ms":600000}`,
+		value: "expires", build: buildExpire},
+	{name: "ttl", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1,
+		runs: "PTTL KEY", summary: "How long KEY has left (pttl_ms null: it never expires); exit 1 when there is no KEY.",
+		example: "ttl greeting", output: `{"key":"greeting","exists":true,"pttl_ms":599998}`,
+		value: "pttl_ms", build: buildTTL},
+	{name: "list", group: "keys", args: "[PREFIX]", minArgs: 0, maxArgs: 1, flags: []string{"limit"},
+		runs:    "SCAN cursor MATCH PREFIX* COUNT 1000, until the cursor is 0 (or --limit keys were found)",
+		summary: "The keys that start with PREFIX (all keys without it), sorted. --format keys prints one key a line.",
 		example: "list gr", output: `{"prefix":"gr","keys":["greeting"]}`,
 		value: "keys", build: buildList},
-	{name: "delete", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1,
-		runs: "DEL KEY", summary: "Delete KEY; exit 1 when there was none.",
+	{name: "delete", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"if-value"},
+		runs:    "DEL KEY (with --if-value, a script that deletes KEY only if it holds V: one conditional request)",
+		summary: "Delete KEY; exit 1 when there was none, or with --if-value when it holds another value (nothing deleted).",
 		example: "delete greeting", output: `{"key":"greeting","deleted":true}`,
-		value: "deleted", build: keyInt("DEL", "deleted", true)},
-	{name: "inc", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"by"},
-		runs: "INCR KEY, or INCRBY KEY N", summary: "Add 1 (or N) to the integer at KEY (0 when absent); the new value.",
-		example: "inc visits --by 5", output: `{"key":"visits","value":5}`,
+		value: "deleted", build: buildDelete},
+	{name: "inc", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"by", "create"},
+		runs: "INCRBY KEY N if KEY exists (a script), or with --create INCR KEY / INCRBY KEY N",
+		summary: "Add 1 (or N) to the integer at KEY; the new value. A missing counter exits 1 and is not created, " +
+			"unless --create (which starts it at 0).",
+		example: "inc visits --by 5 --create", output: `{"key":"visits","value":5}`,
 		value: "value", build: counter("INCR", "INCRBY")},
-	{name: "dec", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"by"},
-		runs: "DECR KEY, or DECRBY KEY N", summary: "Subtract 1 (or N) from the integer at KEY; the new value.",
+	{name: "dec", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"by", "create"},
+		runs: "DECRBY KEY N if KEY exists (a script), or with --create DECR KEY / DECRBY KEY N",
+		summary: "Subtract 1 (or N) from the integer at KEY; the new value. A missing counter exits 1 and is not created, " +
+			"unless --create.",
 		example: "dec visits", output: `{"key":"visits","value":4}`,
 		value: "value", build: counter("DECR", "DECRBY")},
+	{name: "get-counter", group: "keys", args: "KEY", minArgs: 1, maxArgs: 1,
+		runs: "GET KEY", summary: "The integer at KEY; exit 1 when there is none or it is not an integer.",
+		example: "get-counter visits", output: `{"key":"visits","value":4,"type":"counter"}`,
+		value: "value", build: buildGetCounter},
 
 	// ---- sets
 	{name: "sadd", group: "sets", args: "KEY MEMBER...", minArgs: 2, maxArgs: -1,
@@ -167,13 +200,17 @@ var keyVerbs = []verb{
 		runs: "LRANGE KEY START STOP (default 0 -1: the whole list)", summary: "The values of the list at KEY from START to STOP (negative: from the end).",
 		example: "lrange jobs", output: `{"key":"jobs","values":["lint","build","test"]}`,
 		value: "values", build: buildLrange},
+	{name: "ltrim", group: "lists", args: "KEY START STOP", minArgs: 3, maxArgs: 3,
+		runs: "LTRIM KEY START STOP", summary: "Keep only the values of the list at KEY from START to STOP (negative: from the end).",
+		example: "ltrim jobs 0 1", output: `{"key":"jobs","start":0,"stop":1}`,
+		build: buildLtrim},
 	{name: "lpop", group: "lists", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"count"},
 		runs: "LPOP KEY [N]", summary: "Remove and return the first value (up to N with --count); exit 1 when the list is empty.",
 		example: "lpop jobs", output: `{"key":"jobs","value":"lint"}`,
 		value: "value", build: pop("LPOP")},
 	{name: "rpop", group: "lists", args: "KEY", minArgs: 1, maxArgs: 1, flags: []string{"count"},
 		runs: "RPOP KEY [N]", summary: "Remove and return the last value (up to N with --count); exit 1 when the list is empty.",
-		example: "rpop jobs --count 2", output: `{"key":"jobs","values":["test","build"]}`,
+		example: "rpop jobs --count 2", output: `{"key":"jobs","values":["build"]}`,
 		value: "values", build: pop("RPOP")},
 
 	// ---- locks
@@ -238,12 +275,16 @@ var execVerb = verb{name: "exec", group: "exec", args: "COMMAND [ARG...]", minAr
 type invocation struct {
 	ctx   context.Context
 	cli   *cli
+	verb  *verb
 	pos   []string
 	flags map[string]string
 	// forever: the command may block without limit (leader watch without
 	// --wait, exec); otherwise a call gets a deadline after waitMS.
 	forever bool
 	waitMS  int64
+	// untilSignal: the verb runs until SIGINT or SIGTERM, which end it
+	// with exit 0 (watch).
+	untilSignal bool
 }
 
 // callMargin is how long past its own wait a call may take before the
@@ -313,6 +354,34 @@ func (x *invocation) boolFlag(name string) bool {
 	return on
 }
 
+// Environment variables that give a duration flag its default.
+const (
+	envDefaultTTL      = "REDAMO_DEFAULT_TTL"      // set --ttl
+	envLockTTL         = "REDAMO_LOCK_TTL"         // lock acquire/extend --ttl
+	envQueueVisibility = "REDAMO_QUEUE_VISIBILITY" // queue pop --visibility-timeout
+)
+
+// msEnv reads a duration flag in milliseconds: the flag, else the
+// environment variable env, else def (given reports whether either was).
+func (x *invocation) msEnv(name, env string, def int64, allowZero bool) (ms int64, given bool, err error) {
+	if _, ok := x.flags[name]; ok {
+		return x.ms(name, def, allowZero)
+	}
+	v := ""
+	if env != "" {
+		v = x.cli.getenv(env)
+	}
+	if v == "" {
+		return def, false, nil
+	}
+	ms, err = parseDuration(name, v, allowZero)
+	if err != nil {
+		// The message names the variable, not the flag.
+		return 0, false, usageErr("%s=%s", env, strings.TrimPrefix(err.Error(), "--"+name+" "))
+	}
+	return ms, true, nil
+}
+
 // ms reads a duration flag in milliseconds, def when it is not given.
 func (x *invocation) ms(name string, def int64, allowZero bool) (int64, bool, error) {
 	v, ok := x.flags[name]
@@ -361,7 +430,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func buildSet(x *invocation) (func() result, error) {
 	key, val := x.pos[0], x.pos[1]
-	ttl, hasTTL, err := x.ms("ttl", 0, false)
+	ttl, hasTTL, err := x.msEnv("ttl", envDefaultTTL, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -384,20 +453,6 @@ func buildSet(x *invocation) (func() result, error) {
 			o = append(o, field{"ttl_ms", ttl})
 		}
 		return answer(o, set)
-	}, nil
-}
-
-func buildGet(x *invocation) (func() result, error) {
-	key := x.pos[0]
-	return func() result {
-		r, err := x.do("GET", key)
-		if err != nil {
-			return failed(err)
-		}
-		if r.IsNull() {
-			return answer(object{{"key", key}, {"value", nil}}, false)
-		}
-		return answer(object{{"key", key}, {"value", r.Str}}, true)
 	}, nil
 }
 
@@ -434,28 +489,6 @@ func keyMembers(cmd, name string, noWhenZero bool) func(x *invocation) (func() r
 	}
 }
 
-func counter(one, by string) func(x *invocation) (func() result, error) {
-	return func(x *invocation) (func() result, error) {
-		key := x.pos[0]
-		n, err := x.intFlag("by", 1, false)
-		if err != nil {
-			return nil, err
-		}
-		_, given := x.flag("by")
-		return func() result {
-			args := []string{one, key}
-			if given {
-				args = []string{by, key, itoa(n)}
-			}
-			r, err := x.do(args...)
-			if err != nil {
-				return failed(err)
-			}
-			return answer(object{{"key", key}, {"value", r.Int}}, true)
-		}, nil
-	}
-}
-
 // globEscape escapes the characters SCAN's MATCH treats as a pattern.
 func globEscape(s string) string {
 	var b strings.Builder
@@ -467,38 +500,6 @@ func globEscape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-func buildList(x *invocation) (func() result, error) {
-	prefix := ""
-	if len(x.pos) > 0 {
-		prefix = x.pos[0]
-	}
-	return func() result {
-		seen := map[string]bool{}
-		cursor := "0"
-		for {
-			r, err := x.do("SCAN", cursor, "MATCH", globEscape(prefix)+"*", "COUNT", "1000")
-			if err != nil {
-				return failed(err)
-			}
-			if len(r.Elems) != 2 {
-				return failed(fmt.Errorf("unexpected SCAN reply %s", replyString(r)))
-			}
-			for _, k := range r.Elems[1].Elems {
-				seen[k.Str] = true
-			}
-			if cursor = replyString(r.Elems[0]); cursor == "0" {
-				break
-			}
-		}
-		keys := make([]string, 0, len(seen))
-		for k := range seen {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		return answer(object{{"prefix", prefix}, {"keys", keys}}, true)
-	}, nil
 }
 
 // ---- sets and lists ---------------------------------------------------------------------
@@ -595,7 +596,11 @@ func (x *invocation) leaseFlags(holderFlag string, wait bool) (holder string, tt
 	if holder, err = x.identity(holderFlag); err != nil {
 		return
 	}
-	if ttl, _, err = x.ms("ttl", defaultLeaseMS, false); err != nil {
+	env := envLockTTL
+	if holderFlag != "owner" {
+		env = "" // a leader's reign has no variable
+	}
+	if ttl, _, err = x.msEnv("ttl", env, defaultLeaseMS, false); err != nil {
 		return
 	}
 	if wait {

@@ -152,6 +152,9 @@ type Store struct {
 	calibrated chan struct{}
 	// count caches the table's item count (count.go).
 	count itemCount
+	// provisioned is the capacity createTable gives the table (nil:
+	// on-demand); set by CreateTable (admin.go).
+	provisioned *types.ProvisionedThroughput
 }
 
 var (
@@ -178,6 +181,24 @@ var (
 // loadAWSConfig: a missing one is an error at once, not at the first
 // request.
 func New(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepareTable(ctx, cfg.CreateTable); err != nil {
+		return nil, err
+	}
+	s.calibrated = make(chan struct{})
+	if cfg.ClockProbes {
+		s.startClockProbes()
+	} else {
+		close(s.calibrated)
+	}
+	return s, nil
+}
+
+// open builds a Store on cfg's table without looking at the table.
+func open(ctx context.Context, cfg Config) (*Store, error) {
 	if !tableNameRE.MatchString(cfg.Table) {
 		return nil, fmt.Errorf("%w %q (3-255 characters of a-z, A-Z, 0-9, _ . -)", ErrTableName, cfg.Table)
 	}
@@ -246,15 +267,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		if s.wire, why = newWire(db, cfg.Table, hc); s.wire == nil {
 			s.log.Info("DynamoDB requests go through the SDK client", "reason", why)
 		}
-	}
-	if err := s.prepareTable(ctx, cfg.CreateTable); err != nil {
-		return nil, err
-	}
-	s.calibrated = make(chan struct{})
-	if cfg.ClockProbes {
-		s.startClockProbes()
-	} else {
-		close(s.calibrated)
 	}
 	return s, nil
 }

@@ -89,7 +89,7 @@ func (s *Store) enableTTLCommand() string {
 func (s *Store) createTable(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, controlCallTimeout)
 	defer cancel()
-	_, err := s.db.CreateTable(cctx, &dynamodb.CreateTableInput{
+	in := &dynamodb.CreateTableInput{
 		TableName:   &s.table,
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
@@ -100,7 +100,11 @@ func (s *Store) createTable(ctx context.Context) error {
 			{AttributeName: aws.String(dynastore.AttrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(dynastore.AttrSK), KeyType: types.KeyTypeRange},
 		},
-	})
+	}
+	if s.provisioned != nil {
+		in.BillingMode, in.ProvisionedThroughput = types.BillingModeProvisioned, s.provisioned
+	}
+	_, err := s.db.CreateTable(cctx, in)
 	// Another instance may be creating it at the same moment.
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
@@ -162,15 +166,7 @@ func (s *Store) waitActive(ctx context.Context) (*types.TableDescription, error)
 // checkKeySchema verifies that the table's key is what every item redamo
 // writes has: pk (binary) as partition key, sk (binary) as sort key.
 func (s *Store) checkKeySchema(desc *types.TableDescription) error {
-	attrType := map[string]types.ScalarAttributeType{}
-	for _, a := range desc.AttributeDefinitions {
-		attrType[aws.ToString(a.AttributeName)] = a.AttributeType
-	}
-	var got []string
-	for _, k := range desc.KeySchema {
-		name := aws.ToString(k.AttributeName)
-		got = append(got, fmt.Sprintf("%s (%s, %s)", name, attrType[name], k.KeyType))
-	}
+	got := keySchema(desc)
 	want := []string{
 		fmt.Sprintf("%s (B, HASH)", dynastore.AttrPK),
 		fmt.Sprintf("%s (B, RANGE)", dynastore.AttrSK),
