@@ -19,7 +19,17 @@ func collLenCmd(c *Ctx, typ string) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
+}
+
+// notifyMissIfEmpty reports the read of a collection that found nothing:
+// one holding no entry does not exist (a stream aside), so Redis's lookup
+// missed ("keymiss").
+func notifyMissIfEmpty(c *Ctx, empty bool) {
+	if empty {
+		c.NotifyKeyMiss(c.Args[1])
+	}
 }
 
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
