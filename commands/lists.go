@@ -150,6 +150,7 @@ func cmdLlen(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
 }
 
