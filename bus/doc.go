@@ -36,9 +36,10 @@
 // item of the members' partition under a sort key no instance id takes, so
 // the heartbeat's Query reads them at no extra request: the bus applies
 // them at Start, before the instance serves, and whenever a read finds
-// them changed. CONFIG SET writes the item and tells the connected peers
-// (kindFlags) before it replies; one that missed it catches up at its next
-// heartbeat. An idle cluster's requests are the membership's alone.
+// this instance's differ (unless they changed while the read ran).
+// CONFIG SET writes the item and tells the connected peers (kindFlags)
+// before it replies; one that missed it, or got two crossing CONFIG SETs
+// in the other order, settles on the table's value at its next heartbeat. An idle cluster's requests are the membership's alone.
 //
 // Authentication (auth.go). A connection starts with a challenge-response
 // handshake both ways, HMAC-SHA256 keyed by the Secret (derived from
