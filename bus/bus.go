@@ -97,10 +97,6 @@ type Bus struct {
 	// as last declared (events.go).
 	want    bool
 	wantSeq uint64
-	// tableFlags is notify-keyspace-events as the table last showed it
-	// (settingsRead: it was read).
-	tableFlags   string
-	settingsRead bool
 
 	// interested counts the peers that declared an interest.
 	interested atomic.Int32
@@ -234,11 +230,12 @@ func (b *Bus) beat(ctx context.Context) error {
 // the read began is kept: the read may predate its item.
 func (b *Bus) refresh(ctx context.Context) error {
 	began := time.Now()
+	flags := b.flags()
 	ms, settings, err := members(ctx, b.store, b.cfg.Now())
 	if err != nil {
 		return fmt.Errorf("bus: reading the members: %w", err)
 	}
-	b.applySettings(settings)
+	b.applySettings(settings, flags)
 	live := make(map[ID]Member, len(ms))
 	for _, m := range ms {
 		if m.ID != b.id {
