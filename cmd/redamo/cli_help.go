@@ -42,13 +42,16 @@ below is one redamo command ("runs:"); results are one JSON object on stdout.
 const helpExits = `Exit codes:
   0  done, the answer is yes
   1  the answer is no: no such key or member, an empty list, --if-absent on a
-     key that exists, a lock or leadership that is not (or no longer) yours,
-     a watch that timed out
+     key that exists, --if-value on a key that holds another value, a missing
+     counter without --create, a transaction whose condition failed, a lock
+     or leadership that is not (or no longer) yours, a leader watch that
+     timed out, describe-table of a missing or unusable table
      (redamo watch runs until SIGINT or SIGTERM, then exits 0)
   2  invalid arguments or flags, or a command redamo refused (syntax,
-     WRONGTYPE, not an integer)
+     WRONGTYPE, not an integer), keyspace notifications off for watch --server
   3  the store or server failed or is unreachable (throttling, permissions, a
-     missing table, no region), after bounded retries
+     missing table, no region), after bounded retries; create-table on a
+     table redamo cannot use
   4  the lock or leadership is held by someone else (after --wait)
 `
 

@@ -38,13 +38,13 @@ const stepIfExistsScript = `if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 return false`
 
-// eval runs a script of one key (KEYS[1], then ARGV) by its SHA1 first,
-// and sends its body only when redamo lacks it (NOSCRIPT): EVAL stores the
-// body in the table, a write on every run of a new process, where EVALSHA
-// reads it.
-func (x *invocation) eval(script, key string, argv ...string) (commands.Reply, error) {
+// eval runs a script on keys and argv by its SHA1 first, and sends its
+// body only when redamo lacks it (NOSCRIPT): EVAL stores the body in the
+// table, a write on every run of a new process, where EVALSHA reads it.
+func (x *invocation) eval(script string, keys []string, argv ...string) (commands.Reply, error) {
 	sum := sha1.Sum([]byte(script))
-	args := append([]string{"EVALSHA", hex.EncodeToString(sum[:]), "1", key}, argv...)
+	args := append([]string{"EVALSHA", hex.EncodeToString(sum[:]), strconv.Itoa(len(keys))}, keys...)
+	args = append(args, argv...)
 	r, err := x.do(args...)
 	var re *replyError
 	if errors.As(err, &re) && strings.HasPrefix(re.msg, "NOSCRIPT") {
@@ -78,7 +78,7 @@ func buildDelete(x *invocation) (func() result, error) {
 		return keyInt("DEL", "deleted", true)(x)
 	}
 	return func() result {
-		r, err := x.eval(deleteIfValueScript, key, want)
+		r, err := x.eval(deleteIfValueScript, []string{key}, want)
 		if err != nil {
 			return failed(err)
 		}
@@ -114,7 +114,7 @@ func counter(one, by string) func(x *invocation) (func() result, error) {
 			case create:
 				r, err = x.do(one, key)
 			default:
-				r, err = x.eval(stepIfExistsScript, key, by, itoa(n))
+				r, err = x.eval(stepIfExistsScript, []string{key}, by, itoa(n))
 			}
 			var re *replyError
 			if errors.As(err, &re) {

@@ -28,7 +28,7 @@ const txMaxOps = 100
 var cliStdin io.Reader = os.Stdin
 
 var txVerb = verb{name: "transaction", group: "transaction", args: "--file F", minArgs: 0, maxArgs: 0, flags: []string{"file"},
-	runs: "EVAL of one script that checks every condition, then applies every operation (one atomic transaction)",
+	runs: "EVALSHA (EVAL the first time) of one script that checks every condition, then applies every operation (one atomic transaction)",
 	summary: "Run the operations of a JSON file (- for standard input) as one transaction: all apply or none does. " +
 		`Each is {"op": set|inc|dec|delete|sadd|srem|lpush|rpush|expire, "key": K, and "value" (set), "by" (inc, dec), ` +
 		`"members" (sadd, srem, lpush, rpush), "ttl" (expire; set, optional: "30s" or milliseconds), ` +
@@ -264,16 +264,17 @@ func buildTransaction(x *invocation) (func() result, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"EVAL", txScript, strconv.Itoa(len(plans))}
-	for _, p := range plans {
-		args = append(args, p.key)
+	keys := make([]string, len(plans))
+	for i, p := range plans {
+		keys[i] = p.key
 	}
+	var args []string
 	for _, p := range plans {
 		args = append(args, p.cmd, p.typ, p.cond, p.want, strconv.Itoa(len(p.args)))
 		args = append(args, p.args...)
 	}
 	return func() result {
-		r, err := x.do(args...)
+		r, err := x.eval(txScript, keys, args...)
 		if err != nil {
 			return failed(err)
 		}
