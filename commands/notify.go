@@ -43,16 +43,17 @@ func (n notifications) DeliverFrom(origin any, channel, payload []byte) {
 // again, and only the committed attempt's may reach anyone.
 type eventBuf struct {
 	evs []events.Event
-	// at, set by EXEC, is how many replies its commands have written; pos
-	// holds it for each event, so that EXEC puts each event among the
-	// replies where Redis, which runs the commands as it replies, sends
-	// it. sent counts the events reported so far.
+	// at, set by EXEC, is how many values its commands' replies hold so
+	// far; pos holds it for each event, so that EXEC puts each event among
+	// the replies where Redis, which runs the commands as it replies,
+	// sends it. sent counts the events reported so far.
 	at   func() int
 	pos  []int
 	sent int
 }
 
-// reportBefore reports the held events raised before reply i of EXEC.
+// reportBefore reports the held events raised before EXEC's replies'
+// i-th value.
 func (b *eventBuf) reportBefore(d *events.Dispatcher, i int) {
 	for ; b.sent < len(b.evs) && b.pos[b.sent] <= i; b.sent++ {
 		d.Emit(b.evs[b.sent])
