@@ -17,11 +17,12 @@ import (
 // knows: "new" (class n), as its write creates a key (model.KeyReporter's
 // KeyCreated, before the command's own event, as Redis's dbAdd raises it),
 // and the "del" of a collection a pop or a removal left empty (KeyEmptied:
-// the key waits in Ctx.emptied, and its "del" follows the command's own
+// the key waits in Ctx.notes, and its "del" follows the command's own
 // event for that key).
 //
-// redamo's own families (LOCK.*, LEADER.*, QUEUE.*, CL.THROTTLE) raise no
-// keyspace event: their objects are not Redis keys.
+// redamo's own families raise no keyspace event: LOCK.*, LEADER.* and
+// QUEUE.* keep no Redis key, and CL.THROTTLE's key is written without one,
+// as redis-cell writes it.
 
 // notifications is the dispatcher's Publisher: the pub/sub hub, told
 // which connection raised an event, so that a client subscribed on it
@@ -43,16 +44,17 @@ func (n notifications) DeliverFrom(origin any, channel, payload []byte) {
 // again, and only the committed attempt's may reach anyone.
 type eventBuf struct {
 	evs []events.Event
-	// at, set by EXEC, is how many replies its commands have written; pos
-	// holds it for each event, so that EXEC puts each event among the
-	// replies where Redis, which runs the commands as it replies, sends
-	// it. sent counts the events reported so far.
+	// at, set by EXEC, is how many values its commands' replies hold so
+	// far; pos holds it for each event, so that EXEC puts each event among
+	// the replies where Redis, which runs the commands as it replies,
+	// sends it. sent counts the events reported so far.
 	at   func() int
 	pos  []int
 	sent int
 }
 
-// reportBefore reports the held events raised before reply i of EXEC.
+// reportBefore reports the held events raised before EXEC's replies'
+// i-th value.
 func (b *eventBuf) reportBefore(d *events.Dispatcher, i int) {
 	for ; b.sent < len(b.evs) && b.pos[b.sent] <= i; b.sent++ {
 		d.Emit(b.evs[b.sent])
@@ -63,14 +65,15 @@ func (b *eventBuf) reportBefore(d *events.Dispatcher, i int) {
 // notifyKeyspaceEvent calls name them), in the connection's database. It
 // costs one atomic load while nobody listens.
 func (c *Ctx) Notify(class events.Class, event string, key []byte) {
-	d := c.Srv.KeyEvents()
-	if !d.Wanted(class) {
-		return
-	}
+	// A held "new" and an emptied key's "del" go out whether or not the
+	// command's own event does (notify-keyspace-events "En", "Eg").
 	if len(c.notes.created) > 0 && c.notes.take(&c.notes.created, key) {
 		c.Notify(events.New, "new", key)
 	}
-	c.emit(d, c.DB(), class, event, key)
+	d := c.Srv.KeyEvents()
+	if d.Wanted(class) {
+		c.emit(d, c.DB(), class, event, key)
+	}
 	if len(c.notes.emptied) > 0 && c.notes.take(&c.notes.emptied, key) && event != "del" && d.Wanted(events.Generic) {
 		c.emit(d, c.DB(), events.Generic, "del", key)
 	}
@@ -96,7 +99,7 @@ func (c *Ctx) notifyEmptied(key []byte) {
 }
 
 // notifyIn is Notify of a change to key in database db (MOVE's and COPY's
-// target).
+// target), which holds nothing the model told of the key.
 func (c *Ctx) notifyIn(db int, class events.Class, event string, key []byte) {
 	if d := c.Srv.KeyEvents(); d.Wanted(class) {
 		c.emit(d, db, class, event, key)
@@ -145,8 +148,9 @@ func (n *keyNotes) take(keys *[][]byte, key []byte) bool {
 }
 
 // NotifyKeyMiss reports a read that found no key (Redis's lookupKeyRead
-// misses: class m, "keymiss").
-func (c *Ctx) NotifyKeyMiss(key []byte) { c.Notify(events.KeyMiss, "keymiss", key) }
+// misses: class m, "keymiss"). It is no change of the key: a "new" the
+// command holds for it waits for the write's own event (SET ... GET).
+func (c *Ctx) NotifyKeyMiss(key []byte) { c.notifyIn(c.DB(), events.KeyMiss, "keymiss", key) }
 
 // KeyCreated implements model.KeyReporter: the "new" event.
 func (c *Ctx) KeyCreated(key []byte) {

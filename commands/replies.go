@@ -72,6 +72,9 @@ type replyRecorder struct {
 	// of elements it still lacks.
 	open   []openAggregate
 	errors int
+	// nodes counts the values and aggregate headers recorded, in the order
+	// they are written (EXEC puts each event among them where it came).
+	nodes int
 }
 
 type openAggregate struct {
@@ -82,6 +85,7 @@ type openAggregate struct {
 var _ Writer = (*replyRecorder)(nil)
 
 func (r *replyRecorder) add(v Reply) {
+	r.nodes++
 	for {
 		if len(r.open) == 0 {
 			r.top = append(r.top, v)
@@ -102,6 +106,7 @@ func (r *replyRecorder) aggregate(kind ReplyKind, n int) {
 		r.add(Reply{Kind: kind})
 		return
 	}
+	r.nodes++
 	r.open = append(r.open, openAggregate{r: Reply{Kind: kind, Elems: make([]Reply, 0, n)}, left: n})
 }
 
@@ -110,15 +115,27 @@ func (r *replyRecorder) replay(w Writer) {
 	r.replayEach(w, func(int) {})
 }
 
-// replayEach is replay calling before(i) before it writes reply i.
+// replayEach is replay calling before(i) before it writes the value or
+// aggregate header that was recorded i-th (counted from 0, as nodes).
 func (r *replyRecorder) replayEach(w Writer, before func(i int)) {
-	for i, v := range r.top {
+	i := 0
+	visit := func() {
 		before(i)
-		v.write(w)
+		i++
+	}
+	for _, v := range r.top {
+		v.writeVisit(w, visit)
 	}
 }
 
-func (v Reply) write(w Writer) {
+func (v Reply) write(w Writer) { v.writeVisit(w, nil) }
+
+// writeVisit is write calling visit (when not nil) before each value and
+// aggregate header it writes.
+func (v Reply) writeVisit(w Writer, visit func()) {
+	if visit != nil {
+		visit()
+	}
 	switch v.Kind {
 	case ReplySimple:
 		w.Simple(v.Str)
@@ -135,7 +152,7 @@ func (v Reply) write(w Writer) {
 	case replyPush:
 		pushHeader(w, len(v.Elems))
 		for _, e := range v.Elems {
-			e.write(w)
+			e.writeVisit(w, visit)
 		}
 	case ReplyArray, ReplySet:
 		if v.Kind == ReplyArray {
@@ -144,12 +161,12 @@ func (v Reply) write(w Writer) {
 			w.Set(len(v.Elems))
 		}
 		for _, e := range v.Elems {
-			e.write(w)
+			e.writeVisit(w, visit)
 		}
 	case ReplyMap:
 		w.Map(len(v.Elems) / 2)
 		for _, e := range v.Elems {
-			e.write(w)
+			e.writeVisit(w, visit)
 		}
 	case ReplyDouble:
 		if v.Str != "" {
@@ -258,6 +275,7 @@ func (r *replyRecorder) Error(msg string) {
 // SetProto records a protocol switch (HELLO inside MULTI): the replies
 // after it are in the new protocol, as Redis sends them.
 func (r *replyRecorder) SetProto(p int) {
+	r.nodes++
 	r.proto = p
 	r.top = append(r.top, Reply{Kind: replyProto, Int: int64(p)})
 }

@@ -239,7 +239,7 @@ func cmdExec(c *Ctx) {
 	var replies *replyRecorder
 	resetEvents, eventsDone := c.HoldEvents()
 	held := c.events
-	held.at = func() int { return len(replies.top) }
+	held.at = func() int { return replies.nodes }
 	u.Work = func(t *model.Txn) error {
 		resetEvents()
 		replies = &replyRecorder{proto: c.Conn.Proto}
@@ -259,7 +259,8 @@ func cmdExec(c *Ctx) {
 	switch {
 	case err == nil:
 		// Each command's events among the replies, where Redis sends
-		// them (it runs each command as it replies).
+		// them (it runs each command as it replies): between two values
+		// of the replies where the command raised them.
 		c.W.Array(len(tx.queue))
 		d := c.Srv.KeyEvents()
 		replies.replayEach(c.W, func(i int) { held.reportBefore(d, i) })

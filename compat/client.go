@@ -172,8 +172,16 @@ func readReply(r *bufio.Reader, buf []byte) ([]byte, error) {
 			n *= 2
 		}
 		for i := int64(0); i < n; i++ {
+			at := len(buf)
 			if buf, err = readReply(r, buf); err != nil {
 				return buf, err
+			}
+			if kind != '>' && isMessagePush(buf[at:]) {
+				// A pub/sub message the server sent in the middle of a
+				// reply (Redis 7.0 notifies a subscribed RESP3 client of
+				// a key it reads or pops as it writes the reply): not one
+				// of the reply's elements.
+				i--
 			}
 		}
 		if kind == '|' {
