@@ -302,11 +302,16 @@ func (b *Bus) authenticated(id ID, n int) {
 }
 
 // Linked reports whether this instance has a live connection to every
-// member it knows and one from each (tests wait for it before they send).
+// member it knows and one from each, but for the members it could not
+// reach at its last try (one that died is listed until its heartbeat
+// lapses): tests wait for it before they send.
 func (b *Bus) Linked() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, p := range b.peers {
+		if p.unreachable.Load() {
+			continue
+		}
 		p.mu.Lock()
 		up := p.l != nil
 		p.mu.Unlock()
