@@ -98,8 +98,11 @@ type Bus struct {
 	want    bool
 	wantSeq uint64
 
-	// interested counts the peers that declared an interest.
+	// interested counts the peers that declared an interest, and listed
+	// holds the peers, for the senders of key events, which must not
+	// contend on mu (recountLocked keeps both up to date).
 	interested atomic.Int32
+	listed     atomic.Pointer[[]*peer]
 
 	// rejected counts connections that failed the handshake.
 	rejected atomic.Int64
@@ -274,6 +277,7 @@ func (b *Bus) learn(id ID, addr string) {
 		return
 	}
 	b.peers[id] = b.newPeer(Member{ID: id, Addr: addr})
+	b.recountLocked()
 }
 
 // track registers an inbound connection (so Close can end it), or forgets it.
