@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,6 +130,23 @@ func (c *conn) takePushes() {
 		ps.softSince = time.Time{}
 	}
 	ps.mu.Unlock()
+}
+
+// takeParkedPushes puts the messages still pending from the wait of a
+// blocking command (the connection idle) before that command's reply,
+// which starts at at: they came while it waited, before it was served (a
+// blocked pop's own events follow the push that fed it, as in Redis),
+// and only a writer not yet scheduled kept them from going out already.
+func (c *conn) takeParkedPushes(at int) {
+	ps := &c.push
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.busy || len(ps.pending) == 0 {
+		return
+	}
+	c.w.buf = slices.Insert(c.w.buf, at, ps.pending...)
+	ps.pending = ps.pending[:0]
+	ps.softSince = time.Time{}
 }
 
 // setBusy marks the connection as running requests (busy) or idle; idle,
