@@ -98,8 +98,11 @@ type Bus struct {
 	want    bool
 	wantSeq uint64
 
-	// interested counts the peers that declared an interest.
+	// interested counts the peers that declared an interest, and listed
+	// holds the peers, for the senders of key events, which must not
+	// contend on mu (recountLocked keeps both up to date).
 	interested atomic.Int32
+	listed     atomic.Pointer[[]*peer]
 
 	// rejected counts connections that failed the handshake.
 	rejected atomic.Int64
@@ -274,6 +277,7 @@ func (b *Bus) learn(id ID, addr string) {
 		return
 	}
 	b.peers[id] = b.newPeer(Member{ID: id, Addr: addr})
+	b.recountLocked()
 }
 
 // track registers an inbound connection (so Close can end it), or forgets it.
@@ -302,11 +306,16 @@ func (b *Bus) authenticated(id ID, n int) {
 }
 
 // Linked reports whether this instance has a live connection to every
-// member it knows and one from each (tests wait for it before they send).
+// member it knows and one from each, but for the members it could not
+// reach at its last try (one that died is listed until its heartbeat
+// lapses): tests wait for it before they send.
 func (b *Bus) Linked() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, p := range b.peers {
+		if p.unreachable.Load() {
+			continue
+		}
 		p.mu.Lock()
 		up := p.l != nil
 		p.mu.Unlock()

@@ -90,20 +90,18 @@ func (b *Bus) Send(e events.Event, all bool) {
 	if !all && b.interested.Load() == 0 {
 		return
 	}
-	b.mu.Lock()
-	targets := make([]*peer, 0, len(b.peers))
-	for _, p := range b.peers {
-		if all || p.wants.Load() {
-			targets = append(targets, p)
-		}
-	}
-	b.mu.Unlock()
-	if len(targets) == 0 {
+	listed := b.listed.Load()
+	if listed == nil {
 		return
 	}
-	body := appendEvent(nil, e)
-	for _, p := range targets {
-		p.post(requestFrame(kindEvent, 0, body), b.cfg.PeerTimeout)
+	var body []byte
+	for _, p := range *listed {
+		if all || p.wants.Load() {
+			if body == nil {
+				body = appendEvent(nil, e)
+			}
+			p.post(requestFrame(kindEvent, 0, body), b.cfg.PeerTimeout)
+		}
 	}
 }
 
@@ -143,8 +141,8 @@ func (b *Bus) declared(p *peer, body []byte) bool {
 	return true
 }
 
-// recount refreshes the count Anyone reads, after a declaration or a
-// change of the peers.
+// recount refreshes the count Anyone reads and the peers Send reads,
+// after a declaration or a change of the peers.
 func (b *Bus) recount() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -153,12 +151,15 @@ func (b *Bus) recount() {
 
 func (b *Bus) recountLocked() {
 	var n int32
+	listed := make([]*peer, 0, len(b.peers))
 	for _, p := range b.peers {
+		listed = append(listed, p)
 		if p.wants.Load() {
 			n++
 		}
 	}
 	b.interested.Store(n)
+	b.listed.Store(&listed)
 }
 
 // peerFor returns the peer entry of id (nil when there is none).

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/internal/testproc"
+	"github.com/redamo/redamo/internal/testserver"
 )
 
 // keyspaceSub subscribes through c to the keyspace notifications of db 0's
@@ -197,10 +198,10 @@ func TestClusterBusRejectsStrangers(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	r := bufio.NewReader(conn)
-	hello := make([]byte, len("RDMB\x01")+32)
+	hello := make([]byte, len("RDMB\x02")+32)
 	_, err = io.ReadFull(r, hello)
 	require.NoError(t, err, "the bus greets with its magic and a nonce")
-	require.Equal(t, "RDMB\x01", string(hello[:5]))
+	require.Equal(t, "RDMB", string(hello[:4]))
 	_, _ = conn.Write(frame)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
 	_, err = r.ReadByte()
@@ -209,4 +210,76 @@ func TestClusterBusRejectsStrangers(t *testing.T) {
 	// The next notification the subscriber gets is a real write's.
 	require.NoError(t, c.Set(ctx, "real", "v", 0).Err())
 	require.Equal(t, "real set", nextEvent(t, ps, "subscriber"))
+}
+
+// TestKeyEventsInProcess: the same across three servers in the test's
+// process on one store, on each backend a multi-instance test runs on
+// (memory, DynamoDB Local, the AWS-faithful embedded mode): every
+// subscriber gets every instance's writes, one killed while a writer runs
+// does not stop the others getting its events in order, and one started in
+// its place has the setting and the events.
+func TestKeyEventsInProcess(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range testserver.Instances(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			srvs := []*testserver.Server{b.Start(t), b.Start(t), b.Start(t)}
+			cs := make([]*redis.Client, 3)
+			subs := make([]*redis.PubSub, 3)
+			for i, s := range srvs {
+				cs[i] = s.Client(t)
+				subs[i] = keyspaceSub(t, cs[i], "k")
+			}
+			require.NoError(t, cs[1].ConfigSet(ctx, "notify-keyspace-events", "K$g").Err())
+			for i := range 9 {
+				require.NoError(t, cs[i%3].Set(ctx, fmt.Sprint("k", i), "v", 0).Err())
+			}
+			for si, ps := range subs {
+				var got []string
+				for range 9 {
+					got = append(got, nextEvent(t, ps, fmt.Sprint("subscriber ", si)))
+				}
+				var want []string
+				for i := range 9 {
+					want = append(want, fmt.Sprintf("k%d set", i))
+				}
+				require.ElementsMatch(t, want, got, "subscriber %d", si)
+			}
+
+			stop, wrote := make(chan struct{}), make(chan int)
+			go func() {
+				i := 0
+				for {
+					select {
+					case <-stop:
+						wrote <- i
+						return
+					default:
+					}
+					if err := cs[0].Set(ctx, fmt.Sprint("kflow", i), "v", 0).Err(); err != nil {
+						panic(err)
+					}
+					i++
+				}
+			}()
+			flow := func(ps *redis.PubSub, who string, from, to int) {
+				t.Helper()
+				for i := from; i < to; i++ {
+					require.Equal(t, fmt.Sprintf("kflow%d set", i), nextEvent(t, ps, who))
+				}
+			}
+			flow(subs[2], "subscriber 2", 0, 5)
+			srvs[1].Kill()
+			flow(subs[2], "subscriber 2", 5, 15)
+			close(stop)
+			sent := <-wrote
+			flow(subs[2], "subscriber 2", 15, sent)
+			flow(subs[0], "subscriber 0", 0, sent)
+
+			again := b.Start(t).Client(t)
+			require.Equal(t, map[string]string{"notify-keyspace-events": "g$K"}, again.ConfigGet(ctx, "notify-keyspace-events").Val())
+			sub := keyspaceSub(t, again, "k")
+			require.NoError(t, cs[2].Del(ctx, "k2").Err())
+			require.Equal(t, "k2 del", nextEvent(t, sub, "restarted subscriber"))
+		})
+	}
 }
