@@ -35,8 +35,10 @@ import (
 type Events interface {
 	// Receive reports another instance's key event to this one.
 	Receive(e events.Event)
-	// ApplyFlags makes c this instance's notify-keyspace-events.
+	// ApplyFlags makes c this instance's notify-keyspace-events, and
+	// Flags returns them.
 	ApplyFlags(c events.Class)
+	Flags() events.Class
 }
 
 var _ events.Peers = (*Bus)(nil)
@@ -88,20 +90,18 @@ func (b *Bus) Send(e events.Event, all bool) {
 	if !all && b.interested.Load() == 0 {
 		return
 	}
-	b.mu.Lock()
-	targets := make([]*peer, 0, len(b.peers))
-	for _, p := range b.peers {
-		if all || p.wants.Load() {
-			targets = append(targets, p)
-		}
-	}
-	b.mu.Unlock()
-	if len(targets) == 0 {
+	listed := b.listed.Load()
+	if listed == nil {
 		return
 	}
-	body := appendEvent(nil, e)
-	for _, p := range targets {
-		p.post(requestFrame(kindEvent, 0, body), b.cfg.PeerTimeout)
+	var body []byte
+	for _, p := range *listed {
+		if all || p.wants.Load() {
+			if body == nil {
+				body = appendEvent(nil, e)
+			}
+			p.post(requestFrame(kindEvent, 0, body), b.cfg.PeerTimeout)
+		}
 	}
 }
 
@@ -141,8 +141,8 @@ func (b *Bus) declared(p *peer, body []byte) bool {
 	return true
 }
 
-// recount refreshes the count Anyone reads, after a declaration or a
-// change of the peers.
+// recount refreshes the count Anyone reads and the peers Send reads,
+// after a declaration or a change of the peers.
 func (b *Bus) recount() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -151,12 +151,15 @@ func (b *Bus) recount() {
 
 func (b *Bus) recountLocked() {
 	var n int32
+	listed := make([]*peer, 0, len(b.peers))
 	for _, p := range b.peers {
+		listed = append(listed, p)
 		if p.wants.Load() {
 			n++
 		}
 	}
 	b.interested.Store(n)
+	b.listed.Store(&listed)
 }
 
 // peerFor returns the peer entry of id (nil when there is none).
@@ -166,11 +169,22 @@ func (b *Bus) peerFor(id ID) *peer {
 	return b.peers[id]
 }
 
-// applySettings applies the table's settings when they changed since the
-// last read: a peer's kindFlags may have brought the new value before the
-// table showed it, and a read that began before a CONFIG SET's write must
-// not undo it. A table without the item has Redis's defaults.
-func (b *Bus) applySettings(s *model.Settings) {
+// flags returns the notify-keyspace-events this instance applies.
+func (b *Bus) flags() events.Class {
+	if b.cfg.Events == nil {
+		return 0
+	}
+	return b.cfg.Events.Flags()
+}
+
+// applySettings makes the table's settings, as a read found them, this
+// instance's, unless its flags changed while the read ran (from was what
+// they were when it began): a CONFIG SET here or a peer's kindFlags may
+// then be newer than what the read saw. The read is strongly consistent,
+// so one that begins after a CONFIG SET's write sees it; whatever two
+// crossing CONFIG SETs left, the next read settles it on the table's
+// value. A table without the item has Redis's defaults.
+func (b *Bus) applySettings(s *model.Settings, from events.Class) {
 	if b.cfg.Events == nil {
 		return
 	}
@@ -178,16 +192,11 @@ func (b *Bus) applySettings(s *model.Settings) {
 	if s != nil {
 		v = s.KeyspaceEvents
 	}
-	b.mu.Lock()
-	changed := !b.settingsRead || v != b.tableFlags
-	b.settingsRead, b.tableFlags = true, v
-	b.mu.Unlock()
-	if !changed {
+	c, ok := events.ParseFlags(v)
+	if !ok || b.cfg.Events.Flags() != from || c == from {
 		return
 	}
-	if c, ok := events.ParseFlags(v); ok {
-		b.cfg.Events.ApplyFlags(c)
-	}
+	b.cfg.Events.ApplyFlags(c)
 }
 
 // post queues a frame nobody answers; it waits for room at most timeout.

@@ -34,6 +34,8 @@ type peer struct {
 	// interest, wants what it declared (events.go).
 	wantSeq uint64
 	wants   atomic.Bool
+	// unreachable is set while the last dial failed (Linked).
+	unreachable atomic.Bool
 }
 
 func (b *Bus) newPeer(m Member) *peer {
@@ -49,7 +51,9 @@ func (p *peer) run() {
 	defer p.b.wg.Done()
 	backoff := minBackoff
 	for {
-		if l, err := p.dial(); err == nil {
+		l, err := p.dial()
+		p.unreachable.Store(err != nil)
+		if err == nil {
 			backoff = minBackoff
 			p.mu.Lock()
 			p.l = l

@@ -56,6 +56,8 @@ func (b *Bus) serveConn(c net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	b.learn(id, addr)
+	b.authenticated(id, 1)
+	defer b.authenticated(id, -1)
 	l := newLink(c, r)
 	defer l.close()
 	// The dialer may have made a new entry for this instance, which knows

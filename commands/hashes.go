@@ -154,6 +154,7 @@ func cmdHgetall(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(fields) == 0)
 	c.W.Map(len(fields))
 	for i, f := range fields {
 		c.W.Bulk(f)
@@ -167,6 +168,7 @@ func cmdHkeys(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(fields) == 0)
 	c.W.Array(len(fields))
 	for _, f := range fields {
 		c.W.Bulk(f)
@@ -179,6 +181,7 @@ func cmdHvals(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(vals) == 0)
 	c.W.Array(len(vals))
 	for _, v := range vals {
 		c.W.Bulk(v)

@@ -62,8 +62,14 @@ func listPush(c *Ctx, left, mustExist bool) {
 	c.W.Int(n)
 	if n > 0 {
 		c.Notify(events.List, pushEvent(left), key)
+		c.wake(key)
 	}
 }
+
+// wake tells the clients blocked on key that it may hold something now:
+// after the command reported its events, which Redis sends before it
+// serves them (a blocked pop's "lpop" follows the "rpush" that fed it).
+func (c *Ctx) wake(key []byte) { c.Srv.listRT().notify(c.DB(), key) }
 
 // pushEvent and popEvent name a push or pop at one end of a list.
 func pushEvent(left bool) string {
@@ -84,11 +90,7 @@ func popEvent(left bool) string {
 // mustExist and the key does not exist).
 func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
 	defer c.lockKeys(key)()
-	n, err := model.ListPush(c, key, vals, left, mustExist)
-	if err == nil && n > 0 {
-		c.Srv.listRT().notify(c.DB(), key)
-	}
-	return n, err
+	return model.ListPush(c, key, vals, left, mustExist)
 }
 
 // parsePopCount parses LPOP/RPOP's count.
@@ -148,6 +150,7 @@ func cmdLlen(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
 }
 
@@ -275,8 +278,8 @@ func cmdLinsert(c *Ctx) {
 		return
 	}
 	if reply > 0 {
-		c.Srv.listRT().notify(c.DB(), c.Args[1])
 		c.Notify(events.List, "linsert", c.Args[1])
+		c.wake(c.Args[1])
 	}
 	c.W.Int(reply)
 }
@@ -363,17 +366,14 @@ func replyMoved(c *Ctx, v []byte, from, to bool) {
 	c.Notify(events.List, pushEvent(to), c.Args[2])
 	c.W.Bulk(v)
 	c.Notify(events.List, popEvent(from), c.Args[1])
+	c.wake(c.Args[2])
 }
 
-// listMove is model.ListMove under the keys' locks, waking clients blocked
-// on dst.
+// listMove is model.ListMove under the keys' locks (replyMoved wakes the
+// clients blocked on dst).
 func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, error) {
 	defer c.lockKeys(src, dst)()
-	moved, err := model.ListMove(c, src, dst, fromLeft, toLeft, quiet)
-	if err == nil && moved != nil {
-		c.Srv.listRT().notify(c.DB(), dst)
-	}
-	return moved, err
+	return model.ListMove(c, src, dst, fromLeft, toLeft, quiet)
 }
 
 // listMultiPop is model.ListMultiPop under the keys' locks.

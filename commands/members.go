@@ -19,7 +19,17 @@ func collLenCmd(c *Ctx, typ string) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
+}
+
+// notifyMissIfEmpty reports the read of a collection that found nothing:
+// one holding no entry does not exist (a stream aside), so Redis's lookup
+// missed ("keymiss").
+func notifyMissIfEmpty(c *Ctx, empty bool) {
+	if empty {
+		c.NotifyKeyMiss(c.Args[1])
+	}
 }
 
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
@@ -32,19 +42,16 @@ func removeMembersCmd(c *Ctx, typ string) {
 		return
 	}
 	if n > 0 {
-		c.Notify(removeEvents[typ].class, removeEvents[typ].name, c.Args[1])
+		switch typ {
+		case model.TypeSet:
+			c.Notify(events.Set, "srem", c.Args[1])
+		case model.TypeHash:
+			c.Notify(events.Hash, "hdel", c.Args[1])
+		case model.TypeZSet:
+			c.Notify(events.ZSet, "zrem", c.Args[1])
+		}
 	}
 	c.W.Int(n)
-}
-
-// removeEvents are the events of removeMembersCmd by type.
-var removeEvents = map[string]struct {
-	class events.Class
-	name  string
-}{
-	model.TypeSet:  {events.Set, "srem"},
-	model.TypeHash: {events.Hash, "hdel"},
-	model.TypeZSet: {events.ZSet, "zrem"},
 }
 
 // collErr maps the errors of the model's collection operations to the

@@ -90,6 +90,7 @@ func cmdSmembers(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(members) == 0)
 	writeSet(c, members)
 }
 

@@ -192,8 +192,8 @@ func cmdSort(c *Ctx, readonly bool) {
 		c.W.Error(msgSortNotDouble)
 	case o.hasStore:
 		if len(res.vals) > 0 {
-			c.Srv.listRT().notify(c.DB(), o.store)
 			c.Notify(events.List, "sortstore", o.store)
+			c.wake(o.store)
 		} else {
 			c.notifyEmptied(o.store)
 		}

@@ -198,11 +198,11 @@ func cmdXadd(c *Ctx) {
 		c.W.Nil() // NOMKSTREAM of a missing key
 	default:
 		c.W.BulkString(added.String())
-		c.Srv.listRT().notify(c.DB(), key)
 		c.Notify(events.Stream, "xadd", key)
 		if trimmed > 0 {
 			c.Notify(events.Stream, "xtrim", key)
 		}
+		c.wake(key)
 	}
 }
 

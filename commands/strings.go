@@ -311,6 +311,9 @@ const (
 
 // run executes a parsed SET (model.SetString).
 func (o setOpts) run(c *Ctx, rep setReply) {
+	// With GET, Redis replies before it adds the key: its "new" waits for
+	// the "set".
+	c.notes.holdNew = o.flags&setGet != 0
 	res, err := model.SetString(c, o.key, o.val, model.SetOptions{
 		NX:       o.flags&setNX != 0,
 		XX:       o.flags&setXX != 0,
@@ -318,6 +321,7 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 		KeepTTL:  o.flags&setKeepTTL != 0,
 		ExpireAt: o.expireAt,
 	})
+	c.notes.holdNew = false
 	if err != nil {
 		c.Fail(err)
 		return

@@ -247,9 +247,6 @@ func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores [
 		c.Fail(collErr(err))
 		return
 	}
-	if res.Fast || res.Added > 0 {
-		c.Srv.listRT().notify(c.DB(), key)
-	}
 	switch {
 	case res.Fast:
 		c.W.Int(res.Added)
@@ -268,6 +265,9 @@ func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores [
 			event = "zincr"
 		}
 		c.Notify(events.ZSet, event, key)
+	}
+	if res.Fast || res.Added > 0 {
+		c.wake(key)
 	}
 }
 

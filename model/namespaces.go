@@ -28,7 +28,8 @@ package model
 //     records (coord/queue_config.go).
 //   - NsBus 'B': the bus's membership, one partition (sk an instance id):
 //     each running instance's bus address and heartbeat (bus/member.go), read
-//     by every instance with one Query to find the others.
+//     by every instance with one Query to find the others; and, under sk
+//     "settings", the table's settings (settings.go), read by that Query.
 const (
 	NsKey       = 'k'
 	NsMembers   = 'm'
