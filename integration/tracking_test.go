@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
@@ -180,4 +181,30 @@ func cacheAcross(t *testing.T, tracker *trackingConn, writerAddr string) {
 		}, 30*time.Second, 10*time.Millisecond, "%s cached stale while %s is stored", k, stored)
 	}
 	t.Logf("%d invalidations", tracker.pushes)
+}
+
+// TestClusterTracking: two redamo processes on one DynamoDB table. A
+// client tracking through one is told of the writes made through the
+// other, which the bus brings.
+func TestClusterTracking(t *testing.T) {
+	cs := cluster(t, 2)
+	ctx := context.Background()
+	// Linked once a subscriber of one instance is counted by the other.
+	sub := cs[0].Subscribe(ctx, "link")
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n, err := cs[1].PubSubNumSub(ctx, "link").Result()
+		return err == nil && n["link"] == 1
+	}, 30*time.Second, 50*time.Millisecond, "the instances never linked")
+
+	// The interest is acknowledged by the linked instance before the reply.
+	tracker := dialTracking(t, cs[0].Options().Addr)
+	require.Equal(t, "_\r\n", tracker.do("GET", "k"))
+	require.NoError(t, cs[1].Set(ctx, "k", "1", 0).Err())
+	require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n", tracker.next())
+	require.Equal(t, "$1\r\n1\r\n", tracker.do("GET", "k"))
+	require.NoError(t, cs[1].FlushAll(ctx).Err())
+	require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n_\r\n", tracker.next())
 }
