@@ -267,7 +267,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		start = time.Now()
 	}
 	c.notes.clear()
-	if c.Conn != nil && s.tracker.clients.Load()+s.tracker.pendingConns.Load() > 0 {
+	if c.Conn != nil {
 		s.trackBefore(c, cmd)
 		defer s.trackAfter(c, cmd)
 	}

@@ -81,7 +81,8 @@ type trackingState struct {
 type tracker struct {
 	// clients counts the tracking connections (INFO tracking_clients)
 	// and pendingConns the connections with keys in pending: Server.Run
-	// reads both on every command, and does nothing more while they are 0.
+	// reads both around every command, and does nothing more while they
+	// are 0.
 	clients      atomic.Int64
 	pendingConns atomic.Int64
 	// prefixed counts the BCAST prefixes (INFO tracking_total_prefixes).
@@ -456,6 +457,9 @@ func (s *Server) untrack(cn *Conn) {
 // trackingRememberKeys does after it. Reads in a script remember the keys
 // the script declared.
 func (s *Server) trackBefore(c *Ctx, cmd *Command) {
+	if s.tracker.clients.Load() == 0 {
+		return
+	}
 	st := c.Conn.trackingMode()
 	if st == nil {
 		return
@@ -491,9 +495,10 @@ func (s *Server) trackBefore(c *Ctx, cmd *Command) {
 // trackAfter runs after every command: at the end of a client's command
 // (not one EXEC or a script runs), CLIENT CACHING's choice lapses unless
 // the command was a CLIENT one or a MULTI began, and the BCAST clients
-// get what the command changed.
+// get what the command changed (also when the first of them began to
+// track while it ran).
 func (s *Server) trackAfter(c *Ctx, cmd *Command) {
-	if c.InTx || c.InScript || c.Conn == nil {
+	if c.InTx || c.InScript {
 		return
 	}
 	if st := c.Conn.trackingMode(); st != nil && st.caching &&

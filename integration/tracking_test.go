@@ -12,30 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redamo/redamo/bus"
 	"github.com/redamo/redamo/compat"
 	"github.com/redamo/redamo/internal/testserver"
 )
-
-// busInstance is a server of the test's process with its bus to the
-// others on the same store: its key events and pub/sub go through it.
-type busInstance struct {
-	srv *testserver.Server
-	bus *bus.Bus
-}
-
-func startBusInstance(t *testing.T, b testserver.Backend) busInstance {
-	t.Helper()
-	srv := b.Start(t)
-	d, hub := srv.Srv.KeyEvents(), srv.Srv.Hub()
-	bb, err := bus.New(bus.Config{Listen: "127.0.0.1:0", Events: d, Heartbeat: time.Second}, b.Store, hub)
-	require.NoError(t, err)
-	d.SetPeers(bb)
-	hub.SetPeers(bb)
-	require.NoError(t, bb.Start(context.Background()))
-	t.Cleanup(func() { _ = bb.Close() })
-	return busInstance{srv: srv, bus: bb}
-}
 
 // trackingConn is a RESP3 connection that tracks, and the cache it keeps
 // by the invalidations it is pushed.
@@ -114,13 +93,14 @@ func (tc *trackingConn) next() string {
 func TestTrackingAcrossBus(t *testing.T) {
 	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			a := startBusInstance(t, b)
-			other := startBusInstance(t, b)
-			tracker := dialTracking(t, a.srv.Addr)
+			// Servers started on one backend are instances of one table,
+			// linked by their bus.
+			a, other := b.Start(t), b.Start(t)
+			tracker := dialTracking(t, a.Addr)
 			// The other instance hears of the interest once linked.
-			require.Eventually(t, other.bus.Anyone, 30*time.Second, 10*time.Millisecond,
+			require.Eventually(t, other.Bus.Anyone, 30*time.Second, 10*time.Millisecond,
 				"the other instance never learned that this one tracks")
-			writer, err := compat.Dial(other.srv.Addr, 20*time.Second)
+			writer, err := compat.Dial(other.Addr, 20*time.Second)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = writer.Close() })
 			write := func(want string, args ...string) {
@@ -141,11 +121,11 @@ func TestTrackingAcrossBus(t *testing.T) {
 			write("+OK\r\n", "FLUSHALL")
 			require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n_\r\n", tracker.next())
 
-			bcast := dialTracking(t, a.srv.Addr, "BCAST", "PREFIX", "user:")
+			bcast := dialTracking(t, a.Addr, "BCAST", "PREFIX", "user:")
 			write("+OK\r\n", "MSET", "user:1", "a", "other", "b")
 			require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n", bcast.next())
 
-			cacheAcross(t, tracker, other.srv.Addr)
+			cacheAcross(t, tracker, other.Addr)
 		})
 	}
 }
@@ -201,4 +181,30 @@ func cacheAcross(t *testing.T, tracker *trackingConn, writerAddr string) {
 		}, 30*time.Second, 10*time.Millisecond, "%s cached stale while %s is stored", k, stored)
 	}
 	t.Logf("%d invalidations", tracker.pushes)
+}
+
+// TestClusterTracking: two redamo processes on one DynamoDB table. A
+// client tracking through one is told of the writes made through the
+// other, which the bus brings.
+func TestClusterTracking(t *testing.T) {
+	cs := cluster(t, 2)
+	ctx := context.Background()
+	// Linked once a subscriber of one instance is counted by the other.
+	sub := cs[0].Subscribe(ctx, "link")
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n, err := cs[1].PubSubNumSub(ctx, "link").Result()
+		return err == nil && n["link"] == 1
+	}, 30*time.Second, 50*time.Millisecond, "the instances never linked")
+
+	// The interest is acknowledged by the linked instance before the reply.
+	tracker := dialTracking(t, cs[0].Options().Addr)
+	require.Equal(t, "_\r\n", tracker.do("GET", "k"))
+	require.NoError(t, cs[1].Set(ctx, "k", "1", 0).Err())
+	require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n", tracker.next())
+	require.Equal(t, "$1\r\n1\r\n", tracker.do("GET", "k"))
+	require.NoError(t, cs[1].FlushAll(ctx).Err())
+	require.Equal(t, ">2\r\n$10\r\ninvalidate\r\n_\r\n", tracker.next())
 }

@@ -311,7 +311,8 @@ func TestTrackingAcrossInstances(t *testing.T) {
 }
 
 func trackAcrossInstances(t *testing.T, b testserver.Backend) {
-	a, other := b.Start(t), b.Start(t)
+	// Without testserver's bus: linkedPeers links them instead.
+	a, other := testserver.Start(t, b.Store), testserver.Start(t, b.Store)
 	da, db := a.Srv.KeyEvents(), other.Srv.KeyEvents()
 	pa, pb := &linkedPeers{to: db}, &linkedPeers{to: da}
 	pa.interest, pb.interest = &pb.mine, &pa.mine
@@ -413,7 +414,7 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 func TestTrackingCacheStaysCorrect(t *testing.T) {
 	for _, b := range testserver.Instances(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			a, other := b.Start(t), b.Start(t)
+			a, other := testserver.Start(t, b.Store), testserver.Start(t, b.Store)
 			da, db := a.Srv.KeyEvents(), other.Srv.KeyEvents()
 			pa, pb := &linkedPeers{to: db}, &linkedPeers{to: da}
 			pa.interest, pb.interest = &pb.mine, &pa.mine
