@@ -272,14 +272,14 @@ func cmdSintercard(c *Ctx) {
 
 func setStore(c *Ctx, op model.SetOp) {
 	dst := c.Args[1]
-	n, err := model.SetStore(c, op, dst, c.Args[2:])
+	n, missing, err := model.SetStore(c, op, dst, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	if n == 0 && op == model.SetInter {
-		// Redis deletes the destination before it replies when a source
-		// is missing (the usual reason for an empty intersection).
+	if missing && op == model.SetInter {
+		// An intersection with a missing set: Redis deletes the
+		// destination before it replies.
 		c.notifyEmptied(dst)
 	}
 	c.W.Int(n)

@@ -588,7 +588,7 @@ func TestBigWritesAllOrNothing(t *testing.T) {
 			require.EqualValues(t, 152, card("big")+card("small"))
 		}},
 		{"sunionstore", func() error {
-			_, err := model.SetStore(c, model.SetUnion, []byte("small"), [][]byte{[]byte("big"), []byte("other")})
+			_, _, err := model.SetStore(c, model.SetUnion, []byte("small"), [][]byte{[]byte("big"), []byte("other")})
 			return err
 		}, func(applied bool) {
 			want := 2

@@ -289,10 +289,11 @@ func SetRead(c Scope, op SetOp, keys [][]byte, limit int) ([][]byte, error) {
 
 // SetStore is SINTERSTORE, SUNIONSTORE and SDIFFSTORE: the result replaces
 // dst (whatever it held) in one transaction that also checks every source
-// is unchanged since it was read. It returns the result's size.
-func SetStore(c Scope, op SetOp, dst []byte, keys [][]byte) (int64, error) {
+// is unchanged since it was read. It returns the result's size, and
+// whether a source key did not exist.
+func SetStore(c Scope, op SetOp, dst []byte, keys [][]byte) (size int64, missing bool, err error) {
 	var n int
-	err := RetryConflicts(c, func(int) error {
+	err = RetryConflicts(c, func(int) error {
 		all, err := OpenMany(c, append([][]byte{dst}, Dedupe(keys)...), TypeSet)
 		if err != nil {
 			return err
@@ -301,6 +302,10 @@ func SetStore(c Scope, op SetOp, dst []byte, keys [][]byte) (int64, error) {
 		sets, err := setsByKey(all[1:], keys)
 		if err != nil {
 			return err
+		}
+		missing = false
+		for _, s := range sets {
+			missing = missing || s == nil || !s.Exists()
 		}
 		res, err := setAlgebra(op, sets, 0)
 		if err != nil {
@@ -313,7 +318,7 @@ func SetStore(c Scope, op SetOp, dst []byte, keys [][]byte) (int64, error) {
 		}
 		return Commit(c, []*Collection{dest}, all[1:])
 	})
-	return int64(n), err
+	return int64(n), missing, err
 }
 
 // ---- entries as commands see them ---------------------------------------------------
