@@ -1,8 +1,12 @@
 package bus
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -259,4 +263,58 @@ func TestTableSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms, 1, "the settings item is no member")
 	require.Equal(t, &model.Settings{KeyspaceEvents: "Eg"}, settings)
+}
+
+// TestRefusesOtherVersion: a peer speaking version 1 of the protocol
+// (without key events) is refused at the handshake, not linked and then
+// dropped over the first frame it does not know.
+func TestRefusesOtherVersion(t *testing.T) {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	b0, _ := eventsBus(t, clk, st)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	old := newID()
+	accepted := make(chan struct{}, 16)
+	// A version 1 listener: the handshake as it was, under its magic.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				ns := nonce()
+				_, _ = c.Write(append([]byte("RDMB\x01"), ns...))
+				r := bufio.NewReader(c)
+				nc, id := make([]byte, nonceSize), make([]byte, len(ID{}))
+				if _, err := io.ReadFull(r, nc); err != nil {
+					return
+				}
+				if _, err := io.ReadFull(r, id); err != nil {
+					return
+				}
+				n, err := binary.ReadUvarint(r)
+				if err != nil || n > 1024 {
+					return
+				}
+				if _, err := io.ReadFull(r, make([]byte, int(n)+macSize)); err != nil {
+					return
+				}
+				_, _ = c.Write(append(old[:], handshakeMAC(testSecret, "s", ns, nc, old[:])...))
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	require.NoError(t, announce(context.Background(), st, Member{ID: old, Addr: ln.Addr().String(), Started: clk.now(), Expiry: clk.now().Add(time.Minute)}))
+	beat(t, b0)
+	<-accepted
+	require.Eventually(t, func() bool {
+		p := b0.peerFor(old)
+		return p != nil && p.unreachable.Load()
+	}, 10*time.Second, time.Millisecond, "the old version's listener is refused")
+	require.True(t, b0.Linked(), "a refused member is not waited for")
 }
