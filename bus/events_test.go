@@ -318,3 +318,56 @@ func TestRefusesOtherVersion(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the old version's listener is refused")
 	require.True(t, b0.Linked(), "a refused member is not waited for")
 }
+
+// TestHungPeerEvents: a peer that stops reading holds an event's sender at
+// most one peer timeout, once: its connection is dropped, so the next
+// events go nowhere at once instead of each waiting.
+func TestHungPeerEvents(t *testing.T) {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	cfg := testConfig(clk)
+	cfg.PeerTimeout = 10 * time.Millisecond
+	a := startBus(t, cfg, st, newLocal(nil))
+
+	// The hung member completes the handshake, then reads nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	hung := newID()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, _, err := acceptHandshake(c, bufio.NewReader(c), testSecret, hung); err != nil {
+					return
+				}
+				<-stop
+			}()
+		}
+	}()
+	require.NoError(t, announce(context.Background(), st, Member{ID: hung, Addr: ln.Addr().String(), Started: clk.now(), Expiry: clk.now().Add(time.Minute)}))
+	beat(t, a)
+	reaches(t, a, hung)
+	p := a.peerFor(hung)
+	p.mu.Lock()
+	l := p.l
+	p.mu.Unlock()
+
+	// Far more than the socket buffers and the queue hold.
+	e := events.Event{Class: events.String, Name: "set", Key: make([]byte, 256<<10)}
+	for i := 0; i < 4096; i++ {
+		a.Send(e, true)
+		select {
+		case <-l.dead:
+			return
+		default:
+		}
+	}
+	t.Fatal("the hung peer's connection should be closed")
+}
