@@ -24,8 +24,9 @@
 // publishers once, not on every message.
 //
 // Key events (events.go) are frames nobody answers: a write goes on
-// without waiting for any peer, and each peer gets the events of one
-// instance in the order they were sent. They go to every peer while
+// without waiting for any peer (unless a peer's queue is full: then for at
+// most PeerTimeout, after which that peer loses its connection), and each
+// peer gets the events of one instance in the order they were sent. They go to every peer while
 // keyspace notifications are on, else only to the peers that declared an
 // interest (those with consumers: client tracking, a watch); declarations
 // are acknowledged, kept on the receiver's entry for the declarer, and

@@ -85,7 +85,9 @@ func (b *Bus) myInterest() []byte {
 // Send implements events.Peers: e goes to every connected peer when all is
 // set, else to those that declared an interest. A peer whose connection's
 // queue is full holds the sender at most PeerTimeout; past it the event is
-// dropped for that peer (delivery is at most once).
+// dropped for that peer (delivery is at most once) and the connection
+// with it, as a publish drops a peer that does not answer: a hung
+// instance holds writers once, not at every event.
 func (b *Bus) Send(e events.Event, all bool) {
 	if !all && b.interested.Load() == 0 {
 		return
@@ -199,7 +201,8 @@ func (b *Bus) applySettings(s *model.Settings, from events.Class) {
 	b.cfg.Events.ApplyFlags(c)
 }
 
-// post queues a frame nobody answers; it waits for room at most timeout.
+// post queues a frame nobody answers; it waits for room at most timeout,
+// then closes the connection.
 func (p *peer) post(f outFrame, timeout time.Duration) bool {
 	p.mu.Lock()
 	l := p.l
@@ -219,6 +222,7 @@ func (p *peer) post(f outFrame, timeout time.Duration) bool {
 		return true
 	case <-l.dead:
 	case <-t.C:
+		l.close()
 	}
 	return false
 }

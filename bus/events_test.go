@@ -1,8 +1,12 @@
 package bus
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -259,4 +263,111 @@ func TestTableSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms, 1, "the settings item is no member")
 	require.Equal(t, &model.Settings{KeyspaceEvents: "Eg"}, settings)
+}
+
+// TestRefusesOtherVersion: a peer speaking version 1 of the protocol
+// (without key events) is refused at the handshake, not linked and then
+// dropped over the first frame it does not know.
+func TestRefusesOtherVersion(t *testing.T) {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	b0, _ := eventsBus(t, clk, st)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	old := newID()
+	accepted := make(chan struct{}, 16)
+	// A version 1 listener: the handshake as it was, under its magic.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				ns := nonce()
+				_, _ = c.Write(append([]byte("RDMB\x01"), ns...))
+				r := bufio.NewReader(c)
+				nc, id := make([]byte, nonceSize), make([]byte, len(ID{}))
+				if _, err := io.ReadFull(r, nc); err != nil {
+					return
+				}
+				if _, err := io.ReadFull(r, id); err != nil {
+					return
+				}
+				n, err := binary.ReadUvarint(r)
+				if err != nil || n > 1024 {
+					return
+				}
+				if _, err := io.ReadFull(r, make([]byte, int(n)+macSize)); err != nil {
+					return
+				}
+				_, _ = c.Write(append(old[:], handshakeMAC(testSecret, "s", ns, nc, old[:])...))
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	require.NoError(t, announce(context.Background(), st, Member{ID: old, Addr: ln.Addr().String(), Started: clk.now(), Expiry: clk.now().Add(time.Minute)}))
+	beat(t, b0)
+	<-accepted
+	require.Eventually(t, func() bool {
+		p := b0.peerFor(old)
+		return p != nil && p.unreachable.Load()
+	}, 10*time.Second, time.Millisecond, "the old version's listener is refused")
+	require.True(t, b0.Linked(), "a refused member is not waited for")
+}
+
+// TestHungPeerEvents: a peer that stops reading holds an event's sender at
+// most one peer timeout, once: its connection is dropped, so the next
+// events go nowhere at once instead of each waiting.
+func TestHungPeerEvents(t *testing.T) {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	cfg := testConfig(clk)
+	cfg.PeerTimeout = 10 * time.Millisecond
+	a := startBus(t, cfg, st, newLocal(nil))
+
+	// The hung member completes the handshake, then reads nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	hung := newID()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, _, err := acceptHandshake(c, bufio.NewReader(c), testSecret, hung); err != nil {
+					return
+				}
+				<-stop
+			}()
+		}
+	}()
+	require.NoError(t, announce(context.Background(), st, Member{ID: hung, Addr: ln.Addr().String(), Started: clk.now(), Expiry: clk.now().Add(time.Minute)}))
+	beat(t, a)
+	reaches(t, a, hung)
+	p := a.peerFor(hung)
+	p.mu.Lock()
+	l := p.l
+	p.mu.Unlock()
+
+	// Far more than the socket buffers and the queue hold.
+	e := events.Event{Class: events.String, Name: "set", Key: make([]byte, 256<<10)}
+	for i := 0; i < 4096; i++ {
+		a.Send(e, true)
+		select {
+		case <-l.dead:
+			return
+		default:
+		}
+	}
+	t.Fatal("the hung peer's connection should be closed")
 }

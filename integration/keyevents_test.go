@@ -58,6 +58,34 @@ func nextEvent(t *testing.T, ps *redis.PubSub, who string) string {
 	}
 }
 
+// flowResult is what a flowWriter did: how many keys it set, and the
+// error that stopped it early.
+type flowResult struct {
+	n   int
+	err error
+}
+
+// flowWriter sets kflow0, kflow1, ... through c, one at a time, until stop
+// is closed or a write fails.
+func flowWriter(c *redis.Client, stop <-chan struct{}) <-chan flowResult {
+	out := make(chan flowResult, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				out <- flowResult{n: i}
+				return
+			default:
+			}
+			if err := c.Set(context.Background(), fmt.Sprint("kflow", i), "v", 0).Err(); err != nil {
+				out <- flowResult{n: i, err: err}
+				return
+			}
+		}
+	}()
+	return out
+}
+
 // TestClusterKeyEvents: three redamo processes on one table. CONFIG SET
 // notify-keyspace-events through one holds on the others before it
 // replies; a subscriber on each instance receives the keyspace events of
@@ -122,23 +150,10 @@ func TestClusterKeyEvents(t *testing.T) {
 
 	// Kill instance 1 while instance 0 writes: the subscribers of 0 and 2
 	// get every event of the writer, in order.
+	writer := redis.NewClient(&redis.Options{Addr: cs[0].Options().Addr, MaxRetries: -1, ReadTimeout: testserver.ClientReadTimeout})
+	t.Cleanup(func() { _ = writer.Close() })
 	stop := make(chan struct{})
-	wrote := make(chan int)
-	go func() {
-		i := 0
-		for {
-			select {
-			case <-stop:
-				wrote <- i
-				return
-			default:
-			}
-			if err := cs[0].Set(ctx, fmt.Sprint("kflow", i), "v", 0).Err(); err != nil {
-				panic(err)
-			}
-			i++
-		}
-	}()
+	wrote := flowWriter(writer, stop)
 	expectFlow := func(ps *redis.PubSub, who string, from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -149,7 +164,9 @@ func TestClusterKeyEvents(t *testing.T) {
 	nodes[1].kill()
 	expectFlow(subs[2], "subscriber 2", 10, 30)
 	close(stop)
-	sent := <-wrote
+	res := <-wrote
+	require.NoError(t, res.err)
+	sent := res.n
 	expectFlow(subs[2], "subscriber 2", 30, sent)
 	expectFlow(subs[0], "subscriber 0", 0, sent)
 
@@ -245,22 +262,8 @@ func TestKeyEventsInProcess(t *testing.T) {
 				require.ElementsMatch(t, want, got, "subscriber %d", si)
 			}
 
-			stop, wrote := make(chan struct{}), make(chan int)
-			go func() {
-				i := 0
-				for {
-					select {
-					case <-stop:
-						wrote <- i
-						return
-					default:
-					}
-					if err := cs[0].Set(ctx, fmt.Sprint("kflow", i), "v", 0).Err(); err != nil {
-						panic(err)
-					}
-					i++
-				}
-			}()
+			stop := make(chan struct{})
+			wrote := flowWriter(cs[0], stop)
 			flow := func(ps *redis.PubSub, who string, from, to int) {
 				t.Helper()
 				for i := from; i < to; i++ {
@@ -271,7 +274,9 @@ func TestKeyEventsInProcess(t *testing.T) {
 			srvs[1].Kill()
 			flow(subs[2], "subscriber 2", 5, 15)
 			close(stop)
-			sent := <-wrote
+			res := <-wrote
+			require.NoError(t, res.err)
+			sent := res.n
 			flow(subs[2], "subscriber 2", 15, sent)
 			flow(subs[0], "subscriber 0", 0, sent)
 
