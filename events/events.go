@@ -187,6 +187,12 @@ type Dispatcher struct {
 	cons []Consumer
 	pub  Publisher
 	peer Peers
+
+	// declaring serializes interest declarations, each of which tells the
+	// peers whether consumers exist as it is made: a removal's "off" and
+	// an addition's "on" that cross cannot reach the peers in the wrong
+	// order and leave a consumer unfed.
+	declaring sync.Mutex
 }
 
 // SetPublisher plugs in where notifications go on this instance (the
@@ -290,20 +296,30 @@ func (d *Dispatcher) Receive(e Event) {
 	}
 }
 
+// declare tells the peers whether this instance has consumers now.
+func (d *Dispatcher) declare(ctx context.Context) error {
+	p := d.peers()
+	if p == nil {
+		return nil
+	}
+	d.declaring.Lock()
+	defer d.declaring.Unlock()
+	return p.Interest(ctx, d.consumers.Load() > 0)
+}
+
 // AddConsumer registers c for every key event of the cluster until the
-// returned function is called. The first consumer declares this
-// instance's interest to the peers; AddConsumer returns once they
-// acknowledged it.
+// returned function is called. It declares this instance's interest to
+// the peers and returns once they acknowledged it; the removal of the last
+// consumer withdraws it.
 func (d *Dispatcher) AddConsumer(ctx context.Context, c Consumer) (remove func(), err error) {
 	d.mu.Lock()
 	d.cons = append(d.cons[:len(d.cons):len(d.cons)], c)
-	first := d.consumers.Add(1) == 1
+	d.consumers.Add(1)
 	d.mu.Unlock()
-	if first {
-		if p := d.peers(); p != nil {
-			err = p.Interest(ctx, true)
-		}
-	}
+	// Every addition declares, not only the first: an addition that came
+	// while the first one's declaration was under way must not return
+	// before the peers acknowledged it either.
+	err = d.declare(ctx)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -317,9 +333,7 @@ func (d *Dispatcher) AddConsumer(ctx context.Context, c Consumer) (remove func()
 			last := d.consumers.Add(-1) == 0
 			d.mu.Unlock()
 			if last {
-				if p := d.peers(); p != nil {
-					_ = p.Interest(context.Background(), false) // peers that miss it only send more than needed
-				}
+				_ = d.declare(context.Background()) // peers that miss it only send more than needed
 			}
 		})
 	}, err

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +37,60 @@ func TestMessages(t *testing.T) {
 	require.Empty(t, chs)
 	chs, _ = e.Messages(String)
 	require.Empty(t, chs, "neither K nor E")
+}
+
+// interestPeers records the interest declarations a Dispatcher makes.
+type interestPeers struct {
+	mu   sync.Mutex
+	last *bool
+	n    int
+}
+
+func (p *interestPeers) Send(Event, bool) {}
+func (p *interestPeers) Anyone() bool     { return false }
+func (p *interestPeers) Flags(context.Context, Class) error {
+	return nil
+}
+func (p *interestPeers) Interest(_ context.Context, on bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.n = &on, p.n+1
+	return nil
+}
+
+type nopConsumer struct{ int }
+
+func (nopConsumer) KeyEvent(Event) {}
+
+// Consumers coming and going at once: the last declaration the peers get
+// says whether a consumer is left, and each addition was declared.
+func TestInterestDeclarations(t *testing.T) {
+	for round := range 200 {
+		p := &interestPeers{}
+		d := &Dispatcher{}
+		d.SetPeers(p)
+		keep, err := d.AddConsumer(context.Background(), nopConsumer{0})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rm, err := d.AddConsumer(context.Background(), nopConsumer{i + 1})
+				require.NoError(t, err)
+				rm()
+			}()
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); keep() }()
+		wg.Wait()
+		require.GreaterOrEqual(t, p.n, 5, "round %d", round)
+		require.NotNil(t, p.last)
+		require.False(t, *p.last, "round %d: declared on with no consumer left", round)
+		keep2, err := d.AddConsumer(context.Background(), nopConsumer{9})
+		require.NoError(t, err)
+		require.True(t, *p.last)
+		keep2()
+		require.False(t, *p.last)
+	}
 }
