@@ -288,7 +288,10 @@ type watchConsumer struct {
 }
 
 func (w *watchConsumer) KeyEvent(e events.Event) {
-	if e.DB != w.db || !glob.Match(w.pattern, e.Key) {
+	// A flush is an event of no class and no key (client tracking's):
+	// Redis publishes no notification for it, so --server never sees one,
+	// and neither does this mode.
+	if e.Class == 0 || e.DB != w.db || !glob.Match(w.pattern, e.Key) {
 		return
 	}
 	select {
