@@ -23,7 +23,10 @@ import (
 // dialer drops the connection when the listener's MAC or id is not what it
 // expected. Fresh nonces on both sides make a recorded handshake useless.
 const (
-	magic     = "RDMB\x01"
+	// magic's last byte is the protocol's version: 2 added the key event
+	// frames, which a version 1 peer would drop the connection over, so
+	// the two refuse each other at the handshake instead.
+	magic     = "RDMB\x02"
 	nonceSize = 32
 	macSize   = sha256.Size
 )

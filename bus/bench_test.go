@@ -4,12 +4,14 @@ import (
 	"context"
 	"runtime"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/events"
 )
 
 // benchCluster is three buses on loopback; subscribers to "c" on the two
@@ -83,4 +85,54 @@ func BenchmarkPublishParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "msgs/s")
+}
+
+// countEvents counts the events it receives.
+type countEvents struct {
+	n    atomic.Int64
+	want int64
+	done chan struct{}
+}
+
+func (c *countEvents) Receive(events.Event) {
+	if c.n.Add(1) == c.want {
+		close(c.done)
+	}
+}
+func (c *countEvents) ApplyFlags(events.Class) {}
+func (c *countEvents) Flags() events.Class     { return 0 }
+
+// BenchmarkSendEvent: key events per second from one instance to two
+// others that want them all (Send returns without waiting; the clock stops
+// when both received every one).
+func BenchmarkSendEvent(b *testing.B) {
+	st := memory.New(memory.Options{})
+	clk := newClock()
+	var bs []*Bus
+	var sinks []*countEvents
+	for range 3 {
+		sink := &countEvents{want: int64(b.N), done: make(chan struct{})}
+		cfg := testConfig(clk)
+		cfg.Events = sink
+		bus, err := New(cfg, st, newLocal(nil))
+		require.NoError(b, err)
+		bus.manual = true
+		require.NoError(b, bus.Start(context.Background()))
+		b.Cleanup(func() { bus.Close() })
+		bs, sinks = append(bs, bus), append(sinks, sink)
+	}
+	for _, bus := range bs {
+		require.NoError(b, bus.beat(context.Background()))
+	}
+	require.Eventually(b, func() bool { return bs[0].Linked() && bs[1].Linked() && bs[2].Linked() }, 10*time.Second, time.Millisecond)
+	e := events.Event{DB: 0, Class: events.String, Name: "set", Key: []byte("key:000001")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for range b.N {
+		bs[0].Send(e, true)
+	}
+	<-sinks[1].done
+	<-sinks[2].done
+	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "events/s")
 }

@@ -52,6 +52,11 @@ type Config struct {
 	PeerTimeout time.Duration
 	// HandshakeTimeout bounds a dial plus the handshake (default 2 s).
 	HandshakeTimeout time.Duration
+	// Events is where the others' key events and notify-keyspace-events
+	// go (the process's events.Dispatcher); nil drops them. The table's
+	// notify-keyspace-events, read with the members, is applied to it
+	// from Start on, before the instance serves.
+	Events Events
 	// Now is the clock heartbeats are written and judged by (default:
 	// time.Now, corrected by the store's offset when it has one, so that
 	// every instance judges expiry by the same clock).
@@ -85,7 +90,19 @@ type Bus struct {
 	mu      sync.Mutex
 	peers   map[ID]*peer
 	inbound map[net.Conn]struct{}
-	closed  bool
+	// from counts the authenticated inbound connections of each peer.
+	from   map[ID]int
+	closed bool
+	// want and wantSeq are this instance's interest in every key event,
+	// as last declared (events.go).
+	want    bool
+	wantSeq uint64
+
+	// interested counts the peers that declared an interest, and listed
+	// holds the peers, for the senders of key events, which must not
+	// contend on mu (recountLocked keeps both up to date).
+	interested atomic.Int32
+	listed     atomic.Pointer[[]*peer]
 
 	// rejected counts connections that failed the handshake.
 	rejected atomic.Int64
@@ -128,7 +145,7 @@ func New(cfg Config, store dynastore.Store, local pubsub.Local) (*Bus, error) {
 	}
 	return &Bus{
 		cfg: cfg, store: store, local: local, id: newID(), ln: ln, advertised: adv,
-		stop: make(chan struct{}), peers: map[ID]*peer{}, inbound: map[net.Conn]struct{}{},
+		stop: make(chan struct{}), peers: map[ID]*peer{}, inbound: map[net.Conn]struct{}{}, from: map[ID]int{},
 	}, nil
 }
 
@@ -216,10 +233,12 @@ func (b *Bus) beat(ctx context.Context) error {
 // the read began is kept: the read may predate its item.
 func (b *Bus) refresh(ctx context.Context) error {
 	began := time.Now()
-	ms, err := members(ctx, b.store, b.cfg.Now())
+	flags := b.flags()
+	ms, settings, err := members(ctx, b.store, b.cfg.Now())
 	if err != nil {
 		return fmt.Errorf("bus: reading the members: %w", err)
 	}
+	b.applySettings(settings, flags)
 	live := make(map[ID]Member, len(ms))
 	for _, m := range ms {
 		if m.ID != b.id {
@@ -243,6 +262,7 @@ func (b *Bus) refresh(ctx context.Context) error {
 			b.peers[id] = b.newPeer(m)
 		}
 	}
+	b.recountLocked()
 	return nil
 }
 
@@ -257,6 +277,7 @@ func (b *Bus) learn(id ID, addr string) {
 		return
 	}
 	b.peers[id] = b.newPeer(Member{ID: id, Addr: addr})
+	b.recountLocked()
 }
 
 // track registers an inbound connection (so Close can end it), or forgets it.
@@ -271,6 +292,37 @@ func (b *Bus) track(c net.Conn, add bool) bool {
 		return false
 	}
 	b.inbound[c] = struct{}{}
+	return true
+}
+
+// authenticated counts an inbound connection of peer id (n = 1) or its
+// end (n = -1).
+func (b *Bus) authenticated(id ID, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.from[id] += n; b.from[id] <= 0 {
+		delete(b.from, id)
+	}
+}
+
+// Linked reports whether this instance has a live connection to every
+// member it knows and one from each, but for the members it could not
+// reach at its last try (one that died is listed until its heartbeat
+// lapses): tests wait for it before they send.
+func (b *Bus) Linked() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range b.peers {
+		if p.unreachable.Load() {
+			continue
+		}
+		p.mu.Lock()
+		up := p.l != nil
+		p.mu.Unlock()
+		if !up || b.from[id] == 0 {
+			return false
+		}
+	}
 	return true
 }
 
@@ -292,6 +344,12 @@ func (b *Bus) Close() error {
 	return b.shutdown(true)
 }
 
+// Kill stops the bus as a process that dies does (tests): its connections
+// close, and its item stays until its heartbeat lapses.
+func (b *Bus) Kill() {
+	_ = b.shutdown(false)
+}
+
 func (b *Bus) shutdown(withdrawItem bool) error {
 	var err error
 	b.stopOnce.Do(func() {
@@ -302,6 +360,7 @@ func (b *Bus) shutdown(withdrawItem bool) error {
 			p.close()
 			delete(b.peers, id)
 		}
+		b.recountLocked()
 		for c := range b.inbound {
 			c.Close()
 		}

@@ -1,6 +1,6 @@
 // Package bus is how redamo instances sharing one table find and talk to
 // each other, with nothing but the table and their own TCP ports: it
-// implements pubsub.Peers.
+// implements pubsub.Peers and events.Peers.
 //
 // Membership. Every instance owns one item in the NsBus partition
 // (member.go): its bus address, its instance id (the sort key), its start
@@ -22,6 +22,25 @@
 // that is not connected counts 0 at once, one that does not answer in time
 // counts 0 and its connection is dropped, so a hung instance stalls
 // publishers once, not on every message.
+//
+// Key events (events.go) are frames nobody answers: a write goes on
+// without waiting for any peer (unless a peer's queue is full: then for at
+// most PeerTimeout, after which that peer loses its connection), and each
+// peer gets the events of one instance in the order they were sent. They go to every peer while
+// keyspace notifications are on, else only to the peers that declared an
+// interest (those with consumers: client tracking, a watch); declarations
+// are acknowledged, kept on the receiver's entry for the declarer, and
+// sent again by both sides of every new connection. An event costs no
+// store request.
+//
+// The table's settings (model/settings.go: notify-keyspace-events) are an
+// item of the members' partition under a sort key no instance id takes, so
+// the heartbeat's Query reads them at no extra request: the bus applies
+// them at Start, before the instance serves, and whenever a read finds
+// this instance's differ (unless they changed while the read ran).
+// CONFIG SET writes the item and tells the connected peers (kindFlags)
+// before it replies; one that missed it, or got two crossing CONFIG SETs
+// in the other order, settles on the table's value at its next heartbeat. An idle cluster's requests are the membership's alone.
 //
 // Authentication (auth.go). A connection starts with a challenge-response
 // handshake both ways, HMAC-SHA256 keyed by the Secret (derived from

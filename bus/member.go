@@ -96,25 +96,31 @@ func withdraw(ctx context.Context, st dynastore.Store, id ID) error {
 	return err
 }
 
-// members reads the members whose heartbeat has not ended at now: one
-// Query of the partition (one page for any realistic cluster). A malformed
-// item is skipped: it cannot be dialed, and its TTL collects it.
-func members(ctx context.Context, st dynastore.Store, now time.Time) ([]Member, error) {
+// members reads the members whose heartbeat has not ended at now, and
+// the table's settings (model.Settings, nil when the table has none), which
+// share the partition: one Query (one page for any realistic cluster). A
+// malformed item is skipped: it cannot be dialed, and its TTL collects it.
+func members(ctx context.Context, st dynastore.Store, now time.Time) ([]Member, *model.Settings, error) {
 	var out []Member
+	var settings *model.Settings
 	q := dynastore.Query{PK: membersPK}
 	for {
 		page, err := st.Query(ctx, q)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, it := range page.Items {
+			if s, ok := model.SettingsOf(it); ok {
+				settings = &s
+				continue
+			}
 			m, err := parseMember(it)
 			if err == nil && m.Expiry.After(now) {
 				out = append(out, m)
 			}
 		}
 		if page.Next == nil {
-			return out, nil
+			return out, settings, nil
 		}
 		q.After = page.Next
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/events"
 )
 
 // countingStore counts the requests that go through it.
@@ -63,6 +64,11 @@ func TestMembershipCost(t *testing.T) {
 	_, err := bs[0].Publish(context.Background(), testMessage("c", "x"))
 	require.NoError(t, err)
 	require.Equal(t, before, st.n.Load(), "a publish makes no store request")
+	require.NoError(t, bs[1].Interest(context.Background(), true))
+	bs[0].Send(events.Event{Class: events.String, Name: "set", Key: []byte("k")}, false)
+	bs[0].Send(events.Event{Class: events.String, Name: "set", Key: []byte("k")}, true)
+	require.NoError(t, bs[2].Flags(context.Background(), events.All))
+	require.Equal(t, before, st.n.Load(), "nor do key events, interest or flags")
 	t.Logf("idle cluster of three: %.1f requests per %v heartbeat = %.2f requests/s", perPeriod, defaultHeartbeat, perPeriod/defaultHeartbeat.Seconds())
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,12 @@ type peer struct {
 	l       *link
 	pending map[uint64]chan frame
 	nextID  uint64
+	// wantSeq is the sequence number of the peer's latest declaration of
+	// interest, wants what it declared (events.go).
+	wantSeq uint64
+	wants   atomic.Bool
+	// unreachable is set while the last dial failed (Linked).
+	unreachable atomic.Bool
 }
 
 func (b *Bus) newPeer(m Member) *peer {
@@ -44,11 +51,16 @@ func (p *peer) run() {
 	defer p.b.wg.Done()
 	backoff := minBackoff
 	for {
-		if l, err := p.dial(); err == nil {
+		l, err := p.dial()
+		p.unreachable.Store(err != nil)
+		if err == nil {
 			backoff = minBackoff
 			p.mu.Lock()
 			p.l = l
 			p.mu.Unlock()
+			// After the link is visible: a declaration made since went
+			// out on it, or this one reads it (events.go).
+			l.send(requestFrame(kindInterest, 0, p.b.myInterest()), nil)
 			p.read(l)
 			p.mu.Lock()
 			p.l = nil
@@ -91,14 +103,24 @@ func (p *peer) dial() (*link, error) {
 	return newLink(c, r), nil
 }
 
-// read hands replies to their callers until the connection ends.
+// read hands replies to their callers until the connection ends; the
+// only frame the listener sends unasked is its interest.
 func (p *peer) read(l *link) {
 	defer l.close()
 	unwatch := context.AfterFunc(p.ctx, l.close)
 	defer unwatch()
 	for {
 		f, err := readFrame(l.r)
-		if err != nil || f.kind&replyBit == 0 {
+		if err != nil {
+			return
+		}
+		if f.kind == kindInterest {
+			if !p.b.declared(p, f.body) {
+				return
+			}
+			continue
+		}
+		if f.kind&replyBit == 0 {
 			return
 		}
 		p.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/pubsub"
 )
 
@@ -55,28 +56,59 @@ func (b *Bus) serveConn(c net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	b.learn(id, addr)
+	b.authenticated(id, 1)
+	defer b.authenticated(id, -1)
 	l := newLink(c, r)
 	defer l.close()
+	// The dialer may have made a new entry for this instance, which knows
+	// nothing of its interest yet (events.go).
+	if !l.send(requestFrame(kindInterest, 0, b.myInterest()), nil) {
+		return
+	}
 	for {
 		f, err := readFrame(r)
 		if err != nil {
 			return
 		}
-		reply, ok := b.answer(f)
+		reply, ok := b.answer(id, f)
 		if !ok {
 			return
 		}
-		if !l.send(outFrame{body: reply}, nil) {
+		if reply != nil && !l.send(outFrame{body: reply}, nil) {
 			return
 		}
 	}
 }
 
-// answer runs one request against the local instance.
-func (b *Bus) answer(f frame) ([]byte, bool) {
+// answer runs one request of peer from against the local instance; a nil
+// reply is none (an event).
+func (b *Bus) answer(from ID, f frame) ([]byte, bool) {
 	d := decoder{b: f.body}
 	var body func([]byte) []byte
 	switch f.kind {
+	case kindEvent:
+		e, err := decodeEvent(f.body)
+		if err != nil {
+			return nil, false
+		}
+		if b.cfg.Events != nil {
+			b.cfg.Events.Receive(e)
+		}
+		return nil, true
+	case kindInterest:
+		if !b.declared(b.peerFor(from), f.body) {
+			return nil, false
+		}
+		body = func(dst []byte) []byte { return dst }
+	case kindFlags:
+		c := events.Class(d.uvarint())
+		if d.done() != nil {
+			return nil, false
+		}
+		if b.cfg.Events != nil {
+			b.cfg.Events.ApplyFlags(c)
+		}
+		body = func(dst []byte) []byte { return dst }
 	case kindPublish:
 		flags := d.byte()
 		m := pubsub.Message{Shard: flags&flagShard != 0, Channel: d.bytes(), Payload: d.bytes()}

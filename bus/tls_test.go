@@ -104,7 +104,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	for _, b := range bs {
 		require.NoError(t, b.Close())
 	}
-	ms, err := members(context.Background(), st, clk.now())
+	ms, _, err := members(context.Background(), st, clk.now())
 	require.NoError(t, err)
 	require.Empty(t, ms, "every item withdrawn")
 	left := ""

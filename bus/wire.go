@@ -17,7 +17,15 @@ const (
 	kindChannels byte = 2
 	kindNumSub   byte = 3
 	kindNumPat   byte = 4
-	replyBit     byte = 0x80
+	// kindEvent is a key event (events.go): no reply, and id 0.
+	kindEvent byte = 5
+	// kindInterest declares whether the sender wants every key event; the
+	// listener's side of a connection also sends it, unasked and with id
+	// 0, as its first frame.
+	kindInterest byte = 6
+	// kindFlags is the table's new notify-keyspace-events.
+	kindFlags byte = 7
+	replyBit  byte = 0x80
 
 	frameHeader = 1 + 8
 	// maxFrame bounds what a peer may make this process allocate: a

@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/wait"
 )
@@ -257,6 +258,7 @@ func blockingPop[T any](c *Ctx, keys [][]byte, ms int64, pop func(ac *Ctx, quiet
 			return false, err
 		}
 		key, got = k, g
+		c.notes = ac.notes // reported after the reply
 		return true, nil
 	})
 	if err != nil {
@@ -288,6 +290,7 @@ func cmdBpop(c *Ctx, left bool) {
 		c.W.Array(2)
 		c.W.Bulk(key)
 		c.W.Bulk(vals[0])
+		c.Notify(events.List, popEvent(left), key)
 	}
 }
 
@@ -304,6 +307,7 @@ func cmdBlmpop(c *Ctx) {
 	}
 	if key, vals, ok := blockPop(c, keys, ms, left, count); ok {
 		writeMpop(c, key, vals)
+		c.Notify(events.List, popEvent(left), key)
 	}
 }
 
@@ -337,6 +341,7 @@ func blmove(c *Ctx, timeout []byte, from, to bool) {
 			return false, err
 		}
 		moved = v
+		c.notes = ac.notes
 		return true, nil
 	})
 	if err != nil {
@@ -355,5 +360,5 @@ func blmove(c *Ctx, timeout []byte, from, to bool) {
 		c.W.NilArray()
 		return
 	}
-	c.W.Bulk(moved)
+	replyMoved(c, moved, from, to)
 }

@@ -443,6 +443,9 @@ type Ctx struct {
 	// events, when set, holds the events the command reports until the
 	// unit of work it runs in commits (notify.go).
 	events *eventBuf
+	// notes are what the model told of the keys the command created or
+	// emptied, for the events that follow from it (notify.go).
+	notes keyNotes
 }
 
 // SetNow makes t, a reading of the local clock taken just before (End of

@@ -29,10 +29,13 @@ type configParam struct {
 	def         string
 	get         func(s *Server) string
 	// check validates a new value ("" if fine, else the reason); set
-	// applies a checked one.
-	check func(v string) string
-	set   func(s *Server, v string)
-	flags configFlags
+	// applies a checked one. setCtx, for a setting that is the table's,
+	// applies it through the store and may fail: CONFIG SET runs it
+	// before any set, and its error is the reply.
+	check  func(v string) string
+	set    func(s *Server, v string)
+	setCtx func(c *Ctx, v string) error
+	flags  configFlags
 }
 
 type configFlags uint8
@@ -101,7 +104,7 @@ var configParams = []configParam{
 			n, _ := model.String2ll([]byte(v))
 			s.SetScriptTimeLimit(time.Duration(n) * time.Millisecond)
 		}},
-	{name: "client-output-buffer-limit", def: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
+	{name: "client-output-buffer-limit", get: outputLimitsValue, check: checkOutputLimits, set: setOutputLimits},
 	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.FormatInt(s.ClientQueryBufferLimit(), 10) },
 		check: checkMemory(protoMaxBulkLenMin, math.MaxInt64), set: func(s *Server, v string) { n, _ := memToBytes(v); s.SetClientQueryBufferLimit(int64(n)) }},
 	{name: "cluster-allow-pubsubshard-when-down", def: "yes"},
@@ -174,7 +177,7 @@ var configParams = []configParam{
 	{name: "min-replicas-to-write", alias: "min-slaves-to-write", def: "0"},
 	{name: "no-appendfsync-on-rewrite", def: "no"},
 	{name: "notify-keyspace-events", get: func(s *Server) string { return s.KeyEvents().Flags().String() },
-		check: checkKeyspaceEvents, set: func(s *Server, v string) { c, _ := events.ParseFlags(v); s.KeyEvents().ApplyFlags(c) }},
+		check: checkKeyspaceEvents, setCtx: setKeyspaceEvents},
 	{name: "oom-score-adj", def: "no"},
 	{name: "oom-score-adj-values", def: "0 200 800"},
 	{name: "pidfile", def: "", flags: cfgImmutable},
@@ -372,12 +375,20 @@ func cmdConfigSet(c *Ctx) {
 		switch {
 		case ch.p.check != nil:
 			why = ch.p.check(ch.val)
-		case ch.p.set == nil && !strings.EqualFold(ch.val, ch.p.value(c.Srv)):
+		case ch.p.set == nil && ch.p.setCtx == nil && !strings.EqualFold(ch.val, ch.p.value(c.Srv)):
 			why = MsgConfigWhyUnsupported
 		}
 		if why != "" {
 			failed(ch.name, why)
 			return
+		}
+	}
+	for _, ch := range changes {
+		if ch.p.setCtx != nil {
+			if err := ch.p.setCtx(c, ch.val); err != nil {
+				c.Fail(err)
+				return
+			}
 		}
 	}
 	for _, ch := range changes {
@@ -441,7 +452,6 @@ func checkMemory(lo, hi uint64) func(string) string {
 	}
 }
 
-// checkYesNo accepts a boolean parameter's values as Redis does.
 func checkKeyspaceEvents(v string) string {
 	if _, ok := events.ParseFlags(v); !ok {
 		return MsgConfigWhyKeyspaceEvents
@@ -449,6 +459,19 @@ func checkKeyspaceEvents(v string) string {
 	return ""
 }
 
+// setKeyspaceEvents makes v the table's notify-keyspace-events, as one
+// Redis server's is for all its clients: stored in the table (one write,
+// so that every instance reads it at start and at its heartbeats), then
+// applied here and by the connected instances before CONFIG SET replies.
+func setKeyspaceEvents(c *Ctx, v string) error {
+	flags, _ := events.ParseFlags(v)
+	if err := model.SetKeyspaceEvents(c, flags.String()); err != nil {
+		return err
+	}
+	return c.Srv.KeyEvents().SetFlags(c, flags)
+}
+
+// checkYesNo accepts a boolean parameter's values as Redis does.
 func checkYesNo(v string) string {
 	if strings.EqualFold(v, "yes") || strings.EqualFold(v, "no") {
 		return ""

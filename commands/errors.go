@@ -115,6 +115,9 @@ const (
 	MsgConfigWhyRange          = "argument must be between %d and %d inclusive"
 	MsgConfigWhyNotYesNo       = "argument must be 'yes' or 'no'"
 	MsgConfigWhyKeyspaceEvents = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+	MsgConfigWhyBufferArgs     = "Wrong number of arguments in buffer limit configuration."
+	MsgConfigWhyBufferClass    = "Invalid client class specified in buffer limit configuration."
+	MsgConfigWhyBufferValues   = "Error in hard, soft or soft_seconds setting in buffer limit configuration."
 	MsgConfigWhyUnsupported    = "redamo does not support changing it"
 	// CL.THROTTLE's, as redis-cell (a Redis module written in Rust) words
 	// them: its errors are "Cell error: " and the error's text, "Store

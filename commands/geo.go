@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/internal/geohash"
 	"github.com/redamo/redamo/model"
 )
@@ -789,6 +790,17 @@ func cmdGeoSearch(c *Ctx) {
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	// Unlike the sorted set STORE commands, Redis reports before it
+	// replies.
+	if n > 0 {
+		event := "georadiusstore"
+		if flags&(geoSearchCmd|geoSearchStore) != 0 {
+			event = "geosearchstore"
+		}
+		c.Notify(events.ZSet, event, pre.store)
+	} else {
+		c.notifyEmptied(pre.store)
 	}
 	c.W.Int(n)
 }

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -75,12 +76,14 @@ func hashSet(c *Ctx) (int64, bool) {
 func cmdHset(c *Ctx) {
 	if n, ok := hashSet(c); ok {
 		c.W.Int(n)
+		c.Notify(events.Hash, "hset", c.Args[1])
 	}
 }
 
 func cmdHmset(c *Ctx) {
 	if _, ok := hashSet(c); ok {
 		c.W.Simple("OK")
+		c.Notify(events.Hash, "hset", c.Args[1])
 	}
 }
 
@@ -91,6 +94,9 @@ func cmdHsetnx(c *Ctx) {
 		return
 	}
 	c.W.Int(boolInt(set))
+	if set {
+		c.Notify(events.Hash, "hset", c.Args[1])
+	}
 }
 
 func cmdHget(c *Ctx) {
@@ -148,6 +154,7 @@ func cmdHgetall(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(fields) == 0)
 	c.W.Map(len(fields))
 	for i, f := range fields {
 		c.W.Bulk(f)
@@ -161,6 +168,7 @@ func cmdHkeys(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(fields) == 0)
 	c.W.Array(len(fields))
 	for _, f := range fields {
 		c.W.Bulk(f)
@@ -173,6 +181,7 @@ func cmdHvals(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(vals) == 0)
 	c.W.Array(len(vals))
 	for _, v := range vals {
 		c.W.Bulk(v)
@@ -193,6 +202,7 @@ func cmdHincrby(c *Ctx) {
 		return
 	}
 	c.W.Int(n)
+	c.Notify(events.Hash, "hincrby", c.Args[1])
 }
 
 func cmdHincrbyfloat(c *Ctx) {
@@ -226,6 +236,7 @@ func cmdHincrbyfloat(c *Ctx) {
 		return
 	}
 	c.W.BulkString(text)
+	c.Notify(events.Hash, "hincrbyfloat", c.Args[1])
 }
 
 // parseRandomArgs parses HRANDFIELD's and ZRANDMEMBER's key [count

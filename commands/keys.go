@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -49,20 +50,24 @@ func registerKeys(t *Table) {
 // cmdDel is DEL and UNLINK: one DeleteItem for one key (model.DeleteKey),
 // else a batched read and one transaction (model.DeleteKeys).
 func cmdDel(c *Ctx) {
-	var n int64
+	var deleted [][]byte
 	var err error
 	if len(c.Args) == 2 {
-		var deleted bool
-		deleted, err = model.DeleteKey(c, c.Args[1])
-		n = boolInt(deleted)
+		var one bool
+		if one, err = model.DeleteKey(c, c.Args[1]); one {
+			deleted = c.Args[1:]
+		}
 	} else {
-		n, err = model.DeleteKeys(c, c.Args[1:])
+		deleted, err = model.DeleteLiveKeys(c, c.Args[1:])
 	}
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(n)
+	for _, k := range deleted {
+		c.Notify(events.Generic, "del", k)
+	}
+	c.W.Int(int64(len(deleted)))
 }
 
 // cmdExists is EXISTS and TOUCH: how many of the arguments name a live key,
@@ -85,7 +90,8 @@ func cmdExists(c *Ctx) {
 		}
 	}
 	var n int64
-	for _, ks := range states {
+	for i, ks := range states {
+		notifyMiss(c, ks, keys[i])
 		n += boolInt(ks.Live)
 	}
 	c.W.Int(n)
@@ -97,6 +103,7 @@ func cmdType(c *Ctx) {
 	case err != nil:
 		c.Fail(err)
 	case !ks.Live:
+		c.NotifyKeyMiss(c.Args[1])
 		c.W.Simple("none")
 	default:
 		c.W.Simple(ks.Type)
@@ -172,7 +179,15 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	}
 	when += basetime
 	done, err := model.Expire(c, c.Args[1], when, model.ExpireRule(flags))
+	past := when <= c.NowMS()
+	if done && past {
+		c.Notify(events.Generic, "del", c.Args[1])
+	}
 	replyCondWrite(c, done, err)
+	if done && !past {
+		// Redis replies before it reports the new deadline.
+		c.Notify(events.Generic, "expire", c.Args[1])
+	}
 }
 
 // replyCondWrite answers :1 for a write that happened, :0 for one whose
@@ -198,6 +213,7 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 	case err != nil:
 		c.Fail(err)
 	case !ks.Live:
+		c.NotifyKeyMiss(c.Args[1])
 		c.W.Int(-2)
 	case !ks.HasExpiry:
 		c.W.Int(-1)
@@ -221,6 +237,9 @@ func ttlGeneric(c *Ctx, ms, absolute bool) {
 // that has one (model.Persist).
 func cmdPersist(c *Ctx) {
 	done, err := model.Persist(c, c.Args[1])
+	if done {
+		c.Notify(events.Generic, "persist", c.Args[1])
+	}
 	replyCondWrite(c, done, err)
 }
 
@@ -241,6 +260,12 @@ func renameGeneric(c *Ctx, nx bool) {
 		}
 	} else {
 		res, err = model.MoveKey(c, src, c.DB(), dst, nx)
+	}
+	if err == nil && res == model.MoveDone {
+		// Redis adds the target anew (a "new" even over a key it replaced).
+		c.KeyCreated(dst)
+		c.Notify(events.Generic, "rename_from", src)
+		c.Notify(events.Generic, "rename_to", dst)
 	}
 	switch {
 	case err != nil:
@@ -275,6 +300,11 @@ func cmdMove(c *Ctx) {
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if res == model.MoveDone {
+		c.notifyIn(int(n), events.New, "new", c.Args[1])
+		c.Notify(events.Generic, "move_from", c.Args[1])
+		c.notifyIn(int(n), events.Generic, "move_to", c.Args[1])
 	}
 	c.W.Int(boolInt(res == model.MoveDone))
 }
@@ -328,6 +358,10 @@ func cmdCopy(c *Ctx) {
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if copied {
+		c.notifyIn(o.dstDB, events.New, "new", o.dst)
+		c.notifyIn(o.dstDB, events.Generic, "copy_to", o.dst)
 	}
 	c.W.Int(boolInt(copied))
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerLeaders registers LEADER.*; an election is no Redis key, so it
+// raises no keyspace event (see registerLocks).
 func registerLeaders(t *Table) {
 	t.Register([]Row{
 		{Name: "leader.elect", Run: cmdLeaderElect},

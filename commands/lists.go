@@ -9,6 +9,7 @@ package commands
 import (
 	"math/big"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -59,17 +60,37 @@ func listPush(c *Ctx, left, mustExist bool) {
 		return
 	}
 	c.W.Int(n)
+	if n > 0 {
+		c.Notify(events.List, pushEvent(left), key)
+		c.wake(key)
+	}
+}
+
+// wake tells the clients blocked on key that it may hold something now:
+// after the command reported its events, which Redis sends before it
+// serves them (a blocked pop's "lpop" follows the "rpush" that fed it).
+func (c *Ctx) wake(key []byte) { c.Srv.listRT().notify(c.DB(), key) }
+
+// pushEvent and popEvent name a push or pop at one end of a list.
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
 }
 
 // pushElements pushes vals onto key and returns the new length (0 when
 // mustExist and the key does not exist).
 func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
 	defer c.lockKeys(key)()
-	n, err := model.ListPush(c, key, vals, left, mustExist)
-	if err == nil && n > 0 {
-		c.Srv.listRT().notify(c.DB(), key)
-	}
-	return n, err
+	return model.ListPush(c, key, vals, left, mustExist)
 }
 
 // parsePopCount parses LPOP/RPOP's count.
@@ -109,6 +130,9 @@ func cmdPop(c *Ctx, left bool) {
 	default:
 		writeBulks(c, popped)
 	}
+	if len(popped) > 0 {
+		c.Notify(events.List, popEvent(left), c.Args[1])
+	}
 }
 
 func writeBulks(c *Ctx, vals [][]byte) {
@@ -126,6 +150,7 @@ func cmdLlen(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
 }
 
@@ -233,6 +258,7 @@ func cmdLset(c *Ctx) {
 		return
 	}
 	c.W.Simple("OK")
+	c.Notify(events.List, "lset", c.Args[1])
 }
 
 func cmdLinsert(c *Ctx) {
@@ -252,7 +278,8 @@ func cmdLinsert(c *Ctx) {
 		return
 	}
 	if reply > 0 {
-		c.Srv.listRT().notify(c.DB(), c.Args[1])
+		c.Notify(events.List, "linsert", c.Args[1])
+		c.wake(c.Args[1])
 	}
 	c.W.Int(reply)
 }
@@ -269,6 +296,9 @@ func cmdLrem(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	if removed > 0 {
+		c.Notify(events.List, "lrem", c.Args[1])
+	}
 	c.W.Int(removed)
 }
 
@@ -280,9 +310,13 @@ func cmdLtrim(c *Ctx) {
 		return
 	}
 	defer c.lockKeys(c.Args[1])()
-	if err := model.ListTrim(c, c.Args[1], start, stop); err != nil {
+	existed, err := model.ListTrim(c, c.Args[1], start, stop)
+	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if existed {
+		c.Notify(events.List, "ltrim", c.Args[1])
 	}
 	c.W.Simple("OK")
 }
@@ -322,18 +356,24 @@ func lmoveReply(c *Ctx, from, to bool) {
 		c.W.Nil()
 		return
 	}
-	c.W.Bulk(v)
+	replyMoved(c, v, from, to)
 }
 
-// listMove is model.ListMove under the keys' locks, waking clients blocked
-// on dst.
+// replyMoved replies with the element an LMOVE moved, between its events
+// as Redis sends them: the push onto the destination, the reply, the pop
+// from the source (then its "del" if that emptied it).
+func replyMoved(c *Ctx, v []byte, from, to bool) {
+	c.Notify(events.List, pushEvent(to), c.Args[2])
+	c.W.Bulk(v)
+	c.Notify(events.List, popEvent(from), c.Args[1])
+	c.wake(c.Args[2])
+}
+
+// listMove is model.ListMove under the keys' locks (replyMoved wakes the
+// clients blocked on dst).
 func listMove(c *Ctx, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, error) {
 	defer c.lockKeys(src, dst)()
-	moved, err := model.ListMove(c, src, dst, fromLeft, toLeft, quiet)
-	if err == nil && moved != nil {
-		c.Srv.listRT().notify(c.DB(), dst)
-	}
-	return moved, err
+	return model.ListMove(c, src, dst, fromLeft, toLeft, quiet)
 }
 
 // listMultiPop is model.ListMultiPop under the keys' locks.
@@ -392,6 +432,9 @@ func cmdLmpop(c *Ctx) {
 		return
 	}
 	writeMpop(c, key, vals)
+	if key != nil {
+		c.Notify(events.List, popEvent(left), key)
+	}
 }
 
 func writeMpop(c *Ctx, key []byte, vals [][]byte) {

@@ -15,6 +15,9 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerLocks registers LOCK.*. Like LEADER.* and QUEUE.*, it raises no
+// keyspace event: a lock is no Redis key (its lease lives in a namespace of
+// its own, beside the keys), so no notification names it.
 func registerLocks(t *Table) {
 	t.Register([]Row{
 		{Name: "lock.acquire", Run: cmdLockAcquire},

@@ -7,6 +7,7 @@ package commands
 import (
 	"errors"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -18,16 +19,37 @@ func collLenCmd(c *Ctx, typ string) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, n == 0)
 	c.W.Int(n)
 }
 
+// notifyMissIfEmpty reports the read of a collection that found nothing:
+// one holding no entry does not exist (a stream aside), so Redis's lookup
+// missed ("keymiss").
+func notifyMissIfEmpty(c *Ctx, empty bool) {
+	if empty {
+		c.NotifyKeyMiss(c.Args[1])
+	}
+}
+
 // model.RemoveMembers is SREM, HDEL and ZREM (key member [member ...]): it
-// replies with how many of the members were there.
+// replies with how many of the members were there, after the event (and
+// the "del" of a collection left empty).
 func removeMembersCmd(c *Ctx, typ string) {
 	n, err := model.RemoveMembers(c, c.Args[1], typ, model.Dedupe(c.Args[2:]))
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if n > 0 {
+		switch typ {
+		case model.TypeSet:
+			c.Notify(events.Set, "srem", c.Args[1])
+		case model.TypeHash:
+			c.Notify(events.Hash, "hdel", c.Args[1])
+		case model.TypeZSet:
+			c.Notify(events.ZSet, "zrem", c.Args[1])
+		}
 	}
 	c.W.Int(n)
 }

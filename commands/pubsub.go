@@ -49,7 +49,7 @@ func (s *Server) initHub() {
 	if s.Events == nil {
 		s.Events = &events.Dispatcher{}
 	}
-	s.Events.SetPublisher(s.PubSub)
+	s.Events.SetPublisher(notifications{s.PubSub})
 }
 
 // subscriber is the connection's Subscriber (nil for a script or the CLI,

@@ -15,6 +15,8 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerQueues registers QUEUE.*; a queue is no Redis key, so it raises
+// no keyspace event (see registerLocks).
 func registerQueues(t *Table) {
 	t.Register([]Row{
 		{Name: "queue.push", Run: cmdQueuePush},

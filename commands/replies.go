@@ -107,7 +107,13 @@ func (r *replyRecorder) aggregate(kind ReplyKind, n int) {
 
 // replay writes the recorded replies to w.
 func (r *replyRecorder) replay(w Writer) {
-	for _, v := range r.top {
+	r.replayEach(w, func(int) {})
+}
+
+// replayEach is replay calling before(i) before it writes reply i.
+func (r *replyRecorder) replayEach(w Writer, before func(i int)) {
+	for i, v := range r.top {
+		before(i)
 		v.write(w)
 	}
 }

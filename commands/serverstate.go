@@ -53,6 +53,7 @@ type Server struct {
 	maxBulkLen  atomic.Int64
 	maxClients  atomic.Int64
 	maxQueryBuf atomic.Int64
+	pubsubLimit atomic.Pointer[OutputLimit] // outputlimit.go
 	// unprotected is CONFIG SET protected-mode's override: nil until set.
 	unprotected atomic.Pointer[bool]
 	// enc holds the encoding parameters (encoding.go): nil until set.
@@ -262,6 +263,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 	if start.IsZero() {
 		start = time.Now()
 	}
+	c.notes.clear()
 	cmd.Run(c)
 	// A full reading, derived from the start by one read of the monotonic
 	// clock (time.Now reads the wall clock too).

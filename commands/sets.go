@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -43,6 +44,9 @@ const maxRandomCount = 10_000_000
 
 func cmdSadd(c *Ctx) {
 	n, err := model.AddMembers(c, c.Args[1], model.TypeSet, model.Dedupe(c.Args[2:]), nil)
+	if err == nil && n > 0 {
+		c.Notify(events.Set, "sadd", c.Args[1])
+	}
 	if err != nil {
 		c.Fail(err)
 		return
@@ -86,6 +90,7 @@ func cmdSmembers(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMissIfEmpty(c, len(members) == 0)
 	writeSet(c, members)
 }
 
@@ -119,11 +124,16 @@ func cmdSpop(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	// Redis reports the pop, replies, then deletes a set it emptied.
+	if len(popped) > 0 {
+		c.notifyHoldingDel(events.Set, "spop", c.Args[1])
+	}
 	if !withCount {
 		writeFirst(c, popped)
-		return
+	} else {
+		writeSet(c, popped)
 	}
-	writeSet(c, popped)
+	c.notifyEmptied(c.Args[1])
 }
 
 // writeFirst is the reply of SPOP, SRANDMEMBER and HRANDFIELD without a
@@ -195,10 +205,19 @@ func writePicked(c *Ctx, picked []model.Entry, withCount bool) {
 
 func cmdSmove(c *Ctx) {
 	src, dst, m := c.Args[1], c.Args[2], c.Args[3]
-	moved, err := model.SetMove(c, src, dst, m)
+	// Redis creates the destination after it reported the source's change.
+	c.notes.holdNew = true
+	moved, added, err := model.SetMove(c, src, dst, m)
+	c.notes.holdNew = false
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if moved && !sameKey(src, dst) {
+		c.Notify(events.Set, "srem", src)
+		if added {
+			c.Notify(events.Set, "sadd", dst)
+		}
 	}
 	c.W.Int(boolInt(moved))
 }
@@ -252,12 +271,28 @@ func cmdSintercard(c *Ctx) {
 }
 
 func setStore(c *Ctx, op model.SetOp) {
-	n, err := model.SetStore(c, op, c.Args[1], c.Args[2:])
+	dst := c.Args[1]
+	n, err := model.SetStore(c, op, dst, c.Args[2:])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
+	if n == 0 && op == model.SetInter {
+		// Redis deletes the destination before it replies when a source
+		// is missing (the usual reason for an empty intersection).
+		c.notifyEmptied(dst)
+	}
 	c.W.Int(n)
+	if n > 0 {
+		c.Notify(events.Set, setStoreEvents[op], dst)
+	} else {
+		c.notifyEmptied(dst)
+	}
+}
+
+// setStoreEvents name the STORE commands' events.
+var setStoreEvents = map[model.SetOp]string{
+	model.SetInter: "sinterstore", model.SetUnion: "sunionstore", model.SetDiff: "sdiffstore",
 }
 
 func cmdSinterstore(c *Ctx) { setStore(c, model.SetInter) }

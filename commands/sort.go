@@ -22,6 +22,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/internal/lualib"
 	"github.com/redamo/redamo/model"
 )
@@ -191,7 +192,10 @@ func cmdSort(c *Ctx, readonly bool) {
 		c.W.Error(msgSortNotDouble)
 	case o.hasStore:
 		if len(res.vals) > 0 {
-			c.Srv.listRT().notify(c.DB(), o.store)
+			c.Notify(events.List, "sortstore", o.store)
+			c.wake(o.store)
+		} else {
+			c.notifyEmptied(o.store)
 		}
 		c.W.Int(int64(len(res.vals)))
 	default:

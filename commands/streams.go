@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -187,7 +188,7 @@ func cmdXadd(c *Ctx) {
 	}
 	key := c.Args[1]
 	unlock := c.lockKeys(key)
-	added, ok, sc, err := model.XAdd(c, key, a)
+	added, trimmed, ok, sc, err := model.XAdd(c, key, a)
 	unlock()
 	startStreamCleanup(c, sc)
 	switch {
@@ -197,7 +198,11 @@ func cmdXadd(c *Ctx) {
 		c.W.Nil() // NOMKSTREAM of a missing key
 	default:
 		c.W.BulkString(added.String())
-		c.Srv.listRT().notify(c.DB(), key)
+		c.Notify(events.Stream, "xadd", key)
+		if trimmed > 0 {
+			c.Notify(events.Stream, "xtrim", key)
+		}
+		c.wake(key)
 	}
 }
 
@@ -215,6 +220,9 @@ func cmdXtrim(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	if deleted > 0 {
+		c.Notify(events.Stream, "xtrim", c.Args[1])
+	}
 	c.W.Int(deleted)
 }
 
@@ -227,6 +235,9 @@ func cmdXdel(c *Ctx) {
 	if err != nil {
 		c.Fail(collErr(err))
 		return
+	}
+	if deleted > 0 {
+		c.Notify(events.Stream, "xdel", c.Args[1])
 	}
 	c.W.Int(deleted)
 }

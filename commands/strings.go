@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -41,7 +42,16 @@ func cmdGet(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMiss(c, ks, c.Args[1])
 	replyStringValue(c, ks)
+}
+
+// notifyMiss reports a read of key that found nothing (Redis's
+// lookupKeyRead raising "keymiss").
+func notifyMiss(c *Ctx, ks model.KeyState, key []byte) {
+	if !ks.Live {
+		c.NotifyKeyMiss(key)
+	}
 }
 
 // replyStringValue replies with a string key's value: nil when absent,
@@ -64,6 +74,9 @@ func replyStringValue(c *Ctx, ks model.KeyState) {
 
 func cmdStrlen(c *Ctx) {
 	ks, err := readKey(c, c.Args[1])
+	if err == nil {
+		notifyMiss(c, ks, c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -89,6 +102,7 @@ func cmdGetRange(c *Ctx) {
 		c.Fail(err)
 		return
 	case !ks.Live:
+		c.NotifyKeyMiss(c.Args[1])
 		c.W.Bulk([]byte{})
 		return
 	case ks.Type != model.TypeString:
@@ -149,7 +163,9 @@ func cmdMGet(c *Ctx) {
 		}
 	}
 	c.W.Array(len(keys))
-	for _, v := range vals {
+	for i, v := range vals {
+		// Redis looks each key up as it replies with it.
+		notifyMiss(c, states[i], keys[i])
 		if v == nil {
 			c.W.Nil()
 		} else {
@@ -295,6 +311,9 @@ const (
 
 // run executes a parsed SET (model.SetString).
 func (o setOpts) run(c *Ctx, rep setReply) {
+	// With GET, Redis replies before it adds the key: its "new" waits for
+	// the "set".
+	c.notes.holdNew = o.flags&setGet != 0
 	res, err := model.SetString(c, o.key, o.val, model.SetOptions{
 		NX:       o.flags&setNX != 0,
 		XX:       o.flags&setXX != 0,
@@ -302,11 +321,20 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 		KeepTTL:  o.flags&setKeepTTL != 0,
 		ExpireAt: o.expireAt,
 	})
-	switch {
-	case err != nil:
+	c.notes.holdNew = false
+	if err != nil {
 		c.Fail(err)
-	case o.flags&setGet != 0:
+		return
+	}
+	if o.flags&setGet != 0 {
+		// Redis replies with the old value before it writes.
+		notifyMiss(c, res.Old, o.key)
 		replyStringValue(c, res.Old)
+		o.notify(c, res)
+		return
+	}
+	o.notify(c, res)
+	switch {
 	case !res.Written && rep == setReplyInt:
 		c.W.Int(0)
 	case !res.Written:
@@ -318,13 +346,27 @@ func (o setOpts) run(c *Ctx, rep setReply) {
 	}
 }
 
+// notify reports what a SET did: "set", then "expire" for a deadline.
+func (o setOpts) notify(c *Ctx, res model.SetResult) {
+	if res.Written {
+		c.Notify(events.String, "set", o.key)
+		if o.expireAt != 0 {
+			c.Notify(events.Generic, "expire", o.key)
+		}
+	}
+}
+
 func cmdGetDel(c *Ctx) {
 	ks, err := model.GetDel(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
+	notifyMiss(c, ks, c.Args[1])
 	replyStringValue(c, ks)
+	if ks.Live && ks.Type == model.TypeString {
+		c.Notify(events.Generic, "del", c.Args[1])
+	}
 }
 
 func cmdGetEx(c *Ctx) {
@@ -346,6 +388,7 @@ func cmdGetEx(c *Ctx) {
 			c.Fail(err)
 			return
 		}
+		notifyMiss(c, ks, key)
 		if msg != "" && ks.Live && ks.Type == model.TypeString {
 			c.W.Error(msg)
 			return
@@ -358,7 +401,20 @@ func cmdGetEx(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	notifyMiss(c, ks, key)
 	replyStringValue(c, ks)
+	if ks.Live && ks.Type == model.TypeString {
+		switch {
+		case flags&setPersist != 0:
+			if ks.HasExpiry {
+				c.Notify(events.Generic, "persist", key)
+			}
+		case at <= now:
+			c.Notify(events.Generic, "del", key)
+		default:
+			c.Notify(events.Generic, "expire", key)
+		}
+	}
 }
 
 // ---- multi-key writes --------------------------------------------------------
@@ -393,6 +449,16 @@ func msetGeneric(c *Ctx, nx bool) {
 	}
 	keys, vals := kvPairs(c.Args[1:])
 	written, err := model.SetStrings(c, keys, vals, nx)
+	if written {
+		// Every key, in argument order, as Redis sets them (a repeated
+		// key each time); MSETNX created each key the first time.
+		for i := 1; i+1 < len(c.Args); i += 2 {
+			if nx && c.WantsCreated() && !keyBefore(c.Args, i) {
+				c.KeyCreated(c.Args[i])
+			}
+			c.Notify(events.String, "set", c.Args[i])
+		}
+	}
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -401,6 +467,17 @@ func msetGeneric(c *Ctx, nx bool) {
 	default:
 		c.W.Simple("OK")
 	}
+}
+
+// keyBefore reports whether the key at args[i] is one of the keys of the
+// key/value pairs before it (args[1], args[3], ...).
+func keyBefore(args [][]byte, i int) bool {
+	for j := 1; j < i; j += 2 {
+		if sameKey(args[j], args[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // ---- APPEND, SETRANGE --------------------------------------------------------
@@ -418,6 +495,7 @@ func cmdAppend(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	c.Notify(events.String, "append", c.Args[1])
 	c.W.Int(n)
 }
 
@@ -446,6 +524,9 @@ func cmdSetRange(c *Ctx) {
 	if err != nil {
 		c.Fail(err)
 		return
+	}
+	if len(val) > 0 {
+		c.Notify(events.String, "setrange", key)
 	}
 	c.W.Int(n)
 }
@@ -485,6 +566,7 @@ func incrBy(c *Ctx, d int64) {
 		c.Fail(err)
 		return
 	}
+	c.Notify(events.String, "incrby", c.Args[1])
 	c.W.Int(n)
 }
 
@@ -510,5 +592,6 @@ func cmdIncrByFloat(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	c.Notify(events.String, "incrbyfloat", c.Args[1])
 	c.W.Bulk(out)
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/redamo/redamo/model"
 )
 
+// registerThrottle registers CL.THROTTLE. It raises no keyspace event for
+// the string key it keeps the cell's state in, as redis-cell (a module
+// writing the key without notifying) raises none.
 func registerThrottle(t *Table) {
 	t.Register([]Row{
 		{Name: "cl.throttle", Run: cmdThrottle},

@@ -238,6 +238,8 @@ func cmdExec(c *Ctx) {
 	}
 	var replies *replyRecorder
 	resetEvents, eventsDone := c.HoldEvents()
+	held := c.events
+	held.at = func() int { return len(replies.top) }
 	u.Work = func(t *model.Txn) error {
 		resetEvents()
 		replies = &replyRecorder{proto: c.Conn.Proto}
@@ -251,11 +253,17 @@ func cmdExec(c *Ctx) {
 	restore := func() { c.Conn.DB, c.Conn.Proto = db, proto }
 	u.Lost = restore
 	t, err := u.Run(c)
-	eventsDone(err == nil)
+	if err != nil {
+		eventsDone(false)
+	}
 	switch {
 	case err == nil:
+		// Each command's events among the replies, where Redis sends
+		// them (it runs each command as it replies).
 		c.W.Array(len(tx.queue))
-		replies.replay(c.W)
+		d := c.Srv.KeyEvents()
+		replies.replayEach(c.W, func(i int) { held.reportBefore(d, i) })
+		eventsDone(true)
 		t.WrittenKeys(c.Srv.listRT().notify)
 	case errors.Is(err, model.ErrWatched):
 		c.W.NilArray()

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -246,9 +247,6 @@ func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores [
 		c.Fail(collErr(err))
 		return
 	}
-	if res.Fast || res.Added > 0 {
-		c.Srv.listRT().notify(c.DB(), key)
-	}
 	switch {
 	case res.Fast:
 		c.W.Int(res.Added)
@@ -260,6 +258,16 @@ func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores [
 		c.W.Int(res.Added + res.Updated)
 	default:
 		c.W.Int(res.Added)
+	}
+	if res.Changed {
+		event := "zadd"
+		if f.Incr {
+			event = "zincr"
+		}
+		c.Notify(events.ZSet, event, key)
+	}
+	if res.Fast || res.Added > 0 {
+		c.wake(key)
 	}
 }
 
@@ -457,7 +465,19 @@ func cmdZrangestore(c *Ctx) {
 		c.Fail(err)
 		return
 	}
+	replyStored(c, events.ZSet, "zrangestore", dst, n)
+}
+
+// replyStored replies with the size of a STORE command's result, then
+// reports the destination's event, or its "del" when the result was empty
+// and the destination existed, as Redis does.
+func replyStored(c *Ctx, class events.Class, event string, dst []byte, n int64) {
 	c.W.Int(n)
+	if n > 0 {
+		c.Notify(class, event, dst)
+	} else {
+		c.notifyEmptied(dst)
+	}
 }
 
 // ---- removing ranges --------------------------------------------------------------------
@@ -495,7 +515,29 @@ func cmdZremrangebylex(c *Ctx) {
 func zremRange(c *Ctx, q model.ZRangeQuery) {
 	defer c.lockKeys(c.Args[1])()
 	n, err := model.ZRemRange(c, c.Args[1], q)
+	if err == nil && n > 0 {
+		c.Notify(events.ZSet, zremRangeEvents[q.By], c.Args[1])
+	}
 	replyCount(c, n, err)
+}
+
+var zremRangeEvents = map[model.ZRangeBy]string{
+	model.ZRangeRank: "zremrangebyrank", model.ZRangeScore: "zremrangebyscore", model.ZRangeLex: "zremrangebylex",
+}
+
+// zpopEvent names a pop of the lowest or (top) highest entries.
+func zpopEvent(top bool) string {
+	if top {
+		return "zpopmax"
+	}
+	return "zpopmin"
+}
+
+// notifyZpop reports a pop from key as Redis does, inside the reply: after
+// the reply's header, before the first entry (the "del" of a set it
+// emptied follows the reply: zpopDone).
+func notifyZpop(c *Ctx, top bool, key []byte) {
+	c.notifyHoldingDel(events.ZSet, zpopEvent(top), key)
 }
 
 // ---- pops ------------------------------------------------------------------------------
@@ -552,27 +594,37 @@ func zpop(c *Ctx, top bool) {
 		c.Fail(err)
 		return
 	}
-	if count == -1 || c.W.Proto() < 3 {
+	flat := count == -1 || c.W.Proto() < 3
+	if flat {
 		c.W.Array(2 * len(es))
-		for _, e := range es {
-			c.W.Bulk(e.Member)
-			c.W.Double(e.Score)
-		}
-		return
+	} else {
+		c.W.Array(len(es))
 	}
-	writeZentries(c, es, true)
+	if len(es) > 0 {
+		notifyZpop(c, top, c.Args[1])
+	}
+	for _, e := range es {
+		if !flat {
+			c.W.Array(2)
+		}
+		c.W.Bulk(e.Member)
+		c.W.Double(e.Score)
+	}
+	c.notifyEmptied(c.Args[1])
 }
 
-// writeZmpop replies [key, [[member, score] ...]].
-func writeZmpop(c *Ctx, key []byte, es []model.Entry) {
+// writeZmpop replies [key, [[member, score] ...]], with the pop's events.
+func writeZmpop(c *Ctx, key []byte, es []model.Entry, top bool) {
 	c.W.Array(2)
 	c.W.Bulk(key)
+	c.W.Array(len(es))
+	notifyZpop(c, top, key)
 	writeZentriesNested(c, es)
+	c.notifyEmptied(key)
 }
 
-// writeZentriesNested replies [[member, score] ...] in both protocols.
+// writeZentriesNested writes [member, score] pairs, in both protocols.
 func writeZentriesNested(c *Ctx, es []model.Entry) {
-	c.W.Array(len(es))
 	for _, e := range es {
 		c.W.Array(2)
 		c.W.Bulk(e.Member)
@@ -593,7 +645,7 @@ func cmdZmpop(c *Ctx) {
 	case key == nil:
 		c.W.NilArray()
 	default:
-		writeZmpop(c, key, es)
+		writeZmpop(c, key, es, !lowest)
 	}
 }
 
@@ -618,8 +670,10 @@ func bzpop(c *Ctx, top bool) {
 	if key, es, ok := zblockPop(c, c.Args[1:len(c.Args)-1], ms, top, 1); ok {
 		c.W.Array(3)
 		c.W.Bulk(key)
+		notifyZpop(c, top, key)
 		c.W.Bulk(es[0].Member)
 		c.W.Double(es[0].Score)
+		c.notifyEmptied(key)
 	}
 }
 
@@ -635,7 +689,7 @@ func cmdBzmpop(c *Ctx) {
 		return
 	}
 	if key, es, ok := zblockPop(c, keys, ms, !lowest, count); ok {
-		writeZmpop(c, key, es)
+		writeZmpop(c, key, es, !lowest)
 	}
 }
 
@@ -778,7 +832,11 @@ func zopStore(c *Ctx, op model.ZSetOp) {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(n)
+	replyStored(c, events.ZSet, zopStoreEvents[op], c.Args[1], n)
+}
+
+var zopStoreEvents = map[model.ZSetOp]string{
+	model.ZUnion: "zunionstore", model.ZInter: "zinterstore", model.ZDiff: "zdiffstore",
 }
 
 // zopOptions is parseZopOptions with its error as a reply.

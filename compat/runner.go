@@ -260,11 +260,37 @@ func (s *session) do(args [][]byte) reply {
 		}
 	}
 	raw, err := s.conn.Do(args...)
+	// A pub/sub message the connection subscribed to itself (RESP3) goes
+	// out before the reply of the command that raised it (a keyspace
+	// notification): it joins that reply, so that a case compares which
+	// messages each server sent, and where.
+	for last := raw; err == nil && isMessagePush(last); {
+		if last, err = s.conn.ReadRaw(); err == nil {
+			raw = append(raw, last...)
+		}
+	}
 	if err != nil {
 		s.close()
 		return reply{err: err}
 	}
 	return reply{raw: raw}
+}
+
+// isMessagePush reports whether raw is a RESP3 push of a pub/sub message
+// (not a reply to a command, as SUBSCRIBE's is).
+func isMessagePush(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '>' {
+		return false
+	}
+	p, err := Parse(raw)
+	if err != nil || len(p.Elems) == 0 {
+		return false
+	}
+	switch string(p.Elems[0].Str) {
+	case "message", "pmessage", "smessage":
+		return true
+	}
+	return false
 }
 
 // setup opens a fresh connection in a clean state: protocol, empty

@@ -147,6 +147,14 @@ type Publisher interface {
 	DeliverLocal(channel, payload []byte)
 }
 
+// OriginPublisher is a Publisher that can tell the connection whose
+// command raised an event (Event.Origin): a client subscribed on that same
+// connection (RESP3) gets the notification before the command's reply, as
+// Redis sends it.
+type OriginPublisher interface {
+	DeliverFrom(origin any, channel, payload []byte)
+}
+
 // Peers is how a Dispatcher reaches the other instances (package bus
 // implements it).
 type Peers interface {
@@ -231,7 +239,10 @@ func (d *Dispatcher) Wanted(c Class) bool {
 	if d.Flags().Published(c) {
 		return true
 	}
-	if c == KeyMiss {
+	if c == KeyMiss || c == New {
+		// Consumers are not told of misses, and "new" always comes with
+		// another event of the same key: a write that would learn it only
+		// for them need not.
 		return false
 	}
 	if d.consumers.Load() > 0 {
@@ -262,8 +273,13 @@ func (d *Dispatcher) Receive(e Event) {
 	d.mu.RUnlock()
 	if pub != nil {
 		chs, payloads := e.Messages(flags)
+		op, byOrigin := pub.(OriginPublisher)
 		for i := range chs {
-			pub.DeliverLocal(chs[i], payloads[i])
+			if byOrigin && e.Origin != nil {
+				op.DeliverFrom(e.Origin, chs[i], payloads[i])
+			} else {
+				pub.DeliverLocal(chs[i], payloads[i])
+			}
 		}
 	}
 	if e.Class == KeyMiss {

@@ -295,7 +295,8 @@ func TestListLayout(t *testing.T) {
 				want = append(want[:2], want[3:]...)
 				check()
 
-				require.NoError(t, model.ListTrim(c, key, 1, -2))
+				_, err = model.ListTrim(c, key, 1, -2)
+				require.NoError(t, err)
 				want = want[1 : len(want)-1]
 				check()
 
@@ -373,13 +374,13 @@ func TestStreamLayout(t *testing.T) {
 		const n = 150
 		var ids []model.StreamID
 		for i := 0; i < n; i++ {
-			id, ok, sc, err := model.XAdd(c, key, model.XAddArgs{ID: model.StreamID{Ms: uint64(i + 1)}, IDGiven: true, SeqGiven: true, Fields: [][]byte{[]byte("f"), []byte(strconv.Itoa(i))}})
+			id, _, ok, sc, err := model.XAdd(c, key, model.XAddArgs{ID: model.StreamID{Ms: uint64(i + 1)}, IDGiven: true, SeqGiven: true, Fields: [][]byte{[]byte("f"), []byte(strconv.Itoa(i))}})
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.Nil(t, sc)
 			ids = append(ids, id)
 		}
-		_, _, _, err := model.XAdd(c, key, model.XAddArgs{ID: model.StreamID{Ms: 1}, IDGiven: true, SeqGiven: true, Fields: [][]byte{[]byte("f"), []byte("v")}})
+		_, _, _, _, err := model.XAdd(c, key, model.XAddArgs{ID: model.StreamID{Ms: 1}, IDGiven: true, SeqGiven: true, Fields: [][]byte{[]byte("f"), []byte("v")}})
 		require.ErrorIs(t, err, model.ErrStreamIDTooSmall)
 		cl := open(t, c, "x", model.TypeStream)
 		require.True(t, cl.Large())
@@ -579,7 +580,7 @@ func TestBigWritesAllOrNothing(t *testing.T) {
 			require.Len(t, smembers("big"), int(want))
 		}},
 		{"smove", func() error {
-			_, err := model.SetMove(c, []byte("big"), []byte("small"), []byte("b7"))
+			_, _, err := model.SetMove(c, []byte("big"), []byte("small"), []byte("b7"))
 			return err
 		}, func(bool) {
 			inBig, inSmall := isMember("big", "b7"), isMember("small", "b7")
@@ -725,7 +726,7 @@ func TestEncoding(t *testing.T) {
 		require.NoError(t, err)
 		_, err = model.ListPush(c, []byte("l"), [][]byte{[]byte("a")}, false, false)
 		require.NoError(t, err)
-		_, _, _, err = model.XAdd(c, []byte("x"), model.XAddArgs{Fields: [][]byte{[]byte("f"), []byte("v")}})
+		_, _, _, _, err = model.XAdd(c, []byte("x"), model.XAddArgs{Fields: [][]byte{[]byte("f"), []byte("v")}})
 		require.NoError(t, err)
 		_, err = model.ZAdd(c, []byte("z"), model.ZAddFlags{}, [][]byte{[]byte("m")}, []float64{1}, 128, 64)
 		require.NoError(t, err)

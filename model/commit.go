@@ -568,6 +568,7 @@ func Commit(c Scope, writes []*Collection, reads []*Collection) error {
 	}
 	for _, cl := range writes {
 		cl.NoteCommitted()
+		reportCommitted(c, cl)
 		if cl.outside != nil {
 			// The command's outcome is decided; a failed clean-up only
 			// leaves leftovers.

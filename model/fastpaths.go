@@ -91,6 +91,9 @@ func FastUpdate(c Scope, key []byte, u dynastore.Update, cond dynastore.Cond) (o
 			_, err := c.Data().Update(c, k, onKnownItem(it, u), dynastore.WriteOptions{Cond: KeyState{Raw: it}.Guard(), OldOnFailure: true})
 			if err == nil {
 				nw, err = fastApplied(c, key, it, u)
+				if err == nil && it == nil {
+					reportCreated(c, key)
+				}
 				return it, nw, err == nil, nil, err
 			}
 			cur, failed := CondFailed(err)
@@ -106,6 +109,9 @@ func FastUpdate(c Scope, key []byte, u dynastore.Update, cond dynastore.Cond) (o
 	old, err = c.Data().Update(c, k, u, dynastore.WriteOptions{Cond: cond, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	if err == nil {
 		nw, err = fastApplied(c, key, old, u)
+		if err == nil && old == nil {
+			reportCreated(c, key)
+		}
 		return old, nw, err == nil, nil, err
 	}
 	if cur, failed := CondFailed(err); failed {

@@ -161,6 +161,9 @@ func mutateKey(s Scope, key []byte, start *KeyState, decide func(KeyState) (*key
 		if cur, lost = CondFailed(err); lost {
 			return ErrConflict
 		}
+		if err == nil && !w.delete && !ks.Live {
+			reportCreated(s, key)
+		}
 		return err
 	})
 }
@@ -220,23 +223,30 @@ func DeleteKey(s Scope, key []byte) (bool, error) {
 // were: a batched read, then one transaction deleting the live ones, each
 // conditioned on the version read, re-run if any of them changed meanwhile.
 func DeleteKeys(s Scope, keys [][]byte) (int64, error) {
+	deleted, err := DeleteLiveKeys(s, keys)
+	return int64(len(deleted)), err
+}
+
+// DeleteLiveKeys is DeleteKeys returning the keys it deleted, in the order
+// of their first occurrence in keys.
+func DeleteLiveKeys(s Scope, keys [][]byte) (deleted [][]byte, err error) {
 	keys = distinctKeys(keys)
-	var n int64
-	err := RetryConflicts(s, func(int) error {
+	err = RetryConflicts(s, func(int) error {
 		states, err := ReadKeys(s, keys)
 		if err != nil {
 			return err
 		}
 		var acts []dynastore.TxAction
+		deleted = deleted[:0]
 		for i, ks := range states {
 			if ks.Live {
 				acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: ItemKey(s.DB(), keys[i]), Cond: ks.Guard()})
+				deleted = append(deleted, keys[i])
 			}
 		}
-		n = int64(len(acts))
 		return keyConflict(commitKeyActions(s, acts))
 	})
-	return n, err
+	return deleted, err
 }
 
 // commitKeyActions writes actions atomically: nothing for none, a single

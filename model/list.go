@@ -1066,9 +1066,10 @@ func ListRem(c Scope, key []byte, count int64, elem []byte) (int64, error) {
 	return removed, err
 }
 
-// ListTrim is LTRIM: it keeps the elements from index start to stop.
-func ListTrim(c Scope, key []byte, start, stop int64) error {
-	return RetryConflicts(c, func(try int) error {
+// ListTrim is LTRIM: it keeps the elements from index start to stop. It
+// reports whether the list existed.
+func ListTrim(c Scope, key []byte, start, stop int64) (existed bool, err error) {
+	err = RetryConflicts(c, func(try int) error {
 		l, err := openListForWrite(c, key, try)
 		if err != nil {
 			return err
@@ -1076,6 +1077,7 @@ func ListTrim(c Scope, key []byte, start, stop int64) error {
 		if err := l.Check(); err != nil {
 			return err
 		}
+		existed = l.KS.Live
 		if !l.KS.Live {
 			return nil
 		}
@@ -1095,6 +1097,7 @@ func ListTrim(c Scope, key []byte, start, stop int64) error {
 		}
 		return commitLists(c, []*ListView{l}, nil)
 	})
+	return existed, err
 }
 
 // ---- moves and multi-key pops ------------------------------------------------------------------------

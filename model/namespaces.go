@@ -28,7 +28,8 @@ package model
 //     records (coord/queue_config.go).
 //   - NsBus 'B': the bus's membership, one partition (sk an instance id):
 //     each running instance's bus address and heartbeat (bus/member.go), read
-//     by every instance with one Query to find the others.
+//     by every instance with one Query to find the others; and, under sk
+//     "settings", the table's settings (settings.go), read by that Query.
 //   - NsExpiry 'x': the expiry index (expiry.go): under 'x', shard, minute
 //     the keys whose TTL passes in that minute, sk due ms and a hash of the
 //     key; under 'x' alone (sk 0) the lease of the instance that reaps them

@@ -135,6 +135,7 @@ func (r *Reads) StoreList(s Scope, dst []byte, vals [][]byte) error {
 		return err
 	}
 	cl.NoteCommitted()
+	reportCommitted(s, cl)
 	NoteGen(s, dst, TypeSet, nil) // whatever dst was, it is no large set, hash or sorted set now
 	return nil
 }

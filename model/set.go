@@ -88,11 +88,11 @@ func SetPop(c Scope, key []byte, count int64) ([][]byte, error) {
 	return popped, err
 }
 
-// SetMove is SMOVE: whether m was in src (and is now in dst).
-func SetMove(c Scope, src, dst, m []byte) (bool, error) {
-	var moved bool
-	err := RetryConflicts(c, func(int) error {
-		moved = false
+// SetMove is SMOVE: whether m was in src (and is now in dst), and whether
+// dst gained it.
+func SetMove(c Scope, src, dst, m []byte) (moved, added bool, err error) {
+	err = RetryConflicts(c, func(int) error {
+		moved, added = false, false
 		cls, err := OpenMany(c, [][]byte{src, dst}, TypeSet)
 		if err != nil {
 			return err
@@ -125,10 +125,11 @@ func SetMove(c Scope, src, dst, m []byte) (bool, error) {
 		}
 		if !inDst[0] {
 			d.Put(m, nil)
+			added = true
 		}
 		return Commit(c, []*Collection{s, d}, nil)
 	})
-	return moved, err
+	return moved, added, err
 }
 
 // openSets opens the distinct keys of keys (one BatchGet) and fails with

@@ -787,10 +787,11 @@ type XAddArgs struct {
 }
 
 // XAdd is XADD: the id of the entry it added (ok false for NOMKSTREAM of
-// a missing key), and the cleanup its trim leaves (nil: none).
-func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, ok bool, sc *StreamCleanup, err error) {
+// a missing key), how many entries its trim removed, and the cleanup its
+// trim leaves (nil: none).
+func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bool, sc *StreamCleanup, err error) {
 	err = RetryConflicts(c, func(try int) error {
-		added, ok = StreamID{}, false
+		added, trimmed, ok = StreamID{}, 0, false
 		cl, st, fromCache, err := openStream(c, key, try, true)
 		if err != nil {
 			return err
@@ -840,13 +841,13 @@ func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, ok bool, sc *StreamC
 			cl.Known[string(id.member())] = MemberState{}
 		}
 		st.appendID(id)
-		if _, err := st.trim(cl, a.Trim); err != nil {
+		if trimmed, err = st.trim(cl, a.Trim); err != nil {
 			return err
 		}
 		added, ok = id, true
 		return commitStream(c, cl, st, &sc)
 	})
-	return added, ok, sc, err
+	return added, trimmed, ok, sc, err
 }
 
 // XTrim is XTRIM: how many entries it removed, and the cleanup it leaves.

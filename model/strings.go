@@ -82,10 +82,14 @@ func SetString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		cond = CondNotLiveOrType(s.NowMS(), TypeString)
 	}
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: o.Get, Handover: true}
-	if o.Get {
+	created := wantsCreated(s)
+	if o.Get || created {
 		wo.Return = dynastore.ReturnAllOld
 	}
 	old, err := s.Data().Put(s, StringItem(s.DB(), key, val, OriginArg, o.ExpireAt), wo)
+	if err == nil && created {
+		reportCreatedIfAbsent(s, key, old)
+	}
 	return setOutcome(s, o, old, err)
 }
 
@@ -138,11 +142,15 @@ func setKeepTTL(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		cond = dynastore.Or{dynastore.NotExists{Attr: dynastore.AttrPK}, CondLiveType(now, TypeString)}
 	}
 	wo := dynastore.WriteOptions{Cond: cond, OldOnFailure: true}
-	if o.Get {
+	created := wantsCreated(s)
+	if o.Get || created {
 		wo.Return = dynastore.ReturnAllOld
 	}
 	old, err := s.Data().Update(s, ItemKey(s.DB(), key), u, wo)
 	if _, failed := CondFailed(err); !failed {
+		if err == nil && created {
+			reportCreatedIfAbsent(s, key, old)
+		}
 		return setOutcome(s, o, old, err)
 	}
 	start, err := failedStart(err, now)
@@ -311,6 +319,11 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		OldOnFailure: true,
 	})
 	if err == nil {
+		if l, ok := newItem.Get(AttrValue).(dynastore.L); ok && len(l) == 1 {
+			// A live chunked value already had a chunk: this one's is the
+			// first, so the key is new.
+			reportCreated(s, key)
+		}
 		return ValueLen(newItem.Get(AttrValue)), nil
 	}
 	start, err := failedStart(err, now)
@@ -446,16 +459,30 @@ func IncrBy(s Scope, key []byte, d int64) (int64, error) {
 	if sc.returned == nil {
 		sc.returned = make(dynastore.Item, 0, 8) // a key item's attributes
 	}
+	ret, created := dynastore.ReturnAllNew, wantsCreated(s)
+	if created {
+		// The item from before tells whether the key is new; the result
+		// follows from it (the condition admits no key or a number).
+		ret = dynastore.ReturnAllOld
+	}
 	newItem, err := s.Data().Update(s, scratchItemKey(s, key), dynastore.Update{
 		Set:    acts.set[:],
 		Add:    acts.add[:],
 		Remove: removeEnc,
 	}, dynastore.WriteOptions{
 		Cond:         incrCond(now, d),
-		Return:       dynastore.ReturnAllNew,
+		Return:       ret,
 		ReturnInto:   sc.returned,
 		OldOnFailure: true,
 	})
+	if err == nil && created {
+		if newItem.Get(AttrValue) == nil {
+			reportCreated(s, key)
+			return d, nil
+		}
+		old, err := NumberInt(newItem.Get(AttrValue))
+		return old + d, err
+	}
 	if err == nil {
 		return NumberInt(newItem.Get(AttrValue))
 	}

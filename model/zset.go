@@ -204,6 +204,9 @@ type ZAddResult struct {
 	Added, Updated, Processed int64
 	Score                     float64
 	Fast                      bool
+	// Changed: a member was added or had its score changed (the write a
+	// keyspace event reports).
+	Changed bool
 }
 
 // ZAdd is ZADD, ZINCRBY and GEOADD: it applies the score-member pairs. A
@@ -215,9 +218,10 @@ func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, 
 		var n int64
 		var done bool
 		var err error
-		st, n, done, err = zaddFast(c, key, members, scores, f.CH)
+		var changed bool
+		st, n, changed, done, err = zaddFast(c, key, members, scores, f.CH)
 		if err != nil || done {
-			return ZAddResult{Added: n, Fast: true}, err
+			return ZAddResult{Added: n, Fast: true, Changed: changed}, err
 		}
 	}
 	var res ZAddResult
@@ -254,6 +258,7 @@ func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, 
 		return nil
 	}
 	err := ZSetWrite(c, key, st, change)
+	res.Changed = res.Added+res.Updated > 0
 	return res, err
 }
 
@@ -303,10 +308,10 @@ func zaddOne(cl *Collection, f ZAddFlags, m []byte, score float64) (added, updat
 // inline set: one UpdateItem that sets their scores and adds their names.
 // done is false when the set is not inline with room (or not a sorted set);
 // the general path then starts from st.
-func zaddFast(c Scope, key []byte, members [][]byte, scores []float64, ch bool) (st MemberStart, n int64, done bool, err error) {
+func zaddFast(c Scope, key []byte, members [][]byte, scores []float64, ch bool) (st MemberStart, n int64, changed, done bool, err error) {
 	lim := c.Process().inline(TypeZSet)
 	if len(members) > lim.Entries || !AllSmall(members, lim.Bytes) || len(Dedupe(members)) != len(members) {
-		return MemberStart{}, 0, false, nil
+		return MemberStart{}, 0, false, false, nil
 	}
 	u := dynastore.Update{
 		Set: []dynastore.SetAction{
@@ -319,17 +324,22 @@ func zaddFast(c Scope, key []byte, members [][]byte, scores []float64, ch bool) 
 		u.Set = append(u.Set, dynastore.SetAction{Attr: FieldAttr(m), Val: zscoreValue(scores[i])})
 	}
 	cond := InlineFastCond(c.NowMS(), TypeZSet, lim.Entries, len(members), false)
-	return MemberFast(c, key, TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
+	st, n, done, err = MemberFast(c, key, TypeZSet, nil, nil, &u, cond, func(old dynastore.Item) (n int64) {
 		for i, m := range members {
 			switch {
 			case !BSContains(old.Get(AttrValue), m):
 				n++
-			case ch && zscoreOf(old.Get(FieldAttr(m))) != scores[i]:
-				n++
+				changed = true
+			case zscoreOf(old.Get(FieldAttr(m))) != scores[i]:
+				changed = true
+				if ch {
+					n++
+				}
 			}
 		}
 		return n
 	})
+	return st, n, changed, done, err
 }
 
 // zput stages member m with score in cl.

@@ -206,6 +206,13 @@ func (h *Hub) DeliverLocal(channel, payload []byte) {
 	h.deliver(context.Background(), Message{Channel: channel, Payload: payload})
 }
 
+// DeliverLocalFrom is DeliverLocal of a notification that a command of
+// from (a subscriber) raised: from puts it among its own replies, before
+// that command's reply, as Redis sends it.
+func (h *Hub) DeliverLocalFrom(from Subscriber, channel, payload []byte) {
+	h.deliver(WithPublisher(context.Background(), from), Message{Channel: channel, Payload: payload})
+}
+
 // deliver pushes m to its subscribers while holding the read lock, so
 // that two publishes of one publisher reach every subscriber in order.
 func (h *Hub) deliver(ctx context.Context, m Message) int64 {

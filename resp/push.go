@@ -2,9 +2,11 @@ package resp
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/pubsub"
 )
 
@@ -19,14 +21,6 @@ import (
 // connection's goroutine turns idle only with wmu held, after taking what
 // was pending: a reply never follows a message published after it was
 // made, nor precedes one published before.
-
-// Redis's default client-output-buffer-limit for pubsub clients: closed at
-// once past the hard limit, or past the soft one for softLimitFor.
-const (
-	pubsubHardLimit = 32 << 20
-	pubsubSoftLimit = 8 << 20
-	softLimitFor    = 60 * time.Second
-)
 
 type pushState struct {
 	wmu sync.Mutex // held while writing to the socket
@@ -59,7 +53,7 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 		return
 	}
 	ps.pending = appendPush(ps.pending, proto, kind, pattern, channel, payload)
-	if c.overLimit(len(ps.pending)) {
+	if c.overLimit(len(ps.pending), c.s.srv.PubSubOutputLimit()) {
 		ps.closed = true
 		ps.pending = nil
 		c.s.srv.Net.OutputLimitDisconnections.Add(1)
@@ -73,20 +67,22 @@ func (c *conn) Push(ctx context.Context, kind pubsub.Kind, pattern, channel, pay
 	}
 }
 
-// overLimit applies client-output-buffer-limit pubsub to n pending bytes.
-func (c *conn) overLimit(n int) bool {
+// overLimit applies client-output-buffer-limit pubsub (lim) to n pending
+// bytes: closed at once past the hard limit, or past the soft one for
+// longer than its time; a limit of 0 bytes is none.
+func (c *conn) overLimit(n int, lim commands.OutputLimit) bool {
 	ps := &c.push
 	switch {
-	case n > pubsubHardLimit:
+	case lim.Hard > 0 && uint64(n) > lim.Hard:
 		return true
-	case n <= pubsubSoftLimit:
+	case lim.Soft == 0 || uint64(n) <= lim.Soft:
 		ps.softSince = time.Time{}
 		return false
 	case ps.softSince.IsZero():
 		ps.softSince = time.Now()
 		return false
 	}
-	return time.Since(ps.softSince) > softLimitFor
+	return time.Since(ps.softSince) > lim.SoftFor
 }
 
 // writePushes writes what is pending while the connection is idle.
@@ -134,6 +130,23 @@ func (c *conn) takePushes() {
 		ps.softSince = time.Time{}
 	}
 	ps.mu.Unlock()
+}
+
+// takeParkedPushes puts the messages still pending from the wait of a
+// blocking command (the connection idle) before that command's reply,
+// which starts at at: they came while it waited, before it was served (a
+// blocked pop's own events follow the push that fed it, as in Redis),
+// and only a writer not yet scheduled kept them from going out already.
+func (c *conn) takeParkedPushes(at int) {
+	ps := &c.push
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.busy || len(ps.pending) == 0 {
+		return
+	}
+	c.w.buf = slices.Insert(c.w.buf, at, ps.pending...)
+	ps.pending = ps.pending[:0]
+	ps.softSince = time.Time{}
 }
 
 // setBusy marks the connection as running requests (busy) or idle; idle,

@@ -107,6 +107,7 @@ func (c *conn) grow() {
 func (c *conn) unpark() {
 	c.cancel()
 	c.cancel = nil
+	c.takeParkedPushes(c.w.start)
 	c.setBusy(true)
 	if c.watching == nil {
 		return

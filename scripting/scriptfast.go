@@ -40,6 +40,7 @@ import (
 	"github.com/yuin/gopher-lua/ast"
 
 	"github.com/redamo/redamo/commands"
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
 
@@ -644,6 +645,8 @@ func (cas *casScript) run(c *commands.Ctx, keys, argv [][]byte) (done bool) {
 		case err != nil:
 			c.Fail(err)
 		case out == model.CASDone:
+			c.Notify(events.Hash, "hincrby", key)
+			c.Notify(events.Generic, "expire", key)
 			c.W.Nil()
 		case out == model.CASOther:
 			c.W.Int(pttl)
@@ -655,8 +658,12 @@ func (cas *casScript) run(c *commands.Ctx, keys, argv [][]byte) (done bool) {
 		case err != nil:
 			c.Fail(err)
 		case out == model.CASDone:
+			c.Notify(events.Hash, "hincrby", key)
+			c.Notify(events.Generic, "del", key)
 			c.W.Int(cas.onHit)
 		case out == model.CASKept:
+			c.Notify(events.Hash, "hincrby", key)
+			c.Notify(events.Generic, "expire", key)
 			c.W.Int(cas.onOther)
 		case out == model.CASMissing:
 			c.W.Nil()
@@ -664,6 +671,9 @@ func (cas *casScript) run(c *commands.Ctx, keys, argv [][]byte) (done bool) {
 		return err != nil || out != model.CASUndecided
 	}
 	out, err = model.CompareAndAct(c, casWrites[cas.act], key, token, ms)
+	if err == nil && out == model.CASDone {
+		cas.notify(c, key)
+	}
 	switch {
 	case err != nil:
 		c.Fail(err)
@@ -679,6 +689,23 @@ func (cas *casScript) run(c *commands.Ctx, keys, argv [][]byte) (done bool) {
 		c.W.Int(cas.onOther)
 	}
 	return err != nil || out != model.CASUndecided
+}
+
+// notify reports the events of the write the script made, as its
+// redis.call would have.
+func (cas *casScript) notify(c *commands.Ctx, key []byte) {
+	switch cas.act {
+	case casDelete:
+		c.Notify(events.Generic, "del", key)
+	case casPExpire, casHashPExpire:
+		c.Notify(events.Generic, "expire", key)
+	case casSetNXPX:
+		c.KeyCreated(key)
+		fallthrough
+	case casSetPX:
+		c.Notify(events.String, "set", key)
+		c.Notify(events.Generic, "expire", key)
+	}
 }
 
 // casWrites are the acts model.CompareAndAct makes.

@@ -1,7 +1,7 @@
 package main
 
 // The bus to the other redamo instances on the same table (package bus):
-// what pub/sub fans out through. Its settings come from --bus, --bus-addr
+// what pub/sub and key events fan out through. Its settings come from --bus, --bus-addr
 // and --bus-secret; this file turns them into a bus.Config.
 
 import (
@@ -20,13 +20,14 @@ import (
 )
 
 // startBus opens and starts the bus for a server listening on respAddr,
-// nil when the configuration has none. cert is the server's TLS
-// certificate (nil without TLS).
-func startBus(ctx context.Context, cfg config, store dynastore.Store, local pubsub.Local, respAddr string, cert *tls.Certificate, logger *slog.Logger) (*bus.Bus, error) {
+// nil when the configuration has none. local answers the others' pub/sub,
+// ev takes their key events and the table's notify-keyspace-events. cert
+// is the server's TLS certificate (nil without TLS).
+func startBus(ctx context.Context, cfg config, store dynastore.Store, local pubsub.Local, ev bus.Events, respAddr string, cert *tls.Certificate, logger *slog.Logger) (*bus.Bus, error) {
 	if cfg.Bus == busOff || (cfg.Bus == busAuto && cfg.Store != storeDynamoDB) {
 		return nil, nil
 	}
-	bc := bus.Config{Advertise: cfg.BusAddr, Secret: []byte(cfg.BusSecret)}
+	bc := bus.Config{Advertise: cfg.BusAddr, Secret: []byte(cfg.BusSecret), Events: ev}
 	if cfg.BusSecret == "" {
 		bc.Secret = bus.SecretFromPassword(cfg.RequirePass)
 	}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"os"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/internal/testserver"
@@ -82,4 +87,50 @@ func TestBusTLSPinsTheCertificate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTableSettingsThroughTheBus: the instances of one DynamoDB table share
+// notify-keyspace-events. With the bus, CONFIG SET through one holds on
+// the other before it replies, and a write through one is published on
+// the other; with --bus off, an instance started later reads the setting
+// at start.
+func TestTableSettingsThroughTheBus(t *testing.T) {
+	ep := os.Getenv("REDAMO_TEST_DYNAMODB_ENDPOINT")
+	if ep == "" {
+		if os.Getenv("REDAMO_TEST_REQUIRE_DYNAMODB") == "1" {
+			t.Fatal("REDAMO_TEST_DYNAMODB_ENDPOINT is not set")
+		}
+		t.Skip("REDAMO_TEST_DYNAMODB_ENDPOINT not set: no DynamoDB Local")
+	}
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.Store, cfg.Endpoint, cfg.Region, cfg.CreateTable = storeDynamoDB, ep, "us-east-1", true
+	cfg.Table = fmt.Sprintf("cmd_%d", time.Now().UnixNano())
+	cfg.Bus = "127.0.0.1:0"
+	a, _ := startApp(t, cfg)
+	z, _ := startApp(t, cfg)
+	ca := client(t, &redis.Options{Addr: a.ln.Addr().String()})
+	cz := client(t, &redis.Options{Addr: z.ln.Addr().String()})
+	sub := cz.Subscribe(ctx, "__keyevent@0__:set")
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return a.bus.Linked() && z.bus.Linked() && len(a.bus.Members()) == 1 }, 20*time.Second, 10*time.Millisecond)
+
+	require.NoError(t, ca.ConfigSet(ctx, "notify-keyspace-events", "E$").Err())
+	require.Equal(t, map[string]string{"notify-keyspace-events": "$E"}, cz.ConfigGet(ctx, "notify-keyspace-events").Val())
+	require.NoError(t, ca.Set(ctx, "k", "v", 0).Err())
+	select {
+	case m := <-sub.Channel():
+		require.Equal(t, "k", m.Payload)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the write through the other instance was not published")
+	}
+
+	cfg.Bus = busOff
+	cfg.CreateTable = false
+	off, _ := startApp(t, cfg)
+	require.Nil(t, off.bus)
+	coff := client(t, &redis.Options{Addr: off.ln.Addr().String()})
+	require.Equal(t, map[string]string{"notify-keyspace-events": "$E"}, coff.ConfigGet(ctx, "notify-keyspace-events").Val(), "read at start")
 }

@@ -204,7 +204,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.PartitionLimit, name, false, usage) }},
 		{"aws-faithful", "REDAMO_AWS_FAITHFUL", "embedded store only: answer as DynamoDB on AWS does (latency per call, transaction conflicts, per-partition and on-demand table throttling, rare 5xx and timeouts), to test clients and redamo against what DynamoDB Local never does", false,
 			func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(&c.AWSFaithful, name, false, usage) }},
-		{"bus", "REDAMO_BUS", "where the bus to the other instances on the table listens (pub/sub reaches their clients through it): auto (on with --store dynamodb: the RESP port + 10000 when free, else any port; off with the embedded store, which no other process shares), off, or host:port", false,
+		{"bus", "REDAMO_BUS", "where the bus to the other instances on the table listens (pub/sub and key events reach their clients through it): auto (on with --store dynamodb: the RESP port + 10000 when free, else any port; off with the embedded store, which no other process shares), off, or host:port", false,
 			str(&c.Bus, busAuto)},
 		{"bus-addr", "REDAMO_BUS_ADDR", "host:port the other instances dial to reach this one's bus (empty: the bus listener's address, a wildcard host replaced by this host's first non-loopback IPv4)", false,
 			str(&c.BusAddr, "")},

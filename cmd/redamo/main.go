@@ -36,6 +36,7 @@ import (
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/dynastore/retry"
+	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/metrics"
 	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/resp"
@@ -162,11 +163,17 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 
 	a.srv = newCommandServer(cfg, store, stats, table, ln.Addr().String())
 	startExpiredEvents(ctx, a.srv, store)
-	if a.bus, err = startBus(ctx, cfg, store, a.srv.PubSub, ln.Addr().String(), cert, logger); err != nil {
+	if a.bus, err = startBus(ctx, cfg, store, a.srv.PubSub, a.srv.KeyEvents(), ln.Addr().String(), cert, logger); err != nil {
 		return a, err
 	}
 	if a.bus != nil {
 		a.srv.PubSub.SetPeers(a.bus)
+		a.srv.KeyEvents().SetPeers(a.bus)
+	} else if cfg.Store == storeDynamoDB {
+		// An embedded store is new with the process: it holds no settings.
+		if err := applyTableSettings(ctx, store, a.srv.KeyEvents()); err != nil && ctx.Err() == nil {
+			return a, err
+		}
 	}
 	opts := resp.Options{
 		Logf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) },
@@ -211,6 +218,21 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	}
 	logger.Info("redamo ready", attrs...)
 	return a, nil
+}
+
+// applyTableSettings applies the table's notify-keyspace-events (one
+// GetItem) for an instance without a bus, which reads it only at start: a
+// CONFIG SET through another process on the table reaches it at its next
+// start.
+func applyTableSettings(ctx context.Context, store dynastore.Store, ev *events.Dispatcher) error {
+	s, err := model.ReadSettings(model.StoreScope(dynastore.WithLabel(ctx, "settings"), store))
+	if err != nil {
+		return fmt.Errorf("reading the table's settings: %w", err)
+	}
+	if c, ok := events.ParseFlags(s.KeyspaceEvents); ok {
+		ev.ApplyFlags(c)
+	}
+	return nil
 }
 
 // newCommandServer is the state every command of this process shares: the

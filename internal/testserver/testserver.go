@@ -2,7 +2,10 @@
 // free 127.0.0.1 port, around a given store, closed when the test ends. It
 // also hands out the storage backends a server test should run on (Stores):
 // the memory store always, and a fresh DynamoDB Local table when
-// REDAMO_TEST_DYNAMODB_ENDPOINT is set.
+// REDAMO_TEST_DYNAMODB_ENDPOINT is set. A server started on a Backend has a
+// bus (on a free 127.0.0.1 port), as cmd/redamo's instances of one table
+// have, so that pub/sub, key events and notify-keyspace-events reach every
+// instance of a test's store.
 package testserver
 
 import (
@@ -18,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/bus"
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
@@ -39,6 +43,9 @@ type Server struct {
 	Srv *commands.Server
 	// RESP is the protocol server.
 	RESP *resp.Server
+	// Bus links the server to the others on its store (nil: none; see
+	// WithBus).
+	Bus *bus.Bus
 
 	mu   sync.Mutex
 	logs []string
@@ -50,6 +57,7 @@ type config struct {
 	stats *dynastore.Stats
 	cfg   commands.Config
 	clock func() time.Time
+	bus   bool
 }
 
 // Option configures Start.
@@ -67,6 +75,12 @@ func WithConfig(f func(*commands.Config)) Option { return func(c *config) { f(&c
 
 // WithClock replaces the server's clock (expiry tests).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// WithBus gives the server a bus to the other servers of its store that
+// have one, as Backend.Start does. Start waits until it is linked to every
+// one of them, both ways. A store that records or fails requests sees the
+// bus's too (two at start, two per heartbeat, one at the end).
+func WithBus() Option { return func(c *config) { c.bus = true } }
 
 // Start serves store on a free 127.0.0.1 port until the test ends; a nil
 // store means a fresh memory store reporting to Server.Stats. The server's
@@ -111,6 +125,9 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 		t.Errorf("redamo logged: "+format, args...)
 	}
 	s.RESP = resp.New(s.Srv, ropt)
+	if cfg.bus {
+		s.Bus = startBus(t, store, s.Srv, cfg.cfg.RequirePass)
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- s.RESP.Serve(ln) }()
@@ -124,12 +141,37 @@ func Start(t testing.TB, store dynastore.Store, opts ...Option) *Server {
 			if err := s.RESP.Shutdown(ctx); err != nil {
 				t.Errorf("testserver: shutdown: %v", err)
 			}
+			if s.Bus != nil {
+				// A store a test broke may refuse the withdrawal: the item
+				// then lapses, as a dead instance's does.
+				_ = s.Bus.Close()
+			}
 		}
 		if err := <-done; err != nil {
 			t.Errorf("testserver: serve: %v", err)
 		}
 	})
 	return s
+}
+
+// startBus starts srv's bus, plugs it into srv's pub/sub and key events,
+// and waits until it is linked to the other members both ways (the
+// password keys it, as in cmd/redamo).
+func startBus(t testing.TB, store dynastore.Store, srv *commands.Server, password string) *bus.Bus {
+	t.Helper()
+	b, err := bus.New(bus.Config{
+		Listen: "127.0.0.1:0",
+		Secret: bus.SecretFromPassword(password),
+		Events: srv.KeyEvents(),
+	}, store, srv.Hub())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, b.Start(ctx))
+	srv.Hub().SetPeers(b)
+	srv.KeyEvents().SetPeers(b)
+	require.Eventually(t, b.Linked, 30*time.Second, time.Millisecond, "testserver: the bus never linked to its peers")
+	return b
 }
 
 // Kill stops the server at once, as close to a SIGKILL as a server in
@@ -145,6 +187,9 @@ func (s *Server) Kill() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = s.RESP.Shutdown(ctx)
+	if s.Bus != nil {
+		s.Bus.Kill()
+	}
 }
 
 // ClientReadTimeout is how long a Client waits for a reply. go-redis's own
@@ -192,10 +237,11 @@ type Backend struct {
 	Stats *dynastore.Stats
 }
 
-// Start serves the backend's store, with its Stats.
+// Start serves the backend's store, with its Stats and a bus (WithBus):
+// the servers started on one backend are instances of one table.
 func (b Backend) Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return Start(t, b.Store, append([]Option{WithStats(b.Stats), WithConfig(func(c *commands.Config) {
+	return Start(t, b.Store, append([]Option{WithStats(b.Stats), WithBus(), WithConfig(func(c *commands.Config) {
 		c.StoreName = b.Name
 	})}, opts...)...)
 }
