@@ -107,7 +107,17 @@ func malformed(format string, args ...any) error {
 }
 
 // read reads one complete reply.
-func (rr *replyReader) read() (*value, error) { return rr.value(0) }
+// read returns the next reply, passing over the push messages before it:
+// a RESP3 client that turned CLIENT TRACKING on is sent invalidations
+// between replies.
+func (rr *replyReader) read() (*value, error) {
+	for {
+		v, err := rr.value(0)
+		if err != nil || v.kind != '>' {
+			return v, err
+		}
+	}
+}
 
 func (rr *replyReader) line() ([]byte, error) {
 	var line []byte
@@ -242,7 +252,10 @@ func (rr *replyReader) value(depth int) (*value, error) {
 			return nil, malformed("verbatim string without its format: %q", cut(string(v.str), 20))
 		}
 		return v, nil
-	case '*', '~', '%':
+	case '*', '~', '%', '>':
+		if v.kind == '>' && depth > 0 {
+			return nil, malformed("a push inside a reply")
+		}
 		if v.kind != '*' {
 			if err := rr.resp3Only(v.kind); err != nil {
 				return nil, err
@@ -252,6 +265,8 @@ func (rr *replyReader) value(depth int) (*value, error) {
 		switch {
 		case !ok || n < -1 || n > maxReplyElems:
 			return nil, malformed("count %q of a %q reply", payload, v.kind)
+		case v.kind == '>' && n < 1:
+			return nil, malformed("push of %d elements", n)
 		case n == -1 && (v.kind != '*' || rr.proto == 3):
 			return nil, malformed("null %q on a RESP%d connection", line, rr.proto)
 		case n == -1:
@@ -273,10 +288,9 @@ func (rr *replyReader) value(depth int) (*value, error) {
 			v.elems = append(v.elems, e)
 		}
 		return v, nil
-	case '>', '|':
-		// No command the fuzzer sends subscribes, tracks keys or asks
-		// for attributes.
-		return nil, malformed("unexpected %q (push or attribute) reply", v.kind)
+	case '|':
+		// No command the fuzzer sends asks for attributes.
+		return nil, malformed("unexpected %q (attribute) reply", v.kind)
 	}
 	return nil, malformed("unknown type byte %q in %q", v.kind, cut(string(line), 80))
 }
@@ -319,7 +333,10 @@ func TestReplyReaderStrict(t *testing.T) {
 		{"=5\r\ntxt:a\r\n", 3, true},
 		{"=3\r\nabc\r\n", 3, false},
 		{"!3\r\nERR\r\n", 3, true},
-		{">1\r\n+a\r\n", 3, false},
+		{">1\r\n+a\r\n:1\r\n", 3, true},
+		{">1\r\n+a\r\n:1\r\n", 2, false},
+		{"*1\r\n>1\r\n+a\r\n", 3, false},
+		{">0\r\n:1\r\n", 3, false},
 		{"|1\r\n+a\r\n+b\r\n+c\r\n", 3, false},
 		{"?x\r\n", 2, false},
 		{"*1\r\n+a\r\n", 0, true},
