@@ -99,8 +99,9 @@ func (c *countEvents) Receive(events.Event) {
 		close(c.done)
 	}
 }
-func (c *countEvents) ApplyFlags(events.Class) {}
-func (c *countEvents) Flags() events.Class     { return 0 }
+func (c *countEvents) ApplyFlags(events.Class)              {}
+func (c *countEvents) FlagsGen() uint64                     { return 0 }
+func (c *countEvents) ApplyFlagsSince(events.Class, uint64) {}
 
 // BenchmarkSendEvent: key events per second from one instance to two
 // others that want them all (Send returns without waiting; the clock stops

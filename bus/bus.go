@@ -233,12 +233,12 @@ func (b *Bus) beat(ctx context.Context) error {
 // the read began is kept: the read may predate its item.
 func (b *Bus) refresh(ctx context.Context) error {
 	began := time.Now()
-	flags := b.flags()
+	gen := b.flagsGen()
 	ms, settings, err := members(ctx, b.store, b.cfg.Now())
 	if err != nil {
 		return fmt.Errorf("bus: reading the members: %w", err)
 	}
-	b.applySettings(settings, flags)
+	b.applySettings(settings, gen)
 	live := make(map[ID]Member, len(ms))
 	for _, m := range ms {
 		if m.ID != b.id {

@@ -35,10 +35,13 @@ import (
 type Events interface {
 	// Receive reports another instance's key event to this one.
 	Receive(e events.Event)
-	// ApplyFlags makes c this instance's notify-keyspace-events, and
-	// Flags returns them.
+	// ApplyFlags makes c this instance's notify-keyspace-events (a
+	// peer's word). ApplyFlagsSince applies the value a read of the table
+	// found, unless they changed since FlagsGen returned gen as the read
+	// began.
 	ApplyFlags(c events.Class)
-	Flags() events.Class
+	FlagsGen() uint64
+	ApplyFlagsSince(c events.Class, gen uint64)
 }
 
 var _ events.Peers = (*Bus)(nil)
@@ -171,22 +174,23 @@ func (b *Bus) peerFor(id ID) *peer {
 	return b.peers[id]
 }
 
-// flags returns the notify-keyspace-events this instance applies.
-func (b *Bus) flags() events.Class {
+// flagsGen returns the generation of the flags as a read of the table
+// begins.
+func (b *Bus) flagsGen() uint64 {
 	if b.cfg.Events == nil {
 		return 0
 	}
-	return b.cfg.Events.Flags()
+	return b.cfg.Events.FlagsGen()
 }
 
 // applySettings makes the table's settings, as a read found them, this
-// instance's, unless its flags changed while the read ran (from was what
-// they were when it began): a CONFIG SET here or a peer's kindFlags may
+// instance's, unless its flags changed while the read ran (gen was their
+// generation when it began): a CONFIG SET here or a peer's kindFlags may
 // then be newer than what the read saw. The read is strongly consistent,
 // so one that begins after a CONFIG SET's write sees it; whatever two
 // crossing CONFIG SETs left, the next read settles it on the table's
 // value. A table without the item has Redis's defaults.
-func (b *Bus) applySettings(s *model.Settings, from events.Class) {
+func (b *Bus) applySettings(s *model.Settings, gen uint64) {
 	if b.cfg.Events == nil {
 		return
 	}
@@ -194,11 +198,9 @@ func (b *Bus) applySettings(s *model.Settings, from events.Class) {
 	if s != nil {
 		v = s.KeyspaceEvents
 	}
-	c, ok := events.ParseFlags(v)
-	if !ok || b.cfg.Events.Flags() != from || c == from {
-		return
+	if c, ok := events.ParseFlags(v); ok {
+		b.cfg.Events.ApplyFlagsSince(c, gen)
 	}
-	b.cfg.Events.ApplyFlags(c)
 }
 
 // post queues a frame nobody answers; it waits for room at most timeout,

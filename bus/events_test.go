@@ -45,13 +45,18 @@ func (f *fakeEvents) ApplyFlags(c events.Class) {
 	f.mu.Unlock()
 }
 
-func (f *fakeEvents) Flags() events.Class {
+func (f *fakeEvents) FlagsGen() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.flags) == 0 {
-		return 0
+	return uint64(len(f.flags))
+}
+
+func (f *fakeEvents) ApplyFlagsSince(c events.Class, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if uint64(len(f.flags)) == gen && (len(f.flags) == 0 || f.flags[len(f.flags)-1] != c) && !(len(f.flags) == 0 && c == 0) {
+		f.flags = append(f.flags, c)
 	}
-	return f.flags[len(f.flags)-1]
 }
 
 func (f *fakeEvents) events() []string {

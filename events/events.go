@@ -180,6 +180,9 @@ type Peers interface {
 // peers. The zero value serves this process alone, with notifications off.
 type Dispatcher struct {
 	flags atomic.Uint32
+	// flagsMu orders the changes of flags; flagsGen counts them.
+	flagsMu  sync.Mutex
+	flagsGen uint64
 	// consumers counts the registered consumers, read on every write.
 	consumers atomic.Int32
 
@@ -221,8 +224,35 @@ func (d *Dispatcher) peers() Peers {
 func (d *Dispatcher) Flags() Class { return Class(d.flags.Load()) }
 
 // ApplyFlags makes c this instance's notify-keyspace-events (the table's
-// setting, as read from the table or told by a peer).
-func (d *Dispatcher) ApplyFlags(c Class) { d.flags.Store(uint32(c)) }
+// setting, as told by a peer or set here).
+func (d *Dispatcher) ApplyFlags(c Class) {
+	d.flagsMu.Lock()
+	defer d.flagsMu.Unlock()
+	d.flags.Store(uint32(c))
+	d.flagsGen++
+}
+
+// FlagsGen returns a number that every change of the flags changes, for
+// ApplyFlagsSince.
+func (d *Dispatcher) FlagsGen() uint64 {
+	d.flagsMu.Lock()
+	defer d.flagsMu.Unlock()
+	return d.flagsGen
+}
+
+// ApplyFlagsSince applies c, the table's setting as a read of the table
+// found it, unless the flags changed since FlagsGen returned gen as the
+// read began: a CONFIG SET here or a peer's word may be newer than what
+// the read saw, even when the flags went back to the value they had then.
+func (d *Dispatcher) ApplyFlagsSince(c Class, gen uint64) {
+	d.flagsMu.Lock()
+	defer d.flagsMu.Unlock()
+	if d.flagsGen != gen || d.Flags() == c {
+		return
+	}
+	d.flags.Store(uint32(c))
+	d.flagsGen++
+}
 
 // SetFlags changes the table's notify-keyspace-events: this instance
 // applies it, and the connected peers have when it returns. Storing the

@@ -94,3 +94,19 @@ func TestInterestDeclarations(t *testing.T) {
 		require.False(t, *p.last)
 	}
 }
+
+// A read of the table that began before a change does not undo it, even
+// when the flags went back to the value they had as it began.
+func TestApplyFlagsSince(t *testing.T) {
+	d := &Dispatcher{}
+	kea, _ := ParseFlags("KEA")
+	kean, _ := ParseFlags("KEAn")
+	d.ApplyFlags(kea)
+	gen := d.FlagsGen()
+	d.ApplyFlags(kean)
+	d.ApplyFlags(kea)
+	d.ApplyFlagsSince(0, gen) // the read saw the table before both changes
+	require.Equal(t, kea, d.Flags())
+	d.ApplyFlagsSince(kean, d.FlagsGen())
+	require.Equal(t, kean, d.Flags())
+}
