@@ -6,7 +6,6 @@ import (
 
 	"github.com/redamo/redamo/commands"
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/events"
 	"github.com/redamo/redamo/model"
 )
@@ -38,18 +37,3 @@ func startExpiredEvents(ctx context.Context, srv *commands.Server, store dynasto
 // that expired reads as absent either way: the grace only keeps dead items
 // in memory a little longer.
 const memoryTTLGrace = time.Minute
-
-// runMemoryTTL is the embedded store's TTL sweep (memory.Store.RunTTL),
-// memoryTTLGrace behind the clock.
-func runMemoryTTL(ctx context.Context, m *memory.Store) {
-	t := time.NewTicker(memoryTTLInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			m.ExpireTTL(now.Add(-memoryTTLGrace))
-		}
-	}
-}

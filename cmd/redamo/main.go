@@ -327,7 +327,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 				Faults:   faithful.DefaultFaults,
 				Policy:   &policy,
 			})
-			go runMemoryTTL(ctx, f.Memory())
+			go f.Memory().RunTTL(ctx, memoryTTLInterval, memoryTTLGrace)
 			return f, nil
 		}
 		o := memory.Options{Observer: observer}
@@ -337,7 +337,7 @@ func openStore(ctx context.Context, cfg config, observer dynastore.Observer, log
 		m := memory.New(o)
 		// The embedded store drops items whose ttl has passed, as DynamoDB's
 		// TTL does, so keys written with an expiry do not pile up forever.
-		go runMemoryTTL(ctx, m)
+		go m.RunTTL(ctx, memoryTTLInterval, memoryTTLGrace)
 		return m, nil
 	case storeDynamoDB:
 		s, err := dynamo.New(ctx, dynamo.Config{

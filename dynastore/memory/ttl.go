@@ -99,9 +99,11 @@ func (s *Store) sweep(limit dynastore.N, max int) (seen, deleted int, more bool)
 	return seen, deleted, more
 }
 
-// RunTTL sweeps expired items every interval until ctx is done. A full pass
-// over n items takes n/ttlBatch intervals.
-func (s *Store) RunTTL(ctx context.Context, interval time.Duration) {
+// RunTTL sweeps expired items every interval until ctx is done, dropping
+// those whose ttl passed more than grace ago (DynamoDB's TTL is late too,
+// and whoever reads dead items before they go may rely on it). A full
+// pass over n items takes n/ttlBatch intervals.
+func (s *Store) RunTTL(ctx context.Context, interval, grace time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -109,7 +111,7 @@ func (s *Store) RunTTL(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s.ExpireTTL(now)
+			s.ExpireTTL(now.Add(-grace))
 		}
 	}
 }

@@ -57,7 +57,7 @@ func TestRunTTLStopsWithContext(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { s.RunTTL(ctx, time.Millisecond); close(done) }()
+	go func() { s.RunTTL(ctx, time.Millisecond, 0); close(done) }()
 	require.Eventually(t, func() bool { return s.Len() == 0 }, 5*time.Second, time.Millisecond)
 	cancel()
 	<-done
