@@ -46,6 +46,11 @@ type Process struct {
 	// parameters (CONFIG SET hash-max-listpack-entries and friends); nil:
 	// the caps (InlineCap).
 	limits func(typ string) InlineLimits
+	// hotStrings and hotColls coalesce the commands on hot keys (see
+	// Coalescer); coalesced counts their batches.
+	hotStrings hotStrings
+	hotColls   hotColls
+	coalesced  coalesceCounts
 }
 
 // NewProcess returns a Process whose inline limits are limits (nil: the

@@ -1,0 +1,181 @@
+package model
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Coalescing (group commit) lets the commands on one hot key that reach
+// this process together share requests. A command whose key has no request
+// of its kind in flight sends its own at once, so a lone client waits for
+// nothing and makes the requests it always made. A command that arrives
+// while one is in flight waits for it and joins the batch that goes next;
+// when the in-flight request returns, that batch's first command sends one
+// request for the whole batch and answers every member.
+//
+// Each batch is linearizable as one operation: all its members were
+// invoked before its request was sent (a batch is closed when it is handed
+// its turn) and are answered after it returned. A member that arrives
+// while its key's request is in flight never shares that request, only
+// the next one.
+//
+// Coalescing is per process and per kind of request (a Coalescer each):
+// instances coalesce independently, and different kinds on one key (reads
+// and increments, say) do not wait for each other, as they would not
+// without coalescing.
+
+// Coalescer batches operations of one kind per key. Op is what one command
+// asks, Res what it is answered. The zero value is ready to use.
+type Coalescer[Op, Res any] struct {
+	mu    sync.Mutex
+	lanes map[string]*lane[Op, Res]
+	// Max caps a batch's members (0: no cap), for requests with a limit
+	// such as a transaction's 100 actions; a full batch is followed by
+	// another.
+	Max int
+}
+
+// lane is one key's state: whether a request is in flight, and the
+// batches waiting for their turn, oldest first.
+type lane[Op, Res any] struct {
+	busy    bool
+	waiting []*batch[Op, Res]
+}
+
+// batch is the commands that share one request.
+type batch[Op, Res any] struct {
+	ops []Op
+	// turn is closed when the batch may send: the request before it
+	// returned. Its ops no longer change from then on.
+	turn chan struct{}
+	// done is closed once res and errs hold every member's answer.
+	done chan struct{}
+	res  []Res
+	errs []error
+}
+
+// Run is how a batch is carried out: one answer and one error per op, in
+// order. ops[0] belongs to the caller that runs it. A batch of one is a
+// command on its own and runs as it would without coalescing.
+type Run[Op, Res any] func(ops []Op) ([]Res, []error)
+
+// Do answers op on key through run, sharing the request with the other
+// operations of key that arrive while one is in flight. s is op's
+// command's scope; its process counts the batches. A member waits for its
+// batch's answer even if its client leaves meanwhile: the batch's outcome
+// is decided by a request that may already be on its way, and it is
+// bounded as every request is.
+func (c *Coalescer[Op, Res]) Do(s Scope, key string, op Op, run Run[Op, Res]) (Res, error) {
+	c.mu.Lock()
+	if c.lanes == nil {
+		c.lanes = map[string]*lane[Op, Res]{}
+	}
+	l := c.lanes[key]
+	if l == nil {
+		l = &lane[Op, Res]{}
+		c.lanes[key] = l
+	}
+	if !l.busy {
+		l.busy = true
+		c.mu.Unlock()
+		res, errs := run([]Op{op})
+		c.next(key, l)
+		return res[0], errs[0]
+	}
+	var b *batch[Op, Res]
+	if n := len(l.waiting); n > 0 && (c.Max == 0 || len(l.waiting[n-1].ops) < c.Max) {
+		b = l.waiting[n-1]
+	} else {
+		b = &batch[Op, Res]{turn: make(chan struct{}), done: make(chan struct{})}
+		l.waiting = append(l.waiting, b)
+	}
+	i := len(b.ops)
+	b.ops = append(b.ops, op)
+	c.mu.Unlock()
+	if i == 0 {
+		// The batch's first member sends its request; it waits for its
+		// turn however long that takes, as it would wait for its own
+		// request without coalescing.
+		<-b.turn
+		b.res, b.errs = run(b.ops)
+		if len(b.ops) > 1 {
+			s.Process().coalesced.note(len(b.ops))
+		}
+		close(b.done)
+		c.next(key, l)
+		return b.res[0], b.errs[0]
+	}
+	<-b.done
+	return b.res[i], b.errs[i]
+}
+
+// next hands key's lane to its oldest waiting batch, or frees it.
+func (c *Coalescer[Op, Res]) next(key string, l *lane[Op, Res]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(l.waiting) == 0 {
+		l.busy = false
+		delete(c.lanes, key)
+		return
+	}
+	b := l.waiting[0]
+	l.waiting[0] = nil
+	l.waiting = l.waiting[1:]
+	close(b.turn)
+}
+
+// coalesceCounts count a process's batches of more than one command and
+// the commands they held.
+type coalesceCounts struct{ batches, commands atomic.Int64 }
+
+func (c *coalesceCounts) note(members int) {
+	c.batches.Add(1)
+	c.commands.Add(int64(members))
+}
+
+// Coalesced returns how many batches of more than one command p ran and
+// how many commands they answered (INFO).
+func (p *Process) Coalesced() (batches, commands int64) {
+	return p.coalesced.batches.Load(), p.coalesced.commands.Load()
+}
+
+// waitingOps is how many operations wait behind key's request in flight
+// (tests).
+func (c *Coalescer[Op, Res]) waitingOps(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	if l := c.lanes[key]; l != nil {
+		for _, b := range l.waiting {
+			n += len(b.ops)
+		}
+	}
+	return n
+}
+
+// Detached is s for a request that answers several commands: the command
+// that sends it must not cancel it for the others when its own client
+// leaves. Its values (the request label among them) stay s's.
+func Detached(s Scope) Scope {
+	return detachedScope{Scope: s, ctx: context.WithoutCancel(s)}
+}
+
+type detachedScope struct {
+	Scope
+	ctx context.Context
+}
+
+func (d detachedScope) Deadline() (time.Time, bool) { return d.ctx.Deadline() }
+func (d detachedScope) Done() <-chan struct{}       { return d.ctx.Done() }
+func (d detachedScope) Err() error                  { return d.ctx.Err() }
+func (d detachedScope) Value(k any) any             { return d.ctx.Value(k) }
+
+// Coalescable reports whether s's commands may share requests with other
+// commands: only on the store itself, never inside a unit of work (EXEC, a
+// script), whose requests are its own.
+func Coalescable(s Scope) bool {
+	_, inUnit := s.Data().(*Txn)
+	return !inUnit
+}

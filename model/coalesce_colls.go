@@ -1,0 +1,4 @@
+package model
+
+// hotColls are the Coalescers of the collection commands.
+type hotColls struct{}
