@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -33,7 +34,7 @@ const (
 	MaxSKSize        = 1024            // bytes of a sort key value
 	MaxBatchGet      = 100             // keys in one BatchGetItem
 	MaxPageSize      = 1024 * 1024     // bytes returned by one Query/Scan page
-	MaxBatchWrite    = 25              // requests in one BatchWriteItem
+	MaxBatchWrite    = 25              // puts and deletes in one BatchWriteItem
 	MaxNumberDigits  = 38              // significant digits of a Number
 	MaxExprAttrNames = 255             // not a DynamoDB limit, a sanity bound
 )
@@ -459,6 +460,88 @@ type SnapshotReader interface {
 	GetSnapshot(ctx context.Context, keys []Key) ([]Item, error)
 }
 
+// BatchWriter is implemented by a Store that can put and delete several
+// items in one request without a transaction (DynamoDB's BatchWriteItem):
+// each write is applied on its own, unconditionally, for the write units
+// of a single write instead of a transaction's twice as many. It suits
+// items only their writer changes (index entries, the parts of a value
+// written before anything points at them); a retried request writes
+// again, so a write must mean the same whenever it lands.
+type BatchWriter interface {
+	// BatchWrite applies every put and delete, any number of them, in
+	// requests of at most MaxBatchWrite; a key may appear once. It returns
+	// nil once all are applied, the writes a request left unprocessed
+	// (throttled) sent again within the store's retry policy; on an error
+	// any of them may have been applied.
+	BatchWrite(ctx context.Context, puts []Item, deletes []Key) error
+}
+
+// BatchWrite applies puts and deletes through st's BatchWriteItem, or one
+// by one where st has none (a Txn, a test's wrapper).
+func BatchWrite(ctx context.Context, st Store, puts []Item, deletes []Key) error {
+	if bw, ok := st.(BatchWriter); ok {
+		return bw.BatchWrite(ctx, puts, deletes)
+	}
+	for _, it := range puts {
+		if _, err := st.Put(ctx, it, WriteOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, k := range deletes {
+		if _, err := st.Delete(ctx, k, WriteOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BatchWrites splits puts and deletes into the writes of BatchWriteItem
+// requests (at most MaxBatchWrite each, puts first), after checking every
+// key and refusing one that appears twice, as DynamoDB refuses it in a
+// request. A backend sends each chunk as one request.
+func BatchWrites(puts []Item, deletes []Key) ([][]BatchOp, error) {
+	seen := make(map[string]bool, len(puts)+len(deletes))
+	ops := make([]BatchOp, 0, len(puts)+len(deletes))
+	add := func(op BatchOp) error {
+		k := op.Key
+		if op.Item != nil {
+			k = op.Item.Key()
+		}
+		if err := ValidateKey(k); err != nil {
+			return err
+		}
+		id := strconv.Itoa(len(k.PK)) + ":" + string(k.PK) + string(k.SK)
+		if seen[id] {
+			return fmt.Errorf("%w: Provided list of item keys contains duplicates", ErrInvalid)
+		}
+		seen[id] = true
+		ops = append(ops, op)
+		return nil
+	}
+	for _, it := range puts {
+		if err := add(BatchOp{Item: it}); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range deletes {
+		if err := add(BatchOp{Key: k}); err != nil {
+			return nil, err
+		}
+	}
+	var chunks [][]BatchOp
+	for lo := 0; lo < len(ops); lo += MaxBatchWrite {
+		chunks = append(chunks, ops[lo:min(lo+MaxBatchWrite, len(ops))])
+	}
+	return chunks, nil
+}
+
+// BatchOp is one write of a BatchWriteItem: a put of Item, or (Item nil)
+// a delete of Key.
+type BatchOp struct {
+	Item Item
+	Key  Key
+}
+
 // Prefetcher is implemented by a Store that can bring items closer ahead
 // of the requests that will use them: the embedded store loads them into
 // the CPU's caches, so that a pipeline's requests do not each wait for
@@ -682,6 +765,7 @@ func ConditionFailedIn(err error) (*TxCanceledError, bool) {
 const (
 	OpGetItem            = "GetItem"
 	OpBatchGetItem       = "BatchGetItem"
+	OpBatchWriteItem     = "BatchWriteItem"
 	OpPutItem            = "PutItem"
 	OpUpdateItem         = "UpdateItem"
 	OpDeleteItem         = "DeleteItem"

@@ -40,9 +40,9 @@ package model
 // lets DynamoDB drop them, which saves a write per key.
 //
 // Entries are written in batches: a record waits up to expiryFlushDelay
-// for others, and a batch is one TransactWriteItems of up to
-// MaxTxActions puts (one PutItem when alone). The Store interface has no
-// BatchWriteItem, which would bill half the write units of a transaction.
+// for others, and a batch is BatchWriteItem requests of up to
+// MaxBatchWrite puts (one PutItem when alone): an entry needs no
+// condition, and a transaction would bill twice the write units.
 
 import (
 	"context"
@@ -205,8 +205,8 @@ func (ix *ExpiryIndex) Flush(ctx context.Context) error {
 	ix.pending = nil
 	ix.mu.Unlock()
 	ctx = dynastore.WithLabel(ctx, ExpiryIndexLabel)
-	// One transaction may not name an item twice: the last record of an
-	// entry wins (they are the same entry).
+	// One batch may not name an item twice: the last record of an entry
+	// wins (they are the same entry).
 	seen := make(map[string]int, len(recs))
 	var items []dynastore.Item
 	for _, r := range recs {
@@ -220,27 +220,15 @@ func (ix *ExpiryIndex) Flush(ctx context.Context) error {
 		seen[id] = len(items)
 		items = append(items, it)
 	}
-	var errs []error
-	for len(items) > 0 {
-		n := min(len(items), dynastore.MaxTxActions)
-		if err := ix.write(ctx, items[:n]); err != nil {
-			errs = append(errs, err)
-		}
-		items = items[n:]
-	}
-	return errors.Join(errs...)
+	return ix.write(ctx, items)
 }
 
-// write puts one batch of entries: one request, or one per entry when the
-// transaction failed (a conflict with another instance writing the same
-// entry cancels it whole).
+// write puts entries: one PutItem for one, BatchWriteItem requests for
+// more, or one PutItem per entry when the batch failed (its writes are
+// then each applied or not, and writing an entry again changes nothing).
 func (ix *ExpiryIndex) write(ctx context.Context, items []dynastore.Item) error {
 	if len(items) > 1 {
-		actions := make([]dynastore.TxAction, len(items))
-		for i, it := range items {
-			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: it}
-		}
-		if err := ix.Store.Transact(ctx, actions); err == nil {
+		if err := dynastore.BatchWrite(ctx, ix.Store, items, nil); err == nil {
 			ix.wrote(items...)
 			return nil
 		}
@@ -428,6 +416,23 @@ func (s *expiryStore) Transact(ctx context.Context, actions []dynastore.TxAction
 		if ok {
 			recs = append(recs, rec)
 		}
+	}
+	s.ix.add(recs)
+	return nil
+}
+
+// BatchWrite records the expiries of the key items it puts, as Put does.
+func (s *expiryStore) BatchWrite(ctx context.Context, puts []dynastore.Item, deletes []dynastore.Key) error {
+	var recs []expiryRecord
+	if s.ix.wanted() {
+		for _, it := range puts {
+			if rec, ok := putExpiry(it); ok {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	if err := dynastore.BatchWrite(ctx, s.Store, puts, deletes); err != nil {
+		return err
 	}
 	s.ix.add(recs)
 	return nil

@@ -804,6 +804,58 @@ func (s *Store) sdkBatchChunk(ctx context.Context, keys []dynastore.Key, found [
 	})
 }
 
+// BatchWrite implements dynastore.BatchWriter: one BatchWriteItem request
+// per dynastore.MaxBatchWrite writes, whose unprocessed writes are sent
+// again within the retry policy. It goes through the SDK: it is not on a
+// hot command's path.
+func (s *Store) BatchWrite(ctx context.Context, puts []dynastore.Item, deletes []dynastore.Key) error {
+	chunks, err := dynastore.BatchWrites(puts, deletes)
+	if err != nil {
+		return err
+	}
+	for _, ops := range chunks {
+		pending := make([]types.WriteRequest, len(ops))
+		for i, op := range ops {
+			if op.Item == nil {
+				pending[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyAV(op.Key)}}
+				continue
+			}
+			norm, _, err := dynastore.NormalizeItemSize(op.Item)
+			if err != nil {
+				return err
+			}
+			av, err := toItem(norm)
+			if err != nil {
+				return err
+			}
+			pending[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: av}}
+		}
+		err := s.call(ctx, dynastore.OpBatchWriteItem, retry.Idempotent, func(ctx context.Context, r *dynastore.Request) error {
+			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems:           map[string][]types.WriteRequest{s.table: pending},
+				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			})
+			if err != nil {
+				return err
+			}
+			for i := range out.ConsumedCapacity {
+				addCapacity(r, &out.ConsumedCapacity[i], true)
+			}
+			unp := out.UnprocessedItems[s.table]
+			if len(unp) == 0 {
+				return nil
+			}
+			err = unprocessed(len(unp), len(pending))
+			pending = unp
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // place puts a BatchGetItem's item where index says its key goes.
 func place(it dynastore.Item, found []dynastore.Item, index map[string]int) error {
 	j, ok := index[keyString(it.Key())]

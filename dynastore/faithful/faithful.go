@@ -516,6 +516,78 @@ func (s *Store) batchGet(ctx context.Context, keys []dynastore.Key, out []dynast
 	})
 }
 
+// BatchWrite implements dynastore.BatchWriter: MaxBatchWrite writes per
+// request, as BatchWriteItem takes them. Writes whose partition is over
+// budget are left unprocessed and sent again after the policy's backoff,
+// as the DynamoDB backend does with UnprocessedItems; a request that meets
+// a transaction in flight on one of its items fails as a single write
+// does.
+func (s *Store) BatchWrite(ctx context.Context, puts []dynastore.Item, deletes []dynastore.Key) error {
+	chunks, err := dynastore.BatchWrites(puts, deletes)
+	if err != nil {
+		return err
+	}
+	for _, ops := range chunks {
+		if err := s.batchWrite(ctx, ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) batchWrite(ctx context.Context, ops []dynastore.BatchOp) error {
+	keyOf := func(op dynastore.BatchOp) dynastore.Key {
+		if op.Item != nil {
+			return op.Item.Key()
+		}
+		return op.Key
+	}
+	pending := ops
+	return s.call(ctx, dynastore.OpBatchWriteItem, retry.Idempotent, func(actx context.Context, u *units) error {
+		pks := make([]string, len(pending))
+		for j, op := range pending {
+			pks[j] = string(keyOf(op).PK)
+		}
+		parts, table := s.budget.admit(pks, true, 1, s.now())
+		var send, left []dynastore.BatchOp
+		for j, op := range pending {
+			if table || (parts != nil && parts[j]) {
+				left = append(left, op)
+			} else {
+				send = append(send, op)
+			}
+		}
+		r := request{span: s.lat.Write, write: true, kind: flightWrite}
+		if len(send) == 0 {
+			d, _ := s.window(r.span)
+			_ = sleep(actx, d)
+			return throttled(r, nil, table)
+		}
+		var puts []dynastore.Item
+		var dels []dynastore.Key
+		for _, op := range send {
+			k := keyOf(op)
+			r.keys = append(r.keys, k)
+			r.pks = append(r.pks, string(k.PK))
+			if op.Item != nil {
+				puts = append(puts, op.Item)
+			} else {
+				dels = append(dels, op.Key)
+			}
+		}
+		if err := s.attempt(actx, u, r, func(ctx context.Context) error {
+			return s.mem.BatchWrite(ctx, puts, dels)
+		}); err != nil {
+			return final(err)
+		}
+		pending = left
+		if len(left) > 0 {
+			return failure(errors.New("unprocessed items: partitions over budget"), retry.Unapplied, dynastore.ErrThrottled)
+		}
+		return nil
+	})
+}
+
 // Put implements dynastore.Store.
 func (s *Store) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
 	var out dynastore.Item

@@ -520,3 +520,49 @@ func TestBatchGetUnprocessedKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchWriteUnprocessedItems: a BatchWriteItem whose writes are partly
+// on a partition over budget applies the others and sends the rest again,
+// as BatchWriteItem's UnprocessedItems make a client do.
+func TestBatchWriteUnprocessedItems(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		refill  bool // the hot partition's budget comes back after the first attempt
+		wantErr bool
+	}{
+		{name: "throttled writes sent again", refill: true},
+		{name: "throttled for good", wantErr: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, clock := frozenStore(Capacity{PartitionRCU: 3, PartitionWCU: 1, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
+			s.policy = retry.Policy{MaxAttempts: 2, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
+			hot, cold := key("hot"), key("cold")
+			_, err := s.Put(ctx, item(hot, 1), dynastore.WriteOptions{})
+			require.NoError(t, err)
+			attempts := 0
+			s.held = func(flightKind) {
+				attempts++
+				if c.refill {
+					clock.advance(time.Second)
+				}
+			}
+			err = s.BatchWrite(ctx, []dynastore.Item{item(cold, 2), item(hot, 2)}, nil)
+			got := func(k dynastore.Key) dynastore.Item {
+				it, err := s.Memory().Get(ctx, k)
+				require.NoError(t, err)
+				return it
+			}
+			require.NotNil(t, got(cold), "the cold partition's write is applied at once")
+			if c.wantErr {
+				require.ErrorIs(t, err, dynastore.ErrThrottled)
+				require.Equal(t, 1, attempts, "only the cold write was sent; the second attempt found the hot partition still over budget")
+				require.Equal(t, item(hot, 1), got(hot))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 2, attempts)
+			require.Equal(t, item(hot, 2), got(hot))
+		})
+	}
+}

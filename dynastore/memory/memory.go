@@ -470,6 +470,51 @@ func (s *Store) Delete(ctx context.Context, k dynastore.Key, o dynastore.WriteOp
 	return out, nil
 }
 
+// BatchWrite implements dynastore.BatchWriter: one BatchWriteItem request
+// per dynastore.MaxBatchWrite writes, each applied on its own and billed
+// as the single write it is. The embedded store processes every write of
+// a request it admits; a throttled request (the partition limit) is
+// refused whole, as DynamoDB refuses one none of whose writes it could
+// process.
+func (s *Store) BatchWrite(ctx context.Context, puts []dynastore.Item, deletes []dynastore.Key) error {
+	chunks, err := dynastore.BatchWrites(puts, deletes)
+	if err != nil {
+		return err
+	}
+	for _, ops := range chunks {
+		keys := make([]dynastore.Key, len(ops))
+		items := make([]dynastore.Item, len(ops))
+		sizes := make([]int, len(ops))
+		for i, op := range ops {
+			keys[i] = op.Key
+			if op.Item != nil {
+				// Sizes are checked before any write, as DynamoDB
+				// validates the whole request first.
+				nit, size, err := dynastore.NormalizeItemSize(op.Item)
+				if err != nil {
+					return err
+				}
+				items[i], keys[i], sizes[i] = nit, nit.Key(), size
+			}
+		}
+		err := s.request(ctx, dynastore.OpBatchWriteItem, partitions{keys: keys}, func() (float64, float64, error) {
+			var wcu float64
+			for i, k := range keys {
+				res, err := s.write(k, false, onCond(dynastore.WriteOptions{}, items[i], sizes[i]))
+				if err != nil {
+					return 0, wcu, err
+				}
+				wcu += dynastore.WriteUnits(max(sizes[i], res.oldSize))
+			}
+			return 0, wcu, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // txAction is one validated action of a transaction and, once its shard
 // is locked, what it found there.
 type txAction struct {

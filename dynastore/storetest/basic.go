@@ -24,6 +24,7 @@ var basicScenarios = []scenario{
 	{"GetMissing", testGetMissing},
 	{"PutGetEveryType", testPutGetEveryType},
 	{"GetSnapshot", testGetSnapshot},
+	{"BatchWrite", testBatchWrite},
 	{"EmptyBinaryAndStringValues", testEmptyValues},
 	{"PutReplacesWholeItem", testPutReplaces},
 	{"Delete", testDelete},
@@ -345,4 +346,60 @@ func testGetSnapshot(t *testing.T, s dynastore.Store) {
 	require.ErrorIs(t, err, dynastore.ErrTxTooLarge, "101 items")
 	_, err = sr.GetSnapshot(ctx, []dynastore.Key{keys[0], keys[0]})
 	require.ErrorIs(t, err, dynastore.ErrInvalid, "one item twice")
+}
+
+// testBatchWrite checks a BatchWriter's BatchWriteItem: puts replace and
+// deletes remove without conditions, MaxBatchWrite writes per request
+// each billed as a single write, and a key named twice is refused before
+// anything is written.
+func testBatchWrite(t *testing.T, s dynastore.Store) {
+	bw, ok := s.(dynastore.BatchWriter)
+	if !ok {
+		t.Skip("the store has no BatchWriteItem")
+	}
+	ctx := ctxOf(t)
+	var old, puts []Item
+	var dels []dynastore.Key
+	for i := range 40 {
+		k := key("bw"+itoa(i/10), byte(i%10))
+		old = append(old, item(k, "i", N("0")))
+		if i%4 == 0 {
+			dels = append(dels, k)
+			continue
+		}
+		puts = append(puts, item(k, "i", N(itoa(i))))
+	}
+	putAll(t, s, old)
+	Observer(t).Reset()
+	require.NoError(t, bw.BatchWrite(ctx, puts, dels))
+	reqs := Observer(t).Requests()
+	require.Len(t, reqs, 2, "40 writes are two requests")
+	var wcu float64
+	for _, r := range reqs {
+		require.Equal(t, dynastore.OpBatchWriteItem, r.Op)
+		wcu += r.WCU
+	}
+	require.InDelta(t, 40, wcu, 0.001, "one unit per small write, not a transaction's two")
+	for i, it := range old {
+		got, err := s.Get(ctx, it.Key())
+		require.NoError(t, err)
+		if i%4 == 0 {
+			require.Nil(t, got, "deleted %d", i)
+			continue
+		}
+		requireItem(t, item(it.Key(), "i", N(itoa(i))), got, "put %d", i)
+	}
+
+	Observer(t).Reset()
+	k := key("bw-dup")
+	err := bw.BatchWrite(ctx, []Item{item(k, "i", N("1"))}, []dynastore.Key{k})
+	require.ErrorIs(t, err, dynastore.ErrInvalid, "one item twice")
+	got, err := s.Get(ctx, k)
+	require.NoError(t, err)
+	require.Nil(t, got, "a refused batch writes nothing")
+	big := item(key("bw-big"), "b", dynastore.B(make([]byte, dynastore.MaxItemSize)))
+	require.ErrorIs(t, bw.BatchWrite(ctx, []Item{item(key("bw-small")), big}, nil), dynastore.ErrItemTooLarge)
+	got, err = s.Get(ctx, key("bw-small"))
+	require.NoError(t, err)
+	require.Nil(t, got, "a batch with an item too large writes nothing")
 }
