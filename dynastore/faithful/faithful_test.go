@@ -475,94 +475,95 @@ func TestScaleCompressesCapacity(t *testing.T) {
 	}
 }
 
-// TestBatchGetUnprocessedKeys: a BatchGetItem whose keys are partly on a
-// partition over budget reads the others and asks again for the rest,
-// as BatchGetItem's UnprocessedKeys make a client do.
-func TestBatchGetUnprocessedKeys(t *testing.T) {
+// TestBatchUnprocessed: a BatchGetItem or BatchWriteItem part of whose
+// keys are on a partition over budget serves the others and sends the
+// rest again, as UnprocessedKeys and UnprocessedItems make a client do.
+func TestBatchUnprocessed(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct {
-		name    string
-		refill  bool // the hot partition's budget comes back after the first attempt
-		wantErr bool
+	hot, cold := key("hot"), key("cold")
+	for _, op := range []struct {
+		name string
+		// spend takes the hot partition's budget; run sends the batch
+		// and done checks what it applied (hot: whether the hot key's
+		// part went through too).
+		spend func(t *testing.T, s *Store)
+		run   func(s *Store) error
+		done  func(t *testing.T, s *Store, hotDone bool)
 	}{
-		{name: "throttled keys asked again", refill: true},
-		{name: "throttled for good", wantErr: true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s, clock := frozenStore(Capacity{PartitionRCU: 3, PartitionWCU: 1, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
-			s.policy = retry.Policy{MaxAttempts: 2, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
-			hot, cold := key("hot"), key("cold")
-			for _, k := range []dynastore.Key{hot, cold} {
-				_, err := s.Memory().Put(ctx, item(k, 1), dynastore.WriteOptions{})
-				require.NoError(t, err)
-			}
-			for range 3 {
-				_, err := s.Get(ctx, hot)
-				require.NoError(t, err)
-			}
-			attempts := 0
-			s.held = func(flightKind) {
-				attempts++
-				if c.refill {
-					clock.advance(time.Second)
+		{
+			name: "BatchGetItem",
+			spend: func(t *testing.T, s *Store) {
+				for range 3 {
+					_, err := s.Get(ctx, hot)
+					require.NoError(t, err)
 				}
-			}
-			items, err := s.BatchGet(ctx, []dynastore.Key{cold, hot})
-			if c.wantErr {
-				require.ErrorIs(t, err, dynastore.ErrThrottled)
-				require.Equal(t, 1, attempts, "only the cold key was read; the second attempt found the hot partition still over budget")
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, 2, attempts)
-			require.NotNil(t, items[0])
-			require.NotNil(t, items[1])
-		})
-	}
-}
-
-// TestBatchWriteUnprocessedItems: a BatchWriteItem whose writes are partly
-// on a partition over budget applies the others and sends the rest again,
-// as BatchWriteItem's UnprocessedItems make a client do.
-func TestBatchWriteUnprocessedItems(t *testing.T) {
-	ctx := context.Background()
-	for _, c := range []struct {
-		name    string
-		refill  bool // the hot partition's budget comes back after the first attempt
-		wantErr bool
-	}{
-		{name: "throttled writes sent again", refill: true},
-		{name: "throttled for good", wantErr: true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s, clock := frozenStore(Capacity{PartitionRCU: 3, PartitionWCU: 1, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
-			s.policy = retry.Policy{MaxAttempts: 2, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
-			hot, cold := key("hot"), key("cold")
-			_, err := s.Put(ctx, item(hot, 1), dynastore.WriteOptions{})
-			require.NoError(t, err)
-			attempts := 0
-			s.held = func(flightKind) {
-				attempts++
-				if c.refill {
-					clock.advance(time.Second)
+			},
+			run: func(s *Store) error {
+				items, err := s.BatchGet(ctx, []dynastore.Key{cold, hot})
+				if err == nil && (items[0] == nil || items[1] == nil) {
+					return errors.New("a key was not read")
 				}
-			}
-			err = s.BatchWrite(ctx, []dynastore.Item{item(cold, 2), item(hot, 2)}, nil)
-			got := func(k dynastore.Key) dynastore.Item {
-				it, err := s.Memory().Get(ctx, k)
+				return err
+			},
+			done: func(*testing.T, *Store, bool) {},
+		},
+		{
+			name: "BatchWriteItem",
+			spend: func(t *testing.T, s *Store) {
+				_, err := s.Put(ctx, item(hot, 1), dynastore.WriteOptions{})
 				require.NoError(t, err)
-				return it
-			}
-			require.NotNil(t, got(cold), "the cold partition's write is applied at once")
-			if c.wantErr {
-				require.ErrorIs(t, err, dynastore.ErrThrottled)
-				require.Equal(t, 1, attempts, "only the cold write was sent; the second attempt found the hot partition still over budget")
-				require.Equal(t, item(hot, 1), got(hot))
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, 2, attempts)
-			require.Equal(t, item(hot, 2), got(hot))
-		})
+			},
+			run: func(s *Store) error {
+				return s.BatchWrite(ctx, []dynastore.Item{item(cold, 2), item(hot, 2)}, nil)
+			},
+			done: func(t *testing.T, s *Store, hotDone bool) {
+				got := func(k dynastore.Key) dynastore.Item {
+					it, err := s.Memory().Get(ctx, k)
+					require.NoError(t, err)
+					return it
+				}
+				require.Equal(t, item(cold, 2), got(cold), "the cold partition's write is applied at once")
+				want := item(hot, 1)
+				if hotDone {
+					want = item(hot, 2)
+				}
+				require.Equal(t, want, got(hot))
+			},
+		},
+	} {
+		for _, c := range []struct {
+			name    string
+			refill  bool // the hot partition's budget comes back after the first attempt
+			wantErr bool
+		}{
+			{name: "throttled part sent again", refill: true},
+			{name: "throttled for good", wantErr: true},
+		} {
+			t.Run(op.name+"/"+c.name, func(t *testing.T) {
+				s, clock := frozenStore(Capacity{PartitionRCU: 3, PartitionWCU: 1, TableRRU: 1e9, TableWRU: 1e9, PeakWindow: time.Minute}, 1)
+				s.policy = retry.Policy{MaxAttempts: 2, Budget: time.Minute, Base: time.Microsecond, Cap: time.Microsecond}
+				for _, k := range []dynastore.Key{hot, cold} {
+					_, err := s.Memory().Put(ctx, item(k, 1), dynastore.WriteOptions{})
+					require.NoError(t, err)
+				}
+				op.spend(t, s)
+				attempts := 0
+				s.held = func(flightKind) {
+					attempts++
+					if c.refill {
+						clock.advance(time.Second)
+					}
+				}
+				err := op.run(s)
+				if c.wantErr {
+					require.ErrorIs(t, err, dynastore.ErrThrottled)
+					require.Equal(t, 1, attempts, "only the cold key's part was sent; the second attempt found the hot partition still over budget")
+				} else {
+					require.NoError(t, err)
+					require.Equal(t, 2, attempts)
+				}
+				op.done(t, s, !c.wantErr)
+			})
+		}
 	}
 }
