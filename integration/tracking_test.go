@@ -5,11 +5,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/compat"
@@ -136,30 +134,7 @@ func TestTrackingAcrossBus(t *testing.T) {
 func cacheAcross(t *testing.T, tracker *trackingConn, writerAddr string) {
 	keys := []string{"c0", "c1", "c2", "c3"}
 	clear(tracker.cache)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wc, err := compat.Dial(writerAddr, 20*time.Second)
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer wc.Close()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := keys[(i+w)%len(keys)]
-				if _, err := wc.DoStrings("SET", k, strconv.Itoa(w*1000000+i)); !assert.NoError(t, err) {
-					return
-				}
-			}
-		}()
-	}
+	stop := compat.Overwrite(t, writerAddr, keys, 2)
 	for i := range 1000 {
 		k := keys[i%len(keys)]
 		if _, ok := tracker.cache[k]; ok {
@@ -168,8 +143,7 @@ func cacheAcross(t *testing.T, tracker *trackingConn, writerAddr string) {
 		}
 		tracker.cache[k] = tracker.do("GET", k)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	// Invalidations travel after the writers' replies: a cached value
 	// that is not the stored one must be dropped once they arrived.
 	for _, k := range keys {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/commands"
@@ -465,30 +464,7 @@ func cacheCheck(t *testing.T, trackerAddr, writerAddr string) {
 	send("HELLO", "3")
 	require.Equal(t, "+OK\r\n", send("CLIENT", "TRACKING", "on"))
 
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wc, err := compat.Dial(writerAddr, 10*time.Second)
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer wc.Close()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, err := wc.DoStrings("SET", keys[(i+w)%len(keys)], strconv.Itoa(w*1000000+i))
-				if !assert.NoError(t, err) {
-					return
-				}
-			}
-		}()
-	}
+	stop := compat.Overwrite(t, writerAddr, keys, 2)
 	reads := 0
 	for i := range 2000 {
 		k := keys[i%len(keys)]
@@ -500,8 +476,7 @@ func cacheCheck(t *testing.T, trackerAddr, writerAddr string) {
 		reads++
 	}
 	t.Logf("%d reads for 2000 lookups", reads)
-	close(stop)
-	wg.Wait()
+	stop()
 	// Every invalidation was queued before the writers' replies; it is
 	// out by the second PONG at the latest.
 	require.Equal(t, "+PONG\r\n", send("PING"))
