@@ -214,18 +214,19 @@ func cmdXgroup(c *Ctx) {
 			c.W.Int(0)
 			return
 		}
-		c.W.Int(1)
+		// Redis notifies as it creates the consumer, before its reply.
 		c.Notify(events.Stream, "xgroup-createconsumer", key)
+		c.W.Int(1)
 	default: // delconsumer
 		pending, deleted, err := model.XGroupDelConsumer(c, key, group, c.Args[4])
 		if err != nil {
 			c.Fail(groupErr(err, noGroup))
 			return
 		}
-		c.W.Int(pending)
 		if deleted {
-			c.Notify(events.Stream, "xgroup-delconsumer", key)
+			c.Notify(events.Stream, "xgroup-delconsumer", key) // before the reply, as Redis
 		}
+		c.W.Int(pending)
 	}
 }
 
