@@ -3,7 +3,7 @@ package commands
 // Stream commands (XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XREAD,
 // XINFO STREAM): they parse, call the stream operations of the model
 // (model/stream.go, which describes the stream layout), and reply.
-// Consumer groups are not implemented and their commands not registered.
+// Consumer groups are in streams_groups.go.
 
 import (
 	"fmt"
@@ -54,12 +54,18 @@ func registerStreams(t *Table) {
 		{Name: "xread", Run: cmdXread},
 		{Name: "xinfo|stream", Run: cmdXinfoStream},
 	})
+	registerStreamGroups(t)
 }
 
-// writeEntry replies with one entry: [id, [field, value, ...]].
+// writeEntry replies with one entry: [id, [field, value, ...]] (a pending
+// entry no longer in the stream: [id, nil]).
 func writeEntry(c *Ctx, e model.StreamEntry) {
 	c.W.Array(2)
 	c.W.BulkString(e.ID.String())
+	if e.Gone {
+		c.W.NilArray()
+		return
+	}
 	c.W.Array(len(e.Fields))
 	for _, f := range e.Fields {
 		c.W.Bulk(f)
@@ -305,9 +311,9 @@ func cmdXrange(c *Ctx, rev bool) {
 	}
 }
 
-// cmdXinfoStream is XINFO STREAM key (the FULL form is not supported).
-// As in Redis, the key is looked up (no such key, WRONGTYPE) before the
-// options are read.
+// cmdXinfoStream is XINFO STREAM key [FULL [COUNT count]]. As in Redis,
+// the key is looked up (no such key, WRONGTYPE) before the options are
+// read.
 func cmdXinfoStream(c *Ctx) {
 	info, err := model.XInfo(c, c.Args[2])
 	switch {
@@ -317,11 +323,44 @@ func cmdXinfoStream(c *Ctx) {
 	case info == nil:
 		c.W.Error(MsgNoSuchKey)
 		return
-	case len(c.Args) > 3:
-		c.W.Error("ERR XINFO STREAM FULL is not supported")
+	}
+	if opts := c.Args[3:]; len(opts) > 0 {
+		syntax := ErrSubcommandSyntax(string(c.Args[0]), string(c.Args[1]))
+		if (len(opts) != 1 && len(opts) != 3) || !argIs(opts[0], "full") || (len(opts) == 3 && !argIs(opts[1], "count")) {
+			c.W.Error(syntax)
+			return
+		}
+		count := int64(xinfoFullDefaultCount)
+		if len(opts) == 3 {
+			n, ok := model.String2ll(opts[2])
+			if !ok {
+				c.W.Error(MsgNotInt)
+				return
+			}
+			if n >= 0 {
+				count = n
+			}
+		}
+		xinfoStreamFull(c, count)
 		return
 	}
 	c.W.Map(10)
+	writeStreamInfoHead(c, info)
+	c.W.BulkString("groups")
+	c.W.Int(info.Groups)
+	for i, e := range []*model.StreamEntry{info.First, info.Last} {
+		c.W.BulkString([]string{"first-entry", "last-entry"}[i])
+		if e == nil {
+			c.W.Nil()
+		} else {
+			writeEntry(c, *e)
+		}
+	}
+}
+
+// writeStreamInfoHead replies with the fields XINFO STREAM and its FULL
+// form share.
+func writeStreamInfoHead(c *Ctx, info *model.StreamInfo) {
 	c.W.BulkString("length")
 	c.W.Int(info.Length)
 	c.W.BulkString("radix-tree-keys")
@@ -336,30 +375,23 @@ func cmdXinfoStream(c *Ctx) {
 	c.W.Int(info.EntriesAdded)
 	c.W.BulkString("recorded-first-entry-id")
 	c.W.BulkString(info.FirstID.String())
-	c.W.BulkString("groups")
-	c.W.Int(0)
-	for i, e := range []*model.StreamEntry{info.First, info.Last} {
-		c.W.BulkString([]string{"first-entry", "last-entry"}[i])
-		if e == nil {
-			c.W.Nil()
-		} else {
-			writeEntry(c, *e)
-		}
-	}
 }
 
 // ---- XREAD ---------------------------------------------------------------------------------
 
-// xreadArgs is a parsed XREAD.
+// xreadArgs is a parsed XREAD or XREADGROUP.
 type xreadArgs struct {
-	block   bool
-	blockMS int64
-	count   int64
-	keys    [][]byte
-	ids     [][]byte
+	block           bool
+	blockMS         int64
+	count           int64
+	keys            [][]byte
+	ids             [][]byte
+	group, consumer []byte
+	noack           bool
 }
 
-func parseXread(args [][]byte, inScript bool) (xreadArgs, string) {
+// parseXreadArgs parses XREAD, or XREADGROUP when group.
+func parseXreadArgs(args [][]byte, inScript, group bool) (xreadArgs, string) {
 	var a xreadArgs
 	streamsAt := 0
 	for i := 1; i < len(args) && streamsAt == 0; i++ {
@@ -393,9 +425,16 @@ func parseXread(args [][]byte, inScript bool) (xreadArgs, string) {
 				return a, msgStreamUnbalanced
 			}
 		case argIs(o, "group") && more >= 2:
-			return a, msgStreamGroupOpt
+			if !group {
+				return a, msgStreamGroupOpt
+			}
+			a.group, a.consumer = args[i+1], args[i+2]
+			i += 2
 		case argIs(o, "noack"):
-			return a, msgStreamNoackOpt
+			if !group {
+				return a, msgStreamNoackOpt
+			}
+			a.noack = true
 		default:
 			return a, MsgSyntax
 		}
@@ -403,13 +442,16 @@ func parseXread(args [][]byte, inScript bool) (xreadArgs, string) {
 	if streamsAt == 0 {
 		return a, MsgSyntax
 	}
+	if group && a.group == nil {
+		return a, msgXreadgroupNoGroup
+	}
 	n := (len(args) - streamsAt) / 2
 	a.keys, a.ids = args[streamsAt:streamsAt+n], args[streamsAt+n:]
 	return a, ""
 }
 
 func cmdXread(c *Ctx) {
-	a, msg := parseXread(c.Args, c.InScript)
+	a, msg := parseXreadArgs(c.Args, c.InScript, false)
 	if msg != "" {
 		c.W.Error(msg)
 		return
@@ -445,6 +487,12 @@ func cmdXread(c *Ctx) {
 		c.Fail(collErr(err))
 		return
 	}
+	writeXreadReply(c, out)
+}
+
+// writeXreadReply replies with what XREAD or XREADGROUP found: per key
+// its entries (a map in RESP3), a null array when nothing.
+func writeXreadReply(c *Ctx, out []model.XReadResult) {
 	if len(out) == 0 {
 		c.W.NilArray()
 		return

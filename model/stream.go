@@ -3,7 +3,7 @@ package model
 // The stream layout and the stream operations (XADD, XLEN, XRANGE,
 // XREVRANGE, XDEL, XTRIM, XREAD, XINFO STREAM; commands/streams.go holds
 // the commands), on the collection engine (collection.go). Consumer groups
-// are not implemented.
+// are in stream_groups.go; their attribute (xg) is restaged by every write.
 //
 // Layout. Each entry is a collection member: the member bytes are the
 // entry id as 16 big-endian bytes (ms, seq), so member order is id order
@@ -306,6 +306,8 @@ func decodeFields(v dynastore.Value) ([][]byte, error) {
 type StreamEntry struct {
 	ID     StreamID
 	Fields [][]byte
+	// Gone: a pending entry no longer in the stream (no fields).
+	Gone bool
 }
 
 // ---- the stream state in the key item ------------------------------------------------------
@@ -326,6 +328,12 @@ type streamState struct {
 	pending []StreamID
 	// cleanup: the floor rose, so trimmed members wait for streamCleanup.
 	cleanup bool
+	// groupsRaw is the consumer groups attribute as read; groups, once a
+	// group operation decoded it (groupsLoaded), what stage writes
+	// (stream_groups.go).
+	groupsRaw    dynastore.B
+	groups       []*streamGroup
+	groupsLoaded bool
 }
 
 func idAttr(v dynastore.Value) StreamID {
@@ -340,6 +348,7 @@ func streamStateOf(cl *Collection) (*streamState, error) {
 		maxDel: idAttr(cl.KeyAttr(attrStreamMaxDel)),
 		floor:  idAttr(cl.KeyAttr(attrStreamFloor)),
 	}
+	st.groupsRaw, _ = cl.KeyAttr(attrStreamGroups).(dynastore.B)
 	if v := cl.KeyAttr(attrStreamAdded); v != nil {
 		n, err := NumberInt(v)
 		if err != nil {
@@ -379,6 +388,7 @@ func (st *streamState) stage(cl *Collection) {
 	cl.SetKeyAttr(attrStreamMaxDel, dynastore.B(st.maxDel.member()))
 	cl.SetKeyAttr(attrStreamNodes, dynastore.B(nodes))
 	cl.SetKeyAttr(attrStreamFloor, dynastore.B(st.floor.member()))
+	st.stageGroups(cl)
 }
 
 // length is the number of entries.
@@ -961,6 +971,7 @@ type StreamInfo struct {
 	LastID, MaxDeletedID, FirstID StreamID
 	EntriesAdded                  int64
 	First, Last                   *StreamEntry
+	Groups                        int64
 }
 
 // XInfo is XINFO STREAM (nil when the key does not exist).
@@ -975,29 +986,38 @@ func XInfo(c Scope, key []byte) (*StreamInfo, error) {
 		if err != nil {
 			return err
 		}
-		first, last, err := firstLast(cl, st)
-		if err != nil {
-			return err
-		}
-		masters := make([][]byte, len(st.nodes))
-		for i, n := range st.nodes {
-			masters[i] = n.master.member()
-		}
-		info = &StreamInfo{
-			Length: st.length(),
-			// radix-tree-keys is the number of nodes, exact under the
-			// node emulation; radix-tree-nodes the nodes of a radix
-			// tree over their master ids (raxNodes).
-			RadixTreeKeys: int64(len(st.nodes)), RadixTreeNodes: raxNodes(masters, 0),
-			LastID: st.last, MaxDeletedID: st.maxDel, EntriesAdded: st.added,
-			First: first, Last: last,
-		}
-		if first != nil {
-			info.FirstID = first.ID
-		}
-		return nil
+		info, err = streamInfoOf(cl, st)
+		return err
 	})
 	return info, err
+}
+
+// streamInfoOf is XINFO STREAM's report of cl.
+func streamInfoOf(cl *Collection, st *streamState) (*StreamInfo, error) {
+	first, last, err := firstLast(cl, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.loadGroups(); err != nil {
+		return nil, err
+	}
+	masters := make([][]byte, len(st.nodes))
+	for i, n := range st.nodes {
+		masters[i] = n.master.member()
+	}
+	info := &StreamInfo{
+		Length: st.length(),
+		// radix-tree-keys is the number of nodes, exact under the
+		// node emulation; radix-tree-nodes the nodes of a radix
+		// tree over their master ids (raxNodes).
+		RadixTreeKeys: int64(len(st.nodes)), RadixTreeNodes: raxNodes(masters, 0),
+		LastID: st.last, MaxDeletedID: st.maxDel, EntriesAdded: st.added,
+		First: first, Last: last, Groups: int64(len(st.groups)),
+	}
+	if first != nil {
+		info.FirstID = first.ID
+	}
+	return info, nil
 }
 
 // XReadResult is what one XREAD attempt found for one key.

@@ -1,0 +1,1297 @@
+package model
+
+// Stream consumer groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM,
+// XAUTOCLAIM, XINFO GROUPS|CONSUMERS|STREAM FULL, XSETID; the commands are
+// in commands/streams_groups.go), as Redis 7.0.15's t_stream.c keeps them.
+//
+// Layout. A stream's groups, their consumers and their pending entries
+// lists live in the stream's key item, in one attribute (xg, encoded by
+// encodeGroups), next to the stream's own attributes (stream.go). So a
+// group command is the read of the key item (or its cached copy) and one
+// write of it guarded by its ver, whatever the layout of the entries: XACK
+// of one id, XREADGROUP > of n entries and XCLAIM of n ids are each one
+// conditional write (plus the reads of the entries they return); every
+// instance sees the same groups; they survive any crash of an instance; a
+// DEL or an overwrite of the key drops them with it, as Redis does. The
+// price is that every write of the stream rewrites its groups (an inline
+// commit writes the key item whole, so stage restages them), and that the
+// groups of one stream are bounded by the item: past MaxStreamGroupsBytes
+// of encoded groups a command that would grow them fails with
+// ErrStreamGroupsTooBig instead of being cut short.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/redamo/redamo/dynastore"
+)
+
+// attrStreamGroups is the key item attribute holding a stream's groups.
+const attrStreamGroups = "xg"
+
+// MaxStreamGroupsBytes bounds the encoded groups of one stream, so the key
+// item (with an inline stream's entries) stays below DynamoDB's 400 KB.
+const MaxStreamGroupsBytes = 300 << 10
+
+// Errors of the group operations; the commands reply with Redis's text,
+// which names the key and the group.
+var (
+	ErrNoGroup            = errors.New("model: no such key or consumer group")
+	ErrBusyGroup          = errors.New("model: consumer group name already exists")
+	ErrGroupNeedsKey      = errors.New("model: XGROUP requires the key to exist")
+	ErrGroupDollarID      = errors.New("model: the $ ID in XREADGROUP")
+	ErrGroupKeyGone       = errors.New("model: the stream key no longer exists")
+	ErrGroupGone          = errors.New("model: the consumer group this client was blocked on no longer exists")
+	ErrXSetIDSmall        = errors.New("model: XSETID ID smaller than the top item")
+	ErrXSetIDAdded        = errors.New("model: XSETID entries_added smaller than the length")
+	ErrStreamGroupsTooBig = errors.New("model: the stream's consumer groups outgrow its item")
+)
+
+// InvalidEntriesRead is a group's entries-read when it is not known
+// (SCG_INVALID_ENTRIES_READ).
+const InvalidEntriesRead = -1
+
+// streamNACK is a pending entry: delivered, not yet acknowledged.
+type streamNACK struct {
+	id        StreamID
+	consumer  string
+	delivered int64 // Unix ms of the last delivery
+	count     int64 // deliveries
+}
+
+type streamConsumer struct {
+	name string
+	seen int64 // Unix ms it was last seen
+}
+
+// streamGroup is a consumer group: its consumers sorted by name and its
+// pending entries sorted by id (Redis's rax order).
+type streamGroup struct {
+	name        string
+	last        StreamID
+	entriesRead int64
+	consumers   []*streamConsumer
+	pel         []*streamNACK
+}
+
+// ---- encoding ---------------------------------------------------------------------------
+
+// encodeGroups encodes groups: a version byte, then per group its name,
+// last id, entries-read+1, its consumers (name, seen) and its pending
+// entries (id, consumer index, delivery time, count); strings as a uvarint
+// length and bytes, numbers as uvarints.
+func encodeGroups(groups []*streamGroup) dynastore.B {
+	out := []byte{1}
+	str := func(s string) {
+		out = binary.AppendUvarint(out, uint64(len(s)))
+		out = append(out, s...)
+	}
+	num := func(v uint64) { out = binary.AppendUvarint(out, v) }
+	num(uint64(len(groups)))
+	for _, g := range groups {
+		str(g.name)
+		num(g.last.Ms)
+		num(g.last.Seq)
+		num(uint64(g.entriesRead + 1))
+		num(uint64(len(g.consumers)))
+		idx := make(map[string]uint64, len(g.consumers))
+		for i, cs := range g.consumers {
+			str(cs.name)
+			num(uint64(cs.seen))
+			idx[cs.name] = uint64(i)
+		}
+		num(uint64(len(g.pel)))
+		for _, n := range g.pel {
+			num(n.id.Ms)
+			num(n.id.Seq)
+			num(idx[n.consumer])
+			num(uint64(n.delivered))
+			num(uint64(n.count))
+		}
+	}
+	return out
+}
+
+func decodeGroups(b []byte) ([]*streamGroup, error) {
+	bad := fmt.Errorf("model: stream groups: %w", dynastore.ErrInvalid)
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != 1 {
+		return nil, bad
+	}
+	b = b[1:]
+	var failed bool
+	num := func() uint64 {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			failed = true
+			return 0
+		}
+		b = b[k:]
+		return v
+	}
+	str := func() string {
+		n := num()
+		if failed || uint64(len(b)) < n {
+			failed = true
+			return ""
+		}
+		s := string(b[:n])
+		b = b[n:]
+		return s
+	}
+	ng := num()
+	var groups []*streamGroup
+	for i := uint64(0); i < ng && !failed; i++ {
+		g := &streamGroup{name: str()}
+		g.last = StreamID{num(), num()}
+		g.entriesRead = int64(num()) - 1
+		nc := num()
+		for j := uint64(0); j < nc && !failed; j++ {
+			g.consumers = append(g.consumers, &streamConsumer{name: str(), seen: int64(num())})
+		}
+		np := num()
+		for j := uint64(0); j < np && !failed; j++ {
+			n := &streamNACK{id: StreamID{num(), num()}}
+			ci := num()
+			if ci >= uint64(len(g.consumers)) {
+				return nil, bad
+			}
+			n.consumer = g.consumers[ci].name
+			n.delivered, n.count = int64(num()), int64(num())
+			g.pel = append(g.pel, n)
+		}
+		groups = append(groups, g)
+	}
+	if failed {
+		return nil, bad
+	}
+	return groups, nil
+}
+
+// loadGroups decodes st's groups (once); a write then restages them as
+// changed (stage).
+func (st *streamState) loadGroups() error {
+	if st.groupsLoaded {
+		return nil
+	}
+	groups, err := decodeGroups(st.groupsRaw)
+	if err != nil {
+		return err
+	}
+	st.groups, st.groupsLoaded = groups, true
+	return nil
+}
+
+// stageGroups is the groups attribute stage writes: the raw one as read
+// unless a group operation decoded them.
+func (st *streamState) stageGroups(cl *Collection) {
+	switch {
+	case st.groupsLoaded:
+		cl.SetKeyAttr(attrStreamGroups, encodeGroups(st.groups))
+	case st.groupsRaw != nil:
+		cl.SetKeyAttr(attrStreamGroups, st.groupsRaw)
+	}
+}
+
+// ---- groups, consumers, pending entries -------------------------------------------------------
+
+func (st *streamState) group(name []byte) *streamGroup {
+	i := sort.Search(len(st.groups), func(i int) bool { return st.groups[i].name >= string(name) })
+	if i < len(st.groups) && st.groups[i].name == string(name) {
+		return st.groups[i]
+	}
+	return nil
+}
+
+func (st *streamState) addGroup(g *streamGroup) bool {
+	i := sort.Search(len(st.groups), func(i int) bool { return st.groups[i].name >= g.name })
+	if i < len(st.groups) && st.groups[i].name == g.name {
+		return false
+	}
+	st.groups = append(st.groups[:i], append([]*streamGroup{g}, st.groups[i:]...)...)
+	return true
+}
+
+func (g *streamGroup) consumerAt(name string) (int, bool) {
+	i := sort.Search(len(g.consumers), func(i int) bool { return g.consumers[i].name >= name })
+	return i, i < len(g.consumers) && g.consumers[i].name == name
+}
+
+// lookupConsumer is streamLookupConsumer: refresh sets its seen time.
+func (g *streamGroup) lookupConsumer(name []byte, refresh bool, nowMS int64) *streamConsumer {
+	i, ok := g.consumerAt(string(name))
+	if !ok {
+		return nil
+	}
+	if refresh {
+		g.consumers[i].seen = nowMS
+	}
+	return g.consumers[i]
+}
+
+// consumer is the consumer name, created if missing (created true), seen
+// now either way (streamLookupConsumer, then streamCreateConsumer).
+func (g *streamGroup) consumer(name []byte, nowMS int64) (cs *streamConsumer, created bool) {
+	i, ok := g.consumerAt(string(name))
+	if ok {
+		g.consumers[i].seen = nowMS
+		return g.consumers[i], false
+	}
+	cs = &streamConsumer{name: string(name), seen: nowMS}
+	g.consumers = append(g.consumers[:i], append([]*streamConsumer{cs}, g.consumers[i:]...)...)
+	return cs, true
+}
+
+// pelAt is where id is or would be in the group's pending entries.
+func (g *streamGroup) pelAt(id StreamID) (int, bool) {
+	i := sort.Search(len(g.pel), func(i int) bool { return g.pel[i].id.Cmp(id) >= 0 })
+	return i, i < len(g.pel) && g.pel[i].id == id
+}
+
+func (g *streamGroup) pelFind(id StreamID) *streamNACK {
+	if i, ok := g.pelAt(id); ok {
+		return g.pel[i]
+	}
+	return nil
+}
+
+func (g *streamGroup) pelInsert(n *streamNACK) {
+	i, _ := g.pelAt(n.id)
+	g.pel = append(g.pel[:i], append([]*streamNACK{n}, g.pel[i:]...)...)
+}
+
+func (g *streamGroup) pelRemove(id StreamID) bool {
+	i, ok := g.pelAt(id)
+	if ok {
+		g.pel = append(g.pel[:i], g.pel[i+1:]...)
+	}
+	return ok
+}
+
+// pendingOf counts the consumer's pending entries.
+func (g *streamGroup) pendingOf(name string) int64 {
+	var n int64
+	for _, e := range g.pel {
+		if e.consumer == name {
+			n++
+		}
+	}
+	return n
+}
+
+// ---- entries-read and lag (streamEstimateDistanceFromFirstEverEntry) ---------------------------
+
+// streamEdges are a stream's first and last entry ids as an operation
+// needs them, read once.
+type streamEdges struct {
+	cl          *Collection
+	st          *streamState
+	read        bool
+	first, last StreamID // zero when empty
+	err         error
+}
+
+func (e *streamEdges) get() (first, last StreamID, err error) {
+	if !e.read {
+		e.read = true
+		f, l, err := firstLast(e.cl, e.st)
+		if err != nil {
+			e.err = err
+		}
+		if f != nil {
+			e.first = f.ID
+		}
+		if l != nil {
+			e.last = l.ID
+		}
+	}
+	return e.first, e.last, e.err
+}
+
+// hasTombstones is streamRangeHasTombstones from start to the end.
+func (st *streamState) hasTombstones(first, start StreamID) bool {
+	if st.length() == 0 || st.maxDel == (StreamID{}) || first.Cmp(st.maxDel) > 0 {
+		return false
+	}
+	return start.Cmp(st.maxDel) <= 0
+}
+
+// estimate is streamEstimateDistanceFromFirstEverEntry.
+func (st *streamState) estimate(first, id StreamID) int64 {
+	if st.added == 0 {
+		return 0
+	}
+	length := st.length()
+	if length == 0 && id.Cmp(st.last) < 1 {
+		return st.added
+	}
+	switch id.Cmp(st.last) {
+	case 0:
+		return st.added
+	case 1:
+		return InvalidEntriesRead
+	}
+	if st.maxDel == (StreamID{}) || st.maxDel.Cmp(first) < 0 {
+		switch id.Cmp(first) {
+		case -1:
+			return st.added - length
+		case 0:
+			return st.added - length + 1
+		}
+	}
+	return InvalidEntriesRead
+}
+
+// lag is streamReplyWithCGLag's value (ok false: a null).
+func (st *streamState) lag(first StreamID, g *streamGroup) (int64, bool) {
+	switch {
+	case st.added == 0:
+		return 0, true
+	case g.entriesRead != InvalidEntriesRead && !st.hasTombstones(first, g.last):
+		return st.added - g.entriesRead, true
+	}
+	if n := st.estimate(first, g.last); n != InvalidEntriesRead {
+		return st.added - n, true
+	}
+	return 0, false
+}
+
+// deliver advances g past id as streamReplyWithRange does for an entry it
+// serves.
+func (st *streamState) deliver(first StreamID, g *streamGroup, id StreamID) {
+	if id.Cmp(g.last) <= 0 {
+		return
+	}
+	if g.entriesRead != InvalidEntriesRead && !st.hasTombstones(first, id) {
+		g.entriesRead++
+	} else if st.added != 0 {
+		g.entriesRead = st.estimate(first, id)
+	}
+	g.last = id
+}
+
+// ---- running a group operation -------------------------------------------------------------
+
+// groupWrite runs fn on key's stream with its groups loaded, and commits
+// when fn reports a change. It starts from the item cache; an outcome
+// without a write is decided again on the stored item.
+func groupWrite(c Scope, key []byte, fn func(cl *Collection, st *streamState) (bool, error)) error {
+	return RetryConflicts(c, func(try int) error {
+		cl, st, fromCache, err := openStream(c, key, try, true)
+		if err != nil {
+			return err
+		}
+		if err := st.loadGroups(); err != nil {
+			return err
+		}
+		changed, err := fn(cl, st)
+		if err != nil || !changed {
+			if fromCache {
+				return ErrConflict
+			}
+			return err
+		}
+		return commitGroups(c, cl, st)
+	})
+}
+
+// commitGroups commits a change of st's groups (and whatever else is
+// staged), refusing groups past MaxStreamGroupsBytes.
+func commitGroups(c Scope, cl *Collection, st *streamState) error {
+	if len(encodeGroups(st.groups)) > MaxStreamGroupsBytes {
+		return ErrStreamGroupsTooBig
+	}
+	var sc *StreamCleanup
+	return commitStream(c, cl, st, &sc)
+}
+
+// groupRead runs fn on key's stream with its groups loaded, read-only
+// (exists false: no such key).
+func groupRead(c Scope, key []byte, fn func(cl *Collection, st *streamState) error) error {
+	return Read(c, key, TypeStream, func(cl *Collection) error {
+		if !cl.Exists() {
+			return fn(cl, nil)
+		}
+		st, err := streamStateOf(cl)
+		if err != nil {
+			return err
+		}
+		if err := st.loadGroups(); err != nil {
+			return err
+		}
+		return fn(cl, st)
+	})
+}
+
+// ---- XGROUP ------------------------------------------------------------------------------------
+
+// XGroupArgs is a parsed XGROUP CREATE or SETID: the id argument ("$" or
+// an id, parsed once the key is known, as Redis does), MKSTREAM and
+// ENTRIESREAD.
+type XGroupArgs struct {
+	ID          []byte
+	MkStream    bool
+	EntriesRead int64
+}
+
+// XGroupCreate is XGROUP CREATE: ErrGroupNeedsKey, ErrStreamBadID,
+// ErrBusyGroup.
+func XGroupCreate(c Scope, key, group []byte, a XGroupArgs) error {
+	return groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		if !cl.Exists() && !a.MkStream {
+			return false, ErrGroupNeedsKey
+		}
+		var id StreamID
+		if !bytes.Equal(a.ID, []byte("$")) {
+			var ok bool
+			if id, _, ok = ParseStreamID(a.ID, 0, true, false); !ok {
+				return false, ErrStreamBadID
+			}
+		} else {
+			id = st.last
+		}
+		if !st.addGroup(&streamGroup{name: string(group), last: id, entriesRead: a.EntriesRead}) {
+			return false, ErrBusyGroup
+		}
+		return true, nil
+	})
+}
+
+// groupOf is the named group of an existing stream (ErrGroupNeedsKey,
+// ErrNoGroup).
+func groupOf(cl *Collection, st *streamState, group []byte) (*streamGroup, error) {
+	if !cl.Exists() {
+		return nil, ErrGroupNeedsKey
+	}
+	g := st.group(group)
+	if g == nil {
+		return nil, ErrNoGroup
+	}
+	return g, nil
+}
+
+// XGroupSetID is XGROUP SETID.
+func XGroupSetID(c Scope, key, group []byte, a XGroupArgs) error {
+	return groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		g, err := groupOf(cl, st, group)
+		if err != nil {
+			return false, err
+		}
+		id := st.last
+		if !bytes.Equal(a.ID, []byte("$")) {
+			var ok bool
+			if id, _, ok = ParseStreamID(a.ID, 0, false, false); !ok {
+				return false, ErrStreamBadID
+			}
+		}
+		g.last, g.entriesRead = id, a.EntriesRead
+		return true, nil
+	})
+}
+
+// XGroupDestroy is XGROUP DESTROY: whether the group existed.
+func XGroupDestroy(c Scope, key, group []byte) (destroyed bool, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		destroyed = false
+		if !cl.Exists() {
+			return false, ErrGroupNeedsKey
+		}
+		for i, g := range st.groups {
+			if g.name == string(group) {
+				st.groups = append(st.groups[:i], st.groups[i+1:]...)
+				destroyed = true
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return destroyed, err
+}
+
+// XGroupCreateConsumer is XGROUP CREATECONSUMER: whether it created it.
+func XGroupCreateConsumer(c Scope, key, group, consumer []byte) (created bool, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		created = false
+		g, err := groupOf(cl, st, group)
+		if err != nil {
+			return false, err
+		}
+		if _, ok := g.consumerAt(string(consumer)); ok {
+			return false, nil
+		}
+		_, created = g.consumer(consumer, c.NowMS())
+		return true, nil
+	})
+	return created, err
+}
+
+// XGroupDelConsumer is XGROUP DELCONSUMER: how many entries the consumer
+// had pending, and whether it existed.
+func XGroupDelConsumer(c Scope, key, group, consumer []byte) (pending int64, deleted bool, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		pending, deleted = 0, false
+		g, err := groupOf(cl, st, group)
+		if err != nil {
+			return false, err
+		}
+		i, ok := g.consumerAt(string(consumer))
+		if !ok {
+			return false, nil
+		}
+		kept := g.pel[:0]
+		for _, n := range g.pel {
+			if n.consumer == string(consumer) {
+				pending++
+			} else {
+				kept = append(kept, n)
+			}
+		}
+		g.pel = kept
+		g.consumers = append(g.consumers[:i], g.consumers[i+1:]...)
+		deleted = true
+		return true, nil
+	})
+	return pending, deleted, err
+}
+
+// ---- XSETID ------------------------------------------------------------------------------------
+
+// XSetID is XSETID (entriesAdded -1: not given; maxDel zero: not given):
+// ErrNoSuchKey, ErrXSetIDSmall, ErrXSetIDAdded.
+func XSetID(c Scope, key []byte, id StreamID, entriesAdded int64, maxDel StreamID) error {
+	return groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		if !cl.Exists() {
+			return false, ErrNoSuchKey
+		}
+		if length := st.length(); length > 0 {
+			_, last, err := (&streamEdges{cl: cl, st: st}).get()
+			if err != nil {
+				return false, err
+			}
+			if id.Cmp(last) < 0 {
+				return false, ErrXSetIDSmall
+			}
+			if entriesAdded != -1 && length > entriesAdded {
+				return false, ErrXSetIDAdded
+			}
+		}
+		st.last = id
+		if entriesAdded != -1 {
+			st.added = entriesAdded
+		}
+		if maxDel != (StreamID{}) {
+			st.maxDel = maxDel
+		}
+		return true, nil
+	})
+}
+
+// ---- XREADGROUP --------------------------------------------------------------------------------
+
+// XReadGroupState is one XREADGROUP across its attempts (a blocked one
+// retries): its keys and ids, group, consumer and NOACK. FailedKey is the
+// key an error names.
+type XReadGroupState struct {
+	Keys, IDs         [][]byte
+	Group, Consumer   []byte
+	NoAck             bool
+	FailedKey         []byte
+	mu                sync.Mutex
+	history           []bool
+	from              []StreamID
+	CreatedConsumerAt [][]byte
+}
+
+// XReadGroup is one attempt of XREADGROUP over s's keys: the entries
+// served, at most count per key (0: all). The first attempt (blocked
+// false) checks every key and id as Redis does before serving (ErrNoGroup,
+// ErrGroupDollarID, ErrStreamBadID, ErrWrongType); a blocked client's
+// attempt serves the first key whose group has new entries, and fails with
+// ErrGroupKeyGone or ErrGroupGone when its stream or group went away.
+// s.CreatedConsumerAt lists the keys whose group it added the consumer to.
+func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XReadResult, error) {
+	var out []XReadResult
+	err := RetryConflicts(c, func(try int) error {
+		out, s.CreatedConsumerAt, s.FailedKey = nil, nil, nil
+		var cls []*Collection
+		var sts []*streamState
+		fromCache := false
+		if len(s.Keys) == 1 {
+			cl, st, cached, err := openStream(c, s.Keys[0], try, true)
+			if err != nil {
+				if errors.Is(err, ErrWrongType) && blocked {
+					return nil // as Redis, a blocked client ignores it
+				}
+				return err
+			}
+			cls, sts, fromCache = []*Collection{cl}, []*streamState{st}, cached
+		} else {
+			var err error
+			if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
+				return err
+			}
+			sts = make([]*streamState, len(cls))
+			for i, cl := range cls {
+				if cl.WrongType {
+					continue
+				}
+				if sts[i], err = streamStateOf(cl); err != nil {
+					return err
+				}
+			}
+		}
+		groups := make([]*streamGroup, len(cls))
+		for i, cl := range cls {
+			if sts[i] == nil {
+				if blocked {
+					continue
+				}
+				return ErrWrongType
+			}
+			if !cl.Exists() {
+				if blocked {
+					return ErrGroupKeyGone
+				}
+				s.FailedKey = s.Keys[i]
+				return ErrNoGroup
+			}
+			if err := sts[i].loadGroups(); err != nil {
+				return err
+			}
+			if groups[i] = sts[i].group(s.Group); groups[i] == nil {
+				if blocked {
+					return ErrGroupGone
+				}
+				s.FailedKey = s.Keys[i]
+				return ErrNoGroup
+			}
+			if blocked || s.history != nil {
+				continue
+			}
+			switch id := s.IDs[i]; {
+			case bytes.Equal(id, []byte("$")):
+				return ErrGroupDollarID
+			case bytes.Equal(id, []byte(">")):
+			default:
+				if _, _, ok := ParseStreamID(id, 0, true, false); !ok {
+					return ErrStreamBadID
+				}
+			}
+		}
+		if s.history == nil {
+			s.history, s.from = make([]bool, len(cls)), make([]StreamID, len(cls))
+			for i, id := range s.IDs {
+				if !bytes.Equal(id, []byte(">")) {
+					gt, _, _ := ParseStreamID(id, 0, true, false)
+					s.history[i] = true
+					s.from[i], _ = gt.Incr()
+				}
+			}
+		}
+		now := c.NowMS()
+		var writes []*Collection
+		for i, cl := range cls {
+			g, st := groups[i], sts[i]
+			if g == nil {
+				continue
+			}
+			edges := &streamEdges{cl: cl, st: st}
+			var es []StreamEntry
+			served := false
+			switch {
+			case s.history[i]:
+				if blocked {
+					continue
+				}
+				served = true
+				cs, created := g.consumer(s.Consumer, now)
+				if created {
+					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
+				}
+				var err error
+				if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
+					return err
+				}
+			default:
+				if blocked && st.last.Cmp(g.last) <= 0 {
+					continue
+				}
+				from, ok := g.last.Incr()
+				if ok {
+					err := st.rangeRead(cl, from, MaxStreamID, false, int(count), func(e StreamEntry) bool {
+						es = append(es, e)
+						return count == 0 || int64(len(es)) < count
+					})
+					if err != nil {
+						return err
+					}
+				}
+				if len(es) == 0 && !blocked {
+					continue
+				}
+				served = true
+				cs, created := g.consumer(s.Consumer, now)
+				if created {
+					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
+				}
+				first, _, err := edges.get()
+				if err != nil {
+					return err
+				}
+				for _, e := range es {
+					st.deliver(first, g, e.ID)
+					if s.NoAck {
+						continue
+					}
+					if n := g.pelFind(e.ID); n != nil {
+						n.consumer, n.delivered, n.count = cs.name, now, 1
+					} else {
+						g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
+					}
+				}
+			}
+			if served {
+				out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
+				writes = append(writes, cl)
+				if blocked {
+					break
+				}
+			}
+		}
+		if len(writes) == 0 {
+			if fromCache {
+				return ErrConflict
+			}
+			return ValidateRead(c, cls...)
+		}
+		for i, cl := range cls {
+			if sts[i] == nil || !contains(writes, cl) {
+				continue
+			}
+			if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
+				return ErrStreamGroupsTooBig
+			}
+			sts[i].stage(cl)
+		}
+		return Commit(c, writes, cls)
+	})
+	return out, err
+}
+
+func contains(cls []*Collection, cl *Collection) bool {
+	for _, x := range cls {
+		if x == cl {
+			return true
+		}
+	}
+	return false
+}
+
+// historyOf is streamReplyWithRangeFromConsumerPEL: the consumer's pending
+// entries from from on, at most count (0: all), each delivered again; one
+// no longer in the stream comes back Gone.
+func historyOf(cl *Collection, st *streamState, g *streamGroup, consumer string, from StreamID, count int64, now int64) ([]StreamEntry, error) {
+	var nacks []*streamNACK
+	i, _ := g.pelAt(from)
+	for ; i < len(g.pel) && (count == 0 || int64(len(nacks)) < count); i++ {
+		if g.pel[i].consumer == consumer {
+			nacks = append(nacks, g.pel[i])
+		}
+	}
+	ids := make([]StreamID, len(nacks))
+	for j, n := range nacks {
+		ids[j] = n.id
+	}
+	es, err := st.entriesOf(cl, ids)
+	if err != nil {
+		return nil, err
+	}
+	for j, n := range nacks {
+		if !es[j].Gone {
+			n.delivered, n.count = now, n.count+1
+		}
+	}
+	return es, nil
+}
+
+// entriesOf reads the entries with these ids; one not in the stream is
+// Gone.
+func (st *streamState) entriesOf(cl *Collection, ids []StreamID) ([]StreamEntry, error) {
+	members := make([][]byte, len(ids))
+	for i, id := range ids {
+		members[i] = id.member()
+	}
+	vals, present, err := cl.Lookup(members)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StreamEntry, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if !present[i] || !st.live(id) {
+			out[i].Gone = true
+			continue
+		}
+		if out[i].Fields, err = decodeFields(vals[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Ready tells the blocked-client poller whether the key item it read for
+// key may let the blocked XREADGROUP go on: its group has entries past its
+// last delivered id, or the stream or the group is gone (an error then).
+func (s *XReadGroupState) Ready(key string, it Item, nowMS int64) bool {
+	ks, err := DecodeKey(it, nowMS)
+	if err != nil || !ks.Live || ks.Type != TypeStream {
+		return err == nil && !ks.Live
+	}
+	b, _ := it.Get(attrStreamGroups).(dynastore.B)
+	groups, err := decodeGroups(b)
+	if err != nil {
+		return false
+	}
+	st := &streamState{groups: groups}
+	g := st.group(s.Group)
+	return g == nil || idAttr(it.Get(attrStreamLast)).Cmp(g.last) > 0
+}
+
+// ---- XACK ----------------------------------------------------------------------------------------
+
+// XAck is XACK: parse (the ids, parsed once the group is found, as Redis
+// does) gives the ids to acknowledge; how many were pending. No key or no
+// group acknowledges none.
+func XAck(c Scope, key, group []byte, parse func() ([]StreamID, error)) (acked int64, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		acked = 0
+		if !cl.Exists() {
+			return false, nil
+		}
+		g := st.group(group)
+		if g == nil {
+			return false, nil
+		}
+		ids, err := parse()
+		if err != nil {
+			return false, err
+		}
+		for _, id := range ids {
+			if g.pelRemove(id) {
+				acked++
+			}
+		}
+		return acked > 0, nil
+	})
+	return acked, err
+}
+
+// ---- XPENDING ------------------------------------------------------------------------------------
+
+// XPendingSummary is XPENDING's short form.
+type XPendingSummary struct {
+	Count       int64
+	First, Last StreamID
+	Consumers   []XPendingConsumer
+}
+
+// XPendingConsumer is a consumer and how many entries it has pending.
+type XPendingConsumer struct {
+	Name    string
+	Pending int64
+}
+
+// XPendingEntry is a pending entry as XPENDING's extended form and XINFO
+// STREAM FULL report it.
+type XPendingEntry struct {
+	ID        StreamID
+	Consumer  string
+	Idle      int64 // ms since the last delivery
+	Delivered int64 // Unix ms of the last delivery
+	Count     int64
+}
+
+// XPendingRange is XPENDING's extended form: its options.
+type XPendingRange struct {
+	MinIdle    int64
+	Start, End StreamID
+	Count      int64
+	Consumer   []byte // nil: every consumer
+}
+
+// XPending is XPENDING: the summary (r nil) or the entries r selects.
+// ErrNoGroup.
+func XPending(c Scope, key, group []byte, r *XPendingRange) (sum *XPendingSummary, entries []XPendingEntry, err error) {
+	err = groupRead(c, key, func(cl *Collection, st *streamState) error {
+		sum, entries = nil, nil
+		if st == nil || st.group(group) == nil {
+			return ErrNoGroup
+		}
+		g := st.group(group)
+		now := c.NowMS()
+		if r == nil {
+			sum = &XPendingSummary{Count: int64(len(g.pel))}
+			if len(g.pel) > 0 {
+				sum.First, sum.Last = g.pel[0].id, g.pel[len(g.pel)-1].id
+				for _, cs := range g.consumers {
+					if n := g.pendingOf(cs.name); n > 0 {
+						sum.Consumers = append(sum.Consumers, XPendingConsumer{Name: cs.name, Pending: n})
+					}
+				}
+			}
+			return nil
+		}
+		entries = []XPendingEntry{}
+		if r.Consumer != nil && g.lookupConsumer(r.Consumer, false, now) == nil {
+			return nil
+		}
+		count := r.Count
+		i, _ := g.pelAt(r.Start)
+		for ; count > 0 && i < len(g.pel) && g.pel[i].id.Cmp(r.End) <= 0; i++ {
+			n := g.pel[i]
+			if r.Consumer != nil && n.consumer != string(r.Consumer) {
+				continue
+			}
+			if r.MinIdle != 0 && now-n.delivered < r.MinIdle {
+				continue
+			}
+			count--
+			entries = append(entries, XPendingEntry{ID: n.id, Consumer: n.consumer, Idle: max(now-n.delivered, 0), Delivered: n.delivered, Count: n.count})
+		}
+		return nil
+	})
+	return sum, entries, err
+}
+
+// ---- XCLAIM, XAUTOCLAIM ------------------------------------------------------------------------
+
+// XClaimArgs is a parsed XCLAIM after its key and group (parsed once the
+// group is found, as Redis does).
+type XClaimArgs struct {
+	MinIdle    int64
+	IDs        []StreamID
+	Idle       int64 // with IdleGiven: the idle time to set
+	IdleGiven  bool
+	Time       int64 // with TimeGiven: the delivery time to set
+	TimeGiven  bool
+	RetryCount int64 // -1: not given
+	Force      bool
+	JustID     bool
+	LastID     StreamID
+}
+
+// XClaim is XCLAIM: the entries claimed (only ids with JustID), whether it
+// created the consumer. ErrNoGroup, or parse's error.
+func XClaim(c Scope, key, group, consumer []byte, parse func() (XClaimArgs, error)) (out []StreamEntry, created bool, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		out, created = nil, false
+		if !cl.Exists() || st.group(group) == nil {
+			return false, ErrNoGroup
+		}
+		g := st.group(group)
+		a, err := parse()
+		if err != nil {
+			return false, err
+		}
+		now := c.NowMS()
+		changed := false
+		if a.LastID.Cmp(g.last) > 0 {
+			g.last, changed = a.LastID, true
+		}
+		delivery := now
+		switch {
+		case a.IdleGiven:
+			delivery = now - a.Idle
+		case a.TimeGiven:
+			delivery = a.Time
+		}
+		if delivery < 0 || delivery > now {
+			delivery = now
+		}
+		es, err := st.entriesOf(cl, a.IDs)
+		if err != nil {
+			return false, err
+		}
+		var cs *streamConsumer
+		for i, id := range a.IDs {
+			n := g.pelFind(id)
+			if es[i].Gone {
+				if n != nil {
+					g.pelRemove(id)
+					changed = true
+				}
+				continue
+			}
+			forced := false
+			if a.Force && n == nil {
+				n = &streamNACK{id: id}
+				g.pelInsert(n)
+				forced, changed = true, true
+			}
+			if n == nil {
+				continue
+			}
+			if !forced && a.MinIdle != 0 && now-n.delivered < a.MinIdle {
+				continue
+			}
+			if cs == nil {
+				var made bool
+				cs, made = g.consumer(consumer, now)
+				created = created || made
+			}
+			n.consumer, n.delivered = cs.name, delivery
+			if a.RetryCount >= 0 {
+				n.count = a.RetryCount
+			} else if !a.JustID {
+				n.count++
+			}
+			changed = true
+			if a.JustID {
+				out = append(out, StreamEntry{ID: id})
+			} else {
+				out = append(out, es[i])
+			}
+		}
+		return changed, nil
+	})
+	return out, created, err
+}
+
+// XAutoClaimResult is what XAUTOCLAIM replies.
+type XAutoClaimResult struct {
+	Next    StreamID
+	Claimed []StreamEntry
+	Deleted []StreamID
+	Created bool
+}
+
+// XAutoClaim is XAUTOCLAIM from start (inclusive), claiming at most count
+// entries idle at least minIdle ms. ErrNoGroup.
+func XAutoClaim(c Scope, key, group, consumer []byte, minIdle int64, start StreamID, count int64, justID bool) (res XAutoClaimResult, err error) {
+	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+		res = XAutoClaimResult{}
+		if !cl.Exists() || st.group(group) == nil {
+			return false, ErrNoGroup
+		}
+		g := st.group(group)
+		now := c.NowMS()
+		attempts := count * 10
+		i, _ := g.pelAt(start)
+		// The entries it may visit, read at once; rest is the pending list
+		// from start as it was, for the cursor.
+		rest := append([]*streamNACK(nil), g.pel[i:]...)
+		window := rest[:min(int64(len(rest)), attempts)]
+		ids := make([]StreamID, len(window))
+		for j, n := range window {
+			ids[j] = n.id
+		}
+		es, err := st.entriesOf(cl, ids)
+		if err != nil {
+			return false, err
+		}
+		var cs *streamConsumer
+		k := 0
+		for ; attempts > 0 && count > 0 && k < len(window); k++ {
+			attempts--
+			n := window[k]
+			if es[k].Gone {
+				g.pelRemove(n.id)
+				res.Deleted = append(res.Deleted, n.id)
+				count--
+				continue
+			}
+			if minIdle != 0 && now-n.delivered < minIdle {
+				continue
+			}
+			if cs == nil {
+				cs, res.Created = g.consumer(consumer, now)
+			}
+			n.consumer, n.delivered = cs.name, now
+			if !justID {
+				n.count++
+			}
+			if justID {
+				res.Claimed = append(res.Claimed, StreamEntry{ID: n.id})
+			} else {
+				res.Claimed = append(res.Claimed, es[k])
+			}
+			count--
+		}
+		// The cursor: the pending entry after the last one visited.
+		if k < len(rest) {
+			res.Next = rest[k].id
+		}
+		return len(res.Claimed) > 0 || len(res.Deleted) > 0, nil
+	})
+	return res, err
+}
+
+// ---- XINFO ---------------------------------------------------------------------------------------
+
+// XGroupInfo is a group as XINFO GROUPS and STREAM FULL report it.
+type XGroupInfo struct {
+	Name             string
+	Consumers        int64
+	Pending          int64
+	LastDeliveredID  StreamID
+	EntriesRead      int64 // InvalidEntriesRead: null
+	Lag              int64
+	LagKnown         bool
+	PendingEntries   []XPendingEntry    // STREAM FULL
+	ConsumersDetails []XConsumerDetails // STREAM FULL
+}
+
+// XConsumerDetails is a consumer as XINFO CONSUMERS and STREAM FULL report
+// it.
+type XConsumerDetails struct {
+	Name     string
+	Pending  int64
+	Idle     int64
+	SeenTime int64
+	Entries  []XPendingEntry // STREAM FULL
+}
+
+// XInfoGroups is XINFO GROUPS (nil when the key does not exist).
+func XInfoGroups(c Scope, key []byte) (out []XGroupInfo, exists bool, err error) {
+	err = groupRead(c, key, func(cl *Collection, st *streamState) error {
+		out, exists = []XGroupInfo{}, st != nil
+		if st == nil {
+			return nil
+		}
+		edges := &streamEdges{cl: cl, st: st}
+		for _, g := range st.groups {
+			gi, err := groupInfo(edges, g, -1)
+			if err != nil {
+				return err
+			}
+			out = append(out, gi)
+		}
+		return nil
+	})
+	return out, exists, err
+}
+
+// groupInfo reports g; full >= 0 adds its pending entries and consumers,
+// at most full of each list (0: all).
+func groupInfo(edges *streamEdges, g *streamGroup, full int64) (XGroupInfo, error) {
+	st := edges.st
+	gi := XGroupInfo{
+		Name: g.name, Consumers: int64(len(g.consumers)), Pending: int64(len(g.pel)),
+		LastDeliveredID: g.last, EntriesRead: g.entriesRead,
+	}
+	first, _, err := edges.get()
+	if err != nil {
+		return gi, err
+	}
+	gi.Lag, gi.LagKnown = st.lag(first, g)
+	if full < 0 {
+		return gi, nil
+	}
+	gi.PendingEntries = []XPendingEntry{}
+	for _, n := range g.pel {
+		if full != 0 && int64(len(gi.PendingEntries)) >= full {
+			break
+		}
+		gi.PendingEntries = append(gi.PendingEntries, XPendingEntry{ID: n.id, Consumer: n.consumer, Delivered: n.delivered, Count: n.count})
+	}
+	gi.ConsumersDetails = []XConsumerDetails{}
+	for _, cs := range g.consumers {
+		d := XConsumerDetails{Name: cs.name, SeenTime: cs.seen, Pending: g.pendingOf(cs.name), Entries: []XPendingEntry{}}
+		for _, n := range g.pel {
+			if full != 0 && int64(len(d.Entries)) >= full {
+				break
+			}
+			if n.consumer == cs.name {
+				d.Entries = append(d.Entries, XPendingEntry{ID: n.id, Delivered: n.delivered, Count: n.count})
+			}
+		}
+		gi.ConsumersDetails = append(gi.ConsumersDetails, d)
+	}
+	return gi, nil
+}
+
+// XInfoConsumers is XINFO CONSUMERS: exists false when the key does not
+// exist; ErrNoGroup.
+func XInfoConsumers(c Scope, key, group []byte) (out []XConsumerDetails, exists bool, err error) {
+	err = groupRead(c, key, func(cl *Collection, st *streamState) error {
+		out, exists = []XConsumerDetails{}, st != nil
+		if st == nil {
+			return nil
+		}
+		g := st.group(group)
+		if g == nil {
+			return ErrNoGroup
+		}
+		now := c.NowMS()
+		for _, cs := range g.consumers {
+			out = append(out, XConsumerDetails{Name: cs.name, Pending: g.pendingOf(cs.name), Idle: max(now-cs.seen, 0)})
+		}
+		return nil
+	})
+	return out, exists, err
+}
+
+// StreamFullInfo is XINFO STREAM FULL.
+type StreamFullInfo struct {
+	StreamInfo
+	Entries []StreamEntry
+	Groups  []XGroupInfo
+}
+
+// XInfoFull is XINFO STREAM key FULL COUNT count (0: everything; nil when
+// the key does not exist).
+func XInfoFull(c Scope, key []byte, count int64) (*StreamFullInfo, error) {
+	var info *StreamFullInfo
+	err := groupRead(c, key, func(cl *Collection, st *streamState) error {
+		info = nil
+		if st == nil {
+			return nil
+		}
+		base, err := streamInfoOf(cl, st)
+		if err != nil {
+			return err
+		}
+		info = &StreamFullInfo{StreamInfo: *base, Entries: []StreamEntry{}, Groups: []XGroupInfo{}}
+		err = st.rangeRead(cl, StreamID{}, MaxStreamID, false, int(count), func(e StreamEntry) bool {
+			info.Entries = append(info.Entries, e)
+			return count == 0 || int64(len(info.Entries)) < count
+		})
+		if err != nil {
+			return err
+		}
+		edges := &streamEdges{cl: cl, st: st, read: true, first: base.FirstID}
+		for _, g := range st.groups {
+			gi, err := groupInfo(edges, g, count)
+			if err != nil {
+				return err
+			}
+			info.Groups = append(info.Groups, gi)
+		}
+		return nil
+	})
+	return info, err
+}
+
+// XGroupCheck is what XGROUP checks before its subcommand's arguments:
+// the key's type and existence (unless mkStream) and, when needGroup, the
+// group (ErrWrongType, ErrGroupNeedsKey, ErrNoGroup).
+func XGroupCheck(c Scope, key, group []byte, needGroup, mkStream bool) error {
+	return groupRead(c, key, func(cl *Collection, st *streamState) error {
+		if mkStream {
+			return nil
+		}
+		if st == nil {
+			return ErrGroupNeedsKey
+		}
+		if needGroup && st.group(group) == nil {
+			return ErrNoGroup
+		}
+		return nil
+	})
+}
