@@ -26,7 +26,9 @@ func ziplistOf(entries ...[]byte) []byte {
 	return b
 }
 
-func putLE32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+func putLE32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
 
 func payloadOf(typ byte, blob []byte) []byte { return AppendTrailer(AppendString([]byte{typ}, blob)) }
 

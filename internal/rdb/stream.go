@@ -31,10 +31,11 @@ type StreamEntry struct {
 	Fields [][]byte
 }
 
-// StreamNode is one radix tree node as read: its master id and how many
-// of its entries are live and deleted.
+// StreamNode is one radix tree node as read: its master id, the id of its
+// last entry (live or deleted), and how many of its entries are live and
+// deleted.
 type StreamNode struct {
-	Master        StreamID
+	Master, Last  StreamID
 	Live, Deleted int
 }
 
@@ -499,12 +500,14 @@ func readStreamNode(master StreamID, lp []byte) (StreamNode, []StreamEntry, erro
 		if c, ok := nextInt(); !ok || c != want {
 			return node, nil, ErrCorrupt
 		}
+		id := StreamID{master.Ms + uint64(dms), master.Seq + uint64(dseq)}
+		node.Last = id
 		if flags&streamFlagDeleted != 0 {
 			seenDeleted++
 			continue
 		}
 		seenLive++
-		out = append(out, StreamEntry{ID: StreamID{master.Ms + uint64(dms), master.Seq + uint64(dseq)}, Fields: fields})
+		out = append(out, StreamEntry{ID: id, Fields: fields})
 	}
 	if seenLive != live || seenDeleted != deleted || live+deleted == 0 {
 		return node, nil, ErrCorrupt
