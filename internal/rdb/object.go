@@ -263,13 +263,12 @@ func quicklistAllows(size, count, fill, sz int) bool {
 // Restore decodes the value of a DUMP payload whose trailer CheckTrailer
 // accepted, as Redis 7.0's rdbLoadObject reads it, and checks what Redis
 // checks with sanitize-dump-payload yes (an empty collection, a duplicate
-// member, a NaN score, a malformed listpack... are ErrCorrupt). Bytes
-// after the value are ignored, as Redis ignores them.
+// member, a NaN score, a malformed listpack... are ErrCorrupt). Redis
+// reads the value from the whole payload, so a value that claims more
+// bytes than it has takes them from the trailer; bytes after the value
+// are ignored.
 func Restore(payload []byte) (*Object, error) {
-	if len(payload) < 10 {
-		return nil, ErrShort
-	}
-	r := NewReader(payload[:len(payload)-10])
+	r := NewReader(payload)
 	typ, err := r.ReadByte()
 	if err != nil {
 		return nil, err

@@ -61,6 +61,15 @@ func TestRestoreOldEncodings(t *testing.T) {
 	require.Equal(t, []ZEntry{{[]byte("m"), 1.5}, {[]byte("n"), math.Inf(1)}}, o.ZSet)
 }
 
+// TestRestoreReadsIntoTrailer: Redis reads the value from the whole
+// payload, trailer included (redis-server 7.0.15 restores this one).
+func TestRestoreReadsIntoTrailer(t *testing.T) {
+	p := AppendTrailer([]byte{TypeString, 5, 'a'})
+	o, err := Restore(p)
+	require.NoError(t, err)
+	require.Equal(t, append([]byte("a"), p[3:7]...), o.String)
+}
+
 func TestRestoreRefuses(t *testing.T) {
 	for name, p := range map[string][]byte{
 		"unknown type":       payloadOf(30, []byte("x")),
@@ -72,7 +81,7 @@ func TestRestoreRefuses(t *testing.T) {
 		"bad listpack":       payloadOf(TypeHashListpack, []byte{7, 0, 0, 0, 0, 0, 0xfe}),
 		"odd hash listpack":  payloadOf(TypeHashListpack, func() []byte { w := newLPWriter(); w.appendString([]byte("f")); return w.finish() }()),
 		"NaN score":          AppendTrailer(binaryScore(math.NaN())),
-		"truncated":          AppendTrailer([]byte{TypeString, 5, 'a'}),
+		"truncated":          AppendTrailer([]byte{TypeString, 30, 'a'}),
 		"stream bad node id": AppendTrailer(AppendString(AppendLen([]byte{TypeStream3}, 1), []byte("short"))),
 	} {
 		t.Run(name, func(t *testing.T) {
