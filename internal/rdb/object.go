@@ -3,9 +3,11 @@ package rdb
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Object types of the RDB format (rdb.h's RDB_TYPE_*): the first byte of
@@ -570,4 +572,42 @@ func readOldDouble(r *Reader) (float64, error) {
 		return 0, ErrCorrupt
 	}
 	return f, nil
+}
+
+// Canonical is o's content in a form that does not depend on its encoding
+// nor on the order a hash table keeps: two objects with the same content
+// have the same Canonical (a stream's nodes aside).
+func Canonical(o *Object) string {
+	var parts []string
+	switch o.Kind() {
+	case KindString:
+		return "string " + strconv.Quote(string(o.String))
+	case KindList:
+		for _, e := range o.Elems {
+			parts = append(parts, strconv.Quote(string(e)))
+		}
+		return "list " + strings.Join(parts, ",")
+	case KindSet:
+		for _, m := range o.Elems {
+			parts = append(parts, strconv.Quote(string(m)))
+		}
+		slices.Sort(parts)
+		return "set " + strings.Join(parts, ",")
+	case KindHash:
+		for i := 0; i+1 < len(o.Pairs); i += 2 {
+			parts = append(parts, strconv.Quote(string(o.Pairs[i]))+"="+strconv.Quote(string(o.Pairs[i+1])))
+		}
+		slices.Sort(parts)
+		return "hash " + strings.Join(parts, ",")
+	case KindZSet:
+		for _, e := range sortedZSet(o.ZSet) {
+			parts = append(parts, strconv.Quote(string(e.Member))+"="+strconv.FormatFloat(e.Score, 'g', -1, 64))
+		}
+		return "zset " + strings.Join(parts, ",")
+	case KindStream:
+		s := *o.Stream
+		s.Nodes = nil
+		return fmt.Sprintf("stream %+v", s)
+	}
+	return "none"
 }
