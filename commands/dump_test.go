@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
@@ -75,6 +76,46 @@ func TestDumpRestoreRequests(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, canonicalPayload(t, bigSet), canonicalPayload(t, []byte(p)))
 			t.Logf("DUMP of a 300-member set: %v", requestsSince(before, b.Stats.Snapshot(), "dump"))
+		})
+	}
+}
+
+// TestRestoreInMulti: RESTORE of a large collection and of a small one in
+// one MULTI, and from a script, with a DUMP in the same transaction.
+func TestRestoreInMulti(t *testing.T) {
+	ctx := context.Background()
+	big := &rdb.Object{Type: rdb.TypeHash}
+	for i := range 400 {
+		big.Pairs = append(big.Pairs, []byte("field:"+strconv.Itoa(i)), []byte(strconv.Itoa(i)))
+	}
+	bigHash := string(rdb.Dump(big, rdb.DefaultOptions))
+	str := string(rdb.Dump(&rdb.Object{Type: rdb.TypeString, String: []byte("v")}, rdb.DefaultOptions))
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			c := b.Start(t).Client(t)
+			require.NoError(t, c.Set(ctx, "s", "old", 0).Err())
+			var dump *redis.StringCmd
+			cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Restore(ctx, "h", 0, bigHash)
+				p.Restore(ctx, "s", 0, str)
+				p.RestoreReplace(ctx, "s", 0, str)
+				dump = p.Dump(ctx, "s")
+				return nil
+			})
+			require.Error(t, err) // the BUSYKEY among the replies
+			require.NoError(t, cmds[0].Err())
+			require.EqualError(t, cmds[1].Err(), "BUSYKEY Target key name already exists.")
+			require.NoError(t, cmds[2].Err())
+			require.Equal(t, str, dump.Val())
+			require.Equal(t, int64(400), c.HLen(ctx, "h").Val())
+			require.Equal(t, "399", c.HGet(ctx, "h", "field:399").Val())
+			p, err := c.Dump(ctx, "h").Result()
+			require.NoError(t, err)
+			require.Equal(t, canonicalPayload(t, []byte(bigHash)), canonicalPayload(t, []byte(p)))
+
+			got, err := c.Eval(ctx, "redis.call('RESTORE', KEYS[1], 0, ARGV[1]); return redis.call('HLEN', KEYS[1])", []string{"h2"}, bigHash).Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(400), got)
 		})
 	}
 }

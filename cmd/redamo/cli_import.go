@@ -257,6 +257,10 @@ func (m *migration) run() result {
 	}
 	_ = os.Remove(m.checkpoint)
 	bar.finish()
+	if x.cli.g.verbose {
+		fmt.Fprintf(x.cli.errOut, "redamo: %s of %d keys took %s%s\n", x.verb.name, st.Done+st.Skipped+st.Failed,
+			time.Since(bar.start).Round(time.Millisecond), x.cli.be.Requests())
+	}
 	o := object{{m.countName, st.Done}, {"skipped", st.Skipped}, {"failed", st.Failed}}
 	if st.Failed > 0 {
 		return result{obj: o, code: exitNo, note: fmt.Sprintf("%d keys could not be copied", st.Failed)}
