@@ -214,6 +214,7 @@ var families = []func(*Table){
 	registerServer,
 	registerStrings,
 	registerKeys,
+	registerDump,
 	registerHashes,
 	registerSets,
 	registerZsets,

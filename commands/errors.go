@@ -129,6 +129,13 @@ const (
 	MsgCellZeroRate = "Cell error: Store error: Zero rates are not supported"
 	MsgCellExpire   = "Cell error: Store error: Error while setting key expire"
 	MsgCellBadTAT   = "Cell error: %s"
+	// DUMP and RESTORE.
+	MsgBusyKey        = "BUSYKEY Target key name already exists."
+	MsgRestoreTTL     = "ERR Invalid TTL value, must be >= 0"
+	MsgRestoreIdle    = "ERR Invalid IDLETIME value, must be >= 0"
+	MsgRestoreFreq    = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+	MsgRestorePayload = "ERR DUMP payload version or checksum are wrong"
+	MsgRestoreFormat  = "ERR Bad data format"
 	// redamo's own: a handler that panicked or broke the one-reply rule.
 	MsgInternalError  = "ERR internal error in '%s'"
 	MsgMalformedReply = "ERR internal error in '%s': malformed reply"

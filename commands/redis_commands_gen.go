@@ -642,6 +642,23 @@ var redisCommands = map[string]*Command{
 		Group:      "transactions",
 		Complexity: "O(N), when N is the number of queued commands",
 	},
+	"dump": {
+		Arity:      2,
+		Flags:      []string{"readonly"},
+		Categories: []string{"keyspace", "read", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		Tips: []string{"nondeterministic_output"},
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Return a serialized version of the value stored at the specified key.",
+		Since:      "2.6.0",
+		Group:      "generic",
+		Complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+		},
+	},
 	"echo": {
 		Arity:      2,
 		Flags:      []string{"loading", "stale", "fast"},
@@ -2665,6 +2682,33 @@ var redisCommands = map[string]*Command{
 		Since:      "6.2.0",
 		Group:      "connection",
 		Complexity: "O(1)",
+	},
+	"restore": {
+		Arity:      -4,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"keyspace", "write", "slow", "dangerous"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"OW", "update"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Create a key using the provided serialized value, previously obtained using DUMP.",
+		Since:      "2.6.0",
+		Group:      "generic",
+		Complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+		History: [][2]string{
+			{"3.0.0", "Added the `REPLACE` modifier."},
+			{"5.0.0", "Added the `ABSTTL` modifier."},
+			{"5.0.0", "Added the `IDLETIME` and `FREQ` options."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "ttl", Type: "integer"},
+			{Name: "serialized-value", Type: "string"},
+			{Name: "replace", Type: "pure-token", Token: "REPLACE", Since: "3.0.0", Flags: []string{"optional"}},
+			{Name: "absttl", Type: "pure-token", Token: "ABSTTL", Since: "5.0.0", Flags: []string{"optional"}},
+			{Name: "seconds", Type: "integer", Token: "IDLETIME", Since: "5.0.0", Flags: []string{"optional"}},
+			{Name: "frequency", Type: "integer", Token: "FREQ", Since: "5.0.0", Flags: []string{"optional"}},
+		},
 	},
 	"rpop": {
 		Arity:      -2,

@@ -46,7 +46,7 @@ fi
 if [ "$fuzztime" != 0 ]; then
 	for target in ./resp:FuzzParser ./commands:FuzzArgParsers ./commands:FuzzGlobMatch \
 		./commands:FuzzStreamID ./commands:FuzzScoreRange ./commands:FuzzBlockTimeout \
-		./commands:FuzzParseScanCursor ./model:FuzzString2ll; do
+		./commands:FuzzParseScanCursor ./model:FuzzString2ll ./internal/rdb:FuzzRestore; do
 		pkg="${target%%:*}" name="${target##*:}"
 		step "go test -fuzz $name ($pkg) for $fuzztime"
 		if ! go test "$pkg" -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" 2>&1 | tail -n 3; then

@@ -16,6 +16,7 @@ var groups = []struct{ name, title string }{
 	{"queue", "Work queues: redamo queue OPERATION NAME"},
 	{"transaction", "Transactions"},
 	{"watch", "Key events"},
+	{"migrate", "Copying keys from and to Redis"},
 	{"table", "Table setup (on the DynamoDB table itself, never --server)"},
 	{"exec", "Any command"},
 }

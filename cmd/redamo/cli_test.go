@@ -108,6 +108,9 @@ func TestCLIHelpExamples(t *testing.T) {
 				if v.meanwhile != nil {
 					continue // runs until interrupted: TestCLIWatchExample
 				}
+				if v.external {
+					continue // needs a redis-server: TestCLIImportExport
+				}
 				flags := p.flags
 				if v.table {
 					if serverAddr(p) != "" {

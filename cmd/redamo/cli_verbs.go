@@ -43,6 +43,9 @@ type verb struct {
 	note      string
 	// stdin is what the example reads on standard input ("": nothing).
 	stdin string
+	// external: the example copies from or to a redis-server of its own
+	// (TestCLIImportExport runs it), so the examples' run leaves it out.
+	external bool
 	// table: the verb acts on the DynamoDB table itself (create-table),
 	// opening it on its own, rather than through a redamo command.
 	table bool
@@ -113,7 +116,7 @@ var verbFlags = map[string]flagDef{
 const exampleIdentity = "alice@build-1:4242"
 
 // verbs are every verb, in the order help shows them and their examples run.
-var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{txVerb, watchVerb}, tableVerbs, []verb{execVerb})
+var verbs = slices.Concat(keyVerbs, queueVerbs, []verb{txVerb, watchVerb}, migrateVerbs, tableVerbs, []verb{execVerb})
 
 var keyVerbs = []verb{
 	// ---- keys and counters

@@ -197,7 +197,7 @@ func (r *Reader) ReadString() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append([]byte(nil), p...), nil
+		return append(make([]byte, 0, len(p)), p...), nil
 	}
 	switch n {
 	case encInt8, encInt16, encInt32:
