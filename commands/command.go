@@ -536,6 +536,9 @@ type Conn struct {
 	// CloseAfterReply makes the server close the connection once the
 	// current reply is flushed (QUIT).
 	CloseAfterReply bool
+	// NoReply tells the server that the command ran has no reply (a
+	// second MONITOR, SHUTDOWN): it writes none, once.
+	NoReply bool
 
 	name, libName, libVer string
 	lastCmd               string

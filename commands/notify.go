@@ -51,6 +51,8 @@ type eventBuf struct {
 	at   func() int
 	pos  []int
 	sent int
+	// monitor holds the MONITOR lines of the unit's commands (monitor.go).
+	monitor []string
 }
 
 // reportBefore reports the held events raised before EXEC's replies'
@@ -190,11 +192,14 @@ func (c *Ctx) HoldEvents() (reset func(), done func(committed bool)) {
 	}
 	buf := &eventBuf{}
 	c.events = buf
-	reset = func() { buf.evs, buf.pos, buf.sent = buf.evs[:0], buf.pos[:0], 0 }
+	reset = func() { buf.evs, buf.pos, buf.sent, buf.monitor = buf.evs[:0], buf.pos[:0], 0, buf.monitor[:0] }
 	done = func(committed bool) {
 		c.events = nil
 		if !committed {
 			return
+		}
+		for _, line := range buf.monitor {
+			c.Srv.monitors.send(line)
 		}
 		d := c.Srv.KeyEvents()
 		for _, e := range buf.evs[buf.sent:] {

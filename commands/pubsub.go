@@ -80,6 +80,7 @@ func resubscribed(c *Ctx) {
 // Leave drops every subscription of the connection (RESET, QUIT, close).
 func (s *Server) Leave(cn *Conn) {
 	s.untrack(cn)
+	s.monitors.remove(cn)
 	if cn != nil && cn.Sub != nil {
 		s.Hub().Leave(cn.Sub)
 		cn.subscribed = false

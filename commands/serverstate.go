@@ -92,6 +92,15 @@ type Server struct {
 
 	// tracker is the client tracking table (tracking.go).
 	tracker tracker
+
+	// OnShutdown, when set, stops this instance as SIGTERM does: SHUTDOWN
+	// calls it (server.go), and replies nothing.
+	OnShutdown func()
+	// slowlog, latency and monitors are SLOWLOG's, LATENCY's and
+	// MONITOR's (slowlog.go, latency.go, monitor.go).
+	slowlog  slowlog
+	latency  latencyMonitor
+	monitors monitors
 }
 
 // DefaultProtoMaxBulkLen is Redis's default proto-max-bulk-len (512 MB).
@@ -240,8 +249,16 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		c.W.Error(c.Conn.Rejected(cmd, "ERR Can't execute '"+cmd.Name+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 		return
 	}
+	monitored := s.monitors.n.Load() != 0
+	if monitored && s.monitors.refusedToMonitor(c, cmd) {
+		c.W.Error(c.Conn.Rejected(cmd, msgMonitorKeyspace))
+		return
+	}
 	if c.Conn != nil && c.Conn.tx.multi && c.queue(cmd) {
 		return
+	}
+	if monitored {
+		s.feedMonitors(c, cmd, monitorBefore)
 	}
 	errs, counting := c.W.(errorCounter)
 	before := 0
@@ -280,6 +297,11 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		c.end = end
 	}
 	failed := counting && errs.Errors() > before
+	if s.monitors.n.Load() != 0 {
+		s.feedMonitors(c, cmd, monitorAfter)
+	}
+	s.slowlog.record(c, cmd, d)
+	s.latency.record(c, cmd, d)
 	switch {
 	case s.Commands == nil:
 	case c.Conn != nil:
@@ -308,12 +330,17 @@ type CommandStats struct {
 
 type cmdRow struct {
 	calls, nanos, rejected, failed atomic.Int64
+	// latency counts the calls per level of LATENCY HISTOGRAM
+	// (latencyBucket).
+	latency [latencyBuckets]atomic.Int64
 }
 
 // CommandStat is one command's totals.
 type CommandStat struct {
 	Name                          string
 	Calls, Usec, Rejected, Failed int64
+	// Latency counts the calls per level of LATENCY HISTOGRAM.
+	Latency [latencyBuckets]int64
 }
 
 // NewCommandStats returns empty statistics.
@@ -332,6 +359,7 @@ func (cs *CommandStats) Record(name string, d time.Duration, failed bool) {
 	r := cs.row(name)
 	r.calls.Add(1)
 	r.nanos.Add(int64(d))
+	r.latency[latencyBucket(int64(d))].Add(1)
 	if failed {
 		r.failed.Add(1)
 	}
@@ -349,6 +377,7 @@ type commandTally struct {
 	name                 string
 	row                  *cmdRow
 	calls, nanos, failed int64
+	latency              [latencyBuckets]int64
 }
 
 func (t *commandTally) record(cs *CommandStats, name string, d time.Duration, failed bool) {
@@ -358,6 +387,7 @@ func (t *commandTally) record(cs *CommandStats, name string, d time.Duration, fa
 	}
 	t.calls++
 	t.nanos += int64(d)
+	t.latency[latencyBucket(int64(d))]++
 	if failed {
 		t.failed++
 	}
@@ -371,6 +401,12 @@ func (t *commandTally) flush() {
 	t.row.nanos.Add(t.nanos)
 	if t.failed != 0 {
 		t.row.failed.Add(t.failed)
+	}
+	for k, n := range t.latency {
+		if n != 0 {
+			t.row.latency[k].Add(n)
+			t.latency[k] = 0
+		}
 	}
 	t.stats.ops.total.Add(t.calls)
 	t.calls, t.nanos, t.failed = 0, 0, 0
@@ -392,6 +428,9 @@ func (cs *CommandStats) Snapshot() []CommandStat {
 			Usec:     r.nanos.Load() / int64(time.Microsecond),
 			Rejected: r.rejected.Load(),
 			Failed:   r.failed.Load(),
+		}
+		for k := range r.latency {
+			st.Latency[k] = r.latency[k].Load()
 		}
 		if st.Calls != 0 || st.Rejected != 0 || st.Failed != 0 {
 			out = append(out, st)
@@ -421,6 +460,9 @@ func (cs *CommandStats) Reset() {
 		r.nanos.Store(0)
 		r.rejected.Store(0)
 		r.failed.Store(0)
+		for k := range r.latency {
+			r.latency[k].Store(0)
+		}
 		return true
 	})
 	cs.ops.reset()

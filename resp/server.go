@@ -307,6 +307,11 @@ func (s *Server) execute(c *conn, args [][]byte) {
 	s.run(cx, cmd)
 	c.clock = cx.End()
 	c.cx = commands.Ctx{}
+	if cn.NoReply {
+		cn.NoReply = false
+		w.discard()
+		return
+	}
 	if !w.Complete() && !(cmd.SeveralReplies && w.Whole()) {
 		s.logf("resp: %s wrote an incomplete or extra reply; replaced by an error", cmd.Name)
 		w.discard()

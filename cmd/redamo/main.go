@@ -81,7 +81,8 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	return 0
 }
 
-// run serves until ctx is done (a signal), then shuts down gracefully.
+// run serves until ctx is done (a signal) or a client sent SHUTDOWN, then
+// shuts down gracefully.
 func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	a, err := start(ctx, cfg, logger)
 	if err != nil {
@@ -89,7 +90,7 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	var serveErr error
 	select {
-	case <-ctx.Done():
+	case <-a.ctx.Done():
 		logger.Info("shutting down", "grace", shutdownGrace)
 	case serveErr = <-a.errc:
 	}
@@ -112,13 +113,20 @@ type app struct {
 	bus *bus.Bus
 	// errc receives the first serving error (the listeners failing).
 	errc chan error
+	// ctx is done once a signal came or a client sent SHUTDOWN (stop):
+	// both stop the instance the same way.
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
 // start builds the store and servers and starts serving in the background.
 func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err error) {
 	a = &app{log: logger, errc: make(chan error, 2), closeStore: func() error { return nil }}
+	ctx, a.stop = context.WithCancel(ctx)
+	a.ctx = ctx
 	defer func() {
 		if err != nil {
+			a.stop()
 			a.closeAll()
 		}
 	}()
@@ -162,6 +170,7 @@ func start(ctx context.Context, cfg config, logger *slog.Logger) (a *app, err er
 	}
 
 	a.srv = newCommandServer(cfg, store, stats, table, ln.Addr().String())
+	a.srv.OnShutdown = a.stop
 	startExpiredEvents(ctx, a.srv, store)
 	if a.bus, err = startBus(ctx, cfg, store, a.srv.PubSub, a.srv.KeyEvents(), ln.Addr().String(), cert, logger); err != nil {
 		return a, err
@@ -412,6 +421,7 @@ func knownCommand(t *commands.Table) func(string) bool {
 // shutdown stops accepting, lets commands in flight finish (until ctx
 // ends), then closes the metrics endpoint and the store.
 func (a *app) shutdown(ctx context.Context) error {
+	a.stop()
 	var errs []error
 	if a.resp != nil {
 		if err := a.resp.Shutdown(ctx); err != nil {
