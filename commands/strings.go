@@ -109,20 +109,28 @@ func cmdGetRange(c *Ctx) {
 		c.W.Error(MsgWrongType)
 		return
 	}
-	v, err := ks.StringValue()
+	// Only the range is read: of a big value, the chunks it covers.
+	lo, hi := substringBounds(ks.StringLen(), start, end)
+	v, err := ks.StringRange(lo, hi)
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Bulk(substring(v, start, end))
+	c.W.Bulk(v)
 }
 
 // substring applies GETRANGE's index rules (negative counts from the end,
 // clamped, inclusive end).
 func substring(v []byte, start, end int64) []byte {
-	n := int64(len(v))
+	lo, hi := substringBounds(int64(len(v)), start, end)
+	return v[lo:hi]
+}
+
+// substringBounds is the half-open range of a string of n bytes that
+// GETRANGE start end covers.
+func substringBounds(n, start, end int64) (lo, hi int64) {
 	if start < 0 && end < 0 && start > end {
-		return []byte{}
+		return 0, 0
 	}
 	if start < 0 {
 		start += n
@@ -140,9 +148,9 @@ func substring(v []byte, start, end int64) []byte {
 		end = n - 1
 	}
 	if start > end || n == 0 {
-		return []byte{}
+		return 0, 0
 	}
-	return v[start : end+1]
+	return start, end + 1
 }
 
 func cmdMGet(c *Ctx) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/internal/testserver"
 )
@@ -39,6 +40,9 @@ type backend struct {
 	// whose clients expect errors, once its setup is done, and calm off
 	// again for its final checks; DynamoDB Local injects none.
 	faulty, calm func()
+	// store is the table itself, for a test's own checks of what the
+	// instances left in it.
+	store func(t *testing.T) dynastore.Store
 }
 
 // node is one instance that can be killed abruptly and started again on
@@ -64,6 +68,17 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 			cluster: cluster,
 			faulty:  func() {},
 			calm:    func() {},
+			store: func(t *testing.T) dynastore.Store {
+				// The instances' credentials: DynamoDB Local keeps tables per access key.
+				t.Setenv("AWS_ACCESS_KEY_ID", "redamotest")
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "redamotest")
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				st, err := dynamo.New(ctx, dynamo.Config{Table: table, Endpoint: ep, Region: "us-east-1", CreateTable: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = st.Close() })
+				return st
+			},
 		})
 	})
 	t.Run("faithful", func(t *testing.T) {
@@ -71,7 +86,7 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 		t.Logf("faithful store seed %d", seed)
 		kinds := &errorKinds{}
 		fb := testserver.Faithful(t, seed, func(o *faithful.Options) { o.Observer = dynastore.Observers{o.Observer, kinds} })
-		b := backend{name: "faithful", stats: fb.Stats}
+		b := backend{name: "faithful", stats: fb.Stats, store: func(*testing.T) dynastore.Store { return fb.Store }}
 		b.faulty = func() { fb.Store.(*faithful.Store).SetFaults(killFaults) }
 		b.calm = func() { fb.Store.(*faithful.Store).SetFaults(faithful.Faults{}) }
 		b.node = func(t *testing.T) node { return &inproc{t: t, store: fb.Store, stats: fb.Stats} }
@@ -203,6 +218,7 @@ type cutStore struct {
 
 var (
 	_ dynastore.SnapshotReader = (*cutStore)(nil)
+	_ dynastore.BatchWriter    = (*cutStore)(nil)
 	_ dynastore.Clocked        = (*cutStore)(nil)
 )
 
@@ -253,6 +269,13 @@ func (c *cutStore) Transact(ctx context.Context, actions []dynastore.TxAction) e
 		return err
 	}
 	return c.Store.Transact(ctx, actions)
+}
+
+func (c *cutStore) BatchWrite(ctx context.Context, puts []dynastore.Item, deletes []dynastore.Key) error {
+	if err := c.alive(); err != nil {
+		return err
+	}
+	return dynastore.BatchWrite(ctx, c.Store, puts, deletes)
 }
 
 func (c *cutStore) Query(ctx context.Context, q dynastore.Query) (dynastore.QueryPage, error) {

@@ -264,6 +264,11 @@ type KeyState struct {
 	// Expiry is the deadline in Unix ms; HasExpiry is false for a persistent key.
 	Expiry    int64
 	HasExpiry bool
+	// big is a big string's header (bigvalue.go), nil for any other key;
+	// scope is where its chunks are read (bind), nil when decoded outside
+	// a command.
+	big   *bigHeader
+	scope Scope
 }
 
 // DecodeKey interprets a key item at nowMS.
@@ -288,6 +293,13 @@ func DecodeKey(it dynastore.Item, nowMS int64) (KeyState, error) {
 		return ks, fmt.Errorf("commands: key item without a type: %w", dynastore.ErrInvalid)
 	}
 	ks.Live, ks.Type = true, string(t)
+	if ks.Type == TypeString {
+		h, err := bigHeaderOf(it)
+		if err != nil {
+			return ks, err
+		}
+		ks.big = h
+	}
 	return ks, nil
 }
 
@@ -306,6 +318,9 @@ func (ks KeyState) Guard() dynastore.Cond {
 
 // StringValue returns a live string key's value.
 func (ks KeyState) StringValue() ([]byte, error) {
+	if ks.big != nil {
+		return ks.loadBig()
+	}
 	return DecodeValue(ks.Raw.Get(AttrValue))
 }
 
@@ -405,6 +420,9 @@ func ValueLen(v dynastore.Value) int64 {
 func StringEncoding(it dynastore.Item) string {
 	if e, ok := it.Get(AttrEnc).(dynastore.S); ok {
 		return string(e)
+	}
+	if it.Has(AttrBig) {
+		return EncRaw
 	}
 	switch v := it.Get(AttrValue).(type) {
 	case dynastore.N:

@@ -66,7 +66,7 @@ func ReadKey(s Scope, key []byte) (KeyState, error) {
 	if err != nil {
 		return KeyState{}, err
 	}
-	return DecodeKey(it, s.NowMS())
+	return decodeIn(s, it)
 }
 
 // ReadKeys reads several key items with batched reads (duplicates read
@@ -96,7 +96,7 @@ func ReadKeys(s Scope, keys [][]byte) ([]KeyState, error) {
 		if !ok {
 			continue
 		}
-		st, err := DecodeKey(items[j], s.NowMS())
+		st, err := decodeIn(s, items[j])
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,12 @@ func ReadKeys(s Scope, keys [][]byte) ([]KeyState, error) {
 }
 
 // StringLen is the length of a live string key's value.
-func (ks KeyState) StringLen() int64 { return ValueLen(ks.Raw.Get(AttrValue)) }
+func (ks KeyState) StringLen() int64 {
+	if ks.big != nil {
+		return ks.big.size
+	}
+	return ValueLen(ks.Raw.Get(AttrValue))
+}
 
 // Encoding is the encoding OBJECT ENCODING reports for a live string key.
 func (ks KeyState) Encoding() string { return StringEncoding(ks.Raw) }
@@ -117,6 +122,9 @@ func (ks KeyState) Encoding() string { return StringEncoding(ks.Raw) }
 type keyWrite struct {
 	put    dynastore.Item // replace the whole item
 	delete bool           // or delete it
+	// gen is the staged generation put publishes (a big value's): the put
+	// then goes with the check that the sweeper has not condemned it.
+	gen []byte
 }
 
 // mutateKey runs a read-modify-write on one key item without ever writing
@@ -138,13 +146,14 @@ func mutateKey(s Scope, key []byte, start *KeyState, decide func(KeyState) (*key
 			return err
 		}
 	}
+	ks = bind(s, ks)
 	var cur dynastore.Item // what the last failed write found
 	lost := false
 	return RetryConflicts(s, func(int) error {
 		if lost {
 			// Decoded now, at the clock reading of this attempt.
 			var err error
-			if ks, err = DecodeKey(cur, s.NowMS()); err != nil {
+			if ks, err = decodeIn(s, cur); err != nil {
 				return err
 			}
 		}
@@ -153,9 +162,12 @@ func mutateKey(s Scope, key []byte, start *KeyState, decide func(KeyState) (*key
 			return err
 		}
 		wo := dynastore.WriteOptions{Cond: ks.Guard(), OldOnFailure: true}
-		if w.delete {
+		switch {
+		case w.delete:
 			_, err = s.Data().Delete(s, k, wo)
-		} else {
+		case w.gen != nil:
+			err = publishBig(s, w.put, w.gen, ks.Guard())
+		default:
 			_, err = s.Data().Put(s, w.put, wo)
 		}
 		if cur, lost = CondFailed(err); lost {
@@ -433,7 +445,7 @@ func readPair(s Scope, srcKey dynastore.Key, dstDB int, dst []byte) (from, to Ke
 	if err != nil {
 		return from, to, err
 	}
-	if from, err = DecodeKey(items[0], s.NowMS()); err != nil || len(items) == 1 {
+	if from, err = decodeIn(s, items[0]); err != nil || len(items) == 1 {
 		return from, to, err
 	}
 	to, err = DecodeKey(items[1], s.NowMS())
@@ -463,10 +475,17 @@ func CopyKey(s Scope, src []byte, dstDB int, dst []byte, replace bool) (bool, er
 		}
 		var item dynastore.Item
 		var extra []dynastore.TxAction
-		if from.Type == TypeString {
+		switch {
+		case from.Type == TypeString && from.big != nil:
+			if item, extra, err = copyBigItem(s, from, dstDB, dst); err != nil {
+				return err
+			}
+		case from.Type == TypeString:
 			item = Retarget(from.Raw, dstDB, dst)
-		} else if item, extra, err = CopyCollectionItem(s, s.Data(), from.Raw, KeyPK(dstDB, dst), s.NowMS()); err != nil {
-			return err
+		default:
+			if item, extra, err = CopyCollectionItem(s, s.Data(), from.Raw, KeyPK(dstDB, dst), s.NowMS()); err != nil {
+				return err
+			}
 		}
 		acts := append([]dynastore.TxAction{
 			{Op: dynastore.TxCheck, Key: srcKey, Cond: from.Guard()},

@@ -13,6 +13,8 @@ package model
 //     (collection.go, members.go): its member items, order items (a sorted
 //     set's scores) and pending writes, told apart by the first byte of the
 //     sort key.
+//   - NsChunks 'b', generation id, chunk number: one chunk of a big value
+//     (bigvalue.go), each in its own partition.
 //   - nsGens 'G', shard: the generation registry (sk the generation id),
 //     which the sweeper reads to delete generations no key item points to.
 //   - NsCursor 'c', cursor id: a SCAN cursor's position (cursors.go).
@@ -37,6 +39,7 @@ package model
 const (
 	NsKey       = 'k'
 	NsMembers   = 'm'
+	NsChunks    = 'b'
 	nsGens      = 'G'
 	NsCursor    = 'c'
 	nsCollScan  = 's'

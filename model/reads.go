@@ -55,7 +55,7 @@ func (r *Reads) Load(s Scope, keys [][]byte) error {
 		return err
 	}
 	for i, it := range items {
-		st, err := DecodeKey(it, s.NowMS())
+		st, err := decodeIn(s, it)
 		if err != nil {
 			return err
 		}

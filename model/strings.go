@@ -66,6 +66,9 @@ func SetString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 	if !KeyFits(key) {
 		return SetResult{}, ErrKeyTooLong
 	}
+	if isBig(key, int64(len(val))) {
+		return setBig(s, key, val, o)
+	}
 	if o.KeepTTL {
 		return setKeepTTL(s, key, val, o)
 	}
@@ -107,11 +110,51 @@ func setOutcome(s Scope, o SetOptions, old dynastore.Item, err error) (SetResult
 	if !o.Get {
 		return SetResult{Written: written}, nil
 	}
-	ks, err := DecodeKey(old, s.NowMS())
+	ks, err := decodeIn(s, old)
 	if err != nil {
 		return SetResult{}, err
 	}
 	return SetResult{Written: written, Old: ks}, nil
+}
+
+// setBig is SET of a big value (bigvalue.go): its chunks are written
+// first, then the key item is read and the SET decided on it, and
+// published conditioned on the version read. A SET that NX or XX held
+// back deletes the chunks it wrote.
+func setBig(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
+	h, err := stageBig(s, key, val)
+	if err != nil {
+		return SetResult{}, err
+	}
+	var res SetResult
+	err = mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		res = SetResult{Old: ks}
+		switch {
+		case ks.Live && ks.Type != TypeString && o.Get:
+			return nil, ErrWrongType
+		case (o.NX && ks.Live) || (o.XX && !ks.Live):
+			return nil, nil
+		}
+		res.Written = true
+		exp := o.ExpireAt
+		if o.KeepTTL {
+			exp = 0
+			if ks.Live && ks.HasExpiry {
+				exp = ks.Expiry
+			}
+		}
+		return &keyWrite{put: bigStringItem(s.DB(), key, h, exp), gen: h.gen}, nil
+	})
+	if err == nil && !res.Written {
+		discardBig(s, h)
+	}
+	if err != nil {
+		return SetResult{}, err
+	}
+	if !o.Get {
+		res.Old = KeyState{}
+	}
+	return res, nil
 }
 
 // setKeepTTL is SET ... KEEPTTL. The fast path is one UpdateItem that
@@ -201,14 +244,33 @@ func SetStrings(s Scope, keys, vals [][]byte, nx bool) (written bool, err error)
 	if nx {
 		cond = CondNotLive(s.NowMS())
 	}
-	if len(keys) == 1 {
+	// Big values are staged first; their key items publish them in the
+	// transaction, with the checks that they were not swept meanwhile.
+	var checks []dynastore.TxAction
+	for i, k := range keys {
+		if isBig(k, int64(len(vals[i]))) {
+			checks = append(checks, dynastore.TxAction{})
+		}
+	}
+	if len(keys)+len(checks) > dynastore.MaxTxActions {
+		return false, fmt.Errorf("model: %d keys in one atomic write: %w", len(keys), dynastore.ErrTxTooLarge)
+	}
+	checks = checks[:0]
+	if len(keys) == 1 && !isBig(keys[0], int64(len(vals[0]))) {
 		_, err = s.Data().Put(s, StringItem(s.DB(), keys[0], vals[0], OriginArg, 0), dynastore.WriteOptions{Cond: cond})
 	} else {
 		acts := make([]dynastore.TxAction, len(keys))
 		for i, k := range keys {
-			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: StringItem(s.DB(), k, vals[i], OriginArg, 0), Cond: cond}
+			w, err := stringWrite(s, k, vals[i], OriginArg, 0)
+			if err != nil {
+				return false, err
+			}
+			if w.gen != nil {
+				checks = append(checks, genAliveCheck(w.gen))
+			}
+			acts[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: w.put, Cond: cond}
 		}
-		err = s.Data().Transact(s, acts)
+		err = s.Data().Transact(s, append(acts, checks...))
 	}
 	if err != nil && nx && OnlyConditionsFailed(err) {
 		return false, nil
@@ -232,20 +294,20 @@ func GetDel(s Scope, key []byte) (KeyState, error) {
 		Return:       dynastore.ReturnAllOld,
 		OldOnFailure: true,
 	})
-	return oldString(old, err, now)
+	return oldString(s, old, err)
 }
 
 // oldString is the key as it was before a write conditioned on its being
 // a string (ALL_OLD), or, when the condition failed, the item the failure
 // handed back.
-func oldString(old dynastore.Item, err error, nowMS int64) (KeyState, error) {
+func oldString(s Scope, old dynastore.Item, err error) (KeyState, error) {
 	if cur, failed := CondFailed(err); failed {
 		old, err = cur, nil
 	}
 	if err != nil {
 		return KeyState{}, err
 	}
-	return DecodeKey(old, nowMS)
+	return decodeIn(s, old)
 }
 
 // GetExpire is GETEX with an option that writes: it sets a live string
@@ -282,7 +344,7 @@ func GetExpire(s Scope, key []byte, atMS int64, persist bool) (KeyState, error) 
 			{Attr: AttrVer, Val: NewVer()},
 		}}, dynastore.WriteOptions{Cond: live, Return: dynastore.ReturnAllOld, OldOnFailure: true})
 	}
-	return oldString(old, err, now)
+	return oldString(s, old, err)
 }
 
 // ---- APPEND, SETRANGE ------------------------------------------------------------
@@ -326,15 +388,20 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		}
 		return ValueLen(newItem.Get(AttrValue)), nil
 	}
-	start, err := failedStart(err, now)
-	if err != nil {
-		return 0, err
+	// An append past what an item holds makes a big value: from a fresh read.
+	var startAt *KeyState
+	if !errors.Is(err, dynastore.ErrItemTooLarge) {
+		start, err := failedStart(err, now)
+		if err != nil {
+			return 0, err
+		}
+		startAt = &start
 	}
 	var newLen int64
-	err = mutateKey(s, key, &start, func(ks KeyState) (*keyWrite, error) {
+	err = mutateKey(s, key, startAt, func(ks KeyState) (*keyWrite, error) {
 		if !ks.Live {
 			newLen = int64(len(val))
-			return &keyWrite{put: StringItem(s.DB(), key, val, OriginArg, 0)}, nil
+			return stringWrite(s, key, val, OriginArg, 0)
 		}
 		if ks.Type != TypeString {
 			return nil, ErrWrongType
@@ -342,6 +409,14 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		oldLen := ks.StringLen()
 		if !fitsLen(oldLen, int64(len(val)), maxLen) {
 			return nil, ErrStringTooLong
+		}
+		if isBig(key, oldLen+int64(len(val))) {
+			old, err := ks.StringValue()
+			if err != nil {
+				return nil, err
+			}
+			newLen = oldLen + int64(len(val))
+			return stringWrite(s, key, append(old[:len(old):len(old)], val...), OriginEdited, ks.Expiry)
 		}
 		var chunks dynastore.L
 		switch v := ks.Raw.Get(AttrValue).(type) {
@@ -386,9 +461,6 @@ func SetRange(s Scope, key []byte, offset int64, val []byte, maxLen int64) (int6
 			return nil, ErrStringTooLong
 		}
 		end := offset + int64(len(val))
-		if end > dynastore.MaxItemSize {
-			return nil, fmt.Errorf("model: %d bytes: %w", end, dynastore.ErrItemTooLarge)
-		}
 		nv := old
 		if int64(len(nv)) < end {
 			nv = make([]byte, end)
@@ -398,7 +470,7 @@ func SetRange(s Scope, key []byte, offset int64, val []byte, maxLen int64) (int6
 		}
 		copy(nv[offset:], val)
 		reply = int64(len(nv))
-		return &keyWrite{put: StringItem(s.DB(), key, nv, OriginEdited, ks.Expiry)}, nil
+		return stringWrite(s, key, nv, OriginEdited, ks.Expiry)
 	})
 	return reply, err
 }
@@ -421,7 +493,7 @@ func EditString(s Scope, key []byte, origin StrOrigin, edit func(old []byte, liv
 		if out, err = edit(old, ks.Live); err != nil {
 			return nil, err
 		}
-		return &keyWrite{put: StringItem(s.DB(), key, out, origin, ks.Expiry)}, nil
+		return stringWrite(s, key, out, origin, ks.Expiry)
 	})
 	return out, err
 }

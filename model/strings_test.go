@@ -106,7 +106,14 @@ func TestStringOperations(t *testing.T) {
 			}, want: int64(8), ops: map[string]int64{get: 1}},
 			{name: "setrange past an item", run: func(s model.Scope) (any, error) {
 				return model.SetRange(s, []byte("ap"), 400*1024, []byte("x"), math.MaxInt64)
-			}, wantErr: model.ErrItemTooLarge},
+			}, want: int64(400*1024 + 1)},
+			{name: "setrange made a big value", run: func(s model.Scope) (any, error) {
+				ks, err := model.ReadKey(s, []byte("ap"))
+				if err != nil {
+					return nil, err
+				}
+				return ks.StringRange(400*1024-2, 400*1024+1)
+			}, want: []byte("\x00\x00x")},
 			{name: "incr of a new key", run: incr("n", 5), want: int64(5), ops: map[string]int64{upd: 1}},
 			{name: "incr", run: incr("n", -7), want: int64(-2), ops: map[string]int64{upd: 1}},
 			{name: "incr overflow", run: incr("n", math.MinInt64), wantErr: model.ErrOverflow, ops: map[string]int64{upd: 1}},

@@ -169,7 +169,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	k := reg.Key()
 	gen := k.SK
 	if reg.Has(attrDying) {
-		return s.purge(ctx, k, gen)
+		return s.purge(ctx, reg)
 	}
 	owner, _ := reg.Get(attrOwner).(dynastore.B)
 	if err := s.wait(ctx); err != nil {
@@ -249,7 +249,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	if err != nil {
 		return fmt.Errorf("condemning generation: %w", err)
 	}
-	return s.purge(ctx, k, gen)
+	return s.purge(ctx, reg)
 }
 
 // pointsTo reports whether key item it references generation gen and is live.
@@ -267,8 +267,24 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 	return true
 }
 
-// purge deletes a condemned generation's members, then its registry entry.
-func (s *Sweeper) purge(ctx context.Context, reg dynastore.Key, gen []byte) error {
+// purge deletes a condemned generation's members (a big value's chunks),
+// then its registry entry.
+func (s *Sweeper) purge(ctx context.Context, regItem dynastore.Item) error {
+	reg := regItem.Key()
+	gen := reg.SK
+	if n, err := NumberInt(regItem.Get(attrChunks)); err == nil {
+		// A big value's chunks, BatchWriteItem's worth at a time.
+		for lo := int64(0); lo < n; lo += dynastore.MaxBatchWrite {
+			if err := s.wait(ctx); err != nil {
+				return err
+			}
+			hi := min(lo+dynastore.MaxBatchWrite, n)
+			if err := dynastore.BatchWrite(ctx, s.Store, nil, chunkKeys(gen, lo, hi)); err != nil {
+				return fmt.Errorf("deleting chunks: %w", err)
+			}
+			s.Members += hi - lo
+		}
+	}
 	for {
 		if err := s.wait(ctx); err != nil {
 			return err

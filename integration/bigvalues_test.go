@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+// bigBytes is n bytes drawn from seed: values that differ in every chunk,
+// so a read that mixed two of them would show.
+func bigBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+// TestBigValuesAcrossInstances writes and reads a big string (50 MB on the
+// faithful store; less on DynamoDB Local, whose instances are processes
+// that copy every value through HTTP) through two instances while one of
+// them is killed mid-write and the faithful store's requests fail: every
+// read answers one whole value that was written, never a mix, and the
+// chunks of the values overwritten or never published are swept.
+func TestBigValuesAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		size := 50 << 20
+		if b.name == "dynamodb" {
+			size = 8 << 20
+		}
+		vals := [][]byte{bigBytes(1, size), bigBytes(2, size), bigBytes(3, size)}
+		which := func(v []byte) int {
+			for i, w := range vals {
+				if bytes.Equal(v, w) {
+					return i
+				}
+			}
+			return -1
+		}
+		na, nb := b.node(t), b.node(t)
+		ca, cb := na.start(), nb.start()
+		require.NoError(t, cb.Set(ctx, "big", vals[0], 0).Err())
+
+		var reads, writes atomic.Int64
+		read := func(c *redis.Client) {
+			v, err := c.Get(ctx, "big").Bytes()
+			if err != nil {
+				return // the instance died, or the store failed: no answer
+			}
+			require.NotEqual(t, -1, which(v), "a read answered %d bytes that no write wrote", len(v))
+			reads.Add(1)
+		}
+		write := func(c *redis.Client, i int) {
+			if c.Set(ctx, "big", vals[i%len(vals)], 0).Err() == nil {
+				writes.Add(1)
+			}
+		}
+		// On each instance a writer and a reader; a is killed while its
+		// writer is in the middle of a write, b's go on to their end.
+		var wg sync.WaitGroup
+		aStarted := make(chan struct{})
+		aDead := make(chan struct{})
+		for i, c := range []*redis.Client{ca, cb} {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for n := range 3 {
+					if i == 0 && n == 1 {
+						close(aStarted)
+					}
+					select {
+					case <-aDead:
+						if i == 0 {
+							return
+						}
+					default:
+					}
+					write(c, i+n+1)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				for range 4 {
+					select {
+					case <-aDead:
+						if i == 0 {
+							return
+						}
+					default:
+					}
+					read(c)
+				}
+			}()
+		}
+		b.faulty()
+		<-aStarted
+		// Its second write has just started: kill a within it.
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		na.kill()
+		close(aDead)
+		wg.Wait()
+		b.calm()
+		ca = na.start()
+		va, err := ca.Get(ctx, "big").Bytes()
+		require.NoError(t, err)
+		vb, err := cb.Get(ctx, "big").Bytes()
+		require.NoError(t, err)
+		require.NotEqual(t, -1, which(va))
+		require.True(t, bytes.Equal(va, vb), "both instances read the same value")
+		require.Positive(t, reads.Load(), "no read ever answered")
+		t.Logf("%d reads, %d writes of %d bytes", reads.Load(), writes.Load(), size)
+
+		// Past the sweeper's grace only the published value's chunks remain.
+		st := b.store(t)
+		clock := time.Now()
+		sw := &model.Sweeper{Store: st, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+		require.NoError(t, sw.SweepOnce(ctx))
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(ctx))
+		chunks := 0
+		require.NoError(t, model.ScanAll(ctx, st, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsChunks}}, func(dynastore.Item) error {
+			chunks++
+			return nil
+		}))
+		const chunkSize = 384 << 10
+		require.Equal(t, (size+chunkSize-1)/chunkSize, chunks, "chunks left besides the published value's")
+		vb, err = cb.Get(ctx, "big").Bytes()
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(va, vb), "the sweep left the published value whole")
+	})
+}

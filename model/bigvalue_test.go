@@ -1,0 +1,132 @@
+package model_test
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/model"
+)
+
+const bw = dynastore.OpBatchWriteItem
+
+// randomBytes is n bytes drawn from seed.
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// bigChunkBytes is bigvalue.go's chunk size, as the request counts see it.
+const bigChunkBytes = 384 << 10
+
+// A big string's writes and reads, and the requests each makes: a write
+// is the key item's read, the registry entry, BatchWriteItems of 25
+// chunks and the publishing transaction; a read the key item and
+// BatchGetItems of the chunks it needs; STRLEN the key item alone.
+func TestBigStringRequests(t *testing.T) {
+	forStores(t, func(t *testing.T, e *keysEnv) {
+		// 30 chunks: two BatchWriteItems.
+		n := 30*bigChunkBytes - 7
+		a, b := randomBytes(1, n), randomBytes(2, n)
+		write := map[string]int64{get: 1, putOp: 1, bw: 2, tx: 1}
+		runSteps(t, e, []step{
+			{name: "set big", run: func(s model.Scope) (any, error) {
+				r, err := model.SetString(s, []byte("k"), a, model.SetOptions{})
+				return r.Written, err
+			}, want: true, ops: write},
+			{name: "get big", run: getS("k"), want: string(a), ops: map[string]int64{get: 1, batch: 1}},
+			{name: "strlen big", run: func(s model.Scope) (any, error) {
+				ks, err := model.ReadKey(s, []byte("k"))
+				return ks.StringLen(), err
+			}, want: int64(n), ops: map[string]int64{get: 1}},
+			{name: "range across two chunks", run: func(s model.Scope) (any, error) {
+				ks, err := model.ReadKey(s, []byte("k"))
+				if err != nil {
+					return nil, err
+				}
+				return ks.StringRange(bigChunkBytes-2, bigChunkBytes+2)
+			}, want: a[bigChunkBytes-2 : bigChunkBytes+2], ops: map[string]int64{get: 1, batch: 1}},
+			{name: "set get big over big", run: set("k", string(b), model.SetOptions{Get: true}), want: "written " + string(a), ops: map[string]int64{get: 1, putOp: 1, bw: 2, tx: 1, batch: 1}},
+			{name: "set nx big on a live key deletes its chunks", run: func(s model.Scope) (any, error) {
+				r, err := model.SetString(s, []byte("k"), a, model.SetOptions{NX: true})
+				return r.Written, err
+			}, want: false, ops: map[string]int64{get: 1, putOp: 1, bw: 4, del: 1}},
+			{name: "still b", run: getS("k"), want: string(b)},
+			{name: "small over big", run: setS("k", "small"), want: true, ops: map[string]int64{putOp: 1}},
+			{name: "small", run: getS("k"), want: "small", ops: map[string]int64{get: 1}},
+			{name: "append past an item", run: func(s model.Scope) (any, error) {
+				return model.Append(s, []byte("k"), a, math.MaxInt64)
+			}, want: int64(5 + n)},
+			{name: "appended", run: getS("k"), want: "small" + string(a)},
+			{name: "getdel big", run: func(s model.Scope) (any, error) {
+				ks, err := model.GetDel(s, []byte("k"))
+				return describe(ks), err
+			}, want: "small" + string(a), ops: map[string]int64{del: 1, batch: 1}},
+			{name: "gone", run: getS("k"), want: "<none>"},
+		})
+	})
+}
+
+// Overwritten and unpublished big values are garbage: the sweeper deletes
+// their chunks once its grace has passed, and never a published value's.
+func TestBigValueSweep(t *testing.T) {
+	forStores(t, func(t *testing.T, e *keysEnv) {
+		n := 3*bigChunkBytes + 1
+		a, b := randomBytes(3, n), randomBytes(4, n)
+		s := e.scope("test", 0)
+		for _, v := range [][]byte{a, b} {
+			_, err := model.SetString(s, []byte("k"), v, model.SetOptions{})
+			require.NoError(t, err)
+		}
+		// A SET NX that found the key deletes its own chunks at once.
+		_, err := model.SetString(s, []byte("k"), a, model.SetOptions{NX: true})
+		require.NoError(t, err)
+		require.Equal(t, 8, countChunks(t, e), "two values' chunks")
+		clock := time.Now()
+		sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+		require.NoError(t, sw.SweepOnce(s))
+		require.Equal(t, 8, countChunks(t, e), "nothing goes before the grace")
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(s))
+		require.Equal(t, 4, countChunks(t, e), "the overwritten value's chunks went")
+		require.EqualValues(t, 1, sw.Gens)
+		ks, err := model.ReadKey(s, []byte("k"))
+		require.NoError(t, err)
+		got, err := ks.StringValue()
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(b, got))
+		// Deleted: its chunks go too.
+		_, err = model.DeleteKey(s, []byte("k"))
+		require.NoError(t, err)
+		require.NoError(t, sw.SweepOnce(s))
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(s))
+		require.Zero(t, countChunks(t, e))
+		// A reader that read the key item before the delete and comes back
+		// after the sweep is told so, not answered.
+		_, err = ks.StringValue()
+		require.ErrorIs(t, err, model.ErrBigValueGone)
+	})
+}
+
+// countChunks is how many big value chunks the store holds.
+func countChunks(t *testing.T, e *keysEnv) int {
+	t.Helper()
+	n := 0
+	s := e.scope("scan", 0)
+	err := model.ScanAll(s, e.store, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsChunks}}, func(dynastore.Item) error {
+		n++
+		return nil
+	})
+	require.NoError(t, err)
+	return n
+}
