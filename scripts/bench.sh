@@ -22,6 +22,14 @@
 #      AWS-faithful mode at 1, 16 and 64 clients (benchtool faithful):
 #      throughput, p50/p99, error replies by kind, units and dollars per
 #      command, and each family's invariant checked at the end.
+#   4d. One hot key (benchtool hotkey): every client on the same key, 1, 16,
+#      64 and 256 clients through one and three instances served in one
+#      process, on the embedded store limited per partition as DynamoDB is
+#      (1,000 write / 3,000 read units per second) and on its AWS-faithful
+#      mode, for INCR, GET, SET, LPUSH+RPOP, SADD, QUEUE.PUSH+POP+ACK and
+#      CL.THROTTLE: throughput, p50/p99, the store's requests and read and
+#      write units per command (and per message or element for the
+#      workloads of several commands), error replies.
 #   5. RSS of redamo (and redis-server) idle and with 1,000 idle connections.
 #   6. DynamoDB requests, read and write units per command and dollars per
 #      million operations at on-demand prices, beside the floor, from INFO
@@ -49,7 +57,14 @@
 #   REDAMO_BENCH_CONNS    idle connections for the RSS figure [1000]
 #   REDAMO_BENCH_CLI_N    redamo get calls per CLI figure [200]
 #   REDAMO_BENCH_FAITHFUL_D time per family and client count on the AWS-faithful store [5s]
-#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue faithful rss cli
+#   REDAMO_BENCH_HOT_D    measured time per hot-key cell (store, instances,
+#                         clients, workload) [2s]; each cell first runs
+#                         REDAMO_BENCH_HOT_WARMUP unmeasured [500ms], which
+#                         spends the burst its partition saved meanwhile
+#   REDAMO_BENCH_HOT_CLIENTS, REDAMO_BENCH_HOT_INSTANCES, REDAMO_BENCH_HOT_STORES,
+#   REDAMO_BENCH_HOT_WORKLOADS  the hot-key part's cells [1,16,64,256], [1,3],
+#                         [limited,faithful], [incr,get,set,lpush+rpop,sadd,queue,throttle]
+#   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue faithful hotkey rss cli
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,6 +81,12 @@ LARGE="${REDAMO_BENCH_LARGE:-100000}"
 DDB_LARGE="${REDAMO_BENCH_DDB_LARGE:-20000}"
 CLI_N="${REDAMO_BENCH_CLI_N:-200}"
 FAITHFUL_D="${REDAMO_BENCH_FAITHFUL_D:-5s}"
+HOT_D="${REDAMO_BENCH_HOT_D:-2s}"
+HOT_WARMUP="${REDAMO_BENCH_HOT_WARMUP:-500ms}"
+HOT_CLIENTS="${REDAMO_BENCH_HOT_CLIENTS:-1,16,64,256}"
+HOT_INSTANCES="${REDAMO_BENCH_HOT_INSTANCES:-1,3}"
+HOT_STORES="${REDAMO_BENCH_HOT_STORES:-limited,faithful}"
+HOT_WORKLOADS="${REDAMO_BENCH_HOT_WORKLOADS:-incr,get,set,lpush+rpop,sadd,queue,throttle}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 # shellcheck source=scripts/lib.sh
@@ -311,6 +332,13 @@ fi
 if ! skipped faithful; then
 	step "embedded store in its AWS-faithful mode, three in-process instances: per family and client count, throughput, p50/p99, error replies per 10,000, units and dollars per command, invariants"
 	"$work/benchtool" faithful --instances 3 --clients 1,16,64 --duration "$FAITHFUL_D"
+fi
+
+# ---- 4d. one hot key --------------------------------------------------------------------
+if ! skipped hotkey; then
+	step "one hot key: clients $HOT_CLIENTS through instances $HOT_INSTANCES (in-process), stores $HOT_STORES: throughput, p50/p99, requests and units per command"
+	"$work/benchtool" hotkey --stores "$HOT_STORES" --instances "$HOT_INSTANCES" --clients "$HOT_CLIENTS" \
+		--workloads "$HOT_WORKLOADS" --duration "$HOT_D" --warmup "$HOT_WARMUP"
 fi
 
 # ---- 5. memory --------------------------------------------------------------------------

@@ -11,6 +11,10 @@
 //	                   one embedded store in its AWS-faithful mode, at
 //	                   several client counts: throughput, latency, error
 //	                   replies, units and dollars per command, invariants
+//	benchtool hotkey   one key under 1 to 256 clients through one or three
+//	                   instances, on a store limited per partition as
+//	                   DynamoDB is and in the AWS-faithful mode: throughput,
+//	                   latency, requests and units per command
 //	benchtool cost     per command a redamo instance served: DynamoDB
 //	                   requests, read and write units and dollars per
 //	                   million calls, beside the floor
@@ -44,6 +48,8 @@ func main() {
 		err = runQueue(os.Args[2:])
 	case "faithful":
 		err = runFaithful(os.Args[2:])
+	case "hotkey":
+		err = runHotKey(os.Args[2:])
 	case "cost":
 		err = runCost(os.Args[2:])
 	case "pubsub":
@@ -62,6 +68,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|cost|pubsub|conns|port [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool compare|large|queue|faithful|hotkey|cost|pubsub|conns|port [flags] (-h for flags)")
 	os.Exit(2)
 }

@@ -1,0 +1,730 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/memory"
+	"github.com/redamo/redamo/internal/testserver"
+)
+
+// Hot keys: many clients on one key through several instances, the load
+// under which an instance coalesces the commands it holds for one key into
+// shared requests. Whatever an instance batches, every command must still
+// look as if it took effect alone at one instant between its call and its
+// reply (principle 2 of DESIGN.md): each INCR its own value, each pop its
+// own element, each SADD its own 1 or 0.
+
+// hotOp is one command on the hot key: cmd is its name in lower case
+// ("snap" reads the whole value: GET, LRANGE 0 -1 or SMEMBERS), arg an
+// element, a member or a value, n an amount.
+type hotOp struct {
+	cmd string
+	arg string
+	n   int64
+}
+
+// hotOut is a command's reply. unknown: an error reply whose command may
+// or may not have taken effect (its answer says nothing else).
+type hotOut struct {
+	unknown bool
+	null    bool
+	n       int64
+	s       string
+}
+
+// hotFamily is one data type's commands on the hot key: how a client
+// draws and sends them, and the sequential model they are checked
+// against. apply is the model: the state after op and the reply op must
+// get in state. States are comparable values.
+type hotFamily struct {
+	name  string
+	init  any
+	draw  func(rng *rand.Rand, client, seq int) hotOp
+	args  func(key string, op hotOp) []any
+	read  func(op hotOp, v any) (hotOut, error)
+	apply func(state any, op hotOp) (any, hotOut)
+	// stateOf is the state a snapshot's reply shows.
+	stateOf func(out hotOut) any
+}
+
+// model is f's porcupine model starting from init. A command whose
+// outcome is unknown leads to both states, with and without its effect.
+func (f hotFamily) model(init any) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{init} },
+		Step: func(state, input, output any) []any {
+			op, out := input.(hotOp), output.(hotOut)
+			next, want := f.apply(state, op)
+			switch {
+			case out.unknown:
+				return []any{state, next}
+			case out == want:
+				return []any{next}
+			}
+			return nil
+		},
+		Equal:             func(a, b any) bool { return a == b },
+		DescribeOperation: describeHotOp,
+		DescribeState:     func(s any) string { return fmt.Sprintf("%v", s) },
+	}
+	return nm.ToModel()
+}
+
+func describeHotOp(input, output any) string {
+	op, out := input.(hotOp), output.(hotOut)
+	s := op.cmd
+	if op.arg != "" {
+		s += " " + op.arg
+	}
+	if op.cmd == "incrby" || op.cmd == "decrby" || op.cmd == "set" && op.arg == "" {
+		s += " " + strconv.FormatInt(op.n, 10)
+	}
+	switch {
+	case out.unknown:
+		return s + " -> ?"
+	case out.null:
+		return s + " -> nil"
+	case out.s != "":
+		return s + " -> " + out.s
+	}
+	return s + " -> " + strconv.FormatInt(out.n, 10)
+}
+
+// counter is a key holding an integer: INCR, INCRBY, DECRBY, GET, and SET
+// of a number.
+type counter struct {
+	exists bool
+	n      int64
+}
+
+var counterFamily = hotFamily{
+	name: "counter",
+	init: counter{},
+	draw: func(rng *rand.Rand, _, _ int) hotOp {
+		switch r := rng.IntN(100); {
+		case r < 35:
+			return hotOp{cmd: "incr"}
+		case r < 50:
+			return hotOp{cmd: "incrby", n: 1 + rng.Int64N(5)}
+		case r < 60:
+			return hotOp{cmd: "decrby", n: 1 + rng.Int64N(5)}
+		case r < 95:
+			return hotOp{cmd: "get"}
+		default:
+			return hotOp{cmd: "set", n: rng.Int64N(1000000)}
+		}
+	},
+	args: func(key string, op hotOp) []any {
+		switch op.cmd {
+		case "incr", "get":
+			return []any{op.cmd, key}
+		case "snap":
+			return []any{"get", key}
+		}
+		return []any{op.cmd, key, op.n}
+	},
+	read: func(op hotOp, v any) (hotOut, error) {
+		switch op.cmd {
+		case "set":
+			return hotOut{}, nil
+		case "get", "snap":
+			if v == nil {
+				return hotOut{null: true}, nil
+			}
+			n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+			return hotOut{n: n}, err
+		}
+		n, ok := v.(int64)
+		if !ok {
+			return hotOut{}, fmt.Errorf("%s answered %v", op.cmd, v)
+		}
+		return hotOut{n: n}, nil
+	},
+	apply: func(state any, op hotOp) (any, hotOut) {
+		s := state.(counter)
+		switch op.cmd {
+		case "incr":
+			return counter{true, s.n + 1}, hotOut{n: s.n + 1}
+		case "incrby":
+			return counter{true, s.n + op.n}, hotOut{n: s.n + op.n}
+		case "decrby":
+			return counter{true, s.n - op.n}, hotOut{n: s.n - op.n}
+		case "set":
+			return counter{true, op.n}, hotOut{}
+		}
+		return s, hotOut{null: !s.exists, n: s.n}
+	},
+	stateOf: func(out hotOut) any { return counter{!out.null, out.n} },
+}
+
+// register is a key holding a string: SET and GET.
+type register struct {
+	exists bool
+	s      string
+}
+
+var registerFamily = hotFamily{
+	name: "register",
+	init: register{},
+	draw: func(rng *rand.Rand, client, seq int) hotOp {
+		if rng.IntN(100) < 40 {
+			return hotOp{cmd: "set", arg: fmt.Sprintf("c%d.%d", client, seq)}
+		}
+		return hotOp{cmd: "get"}
+	},
+	args: func(key string, op hotOp) []any {
+		if op.cmd == "set" {
+			return []any{"set", key, op.arg}
+		}
+		return []any{"get", key}
+	},
+	read: func(op hotOp, v any) (hotOut, error) {
+		switch {
+		case op.cmd == "set":
+			return hotOut{}, nil
+		case v == nil:
+			return hotOut{null: true}, nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return hotOut{}, fmt.Errorf("GET answered %v", v)
+		}
+		return hotOut{s: s}, nil
+	},
+	apply: func(state any, op hotOp) (any, hotOut) {
+		s := state.(register)
+		if op.cmd == "set" {
+			return register{true, op.arg}, hotOut{}
+		}
+		return s, hotOut{null: !s.exists, s: s.s}
+	},
+	stateOf: func(out hotOut) any { return register{!out.null, out.s} },
+}
+
+// listFamily is a list of unique elements (the state: its elements
+// joined by commas): LPUSH, RPUSH, LPOP, RPOP, LLEN.
+var listFamily = hotFamily{
+	name: "list",
+	init: "",
+	draw: func(rng *rand.Rand, client, seq int) hotOp {
+		e := fmt.Sprintf("c%d.%d", client, seq)
+		switch r := rng.IntN(100); {
+		case r < 25:
+			return hotOp{cmd: "lpush", arg: e}
+		case r < 50:
+			return hotOp{cmd: "rpush", arg: e}
+		case r < 70:
+			return hotOp{cmd: "lpop"}
+		case r < 90:
+			return hotOp{cmd: "rpop"}
+		default:
+			return hotOp{cmd: "llen"}
+		}
+	},
+	args: func(key string, op hotOp) []any {
+		switch op.cmd {
+		case "lpush", "rpush":
+			return []any{op.cmd, key, op.arg}
+		case "snap":
+			return []any{"lrange", key, 0, -1}
+		}
+		return []any{op.cmd, key}
+	},
+	read: func(op hotOp, v any) (hotOut, error) {
+		switch op.cmd {
+		case "lpop", "rpop":
+			if v == nil {
+				return hotOut{null: true}, nil
+			}
+			return hotOut{s: fmt.Sprint(v)}, nil
+		case "snap":
+			l, ok := v.([]any)
+			if !ok {
+				return hotOut{}, fmt.Errorf("LRANGE answered %v", v)
+			}
+			es := make([]string, len(l))
+			for i, e := range l {
+				es[i] = fmt.Sprint(e)
+			}
+			return hotOut{s: strings.Join(es, ",")}, nil
+		}
+		n, ok := v.(int64)
+		if !ok {
+			return hotOut{}, fmt.Errorf("%s answered %v", op.cmd, v)
+		}
+		return hotOut{n: n}, nil
+	},
+	apply: func(state any, op hotOp) (any, hotOut) {
+		var l []string
+		if s := state.(string); s != "" {
+			l = strings.Split(s, ",")
+		}
+		switch op.cmd {
+		case "lpush":
+			l = append([]string{op.arg}, l...)
+			return strings.Join(l, ","), hotOut{n: int64(len(l))}
+		case "rpush":
+			l = append(l, op.arg)
+			return strings.Join(l, ","), hotOut{n: int64(len(l))}
+		case "lpop", "rpop":
+			if len(l) == 0 {
+				return state, hotOut{null: true}
+			}
+			e := l[0]
+			if op.cmd == "lpop" {
+				l = l[1:]
+			} else {
+				e, l = l[len(l)-1], l[:len(l)-1]
+			}
+			return strings.Join(l, ","), hotOut{s: e}
+		case "llen":
+			return state, hotOut{n: int64(len(l))}
+		}
+		return state, hotOut{s: state.(string)}
+	},
+	stateOf: func(out hotOut) any { return out.s },
+}
+
+// hotMembers is the set family's members m0..m7: few, so that adds and
+// removals of one member meet; the state is a bit per member.
+const hotMembers = 8
+
+var setFamily = hotFamily{
+	name: "set",
+	init: uint8(0),
+	draw: func(rng *rand.Rand, _, _ int) hotOp {
+		m := "m" + strconv.Itoa(rng.IntN(hotMembers))
+		switch r := rng.IntN(100); {
+		case r < 35:
+			return hotOp{cmd: "sadd", arg: m}
+		case r < 60:
+			return hotOp{cmd: "srem", arg: m}
+		case r < 75:
+			return hotOp{cmd: "scard"}
+		default:
+			return hotOp{cmd: "sismember", arg: m}
+		}
+	},
+	args: func(key string, op hotOp) []any {
+		switch op.cmd {
+		case "scard":
+			return []any{op.cmd, key}
+		case "snap":
+			return []any{"smembers", key}
+		}
+		return []any{op.cmd, key, op.arg}
+	},
+	read: func(op hotOp, v any) (hotOut, error) {
+		if op.cmd == "snap" {
+			l, ok := v.([]any)
+			if !ok {
+				return hotOut{}, fmt.Errorf("SMEMBERS answered %v", v)
+			}
+			ms := make([]string, len(l))
+			for i, m := range l {
+				ms[i] = fmt.Sprint(m)
+			}
+			sort.Strings(ms)
+			return hotOut{s: strings.Join(ms, ",")}, nil
+		}
+		n, ok := v.(int64)
+		if !ok {
+			return hotOut{}, fmt.Errorf("%s answered %v", op.cmd, v)
+		}
+		return hotOut{n: n}, nil
+	},
+	apply: func(state any, op hotOp) (any, hotOut) {
+		s := state.(uint8)
+		var bit uint8
+		if op.arg != "" {
+			i, _ := strconv.Atoi(op.arg[1:])
+			bit = 1 << i
+		}
+		b2i := func(b bool) int64 {
+			if b {
+				return 1
+			}
+			return 0
+		}
+		switch op.cmd {
+		case "sadd":
+			return s | bit, hotOut{n: b2i(s&bit == 0)}
+		case "srem":
+			return s &^ bit, hotOut{n: b2i(s&bit != 0)}
+		case "sismember":
+			return s, hotOut{n: b2i(s&bit != 0)}
+		case "scard":
+			n := int64(0)
+			for i := range hotMembers {
+				n += int64(s >> i & 1)
+			}
+			return s, hotOut{n: n}
+		}
+		var ms []string
+		for i := range hotMembers {
+			if s>>i&1 == 1 {
+				ms = append(ms, "m"+strconv.Itoa(i))
+			}
+		}
+		return s, hotOut{s: strings.Join(ms, ",")}
+	},
+	stateOf: func(out hotOut) any {
+		var s uint8
+		if out.s != "" {
+			for _, m := range strings.Split(out.s, ",") {
+				i, _ := strconv.Atoi(m[1:])
+				s |= 1 << i
+			}
+		}
+		return s
+	},
+}
+
+var hotFamilies = []hotFamily{counterFamily, registerFamily, listFamily, setFamily}
+
+// Sizes of a hot-key history: clients per instance (enough that an
+// instance holds several commands for the key while a request is in
+// flight), rounds, and commands per client and round. A round ends when
+// every command of it has been answered, with a read of the whole value:
+// the history is checked round by round, each from the state the previous
+// round's read showed, so that each check is over a few hundred commands
+// and porcupine decides it at once.
+const (
+	hotInstances         = 3
+	hotClientsPerInst    = 8
+	hotRounds            = 8
+	hotOpsPerClientRound = 5
+)
+
+// hotSend sends op and reads its reply; gone is set when the command
+// surely did not take effect (TRYAGAIN: throttled or lost a race, nothing
+// written), and an error reply of any other kind is an unknown outcome.
+func hotSend(ctx context.Context, c *redis.Client, f hotFamily, key string, op hotOp) (out hotOut, gone bool, err error) {
+	v, err := c.Do(ctx, f.args(key, op)...).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		v, err = nil, nil
+	case err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"):
+		return hotOut{}, true, nil
+	case err != nil:
+		return hotOut{unknown: true}, false, nil
+	}
+	out, err = f.read(op, v)
+	return out, false, err
+}
+
+// TestHotKeyLinearizable: 24 clients, eight on each of three instances,
+// send a family's commands to one key; the history is checked with
+// porcupine against the family's sequential model. An error reply other
+// than TRYAGAIN may have taken effect or not (the model allows both, up to
+// the round's end); TRYAGAIN did not.
+func TestHotKeyLinearizable(t *testing.T) {
+	for _, b := range testserver.Instances(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			var cs []*redis.Client
+			for range hotInstances {
+				cs = append(cs, b.Start(t).Client(t, func(o *redis.Options) {
+					o.PoolSize, o.Protocol = hotClientsPerInst, 2
+				}))
+			}
+			for _, f := range hotFamilies {
+				t.Run(f.name, func(t *testing.T) { hotLinearizable(t, cs, f) })
+			}
+		})
+	}
+}
+
+func hotLinearizable(t *testing.T, cs []*redis.Client, f hotFamily) {
+	ctx := context.Background()
+	key := "hot:" + f.name
+	clients := len(cs) * hotClientsPerInst
+	start := time.Now()
+	now := func() int64 { return time.Since(start).Nanoseconds() }
+	state := f.init
+	ops, unknown := 0, 0
+	for round := range hotRounds {
+		var mu sync.Mutex
+		var history []porcupine.Operation
+		var fails firstErrors
+		var wg sync.WaitGroup
+		for w := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), uint64(round)))
+				c := cs[w%len(cs)]
+				for i := range hotOpsPerClientRound {
+					op := f.draw(rng, w, round*hotOpsPerClientRound+i)
+					call := now()
+					out, gone, err := hotSend(ctx, c, f, key, op)
+					ret := now()
+					if err != nil {
+						fails.add("client %d: %s: %v", w, op.cmd, err)
+						return
+					}
+					if gone {
+						continue
+					}
+					mu.Lock()
+					history = append(history, porcupine.Operation{ClientId: w, Input: op, Call: call, Output: out, Return: ret})
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		fails.require(t)
+		// A command whose outcome is unknown may take effect until the
+		// round ends: every reply is in, nothing else is in flight.
+		end := now()
+		for i := range history {
+			if history[i].Output.(hotOut).unknown {
+				history[i].Return = end
+				unknown++
+			}
+		}
+		snap := hotOp{cmd: "snap"}
+		var out hotOut
+		var call, ret int64
+		for try := 0; ; try++ {
+			// Reads are throttled too on a hot partition: TRYAGAIN is
+			// tried again.
+			call = now()
+			o, gone, err := hotSend(ctx, cs[round%len(cs)], f, key, snap)
+			ret = now()
+			require.NoError(t, err)
+			if !gone && !o.unknown {
+				out = o
+				break
+			}
+			require.Less(t, try, 100, "round %d: the whole value could not be read", round)
+			time.Sleep(10 * time.Millisecond)
+		}
+		history = append(history, porcupine.Operation{ClientId: clients, Input: snap, Call: call, Output: out, Return: ret})
+		ops += len(history)
+		checkHot(t, f, state, history, round)
+		state = f.stateOf(out)
+	}
+	t.Logf("%s: %d commands in %d rounds, %d of unknown outcome: linearizable", f.name, ops, hotRounds, unknown)
+}
+
+// hotCheckTimeout bounds one round's check. A round is small enough that
+// porcupine decides it far sooner; running out of time (Unknown) is no
+// verdict on the history, so the round is checked again with far more
+// time, and only a round still undecided then fails, as one the test
+// cannot judge.
+const hotCheckTimeout = 30 * time.Second
+
+// checkHot checks one round's history from state, and on a violation logs
+// the commands in call order and keeps a visualization.
+func checkHot(t *testing.T, f hotFamily, state any, history []porcupine.Operation, round int) {
+	t.Helper()
+	m := f.model(state)
+	res, info := porcupine.CheckOperationsVerbose(m, history, hotCheckTimeout)
+	if res == porcupine.Unknown {
+		t.Logf("round %d: undecided after %s; checking again with ten times as long", round, hotCheckTimeout)
+		res, info = porcupine.CheckOperationsVerbose(m, history, 10*hotCheckTimeout)
+	}
+	if res == porcupine.Ok {
+		return
+	}
+	if f, err := os.CreateTemp("", "redamo-hotkey-linearizability-*.html"); err == nil {
+		_ = f.Close()
+		if err := porcupine.VisualizePath(m, info, f.Name()); err == nil {
+			t.Logf("visualization: %s", f.Name())
+		}
+	}
+	sorted := slices.Clone(history)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	var b strings.Builder
+	for _, op := range sorted {
+		fmt.Fprintf(&b, "  [%9.3f ms .. %9.3f ms] client %2d: %s\n", float64(op.Call)/1e6, float64(op.Return)/1e6,
+			op.ClientId, describeHotOp(op.Input, op.Output))
+	}
+	t.Logf("round %d from state %v:\n%s", round, state, b.String())
+	require.Equal(t, porcupine.Ok, res, "%s, round %d: %d commands on one key are not linearizable", f.name, round, len(history))
+}
+
+// The models must reject what a coalescing instance could get wrong, or
+// the check above proves nothing: two increments answered with the same
+// value, a read that missed a write answered before it was sent, one
+// element popped twice, a member added twice, a lost push. And they must
+// accept what concurrency allows: concurrent increments answered in
+// either order, a command of unknown outcome counted or not. This needs
+// no store.
+func TestHotKeyModelsRejectAnomalies(t *testing.T) {
+	type call struct {
+		call, ret int64
+		op        hotOp
+		out       hotOut
+	}
+	for _, tc := range []struct {
+		name string
+		f    hotFamily
+		h    []call
+		ok   bool
+	}{
+		{"concurrent INCRs in either order", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{n: 2}}, {1, 11, hotOp{cmd: "incr"}, hotOut{n: 1}}}, true},
+		{"two INCRs answered alike", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{n: 1}}, {1, 11, hotOp{cmd: "incr"}, hotOut{n: 1}}}, false},
+		{"INCRBY's own sum", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incrby", n: 3}, hotOut{n: 3}}, {1, 11, hotOp{cmd: "decrby", n: 1}, hotOut{n: 2}},
+			{12, 13, hotOp{cmd: "get"}, hotOut{n: 2}}}, true},
+		{"a GET that missed an answered INCR", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{n: 1}}, {11, 12, hotOp{cmd: "get"}, hotOut{null: true}}}, false},
+		{"an unknown INCR counted", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{unknown: true}}, {11, 12, hotOp{cmd: "incr"}, hotOut{n: 2}}}, true},
+		{"an unknown INCR not counted", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{unknown: true}}, {11, 12, hotOp{cmd: "incr"}, hotOut{n: 1}}}, true},
+		{"an unknown INCR counted twice", counterFamily, []call{
+			{0, 10, hotOp{cmd: "incr"}, hotOut{unknown: true}}, {11, 12, hotOp{cmd: "incr"}, hotOut{n: 3}}}, false},
+		{"SET then INCR", counterFamily, []call{
+			{0, 1, hotOp{cmd: "set", n: 40}, hotOut{}}, {2, 3, hotOp{cmd: "incr"}, hotOut{n: 41}}}, true},
+		{"a GET of an overwritten value", registerFamily, []call{
+			{0, 1, hotOp{cmd: "set", arg: "a"}, hotOut{}}, {2, 3, hotOp{cmd: "set", arg: "b"}, hotOut{}},
+			{4, 5, hotOp{cmd: "get"}, hotOut{s: "a"}}}, false},
+		{"concurrent SETs, the last one read", registerFamily, []call{
+			{0, 5, hotOp{cmd: "set", arg: "a"}, hotOut{}}, {1, 6, hotOp{cmd: "set", arg: "b"}, hotOut{}},
+			{7, 8, hotOp{cmd: "get"}, hotOut{s: "a"}}}, true},
+		{"one element popped twice", listFamily, []call{
+			{0, 1, hotOp{cmd: "rpush", arg: "x"}, hotOut{n: 1}}, {2, 5, hotOp{cmd: "lpop"}, hotOut{s: "x"}},
+			{3, 6, hotOp{cmd: "rpop"}, hotOut{s: "x"}}}, false},
+		{"concurrent pushes, lengths in either order", listFamily, []call{
+			{0, 5, hotOp{cmd: "lpush", arg: "a"}, hotOut{n: 2}}, {1, 6, hotOp{cmd: "rpush", arg: "b"}, hotOut{n: 1}},
+			{7, 8, hotOp{cmd: "snap"}, hotOut{s: "a,b"}}}, true},
+		{"a lost push", listFamily, []call{
+			{0, 5, hotOp{cmd: "lpush", arg: "a"}, hotOut{n: 1}}, {1, 6, hotOp{cmd: "lpush", arg: "b"}, hotOut{n: 2}},
+			{7, 8, hotOp{cmd: "llen"}, hotOut{n: 1}}}, false},
+		{"a member added twice", setFamily, []call{
+			{0, 5, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}, {1, 6, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}}, false},
+		{"a member added, removed, counted", setFamily, []call{
+			{0, 5, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}, {1, 6, hotOp{cmd: "srem", arg: "m1"}, hotOut{n: 0}},
+			{7, 8, hotOp{cmd: "scard"}, hotOut{n: 1}}, {9, 10, hotOp{cmd: "snap"}, hotOut{s: "m1"}}}, true},
+	} {
+		h := make([]porcupine.Operation, len(tc.h))
+		for i, c := range tc.h {
+			h[i] = porcupine.Operation{ClientId: i, Input: c.op, Call: c.call, Output: c.out, Return: c.ret}
+		}
+		require.Equal(t, tc.ok, porcupine.CheckOperations(tc.f.model(tc.f.init), h), tc.name)
+	}
+}
+
+// forHotBackends runs f as forBackends does, and first on the plain
+// embedded store shared by in-process instances.
+func forHotBackends(t *testing.T, f func(t *testing.T, b backend)) {
+	t.Run("memory", func(t *testing.T) {
+		stats := dynastore.NewStats()
+		store := memory.New(memory.Options{Observer: stats})
+		b := backend{name: "memory", faulty: func() {}, calm: func() {}}
+		b.node = func(t *testing.T) node { return &inproc{t: t, store: store, stats: stats} }
+		f(t, b)
+	})
+	forBackends(t, f)
+}
+
+// TestHotKeyKillCounter kills the three instances of a hot counter one
+// after the other at random moments while eight clients on each send
+// INCRBY to it, then restarts one: the counter holds every acknowledged
+// increment and at most the unknown-outcome ones besides, and no two
+// acknowledged increments were answered with the same value.
+func TestHotKeyKillCounter(t *testing.T) {
+	forHotBackends(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		nodes := make([]node, hotInstances)
+		for i := range nodes {
+			nodes[i] = b.node(t)
+		}
+		rng := rand.New(rand.NewPCG(31, 7))
+		var acked, unknown int64
+		replies := map[int64]bool{}
+		b.faulty()
+		for round := range 6 {
+			var mu sync.Mutex
+			var killed [hotInstances]atomic.Bool
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			cs := make([]*redis.Client, len(nodes))
+			for i, n := range nodes {
+				cs[i] = n.start()
+			}
+			for w := range hotInstances * hotClientsPerInst {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+					inst := w % hotInstances
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						by := 1 + r.Int64N(9)
+						v, err := cs[inst].IncrBy(ctx, "hot:counter", by).Result()
+						mu.Lock()
+						if err == nil {
+							acked += by
+							if replies[v] {
+								t.Errorf("round %d: two acknowledged increments answered %d", round, v)
+							}
+							replies[v] = true
+						} else {
+							unknown += by
+						}
+						mu.Unlock()
+						// Once its instance is dead, a client's commands
+						// all fail: it stops at the first.
+						if err != nil && killed[inst].Load() {
+							return
+						}
+					}
+				}()
+			}
+			for _, i := range rng.Perm(len(nodes)) {
+				time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+				killed[i].Store(true)
+				nodes[i].kill()
+			}
+			close(stop)
+			wg.Wait()
+			for _, c := range cs {
+				_ = c.Close()
+			}
+
+			b.calm()
+			c := nodes[round%len(nodes)].start()
+			got, err := c.Get(ctx, "hot:counter").Int64()
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, got, acked, "round %d: an acknowledged increment was lost", round)
+			require.LessOrEqual(t, got, acked+unknown, "round %d: more was added than was sent", round)
+			var highest int64
+			for v := range replies {
+				highest = max(highest, v)
+			}
+			require.LessOrEqual(t, highest, got, "round %d: an increment was answered with more than the counter holds", round)
+			_ = c.Close()
+			nodes[round%len(nodes)].kill()
+			b.faulty()
+			t.Logf("round %d: counter %d, acknowledged %d, unknown outcome %d", round, got, acked, unknown)
+		}
+		b.calm()
+		require.Positive(t, acked, "no increment was ever acknowledged: the workload did not run")
+	})
+}
