@@ -120,6 +120,9 @@ func (c *Coalescer[Op, Res]) DoAlone(s Scope, key string, op Op, alone func(Op) 
 	i := len(b.ops)
 	b.ops = append(b.ops, op)
 	l.mu.Unlock()
+	waiting := &s.Process().coalesced.waiting
+	waiting.Add(1)
+	defer waiting.Add(-1)
 	if i == 0 {
 		// The batch's first member sends its request; it waits for its
 		// turn however long that takes, as it would wait for its own
@@ -164,8 +167,9 @@ func (c *Coalescer[Op, Res]) next(l *lane[Op, Res]) {
 }
 
 // coalesceCounts count a process's batches of more than one command and
-// the commands they held.
-type coalesceCounts struct{ batches, commands atomic.Int64 }
+// the commands they held, and the commands waiting behind a request in
+// flight now.
+type coalesceCounts struct{ batches, commands, waiting atomic.Int64 }
 
 func (c *coalesceCounts) note(members int) {
 	c.batches.Add(1)
@@ -177,6 +181,10 @@ func (c *coalesceCounts) note(members int) {
 func (p *Process) Coalesced() (batches, commands int64) {
 	return p.coalesced.batches.Load(), p.coalesced.commands.Load()
 }
+
+// CoalesceWaiting is how many commands wait behind a request of their
+// key in flight now (INFO).
+func (p *Process) CoalesceWaiting() int64 { return p.coalesced.waiting.Load() }
 
 // waitingOps is how many operations wait behind key's request in flight
 // (tests).
