@@ -277,6 +277,13 @@ func infoRedamo(c *Ctx, b *strings.Builder) error {
 	available, refusals := model.RetryQuota()
 	infoField(b, "retry_quota_available", available)
 	infoField(b, "retry_quota_refusals", refusals)
+	// Commands on hot keys that shared a request (model.Coalescer): the
+	// batches of more than one, the commands they answered, and those
+	// waiting for their batch's turn now.
+	batches, coalesced := c.Process().Coalesced()
+	infoField(b, "coalesced_batches", batches)
+	infoField(b, "coalesced_commands", coalesced)
+	infoField(b, "coalesce_waiting", c.Process().CoalesceWaiting())
 	if c.Srv.Stats == nil {
 		return nil
 	}

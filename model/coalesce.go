@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,19 +29,33 @@ import (
 
 // Coalescer batches operations of one kind per key. Op is what one command
 // asks, Res what it is answered. The zero value is ready to use.
+//
+// Its keys' lanes live in a fixed table of stripes, a key's lane in the
+// stripe its hash picks, so that the lone command (the usual case) takes a
+// lock and allocates nothing: no map entry is made and dropped per
+// command. While a stripe's request is in flight for one key, a command
+// on another key that hashes to the same stripe runs on its own, as it
+// would without coalescing.
 type Coalescer[Op, Res any] struct {
-	mu    sync.Mutex
-	lanes map[string]*lane[Op, Res]
+	once    sync.Once
+	seed    maphash.Seed
+	stripes *[coalesceStripes]lane[Op, Res]
 	// Max caps a batch's members (0: no cap), for requests with a limit
 	// such as a transaction's 100 actions; a full batch is followed by
 	// another.
 	Max int
 }
 
-// lane is one key's state: whether a request is in flight, and the
-// batches waiting for their turn, oldest first.
+// coalesceStripes is the number of lanes of a Coalescer: keys hot at the
+// same time rarely share one.
+const coalesceStripes = 1024
+
+// lane is one stripe's state: the key whose request is in flight, if any,
+// and the batches of that key waiting for their turn, oldest first.
 type lane[Op, Res any] struct {
+	mu      sync.Mutex
 	busy    bool
+	key     []byte // while busy
 	waiting []*batch[Op, Res]
 }
 
@@ -68,21 +83,32 @@ type Run[Op, Res any] func(ops []Op) ([]Res, []error)
 // is decided by a request that may already be on its way, and it is
 // bounded as every request is.
 func (c *Coalescer[Op, Res]) Do(s Scope, key string, op Op, run Run[Op, Res]) (Res, error) {
-	c.mu.Lock()
-	if c.lanes == nil {
-		c.lanes = map[string]*lane[Op, Res]{}
+	return c.DoAlone(s, key, op, nil, run)
+}
+
+// DoAlone is Do with alone, which answers an op that has no one to share
+// its request with (run of a batch of one, when nil): it spares the lone
+// command, the usual one, the slices of a batch.
+func (c *Coalescer[Op, Res]) DoAlone(s Scope, key string, op Op, alone func(Op) (Res, error), run Run[Op, Res]) (Res, error) {
+	if alone == nil {
+		alone = func(op Op) (Res, error) {
+			res, errs := run([]Op{op})
+			return res[0], errs[0]
+		}
 	}
-	l := c.lanes[key]
-	if l == nil {
-		l = &lane[Op, Res]{}
-		c.lanes[key] = l
-	}
+	l := c.lane(key)
+	l.mu.Lock()
 	if !l.busy {
 		l.busy = true
-		c.mu.Unlock()
-		res, errs := run([]Op{op})
-		c.next(key, l)
-		return res[0], errs[0]
+		l.key = append(l.key[:0], key...)
+		l.mu.Unlock()
+		res, err := alone(op)
+		c.next(l)
+		return res, err
+	}
+	if string(l.key) != key {
+		l.mu.Unlock()
+		return alone(op)
 	}
 	var b *batch[Op, Res]
 	if n := len(l.waiting); n > 0 && (c.Max == 0 || len(l.waiting[n-1].ops) < c.Max) {
@@ -93,31 +119,45 @@ func (c *Coalescer[Op, Res]) Do(s Scope, key string, op Op, run Run[Op, Res]) (R
 	}
 	i := len(b.ops)
 	b.ops = append(b.ops, op)
-	c.mu.Unlock()
+	l.mu.Unlock()
+	waiting := &s.Process().coalesced.waiting
+	waiting.Add(1)
+	defer waiting.Add(-1)
 	if i == 0 {
 		// The batch's first member sends its request; it waits for its
 		// turn however long that takes, as it would wait for its own
 		// request without coalescing.
 		<-b.turn
-		b.res, b.errs = run(b.ops)
-		if len(b.ops) > 1 {
+		if len(b.ops) == 1 {
+			b.res, b.errs = make([]Res, 1), make([]error, 1)
+			b.res[0], b.errs[0] = alone(b.ops[0])
+		} else {
+			b.res, b.errs = run(b.ops)
 			s.Process().coalesced.note(len(b.ops))
 		}
 		close(b.done)
-		c.next(key, l)
+		c.next(l)
 		return b.res[0], b.errs[0]
 	}
 	<-b.done
 	return b.res[i], b.errs[i]
 }
 
-// next hands key's lane to its oldest waiting batch, or frees it.
-func (c *Coalescer[Op, Res]) next(key string, l *lane[Op, Res]) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// lane is key's stripe.
+func (c *Coalescer[Op, Res]) lane(key string) *lane[Op, Res] {
+	c.once.Do(func() {
+		c.seed = maphash.MakeSeed()
+		c.stripes = new([coalesceStripes]lane[Op, Res])
+	})
+	return &c.stripes[maphash.String(c.seed, key)%coalesceStripes]
+}
+
+// next hands l to its oldest waiting batch, or frees it.
+func (c *Coalescer[Op, Res]) next(l *lane[Op, Res]) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.waiting) == 0 {
 		l.busy = false
-		delete(c.lanes, key)
 		return
 	}
 	b := l.waiting[0]
@@ -127,8 +167,9 @@ func (c *Coalescer[Op, Res]) next(key string, l *lane[Op, Res]) {
 }
 
 // coalesceCounts count a process's batches of more than one command and
-// the commands they held.
-type coalesceCounts struct{ batches, commands atomic.Int64 }
+// the commands they held, and the commands waiting behind a request in
+// flight now.
+type coalesceCounts struct{ batches, commands, waiting atomic.Int64 }
 
 func (c *coalesceCounts) note(members int) {
 	c.batches.Add(1)
@@ -141,18 +182,40 @@ func (p *Process) Coalesced() (batches, commands int64) {
 	return p.coalesced.batches.Load(), p.coalesced.commands.Load()
 }
 
+// CoalesceWaiting is how many commands wait behind a request of their
+// key in flight now (INFO).
+func (p *Process) CoalesceWaiting() int64 { return p.coalesced.waiting.Load() }
+
 // waitingOps is how many operations wait behind key's request in flight
 // (tests).
 func (c *Coalescer[Op, Res]) waitingOps(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	l := c.lane(key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n := 0
-	if l := c.lanes[key]; l != nil {
+	if l.busy && string(l.key) == key {
 		for _, b := range l.waiting {
 			n += len(b.ops)
 		}
 	}
 	return n
+}
+
+// idle reports whether no request of c is in flight (tests).
+func (c *Coalescer[Op, Res]) idle() bool {
+	if c.stripes == nil {
+		return true
+	}
+	for i := range c.stripes {
+		l := &c.stripes[i]
+		l.mu.Lock()
+		busy := l.busy || len(l.waiting) > 0
+		l.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return true
 }
 
 // Detached is s for a request that answers several commands: the command

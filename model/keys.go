@@ -27,6 +27,7 @@ import (
 // item's values until the next.
 type Scratch struct {
 	pk       []byte
+	hot      []byte // hotKey's
 	incr     incrActs
 	returned dynastore.Item
 }
@@ -58,11 +59,20 @@ func scratchItemKey(s Scope, key []byte) dynastore.Key {
 
 // ReadKey reads one key item (one GetItem). A key too long to exist reads
 // as absent.
+// Concurrent reads of one key share requests (hotStrings.read).
 func ReadKey(s Scope, key []byte) (KeyState, error) {
 	if !KeyFits(key) {
 		return KeyState{}, nil
 	}
-	it, err := s.Data().Get(s, scratchItemKey(s, key))
+	var it dynastore.Item
+	var err error
+	if Coalescable(s) {
+		it, err = s.Process().hotStrings.read.DoAlone(s, hotKey(s, key), memberOf(s), readAlone(key), func(ops []member) ([]dynastore.Item, []error) {
+			return readBatch(key, ops)
+		})
+	} else {
+		it, err = s.Data().Get(s, scratchItemKey(s, key))
+	}
 	if err != nil {
 		return KeyState{}, err
 	}

@@ -62,6 +62,7 @@ type SetResult struct {
 }
 
 // SetString is SET: one PutItem, or one UpdateItem with KeepTTL.
+// Concurrent blind SETs of one key share their write (setBatch).
 func SetString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 	if !KeyFits(key) {
 		return SetResult{}, ErrKeyTooLong
@@ -69,6 +70,18 @@ func SetString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 	if isBig(key, int64(len(val))) {
 		return setBig(s, key, val, o)
 	}
+	if blindSet(o, val) && Coalescable(s) {
+		_, err := s.Process().hotStrings.set.DoAlone(s, hotKey(s, key), setOp{memberOf(s), val, o.ExpireAt}, func(op setOp) (struct{}, error) {
+			_, err := setString(op.s, key, op.val, o)
+			return struct{}{}, err
+		}, func(ops []setOp) ([]struct{}, []error) { return setBatch(key, ops) })
+		return SetResult{Written: err == nil}, err
+	}
+	return setString(s, key, val, o)
+}
+
+// setString is SetString on its own.
+func setString(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 	if o.KeepTTL {
 		return setKeepTTL(s, key, val, o)
 	}
@@ -504,11 +517,22 @@ func EditString(s Scope, key []byte, origin StrOrigin, edit func(old []byte, liv
 // guarded so that it only applies to a missing key or a live integer
 // string that cannot overflow. Anything else (an expired key, a value
 // stored as text, a wrong type, an overflow) is decided from the item the
-// failed update returns.
+// failed update returns. Concurrent INCRBYs of one key share their update
+// (incrBatch).
 func IncrBy(s Scope, key []byte, d int64) (int64, error) {
 	if !KeyFits(key) {
 		return 0, ErrKeyTooLong
 	}
+	if !Coalescable(s) {
+		return incrBy(s, key, d)
+	}
+	return s.Process().hotStrings.incr.DoAlone(s, hotKey(s, key), incrOp{memberOf(s), d}, func(op incrOp) (int64, error) {
+		return incrBy(op.s, key, op.d)
+	}, func(ops []incrOp) ([]int64, []error) { return incrBatch(key, ops) })
+}
+
+// incrBy is IncrBy on its own.
+func incrBy(s Scope, key []byte, d int64) (int64, error) {
 	now := s.NowMS()
 	// The update's actions in reused memory, as its key (see Scratch).
 	sc := scratchOf(s)
