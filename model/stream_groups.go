@@ -288,30 +288,51 @@ func (g *streamGroup) pendingOf(name string) int64 {
 // ---- entries-read and lag (streamEstimateDistanceFromFirstEverEntry) ---------------------------
 
 // streamEdges are a stream's first and last entry ids as an operation
-// needs them, read once.
+// needs them, each read once, and only when needed (a large stream's
+// costs a query).
 type streamEdges struct {
-	cl          *Collection
-	st          *streamState
-	read        bool
-	first, last StreamID // zero when empty
-	err         error
+	cl                  *Collection
+	st                  *streamState
+	firstRead, lastRead bool
+	first, last         StreamID // zero when empty
 }
 
-func (e *streamEdges) get() (first, last StreamID, err error) {
-	if !e.read {
-		e.read = true
-		f, l, err := firstLast(e.cl, e.st)
+// edge reads the first (or last) entry's id.
+func (e *streamEdges) edge(rev bool) (StreamID, error) {
+	var id StreamID
+	err := e.st.rangeRead(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamEntry) bool {
+		id = x.ID
+		return false
+	})
+	return id, err
+}
+
+func (e *streamEdges) getFirst() (StreamID, error) {
+	if !e.firstRead {
+		id, err := e.edge(false)
 		if err != nil {
-			e.err = err
+			return id, err
 		}
-		if f != nil {
-			e.first = f.ID
-		}
-		if l != nil {
-			e.last = l.ID
-		}
+		e.first, e.firstRead = id, true
 	}
-	return e.first, e.last, e.err
+	return e.first, nil
+}
+
+func (e *streamEdges) getLast() (StreamID, error) {
+	if !e.lastRead {
+		id, err := e.edge(true)
+		if err != nil {
+			return id, err
+		}
+		e.last, e.lastRead = id, true
+	}
+	return e.last, nil
+}
+
+// needsFirst reports whether hasTombstones or estimate may need the first
+// id.
+func (st *streamState) needsFirst() bool {
+	return st.length() > 0 && st.added != 0
 }
 
 // hasTombstones is streamRangeHasTombstones from start to the end.
@@ -570,7 +591,7 @@ func XSetID(c Scope, key []byte, id StreamID, entriesAdded int64, maxDel StreamI
 			return false, ErrNoSuchKey
 		}
 		if length := st.length(); length > 0 {
-			_, last, err := (&streamEdges{cl: cl, st: st}).get()
+			last, err := (&streamEdges{cl: cl, st: st}).getLast()
 			if err != nil {
 				return false, err
 			}
@@ -740,9 +761,17 @@ func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XRead
 				if created {
 					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
 				}
-				first, _, err := edges.get()
-				if err != nil {
-					return err
+				if len(es) > 0 && (g.last == (StreamID{}) || from.Cmp(st.floor) <= 0) {
+					// Nothing below from: the first entry served is the
+					// stream's first.
+					edges.first, edges.firstRead = es[0].ID, true
+				}
+				var first StreamID
+				if st.needsFirst() && !(g.entriesRead != InvalidEntriesRead && st.maxDel == (StreamID{})) {
+					var err error
+					if first, err = edges.getFirst(); err != nil {
+						return err
+					}
 				}
 				for _, e := range es {
 					st.deliver(first, g, e.ID)
@@ -1185,9 +1214,12 @@ func groupInfo(edges *streamEdges, g *streamGroup, full int64) (XGroupInfo, erro
 		Name: g.name, Consumers: int64(len(g.consumers)), Pending: int64(len(g.pel)),
 		LastDeliveredID: g.last, EntriesRead: g.entriesRead,
 	}
-	first, _, err := edges.get()
-	if err != nil {
-		return gi, err
+	var first StreamID
+	if st.needsFirst() {
+		var err error
+		if first, err = edges.getFirst(); err != nil {
+			return gi, err
+		}
 	}
 	gi.Lag, gi.LagKnown = st.lag(first, g)
 	if full < 0 {
@@ -1265,7 +1297,7 @@ func XInfoFull(c Scope, key []byte, count int64) (*StreamFullInfo, error) {
 		if err != nil {
 			return err
 		}
-		edges := &streamEdges{cl: cl, st: st, read: true, first: base.FirstID}
+		edges := &streamEdges{cl: cl, st: st, firstRead: true, first: base.FirstID}
 		for _, g := range st.groups {
 			gi, err := groupInfo(edges, g, count)
 			if err != nil {
