@@ -214,3 +214,22 @@ return {#r[1][2], n, p[1], p[2]}`
 
 // idleRE finds the idle time in a rendered XPENDING entry.
 var idleRE = regexp.MustCompile(` \d+ `)
+
+// TestStreamGroupsBounded: the groups of a stream are bounded by its key
+// item; a command that would grow them past the bound fails with an error
+// saying so and changes nothing.
+func TestStreamGroupsBounded(t *testing.T) {
+	listBackends(t, func(t *testing.T, _ testserver.Backend, _ *testserver.Server, c *redis.Client) {
+		ctx := context.Background()
+		require.NoError(t, c.XGroupCreateMkStream(ctx, "s", "g", "0").Err())
+		name := func(i int) string { return fmt.Sprintf("%d%0100000d", i, 0) }
+		for i := 0; i < 3; i++ {
+			require.Equal(t, "1", ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(i)))
+		}
+		require.Equal(t, "ERR: ERR the consumer groups of this stream outgrow what redamo keeps with a key (acknowledge or claim pending entries, or delete consumers)",
+			ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(3)))
+		require.Equal(t, "3", ldo(ctx, c, "xinfo", "groups", "s")[len("[map[consumers:"):][:1])
+		require.Equal(t, "0", ldo(ctx, c, "xgroup", "delconsumer", "s", "g", name(0)))
+		require.Equal(t, "1", ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(3)))
+	})
+}

@@ -1112,21 +1112,26 @@ func XAutoClaim(c Scope, key, group, consumer []byte, minIdle int64, start Strea
 		now := c.NowMS()
 		attempts := count * 10
 		i, _ := g.pelAt(start)
-		// The entries it may visit, read at once; rest is the pending list
-		// from start as it was, for the cursor.
+		// rest is the pending list from start as it was, for the cursor.
+		// The entries of those it visits are read a batch at a time.
 		rest := append([]*streamNACK(nil), g.pel[i:]...)
 		window := rest[:min(int64(len(rest)), attempts)]
-		ids := make([]StreamID, len(window))
-		for j, n := range window {
-			ids[j] = n.id
-		}
-		es, err := st.entriesOf(cl, ids)
-		if err != nil {
-			return false, err
-		}
+		var es []StreamEntry
 		var cs *streamConsumer
 		k := 0
 		for ; attempts > 0 && count > 0 && k < len(window); k++ {
+			if k == len(es) {
+				batch := window[k:min(len(window), k+dynastore.MaxBatchGet)]
+				ids := make([]StreamID, len(batch))
+				for j, n := range batch {
+					ids[j] = n.id
+				}
+				more, err := st.entriesOf(cl, ids)
+				if err != nil {
+					return false, err
+				}
+				es = append(es, more...)
+			}
 			attempts--
 			n := window[k]
 			if es[k].Gone {
