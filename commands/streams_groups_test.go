@@ -233,3 +233,27 @@ func TestStreamGroupsBounded(t *testing.T) {
 		require.Equal(t, "1", ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(3)))
 	})
 }
+
+// TestStreamGroupStaleCache: an instance whose item cache holds a stream
+// from before another instance created a group decides a reply without a
+// write (NOGROUP here) on the stored item, not on its copy.
+func TestStreamGroupStaleCache(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			c1, c2 := b.Start(t).Client(t), b.Start(t).Client(t)
+			for _, cmd := range [][]any{
+				{"xreadgroup", "group", "g", "c", "streams", "s", ">"},
+				{"xpending", "s", "g"},
+				{"xclaim", "s", "g", "c", 0, "1-0"},
+				{"xautoclaim", "s", "g", "c", 0, "0"},
+				{"xgroup", "createconsumer", "s", "g", "c"},
+			} {
+				require.NoError(t, c1.Del(ctx, "s").Err())
+				require.NoError(t, c1.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "1-0", Values: []any{"a", "b"}}).Err()) // c1's cache holds s
+				require.NoError(t, c2.XGroupCreate(ctx, "s", "g", "0").Err())
+				require.NotContains(t, ldo(ctx, c1, cmd...), "NOGROUP", "%v", cmd)
+			}
+		})
+	}
+}

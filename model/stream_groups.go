@@ -639,178 +639,195 @@ type XReadGroupState struct {
 func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XReadResult, error) {
 	var out []XReadResult
 	err := RetryConflicts(c, func(try int) error {
-		out, s.CreatedConsumerAt, s.FailedKey = nil, nil, nil
-		var cls []*Collection
-		var sts []*streamState
 		fromCache := false
-		if len(s.Keys) == 1 {
-			cl, st, cached, err := openStream(c, s.Keys[0], try, true)
-			if err != nil {
-				if errors.Is(err, ErrWrongType) && blocked {
-					return nil // as Redis, a blocked client ignores it
-				}
-				return err
-			}
-			cls, sts, fromCache = []*Collection{cl}, []*streamState{st}, cached
-		} else {
-			var err error
-			if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
-				return err
-			}
-			sts = make([]*streamState, len(cls))
-			for i, cl := range cls {
-				if cl.WrongType {
-					continue
-				}
-				if sts[i], err = streamStateOf(cl); err != nil {
-					return err
-				}
-			}
+		err := xreadGroupAttempt(c, s, count, blocked, try, &out, &fromCache)
+		if err != nil && fromCache {
+			// An outcome without a write must not rest on the cache.
+			return ErrConflict
 		}
-		groups := make([]*streamGroup, len(cls))
-		for i, cl := range cls {
-			if sts[i] == nil {
-				if blocked {
-					continue
-				}
-				return ErrWrongType
-			}
-			if !cl.Exists() {
-				if blocked {
-					return ErrGroupKeyGone
-				}
-				s.FailedKey = s.Keys[i]
-				return ErrNoGroup
-			}
-			if err := sts[i].loadGroups(); err != nil {
-				return err
-			}
-			if groups[i] = sts[i].group(s.Group); groups[i] == nil {
-				if blocked {
-					return ErrGroupGone
-				}
-				s.FailedKey = s.Keys[i]
-				return ErrNoGroup
-			}
-			if blocked || s.history != nil {
-				continue
-			}
-			switch id := s.IDs[i]; {
-			case bytes.Equal(id, []byte("$")):
-				return ErrGroupDollarID
-			case bytes.Equal(id, []byte(">")):
-			default:
-				if _, _, ok := ParseStreamID(id, 0, true, false); !ok {
-					return ErrStreamBadID
-				}
-			}
-		}
-		if s.history == nil {
-			s.history, s.from = make([]bool, len(cls)), make([]StreamID, len(cls))
-			for i, id := range s.IDs {
-				if !bytes.Equal(id, []byte(">")) {
-					gt, _, _ := ParseStreamID(id, 0, true, false)
-					s.history[i] = true
-					s.from[i], _ = gt.Incr()
-				}
-			}
-		}
-		now := c.NowMS()
-		var writes []*Collection
-		for i, cl := range cls {
-			g, st := groups[i], sts[i]
-			if g == nil {
-				continue
-			}
-			edges := &streamEdges{cl: cl, st: st}
-			var es []StreamEntry
-			served := false
-			switch {
-			case s.history[i]:
-				if blocked {
-					continue
-				}
-				served = true
-				cs, created := g.consumer(s.Consumer, now)
-				if created {
-					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
-				}
-				var err error
-				if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
-					return err
-				}
-			default:
-				if blocked && st.last.Cmp(g.last) <= 0 {
-					continue
-				}
-				from, ok := g.last.Incr()
-				if ok {
-					err := st.rangeRead(cl, from, MaxStreamID, false, int(count), func(e StreamEntry) bool {
-						es = append(es, e)
-						return count == 0 || int64(len(es)) < count
-					})
-					if err != nil {
-						return err
-					}
-				}
-				if len(es) == 0 && !blocked {
-					continue
-				}
-				served = true
-				cs, created := g.consumer(s.Consumer, now)
-				if created {
-					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
-				}
-				if len(es) > 0 && (g.last == (StreamID{}) || from.Cmp(st.floor) <= 0) {
-					// Nothing below from: the first entry served is the
-					// stream's first.
-					edges.first, edges.firstRead = es[0].ID, true
-				}
-				var first StreamID
-				if st.needsFirst() && !(g.entriesRead != InvalidEntriesRead && st.maxDel == (StreamID{})) {
-					var err error
-					if first, err = edges.getFirst(); err != nil {
-						return err
-					}
-				}
-				for _, e := range es {
-					st.deliver(first, g, e.ID)
-					if s.NoAck {
-						continue
-					}
-					if n := g.pelFind(e.ID); n != nil {
-						n.consumer, n.delivered, n.count = cs.name, now, 1
-					} else {
-						g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
-					}
-				}
-			}
-			if served {
-				out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
-				writes = append(writes, cl)
-				if blocked {
-					break
-				}
-			}
-		}
-		if len(writes) == 0 {
-			if fromCache {
-				return ErrConflict
-			}
-			return ValidateRead(c, cls...)
-		}
-		for i, cl := range cls {
-			if sts[i] == nil || !contains(writes, cl) {
-				continue
-			}
-			if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
-				return ErrStreamGroupsTooBig
-			}
-			sts[i].stage(cl)
-		}
-		return Commit(c, writes, cls)
+		return err
 	})
 	return out, err
+}
+
+// xreadGroupAttempt is one try of XReadGroup; *fromCache tells whether it
+// started from the item cache.
+func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, try int, outp *[]XReadResult, fromCache *bool) error {
+	var out []XReadResult
+	defer func() { *outp = out }()
+	s.CreatedConsumerAt, s.FailedKey = nil, nil
+	var cls []*Collection
+	var sts []*streamState
+	if len(s.Keys) == 1 {
+		cl, st, cached, err := openStream(c, s.Keys[0], try, true)
+		if err != nil {
+			if errors.Is(err, ErrWrongType) && blocked {
+				return nil // as Redis, a blocked client ignores it
+			}
+			return err
+		}
+		cls, sts, *fromCache = []*Collection{cl}, []*streamState{st}, cached
+	} else {
+		var err error
+		if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
+			return err
+		}
+		sts = make([]*streamState, len(cls))
+		for i, cl := range cls {
+			if cl.WrongType {
+				continue
+			}
+			if sts[i], err = streamStateOf(cl); err != nil {
+				return err
+			}
+		}
+	}
+	groups := make([]*streamGroup, len(cls))
+	for i, cl := range cls {
+		if sts[i] == nil {
+			if blocked {
+				continue
+			}
+			return ErrWrongType
+		}
+		if !cl.Exists() {
+			if blocked {
+				return ErrGroupKeyGone
+			}
+			s.FailedKey = s.Keys[i]
+			return ErrNoGroup
+		}
+		if err := sts[i].loadGroups(); err != nil {
+			return err
+		}
+		if groups[i] = sts[i].group(s.Group); groups[i] == nil {
+			if blocked {
+				return ErrGroupGone
+			}
+			s.FailedKey = s.Keys[i]
+			return ErrNoGroup
+		}
+		if blocked || s.history != nil {
+			continue
+		}
+		switch id := s.IDs[i]; {
+		case bytes.Equal(id, []byte("$")):
+			return ErrGroupDollarID
+		case bytes.Equal(id, []byte(">")):
+		default:
+			if _, _, ok := ParseStreamID(id, 0, true, false); !ok {
+				return ErrStreamBadID
+			}
+		}
+	}
+	if s.history == nil {
+		s.history, s.from = make([]bool, len(cls)), make([]StreamID, len(cls))
+		for i, id := range s.IDs {
+			if !bytes.Equal(id, []byte(">")) {
+				gt, _, _ := ParseStreamID(id, 0, true, false)
+				s.history[i] = true
+				s.from[i], _ = gt.Incr()
+			}
+		}
+	}
+	now := c.NowMS()
+	var writes []*Collection
+	for i, cl := range cls {
+		g, st := groups[i], sts[i]
+		if g == nil {
+			continue
+		}
+		edges := &streamEdges{cl: cl, st: st}
+		var es []StreamEntry
+		served := false
+		switch {
+		case s.history[i]:
+			if blocked {
+				continue
+			}
+			served = true
+			cs, created := g.consumer(s.Consumer, now)
+			if created {
+				s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
+			}
+			var err error
+			if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
+				return err
+			}
+		default:
+			if blocked && st.last.Cmp(g.last) <= 0 {
+				continue
+			}
+			from, ok := g.last.Incr()
+			if ok {
+				err := st.rangeRead(cl, from, MaxStreamID, false, int(count), func(e StreamEntry) bool {
+					es = append(es, e)
+					return count == 0 || int64(len(es)) < count
+				})
+				if err != nil {
+					return err
+				}
+			}
+			if len(es) == 0 && !blocked {
+				continue
+			}
+			served = true
+			cs, created := g.consumer(s.Consumer, now)
+			if created {
+				s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
+			}
+			if len(es) > 0 && (g.last == (StreamID{}) || from.Cmp(st.floor) <= 0) {
+				// Nothing below from: the first entry served is the
+				// stream's first.
+				edges.first, edges.firstRead = es[0].ID, true
+			}
+			var first StreamID
+			if st.needsFirst() && !(g.entriesRead != InvalidEntriesRead && st.maxDel == (StreamID{})) {
+				var err error
+				if first, err = edges.getFirst(); err != nil {
+					return err
+				}
+			}
+			for _, e := range es {
+				st.deliver(first, g, e.ID)
+				if s.NoAck {
+					continue
+				}
+				if n := g.pelFind(e.ID); n != nil {
+					n.consumer, n.delivered, n.count = cs.name, now, 1
+				} else {
+					g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
+				}
+			}
+		}
+		if served {
+			out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
+			writes = append(writes, cl)
+			if blocked {
+				break
+			}
+		}
+	}
+	if len(writes) == 0 {
+		if *fromCache {
+			return ErrConflict
+		}
+		return ValidateRead(c, cls...)
+	}
+	for i, cl := range cls {
+		if sts[i] == nil || !contains(writes, cl) {
+			continue
+		}
+		if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
+			return ErrStreamGroupsTooBig
+		}
+		sts[i].stage(cl)
+	}
+	if err := Commit(c, writes, cls); err != nil {
+		*fromCache = false // a failed write decides nothing
+		return err
+	}
+	return nil
 }
 
 func contains(cls []*Collection, cl *Collection) bool {
