@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,9 +177,17 @@ func TestStreamGroupBlocking(t *testing.T) {
 			}{
 				{func() error { return c2.XGroupDestroy(ctx, "s0", "g").Err() }, "NOGROUP the consumer group this client was blocked on no longer exists"},
 				{func() error { return c2.Del(ctx, "s1").Err() }, "UNBLOCKED the stream key no longer exists"},
+				{func() error { return c2.Set(ctx, "s2", "x", 0).Err() }, "UNBLOCKED the stream key no longer exists"},
 			} {
 				errc := make(chan error, 1)
-				key := map[bool]string{true: "s0", false: "s1"}[tc.want[0] == 'N']
+				key := "s0"
+				switch {
+				case strings.HasPrefix(tc.want, "UNBLOCKED") && c1.Exists(ctx, "s1").Val() == 1:
+					key = "s1"
+				case strings.HasPrefix(tc.want, "UNBLOCKED"):
+					key = "s2"
+					require.NoError(t, c1.XGroupCreateMkStream(ctx, key, "g", "$").Err())
+				}
 				go func() {
 					errc <- c1.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "x", Streams: []string{key, ">"}, Block: 10 * time.Second}).Err()
 				}()

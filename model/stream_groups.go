@@ -662,7 +662,7 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 		cl, st, cached, err := openStream(c, s.Keys[0], try, true)
 		if err != nil {
 			if errors.Is(err, ErrWrongType) && blocked {
-				return nil // as Redis, a blocked client ignores it
+				return ErrGroupKeyGone // overwritten: as deleted, for Redis
 			}
 			return err
 		}
@@ -686,7 +686,7 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 	for i, cl := range cls {
 		if sts[i] == nil {
 			if blocked {
-				continue
+				return ErrGroupKeyGone
 			}
 			return ErrWrongType
 		}
@@ -893,11 +893,12 @@ func (st *streamState) entriesOf(cl *Collection, ids []StreamID) ([]StreamEntry,
 
 // Ready tells the blocked-client poller whether the key item it read for
 // key may let the blocked XREADGROUP go on: its group has entries past its
-// last delivered id, or the stream or the group is gone (an error then).
+// last delivered id, or the stream or the group is gone (an error then;
+// a key overwritten by another type counts as gone, as in Redis).
 func (s *XReadGroupState) Ready(key string, it Item, nowMS int64) bool {
 	ks, err := DecodeKey(it, nowMS)
 	if err != nil || !ks.Live || ks.Type != TypeStream {
-		return err == nil && !ks.Live
+		return err == nil // deleted or overwritten: the attempt fails
 	}
 	b, _ := it.Get(attrStreamGroups).(dynastore.B)
 	groups, err := decodeGroups(b)
