@@ -129,7 +129,10 @@ func (c *Ctx) lockKeys(keys ...[]byte) func() {
 // dataModel is the server's share of the data model (model.Process), with
 // the inline limits of its encoding parameters.
 func (s *Server) dataModel() *model.Process {
-	s.procOnce.Do(func() { s.proc = model.NewProcess(s.inline) })
+	s.procOnce.Do(func() {
+		s.proc = model.NewProcess(s.inline)
+		s.proc.SetStreamNodeLimits(s.streamNodeLimits)
+	})
 	return s.proc
 }
 

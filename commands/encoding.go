@@ -44,6 +44,8 @@ type encodingParams struct {
 	setEntries, setValue   int64
 	listSize               int64
 	zsetEntries, zsetValue int64
+	// stream-node-max-bytes and -entries (model.Process.SetStreamNodeLimits).
+	streamNodeBytes, streamNodeEntries int64
 }
 
 // Redis 7's compiled-in defaults (redis.conf's example lowers
@@ -54,6 +56,7 @@ var defaultEncodingParams = encodingParams{
 	setEntries:       128, setValue: 64,
 	listSize:    -2,
 	zsetEntries: 128, zsetValue: 64,
+	streamNodeBytes: model.StreamNodeMaxBytes, streamNodeEntries: model.StreamNodeMaxEntries,
 }
 
 // encodingState is the parameters with the inline limits they give.

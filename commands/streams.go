@@ -95,8 +95,8 @@ func startStreamCleanup(c *Ctx, sc *model.StreamCleanup) {
 // ---- XADD, XTRIM ---------------------------------------------------------------------------
 
 // parseAddOrTrim is streamParseAddOrTrimArgsOrReply; for XADD it also
-// takes the id and the fields.
-func parseAddOrTrim(args [][]byte, xadd bool) (model.XAddArgs, string) {
+// takes the id and the fields. nodeEntries is stream-node-max-entries.
+func parseAddOrTrim(args [][]byte, xadd bool, nodeEntries int64) (model.XAddArgs, string) {
 	var a model.XAddArgs
 	i := 2
 	limitGiven := false
@@ -168,7 +168,12 @@ func parseAddOrTrim(args [][]byte, xadd bool) (model.XAddArgs, string) {
 	case limitGiven && !a.Trim.Approx:
 		return a, msgStreamLimitExact
 	case !limitGiven && a.Trim.Approx:
-		a.Trim.Limit = 100 * model.StreamNodeMaxEntries
+		// At most 100 nodes, within Redis's bounds.
+		a.Trim.Limit = 100 * nodeEntries
+		if a.Trim.Limit <= 0 || nodeEntries > math.MaxInt64/100 {
+			a.Trim.Limit = 10000
+		}
+		a.Trim.Limit = min(a.Trim.Limit, 1000000)
 	case !limitGiven:
 		a.Trim.Limit = 0
 	}
@@ -183,7 +188,7 @@ func parseAddOrTrim(args [][]byte, xadd bool) (model.XAddArgs, string) {
 }
 
 func cmdXadd(c *Ctx) {
-	a, msg := parseAddOrTrim(c.Args, true)
+	a, msg := parseAddOrTrim(c.Args, true, c.Srv.encoding().params.streamNodeEntries)
 	if msg != "" {
 		c.W.Error(msg)
 		return
@@ -213,7 +218,7 @@ func cmdXadd(c *Ctx) {
 }
 
 func cmdXtrim(c *Ctx) {
-	a, msg := parseAddOrTrim(c.Args, false)
+	a, msg := parseAddOrTrim(c.Args, false, c.Srv.encoding().params.streamNodeEntries)
 	if msg != "" {
 		c.W.Error(msg)
 		return

@@ -60,6 +60,13 @@ func registerStreamGroups(t *Table) {
 	})
 }
 
+// streamNodeLimits are stream-node-max-bytes and -entries, as CONFIG SET
+// left them.
+func (s *Server) streamNodeLimits() (maxBytes, maxEntries int64) {
+	p := s.encoding().params
+	return p.streamNodeBytes, p.streamNodeEntries
+}
+
 // errName is a key or group name as Redis prints it with %s: up to its
 // first NUL byte.
 func errName(b []byte) string { return string(cPrefix(b, len(b))) }

@@ -380,8 +380,9 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 		}
 		if len(s.Nodes) == 0 {
 			// A payload built without nodes: XADD of each entry in turn.
+			maxBytes, maxEntries := cl.c.Process().streamNodes()
 			for _, e := range s.Entries {
-				st.appendID(StreamID(e.ID))
+				st.appendID(StreamID(e.ID), e.Fields, maxBytes, maxEntries)
 			}
 			st.pending, st.added, st.last = nil, int64(s.EntriesAdded), StreamID(s.LastID)
 		}

@@ -51,6 +51,23 @@ type Process struct {
 	hotStrings hotStrings
 	hotColls   hotColls
 	coalesced  coalesceCounts
+	// streamNodeLimits are stream-node-max-bytes and -entries (nil: the
+	// defaults).
+	streamNodeLimits func() (maxBytes, maxEntries int64)
+}
+
+// SetStreamNodeLimits makes limits give stream-node-max-bytes and
+// stream-node-max-entries (CONFIG SET changes them).
+func (p *Process) SetStreamNodeLimits(limits func() (maxBytes, maxEntries int64)) {
+	p.streamNodeLimits = limits
+}
+
+// streamNodes is stream-node-max-bytes and stream-node-max-entries.
+func (p *Process) streamNodes() (maxBytes, maxEntries int64) {
+	if p.streamNodeLimits != nil {
+		return p.streamNodeLimits()
+	}
+	return StreamNodeMaxBytes, StreamNodeMaxEntries
 }
 
 // NewProcess returns a Process whose inline limits are limits (nil: the

@@ -34,9 +34,15 @@ package model
 // 100, as in Redis); XADD appends to the last node or starts one, XDEL
 // removes a node whose last live entry goes, and trimming walks the table
 // as streamTrim walks the tree (t_stream.c). Redis also starts a node when
-// the tail node's listpack would reach stream-node-max-bytes (4096) bytes:
-// that rule is not replayed, so streams of big entries (about 40 bytes and
-// more per entry) can trim differently under ~ than Redis.
+// the tail node's listpack would reach stream-node-max-bytes: each node
+// also records the size its listpack has in Redis (listpack.go's element
+// sizes over streamAppendItem's layout: the master entry, then per entry
+// its flags, id deltas, field names unless they are the master's, values
+// and element count) and a digest of its master field names, in a second
+// attribute (xb) beside the node table (xn), so XADD starts nodes where
+// Redis does. Nodes written before xb existed have no size and only
+// count entries. stream-node-max-entries and -bytes are the process's
+// CONFIG values (Process.streamNodes).
 //
 // Trimming a large stream would delete up to thousands of members, more
 // than one transaction holds; instead the commit raises the floor (xz) in
@@ -66,10 +72,15 @@ const (
 	attrStreamMaxDel = "xd"
 	attrStreamNodes  = "xn"
 	attrStreamFloor  = "xz"
+	attrStreamBytes  = "xb"
 )
 
-// StreamNodeMaxEntries is Redis's stream-node-max-entries default.
-const StreamNodeMaxEntries = 100
+// StreamNodeMaxEntries and StreamNodeMaxBytes are Redis's
+// stream-node-max-entries and stream-node-max-bytes defaults.
+const (
+	StreamNodeMaxEntries = 100
+	StreamNodeMaxBytes   = 4096
+)
 
 // StreamInline bounds an inline stream: entries of at most 256 bytes of
 // fields, 64 of them, keep the key item under ~16 KB.
@@ -316,6 +327,11 @@ type StreamEntry struct {
 type streamNode struct {
 	master, last StreamID
 	live, total  int64
+	// bytes is the node's listpack size in Redis but for the master
+	// entry's count and deleted integers (lpBytes adds them); 0: unknown.
+	// fields digests the master entry's field names.
+	bytes  int64
+	fields uint64
 }
 
 // streamState is a stream's key attributes as read, and as a write
@@ -371,18 +387,37 @@ func streamStateOf(cl *Collection) (*streamState, error) {
 			live: int64(vals[4]), total: int64(vals[5]),
 		})
 	}
+	// The node sizes, when they were recorded for every node.
+	xb, _ := cl.KeyAttr(attrStreamBytes).(dynastore.B)
+	sizes := make([]streamNode, 0, len(st.nodes))
+	for len(xb) > 0 {
+		n, k := binary.Uvarint(xb)
+		if k <= 0 || len(xb[k:]) < 8 {
+			return nil, fmt.Errorf("model: stream node sizes: %w", dynastore.ErrInvalid)
+		}
+		sizes = append(sizes, streamNode{bytes: int64(n), fields: binary.BigEndian.Uint64(xb[k:])})
+		xb = xb[k+8:]
+	}
+	if len(sizes) == len(st.nodes) {
+		for i := range st.nodes {
+			st.nodes[i].bytes, st.nodes[i].fields = sizes[i].bytes, sizes[i].fields
+		}
+	}
 	return st, nil
 }
 
 // stage stages every stream attribute (an inline commit rewrites the key
 // item whole).
 func (st *streamState) stage(cl *Collection) {
-	var nodes []byte
+	var nodes, sizes []byte
 	for _, n := range st.nodes {
 		for _, v := range []uint64{n.master.Ms, n.master.Seq, n.last.Ms, n.last.Seq, uint64(n.live), uint64(n.total)} {
 			nodes = binary.AppendUvarint(nodes, v)
 		}
+		sizes = binary.AppendUvarint(sizes, uint64(n.bytes))
+		sizes = binary.BigEndian.AppendUint64(sizes, n.fields)
 	}
+	cl.SetKeyAttr(attrStreamBytes, dynastore.B(sizes))
 	cl.SetKeyAttr(attrStreamLast, dynastore.B(st.last.member()))
 	cl.SetKeyAttr(attrStreamAdded, NInt(st.added))
 	cl.SetKeyAttr(attrStreamMaxDel, dynastore.B(st.maxDel.member()))
@@ -400,14 +435,39 @@ func (st *streamState) length() int64 {
 	return n
 }
 
-// appendID records a new entry in the node table (streamAppendItem).
-func (st *streamState) appendID(id StreamID) {
-	if n := len(st.nodes); n > 0 && st.nodes[n-1].total < StreamNodeMaxEntries {
-		tail := &st.nodes[n-1]
-		tail.last, tail.live, tail.total = id, tail.live+1, tail.total+1
-	} else {
-		st.nodes = append(st.nodes, streamNode{master: id, last: id, live: 1, total: 1})
+// appendID records a new entry in the node table (streamAppendItem):
+// maxBytes and maxEntries are stream-node-max-bytes and -entries.
+func (st *streamState) appendID(id StreamID, fields [][]byte, maxBytes, maxEntries int64) {
+	names := make([][]byte, 0, len(fields)/2)
+	var totelelen int64
+	for i, f := range fields {
+		totelelen += int64(len(f))
+		if i%2 == 0 {
+			names = append(names, f)
+		}
 	}
+	if maxBytes <= 0 || maxBytes > lpMaxSize {
+		maxBytes = lpMaxSize
+	}
+	var tail *streamNode
+	if n := len(st.nodes); n > 0 {
+		tail = &st.nodes[n-1]
+		switch {
+		case tail.bytes > 0 && tail.lpBytes()+totelelen >= maxBytes:
+			tail = nil
+		case maxEntries > 0 && tail.total >= maxEntries:
+			tail = nil
+		}
+	}
+	digest := fieldsDigest(names)
+	if tail == nil {
+		st.nodes = append(st.nodes, streamNode{master: id, fields: digest, bytes: masterBytes(names)})
+		tail = &st.nodes[len(st.nodes)-1]
+	}
+	if tail.bytes > 0 {
+		tail.bytes += entryBytes(id, tail.master, fields, digest == tail.fields)
+	}
+	tail.last, tail.live, tail.total = id, tail.live+1, tail.total+1
 	st.last = id
 	st.added++
 	st.pending = append(st.pending, id)
@@ -850,7 +910,8 @@ func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bo
 			}
 			cl.Known[string(id.member())] = MemberState{}
 		}
-		st.appendID(id)
+		maxBytes, maxEntries := c.Process().streamNodes()
+		st.appendID(id, a.Fields, maxBytes, maxEntries)
 		if trimmed, err = st.trim(cl, a.Trim); err != nil {
 			return err
 		}

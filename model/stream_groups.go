@@ -288,30 +288,51 @@ func (g *streamGroup) pendingOf(name string) int64 {
 // ---- entries-read and lag (streamEstimateDistanceFromFirstEverEntry) ---------------------------
 
 // streamEdges are a stream's first and last entry ids as an operation
-// needs them, read once.
+// needs them, each read once, and only when needed (a large stream's
+// costs a query).
 type streamEdges struct {
-	cl          *Collection
-	st          *streamState
-	read        bool
-	first, last StreamID // zero when empty
-	err         error
+	cl                  *Collection
+	st                  *streamState
+	firstRead, lastRead bool
+	first, last         StreamID // zero when empty
 }
 
-func (e *streamEdges) get() (first, last StreamID, err error) {
-	if !e.read {
-		e.read = true
-		f, l, err := firstLast(e.cl, e.st)
+// edge reads the first (or last) entry's id.
+func (e *streamEdges) edge(rev bool) (StreamID, error) {
+	var id StreamID
+	err := e.st.rangeRead(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamEntry) bool {
+		id = x.ID
+		return false
+	})
+	return id, err
+}
+
+func (e *streamEdges) getFirst() (StreamID, error) {
+	if !e.firstRead {
+		id, err := e.edge(false)
 		if err != nil {
-			e.err = err
+			return id, err
 		}
-		if f != nil {
-			e.first = f.ID
-		}
-		if l != nil {
-			e.last = l.ID
-		}
+		e.first, e.firstRead = id, true
 	}
-	return e.first, e.last, e.err
+	return e.first, nil
+}
+
+func (e *streamEdges) getLast() (StreamID, error) {
+	if !e.lastRead {
+		id, err := e.edge(true)
+		if err != nil {
+			return id, err
+		}
+		e.last, e.lastRead = id, true
+	}
+	return e.last, nil
+}
+
+// needsFirst reports whether hasTombstones or estimate may need the first
+// id.
+func (st *streamState) needsFirst() bool {
+	return st.length() > 0 && st.added != 0
 }
 
 // hasTombstones is streamRangeHasTombstones from start to the end.
@@ -570,7 +591,7 @@ func XSetID(c Scope, key []byte, id StreamID, entriesAdded int64, maxDel StreamI
 			return false, ErrNoSuchKey
 		}
 		if length := st.length(); length > 0 {
-			_, last, err := (&streamEdges{cl: cl, st: st}).get()
+			last, err := (&streamEdges{cl: cl, st: st}).getLast()
 			if err != nil {
 				return false, err
 			}
@@ -618,170 +639,195 @@ type XReadGroupState struct {
 func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XReadResult, error) {
 	var out []XReadResult
 	err := RetryConflicts(c, func(try int) error {
-		out, s.CreatedConsumerAt, s.FailedKey = nil, nil, nil
-		var cls []*Collection
-		var sts []*streamState
 		fromCache := false
-		if len(s.Keys) == 1 {
-			cl, st, cached, err := openStream(c, s.Keys[0], try, true)
-			if err != nil {
-				if errors.Is(err, ErrWrongType) && blocked {
-					return nil // as Redis, a blocked client ignores it
-				}
+		err := xreadGroupAttempt(c, s, count, blocked, try, &out, &fromCache)
+		if err != nil && fromCache {
+			// An outcome without a write must not rest on the cache.
+			return ErrConflict
+		}
+		return err
+	})
+	return out, err
+}
+
+// xreadGroupAttempt is one try of XReadGroup; *fromCache tells whether it
+// started from the item cache.
+func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, try int, outp *[]XReadResult, fromCache *bool) error {
+	var out []XReadResult
+	defer func() { *outp = out }()
+	s.CreatedConsumerAt, s.FailedKey = nil, nil
+	var cls []*Collection
+	var sts []*streamState
+	if len(s.Keys) == 1 {
+		cl, st, cached, err := openStream(c, s.Keys[0], try, true)
+		if err != nil {
+			if errors.Is(err, ErrWrongType) && blocked {
+				return ErrGroupKeyGone // overwritten: as deleted, for Redis
+			}
+			return err
+		}
+		cls, sts, *fromCache = []*Collection{cl}, []*streamState{st}, cached
+	} else {
+		var err error
+		if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
+			return err
+		}
+		sts = make([]*streamState, len(cls))
+		for i, cl := range cls {
+			if cl.WrongType {
+				continue
+			}
+			if sts[i], err = streamStateOf(cl); err != nil {
 				return err
 			}
-			cls, sts, fromCache = []*Collection{cl}, []*streamState{st}, cached
-		} else {
+		}
+	}
+	groups := make([]*streamGroup, len(cls))
+	for i, cl := range cls {
+		if sts[i] == nil {
+			if blocked {
+				return ErrGroupKeyGone
+			}
+			return ErrWrongType
+		}
+		if !cl.Exists() {
+			if blocked {
+				return ErrGroupKeyGone
+			}
+			s.FailedKey = s.Keys[i]
+			return ErrNoGroup
+		}
+		if err := sts[i].loadGroups(); err != nil {
+			return err
+		}
+		if groups[i] = sts[i].group(s.Group); groups[i] == nil {
+			if blocked {
+				return ErrGroupGone
+			}
+			s.FailedKey = s.Keys[i]
+			return ErrNoGroup
+		}
+		if blocked || s.history != nil {
+			continue
+		}
+		switch id := s.IDs[i]; {
+		case bytes.Equal(id, []byte("$")):
+			return ErrGroupDollarID
+		case bytes.Equal(id, []byte(">")):
+		default:
+			if _, _, ok := ParseStreamID(id, 0, true, false); !ok {
+				return ErrStreamBadID
+			}
+		}
+	}
+	if s.history == nil {
+		s.history, s.from = make([]bool, len(cls)), make([]StreamID, len(cls))
+		for i, id := range s.IDs {
+			if !bytes.Equal(id, []byte(">")) {
+				gt, _, _ := ParseStreamID(id, 0, true, false)
+				s.history[i] = true
+				s.from[i], _ = gt.Incr()
+			}
+		}
+	}
+	now := c.NowMS()
+	var writes []*Collection
+	for i, cl := range cls {
+		g, st := groups[i], sts[i]
+		if g == nil {
+			continue
+		}
+		edges := &streamEdges{cl: cl, st: st}
+		var es []StreamEntry
+		served := false
+		switch {
+		case s.history[i]:
+			if blocked {
+				continue
+			}
+			served = true
+			cs, created := g.consumer(s.Consumer, now)
+			if created {
+				s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
+			}
 			var err error
-			if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
+			if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
 				return err
 			}
-			sts = make([]*streamState, len(cls))
-			for i, cl := range cls {
-				if cl.WrongType {
-					continue
-				}
-				if sts[i], err = streamStateOf(cl); err != nil {
-					return err
-				}
-			}
-		}
-		groups := make([]*streamGroup, len(cls))
-		for i, cl := range cls {
-			if sts[i] == nil {
-				if blocked {
-					continue
-				}
-				return ErrWrongType
-			}
-			if !cl.Exists() {
-				if blocked {
-					return ErrGroupKeyGone
-				}
-				s.FailedKey = s.Keys[i]
-				return ErrNoGroup
-			}
-			if err := sts[i].loadGroups(); err != nil {
-				return err
-			}
-			if groups[i] = sts[i].group(s.Group); groups[i] == nil {
-				if blocked {
-					return ErrGroupGone
-				}
-				s.FailedKey = s.Keys[i]
-				return ErrNoGroup
-			}
-			if blocked || s.history != nil {
+		default:
+			if blocked && st.last.Cmp(g.last) <= 0 {
 				continue
 			}
-			switch id := s.IDs[i]; {
-			case bytes.Equal(id, []byte("$")):
-				return ErrGroupDollarID
-			case bytes.Equal(id, []byte(">")):
-			default:
-				if _, _, ok := ParseStreamID(id, 0, true, false); !ok {
-					return ErrStreamBadID
-				}
-			}
-		}
-		if s.history == nil {
-			s.history, s.from = make([]bool, len(cls)), make([]StreamID, len(cls))
-			for i, id := range s.IDs {
-				if !bytes.Equal(id, []byte(">")) {
-					gt, _, _ := ParseStreamID(id, 0, true, false)
-					s.history[i] = true
-					s.from[i], _ = gt.Incr()
-				}
-			}
-		}
-		now := c.NowMS()
-		var writes []*Collection
-		for i, cl := range cls {
-			g, st := groups[i], sts[i]
-			if g == nil {
-				continue
-			}
-			edges := &streamEdges{cl: cl, st: st}
-			var es []StreamEntry
-			served := false
-			switch {
-			case s.history[i]:
-				if blocked {
-					continue
-				}
-				served = true
-				cs, created := g.consumer(s.Consumer, now)
-				if created {
-					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
-				}
-				var err error
-				if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
-					return err
-				}
-			default:
-				if blocked && st.last.Cmp(g.last) <= 0 {
-					continue
-				}
-				from, ok := g.last.Incr()
-				if ok {
-					err := st.rangeRead(cl, from, MaxStreamID, false, int(count), func(e StreamEntry) bool {
-						es = append(es, e)
-						return count == 0 || int64(len(es)) < count
-					})
-					if err != nil {
-						return err
-					}
-				}
-				if len(es) == 0 && !blocked {
-					continue
-				}
-				served = true
-				cs, created := g.consumer(s.Consumer, now)
-				if created {
-					s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
-				}
-				first, _, err := edges.get()
+			from, ok := g.last.Incr()
+			if ok {
+				err := st.rangeRead(cl, from, MaxStreamID, false, int(count), func(e StreamEntry) bool {
+					es = append(es, e)
+					return count == 0 || int64(len(es)) < count
+				})
 				if err != nil {
 					return err
 				}
-				for _, e := range es {
-					st.deliver(first, g, e.ID)
-					if s.NoAck {
-						continue
-					}
-					if n := g.pelFind(e.ID); n != nil {
-						n.consumer, n.delivered, n.count = cs.name, now, 1
-					} else {
-						g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
-					}
-				}
 			}
-			if served {
-				out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
-				writes = append(writes, cl)
-				if blocked {
-					break
-				}
-			}
-		}
-		if len(writes) == 0 {
-			if fromCache {
-				return ErrConflict
-			}
-			return ValidateRead(c, cls...)
-		}
-		for i, cl := range cls {
-			if sts[i] == nil || !contains(writes, cl) {
+			if len(es) == 0 && !blocked {
 				continue
 			}
-			if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
-				return ErrStreamGroupsTooBig
+			served = true
+			cs, created := g.consumer(s.Consumer, now)
+			if created {
+				s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
 			}
-			sts[i].stage(cl)
+			if len(es) > 0 && (g.last == (StreamID{}) || from.Cmp(st.floor) <= 0) {
+				// Nothing below from: the first entry served is the
+				// stream's first.
+				edges.first, edges.firstRead = es[0].ID, true
+			}
+			var first StreamID
+			if st.needsFirst() && !(g.entriesRead != InvalidEntriesRead && st.maxDel == (StreamID{})) {
+				var err error
+				if first, err = edges.getFirst(); err != nil {
+					return err
+				}
+			}
+			for _, e := range es {
+				st.deliver(first, g, e.ID)
+				if s.NoAck {
+					continue
+				}
+				if n := g.pelFind(e.ID); n != nil {
+					n.consumer, n.delivered, n.count = cs.name, now, 1
+				} else {
+					g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
+				}
+			}
 		}
-		return Commit(c, writes, cls)
-	})
-	return out, err
+		if served {
+			out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
+			writes = append(writes, cl)
+			if blocked {
+				break
+			}
+		}
+	}
+	if len(writes) == 0 {
+		if *fromCache {
+			return ErrConflict
+		}
+		return ValidateRead(c, cls...)
+	}
+	for i, cl := range cls {
+		if sts[i] == nil || !contains(writes, cl) {
+			continue
+		}
+		if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
+			return ErrStreamGroupsTooBig
+		}
+		sts[i].stage(cl)
+	}
+	if err := Commit(c, writes, cls); err != nil {
+		*fromCache = false // a failed write decides nothing
+		return err
+	}
+	return nil
 }
 
 func contains(cls []*Collection, cl *Collection) bool {
@@ -847,11 +893,12 @@ func (st *streamState) entriesOf(cl *Collection, ids []StreamID) ([]StreamEntry,
 
 // Ready tells the blocked-client poller whether the key item it read for
 // key may let the blocked XREADGROUP go on: its group has entries past its
-// last delivered id, or the stream or the group is gone (an error then).
+// last delivered id, or the stream or the group is gone (an error then;
+// a key overwritten by another type counts as gone, as in Redis).
 func (s *XReadGroupState) Ready(key string, it Item, nowMS int64) bool {
 	ks, err := DecodeKey(it, nowMS)
 	if err != nil || !ks.Live || ks.Type != TypeStream {
-		return err == nil && !ks.Live
+		return err == nil // deleted or overwritten: the attempt fails
 	}
 	b, _ := it.Get(attrStreamGroups).(dynastore.B)
 	groups, err := decodeGroups(b)
@@ -1083,21 +1130,26 @@ func XAutoClaim(c Scope, key, group, consumer []byte, minIdle int64, start Strea
 		now := c.NowMS()
 		attempts := count * 10
 		i, _ := g.pelAt(start)
-		// The entries it may visit, read at once; rest is the pending list
-		// from start as it was, for the cursor.
+		// rest is the pending list from start as it was, for the cursor.
+		// The entries of those it visits are read a batch at a time.
 		rest := append([]*streamNACK(nil), g.pel[i:]...)
 		window := rest[:min(int64(len(rest)), attempts)]
-		ids := make([]StreamID, len(window))
-		for j, n := range window {
-			ids[j] = n.id
-		}
-		es, err := st.entriesOf(cl, ids)
-		if err != nil {
-			return false, err
-		}
+		var es []StreamEntry
 		var cs *streamConsumer
 		k := 0
 		for ; attempts > 0 && count > 0 && k < len(window); k++ {
+			if k == len(es) {
+				batch := window[k:min(len(window), k+dynastore.MaxBatchGet)]
+				ids := make([]StreamID, len(batch))
+				for j, n := range batch {
+					ids[j] = n.id
+				}
+				more, err := st.entriesOf(cl, ids)
+				if err != nil {
+					return false, err
+				}
+				es = append(es, more...)
+			}
 			attempts--
 			n := window[k]
 			if es[k].Gone {
@@ -1185,9 +1237,12 @@ func groupInfo(edges *streamEdges, g *streamGroup, full int64) (XGroupInfo, erro
 		Name: g.name, Consumers: int64(len(g.consumers)), Pending: int64(len(g.pel)),
 		LastDeliveredID: g.last, EntriesRead: g.entriesRead,
 	}
-	first, _, err := edges.get()
-	if err != nil {
-		return gi, err
+	var first StreamID
+	if st.needsFirst() {
+		var err error
+		if first, err = edges.getFirst(); err != nil {
+			return gi, err
+		}
 	}
 	gi.Lag, gi.LagKnown = st.lag(first, g)
 	if full < 0 {
@@ -1265,7 +1320,7 @@ func XInfoFull(c Scope, key []byte, count int64) (*StreamFullInfo, error) {
 		if err != nil {
 			return err
 		}
-		edges := &streamEdges{cl: cl, st: st, read: true, first: base.FirstID}
+		edges := &streamEdges{cl: cl, st: st, firstRead: true, first: base.FirstID}
 		for _, g := range st.groups {
 			gi, err := groupInfo(edges, g, count)
 			if err != nil {
