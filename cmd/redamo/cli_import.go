@@ -57,7 +57,7 @@ var migrateVerbs = []verb{
 	{name: "export", group: "migrate", args: "--to URL", minArgs: 0, maxArgs: 0,
 		flags:    []string{"to", "match", "db", "workers", "checkpoint", "restart"},
 		flagHelp: map[string]string{"db": "the target database to write (default: the one --to names, else 0)"},
-		runs: "here SCAN CURSOR MATCH PATTERN COUNT 1000 and DUMP and PTTL of each key; " +
+		runs: "here SCAN CURSOR MATCH PATTERN COUNT 1000 and, per key, DUMP and PTTL in one script (EVALSHA); " +
 			"on the target, per batch, RESTORE KEY DEADLINE PAYLOAD REPLACE ABSTTL of each key (pipelined)",
 		summary: "Copy the table's keys (or those of the redamo --server names) with their TTLs to a running Redis " +
 			"(--to redis://[:password@]host:port[/db]), replacing keys of the same names. Resumable and reported as import.",
@@ -467,26 +467,35 @@ func (s *redamoSide) each(n int, fn func(i int) error) error {
 	return first
 }
 
+// dumpTTLScript reads a key's payload and expiry as of one moment, with
+// one read of its key item.
+const dumpTTLScript = "return {redis.call('DUMP', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+
+var dumpTTLSHA = func() string {
+	sum := sha1.Sum([]byte(dumpTTLScript))
+	return hex.EncodeToString(sum[:])
+}()
+
 func (s *redamoSide) read(ctx context.Context, keys []string, now int64) ([]dumped, error) {
 	got := make([]*dumped, len(keys))
 	err := s.each(len(keys), func(i int) error {
 		k := []byte(keys[i])
-		p, err := s.do(ctx, []byte("DUMP"), k)
-		if err != nil {
-			return err
+		r, err := s.do(ctx, []byte("EVALSHA"), []byte(dumpTTLSHA), []byte("1"), k)
+		if err == nil && r.IsError() && strings.HasPrefix(r.Str, "NOSCRIPT") {
+			r, err = s.do(ctx, []byte("EVAL"), []byte(dumpTTLScript), []byte("1"), k)
 		}
-		if p.IsNull() {
+		switch {
+		case err != nil:
+			return err
+		case r.IsError():
+			return &replyError{msg: r.Str}
+		case len(r.Elems) != 2:
+			return fmt.Errorf("DUMP and PTTL of %q: unexpected reply", keys[i])
+		case r.Elems[0].IsNull():
 			return nil
 		}
-		if p.IsError() {
-			return &replyError{msg: p.Str}
-		}
-		t, err := s.do(ctx, []byte("PTTL"), k)
-		if err != nil {
-			return err
-		}
-		if at := expireAt(t.Int, now); at >= 0 {
-			got[i] = &dumped{key: keys[i], payload: p.Str, expireAt: at}
+		if at := expireAt(r.Elems[1].Int, now); at >= 0 {
+			got[i] = &dumped{key: keys[i], payload: r.Elems[0].Str, expireAt: at}
 		}
 		return nil
 	})
