@@ -95,7 +95,8 @@ type side interface {
 	// write restores ds, calling failed for each key refused; an error is
 	// a failure to reach the side.
 	write(ctx context.Context, ds []dumped, failed func(key, msg string)) error
-	// size is the number of keys, for the progress bar (-1: unknown).
+	// size is the number of keys, for the progress bar (-1: unknown);
+	// asked only when the bar is drawn.
 	size(ctx context.Context) int64
 }
 
@@ -215,7 +216,10 @@ func (m *migration) run() result {
 			fmt.Fprintf(x.cli.errOut, "redamo: resuming the %s of %s (%d keys copied so far; --restart starts over)\n", x.verb.name, saved.Modified, saved.Done)
 		}
 	}
-	bar := newProgress(x.cli.errOut, m.src.size(ctx), st.Done+st.Skipped+st.Failed)
+	bar := newProgress(x.cli.errOut, st.Done+st.Skipped+st.Failed)
+	if bar.on && m.match == "*" {
+		bar.total = m.src.size(ctx)
+	}
 	defer bar.finish()
 	var failedShown atomic.Int64
 	failed := func(key, msg string) {
@@ -516,23 +520,22 @@ func (s *redamoSide) write(ctx context.Context, ds []dumped, failed func(key, ms
 		d := ds[i]
 		r, err := s.do(ctx, []byte("RESTORE"), []byte(d.key), []byte(strconv.FormatInt(d.expireAt, 10)), []byte(d.payload),
 			[]byte("REPLACE"), []byte("ABSTTL"))
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if r.IsError() {
+		case r.IsError() && ctx.Err() != nil:
+			// Interrupted: the key is copied again when the pass resumes.
+			return ctx.Err()
+		case r.IsError():
 			failed(d.key, r.Str)
 		}
 		return nil
 	})
 }
 
-func (s *redamoSide) size(ctx context.Context) int64 {
-	r, err := s.do(ctx, []byte("DBSIZE"))
-	if err != nil || r.IsError() {
-		return -1
-	}
-	return r.Int
-}
+// size is unknown: DBSIZE is a Scan of the whole table, as costly as the
+// pass itself.
+func (s *redamoSide) size(context.Context) int64 { return -1 }
 
 // ---- progress ---------------------------------------------------------------------------
 
@@ -550,8 +553,8 @@ type progress struct {
 	closed bool
 }
 
-func newProgress(w io.Writer, total, done int64) *progress {
-	p := &progress{w: w, total: total, done: done, start: time.Now()}
+func newProgress(w io.Writer, done int64) *progress {
+	p := &progress{w: w, total: -1, done: done, start: time.Now()}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.on = true
