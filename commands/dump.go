@@ -160,6 +160,8 @@ func cmdRestore(c *Ctx) {
 	}
 	if out.Written {
 		c.Notify(events.Generic, "restore", key)
+		// A list, sorted set or stream may be what a blocked client waits for.
+		c.wake(key)
 	}
 	c.W.Simple("OK")
 }

@@ -369,6 +369,8 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 			maxDel: StreamID(s.MaxDeletedID),
 			added:  int64(s.EntriesAdded),
 		}
+		// The payload's nodes (every entry is in one: rdb.Restore reads
+		// them from its listpacks).
 		for _, nd := range s.Nodes {
 			if nd.Live == 0 {
 				continue
@@ -377,14 +379,6 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 				master: StreamID(nd.Master), last: StreamID(nd.Last),
 				live: int64(nd.Live), total: int64(nd.Live + nd.Deleted),
 			})
-		}
-		if len(s.Nodes) == 0 {
-			// A payload built without nodes: XADD of each entry in turn.
-			maxBytes, maxEntries := cl.c.Process().streamNodes()
-			for _, e := range s.Entries {
-				st.appendID(StreamID(e.ID), e.Fields, maxBytes, maxEntries)
-			}
-			st.pending, st.added, st.last = nil, int64(s.EntriesAdded), StreamID(s.LastID)
 		}
 		for _, e := range s.Entries {
 			cl.Put(StreamID(e.ID).member(), encodeFields(e.Fields))

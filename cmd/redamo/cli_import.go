@@ -57,7 +57,7 @@ var migrateVerbs = []verb{
 	{name: "export", group: "migrate", args: "--to URL", minArgs: 0, maxArgs: 0,
 		flags:    []string{"to", "match", "db", "workers", "checkpoint", "restart"},
 		flagHelp: map[string]string{"db": "the target database to write (default: the one --to names, else 0)"},
-		runs: "here SCAN CURSOR MATCH PATTERN COUNT 1000 and DUMP and PTTL of each key; " +
+		runs: "here SCAN CURSOR MATCH PATTERN COUNT 1000 and, per key, DUMP and PTTL in one script (EVALSHA); " +
 			"on the target, per batch, RESTORE KEY DEADLINE PAYLOAD REPLACE ABSTTL of each key (pipelined)",
 		summary: "Copy the table's keys (or those of the redamo --server names) with their TTLs to a running Redis " +
 			"(--to redis://[:password@]host:port[/db]), replacing keys of the same names. Resumable and reported as import.",
@@ -95,7 +95,8 @@ type side interface {
 	// write restores ds, calling failed for each key refused; an error is
 	// a failure to reach the side.
 	write(ctx context.Context, ds []dumped, failed func(key, msg string)) error
-	// size is the number of keys, for the progress bar (-1: unknown).
+	// size is the number of keys, for the progress bar (-1: unknown);
+	// asked only when the bar is drawn.
 	size(ctx context.Context) int64
 }
 
@@ -215,7 +216,10 @@ func (m *migration) run() result {
 			fmt.Fprintf(x.cli.errOut, "redamo: resuming the %s of %s (%d keys copied so far; --restart starts over)\n", x.verb.name, saved.Modified, saved.Done)
 		}
 	}
-	bar := newProgress(x.cli.errOut, m.src.size(ctx), st.Done+st.Skipped+st.Failed)
+	bar := newProgress(x.cli.errOut, st.Done+st.Skipped+st.Failed)
+	if bar.on && m.match == "*" {
+		bar.total = m.src.size(ctx)
+	}
 	defer bar.finish()
 	var failedShown atomic.Int64
 	failed := func(key, msg string) {
@@ -467,26 +471,35 @@ func (s *redamoSide) each(n int, fn func(i int) error) error {
 	return first
 }
 
+// dumpTTLScript reads a key's payload and expiry as of one moment, with
+// one read of its key item.
+const dumpTTLScript = "return {redis.call('DUMP', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+
+var dumpTTLSHA = func() string {
+	sum := sha1.Sum([]byte(dumpTTLScript))
+	return hex.EncodeToString(sum[:])
+}()
+
 func (s *redamoSide) read(ctx context.Context, keys []string, now int64) ([]dumped, error) {
 	got := make([]*dumped, len(keys))
 	err := s.each(len(keys), func(i int) error {
 		k := []byte(keys[i])
-		p, err := s.do(ctx, []byte("DUMP"), k)
-		if err != nil {
-			return err
+		r, err := s.do(ctx, []byte("EVALSHA"), []byte(dumpTTLSHA), []byte("1"), k)
+		if err == nil && r.IsError() && strings.HasPrefix(r.Str, "NOSCRIPT") {
+			r, err = s.do(ctx, []byte("EVAL"), []byte(dumpTTLScript), []byte("1"), k)
 		}
-		if p.IsNull() {
+		switch {
+		case err != nil:
+			return err
+		case r.IsError():
+			return &replyError{msg: r.Str}
+		case len(r.Elems) != 2:
+			return fmt.Errorf("DUMP and PTTL of %q: unexpected reply", keys[i])
+		case r.Elems[0].IsNull():
 			return nil
 		}
-		if p.IsError() {
-			return &replyError{msg: p.Str}
-		}
-		t, err := s.do(ctx, []byte("PTTL"), k)
-		if err != nil {
-			return err
-		}
-		if at := expireAt(t.Int, now); at >= 0 {
-			got[i] = &dumped{key: keys[i], payload: p.Str, expireAt: at}
+		if at := expireAt(r.Elems[1].Int, now); at >= 0 {
+			got[i] = &dumped{key: keys[i], payload: r.Elems[0].Str, expireAt: at}
 		}
 		return nil
 	})
@@ -507,23 +520,22 @@ func (s *redamoSide) write(ctx context.Context, ds []dumped, failed func(key, ms
 		d := ds[i]
 		r, err := s.do(ctx, []byte("RESTORE"), []byte(d.key), []byte(strconv.FormatInt(d.expireAt, 10)), []byte(d.payload),
 			[]byte("REPLACE"), []byte("ABSTTL"))
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if r.IsError() {
+		case r.IsError() && ctx.Err() != nil:
+			// Interrupted: the key is copied again when the pass resumes.
+			return ctx.Err()
+		case r.IsError():
 			failed(d.key, r.Str)
 		}
 		return nil
 	})
 }
 
-func (s *redamoSide) size(ctx context.Context) int64 {
-	r, err := s.do(ctx, []byte("DBSIZE"))
-	if err != nil || r.IsError() {
-		return -1
-	}
-	return r.Int
-}
+// size is unknown: DBSIZE is a Scan of the whole table, as costly as the
+// pass itself.
+func (s *redamoSide) size(context.Context) int64 { return -1 }
 
 // ---- progress ---------------------------------------------------------------------------
 
@@ -541,8 +553,8 @@ type progress struct {
 	closed bool
 }
 
-func newProgress(w io.Writer, total, done int64) *progress {
-	p := &progress{w: w, total: total, done: done, start: time.Now()}
+func newProgress(w io.Writer, done int64) *progress {
+	p := &progress{w: w, total: -1, done: done, start: time.Now()}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.on = true

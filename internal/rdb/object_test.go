@@ -54,6 +54,37 @@ func TestRestoreOldEncodings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{[]byte("a"), []byte("xy"), []byte("b"), {}}, o.Pairs)
 
+	// RDB_TYPE_LIST_QUICKLIST: nodes are ziplists; RDB_TYPE_LIST: plain strings.
+	o, err = Restore(AppendTrailer(AppendString(AppendLen([]byte{TypeListQuicklist}, 1), zl)))
+	require.NoError(t, err)
+	require.Len(t, o.Elems, 5)
+	o, err = Restore(AppendTrailer(AppendString(AppendString(AppendLen([]byte{TypeList}, 2), []byte("x")), []byte("300"))))
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("x"), []byte("300")}, o.Elems)
+
+	// RDB_TYPE_STREAM_LISTPACKS (RDB 9): no first id, max deleted id,
+	// entries added, nor a group's entries read.
+	s3 := Dump(&Object{Type: TypeStream3, Stream: &Stream{
+		Entries: []StreamEntry{{ID: StreamID{5, 1}, Fields: [][]byte{[]byte("f"), []byte("v")}}},
+		Length:  1, LastID: StreamID{5, 1}, FirstID: StreamID{5, 1}, EntriesAdded: 1,
+	}}, DefaultOptions)
+	r := NewReader(s3[1:])
+	_, _, _ = r.ReadLen()   // nodes
+	_, _ = r.ReadString()   // master id
+	_, err = r.ReadString() // listpack
+	require.NoError(t, err)
+	head := s3[1 : 1+r.pos]
+	old := append([]byte{TypeStream}, head...)
+	old = AppendLen(AppendLen(AppendLen(old, 1), 5), 1) // length, last id
+	old = AppendString(AppendLen(old, 1), []byte("g"))  // one group
+	old = AppendLen(AppendLen(old, 5), 1)               // its last id
+	old = AppendLen(AppendLen(old, 0), 0)               // no pending entries, no consumers
+	o, err = Restore(AppendTrailer(old))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), o.Stream.EntriesAdded)
+	require.Equal(t, StreamID{5, 1}, o.Stream.FirstID)
+	require.Equal(t, []StreamGroup{{Name: []byte("g"), LastID: StreamID{5, 1}}}, o.Stream.Groups)
+
 	// RDB_TYPE_ZSET: scores as text.
 	p := AppendTrailer(append(AppendString(append(AppendString(AppendLen([]byte{TypeZSet}, 2), []byte("m")), 3, '1', '.', '5'), []byte("n")), 254))
 	o, err = Restore(p)

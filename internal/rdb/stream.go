@@ -32,11 +32,13 @@ type StreamEntry struct {
 }
 
 // StreamNode is one radix tree node as read: its master id, the id of its
-// last entry (live or deleted), and how many of its entries are live and
-// deleted.
+// last entry (live or deleted), how many of its entries are live and
+// deleted, its master entry's field names and its listpack's size.
 type StreamNode struct {
 	Master, Last  StreamID
 	Live, Deleted int
+	MasterFields  [][]byte
+	Size          int
 }
 
 // Stream is a stream's content and metadata.
@@ -513,5 +515,6 @@ func readStreamNode(master StreamID, lp []byte) (StreamNode, []StreamEntry, erro
 		return node, nil, ErrCorrupt
 	}
 	node.Live, node.Deleted = int(live), int(deleted)
+	node.MasterFields, node.Size = mfields, len(lp)
 	return node, out, nil
 }
