@@ -597,6 +597,9 @@ var objectHelp = []string{
 
 // msgNoIdleTime: redamo keeps no access times (a write per read would double
 // the cost of every read), so it cannot answer OBJECT IDLETIME honestly.
+// (Redis refuses IDLETIME under an LFU maxmemory-policy, and FREQ under any
+// other; redamo's policy is noeviction, which CONFIG SET cannot change, so
+// only FREQ's refusal is Redis's own.)
 const msgNoIdleTime = "ERR OBJECT IDLETIME is not supported: redamo does not track key access times"
 
 func cmdObjectHelp(c *Ctx) {
@@ -638,7 +641,8 @@ func cmdObjectEncoding(c *Ctx) {
 }
 
 // cmdObjectFreq answers as Redis does under its default maxmemory-policy
-// (noeviction, not an LFU policy): an error for an existing key.
+// (noeviction, not an LFU policy, and the only one redamo has): an error
+// for an existing key, nil for a missing one.
 func cmdObjectFreq(c *Ctx) {
 	if _, ok := objectLookup(c); ok {
 		c.W.Error(MsgLFUNotSelected)

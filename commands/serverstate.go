@@ -249,6 +249,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		c.W.Error(c.Conn.Rejected(cmd, "ERR Can't execute '"+cmd.Name+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 		return
 	}
+	// While nobody monitors, this load is all MONITOR costs a command.
 	monitored := s.monitors.n.Load() != 0
 	if monitored && s.monitors.refusedToMonitor(c, cmd) {
 		c.W.Error(c.Conn.Rejected(cmd, msgMonitorKeyspace))
@@ -297,7 +298,7 @@ func (s *Server) Run(c *Ctx, cmd *Command) {
 		c.end = end
 	}
 	failed := counting && errs.Errors() > before
-	if s.monitors.n.Load() != 0 {
+	if monitored {
 		s.feedMonitors(c, cmd, monitorAfter)
 	}
 	s.slowlog.record(c, cmd, d)
