@@ -46,6 +46,10 @@ func TestBigStrings(t *testing.T) {
 			require.Equal(t, "raw", rdb.ObjectEncoding(ctx, "k").Val())
 			require.Equal(t, a[500000:900001], []byte(rdb.GetRange(ctx, "k", 500000, 900000).Val()))
 			require.Equal(t, a[n-10:], []byte(rdb.GetRange(ctx, "k", -10, -1).Val()))
+			require.Equal(t, "", rdb.GetRange(ctx, "k", 5, 2).Val())
+			require.GreaterOrEqual(t, rdb.MemoryUsage(ctx, "k").Val(), int64(n))
+			require.EqualError(t, rdb.Incr(ctx, "k").Err(), "ERR value is not an integer or out of range")
+			require.EqualValues(t, 1, rdb.Exists(ctx, "k").Val())
 
 			// SET GET, GETSET: the old value whole.
 			old, err := rdb.SetArgs(ctx, "k", b, redis.SetArgs{Get: true}).Bytes()
@@ -63,6 +67,8 @@ func TestBigStrings(t *testing.T) {
 			require.NoError(t, rdb.SetArgs(ctx, "k", b, redis.SetArgs{KeepTTL: true}).Err())
 			require.Greater(t, rdb.PTTL(ctx, "k").Val(), time.Minute)
 			require.True(t, rdb.Persist(ctx, "k").Val())
+			require.EqualValues(t, -1, rdb.TTL(ctx, "k").Val())
+			require.True(t, rdb.Expire(ctx, "k", time.Hour).Val())
 			got, _ = rdb.GetEx(ctx, "k", time.Hour).Bytes()
 			require.True(t, bytes.Equal(b, got))
 
@@ -79,6 +85,12 @@ func TestBigStrings(t *testing.T) {
 			got, _ = rdb.Get(ctx, "small").Bytes()
 			require.True(t, bytes.Equal(append(append([]byte("x"), a...), b...), got))
 			require.EqualValues(t, n, rdb.Append(ctx, "fresh", string(a)).Val())
+			// proto-max-bulk-len bounds what APPEND and SETRANGE make, big or not.
+			require.NoError(t, rdb.ConfigSet(ctx, "proto-max-bulk-len", "2000000").Err())
+			require.EqualError(t, rdb.Append(ctx, "fresh", string(a)).Err(), "ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+			require.EqualError(t, rdb.SetRange(ctx, "fresh", 2000000, "x").Err(), "ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+			require.NoError(t, rdb.ConfigSet(ctx, "proto-max-bulk-len", "536870912").Err())
+			require.EqualValues(t, n, rdb.StrLen(ctx, "fresh").Val())
 
 			// SETRANGE, past the end and inside.
 			require.EqualValues(t, n+10, rdb.SetRange(ctx, "sr", int64(n)+5, "hello").Val())

@@ -84,11 +84,11 @@ func TestBigValueSweep(t *testing.T) {
 		a, b := randomBytes(3, n), randomBytes(4, n)
 		s := e.scope("test", 0)
 		for _, v := range [][]byte{a, b} {
-			_, err := model.SetString(s, []byte("k"), v, model.SetOptions{})
+			_, err := model.SetString(s, []byte("k0"), v, model.SetOptions{})
 			require.NoError(t, err)
 		}
 		// A SET NX that found the key deletes its own chunks at once.
-		_, err := model.SetString(s, []byte("k"), a, model.SetOptions{NX: true})
+		_, err := model.SetString(s, []byte("k0"), a, model.SetOptions{NX: true})
 		require.NoError(t, err)
 		require.Equal(t, 8, countChunks(t, e), "two values' chunks")
 		clock := time.Now()
@@ -99,6 +99,14 @@ func TestBigValueSweep(t *testing.T) {
 		require.NoError(t, sw.SweepOnce(s))
 		require.Equal(t, 4, countChunks(t, e), "the overwritten value's chunks went")
 		require.EqualValues(t, 1, sw.Gens)
+		// RENAME hands the chunks to the new key: they are not swept.
+		_, err = model.MoveKey(s, []byte("k0"), 0, []byte("k"), false)
+		require.NoError(t, err)
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(s))
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(s))
+		require.Equal(t, 4, countChunks(t, e))
 		ks, err := model.ReadKey(s, []byte("k"))
 		require.NoError(t, err)
 		got, err := ks.StringValue()
