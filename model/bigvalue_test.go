@@ -61,6 +61,9 @@ func TestBigStringRequests(t *testing.T) {
 				return r.Written, err
 			}, want: false, ops: map[string]int64{get: 1, putOp: 1, bw: 4, del: 1}},
 			{name: "still b", run: getS("k"), want: string(b)},
+			{name: "small keepttl over big", run: set("k", "kept", model.SetOptions{KeepTTL: true}), want: "written", ops: map[string]int64{upd: 1}},
+			{name: "kept", run: getS("k"), want: "kept", ops: map[string]int64{get: 1}},
+			{name: "big again", run: set("k", string(b), model.SetOptions{}), want: "written"},
 			{name: "small over big", run: setS("k", "small"), want: true, ops: map[string]int64{putOp: 1}},
 			{name: "small", run: getS("k"), want: "small", ops: map[string]int64{get: 1}},
 			{name: "append past an item", run: func(s model.Scope) (any, error) {

@@ -170,10 +170,13 @@ func setKeepTTL(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		{Attr: AttrValue, Val: v},
 		{Attr: AttrVer, Val: NewVer()},
 	}}
+	// A big value's header and chunks' generation go (the sweeper deletes
+	// the chunks).
 	if e != nil {
 		u.Set = append(u.Set, dynastore.SetAction{Attr: AttrEnc, Val: e})
+		u.Remove = removeBig
 	} else {
-		u.Remove = []string{AttrEnc}
+		u.Remove = removeEncBig
 	}
 	var cond dynastore.Cond
 	switch {
@@ -595,6 +598,8 @@ type incrActs struct {
 var (
 	litTypeString dynastore.Operand = dynastore.S(TypeString)
 	removeEnc                       = []string{AttrEnc}
+	removeBig                       = []string{AttrBig, AttrGen}
+	removeEncBig                    = []string{AttrEnc, AttrBig, AttrGen}
 )
 
 // deltaValue is d as a Number, without formatting and boxing INCR's and
