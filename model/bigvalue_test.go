@@ -2,6 +2,8 @@ package model_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/faults"
 	"github.com/redamo/redamo/model"
 )
 
@@ -140,4 +143,66 @@ func countChunks(t *testing.T, e *keysEnv) int {
 	})
 	require.NoError(t, err)
 	return n
+}
+
+// putsFailing fails every Put after the first ok ones, as a writer that
+// died midway through a big value's chunks (it has no BatchWriteItem, so
+// every chunk is a Put).
+type putsFailing struct {
+	dynastore.Store
+	ok   int
+	puts int
+}
+
+func (p *putsFailing) Put(ctx context.Context, it dynastore.Item, o dynastore.WriteOptions) (dynastore.Item, error) {
+	if p.puts++; p.puts > p.ok {
+		return nil, fmt.Errorf("test: the writer died: %w", dynastore.ErrUnavailable)
+	}
+	return p.Store.Put(ctx, it, o)
+}
+
+// A big write that fails before it is published leaves the value as it
+// was, whether its chunks stopped midway or its publication was refused;
+// one whose publication was applied but not acknowledged answers the new
+// value whole. What was never published is swept.
+func TestBigWriteFailures(t *testing.T) {
+	forStores(t, func(t *testing.T, e *keysEnv) {
+		n := 4*bigChunkBytes + 3
+		a, b := randomBytes(5, n), randomBytes(6, n)
+		s := e.scope("test", 0)
+		value := func() []byte {
+			ks, err := model.ReadKey(s, []byte("k"))
+			require.NoError(t, err)
+			v, err := ks.StringValue()
+			require.NoError(t, err)
+			return v
+		}
+		_, err := model.SetString(s, []byte("k"), a, model.SetOptions{})
+		require.NoError(t, err)
+
+		// Chunks stopped midway: the registry entry and two chunks written.
+		died := newScope(&putsFailing{Store: e.store, ok: 3})
+		_, err = model.SetString(died, []byte("k"), b, model.SetOptions{})
+		require.ErrorIs(t, err, dynastore.ErrUnavailable)
+		require.True(t, bytes.Equal(a, value()))
+
+		// The publication refused, then applied with its answer lost.
+		fs := faults.New(e.store, 1)
+		fs.FailNext(dynastore.OpTransactWriteItems, 1, dynastore.ErrUnavailable)
+		_, err = model.SetString(newScope(fs), []byte("k"), b, model.SetOptions{})
+		require.ErrorIs(t, err, dynastore.ErrUnavailable)
+		require.True(t, bytes.Equal(a, value()))
+		fs.FailNextAfter(dynastore.OpTransactWriteItems, 1, dynastore.ErrUnavailable)
+		_, err = model.SetString(newScope(fs), []byte("k"), b, model.SetOptions{})
+		require.ErrorIs(t, err, dynastore.ErrUnavailable)
+		require.True(t, bytes.Equal(b, value()))
+
+		clock := time.Now()
+		sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+		require.NoError(t, sw.SweepOnce(s))
+		clock = clock.Add(2 * time.Minute)
+		require.NoError(t, sw.SweepOnce(s))
+		require.Equal(t, 5, countChunks(t, e), "only the published value's chunks")
+		require.True(t, bytes.Equal(b, value()))
+	})
 }
