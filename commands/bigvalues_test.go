@@ -135,3 +135,30 @@ func TestBigStrings(t *testing.T) {
 		})
 	}
 }
+
+// Collection elements stay within one item: a bigger hash value, list,
+// set or sorted-set member or stream field is refused with a clear error
+// and writes nothing.
+func TestBigCollectionElementsRefused(t *testing.T) {
+	ctx := context.Background()
+	big := string(bigValue(3, 500<<10))
+	for _, be := range testserver.Stores(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			rdb := be.Start(t).Client(t)
+			require.NoError(t, rdb.HSet(ctx, "h", "small", "v").Err())
+			for _, args := range [][]any{
+				{"HSET", "h", "f", big},
+				{"HSET", "h2", "f", big},
+				{"HSET", "h2", big, "v"},
+				{"RPUSH", "l", big},
+				{"SADD", "s", big},
+				{"ZADD", "z", 1, big},
+				{"XADD", "x", "*", "f", big},
+			} {
+				require.EqualError(t, rdb.Do(ctx, args...).Err(), "ERR value exceeds the DynamoDB item size limit (400 KB)", "%s", args[0])
+			}
+			require.EqualValues(t, 0, rdb.Exists(ctx, "h2", "l", "s", "z", "x").Val())
+			require.Equal(t, map[string]string{"small": "v"}, rdb.HGetAll(ctx, "h").Val())
+		})
+	}
+}
