@@ -13,6 +13,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/faults"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/model"
 )
 
@@ -205,4 +206,28 @@ func TestBigWriteFailures(t *testing.T) {
 		require.Equal(t, 5, countChunks(t, e), "only the published value's chunks")
 		require.True(t, bytes.Equal(b, value()))
 	})
+}
+
+// Appends whose value still fits one item but whose chunks' list no longer
+// does are joined into one value instead of being refused.
+func TestAppendListOverhead(t *testing.T) {
+	st := dynastore.NewStats()
+	e := &keysEnv{store: memory.New(memory.Options{Observer: st}), stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()}
+	s := e.scope("append", 0)
+	piece := bytes.Repeat([]byte("a"), 409)
+	var want []byte
+	for range 1000 {
+		n, err := model.Append(s, []byte("k"), piece, math.MaxInt64)
+		require.NoError(t, err)
+		want = append(want, piece...)
+		require.EqualValues(t, len(want), n)
+	}
+	require.Equal(t, string(want), describe(must(model.ReadKey(s, []byte("k")))))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

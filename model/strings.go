@@ -436,6 +436,14 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		it := StringItem(s.DB(), key, nil, OriginArg, ks.Expiry)
 		it.Set(AttrValue, chunks)
 		it.Delete(AttrEnc)
+		if dynastore.ItemSize(it) > dynastore.MaxItemSize {
+			// Many appends: the list's own overhead is what no longer fits.
+			joined, err := DecodeValue(chunks)
+			if err != nil {
+				return nil, err
+			}
+			return stringWrite(s, key, joined, OriginEdited, ks.Expiry)
+		}
 		return &keyWrite{put: it}, nil
 	})
 	return newLen, err
