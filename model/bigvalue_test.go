@@ -130,6 +130,7 @@ func TestBigValueSweep(t *testing.T) {
 		// after the sweep is told so, not answered.
 		_, err = ks.StringValue()
 		require.ErrorIs(t, err, model.ErrBigValueGone)
+		require.ErrorIs(t, err, dynastore.ErrTxConflict, "a lost race: TRYAGAIN to a client, a unit of work runs again")
 	})
 }
 
