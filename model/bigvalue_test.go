@@ -97,6 +97,11 @@ func TestBigValueSweep(t *testing.T) {
 		// A SET NX that found the key deletes its own chunks at once.
 		_, err := model.SetString(s, []byte("k0"), a, model.SetOptions{NX: true})
 		require.NoError(t, err)
+		// So does a SET ... GET that found another type.
+		_, err = model.AddMembers(s, []byte("set"), model.TypeSet, [][]byte{[]byte("m")}, nil)
+		require.NoError(t, err)
+		_, err = model.SetString(s, []byte("set"), a, model.SetOptions{Get: true})
+		require.ErrorIs(t, err, model.ErrWrongType)
 		require.Equal(t, 8, countChunks(t, e), "two values' chunks")
 		clock := time.Now()
 		sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}

@@ -145,7 +145,8 @@ func setBig(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		}
 		return &keyWrite{put: bigStringItem(s.DB(), key, h, exp), gen: h.gen}, nil
 	})
-	if err == nil && !res.Written {
+	if !res.Written && (err == nil || errors.Is(err, ErrWrongType)) {
+		// Known not to be published: nothing else will ever point at them.
 		discardBig(s, h)
 	}
 	if err != nil {
