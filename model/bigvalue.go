@@ -42,7 +42,7 @@ package model
 // reads only the chunks its range covers, and STRLEN none.
 //
 // A value is big when the key item holding it inline would not fit an
-// item (bigThreshold); everything smaller keeps today's single-item
+// item (isBig); everything smaller keeps the single-item
 // layouts and requests.
 
 import (
