@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,6 +160,45 @@ func TestBigCollectionElementsRefused(t *testing.T) {
 			}
 			require.EqualValues(t, 0, rdb.Exists(ctx, "h2", "l", "s", "z", "x").Val())
 			require.Equal(t, map[string]string{"small": "v"}, rdb.HGetAll(ctx, "h").Val())
+		})
+	}
+}
+
+// A big value's writes raise the keyspace events a small value's do.
+func TestBigStringEvents(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testserver.Stores(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			rdb := be.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = time.Minute })
+			require.NoError(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "E$gn").Err())
+			sub := rdb.PSubscribe(ctx, "__keyevent@0__:*")
+			defer sub.Close()
+			_, err := sub.Receive(ctx)
+			require.NoError(t, err)
+			events := func(key string, val []byte) []string {
+				require.NoError(t, rdb.Set(ctx, key, val, 0).Err())
+				require.NoError(t, rdb.Append(ctx, key, "x").Err())
+				require.NoError(t, rdb.SetRange(ctx, key, 3, "y").Err())
+				require.NoError(t, rdb.Expire(ctx, key, time.Hour).Err())
+				require.NoError(t, rdb.Rename(ctx, key, key+"2").Err())
+				require.NoError(t, rdb.GetDel(ctx, key+"2").Err())
+				require.NoError(t, rdb.Set(ctx, "end"+key, "1", 0).Err())
+				var out []string
+				for {
+					m, err := sub.ReceiveMessage(ctx)
+					require.NoError(t, err)
+					if m.Payload == "end"+key {
+						if m.Channel == "__keyevent@0__:set" {
+							return out
+						}
+						continue
+					}
+					out = append(out, m.Channel+" "+strings.Replace(m.Payload, key, "K", 1))
+				}
+			}
+			small := events("s", []byte("small value"))
+			require.Equal(t, small, events("b", bigValue(4, 600<<10)))
+			require.Contains(t, small, "__keyevent@0__:new K")
 		})
 	}
 }
