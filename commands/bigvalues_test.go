@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ func TestBigStrings(t *testing.T) {
 			require.Equal(t, "raw", rdb.ObjectEncoding(ctx, "k").Val())
 			require.Equal(t, a[500000:900001], []byte(rdb.GetRange(ctx, "k", 500000, 900000).Val()))
 			require.Equal(t, a[n-10:], []byte(rdb.GetRange(ctx, "k", -10, -1).Val()))
+			require.Equal(t, "", rdb.GetRange(ctx, "k", 5, 2).Val())
+			require.GreaterOrEqual(t, rdb.MemoryUsage(ctx, "k").Val(), int64(n))
+			require.EqualError(t, rdb.Incr(ctx, "k").Err(), "ERR value is not an integer or out of range")
+			require.EqualValues(t, 1, rdb.Exists(ctx, "k").Val())
 
 			// SET GET, GETSET: the old value whole.
 			old, err := rdb.SetArgs(ctx, "k", b, redis.SetArgs{Get: true}).Bytes()
@@ -63,6 +68,8 @@ func TestBigStrings(t *testing.T) {
 			require.NoError(t, rdb.SetArgs(ctx, "k", b, redis.SetArgs{KeepTTL: true}).Err())
 			require.Greater(t, rdb.PTTL(ctx, "k").Val(), time.Minute)
 			require.True(t, rdb.Persist(ctx, "k").Val())
+			require.EqualValues(t, -1, rdb.TTL(ctx, "k").Val())
+			require.True(t, rdb.Expire(ctx, "k", time.Hour).Val())
 			got, _ = rdb.GetEx(ctx, "k", time.Hour).Bytes()
 			require.True(t, bytes.Equal(b, got))
 
@@ -79,6 +86,12 @@ func TestBigStrings(t *testing.T) {
 			got, _ = rdb.Get(ctx, "small").Bytes()
 			require.True(t, bytes.Equal(append(append([]byte("x"), a...), b...), got))
 			require.EqualValues(t, n, rdb.Append(ctx, "fresh", string(a)).Val())
+			// proto-max-bulk-len bounds what APPEND and SETRANGE make, big or not.
+			require.NoError(t, rdb.ConfigSet(ctx, "proto-max-bulk-len", "2000000").Err())
+			require.EqualError(t, rdb.Append(ctx, "fresh", string(a)).Err(), "ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+			require.EqualError(t, rdb.SetRange(ctx, "fresh", 2000000, "x").Err(), "ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+			require.NoError(t, rdb.ConfigSet(ctx, "proto-max-bulk-len", "536870912").Err())
+			require.EqualValues(t, n, rdb.StrLen(ctx, "fresh").Val())
 
 			// SETRANGE, past the end and inside.
 			require.EqualValues(t, n+10, rdb.SetRange(ctx, "sr", int64(n)+5, "hello").Val())
@@ -120,6 +133,72 @@ func TestBigStrings(t *testing.T) {
 			require.NoError(t, rdb.MSet(ctx, "ms1", a, "ms2", "small").Err())
 			got, _ = rdb.Get(ctx, "ms1").Bytes()
 			require.True(t, bytes.Equal(a, got))
+		})
+	}
+}
+
+// Collection elements stay within one item: a bigger hash value, list,
+// set or sorted-set member or stream field is refused with a clear error
+// and writes nothing.
+func TestBigCollectionElementsRefused(t *testing.T) {
+	ctx := context.Background()
+	big := string(bigValue(3, 500<<10))
+	for _, be := range testserver.Stores(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			rdb := be.Start(t).Client(t)
+			require.NoError(t, rdb.HSet(ctx, "h", "small", "v").Err())
+			for _, args := range [][]any{
+				{"HSET", "h", "f", big},
+				{"HSET", "h2", "f", big},
+				{"HSET", "h2", big, "v"},
+				{"RPUSH", "l", big},
+				{"SADD", "s", big},
+				{"ZADD", "z", 1, big},
+				{"XADD", "x", "*", "f", big},
+			} {
+				require.EqualError(t, rdb.Do(ctx, args...).Err(), "ERR value exceeds the DynamoDB item size limit (400 KB)", "%s", args[0])
+			}
+			require.EqualValues(t, 0, rdb.Exists(ctx, "h2", "l", "s", "z", "x").Val())
+			require.Equal(t, map[string]string{"small": "v"}, rdb.HGetAll(ctx, "h").Val())
+		})
+	}
+}
+
+// A big value's writes raise the keyspace events a small value's do.
+func TestBigStringEvents(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testserver.Stores(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			rdb := be.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = time.Minute })
+			require.NoError(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "E$gn").Err())
+			sub := rdb.PSubscribe(ctx, "__keyevent@0__:*")
+			defer sub.Close()
+			_, err := sub.Receive(ctx)
+			require.NoError(t, err)
+			events := func(key string, val []byte) []string {
+				require.NoError(t, rdb.Set(ctx, key, val, 0).Err())
+				require.NoError(t, rdb.Append(ctx, key, "x").Err())
+				require.NoError(t, rdb.SetRange(ctx, key, 3, "y").Err())
+				require.NoError(t, rdb.Expire(ctx, key, time.Hour).Err())
+				require.NoError(t, rdb.Rename(ctx, key, key+"2").Err())
+				require.NoError(t, rdb.GetDel(ctx, key+"2").Err())
+				require.NoError(t, rdb.Set(ctx, "end"+key, "1", 0).Err())
+				var out []string
+				for {
+					m, err := sub.ReceiveMessage(ctx)
+					require.NoError(t, err)
+					if m.Payload == "end"+key {
+						if m.Channel == "__keyevent@0__:set" {
+							return out
+						}
+						continue
+					}
+					out = append(out, m.Channel+" "+strings.Replace(m.Payload, key, "K", 1))
+				}
+			}
+			small := events("s", []byte("small value"))
+			require.Equal(t, small, events("b", bigValue(4, 600<<10)))
+			require.Contains(t, small, "__keyevent@0__:new K")
 		})
 	}
 }

@@ -42,14 +42,13 @@ package model
 // reads only the chunks its range covers, and STRLEN none.
 //
 // A value is big when the key item holding it inline would not fit an
-// item (bigThreshold); everything smaller keeps today's single-item
+// item (isBig); everything smaller keeps the single-item
 // layouts and requests.
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"sync"
@@ -83,8 +82,10 @@ const (
 
 // ErrBigValueGone is a big value whose chunks were deleted while it was
 // being read: it was overwritten or deleted longer than the sweeper's grace
-// ago. Nothing is answered from it.
-var ErrBigValueGone = errors.New("model: the value was replaced while it was being read, try again")
+// ago. Nothing is answered from it. It is a lost race (it wraps
+// dynastore.ErrTxConflict): a unit of work runs again from a fresh read,
+// and a client is told to try again.
+var ErrBigValueGone = fmt.Errorf("model: the value was replaced while it was being read: %w", dynastore.ErrTxConflict)
 
 // castagnoli is the CRC-32C table of big values' checksums.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -386,8 +387,7 @@ func (d dbScope) DB() int { return d.db }
 // with the check that the sweeper has not condemned its generation gen (a
 // staging that took longer than the sweeper's grace). A failed guard is
 // reported as a single write's (CondFailed, with the item found); a
-// condemned generation as ErrBigValueGone's kin, since writing it again is
-// the caller's choice.
+// condemned generation as errBigCondemned, a lost race.
 func publishBig(s Scope, it dynastore.Item, gen []byte, guard dynastore.Cond) error {
 	err := s.Data().Transact(s, []dynastore.TxAction{
 		{Op: dynastore.TxPut, Item: it, Cond: guard, OldOnFailure: true},
@@ -405,4 +405,4 @@ func publishBig(s Scope, it dynastore.Item, gen []byte, guard dynastore.Cond) er
 
 // errBigCondemned is a staged big value the sweeper condemned before it was
 // published.
-var errBigCondemned = errors.New("model: a big value's chunks were swept before it was published, try again")
+var errBigCondemned = fmt.Errorf("model: a big value's chunks were swept before it was published: %w", dynastore.ErrTxConflict)

@@ -825,6 +825,10 @@ func KeyUsage(s Scope, key []byte, samples int64) (size int64, found bool, err e
 		return 0, false, err
 	}
 	size = int64(dynastore.ItemSize(ks.Raw))
+	if ks.big != nil {
+		// The chunks, from the header: their sizes are known, none is read.
+		return size + ks.big.size + ks.big.chunks()*int64(dynastore.ItemSizeAt(chunkKey(ks.big.gen, 0), dynastore.Item{{Name: attrChunk, Value: dynastore.B(nil)}})), true, nil
+	}
 	gen, large := ks.Raw.Get(AttrGen).(dynastore.B)
 	if !large {
 		return size, true, nil

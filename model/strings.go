@@ -158,7 +158,8 @@ func setBig(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		}
 		return &keyWrite{put: bigStringItem(s.DB(), key, h, exp), gen: h.gen}, nil
 	})
-	if err == nil && !res.Written {
+	if !res.Written && (err == nil || errors.Is(err, ErrWrongType)) {
+		// Known not to be published: nothing else will ever point at them.
 		discardBig(s, h)
 	}
 	if err != nil {
@@ -183,10 +184,13 @@ func setKeepTTL(s Scope, key, val []byte, o SetOptions) (SetResult, error) {
 		{Attr: AttrValue, Val: v},
 		{Attr: AttrVer, Val: NewVer()},
 	}}
+	// A big value's header and chunks' generation go (the sweeper deletes
+	// the chunks).
 	if e != nil {
 		u.Set = append(u.Set, dynastore.SetAction{Attr: AttrEnc, Val: e})
+		u.Remove = removeBig
 	} else {
-		u.Remove = []string{AttrEnc}
+		u.Remove = removeEncBig
 	}
 	var cond dynastore.Cond
 	switch {
@@ -446,6 +450,14 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		it := StringItem(s.DB(), key, nil, OriginArg, ks.Expiry)
 		it.Set(AttrValue, chunks)
 		it.Delete(AttrEnc)
+		if dynastore.ItemSize(it) > dynastore.MaxItemSize {
+			// Many appends: the list's own overhead is what no longer fits.
+			joined, err := DecodeValue(chunks)
+			if err != nil {
+				return nil, err
+			}
+			return stringWrite(s, key, joined, OriginEdited, ks.Expiry)
+		}
 		return &keyWrite{put: it}, nil
 	})
 	return newLen, err
@@ -619,6 +631,8 @@ type incrActs struct {
 var (
 	litTypeString dynastore.Operand = dynastore.S(TypeString)
 	removeEnc                       = []string{AttrEnc}
+	removeBig                       = []string{AttrBig, AttrGen}
+	removeEncBig                    = []string{AttrEnc, AttrBig, AttrGen}
 )
 
 // deltaValue is d as a Number, without formatting and boxing INCR's and
