@@ -160,6 +160,11 @@ var StreamGroupsCodec struct {
 	Stage func(cl *Collection, groups []rdb.StreamGroup) error
 }
 
+// streamNodeRestored, when set, completes a node of the node table from
+// the node a payload held (what the node emulation keeps beyond its ids
+// and counts).
+var streamNodeRestored func(n *streamNode, from rdb.StreamNode)
+
 // ErrStreamGroups is a RESTORE of a stream with consumer groups where
 // they cannot be kept.
 var ErrStreamGroups = errors.New("model: consumer groups cannot be restored")
@@ -375,10 +380,14 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 			if nd.Live == 0 {
 				continue
 			}
-			st.nodes = append(st.nodes, streamNode{
+			n := streamNode{
 				master: StreamID(nd.Master), last: StreamID(nd.Last),
 				live: int64(nd.Live), total: int64(nd.Live + nd.Deleted),
-			})
+			}
+			if streamNodeRestored != nil {
+				streamNodeRestored(&n, nd)
+			}
+			st.nodes = append(st.nodes, n)
 		}
 		for _, e := range s.Entries {
 			cl.Put(StreamID(e.ID).member(), encodeFields(e.Fields))
