@@ -148,9 +148,6 @@ func cmdRestore(c *Ctx) {
 	case errors.Is(err, model.ErrBusyKey):
 		c.W.Error(MsgBusyKey)
 		return
-	case errors.Is(err, model.ErrStreamGroups):
-		c.W.Error(MsgRestoreFormat)
-		return
 	case err != nil:
 		c.Fail(err)
 		return

@@ -152,23 +152,6 @@ func dumpMembers(cl *Collection, o DumpOptions) (*rdb.Object, error) {
 	return obj, nil
 }
 
-// StreamGroupsCodec reads a stream's consumer groups for DUMP and stages
-// those of a RESTORE; the consumer groups' layer sets it. Without one a
-// stream has no groups and RESTORE refuses a payload that has some.
-var StreamGroupsCodec struct {
-	Read  func(cl *Collection) ([]rdb.StreamGroup, error)
-	Stage func(cl *Collection, groups []rdb.StreamGroup) error
-}
-
-// streamNodeRestored, when set, completes a node of the node table from
-// the node a payload held (what the node emulation keeps beyond its ids
-// and counts).
-var streamNodeRestored func(n *streamNode, from rdb.StreamNode)
-
-// ErrStreamGroups is a RESTORE of a stream with consumer groups where
-// they cannot be kept.
-var ErrStreamGroups = errors.New("model: consumer groups cannot be restored")
-
 // dumpStream reads a stream whole.
 func dumpStream(cl *Collection) (*rdb.Object, error) {
 	st, err := streamStateOf(cl)
@@ -191,10 +174,8 @@ func dumpStream(cl *Collection) (*rdb.Object, error) {
 	if len(s.Entries) > 0 {
 		s.FirstID = s.Entries[0].ID
 	}
-	if StreamGroupsCodec.Read != nil {
-		if s.Groups, err = StreamGroupsCodec.Read(cl); err != nil {
-			return nil, err
-		}
+	if s.Groups, err = dumpGroups(cl); err != nil {
+		return nil, err
 	}
 	return &rdb.Object{Type: rdb.TypeStream3, Stream: s}, nil
 }
@@ -243,9 +224,6 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 		return restoreString(c, key, o.String, a)
 	}
 	typ, big := restoreShape(o, a)
-	if typ == TypeStream && len(o.Stream.Groups) > 0 && StreamGroupsCodec.Stage == nil {
-		return RestoreOutcome{}, ErrStreamGroups
-	}
 	err := RetryConflicts(c, func(int) error {
 		cl := &Collection{c: c, Type: typ, Key: key, Replace: true}
 		if err := fillRestored(cl, o); err != nil {
@@ -384,9 +362,7 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 				master: StreamID(nd.Master), last: StreamID(nd.Last),
 				live: int64(nd.Live), total: int64(nd.Live + nd.Deleted),
 			}
-			if streamNodeRestored != nil {
-				streamNodeRestored(&n, nd)
-			}
+			restoredNodeSizes(&n, nd)
 			st.nodes = append(st.nodes, n)
 		}
 		for _, e := range s.Entries {
@@ -394,7 +370,7 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 		}
 		st.stage(cl)
 		if len(s.Groups) > 0 {
-			return StreamGroupsCodec.Stage(cl, slices.Clone(s.Groups))
+			return stageRestoredGroups(cl, slices.Clone(s.Groups))
 		}
 	}
 	return nil
