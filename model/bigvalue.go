@@ -14,7 +14,7 @@ package model
 //	           the chunk count, so the sweeper knows which chunks to delete
 //
 // A write registers the generation, writes the chunks with BatchWriteItem
-// (25 per request, one write unit per KB, no transaction: nothing points
+// (bigBatch per request, one write unit per KB, no transaction: nothing points
 // at them yet, so nobody can see them half written), then publishes them
 // with one transaction of the key item's conditional put and a check that
 // the sweeper has not condemned the generation (genAliveCheck), a
@@ -37,8 +37,8 @@ package model
 // over DynamoDB's partitions: a 50 MB value's reads and writes are not
 // capped by one partition's throughput (1,000 write units, 3,000 read
 // units per second), and are sent a few requests at a time. A read is the
-// key item, then BatchGetItems of bigReadBatch chunks (under the 16 MB a
-// BatchGetItem answers), all of them at once up to bigParallel; GETRANGE
+// key item, then BatchGetItems of bigBatch chunks, bigParallel of them at
+// once; GETRANGE
 // reads only the chunks its range covers, and STRLEN none.
 //
 // A value is big when the key item holding it inline would not fit an
@@ -69,12 +69,14 @@ const (
 	// bigChunkSize is the bytes of one chunk: as many as an item holds with
 	// room left for its key and attribute names.
 	bigChunkSize = 384 << 10
-	// bigReadBatch is the chunks one BatchGetItem asks for: their bytes stay
-	// under the 16 MB DynamoDB returns per request.
-	bigReadBatch = 40
+	// bigBatch is the chunks one BatchGetItem or BatchWriteItem carries:
+	// about 3 MB, well under the 16 MB either allows, so that one request
+	// fits its attempt's timeout on a slow link or a busy DynamoDB Local
+	// (requests of 9 and 15 MB ran past it there).
+	bigBatch = 8
 	// bigParallel is how many chunk requests a big value's read or write
 	// has in flight at once.
-	bigParallel = 4
+	bigParallel = 8
 	// bigItemRoom is what a string key item needs besides its key and
 	// value: attribute names, type, version, encoding, expiry, ttl.
 	bigItemRoom = 256
@@ -187,7 +189,7 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 	}
 	n := h.chunks()
 	// One batch per BatchWriteItem, a few in flight at once.
-	err = inParallel(n, dynastore.MaxBatchWrite, func(lo, hi int64) error {
+	err = inParallel(n, bigBatch, func(lo, hi int64) error {
 		puts := make([]dynastore.Item, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			k := chunkKey(h.gen, i)
@@ -252,7 +254,7 @@ func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int
 	}
 	lo, hi := from/h.chunk, (to-1)/h.chunk+1
 	out := make([]byte, to-from)
-	err := inParallel(hi-lo, bigReadBatch, func(a, b int64) error {
+	err := inParallel(hi-lo, bigBatch, func(a, b int64) error {
 		items, err := st.BatchGet(ctx, chunkKeys(h.gen, lo+a, lo+b))
 		if err != nil {
 			return err
