@@ -16,7 +16,11 @@ import (
 type hotStrings struct {
 	incr Coalescer[incrOp, int64]
 	read Coalescer[member, dynastore.Item]
-	set  Coalescer[setOp, struct{}]
+	// readMany is per list of keys: MGETs of the same keys share their
+	// reads; those of other lists, even overlapping ones, do not wait for
+	// them (a lone MGET makes the requests it always made).
+	readMany Coalescer[member, []dynastore.Item]
+	set      Coalescer[setOp, struct{}]
 	// hincr and hget are per hash field.
 	hincr Coalescer[incrOp, int64]
 	hget  Coalescer[member, hashGot]
@@ -327,4 +331,23 @@ func hashGetBatch(key []byte, fields [][]byte, ops []member) ([]hashGot, []error
 		res[i], errs[i] = hashGot{vals, present}, err
 	}
 	return res, errs
+}
+
+// hotKeys is the lane key of a list of keys in s's database (see hotKey),
+// each key's length first.
+func hotKeys(s Scope, keys [][]byte) string {
+	var buf []byte
+	sc := scratchOf(s)
+	if sc != nil {
+		buf = sc.hot[:0]
+	}
+	buf = append(buf, byte(s.DB()))
+	for _, k := range keys {
+		buf = append(binary.AppendUvarint(buf, uint64(len(k))), k...)
+	}
+	if sc != nil {
+		sc.hot = buf
+		return unsafe.String(unsafe.SliceData(buf), len(buf))
+	}
+	return string(buf)
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,10 +85,15 @@ func batched(t *testing.T, n int, occupy func(release <-chan struct{}) <-chan st
 // would) until release is closed; what it returns is closed once the lane
 // is busy.
 func holdLane[Op, Res any](c *Coalescer[Op, Res], s Scope, key []byte, op Op) func(<-chan struct{}) <-chan struct{} {
+	return holdLaneAt(c, s, string(KeyPK(0, key)), op)
+}
+
+// holdLaneAt is holdLane of the lane key lane.
+func holdLaneAt[Op, Res any](c *Coalescer[Op, Res], s Scope, lane string, op Op) func(<-chan struct{}) <-chan struct{} {
 	return func(release <-chan struct{}) <-chan struct{} {
 		started := make(chan struct{})
 		go func() {
-			_, _ = c.DoAlone(s, string(KeyPK(0, key)), op, func(Op) (Res, error) {
+			_, _ = c.DoAlone(s, lane, op, func(Op) (Res, error) {
 				close(started)
 				<-release
 				var r Res
@@ -216,6 +222,23 @@ func TestReadBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "v", string(v))
 	}
+
+	// MGETs of one list of keys share their read likewise.
+	keys := [][]byte{key, []byte("missing"), key}
+	lane := hotKeys(lead, keys)
+	before = f.requests()
+	lists := make([][]KeyState, 3)
+	batched(t, len(lists), holdLaneAt(&f.p.hotStrings.readMany, lead, lane, memberOf(lead)),
+		func() int { return f.p.hotStrings.readMany.waitingOps(lane) },
+		func(i int) {
+			var err error
+			lists[i], err = ReadKeys(f.scope(), keys)
+			require.NoError(t, err)
+		})
+	require.Equal(t, int64(1), f.requests()-before)
+	for _, l := range lists {
+		require.Equal(t, []bool{true, false, true}, []bool{l[0].Live, l[1].Live, l[2].Live})
+	}
 }
 
 // TestSetBatch checks that blind SETs waiting for a SET in flight are one
@@ -280,4 +303,75 @@ func TestNoCoalescingInUnit(t *testing.T) {
 	require.NoError(t, err)
 	close(release)
 	require.Zero(t, f.p.hotStrings.incr.waitingOps(string(KeyPK(0, key))))
+}
+
+// TestHashBatch checks batches of HINCRBYs and of HGETs of one field:
+// one request each when the fast path allows, each HINCRBY answered its
+// partial sum, an overflow answering only the member it concerns.
+func TestHashBatch(t *testing.T) {
+	const maxI = math.MaxInt64
+	for _, tc := range []struct {
+		name     string
+		initial  int64 // 0: no hash
+		deltas   []int64
+		want     []int64
+		errs     []error
+		requests int64
+		creator  int
+	}{
+		{"absent", 0, []int64{1, 2, 3}, []int64{1, 3, 6}, nil, 1, 0},
+		{"one overflows", maxI - 2, []int64{1, 5, 1}, []int64{maxI - 1, 0, maxI}, []error{nil, ErrIncrOverflow, nil}, 2, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHotFixture()
+			key, field := []byte("h"), []byte("f")
+			if tc.initial != 0 {
+				_, err := HashIncrBy(f.scope(), key, field, tc.initial)
+				require.NoError(t, err)
+			}
+			before := f.requests()
+			lane := string(append(append([]byte{1}, KeyPK(0, key)...), field...))
+			lead := f.scope()
+			scopes := make([]memberScope, len(tc.deltas))
+			got := make([]int64, len(tc.deltas))
+			errs := make([]error, len(tc.deltas))
+			batched(t, len(tc.deltas), holdLaneAt(&f.p.hotStrings.hincr, lead, lane, incrOp{memberOf(lead), 0}),
+				func() int { return f.p.hotStrings.hincr.waitingOps(lane) },
+				func(i int) {
+					scopes[i] = f.scope()
+					got[i], errs[i] = HashIncrBy(scopes[i], key, field, tc.deltas[i])
+				})
+			for i := range tc.deltas {
+				var want error
+				if tc.errs != nil {
+					want = tc.errs[i]
+				}
+				require.ErrorIs(t, errs[i], want, "member %d", i)
+				if want == nil {
+					require.Equal(t, tc.want[i], got[i], "member %d", i)
+				}
+				var created []string
+				if i == tc.creator {
+					created = []string{"h"}
+				}
+				require.Equal(t, created, *scopes[i].created, "member %d", i)
+			}
+			require.Equal(t, tc.requests, f.requests()-before)
+
+			before = f.requests()
+			vals := make([][]byte, 3)
+			batched(t, len(vals), holdLaneAt(&f.p.hotStrings.hget, lead, lane, memberOf(lead)),
+				func() int { return f.p.hotStrings.hget.waitingOps(lane) },
+				func(i int) {
+					vs, present, err := HashGet(f.scope(), key, [][]byte{field})
+					require.NoError(t, err)
+					require.True(t, present[0])
+					vals[i] = vs[0]
+				})
+			require.Equal(t, int64(1), f.requests()-before)
+			for _, v := range vals {
+				require.Equal(t, strconv.FormatInt(tc.want[len(tc.want)-1], 10), string(v))
+			}
+		})
+	}
 }
