@@ -21,6 +21,7 @@ type hotStrings struct {
 	// them (a lone MGET makes the requests it always made).
 	readMany Coalescer[member, []dynastore.Item]
 	set      Coalescer[setOp, struct{}]
+	edit     Coalescer[editOp, []byte]
 	// hincr and hget are per hash field.
 	hincr Coalescer[incrOp, int64]
 	hget  Coalescer[member, hashGot]
@@ -240,6 +241,51 @@ func addInOrder(cur int64, ds []int64, res []int64, errs []error, overflow error
 		}
 	}
 	return cur, first
+}
+
+// ---- EditString (INCRBYFLOAT) ----------------------------------------------------------
+
+type editOp struct {
+	member
+	origin StrOrigin
+	edit   func(old []byte, live bool) ([]byte, error)
+}
+
+// editOps applies ops' edits to key's value one after the other, each to
+// what the one before made of it (a failed edit leaves it as it was), and
+// writes the last result in one write conditioned on the version read:
+// each member is answered exactly what it would be alone in that order
+// (INCRBYFLOAT's long double sums and their text included), for one read
+// and one write. creator tells which of them a write that creates the
+// key creates it for.
+func editOps(s Scope, key []byte, ops []editOp, creator func(i int)) ([][]byte, []error) {
+	res, errs := answers[[]byte](len(ops))
+	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		cur, err := stringOf(ks)
+		if err != nil {
+			return nil, err
+		}
+		live, first, last := ks.Live, -1, -1
+		for i, op := range ops {
+			if res[i], errs[i] = op.edit(cur, live); errs[i] != nil {
+				continue
+			}
+			cur, live = res[i], true
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+		if first < 0 {
+			return nil, nil
+		}
+		creator(first)
+		return &keyWrite{put: StringItem(s.DB(), key, cur, ops[last].origin, ks.Expiry)}, nil
+	})
+	if err != nil {
+		failAll(errs, err)
+	}
+	return res, errs
 }
 
 // ---- reads of a key item -------------------------------------------------------------

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"sync"
@@ -374,4 +375,40 @@ func TestHashBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEditBatch checks a batch of EditStrings (INCRBYFLOAT): one read and
+// one write, each edit applied to what the one before it made, a failing
+// one answering only its own command.
+func TestEditBatch(t *testing.T) {
+	f := newHotFixture()
+	key := []byte("k")
+	before := f.requests()
+	lead := f.scope()
+	errBad := errors.New("bad")
+	suffixes := []string{"a", "", "b", "c"}
+	got := make([]string, len(suffixes))
+	errs := make([]error, len(suffixes))
+	scopes := make([]memberScope, len(suffixes))
+	batched(t, len(suffixes), holdLane(&f.p.hotStrings.edit, lead, key, editOp{member: memberOf(lead)}),
+		func() int { return f.p.hotStrings.edit.waitingOps(string(KeyPK(0, key))) },
+		func(i int) {
+			scopes[i] = f.scope()
+			var out []byte
+			out, errs[i] = EditString(scopes[i], key, OriginArg, func(old []byte, live bool) ([]byte, error) {
+				if suffixes[i] == "" {
+					return nil, errBad
+				}
+				if !live {
+					old = []byte("v")
+				}
+				return append(append([]byte{}, old...), suffixes[i]...), nil
+			})
+			got[i] = string(out)
+		})
+	require.Equal(t, []string{"va", "", "vab", "vabc"}, got)
+	require.Equal(t, []error{nil, errBad, nil, nil}, errs)
+	require.Equal(t, []string{"k"}, *scopes[0].created)
+	require.Empty(t, *scopes[2].created)
+	require.Equal(t, int64(2), f.requests()-before)
 }
