@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -411,4 +412,42 @@ func TestEditBatch(t *testing.T) {
 	require.Equal(t, []string{"k"}, *scopes[0].created)
 	require.Empty(t, *scopes[2].created)
 	require.Equal(t, int64(2), f.requests()-before)
+}
+
+// unknownStore answers every write with an unknown outcome.
+type unknownStore struct{ dynastore.Store }
+
+func (unknownStore) Update(context.Context, dynastore.Key, dynastore.Update, dynastore.WriteOptions) (dynastore.Item, error) {
+	return nil, fmt.Errorf("test: %w", dynastore.ErrOutcomeUnknown)
+}
+
+func (unknownStore) Put(context.Context, dynastore.Item, dynastore.WriteOptions) (dynastore.Item, error) {
+	return nil, fmt.Errorf("test: %w", dynastore.ErrOutcomeUnknown)
+}
+
+// TestBatchOutcomeUnknown checks that a batch whose request's outcome is
+// unknown tells each of its commands so.
+func TestBatchOutcomeUnknown(t *testing.T) {
+	f := newHotFixture()
+	key := []byte("k")
+	lead := f.scope()
+	scope := func() memberScope {
+		s := f.scope()
+		s.data = unknownStore{f.st}
+		return s
+	}
+	errs := make([]error, 3)
+	batched(t, len(errs), holdLane(&f.p.hotStrings.incr, lead, key, incrOp{memberOf(lead), 0}),
+		func() int { return f.p.hotStrings.incr.waitingOps(string(KeyPK(0, key))) },
+		func(i int) { _, errs[i] = IncrBy(scope(), key, 1) })
+	for _, err := range errs {
+		require.ErrorIs(t, err, dynastore.ErrOutcomeUnknown)
+	}
+	errs = make([]error, 3)
+	batched(t, len(errs), holdLane(&f.p.hotStrings.set, lead, key, setOp{member: memberOf(lead)}),
+		func() int { return f.p.hotStrings.set.waitingOps(string(KeyPK(0, key))) },
+		func(i int) { _, errs[i] = SetString(scope(), key, []byte("v"), SetOptions{}) })
+	for _, err := range errs {
+		require.ErrorIs(t, err, dynastore.ErrOutcomeUnknown)
+	}
 }
