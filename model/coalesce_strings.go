@@ -5,6 +5,7 @@ package model
 // of a key one read, a batch of blind SETs one write of the last value.
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unsafe"
 
@@ -15,7 +16,15 @@ import (
 type hotStrings struct {
 	incr Coalescer[incrOp, int64]
 	read Coalescer[member, dynastore.Item]
-	set  Coalescer[setOp, struct{}]
+	// readMany is per list of keys: MGETs of the same keys share their
+	// reads; those of other lists, even overlapping ones, do not wait for
+	// them (a lone MGET makes the requests it always made).
+	readMany Coalescer[member, []dynastore.Item]
+	set      Coalescer[setOp, struct{}]
+	edit     Coalescer[editOp, []byte]
+	// hincr and hget are per hash field.
+	hincr Coalescer[incrOp, int64]
+	hget  Coalescer[member, hashGot]
 }
 
 // member is one command of a batch: its scope, and its clock reading as
@@ -120,28 +129,14 @@ func incrBatch(key []byte, ops []incrOp) ([]int64, []error) {
 	res, errs := answers[int64](len(ops))
 	bs := newBatchScope(ops)
 	now := bs.NowMS()
-	sums := make([]int64, len(ops))
-	var sum, lo, hi int64
-	fits := true
+	ds := make([]int64, len(ops))
 	for i, op := range ops {
-		if AddOverflows(sum, op.d) {
-			fits = false
-			break
-		}
-		sum += op.d
-		sums[i] = sum
-		lo, hi = min(lo, sum), max(hi, sum)
+		ds[i] = op.d
 	}
 	var start *KeyState
-	if fits {
+	if sums, sum, room, fits := partialSums(AttrValue, ds); fits {
 		var live dynastore.Cond = dynastore.IsType{Attr: AttrValue, Type: dynastore.KindN}
-		var room dynastore.And
-		for _, d := range []int64{hi, lo} {
-			if c := IncrRoom(AttrValue, d); c != nil {
-				room = append(room, c)
-			}
-		}
-		if len(room) > 0 {
+		if room != nil {
 			live = room
 		}
 		old, err := bs.Data().Update(bs, ItemKey(bs.DB(), key), dynastore.Update{
@@ -176,7 +171,6 @@ func incrBatch(key []byte, ops []incrOp) ([]int64, []error) {
 		start = &ks
 	}
 	err := mutateKey(bs, key, start, func(ks KeyState) (*keyWrite, error) {
-		bs.creator = nil
 		var cur int64
 		if ks.Live {
 			b, err := stringOf(ks)
@@ -188,21 +182,11 @@ func incrBatch(key []byte, ops []incrOp) ([]int64, []error) {
 				return nil, ErrNotInteger
 			}
 		}
-		for i, op := range ops {
-			if AddOverflows(cur, op.d) {
-				errs[i] = ErrOverflow
-				continue
-			}
-			errs[i] = nil
-			cur += op.d
-			res[i] = cur
-			if bs.creator == nil && !ks.Live {
-				bs.creator = op.s
-			}
-		}
-		if allFailed(errs) {
+		cur, first := addInOrder(cur, ds, res, errs, ErrOverflow)
+		if first < 0 {
 			return nil, nil
 		}
+		bs.creator = ops[first].s
 		return &keyWrite{put: StringItem(bs.DB(), key, strconv.AppendInt(nil, cur, 10), OriginArg, ks.Expiry)}, nil
 	})
 	if err != nil {
@@ -211,14 +195,97 @@ func incrBatch(key []byte, ops []incrOp) ([]int64, []error) {
 	return res, errs
 }
 
-// allFailed reports whether every member has an error.
-func allFailed(errs []error) bool {
-	for _, err := range errs {
-		if err == nil {
-			return false
+// partialSums are the sums of ds's first 1, 2, ... deltas, and room, the
+// condition that adding each of them to the number in attr stays within
+// int64 (nil: none needed). fits is false when a partial sum itself
+// leaves int64.
+func partialSums(attr string, ds []int64) (sums []int64, sum int64, room dynastore.Cond, fits bool) {
+	sums = make([]int64, len(ds))
+	var lo, hi int64
+	for i, d := range ds {
+		if AddOverflows(sum, d) {
+			return nil, 0, nil, false
+		}
+		sum += d
+		sums[i] = sum
+		lo, hi = min(lo, sum), max(hi, sum)
+	}
+	var and dynastore.And
+	for _, d := range []int64{hi, lo} {
+		if c := IncrRoom(attr, d); c != nil {
+			and = append(and, c)
 		}
 	}
-	return true
+	if len(and) > 0 {
+		room = and
+	}
+	return sums, sum, room, true
+}
+
+// addInOrder adds ds to cur one by one, as each would be alone in that
+// order: one that would overflow is answered overflow and leaves cur as
+// it is. It returns the final value and the first delta applied (-1:
+// none).
+func addInOrder(cur int64, ds []int64, res []int64, errs []error, overflow error) (int64, int) {
+	first := -1
+	for i, d := range ds {
+		if AddOverflows(cur, d) {
+			errs[i] = overflow
+			continue
+		}
+		errs[i] = nil
+		cur += d
+		res[i] = cur
+		if first < 0 {
+			first = i
+		}
+	}
+	return cur, first
+}
+
+// ---- EditString (INCRBYFLOAT) ----------------------------------------------------------
+
+type editOp struct {
+	member
+	origin StrOrigin
+	edit   func(old []byte, live bool) ([]byte, error)
+}
+
+// editOps applies ops' edits to key's value one after the other, each to
+// what the one before made of it (a failed edit leaves it as it was), and
+// writes the last result in one write conditioned on the version read:
+// each member is answered exactly what it would be alone in that order
+// (INCRBYFLOAT's long double sums and their text included), for one read
+// and one write. creator tells which of them a write that creates the
+// key creates it for.
+func editOps(s Scope, key []byte, ops []editOp, creator func(i int)) ([][]byte, []error) {
+	res, errs := answers[[]byte](len(ops))
+	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		cur, err := stringOf(ks)
+		if err != nil {
+			return nil, err
+		}
+		live, first, last := ks.Live, -1, -1
+		for i, op := range ops {
+			if res[i], errs[i] = op.edit(cur, live); errs[i] != nil {
+				continue
+			}
+			cur, live = res[i], true
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+		if first < 0 {
+			return nil, nil
+		}
+		creator(first)
+		return stringWrite(s, key, cur, ops[last].origin, ks.Expiry)
+	})
+	if err != nil {
+		failAll(errs, err)
+	}
+	return res, errs
 }
 
 // ---- reads of a key item -------------------------------------------------------------
@@ -274,4 +341,59 @@ func readAlone(key []byte) func(member) (dynastore.Item, error) {
 	return func(m member) (dynastore.Item, error) {
 		return m.s.Data().Get(m.s, scratchItemKey(m.s, key))
 	}
+}
+
+// ---- hash fields -------------------------------------------------------------------------
+
+// hotField is the lane key of field f of key in s's database (see
+// hotKey): the key's length first, so that no key and field pair reads as
+// another.
+func hotField(s Scope, key, f []byte) string {
+	var buf []byte
+	if sc := scratchOf(s); sc != nil {
+		buf = sc.hot[:0]
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(AppendKeyPK(buf, s.DB(), key), f...)
+	if sc := scratchOf(s); sc != nil {
+		sc.hot = buf
+		return unsafe.String(unsafe.SliceData(buf), len(buf))
+	}
+	return string(buf)
+}
+
+// hashGot is what HashGet answers.
+type hashGot struct {
+	vals    [][]byte
+	present []bool
+}
+
+// hashGetBatch is a batch of HGETs of one field: one read, its answer
+// shared by every member (read-only to them).
+func hashGetBatch(key []byte, fields [][]byte, ops []member) ([]hashGot, []error) {
+	res, errs := answers[hashGot](len(ops))
+	vals, present, err := hashGet(newBatchScope(ops), key, fields)
+	for i := range ops {
+		res[i], errs[i] = hashGot{vals, present}, err
+	}
+	return res, errs
+}
+
+// hotKeys is the lane key of a list of keys in s's database (see hotKey),
+// each key's length first.
+func hotKeys(s Scope, keys [][]byte) string {
+	var buf []byte
+	sc := scratchOf(s)
+	if sc != nil {
+		buf = sc.hot[:0]
+	}
+	buf = append(buf, byte(s.DB()))
+	for _, k := range keys {
+		buf = append(binary.AppendUvarint(buf, uint64(len(k))), k...)
+	}
+	if sc != nil {
+		sc.hot = buf
+		return unsafe.String(unsafe.SliceData(buf), len(buf))
+	}
+	return string(buf)
 }

@@ -2,7 +2,10 @@ package model
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,10 +87,15 @@ func batched(t *testing.T, n int, occupy func(release <-chan struct{}) <-chan st
 // would) until release is closed; what it returns is closed once the lane
 // is busy.
 func holdLane[Op, Res any](c *Coalescer[Op, Res], s Scope, key []byte, op Op) func(<-chan struct{}) <-chan struct{} {
+	return holdLaneAt(c, s, string(KeyPK(0, key)), op)
+}
+
+// holdLaneAt is holdLane of the lane key lane.
+func holdLaneAt[Op, Res any](c *Coalescer[Op, Res], s Scope, lane string, op Op) func(<-chan struct{}) <-chan struct{} {
 	return func(release <-chan struct{}) <-chan struct{} {
 		started := make(chan struct{})
 		go func() {
-			_, _ = c.DoAlone(s, string(KeyPK(0, key)), op, func(Op) (Res, error) {
+			_, _ = c.DoAlone(s, lane, op, func(Op) (Res, error) {
 				close(started)
 				<-release
 				var r Res
@@ -216,6 +224,23 @@ func TestReadBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "v", string(v))
 	}
+
+	// MGETs of one list of keys share their read likewise.
+	keys := [][]byte{key, []byte("missing"), key}
+	lane := hotKeys(lead, keys)
+	before = f.requests()
+	lists := make([][]KeyState, 3)
+	batched(t, len(lists), holdLaneAt(&f.p.hotStrings.readMany, lead, lane, memberOf(lead)),
+		func() int { return f.p.hotStrings.readMany.waitingOps(lane) },
+		func(i int) {
+			var err error
+			lists[i], err = ReadKeys(f.scope(), keys)
+			require.NoError(t, err)
+		})
+	require.Equal(t, int64(1), f.requests()-before)
+	for _, l := range lists {
+		require.Equal(t, []bool{true, false, true}, []bool{l[0].Live, l[1].Live, l[2].Live})
+	}
 }
 
 // TestSetBatch checks that blind SETs waiting for a SET in flight are one
@@ -280,4 +305,149 @@ func TestNoCoalescingInUnit(t *testing.T) {
 	require.NoError(t, err)
 	close(release)
 	require.Zero(t, f.p.hotStrings.incr.waitingOps(string(KeyPK(0, key))))
+}
+
+// TestHashBatch checks batches of HINCRBYs and of HGETs of one field:
+// one request each when the fast path allows, each HINCRBY answered its
+// partial sum, an overflow answering only the member it concerns.
+func TestHashBatch(t *testing.T) {
+	const maxI = math.MaxInt64
+	for _, tc := range []struct {
+		name     string
+		initial  int64 // 0: no hash
+		deltas   []int64
+		want     []int64
+		errs     []error
+		requests int64
+		creator  int
+	}{
+		{"absent", 0, []int64{1, 2, 3}, []int64{1, 3, 6}, nil, 1, 0},
+		{"one overflows", maxI - 2, []int64{1, 5, 1}, []int64{maxI - 1, 0, maxI}, []error{nil, ErrIncrOverflow, nil}, 2, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHotFixture()
+			key, field := []byte("h"), []byte("f")
+			if tc.initial != 0 {
+				_, err := HashIncrBy(f.scope(), key, field, tc.initial)
+				require.NoError(t, err)
+			}
+			before := f.requests()
+			lane := string(append(append([]byte{1}, KeyPK(0, key)...), field...))
+			lead := f.scope()
+			scopes := make([]memberScope, len(tc.deltas))
+			got := make([]int64, len(tc.deltas))
+			errs := make([]error, len(tc.deltas))
+			batched(t, len(tc.deltas), holdLaneAt(&f.p.hotStrings.hincr, lead, lane, incrOp{memberOf(lead), 0}),
+				func() int { return f.p.hotStrings.hincr.waitingOps(lane) },
+				func(i int) {
+					scopes[i] = f.scope()
+					got[i], errs[i] = HashIncrBy(scopes[i], key, field, tc.deltas[i])
+				})
+			for i := range tc.deltas {
+				var want error
+				if tc.errs != nil {
+					want = tc.errs[i]
+				}
+				require.ErrorIs(t, errs[i], want, "member %d", i)
+				if want == nil {
+					require.Equal(t, tc.want[i], got[i], "member %d", i)
+				}
+				var created []string
+				if i == tc.creator {
+					created = []string{"h"}
+				}
+				require.Equal(t, created, *scopes[i].created, "member %d", i)
+			}
+			require.Equal(t, tc.requests, f.requests()-before)
+
+			before = f.requests()
+			vals := make([][]byte, 3)
+			batched(t, len(vals), holdLaneAt(&f.p.hotStrings.hget, lead, lane, memberOf(lead)),
+				func() int { return f.p.hotStrings.hget.waitingOps(lane) },
+				func(i int) {
+					vs, present, err := HashGet(f.scope(), key, [][]byte{field})
+					require.NoError(t, err)
+					require.True(t, present[0])
+					vals[i] = vs[0]
+				})
+			require.Equal(t, int64(1), f.requests()-before)
+			for _, v := range vals {
+				require.Equal(t, strconv.FormatInt(tc.want[len(tc.want)-1], 10), string(v))
+			}
+		})
+	}
+}
+
+// TestEditBatch checks a batch of EditStrings (INCRBYFLOAT): one read and
+// one write, each edit applied to what the one before it made, a failing
+// one answering only its own command.
+func TestEditBatch(t *testing.T) {
+	f := newHotFixture()
+	key := []byte("k")
+	before := f.requests()
+	lead := f.scope()
+	errBad := errors.New("bad")
+	suffixes := []string{"a", "", "b", "c"}
+	got := make([]string, len(suffixes))
+	errs := make([]error, len(suffixes))
+	scopes := make([]memberScope, len(suffixes))
+	batched(t, len(suffixes), holdLane(&f.p.hotStrings.edit, lead, key, editOp{member: memberOf(lead)}),
+		func() int { return f.p.hotStrings.edit.waitingOps(string(KeyPK(0, key))) },
+		func(i int) {
+			scopes[i] = f.scope()
+			var out []byte
+			out, errs[i] = EditString(scopes[i], key, OriginArg, func(old []byte, live bool) ([]byte, error) {
+				if suffixes[i] == "" {
+					return nil, errBad
+				}
+				if !live {
+					old = []byte("v")
+				}
+				return append(append([]byte{}, old...), suffixes[i]...), nil
+			})
+			got[i] = string(out)
+		})
+	require.Equal(t, []string{"va", "", "vab", "vabc"}, got)
+	require.Equal(t, []error{nil, errBad, nil, nil}, errs)
+	require.Equal(t, []string{"k"}, *scopes[0].created)
+	require.Empty(t, *scopes[2].created)
+	require.Equal(t, int64(2), f.requests()-before)
+}
+
+// unknownStore answers every write with an unknown outcome.
+type unknownStore struct{ dynastore.Store }
+
+func (unknownStore) Update(context.Context, dynastore.Key, dynastore.Update, dynastore.WriteOptions) (dynastore.Item, error) {
+	return nil, fmt.Errorf("test: %w", dynastore.ErrOutcomeUnknown)
+}
+
+func (unknownStore) Put(context.Context, dynastore.Item, dynastore.WriteOptions) (dynastore.Item, error) {
+	return nil, fmt.Errorf("test: %w", dynastore.ErrOutcomeUnknown)
+}
+
+// TestBatchOutcomeUnknown checks that a batch whose request's outcome is
+// unknown tells each of its commands so.
+func TestBatchOutcomeUnknown(t *testing.T) {
+	f := newHotFixture()
+	key := []byte("k")
+	lead := f.scope()
+	scope := func() memberScope {
+		s := f.scope()
+		s.data = unknownStore{f.st}
+		return s
+	}
+	errs := make([]error, 3)
+	batched(t, len(errs), holdLane(&f.p.hotStrings.incr, lead, key, incrOp{memberOf(lead), 0}),
+		func() int { return f.p.hotStrings.incr.waitingOps(string(KeyPK(0, key))) },
+		func(i int) { _, errs[i] = IncrBy(scope(), key, 1) })
+	for _, err := range errs {
+		require.ErrorIs(t, err, dynastore.ErrOutcomeUnknown)
+	}
+	errs = make([]error, 3)
+	batched(t, len(errs), holdLane(&f.p.hotStrings.set, lead, key, setOp{member: memberOf(lead)}),
+		func() int { return f.p.hotStrings.set.waitingOps(string(KeyPK(0, key))) },
+		func(i int) { _, errs[i] = SetString(scope(), key, []byte("v"), SetOptions{}) })
+	for _, err := range errs {
+		require.ErrorIs(t, err, dynastore.ErrOutcomeUnknown)
+	}
 }

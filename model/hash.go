@@ -87,14 +87,40 @@ func HashSetNX(c Scope, key, f, v []byte) (bool, error) {
 
 // HashIncrBy is HINCRBY: field f's value after adding incr. On an inline
 // hash with room it is one UpdateItem (an ADD, the value kept as an N).
+// Concurrent HINCRBYs of one field share their request (hashIncrOps).
 func HashIncrBy(c Scope, key, f []byte, incr int64) (int64, error) {
+	if !Coalescable(c) {
+		res, errs := hashIncrOps(c, key, f, []int64{incr}, func(int) {})
+		return res[0], errs[0]
+	}
+	return c.Process().hotStrings.hincr.Do(c, hotField(c, key, f), incrOp{memberOf(c), incr}, func(ops []incrOp) ([]int64, []error) {
+		if len(ops) == 1 {
+			return hashIncrOps(ops[0].s, key, f, []int64{ops[0].d}, func(int) {})
+		}
+		bs := newBatchScope(ops)
+		ds := make([]int64, len(ops))
+		for i, op := range ops {
+			ds[i] = op.d
+		}
+		return hashIncrOps(bs, key, f, ds, func(i int) { bs.creator = ops[i].s })
+	})
+}
+
+// hashIncrOps adds the increments ds to field f in one request, each
+// answered the field's value after its own increment in order: one ADD
+// of their sum with room for every partial sum on an inline hash, else
+// one read-modify-write of the field that applies each as it would apply
+// alone (an overflow answers only its own). creator tells which of them
+// a write that creates the key creates it for.
+func hashIncrOps(c Scope, key, f []byte, ds []int64, creator func(i int)) ([]int64, []error) {
+	res, errs := answers[int64](len(ds))
 	var seed dynastore.Item
 	seeded := false
 	// The value an in-place ADD leaves is an int64's text, at most
 	// MaxInt64Len bytes: the fast path needs inline room for that much.
-	if lim := c.Process().inline(TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && lim.Bytes >= MaxInt64Len {
-		fa := FieldAttr(f)
-		inRange := IncrRoom(fa, incr)
+	fa := FieldAttr(f)
+	sums, sum, inRange, fits := partialSums(fa, ds)
+	if lim := c.Process().inline(TypeHash); fits && lim.Entries >= 1 && len(f) <= lim.Bytes && lim.Bytes >= MaxInt64Len {
 		if inRange == nil {
 			inRange = dynastore.IsType{Attr: fa, Type: dynastore.KindN}
 		}
@@ -117,26 +143,31 @@ func HashIncrBy(c Scope, key, f []byte, incr int64) (int64, error) {
 				{Attr: AttrVer, Val: NewVer()},
 			},
 			Add: []dynastore.AttrValue{
-				{Attr: fa, Val: NInt(incr)},
+				{Attr: fa, Val: NInt(sum)},
 				{Attr: AttrValue, Val: BSOf([][]byte{f})},
 			},
 		}
 		if !KeyFits(key) {
-			return 0, ErrKeyTooLong
+			failAll(errs, ErrKeyTooLong)
+			return res, errs
 		}
+		creator(0)
 		_, nw, applied, cur, err := FastUpdate(c, key, u, cond)
 		if err == nil && applied {
 			var n int64
 			if n, err = NumberInt(nw.Get(fa)); err == nil {
-				return n, nil
+				for i := range ds {
+					res[i] = n - sum + sums[i]
+				}
+				return res, errs
 			}
 		}
 		if err != nil {
-			return 0, err
+			failAll(errs, err)
+			return res, errs
 		}
 		seed, seeded = cur, true
 	}
-	var result int64
 	err := hashFieldRetry(c, key, f, seed, seeded, func(v dynastore.Value, present bool) (dynastore.Value, error) {
 		var cur int64
 		if present {
@@ -145,18 +176,35 @@ func HashIncrBy(c Scope, key, f []byte, incr int64) (int64, error) {
 				return nil, ErrHashNotInt
 			}
 		}
-		if AddOverflows(cur, incr) {
-			return nil, ErrIncrOverflow
+		cur, first := addInOrder(cur, ds, res, errs, ErrIncrOverflow)
+		if first < 0 {
+			return nil, nil
 		}
-		result = cur + incr
-		return NInt(result), nil
+		creator(first)
+		return NInt(cur), nil
 	})
-	return result, err
+	if err != nil {
+		failAll(errs, err)
+	}
+	return res, errs
 }
 
 // HashGet is HGET, HMGET, HEXISTS and HSTRLEN: the values of fields (nil
 // for a field that is absent, present false).
+// Concurrent HGETs of one field share their read (hashGetBatch).
 func HashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []bool, err error) {
+	if len(fields) == 1 && Coalescable(c) {
+		r, err := c.Process().hotStrings.hget.DoAlone(c, hotField(c, key, fields[0]), memberOf(c), func(m member) (hashGot, error) {
+			vals, present, err := hashGet(m.s, key, fields)
+			return hashGot{vals, present}, err
+		}, func(ops []member) ([]hashGot, []error) { return hashGetBatch(key, fields, ops) })
+		return r.vals, r.present, err
+	}
+	return hashGet(c, key, fields)
+}
+
+// hashGet is HashGet on its own.
+func hashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []bool, err error) {
 	vs, present, err := Lookup(c, key, TypeHash, fields)
 	if err != nil {
 		return nil, nil, err

@@ -80,8 +80,42 @@ func ReadKey(s Scope, key []byte) (KeyState, error) {
 }
 
 // ReadKeys reads several key items with batched reads (duplicates read
-// once); the result is in the order of keys.
+// once); the result is in the order of keys. Concurrent reads of the same
+// keys (MGETs of one list) share their requests (hotStrings.readMany).
 func ReadKeys(s Scope, keys [][]byte) ([]KeyState, error) {
+	var items []dynastore.Item
+	var err error
+	if Coalescable(s) {
+		items, err = s.Process().hotStrings.readMany.Do(s, hotKeys(s, keys), memberOf(s), func(ops []member) ([][]dynastore.Item, []error) {
+			res, errs := answers[[]dynastore.Item](len(ops))
+			s := ops[0].s
+			if len(ops) > 1 {
+				s = Detached(s)
+			}
+			items, err := readKeyItems(s, keys)
+			for i := range ops {
+				res[i], errs[i] = items, err
+			}
+			return res, errs
+		})
+	} else {
+		items, err = readKeyItems(s, keys)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyState, len(keys))
+	for i, it := range items {
+		if out[i], err = decodeIn(s, it); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readKeyItems reads the key items of keys, in their order (nil for a key
+// that has none or cannot fit), each distinct key once.
+func readKeyItems(s Scope, keys [][]byte) ([]dynastore.Item, error) {
 	idx := make(map[string]int, len(keys))
 	var ks []dynastore.Key
 	for _, k := range keys {
@@ -93,24 +127,18 @@ func ReadKeys(s Scope, keys [][]byte) ([]KeyState, error) {
 			ks = append(ks, ItemKey(s.DB(), k))
 		}
 	}
-	var items []dynastore.Item
-	if len(ks) > 0 {
-		var err error
-		if items, err = s.Data().BatchGet(s, ks); err != nil {
-			return nil, err
-		}
+	out := make([]dynastore.Item, len(keys))
+	if len(ks) == 0 {
+		return out, nil
 	}
-	out := make([]KeyState, len(keys))
+	items, err := s.Data().BatchGet(s, ks)
+	if err != nil {
+		return nil, err
+	}
 	for i, k := range keys {
-		j, ok := idx[string(k)]
-		if !ok {
-			continue
+		if j, ok := idx[string(k)]; ok {
+			out[i] = items[j]
 		}
-		st, err := decodeIn(s, items[j])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = st
 	}
 	return out, nil
 }

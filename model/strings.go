@@ -504,23 +504,24 @@ func SetRange(s Scope, key []byte, offset int64, val []byte, maxLen int64) (int6
 // (old is nil when the key is absent, live false), keeping its expiry, and
 // returns the new value: it reads the value and writes the result,
 // conditioned on the version read; a lost race runs edit again. origin
-// decides the new value's encoding.
+// decides the new value's encoding. Concurrent edits of one key share
+// their read and write (editOps).
 func EditString(s Scope, key []byte, origin StrOrigin, edit func(old []byte, live bool) ([]byte, error)) ([]byte, error) {
 	if !KeyFits(key) {
 		return nil, ErrKeyTooLong
 	}
-	var out []byte
-	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
-		old, err := stringOf(ks)
-		if err != nil {
-			return nil, err
+	op := editOp{memberOf(s), origin, edit}
+	if !Coalescable(s) {
+		res, errs := editOps(s, key, []editOp{op}, func(int) {})
+		return res[0], errs[0]
+	}
+	return s.Process().hotStrings.edit.Do(s, hotKey(s, key), op, func(ops []editOp) ([][]byte, []error) {
+		if len(ops) == 1 {
+			return editOps(ops[0].s, key, ops, func(int) {})
 		}
-		if out, err = edit(old, ks.Live); err != nil {
-			return nil, err
-		}
-		return stringWrite(s, key, out, origin, ks.Expiry)
+		bs := newBatchScope(ops)
+		return editOps(bs, key, ops, func(i int) { bs.creator = ops[i].s })
 	})
-	return out, err
 }
 
 // ---- counters ----------------------------------------------------------------
