@@ -87,9 +87,10 @@ func popEvent(left bool) string {
 }
 
 // pushElements pushes vals onto key and returns the new length (0 when
-// mustExist and the key does not exist).
+// mustExist and the key does not exist). Pushes and pops take their key's
+// lock in the model, only while their batch runs (model.KeyLocker): held
+// for the whole command, it would keep them from sharing a batch.
 func pushElements(c *Ctx, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
-	defer c.lockKeys(key)()
 	return model.ListPush(c, key, vals, left, mustExist)
 }
 
@@ -114,7 +115,6 @@ func cmdPop(c *Ctx, left bool) {
 		}
 		count = n
 	}
-	defer c.lockKeys(c.Args[1])()
 	popped, exists, err := model.ListPop(c, c.Args[1], left, count)
 	if err != nil {
 		c.Fail(err)

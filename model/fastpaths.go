@@ -528,7 +528,14 @@ const someNewMax = 16
 // one member of a large one a blind write (MemberFast), several members of
 // a large one the generation cache knows a read of those members and a
 // blind write; anything else reads, computes and commits.
-func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added int64, err error) {
+func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (int64, error) {
+	if memberCoalesced(c, key, typ) {
+		return doMembers(c, key, typ, memberOp{members: members, vals: vals}, func() (int64, error) { return addMembers(c, key, typ, members, vals) })
+	}
+	return addMembers(c, key, typ, members, vals)
+}
+
+func addMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added int64, err error) {
 	var cached, seeded blindWrite
 	switch {
 	case len(members) == 1:
@@ -602,6 +609,13 @@ func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added 
 // blind delete, and several members of a large one the generation cache
 // knows a read of those members and a blind write.
 func RemoveMembers(c Scope, key []byte, typ string, members [][]byte) (int64, error) {
+	if memberCoalesced(c, key, typ) {
+		return doMembers(c, key, typ, memberOp{rem: true, members: members}, func() (int64, error) { return removeMembers(c, key, typ, members) })
+	}
+	return removeMembers(c, key, typ, members)
+}
+
+func removeMembers(c Scope, key []byte, typ string, members [][]byte) (int64, error) {
 	var cached, seeded blindWrite
 	_, ordered := MemberOrders[typ] // a blind delete would leave the order item
 	switch {

@@ -632,8 +632,15 @@ var errStop = errors.New("model: stop")
 // ---- push and pop -------------------------------------------------------------------
 
 // ListPush pushes vals onto key (at the head when left) and returns the new
-// length (0 when mustExist and the key does not exist).
+// length (0 when mustExist and the key does not exist). Concurrent pushes
+// and pops of one key coalesce (doList).
 func ListPush(c Scope, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
+	r, err := doList(c, key, listOp{vals: vals, left: left, mustExist: mustExist})
+	return r.n, err
+}
+
+// listPush is ListPush on its own.
+func listPush(c Scope, key []byte, vals [][]byte, left, mustExist bool) (int64, error) {
 	var seed dynastore.Item
 	seeded := false
 	lim := c.Process().inline(TypeList)
@@ -713,7 +720,13 @@ func cachedLargeList(c Scope, key []byte) bool {
 
 // ListPop pops up to count elements from one end of key (LPOP, RPOP);
 // exists is false when the key does not exist.
-func ListPop(c Scope, key []byte, left bool, count int64) (popped [][]byte, exists bool, err error) {
+func ListPop(c Scope, key []byte, left bool, count int64) ([][]byte, bool, error) {
+	r, err := doList(c, key, listOp{pop: true, left: left, count: count})
+	return r.popped, r.exists, err
+}
+
+// listPop is ListPop on its own.
+func listPop(c Scope, key []byte, left bool, count int64) (popped [][]byte, exists bool, err error) {
 	err = RetryConflicts(c, func(try int) error {
 		popped, exists = nil, false
 		l, err := openListForWrite(c, key, try)
