@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -623,7 +622,6 @@ type XReadGroupState struct {
 	Group, Consumer   []byte
 	NoAck             bool
 	FailedKey         []byte
-	mu                sync.Mutex
 	history           []bool
 	from              []StreamID
 	CreatedConsumerAt [][]byte
