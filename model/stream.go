@@ -540,8 +540,6 @@ func (st *streamState) cutThrough(cl *Collection, through StreamID) error {
 }
 
 // StreamTrim is a parsed trimming strategy.
-
-// StreamTrim is a parsed trimming strategy.
 type StreamTrim struct {
 	Strategy int // 0 none, TrimMaxLen, TrimMinID
 	Approx   bool
@@ -741,9 +739,6 @@ func raxNodes(keys [][]byte, depth int) int64 {
 	}
 	return n
 }
-
-// cmdXinfoStream is XINFO STREAM key (the FULL form is not supported).
-// As in Redis, the key is looked up (no such key, WRONGTYPE) before the
 
 // xreadReady tells the blocked-client poller whether the key item it read
 // for k may hold entries for a blocked XREAD: a live stream whose last id

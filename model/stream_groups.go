@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -623,7 +622,6 @@ type XReadGroupState struct {
 	Group, Consumer   []byte
 	NoAck             bool
 	FailedKey         []byte
-	mu                sync.Mutex
 	history           []bool
 	from              []StreamID
 	CreatedConsumerAt [][]byte
@@ -658,6 +656,7 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 	s.CreatedConsumerAt, s.FailedKey = nil, nil
 	var cls []*Collection
 	var sts []*streamState
+	var uniq []*Collection // cls without repeats
 	if len(s.Keys) == 1 {
 		cl, st, cached, err := openStream(c, s.Keys[0], try, true)
 		if err != nil {
@@ -667,19 +666,35 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 			return err
 		}
 		cls, sts, *fromCache = []*Collection{cl}, []*streamState{st}, cached
+		uniq = cls
 	} else {
-		var err error
-		if cls, err = OpenMany(c, s.Keys, TypeStream); err != nil {
+		// A key named twice is one collection, served twice in turn (as
+		// Redis does) and written once.
+		at := map[string]int{}
+		var keys [][]byte
+		for _, k := range s.Keys {
+			if _, ok := at[string(k)]; !ok {
+				at[string(k)] = len(keys)
+				keys = append(keys, k)
+			}
+		}
+		opened, err := OpenMany(c, keys, TypeStream)
+		if err != nil {
 			return err
 		}
-		sts = make([]*streamState, len(cls))
-		for i, cl := range cls {
+		states := make([]*streamState, len(opened))
+		for i, cl := range opened {
 			if cl.WrongType {
 				continue
 			}
-			if sts[i], err = streamStateOf(cl); err != nil {
+			if states[i], err = streamStateOf(cl); err != nil {
 				return err
 			}
+		}
+		uniq = opened
+		cls, sts = make([]*Collection, len(s.Keys)), make([]*streamState, len(s.Keys))
+		for i, k := range s.Keys {
+			cls[i], sts[i] = opened[at[string(k)]], states[at[string(k)]]
 		}
 	}
 	groups := make([]*streamGroup, len(cls))
@@ -802,7 +817,9 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 		}
 		if served {
 			out = append(out, XReadResult{Key: s.Keys[i], Entries: es})
-			writes = append(writes, cl)
+			if !contains(writes, cl) {
+				writes = append(writes, cl)
+			}
 			if blocked {
 				break
 			}
@@ -812,18 +829,20 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 		if *fromCache {
 			return ErrConflict
 		}
-		return ValidateRead(c, cls...)
+		return ValidateRead(c, uniq...)
 	}
+	staged := map[*Collection]bool{}
 	for i, cl := range cls {
-		if sts[i] == nil || !contains(writes, cl) {
+		if sts[i] == nil || !contains(writes, cl) || staged[cl] {
 			continue
 		}
+		staged[cl] = true
 		if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
 			return ErrStreamGroupsTooBig
 		}
 		sts[i].stage(cl)
 	}
-	if err := Commit(c, writes, cls); err != nil {
+	if err := Commit(c, writes, uniq); err != nil {
 		*fromCache = false // a failed write decides nothing
 		return err
 	}
