@@ -213,6 +213,7 @@ var families = []func(*Table){
 	registerConnection,
 	registerServer,
 	registerStrings,
+	registerBitmaps,
 	registerKeys,
 	registerHashes,
 	registerSets,

@@ -39,6 +39,143 @@ var redisCommands = map[string]*Command{
 			{Name: "password", Type: "string"},
 		},
 	},
+	"bitcount": {
+		Arity:      -2,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Count set bits in a string",
+		Since:      "2.6.0",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		History: [][2]string{
+			{"7.0.0", "Added the `BYTE|BIT` option."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "start", Type: "integer"},
+				{Name: "end", Type: "integer"},
+				{Name: "index_unit", Type: "oneof", Since: "7.0.0", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "byte", Type: "pure-token", Token: "BYTE"},
+					{Name: "bit", Type: "pure-token", Token: "BIT"},
+				}},
+			}},
+		},
+	},
+	"bitfield": {
+		Arity:      -2,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Notes: "This command allows both access and modification of the key", Flags: []string{"RW", "access", "update", "variable_flags"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Perform arbitrary bitfield integer operations on strings",
+		Since:      "3.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1) for each subcommand specified",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "operation", Type: "oneof", Flags: []string{"optional", "multiple"}, Args: []Arg{
+				{Name: "encoding_offset", Type: "block", Token: "GET", Args: []Arg{
+					{Name: "encoding", Type: "string"},
+					{Name: "offset", Type: "integer"},
+				}},
+				{Name: "write", Type: "block", Args: []Arg{
+					{Name: "wrap_sat_fail", Type: "oneof", Token: "OVERFLOW", Flags: []string{"optional"}, Args: []Arg{
+						{Name: "wrap", Type: "pure-token", Token: "WRAP"},
+						{Name: "sat", Type: "pure-token", Token: "SAT"},
+						{Name: "fail", Type: "pure-token", Token: "FAIL"},
+					}},
+					{Name: "write_operation", Type: "oneof", Args: []Arg{
+						{Name: "encoding_offset_value", Type: "block", Token: "SET", Args: []Arg{
+							{Name: "encoding", Type: "string"},
+							{Name: "offset", Type: "integer"},
+							{Name: "value", Type: "integer"},
+						}},
+						{Name: "encoding_offset_increment", Type: "block", Token: "INCRBY", Args: []Arg{
+							{Name: "encoding", Type: "string"},
+							{Name: "offset", Type: "integer"},
+							{Name: "increment", Type: "integer"},
+						}},
+					}},
+				}},
+			}},
+		},
+	},
+	"bitfield_ro": {
+		Arity:      -2,
+		Flags:      []string{"readonly", "fast"},
+		Categories: []string{"read", "bitmap", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
+		Since:      "6.0.0",
+		Group:      "bitmap",
+		Complexity: "O(1) for each subcommand specified",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "encoding_offset", Type: "block", Token: "GET", Flags: []string{"optional", "multiple", "multiple_token"}, Args: []Arg{
+				{Name: "encoding", Type: "string"},
+				{Name: "offset", Type: "integer"},
+			}},
+		},
+	},
+	"bitop": {
+		Arity:      -4,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   2, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"OW", "update"}, Index: 2, KeyStep: 1},
+			{Flags: []string{"RO", "access"}, Index: 3, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Perform bitwise operations between strings",
+		Since:      "2.6.0",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		Args: []Arg{
+			{Name: "operation", Type: "string"},
+			{Name: "destkey", Type: "key"},
+			{Name: "key", Type: "key", KeySpecIndex: 1, Flags: []string{"multiple"}},
+		},
+	},
+	"bitpos": {
+		Arity:      -3,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Find first bit set or clear in a string",
+		Since:      "2.8.7",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		History: [][2]string{
+			{"7.0.0", "Added the `BYTE|BIT` option."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "bit", Type: "integer"},
+			{Name: "index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "start", Type: "integer"},
+				{Name: "end_index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "end", Type: "integer"},
+					{Name: "index_unit", Type: "oneof", Since: "7.0.0", Flags: []string{"optional"}, Args: []Arg{
+						{Name: "byte", Type: "pure-token", Token: "BYTE"},
+						{Name: "bit", Type: "pure-token", Token: "BIT"},
+					}},
+				}},
+			}},
+		},
+	},
 	"blmove": {
 		Arity:      6,
 		Flags:      []string{"write", "denyoom", "noscript", "blocking"},
@@ -1409,6 +1546,23 @@ var redisCommands = map[string]*Command{
 		Complexity: "O(1)",
 		Args: []Arg{
 			{Name: "key", Type: "key"},
+		},
+	},
+	"getbit": {
+		Arity:      3,
+		Flags:      []string{"readonly", "fast"},
+		Categories: []string{"read", "bitmap", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Returns the bit value at offset in the string value stored at key",
+		Since:      "2.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "offset", Type: "integer"},
 		},
 	},
 	"getdel": {
@@ -2954,6 +3108,24 @@ var redisCommands = map[string]*Command{
 				{Name: "unix-time-milliseconds", Type: "unix-time", Token: "PXAT", Since: "6.2.0"},
 				{Name: "keepttl", Type: "pure-token", Token: "KEEPTTL", Since: "6.0.0"},
 			}},
+		},
+	},
+	"setbit": {
+		Arity:      4,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "access", "update"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Sets or clears the bit at offset in the string value stored at key",
+		Since:      "2.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "offset", Type: "integer"},
+			{Name: "value", Type: "integer"},
 		},
 	},
 	"setex": {
