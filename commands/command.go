@@ -214,6 +214,7 @@ var families = []func(*Table){
 	registerServer,
 	registerStrings,
 	registerBitmaps,
+	registerHyperLogLog,
 	registerKeys,
 	registerHashes,
 	registerSets,
