@@ -215,6 +215,7 @@ var families = []func(*Table){
 	registerStrings,
 	registerBitmaps,
 	registerHyperLogLog,
+	registerLCS,
 	registerKeys,
 	registerHashes,
 	registerSets,

@@ -2049,6 +2049,27 @@ var redisCommands = map[string]*Command{
 		Group:      "server",
 		Complexity: "O(1)",
 	},
+	"lcs": {
+		Arity:      -3,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "string", "slow"},
+		FirstKey:   1, LastKey: 2, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, LastKey: 1, KeyStep: 1},
+		},
+		Summary:    "Find longest common substring",
+		Since:      "7.0.0",
+		Group:      "string",
+		Complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+		Args: []Arg{
+			{Name: "key1", Type: "key"},
+			{Name: "key2", Type: "key"},
+			{Name: "len", Type: "pure-token", Token: "LEN", Flags: []string{"optional"}},
+			{Name: "idx", Type: "pure-token", Token: "IDX", Flags: []string{"optional"}},
+			{Name: "len", Type: "integer", Token: "MINMATCHLEN", Flags: []string{"optional"}},
+			{Name: "withmatchlen", Type: "pure-token", Token: "WITHMATCHLEN", Flags: []string{"optional"}},
+		},
+	},
 	"lindex": {
 		Arity:      3,
 		Flags:      []string{"readonly"},
