@@ -31,7 +31,7 @@ func registerBitmaps(t *Table) {
 // bitOffset parses a bit offset as Redis's getBitOffsetFromArgument: with
 // width > 0 a "#N" offset counts fields of width bits; beyond
 // proto-max-bulk-len bytes is out of range.
-func bitOffset(c *Ctx, arg []byte, width int) (uint64, bool) {
+func bitOffset(arg []byte, width int, maxLen int64) (uint64, bool) {
 	hash := width > 0 && len(arg) > 0 && arg[0] == '#'
 	if hash {
 		arg = arg[1:]
@@ -43,7 +43,7 @@ func bitOffset(c *Ctx, arg []byte, width int) (uint64, bool) {
 	if hash {
 		n *= int64(width)
 	}
-	if n < 0 || n>>3 >= maxStringLen(c) {
+	if n < 0 || n>>3 >= maxLen {
 		return 0, false
 	}
 	return uint64(n), true
@@ -74,7 +74,7 @@ func stringRead(c *Ctx, key []byte) (v []byte, live, ok bool) {
 }
 
 func cmdSetBit(c *Ctx) {
-	off, ok := bitOffset(c, c.Args[2], 0)
+	off, ok := bitOffset(c.Args[2], 0, maxStringLen(c))
 	if !ok {
 		c.W.Error(MsgBitOffset)
 		return
@@ -103,7 +103,7 @@ func b2i(b bool) int64 {
 }
 
 func cmdGetBit(c *Ctx) {
-	off, ok := bitOffset(c, c.Args[2], 0)
+	off, ok := bitOffset(c.Args[2], 0, maxStringLen(c))
 	if !ok {
 		c.W.Error(MsgBitOffset)
 		return
@@ -253,11 +253,11 @@ func cmdBitOp(c *Ctx) {
 	c.W.Int(n)
 }
 
-// parseBitfield parses BITFIELD's subcommands as Redis does, replying to
-// a syntax error; write says whether any of them writes.
-func parseBitfield(c *Ctx) (ops []model.BitfieldOp, write, ok bool) {
+// parseBitfield parses BITFIELD's subcommands (args is the whole command)
+// as Redis does, or returns the error to reply; write says whether any of
+// them writes. maxLen is proto-max-bulk-len.
+func parseBitfield(args [][]byte, maxLen int64) (ops []model.BitfieldOp, write bool, msg string) {
 	ow := model.OverflowWrap
-	args := c.Args
 	for j := 2; j < len(args); j++ {
 		rem := len(args) - j - 1
 		var op model.BitfieldOp
@@ -278,28 +278,23 @@ func parseBitfield(c *Ctx) (ops []model.BitfieldOp, write, ok bool) {
 			case argIs(t, "fail"):
 				ow = model.OverflowFail
 			default:
-				c.W.Error(MsgBitfieldOvf)
-				return nil, false, false
+				return nil, false, MsgBitfieldOvf
 			}
 			continue
 		default:
-			c.W.Error(MsgSyntax)
-			return nil, false, false
+			return nil, false, MsgSyntax
 		}
 		var tok bool
 		if op.Signed, op.Bits, tok = bitfieldType(args[j+1]); !tok {
-			c.W.Error(MsgBitfieldType)
-			return nil, false, false
+			return nil, false, MsgBitfieldType
 		}
-		if op.Offset, tok = bitOffset(c, args[j+2], op.Bits); !tok {
-			c.W.Error(MsgBitOffset)
-			return nil, false, false
+		if op.Offset, tok = bitOffset(args[j+2], op.Bits, maxLen); !tok {
+			return nil, false, MsgBitOffset
 		}
 		if op.Kind != model.FieldGet {
 			write = true
 			if op.Value, tok = model.String2ll(args[j+3]); !tok {
-				c.W.Error(MsgNotInt)
-				return nil, false, false
+				return nil, false, MsgNotInt
 			}
 			j++
 		}
@@ -307,7 +302,7 @@ func parseBitfield(c *Ctx) (ops []model.BitfieldOp, write, ok bool) {
 		op.Overflow = ow
 		ops = append(ops, op)
 	}
-	return ops, write, true
+	return ops, write, ""
 }
 
 // bitfieldType parses a field type: i1..i64 or u1..u63.
@@ -327,8 +322,9 @@ func cmdBitfield(c *Ctx)   { bitfield(c, false) }
 func cmdBitfieldRO(c *Ctx) { bitfield(c, true) }
 
 func bitfield(c *Ctx, readOnly bool) {
-	ops, write, ok := parseBitfield(c)
-	if !ok {
+	ops, write, msg := parseBitfield(c.Args, maxStringLen(c))
+	if msg != "" {
+		c.W.Error(msg)
 		return
 	}
 	var res []model.FieldResult
