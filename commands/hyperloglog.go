@@ -20,7 +20,7 @@ const (
 func registerHyperLogLog(t *Table) {
 	t.Register([]Row{
 		{Name: "pfadd", Run: cmdPFAdd, ReadsFirst: true},
-		{Name: "pfcount", Run: cmdPFCount},
+		{Name: "pfcount", Run: cmdPFCount, MayReplicate: true}, // it may write the cache
 		{Name: "pfmerge", Run: cmdPFMerge},
 		{Name: "pfselftest", Run: cmdPFSelfTest},
 		{Name: "pfdebug", Run: cmdPFDebug},
