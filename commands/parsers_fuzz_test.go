@@ -21,6 +21,7 @@ func FuzzArgParsers(f *testing.F) {
 		"e RANK -1 COUNT 0 MAXLEN 9223372036854775807", "0 MATCH * COUNT 0 TYPE string", "NX XX GT LT",
 		"g NX CH 13.36 38.11 a", "2 a b LEFT COUNT 0", "q COUNT 5 VT 100 BLOCK 9223372036854775807",
 		"l o PX 1 WAIT 0 FENCE 0", "k 0 1 1 -1", "numkeys", "1 \x00 2",
+		"k GET i64 #-1 OVERFLOW SAT INCRBY u63 #9223372036854775807 1 SET i8 # 3", "k OVERFLOW", "k GET u8",
 	} {
 		f.Add(s)
 	}
@@ -56,6 +57,8 @@ func FuzzArgParsers(f *testing.F) {
 		parseQueueOpts(args, "COUNT", "VT", "BLOCK", "PRIORITY", "DELAY", "DEDUP")
 		parseLeaseOpts("lock.acquire", args, "PX", "EX", "WAIT", "FENCE", "VALUE")
 		parseThrottle(with("cl.throttle", 0))
+		parseBitfield(with("bitfield", 1), 1<<29)
+		parseBitfield(with("bitfield", 1), math.MaxInt64)
 	})
 }
 

@@ -63,6 +63,143 @@ var redisCommands = map[string]*Command{
 			{Name: "schedule", Type: "pure-token", Token: "SCHEDULE", Since: "3.2.2", Flags: []string{"optional"}},
 		},
 	},
+	"bitcount": {
+		Arity:      -2,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Count set bits in a string",
+		Since:      "2.6.0",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		History: [][2]string{
+			{"7.0.0", "Added the `BYTE|BIT` option."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "start", Type: "integer"},
+				{Name: "end", Type: "integer"},
+				{Name: "index_unit", Type: "oneof", Since: "7.0.0", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "byte", Type: "pure-token", Token: "BYTE"},
+					{Name: "bit", Type: "pure-token", Token: "BIT"},
+				}},
+			}},
+		},
+	},
+	"bitfield": {
+		Arity:      -2,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Notes: "This command allows both access and modification of the key", Flags: []string{"RW", "access", "update", "variable_flags"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Perform arbitrary bitfield integer operations on strings",
+		Since:      "3.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1) for each subcommand specified",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "operation", Type: "oneof", Flags: []string{"optional", "multiple"}, Args: []Arg{
+				{Name: "encoding_offset", Type: "block", Token: "GET", Args: []Arg{
+					{Name: "encoding", Type: "string"},
+					{Name: "offset", Type: "integer"},
+				}},
+				{Name: "write", Type: "block", Args: []Arg{
+					{Name: "wrap_sat_fail", Type: "oneof", Token: "OVERFLOW", Flags: []string{"optional"}, Args: []Arg{
+						{Name: "wrap", Type: "pure-token", Token: "WRAP"},
+						{Name: "sat", Type: "pure-token", Token: "SAT"},
+						{Name: "fail", Type: "pure-token", Token: "FAIL"},
+					}},
+					{Name: "write_operation", Type: "oneof", Args: []Arg{
+						{Name: "encoding_offset_value", Type: "block", Token: "SET", Args: []Arg{
+							{Name: "encoding", Type: "string"},
+							{Name: "offset", Type: "integer"},
+							{Name: "value", Type: "integer"},
+						}},
+						{Name: "encoding_offset_increment", Type: "block", Token: "INCRBY", Args: []Arg{
+							{Name: "encoding", Type: "string"},
+							{Name: "offset", Type: "integer"},
+							{Name: "increment", Type: "integer"},
+						}},
+					}},
+				}},
+			}},
+		},
+	},
+	"bitfield_ro": {
+		Arity:      -2,
+		Flags:      []string{"readonly", "fast"},
+		Categories: []string{"read", "bitmap", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
+		Since:      "6.0.0",
+		Group:      "bitmap",
+		Complexity: "O(1) for each subcommand specified",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "encoding_offset", Type: "block", Token: "GET", Flags: []string{"optional", "multiple", "multiple_token"}, Args: []Arg{
+				{Name: "encoding", Type: "string"},
+				{Name: "offset", Type: "integer"},
+			}},
+		},
+	},
+	"bitop": {
+		Arity:      -4,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   2, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"OW", "update"}, Index: 2, KeyStep: 1},
+			{Flags: []string{"RO", "access"}, Index: 3, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Perform bitwise operations between strings",
+		Since:      "2.6.0",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		Args: []Arg{
+			{Name: "operation", Type: "string"},
+			{Name: "destkey", Type: "key"},
+			{Name: "key", Type: "key", KeySpecIndex: 1, Flags: []string{"multiple"}},
+		},
+	},
+	"bitpos": {
+		Arity:      -3,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Find first bit set or clear in a string",
+		Since:      "2.8.7",
+		Group:      "bitmap",
+		Complexity: "O(N)",
+		History: [][2]string{
+			{"7.0.0", "Added the `BYTE|BIT` option."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "bit", Type: "integer"},
+			{Name: "index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+				{Name: "start", Type: "integer"},
+				{Name: "end_index", Type: "block", Flags: []string{"optional"}, Args: []Arg{
+					{Name: "end", Type: "integer"},
+					{Name: "index_unit", Type: "oneof", Since: "7.0.0", Flags: []string{"optional"}, Args: []Arg{
+						{Name: "byte", Type: "pure-token", Token: "BYTE"},
+						{Name: "bit", Type: "pure-token", Token: "BIT"},
+					}},
+				}},
+			}},
+		},
+	},
 	"blmove": {
 		Arity:      6,
 		Flags:      []string{"write", "denyoom", "noscript", "blocking"},
@@ -1452,6 +1589,23 @@ var redisCommands = map[string]*Command{
 			{Name: "key", Type: "key"},
 		},
 	},
+	"getbit": {
+		Arity:      3,
+		Flags:      []string{"readonly", "fast"},
+		Categories: []string{"read", "bitmap", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Returns the bit value at offset in the string value stored at key",
+		Since:      "2.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "offset", Type: "integer"},
+		},
+	},
 	"getdel": {
 		Arity:      2,
 		Flags:      []string{"write", "fast"},
@@ -2025,6 +2179,27 @@ var redisCommands = map[string]*Command{
 			{Name: "event", Type: "string", Flags: []string{"optional", "multiple"}},
 		},
 	},
+	"lcs": {
+		Arity:      -3,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "string", "slow"},
+		FirstKey:   1, LastKey: 2, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RO", "access"}, Index: 1, LastKey: 1, KeyStep: 1},
+		},
+		Summary:    "Find longest common substring",
+		Since:      "7.0.0",
+		Group:      "string",
+		Complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+		Args: []Arg{
+			{Name: "key1", Type: "key"},
+			{Name: "key2", Type: "key"},
+			{Name: "len", Type: "pure-token", Token: "LEN", Flags: []string{"optional"}},
+			{Name: "idx", Type: "pure-token", Token: "IDX", Flags: []string{"optional"}},
+			{Name: "len", Type: "integer", Token: "MINMATCHLEN", Flags: []string{"optional"}},
+			{Name: "withmatchlen", Type: "pure-token", Token: "WITHMATCHLEN", Flags: []string{"optional"}},
+		},
+	},
 	"lindex": {
 		Arity:      3,
 		Flags:      []string{"readonly"},
@@ -2572,6 +2747,85 @@ var redisCommands = map[string]*Command{
 		Args: []Arg{
 			{Name: "key", Type: "key"},
 		},
+	},
+	"pfadd": {
+		Arity:      -2,
+		Flags:      []string{"write", "denyoom", "fast"},
+		Categories: []string{"write", "hyperloglog", "fast"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "insert"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Adds the specified elements to the specified HyperLogLog.",
+		Since:      "2.8.9",
+		Group:      "hyperloglog",
+		Complexity: "O(1) to add every element.",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "element", Type: "string", Flags: []string{"optional", "multiple"}},
+		},
+	},
+	"pfcount": {
+		Arity:      -2,
+		Flags:      []string{"readonly"},
+		Categories: []string{"read", "hyperloglog", "slow"},
+		FirstKey:   1, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Notes: "RW because it may change the internal representation of the key, and propagate to replicas", Flags: []string{"RW", "access"}, Index: 1, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
+		Since:      "2.8.9",
+		Group:      "hyperloglog",
+		Complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+		Args: []Arg{
+			{Name: "key", Type: "key", Flags: []string{"multiple"}},
+		},
+	},
+	"pfdebug": {
+		Arity:      3,
+		Flags:      []string{"write", "denyoom", "admin"},
+		Categories: []string{"write", "hyperloglog", "admin", "slow", "dangerous"},
+		FirstKey:   2, LastKey: 2, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "access"}, Index: 2, KeyStep: 1},
+		},
+		Summary:    "Internal commands for debugging HyperLogLog values",
+		Since:      "2.8.9",
+		Group:      "hyperloglog",
+		Complexity: "N/A",
+		DocFlags:   []string{"syscmd"},
+		Args: []Arg{
+			{Name: "subcommand", Type: "string"},
+			{Name: "key", Type: "key"},
+		},
+	},
+	"pfmerge": {
+		Arity:      -2,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "hyperloglog", "slow"},
+		FirstKey:   1, LastKey: -1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "access", "insert"}, Index: 1, KeyStep: 1},
+			{Flags: []string{"RO", "access"}, Index: 2, LastKey: -1, KeyStep: 1},
+		},
+		Summary:    "Merge N different HyperLogLogs into a single one.",
+		Since:      "2.8.9",
+		Group:      "hyperloglog",
+		Complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+		Args: []Arg{
+			{Name: "destkey", Type: "key"},
+			{Name: "sourcekey", Type: "key", KeySpecIndex: 1, Flags: []string{"multiple"}},
+		},
+	},
+	"pfselftest": {
+		Arity:      1,
+		Flags:      []string{"admin"},
+		Categories: []string{"hyperloglog", "admin", "slow", "dangerous"},
+		Summary:    "An internal command for testing HyperLogLog values",
+		Since:      "2.8.9",
+		Group:      "hyperloglog",
+		Complexity: "N/A",
+		DocFlags:   []string{"syscmd"},
 	},
 	"ping": {
 		Arity:      -1,
@@ -3128,6 +3382,24 @@ var redisCommands = map[string]*Command{
 				{Name: "unix-time-milliseconds", Type: "unix-time", Token: "PXAT", Since: "6.2.0"},
 				{Name: "keepttl", Type: "pure-token", Token: "KEEPTTL", Since: "6.0.0"},
 			}},
+		},
+	},
+	"setbit": {
+		Arity:      4,
+		Flags:      []string{"write", "denyoom"},
+		Categories: []string{"write", "bitmap", "slow"},
+		FirstKey:   1, LastKey: 1, Step: 1,
+		KeySpecs: []KeySpec{
+			{Flags: []string{"RW", "access", "update"}, Index: 1, KeyStep: 1},
+		},
+		Summary:    "Sets or clears the bit at offset in the string value stored at key",
+		Since:      "2.2.0",
+		Group:      "bitmap",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: "key"},
+			{Name: "offset", Type: "integer"},
+			{Name: "value", Type: "integer"},
 		},
 	},
 	"setex": {

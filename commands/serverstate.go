@@ -51,6 +51,7 @@ type Server struct {
 	// Config".
 	requirePass atomic.Pointer[string]
 	maxBulkLen  atomic.Int64
+	hllSparse   atomic.Int64 // hll-sparse-max-bytes + 1 once set (hyperloglog.go)
 	maxClients  atomic.Int64
 	maxQueryBuf atomic.Int64
 	pubsubLimit atomic.Pointer[OutputLimit] // outputlimit.go
