@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +28,8 @@ type rawClient struct {
 
 func dialRaw(t *testing.T, s *testserver.Server) *rawClient {
 	c := s.Dial(t)
+	// A reply or line that never comes fails the test, not hangs it.
+	require.NoError(t, c.SetDeadline(time.Now().Add(testserver.ClientReadTimeout)))
 	return &rawClient{t: t, conn: c, r: bufio.NewReader(c)}
 }
 
@@ -81,6 +84,7 @@ func TestMonitorOverTCP(t *testing.T) {
 			elsewhere := dialRaw(t, other)
 
 			require.Equal(t, "+OK\r\n", mon.do("MONITOR"))
+			require.Regexp(t, `addr=`+regexp.QuoteMeta(mon.addr())+` .* flags=O `, a.do("CLIENT", "LIST"))
 			require.Equal(t, "+OK\r\n", a.do("SET", "k", "v w"))
 			require.Equal(t, `[0 `+a.addr()+`] "SET" "k" "v w"`, mon.next())
 			require.Equal(t, "$3\r\nv w\r\n", c.do("get", "k"))
