@@ -255,3 +255,32 @@ func TestLatencyOverTCP(t *testing.T) {
 		})
 	}
 }
+
+// TestServerCommandsMakeNoRequests: the persistence and introspection
+// commands answer from the instance alone, without a DynamoDB request.
+func TestServerCommandsMakeNoRequests(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := b.Start(t)
+			a := dialRaw(t, s)
+			cmds := [][]string{
+				{"SAVE"}, {"BGSAVE"}, {"BGSAVE", "SCHEDULE"}, {"BGREWRITEAOF"}, {"LASTSAVE"},
+				{"SWAPDB", "0", "1"}, {"SWAPDB", "2", "2"}, {"SHUTDOWN", "ABORT"},
+				{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "RESET"},
+				{"LATENCY", "LATEST"}, {"LATENCY", "DOCTOR"}, {"LATENCY", "HISTOGRAM"}, {"LATENCY", "RESET"},
+			}
+			before := b.Stats.Snapshot()
+			for _, args := range cmds {
+				require.NotEmpty(t, a.do(args...))
+			}
+			after := b.Stats.Snapshot()
+			for _, args := range cmds {
+				label := strings.ToLower(args[0])
+				if len(args) > 1 && (label == "slowlog" || label == "latency") {
+					label += "|" + strings.ToLower(args[1])
+				}
+				require.Empty(t, requestsSince(before, after, label), "%v", args)
+			}
+		})
+	}
+}
