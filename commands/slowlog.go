@@ -98,6 +98,17 @@ func (l *slowlog) record(c *Ctx, cmd *Command, d time.Duration) {
 	case c.Conn != nil:
 		e.peer, e.name = c.Conn.Addr, c.Conn.Name()
 	}
+	if c.events != nil {
+		// A command of a unit of work (EXEC, a script) is logged once the
+		// unit committed: an attempt that ran again is logged once.
+		c.events.slow = append(c.events.slow, e)
+		return
+	}
+	l.push(e)
+}
+
+// push adds an entry, giving it the next id.
+func (l *slowlog) push(e slowlogEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.id = l.nextID
