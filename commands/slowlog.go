@@ -216,6 +216,7 @@ var (
 		set: func(s *Server, v string) {
 			n, _ := model.String2ll([]byte(v))
 			s.slowlog.slower.Store(&n)
+			s.slowlog.trimIfOn()
 		},
 	}
 	slowlogMaxLenParam = configParam{
@@ -225,11 +226,19 @@ var (
 		set: func(s *Server, v string) {
 			n, _ := model.String2ll([]byte(v))
 			s.slowlog.maxLen.Store(&n)
-			// Redis trims at the next command logged; trimming now keeps
-			// SLOWLOG LEN within the limit meanwhile.
-			s.slowlog.mu.Lock()
-			s.slowlog.trim()
-			s.slowlog.mu.Unlock()
+			s.slowlog.trimIfOn()
 		},
 	}
 )
+
+// trimIfOn trims the log to slowlog-max-len unless it is off: Redis trims
+// after every command while the log is on (so right after the CONFIG SET
+// that lowered the limit or turned it on), and never while it is off.
+func (l *slowlog) trimIfOn() {
+	if l.threshold() < 0 {
+		return
+	}
+	l.mu.Lock()
+	l.trim()
+	l.mu.Unlock()
+}
