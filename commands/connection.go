@@ -348,8 +348,11 @@ func clientInfoLine(c *Ctx, cn *Conn) string {
 	b.Grow(256)
 	sub, psub, ssub := c.Srv.subCounts(cn)
 	flags, multi := "", cn.multiLen.Load()-1
+	if c.Srv.monitors.has(cn) {
+		flags = "O"
+	}
 	if sub+psub+ssub > 0 {
-		flags = "P"
+		flags += "P"
 	}
 	if multi >= 0 {
 		flags += "x"

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redamo/redamo/model"
 )
 
 // MONITOR streams every command this instance runs to the connections that
@@ -216,6 +218,13 @@ func redactedArgs(cmd *Command, args [][]byte) func(i int) bool {
 		}
 		return func(i int) bool { return i >= 1 }
 	case "hello":
+		if len(args) < 2 {
+			return noneRedacted
+		}
+		if v, ok := model.String2ll(args[1]); !ok || v < 2 || v > 3 {
+			// Refused before HELLO reads its options.
+			return noneRedacted
+		}
 		var idx []int
 		for j := 2; j < len(args); j++ {
 			more := len(args) - 1 - j

@@ -51,8 +51,10 @@ type eventBuf struct {
 	at   func() int
 	pos  []int
 	sent int
-	// monitor holds the MONITOR lines of the unit's commands (monitor.go).
+	// monitor and slow hold the MONITOR lines and the SLOWLOG entries of
+	// the unit's commands (monitor.go, slowlog.go).
 	monitor []string
+	slow    []slowlogEntry
 }
 
 // reportBefore reports the held events raised before EXEC's replies'
@@ -192,7 +194,10 @@ func (c *Ctx) HoldEvents() (reset func(), done func(committed bool)) {
 	}
 	buf := &eventBuf{}
 	c.events = buf
-	reset = func() { buf.evs, buf.pos, buf.sent, buf.monitor = buf.evs[:0], buf.pos[:0], 0, buf.monitor[:0] }
+	reset = func() {
+		buf.evs, buf.pos, buf.sent = buf.evs[:0], buf.pos[:0], 0
+		buf.monitor, buf.slow = buf.monitor[:0], buf.slow[:0]
+	}
 	done = func(committed bool) {
 		c.events = nil
 		if !committed {
@@ -200,6 +205,9 @@ func (c *Ctx) HoldEvents() (reset func(), done func(committed bool)) {
 		}
 		for _, line := range buf.monitor {
 			c.Srv.monitors.send(line)
+		}
+		for _, e := range buf.slow {
+			c.Srv.slowlog.push(e)
 		}
 		d := c.Srv.KeyEvents()
 		for _, e := range buf.evs[buf.sent:] {

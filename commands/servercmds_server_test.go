@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +28,8 @@ type rawClient struct {
 
 func dialRaw(t *testing.T, s *testserver.Server) *rawClient {
 	c := s.Dial(t)
+	// A reply or line that never comes fails the test, not hangs it.
+	require.NoError(t, c.SetDeadline(time.Now().Add(testserver.ClientReadTimeout)))
 	return &rawClient{t: t, conn: c, r: bufio.NewReader(c)}
 }
 
@@ -81,6 +84,7 @@ func TestMonitorOverTCP(t *testing.T) {
 			elsewhere := dialRaw(t, other)
 
 			require.Equal(t, "+OK\r\n", mon.do("MONITOR"))
+			require.Regexp(t, `addr=`+regexp.QuoteMeta(mon.addr())+` .* flags=O `, a.do("CLIENT", "LIST"))
 			require.Equal(t, "+OK\r\n", a.do("SET", "k", "v w"))
 			require.Equal(t, `[0 `+a.addr()+`] "SET" "k" "v w"`, mon.next())
 			require.Equal(t, "$3\r\nv w\r\n", c.do("get", "k"))
@@ -248,6 +252,35 @@ func TestLatencyOverTCP(t *testing.T) {
 			}
 			h := a.do("LATENCY", "HISTOGRAM", "set")
 			require.Regexp(t, `^\*2\r\n\$3\r\nset\r\n\*4\r\n\$5\r\ncalls\r\n:3\r\n\$14\r\nhistogram_usec\r\n\*\d+\r\n(:\d+\r\n)*:3\r\n$`, h)
+		})
+	}
+}
+
+// TestServerCommandsMakeNoRequests: the persistence and introspection
+// commands answer from the instance alone, without a DynamoDB request.
+func TestServerCommandsMakeNoRequests(t *testing.T) {
+	for _, b := range testserver.Stores(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := b.Start(t)
+			a := dialRaw(t, s)
+			cmds := [][]string{
+				{"SAVE"}, {"BGSAVE"}, {"BGSAVE", "SCHEDULE"}, {"BGREWRITEAOF"}, {"LASTSAVE"},
+				{"SWAPDB", "0", "1"}, {"SWAPDB", "2", "2"}, {"SHUTDOWN", "ABORT"},
+				{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "RESET"},
+				{"LATENCY", "LATEST"}, {"LATENCY", "DOCTOR"}, {"LATENCY", "HISTOGRAM"}, {"LATENCY", "RESET"},
+			}
+			before := b.Stats.Snapshot()
+			for _, args := range cmds {
+				require.NotEmpty(t, a.do(args...))
+			}
+			after := b.Stats.Snapshot()
+			for _, args := range cmds {
+				label := strings.ToLower(args[0])
+				if len(args) > 1 && (label == "slowlog" || label == "latency") {
+					label += "|" + strings.ToLower(args[1])
+				}
+				require.Empty(t, requestsSince(before, after, label), "%v", args)
+			}
 		})
 	}
 }

@@ -98,6 +98,17 @@ func (l *slowlog) record(c *Ctx, cmd *Command, d time.Duration) {
 	case c.Conn != nil:
 		e.peer, e.name = c.Conn.Addr, c.Conn.Name()
 	}
+	if c.events != nil {
+		// A command of a unit of work (EXEC, a script) is logged once the
+		// unit committed: an attempt that ran again is logged once.
+		c.events.slow = append(c.events.slow, e)
+		return
+	}
+	l.push(e)
+}
+
+// push adds an entry, giving it the next id.
+func (l *slowlog) push(e slowlogEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.id = l.nextID
@@ -205,6 +216,7 @@ var (
 		set: func(s *Server, v string) {
 			n, _ := model.String2ll([]byte(v))
 			s.slowlog.slower.Store(&n)
+			s.slowlog.trimIfOn()
 		},
 	}
 	slowlogMaxLenParam = configParam{
@@ -214,11 +226,19 @@ var (
 		set: func(s *Server, v string) {
 			n, _ := model.String2ll([]byte(v))
 			s.slowlog.maxLen.Store(&n)
-			// Redis trims at the next command logged; trimming now keeps
-			// SLOWLOG LEN within the limit meanwhile.
-			s.slowlog.mu.Lock()
-			s.slowlog.trim()
-			s.slowlog.mu.Unlock()
+			s.slowlog.trimIfOn()
 		},
 	}
 )
+
+// trimIfOn trims the log to slowlog-max-len unless it is off: Redis trims
+// after every command while the log is on (so right after the CONFIG SET
+// that lowered the limit or turned it on), and never while it is off.
+func (l *slowlog) trimIfOn() {
+	if l.threshold() < 0 {
+		return
+	}
+	l.mu.Lock()
+	l.trim()
+	l.mu.Unlock()
+}
