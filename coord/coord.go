@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/wait"
 )
 
@@ -18,6 +19,8 @@ type Service struct {
 	wake           wakeups
 	// tats are the TATs of CL.THROTTLE's keys this process saw last.
 	tats tatCache
+	// throttles coalesces CL.THROTTLE calls on a hot key (throttle_batch.go).
+	throttles model.Coalescer[throttleOp, gcraResult]
 }
 
 // Stats counts one family's outcomes in this process.

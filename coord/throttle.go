@@ -92,7 +92,7 @@ func (e *BadTATError) Error() string { return "coord: CL.THROTTLE: stored TAT: "
 // key persist past a failed expiry is written and answered with
 // ErrTATExpire; a key of another type is model.ErrWrongType.
 func (s *Service) Throttle(c model.Scope, key []byte, q GCRAQuota, clk ThrottleClock) (ThrottleReply, error) {
-	r, err := s.throttle(c, key, q, clk)
+	r, err := s.throttleCoalesced(c, key, q, clk)
 	return ThrottleReply{
 		Limited:    r.limited,
 		Limit:      r.limit,
