@@ -69,6 +69,7 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 	out.Set(dynastore.AttrPK, dynastore.B(bytes.Clone(dstPK)))
 	out.Set(dynastore.AttrSK, dynastore.B(KeyItemSK))
 	out.Set(AttrVer, NewVer())
+	renewStreamWatch(&out)
 	g, ok := src.Get(AttrGen).(dynastore.B)
 	if !ok {
 		return out, nil, nil

@@ -489,6 +489,7 @@ func Retarget(it dynastore.Item, db int, key []byte) dynastore.Item {
 	out.Set(dynastore.AttrPK, dynastore.B(KeyPK(db, key)))
 	out.Set(dynastore.AttrSK, KeyItemSKValue)
 	out.Set(AttrVer, NewVer())
+	renewStreamWatch(&out)
 	return out
 }
 

@@ -73,6 +73,10 @@ const (
 	attrStreamNodes  = "xn"
 	attrStreamFloor  = "xz"
 	attrStreamBytes  = "xb"
+	// AttrStreamWatch (S) changes when a write changes the stream as Redis
+	// signals a modified key (XADD, XDEL, XTRIM): WATCH compares it
+	// instead of ver, which the group commands change too (watch.go).
+	AttrStreamWatch = "xw"
 )
 
 // StreamNodeMaxEntries and StreamNodeMaxBytes are Redis's
@@ -344,6 +348,10 @@ type streamState struct {
 	pending []StreamID
 	// cleanup: the floor rose, so trimmed members wait for streamCleanup.
 	cleanup bool
+	// watch is the key's AttrStreamWatch as read; modified: this write
+	// changes the stream as Redis signals (it gets a new one).
+	watch    dynastore.Value
+	modified bool
 	// groupsRaw is the consumer groups attribute as read; groups, once a
 	// group operation decoded it (groupsLoaded), what stage writes
 	// (stream_groups.go).
@@ -365,6 +373,7 @@ func streamStateOf(cl *Collection) (*streamState, error) {
 		floor:  idAttr(cl.KeyAttr(attrStreamFloor)),
 	}
 	st.groupsRaw, _ = cl.KeyAttr(attrStreamGroups).(dynastore.B)
+	st.watch = cl.KeyAttr(AttrStreamWatch)
 	if v := cl.KeyAttr(attrStreamAdded); v != nil {
 		n, err := NumberInt(v)
 		if err != nil {
@@ -424,6 +433,10 @@ func (st *streamState) stage(cl *Collection) {
 	cl.SetKeyAttr(attrStreamNodes, dynastore.B(nodes))
 	cl.SetKeyAttr(attrStreamFloor, dynastore.B(st.floor.member()))
 	st.stageGroups(cl)
+	if st.modified || st.watch == nil {
+		st.watch = NewVer()
+	}
+	cl.SetKeyAttr(AttrStreamWatch, st.watch)
 }
 
 // length is the number of entries.
@@ -674,6 +687,15 @@ func commitStream(c Scope, cl *Collection, st *streamState, sc **StreamCleanup) 
 	return nil
 }
 
+// renewStreamWatch gives a stream key item copied to another key (RENAME,
+// MOVE, COPY) a watch token of its own: a key renamed away and back is a
+// change to a client that WATCHes it.
+func renewStreamWatch(it *dynastore.Item) {
+	if it.Has(AttrStreamWatch) {
+		it.Set(AttrStreamWatch, NewVer())
+	}
+}
+
 // inTx reports whether c runs inside a transaction (EXEC, a script).
 func inTx(c Scope) bool {
 	_, ok := c.Data().(*Txn)
@@ -911,6 +933,7 @@ func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bo
 			return err
 		}
 		added, ok = id, true
+		st.modified = true
 		return commitStream(c, cl, st, &sc)
 	})
 	return added, trimmed, ok, sc, err
@@ -926,6 +949,7 @@ func XTrim(c Scope, key []byte, t StreamTrim) (deleted int64, sc *StreamCleanup,
 		if deleted, err = st.trim(cl, t); err != nil || deleted == 0 {
 			return err
 		}
+		st.modified = true
 		return commitStream(c, cl, st, &sc)
 	})
 	return deleted, sc, err
@@ -981,6 +1005,7 @@ func XDel(c Scope, key []byte, args [][]byte) (int64, error) {
 		if deleted == 0 {
 			return nil
 		}
+		st.modified = true
 		return commitStream(c, cl, st, &sc)
 	})
 	return deleted, err

@@ -69,6 +69,14 @@ func Watch(c Scope, db int, keys [][]byte) ([]Watched, error) {
 func (w Watched) still(nowMS int64) dynastore.Cond {
 	ks := KeyState{Raw: w.item}
 	switch {
+	case w.live && w.item.Has(AttrStreamWatch):
+		// A stream: what Redis counts as a change of it (stream.go) or
+		// of its expiry, not its groups' changes.
+		expiry := dynastore.Cond(dynastore.NotExists{Attr: AttrExpiry})
+		if x := w.item.Get(AttrExpiry); x != nil {
+			expiry = dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpEQ, Val: x}
+		}
+		return dynastore.And{dynastore.Compare{Attr: AttrStreamWatch, Op: dynastore.OpEQ, Val: w.item.Get(AttrStreamWatch)}, expiry, CondUnexpired(nowMS)}
 	case w.live:
 		return dynastore.And{ks.Guard(), CondUnexpired(nowMS)}
 	case w.item != nil && !w.item.Has(AttrWatchMark):
