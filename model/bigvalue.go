@@ -52,8 +52,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"time"
 
 	"github.com/redamo/redamo/dynastore"
+	"github.com/redamo/redamo/dynastore/retry"
 )
 
 const (
@@ -77,6 +79,9 @@ const (
 	// bigParallel is how many chunk requests a big value's read or write
 	// has in flight at once.
 	bigParallel = 8
+	// bigSlack is the time a chunk request has beyond the store's policy,
+	// which is cut for requests of a few KB.
+	bigSlack = 5 * time.Second
 	// bigItemRoom is what a string key item needs besides its key and
 	// value: attribute names, type, version, encoding, expiry, ttl.
 	bigItemRoom = 256
@@ -199,7 +204,7 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 				{Name: attrChunk, Value: dynastore.B(val[i*h.chunk : min((i+1)*h.chunk, h.size)])},
 			})
 		}
-		return dynastore.BatchWrite(s, st, puts, nil)
+		return dynastore.BatchWrite(retry.WithSlack(s, bigSlack), st, puts, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writing a big value: %w", err)
@@ -212,7 +217,7 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 // deletes.
 func discardBig(s Scope, h *bigHeader) {
 	st := baseStore(s)
-	if err := dynastore.BatchWrite(s, st, nil, chunkKeys(h.gen, 0, h.chunks())); err != nil {
+	if err := dynastore.BatchWrite(retry.WithSlack(s, bigSlack), st, nil, chunkKeys(h.gen, 0, h.chunks())); err != nil {
 		return
 	}
 	_, _ = st.Delete(s, genRegKey(h.gen), dynastore.WriteOptions{})
@@ -255,7 +260,7 @@ func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int
 	lo, hi := from/h.chunk, (to-1)/h.chunk+1
 	out := make([]byte, to-from)
 	err := inParallel(hi-lo, bigBatch, func(a, b int64) error {
-		items, err := st.BatchGet(ctx, chunkKeys(h.gen, lo+a, lo+b))
+		items, err := st.BatchGet(retry.WithSlack(ctx, bigSlack), chunkKeys(h.gen, lo+a, lo+b))
 		if err != nil {
 			return err
 		}

@@ -167,6 +167,16 @@ func backoff(base, ceil time.Duration, n int) time.Duration {
 	return half + rand.N(half+1)
 }
 
+type slackKey struct{}
+
+// WithSlack gives the requests made under ctx d more time, in each attempt
+// and in all: a request that carries megabytes (a big value's chunks)
+// needs longer than one of a few KB, which the policy's limits are cut
+// for.
+func WithSlack(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, slackKey{}, d)
+}
+
 // Run calls fn until it succeeds, fails for good, or the policy's limits are
 // reached, and returns the number of attempts made. A final failure is
 // returned as fn returned it (a *Failure of class Final is unwrapped); when
@@ -175,6 +185,14 @@ func backoff(base, ceil time.Duration, n int) time.Duration {
 // errors.
 func (p Policy) Run(ctx context.Context, op string, mode Mode, fn func(ctx context.Context) error) (int, error) {
 	start := time.Now()
+	if slack, ok := ctx.Value(slackKey{}).(time.Duration); ok {
+		if p.Budget > 0 {
+			p.Budget += slack
+		}
+		if p.AttemptTimeout > 0 {
+			p.AttemptTimeout += slack
+		}
+	}
 	deadline := time.Time{}
 	if p.Budget > 0 {
 		deadline = start.Add(p.Budget)

@@ -156,3 +156,26 @@ func TestQuotaSparesConflicts(t *testing.T) {
 	require.Equal(t, 3, calls)
 	require.Zero(t, q.Refusals())
 }
+
+// TestWithSlack: a request under WithSlack has its slack more in each
+// attempt's deadline and in its budget; others keep the policy's.
+func TestWithSlack(t *testing.T) {
+	p := Policy{MaxAttempts: 1, AttemptTimeout: time.Second, Budget: 2 * time.Second}
+	for _, c := range []struct {
+		ctx  context.Context
+		want time.Duration
+	}{
+		{context.Background(), time.Second},
+		{WithSlack(context.Background(), time.Minute), time.Minute + time.Second},
+	} {
+		var left time.Duration
+		_, err := p.Run(c.ctx, "BatchWriteItem", Idempotent, func(actx context.Context) error {
+			d, ok := actx.Deadline()
+			require.True(t, ok)
+			left = time.Until(d)
+			return nil
+		})
+		require.NoError(t, err)
+		require.InDelta(t, c.want.Seconds(), left.Seconds(), 0.5)
+	}
+}
