@@ -18,12 +18,12 @@ const (
 
 func registerBitmaps(t *Table) {
 	t.Register([]Row{
-		{Name: "setbit", Run: cmdSetBit, ReadsFirst: true},
+		{Name: "setbit", Run: cmdSetBit},
 		{Name: "getbit", Run: cmdGetBit},
 		{Name: "bitcount", Run: cmdBitCount},
 		{Name: "bitpos", Run: cmdBitPos},
 		{Name: "bitop", Run: cmdBitOp},
-		{Name: "bitfield", Run: cmdBitfield, ReadsFirst: true},
+		{Name: "bitfield", Run: cmdBitfield},
 		{Name: "bitfield_ro", Run: cmdBitfieldRO},
 	})
 }

@@ -19,7 +19,7 @@ const (
 
 func registerHyperLogLog(t *Table) {
 	t.Register([]Row{
-		{Name: "pfadd", Run: cmdPFAdd, ReadsFirst: true},
+		{Name: "pfadd", Run: cmdPFAdd},
 		{Name: "pfcount", Run: cmdPFCount, MayReplicate: true}, // it may write the cache
 		{Name: "pfmerge", Run: cmdPFMerge},
 		{Name: "pfselftest", Run: cmdPFSelfTest},

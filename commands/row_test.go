@@ -62,7 +62,7 @@ func TestRowFacts(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"exec", "discard", "multi", "watch", "quit", "reset", "lock.guard", "leader.guard"}, inMulti)
-	require.ElementsMatch(t, []string{"publish", "spublish"}, mayReplicate)
+	require.ElementsMatch(t, []string{"publish", "spublish", "pfcount"}, mayReplicate)
 	subs := []string{"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"}
 	require.ElementsMatch(t, append([]string{"ping", "quit", "reset"}, subs...), inSubscribed)
 	require.ElementsMatch(t, append([]string{"exec"}, subs...), several)

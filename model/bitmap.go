@@ -202,33 +202,27 @@ func bitOpOf(op BitOp, srcs [][]byte) []byte {
 // read of every key, then one write of dst guarded by its state and the
 // unchanged state of the sources.
 func BitOpStore(s Scope, op BitOp, dst []byte, srcs [][]byte, miss func(key []byte)) (n int64, deleted bool, err error) {
-	keys := append([][]byte{dst}, distinctKeys(srcs)...)
+	keys := append([][]byte{dst}, srcs...)
 	err = RetryConflicts(s, func(try int) error {
 		deleted = false
 		states, err := ReadKeys(s, keys)
 		if err != nil {
 			return err
 		}
-		for _, k := range srcs {
-			if try == 0 && !states[indexOfKey(keys, k)].Live {
-				miss(k)
-			}
-		}
-		byKey := make(map[string][]byte, len(keys))
-		var acts []dynastore.TxAction
-		for i, ks := range states[1:] {
-			v, err := stringOf(ks)
-			if err != nil {
-				return err
-			}
-			byKey[string(keys[i+1])] = v
-			if string(keys[i+1]) != string(dst) && KeyFits(keys[i+1]) {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: ItemKey(s.DB(), keys[i+1]), Cond: ks.Guard()})
-			}
+		if try == 0 {
+			reportMisses(srcs, states[1:], miss)
 		}
 		vals := make([][]byte, len(srcs))
-		for i, k := range srcs {
-			vals[i] = byKey[string(k)]
+		var acts []dynastore.TxAction
+		seen := map[string]bool{string(dst): true}
+		for i, ks := range states[1:] {
+			if vals[i], err = stringOf(ks); err != nil {
+				return err
+			}
+			if k := srcs[i]; !seen[string(k)] && KeyFits(k) {
+				seen[string(k)] = true
+				acts = append(acts, dynastore.TxAction{Op: dynastore.TxCheck, Key: ItemKey(s.DB(), k), Cond: ks.Guard()})
+			}
 		}
 		res := bitOpOf(op, vals)
 		n = int64(len(res))
@@ -257,16 +251,6 @@ func BitOpStore(s Scope, op BitOp, dst []byte, srcs [][]byte, miss func(key []by
 		return nil
 	})
 	return n, deleted, err
-}
-
-// indexOfKey is the index of k in keys, which holds it.
-func indexOfKey(keys [][]byte, k []byte) int {
-	for i := range keys {
-		if string(keys[i]) == string(k) {
-			return i
-		}
-	}
-	return -1
 }
 
 // ---- BITFIELD ---------------------------------------------------------------------
