@@ -15,17 +15,15 @@ import (
 )
 
 // growTo is v zero-padded to at least n bytes (a copy either way, since v
-// may be the stored value), or ErrItemTooLarge past what one item holds.
-func growTo(v []byte, n int64) ([]byte, error) {
-	if n > dynastore.MaxItemSize {
-		return nil, fmt.Errorf("model: %d bytes: %w", n, dynastore.ErrItemTooLarge)
-	}
+// may be the stored value). A value past one item is written as a big
+// value (stringWrite); the command bounds n by proto-max-bulk-len.
+func growTo(v []byte, n int64) []byte {
 	if int64(len(v)) >= n {
-		return append([]byte{}, v...), nil
+		return append([]byte{}, v...)
 	}
 	out := make([]byte, n)
 	copy(out, v)
-	return out, nil
+	return out
 }
 
 // GetBit is the bit at offset of v (0 past its end).
@@ -57,17 +55,14 @@ func SetBit(s Scope, key []byte, offset uint64, on bool) (old, changed bool, err
 		if !changed {
 			return nil, nil
 		}
-		nv, err := growTo(cur, need)
-		if err != nil {
-			return nil, err
-		}
+		nv := growTo(cur, need)
 		mask := byte(0x80 >> (offset & 7))
 		if on {
 			nv[offset>>3] |= mask
 		} else {
 			nv[offset>>3] &^= mask
 		}
-		return &keyWrite{put: StringItem(s.DB(), key, nv, OriginEdited, ks.Expiry)}, nil
+		return stringWrite(s, key, nv, OriginEdited, ks.Expiry)
 	})
 	return old, changed, err
 }
@@ -473,10 +468,7 @@ func Bitfield(s Scope, key []byte, ops []BitfieldOp) (res []FieldResult, changed
 			return nil, err
 		}
 		need := int64(highest>>3) + 1
-		nv, err := growTo(cur, need)
-		if err != nil {
-			return nil, err
-		}
+		nv := growTo(cur, need)
 		grew := !ks.Live || int64(len(cur)) < need
 		changed = false
 		res = make([]FieldResult, len(ops))
@@ -490,7 +482,7 @@ func Bitfield(s Scope, key []byte, ops []BitfieldOp) (res []FieldResult, changed
 		if !changed && !grew {
 			return nil, nil
 		}
-		return &keyWrite{put: StringItem(s.DB(), key, nv, OriginEdited, ks.Expiry)}, nil
+		return stringWrite(s, key, nv, OriginEdited, ks.Expiry)
 	})
 	return res, changed, err
 }
