@@ -102,7 +102,6 @@ func doList(c Scope, key []byte, op listOp) (listRes, error) {
 	}
 	op.s = c
 	hc := &c.Process().hotColls
-	hc.lists.Max = collBatchMax
 	return hc.lists.Do(c, laneKey(c.DB(), TypeList, key), op, func(ops []listOp) ([]listRes, []error) {
 		if kl, ok := c.(KeyLocker); ok {
 			defer kl.LockKeys(key)()
@@ -211,7 +210,6 @@ func memberCoalesced(c Scope, key []byte, typ string) bool {
 func doMembers(c Scope, key []byte, typ string, op memberOp, alone func() (int64, error)) (int64, error) {
 	op.s = c
 	hc := &c.Process().hotColls
-	hc.members.Max = collBatchMax
 	return hc.members.Do(c, laneKey(c.DB(), typ, key), op, func(ops []memberOp) ([]int64, []error) {
 		if len(ops) == 1 {
 			n, err := alone()

@@ -73,7 +73,10 @@ func (p *Process) streamNodes() (maxBytes, maxEntries int64) {
 // NewProcess returns a Process whose inline limits are limits (nil: the
 // caps).
 func NewProcess(limits func(typ string) InlineLimits) *Process {
-	return &Process{limits: limits}
+	p := &Process{limits: limits}
+	// A batch of collection commands is one transaction at most.
+	p.hotColls.lists.Max, p.hotColls.members.Max = collBatchMax, collBatchMax
+	return p
 }
 
 // inline is the inline limits of typ.
