@@ -269,5 +269,12 @@ func TestErrorClassesFindAndShrink(t *testing.T) {
 			left = append(left, c.name())
 		}
 	}
+	// The LTRIM alone, or queued after a MULTI when its arguments are bad:
+	// then only queueing it (+QUEUED where the broken Redis errs) tells the
+	// servers apart, and the MULTI is part of the finding.
+	if len(left) == 2 {
+		require.Equal(t, "multi", left[0], formatProgram("shrunk", small))
+		left = left[1:]
+	}
 	require.Equal(t, []string{"ltrim"}, left, formatProgram("shrunk", small))
 }
