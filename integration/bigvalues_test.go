@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -142,14 +143,30 @@ func TestBigValuesAcrossInstances(t *testing.T) {
 		st := b.store(t)
 		clock := time.Now()
 		sw := &model.Sweeper{Store: st, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
-		require.NoError(t, sw.SweepOnce(ctx))
+		// The faithful table may still be in debt from the writes: a
+		// throttled pass is done again, as the sweeper's next pass would.
+		unthrottled := func(f func() error) {
+			for range 60 {
+				err := f()
+				if !errors.Is(err, dynastore.ErrThrottled) {
+					require.NoError(t, err)
+					return
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			t.Fatal("the store stayed throttled")
+		}
+		unthrottled(func() error { return sw.SweepOnce(ctx) })
 		clock = clock.Add(2 * time.Minute)
-		require.NoError(t, sw.SweepOnce(ctx))
+		unthrottled(func() error { return sw.SweepOnce(ctx) })
 		chunks := 0
-		require.NoError(t, model.ScanAll(ctx, st, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsChunks}}, func(dynastore.Item) error {
-			chunks++
-			return nil
-		}))
+		unthrottled(func() error {
+			chunks = 0
+			return model.ScanAll(ctx, st, dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{model.NsChunks}}, func(dynastore.Item) error {
+				chunks++
+				return nil
+			})
+		})
 		const chunkSize = 384 << 10
 		require.Equal(t, (size+chunkSize-1)/chunkSize, chunks, "chunks left besides the published value's")
 		require.True(t, bytes.Equal(va, settled(cb)), "the sweep left the published value whole")
