@@ -455,6 +455,25 @@ func parseXreadArgs(args [][]byte, inScript, group bool) (xreadArgs, string) {
 	return a, ""
 }
 
+// wait is BLOCK of XREAD and XREADGROUP once their first attempt found
+// nothing: attempt runs again (quietly, on its own context) whenever one
+// of the keys changes, until it finds entries or fails, or the block ends.
+// blockWith's poller hands over the key item it read, which ready judges.
+func (a xreadArgs) wait(c *Ctx, ready func(key string, it model.Item, nowMS int64) bool, attempt func(ac *Ctx) (found bool, err error)) error {
+	isReady := func(k dbKey, it model.Item, nowMS int64) bool { return ready(k.key, it, nowMS) }
+	_, err := blockWith(c, a.keys, a.blockMS, isReady, func(quiet bool) (bool, error) {
+		if !quiet {
+			return false, nil // the first attempt found nothing
+		}
+		ac, live := blockAttempt(c)
+		if !live {
+			return false, nil
+		}
+		return attempt(ac)
+	})
+	return err
+}
+
 func cmdXread(c *Ctx) {
 	a, msg := parseXreadArgs(c.Args, c.InScript, false)
 	if msg != "" {
@@ -474,16 +493,7 @@ func cmdXread(c *Ctx) {
 	}
 	err := attempt(c, false)
 	if err == nil && len(out) == 0 && a.block && !c.InTx {
-		// blockWith's poller hands over the key item it read (s.Ready).
-		ready := func(k dbKey, it model.Item, nowMS int64) bool { return s.Ready(k.key, it, nowMS) }
-		_, err = blockWith(c, a.keys, a.blockMS, ready, func(quiet bool) (bool, error) {
-			if !quiet {
-				return false, nil // the first attempt above found nothing
-			}
-			ac, live := blockAttempt(c)
-			if !live {
-				return false, nil
-			}
+		err = a.wait(c, s.Ready, func(ac *Ctx) (bool, error) {
 			err := attempt(ac, true)
 			return len(out) > 0, err
 		})

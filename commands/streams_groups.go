@@ -312,17 +312,9 @@ func cmdXreadgroup(c *Ctx) {
 	}
 	err := attempt(c, false)
 	if err == nil && len(out) == 0 && a.block && !c.InTx {
-		ready := func(k dbKey, it model.Item, nowMS int64) bool { return s.Ready(k.key, it, nowMS) }
-		_, err = blockWith(c, a.keys, a.blockMS, ready, func(quiet bool) (bool, error) {
-			if !quiet {
-				return false, nil // the first attempt above found nothing
-			}
-			ac, live := blockAttempt(c)
-			if !live {
-				return false, nil
-			}
+		err = a.wait(c, s.Ready, func(ac *Ctx) (bool, error) {
 			err := attempt(ac, true)
-			return len(out) > 0 || err != nil, err
+			return len(out) > 0, err
 		})
 	}
 	if err != nil {
