@@ -36,7 +36,7 @@ func (c *callerCtx) Done() <-chan struct{} {
 // all time out and checks that their deadline timers never touch the
 // caller's context, while cancelling it still ends an attempt.
 func TestRetryAttemptsLeaveTheCallersContext(t *testing.T) {
-	p := Policy{MaxAttempts: 3, AttemptTimeout: time.Millisecond, Budget: 20 * time.Millisecond, Base: time.Microsecond, Cap: time.Microsecond}
+	p := Policy{MaxAttempts: 3, AttemptTimeout: time.Millisecond, Budget: 10 * time.Second, Base: time.Microsecond, Cap: time.Microsecond}
 	outlive := func(actx context.Context) error {
 		<-actx.Done() // a request that outlives its attempt
 		return &Failure{Err: actx.Err(), Class: Unapplied}
