@@ -370,9 +370,20 @@ func TestTxWatchExpiryAcrossInstances(t *testing.T) {
 		other := txConn(t, p.b, 0)
 		txMust(t, c, "FLUSHALL")
 
-		txMust(t, other, "SET", "k", "v", "PX", 150)
-		require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
-		time.Sleep(300 * time.Millisecond)
+		// The key must still be alive when WATCH runs, which a busy
+		// machine may not get to within a short expiry: PTTL after
+		// WATCH proves it was, else the try is made again with a
+		// longer one.
+		for px := 150 * time.Millisecond; ; px *= 2 {
+			require.Less(t, px, time.Minute, "WATCH never ran before the key expired")
+			txMust(t, other, "SET", "k", "v", "PX", px.Milliseconds())
+			require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
+			if txMust(t, c, "PTTL", "k").(int64) > 0 {
+				time.Sleep(2 * px)
+				break
+			}
+			require.Equal(t, "OK", txMust(t, c, "UNWATCH"))
+		}
 		txQueue(t, c, txCmd("SET", "j", "v"))
 		txRequireAborted(t, c)
 

@@ -19,20 +19,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// countingServer is a test server that counts the connections it accepted.
+// countingServer is a test server that counts the connections it accepted
+// and tells of each one it closed.
 type countingServer struct {
 	*httptest.Server
-	conns atomic.Int32
+	conns  atomic.Int32
+	closed chan struct{}
 }
 
 func newCountingServer(t *testing.T, tlsOn bool, h http.HandlerFunc, configure ...func(*http.Server)) *countingServer {
-	s := &countingServer{Server: httptest.NewUnstartedServer(h)}
+	s := &countingServer{Server: httptest.NewUnstartedServer(h), closed: make(chan struct{}, 64)}
 	for _, f := range configure {
 		f(s.Config)
 	}
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateClosed:
+			select {
+			case s.closed <- struct{}{}:
+			default:
+			}
 		}
 	}
 	if tlsOn {
@@ -118,8 +126,13 @@ func TestDirectClientReplacesConnectionsTheServerClosed(t *testing.T) {
 		got, err := send(t, c, context.Background(), s.URL)
 		require.NoError(t, err)
 		require.Equal(t, "ok", got)
-		// Long enough for the server to close the idle connection.
-		time.Sleep(150 * time.Millisecond)
+		// The server closes the idle connection (it has closed the
+		// socket when it reports the state), however late it gets to it.
+		select {
+		case <-s.closed:
+		case <-time.After(time.Minute):
+			t.Fatal("the server never closed the idle connection")
+		}
 	}
 	require.Equal(t, int32(3), s.conns.Load())
 }

@@ -95,7 +95,7 @@ func TestOutcome(t *testing.T) {
 }
 
 // TestWaits checks which failures wait before their retry without
-// measuring a wait: the backoff is an hour and the budget a second, so a
+// measuring a wait: the backoff is an hour and the budget a minute, so a
 // failure that waits ends the request after one attempt, and one retried
 // at once makes every attempt. Throttling waits (ThrottleBase) where other
 // failures do not (Base), and a batch's unprocessed keys wait even when
@@ -115,7 +115,7 @@ func TestWaits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Policy{MaxAttempts: 4, Budget: time.Second, Base: time.Nanosecond, Cap: time.Nanosecond,
+			p := Policy{MaxAttempts: 4, Budget: time.Minute, Base: time.Nanosecond, Cap: time.Nanosecond,
 				ThrottleBase: time.Hour, ThrottleCap: time.Hour}
 			calls, err := p.Run(context.Background(), "op", Read, func(context.Context) error { return tc.failure })
 			require.Error(t, err)
@@ -168,14 +168,19 @@ func TestWithSlack(t *testing.T) {
 		{context.Background(), time.Second},
 		{WithSlack(context.Background(), time.Minute), time.Minute + time.Second},
 	} {
-		var left time.Duration
+		// The deadline is set between before and after, however long
+		// the machine takes: bracket it instead of comparing with now.
+		var deadline time.Time
+		before := time.Now()
 		_, err := p.Run(c.ctx, "BatchWriteItem", Idempotent, func(actx context.Context) error {
 			d, ok := actx.Deadline()
 			require.True(t, ok)
-			left = time.Until(d)
+			deadline = d
 			return nil
 		})
+		after := time.Now()
 		require.NoError(t, err)
-		require.InDelta(t, c.want.Seconds(), left.Seconds(), 0.5)
+		require.False(t, deadline.Before(before.Add(c.want)), "deadline %v before %v", deadline, before.Add(c.want))
+		require.False(t, deadline.After(after.Add(c.want)), "deadline %v after %v", deadline, after.Add(c.want))
 	}
 }
