@@ -376,12 +376,14 @@ func TestTxWatchExpiryAcrossInstances(t *testing.T) {
 		// longer one.
 		for px := 150 * time.Millisecond; ; px *= 2 {
 			require.Less(t, px, time.Minute, "WATCH never ran before the key expired")
+			set := time.Now()
 			txMust(t, other, "SET", "k", "v", "PX", px.Milliseconds())
 			require.Equal(t, "OK", txMust(t, c, "WATCH", "k"))
 			if txMust(t, c, "PTTL", "k").(int64) > 0 {
 				time.Sleep(2 * px)
 				break
 			}
+			require.GreaterOrEqual(t, time.Since(set), px, "the key expired before its PX")
 			require.Equal(t, "OK", txMust(t, c, "UNWATCH"))
 		}
 		txQueue(t, c, txCmd("SET", "j", "v"))

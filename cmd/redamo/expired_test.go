@@ -34,6 +34,7 @@ func TestExpiredEvents(t *testing.T) {
 		require.Less(t, ttl, time.Minute, "PERSIST and DEL never ran before the TTL passed")
 		try++
 		persisted, deleted, session = fmt.Sprint("persisted:", try), fmt.Sprint("deleted:", try), fmt.Sprint("session:", try)
+		set := time.Now()
 		require.NoError(t, c.Set(ctx, persisted, "v", ttl).Err())
 		kept, err := c.Persist(ctx, persisted).Result()
 		require.NoError(t, err)
@@ -44,6 +45,7 @@ func TestExpiredEvents(t *testing.T) {
 			require.NoError(t, c.Set(ctx, session, "v", ttl+1100*time.Millisecond).Err())
 			break
 		}
+		require.GreaterOrEqual(t, time.Since(set), ttl, "a key expired before its TTL")
 	}
 	timeout := time.After(time.Minute)
 	for done := false; !done; {
