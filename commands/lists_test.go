@@ -491,17 +491,17 @@ func TestListBlockingAcrossInstances(t *testing.T) {
 			c1, c2 := s1.Client(t), s2.Client(t)
 			got := make(chan []string, 1)
 			go func() {
-				v, _ := c1.BRPop(ctx, 10*time.Second, "q1", "q2").Result()
+				v, _ := c1.BRPop(ctx, time.Minute, "q1", "q2").Result()
 				got <- v
 			}()
 			waitBlocked(t, s1, 1)
 			// Polling: the poller reads the keys while the client waits.
-			require.Eventually(t, func() bool { return b.Stats.Requests(commands.BlockingPollLabel) > 0 }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return b.Stats.Requests(commands.BlockingPollLabel) > 0 }, time.Minute, time.Millisecond)
 			require.NoError(t, c2.LPush(ctx, "q2", "hello").Err())
 			select {
 			case v := <-got:
 				require.Equal(t, []string{"q2", "hello"}, v)
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute):
 				t.Fatal("the blocked client was not served")
 			}
 		})

@@ -148,7 +148,7 @@ func TestStreamGroupBlocking(t *testing.T) {
 				for r := 0; r < 2; r++ {
 					consumer := fmt.Sprintf("c%d", r)
 					go func() {
-						v, _ := c1.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: consumer, Streams: []string{key, ">"}, Count: 1, Block: 10 * time.Second}).Result()
+						v, _ := c1.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: consumer, Streams: []string{key, ">"}, Count: 1, Block: time.Minute}).Result()
 						got <- v
 					}()
 				}
@@ -162,7 +162,7 @@ func TestStreamGroupBlocking(t *testing.T) {
 						require.Len(t, v, 1)
 						require.Len(t, v[0].Messages, 1)
 						ids[v[0].Messages[0].ID] = true
-					case <-time.After(5 * time.Second):
+					case <-time.After(time.Minute):
 						t.Fatal("the blocked client was not served")
 					}
 				}
@@ -189,14 +189,14 @@ func TestStreamGroupBlocking(t *testing.T) {
 					require.NoError(t, c1.XGroupCreateMkStream(ctx, key, "g", "$").Err())
 				}
 				go func() {
-					errc <- c1.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "x", Streams: []string{key, ">"}, Block: 10 * time.Second}).Err()
+					errc <- c1.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "x", Streams: []string{key, ">"}, Block: time.Minute}).Err()
 				}()
 				waitBlocked(t, s1, 1)
 				require.NoError(t, tc.end())
 				select {
 				case err := <-errc:
 					require.EqualError(t, err, tc.want)
-				case <-time.After(5 * time.Second):
+				case <-time.After(time.Minute):
 					t.Fatal("the blocked client was not answered")
 				}
 			}

@@ -151,7 +151,7 @@ func TestStreamBlockingRead(t *testing.T) {
 				got := make(chan []redis.XStream, 2)
 				for r := 0; r < 2; r++ { // two readers: both get the entry
 					go func() {
-						v, _ := c1.XRead(ctx, &redis.XReadArgs{Streams: []string{"other", key, "0", "$"}, Block: 10 * time.Second}).Result()
+						v, _ := c1.XRead(ctx, &redis.XReadArgs{Streams: []string{"other", key, "0", "$"}, Block: time.Minute}).Result()
 						got <- v
 					}()
 				}
@@ -161,7 +161,7 @@ func TestStreamBlockingRead(t *testing.T) {
 					select {
 					case v := <-got:
 						require.Equal(t, []redis.XStream{{Stream: key, Messages: []redis.XMessage{{ID: "2-0", Values: map[string]any{"c": "d"}}}}}, v)
-					case <-time.After(5 * time.Second):
+					case <-time.After(time.Minute):
 						t.Fatal("the blocked client was not served")
 					}
 				}
