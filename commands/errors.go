@@ -34,7 +34,10 @@ const (
 	MsgTxTooLarge    = "ERR operation exceeds the DynamoDB transaction limit (100 items, 4 MB)"
 	MsgTryAgain      = "TRYAGAIN DynamoDB is throttling requests, try again later"
 	MsgUnavailable   = "ERR DynamoDB is unavailable, try again later"
-	MsgConflict      = "TRYAGAIN concurrent update conflict, try again"
+	// MsgScanTooLong ends a whole-table scan (DBSIZE, KEYS, FLUSHDB,
+	// FLUSHALL) that outlasted model.DefaultScanAllBound.
+	MsgScanTooLong = "ERR the table scan did not finish within 10 minutes: the table is too big for this command"
+	MsgConflict    = "TRYAGAIN concurrent update conflict, try again"
 	// MsgOutcomeUnknown is not TRYAGAIN, which cluster clients retry on
 	// their own: repeating a write that may have been applied (an INCR, a
 	// push) is the client's decision.
@@ -225,6 +228,8 @@ func ErrorMsg(err error) string {
 		return MsgTryAgain
 	case errors.Is(err, model.ErrTxConflict):
 		return MsgConflict
+	case errors.Is(err, model.ErrScanTooLong):
+		return MsgScanTooLong
 	case errors.Is(err, model.ErrUnavailable):
 		return MsgUnavailable
 	default:

@@ -8,7 +8,6 @@ package model
 // the command's Scope and plain values, making every request itself.
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -537,26 +536,6 @@ func CopyKey(s Scope, src []byte, dstDB int, dst []byte, replace bool) (bool, er
 
 // ---- scanning the keyspace -------------------------------------------------------
 
-// ScanAll runs a table scan with filter to the end, calling fn for every item.
-func ScanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn func(dynastore.Item) error) error {
-	var after *dynastore.Key
-	for {
-		page, err := st.Scan(ctx, dynastore.Scan{Filter: filter, After: after})
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			if err := fn(it); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		after = page.Next
-	}
-}
-
 // redisKey is the Redis key of a key item met by a scan (ok false for
 // anything else).
 func redisKey(it dynastore.Item) ([]byte, bool) {
@@ -621,7 +600,7 @@ func ScanKeys(s Scope, cursor uint64, o ScanOptions, fn func(key []byte)) (next 
 	limit := min(o.Count, scanMaxCount)
 	var found int64
 	for pages := 0; pages < scanPageBudget; pages++ {
-		page, err := s.Data().Scan(s, dynastore.Scan{Limit: int(limit), Filter: filter, After: after})
+		page, err := scanPage(s, s.Data(), dynastore.Scan{Limit: int(limit), Filter: filter, After: after})
 		if err != nil {
 			return 0, false, err
 		}
@@ -668,7 +647,7 @@ func RandomKey(s Scope) ([]byte, error) {
 gather:
 	for _, after := range []*dynastore.Key{start, nil} {
 		for {
-			page, err := s.Data().Scan(s, dynastore.Scan{Limit: 100, Filter: filter, After: after})
+			page, err := scanPage(s, s.Data(), dynastore.Scan{Limit: 100, Filter: filter, After: after})
 			if err != nil {
 				return nil, err
 			}

@@ -80,20 +80,8 @@ func ScriptsExist(c Scope, shas []string) ([]bool, error) {
 func FlushScripts(c Scope) error {
 	st := outside(c)
 	filter := dynastore.BeginsWith{Attr: dynastore.AttrPK, Prefix: []byte{NsScript}}
-	var after *dynastore.Key
-	for {
-		page, err := st.Scan(c, dynastore.Scan{Filter: filter, After: after})
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			if _, err := st.Delete(c, it.Key(), dynastore.WriteOptions{}); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		after = page.Next
-	}
+	return ScanAll(c, st, filter, func(it dynastore.Item) error {
+		_, err := st.Delete(c, it.Key(), dynastore.WriteOptions{})
+		return err
+	})
 }
