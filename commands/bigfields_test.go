@@ -104,6 +104,14 @@ func TestBigHashFields(t *testing.T) {
 			s, err = rdb.Eval(ctx, "return redis.call('hget', KEYS[1], 'f')", []string{"lua"}).Text()
 			require.NoError(t, err)
 			eq(t, b, s)
+
+			// SORT ... GET reads a big field.
+			require.NoError(t, rdb.RPush(ctx, "ids", "1", "2").Err())
+			require.NoError(t, rdb.HSet(ctx, "obj_1", "f", a).Err())
+			got := rdb.Sort(ctx, "ids", &redis.Sort{By: "nosort", Get: []string{"obj_*->f"}}).Val()
+			require.Len(t, got, 2)
+			eq(t, a, got[0])
+			require.Equal(t, "", got[1])
 		})
 	}
 }

@@ -163,7 +163,7 @@ func cmdHgetall(c *Ctx) {
 }
 
 func cmdHkeys(c *Ctx) {
-	fields, _, err := model.HashAll(c, c.Args[1])
+	fields, err := model.HashFields(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return

@@ -45,6 +45,10 @@ func TestBigFieldRequests(t *testing.T) {
 				lens, _, err := model.HashLens(s, []byte("h"), [][]byte{[]byte("f")})
 				return lens[0], err
 			}, want: int64(n), ops: map[string]int64{get: 1, batch: 1}},
+			{name: "hkeys reads no chunk", run: func(s model.Scope) (any, error) {
+				fs, err := model.HashFields(s, []byte("h"))
+				return len(fs), err
+			}, want: 1, ops: map[string]int64{get: 1, dynastore.OpQuery: 1}},
 			{name: "hset big over big", run: hsetS("h", "f", b), want: int64(0), ops: map[string]int64{get: 1, batch: 1, putOp: 1, bw: 4, tx: 1}},
 			{name: "hget the new value", run: hgetS("h", "f"), want: string(b)},
 			{name: "hset small over big", run: hsetS("h", "f", []byte("small")), want: int64(0)},

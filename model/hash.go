@@ -243,8 +243,17 @@ func hashGet(c Scope, key []byte, fields [][]byte) (vals []dynastore.Value, pres
 	return Lookup(c, key, TypeHash, fields)
 }
 
-// HashAll reads a whole hash as one consistent state (HGETALL, HKEYS,
-// HVALS).
+// HashFields is HKEYS: a whole hash's fields as one consistent state,
+// read without big values' chunks.
+func HashFields(c Scope, key []byte) (fields [][]byte, err error) {
+	err = ReadAll(c, key, TypeHash, func(cl *Collection) error {
+		fields, _, err = EntriesOf(cl)
+		return err
+	})
+	return fields, err
+}
+
+// HashAll reads a whole hash as one consistent state (HGETALL, HVALS).
 func HashAll(c Scope, key []byte) (fields, vals [][]byte, err error) {
 	err = ReadAll(c, key, TypeHash, func(cl *Collection) error {
 		ms, vs, err := EntriesOf(cl)
