@@ -115,7 +115,13 @@ func TestBigFieldSweep(t *testing.T) {
 		require.Equal(t, 4, countChunks(t, e))
 		require.True(t, bytes.Equal(a, hget("h2", "g")))
 
-		// The hash deleted: its members go, then the chunks they held.
+		// A hash deleted, another expired: their members go, then the
+		// chunks they held.
+		hset("e", "f", b)
+		require.Equal(t, 8, countChunks(t, e))
+		ok, err := model.Expire(s, []byte("e"), s.NowMS()+1000, 0)
+		require.NoError(t, err)
+		require.True(t, ok)
 		_, err = model.DeleteKey(s, []byte("h2"))
 		require.NoError(t, err)
 		sweep()
