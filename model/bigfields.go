@@ -223,41 +223,36 @@ func bigFieldRenameActions(ctx context.Context, st dynastore.Store, it dynastore
 
 // fieldOwnerChecks tells whether the chunk generation gen owned by the
 // field whose member sort key is ownerSK in the hash at key item key
-// (nil: absent) is alive, and when it is not, the checks that it is still
-// dead the sweeper's condemning transaction carries.
-func fieldOwnerChecks(ctx context.Context, st dynastore.Store, key dynastore.Item, ownerPK, ownerSK, gen []byte, nowMS int64) (alive bool, checks []dynastore.TxAction, err error) {
-	ownerKey := dynastore.Key{PK: ownerPK, SK: KeyItemSK}
+// (nil: absent) is alive, and when it is not, what the sweeper's
+// condemning transaction checks to know it still is not: a condition on
+// the key item, and a check of the member item.
+func fieldOwnerChecks(ctx context.Context, st dynastore.Store, key dynastore.Item, ownerSK, gen []byte, nowMS int64) (alive bool, keyCond dynastore.Cond, member []dynastore.TxAction, err error) {
 	if key != nil && key.Has(AttrPending) {
 		// A change waits to be rolled forward: its member writes may
 		// refer to gen. The next pass looks again.
-		return true, nil, nil
+		return true, nil, nil, nil
 	}
 	hg, _ := key.Get(AttrGen).(dynastore.B)
 	if x, err := ExpiryMS(key.Get(AttrExpiry)); key == nil || len(hg) == 0 || (err == nil && x <= nowMS) {
-		return false, []dynastore.TxAction{{
-			Op:  dynastore.TxCheck,
-			Key: ownerKey,
-			Cond: dynastore.Or{
-				dynastore.NotExists{Attr: dynastore.AttrPK},
-				dynastore.NotExists{Attr: AttrGen},
-				dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
-			},
-		}}, nil
+		return false, dynastore.Or{
+			dynastore.NotExists{Attr: dynastore.AttrPK},
+			dynastore.NotExists{Attr: AttrGen},
+			dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
+		}, nil, nil
 	}
 	mk := dynastore.Key{PK: MembersPK(hg), SK: ownerSK}
 	m, err := st.Get(ctx, mk)
 	if err != nil {
-		return false, nil, err
+		return false, nil, nil, err
 	}
 	if bg, _ := m.Get(attrBigGen).(dynastore.B); bytes.Equal(bg, gen) {
-		return true, nil, nil
+		return true, nil, nil, nil
 	}
-	return false, []dynastore.TxAction{
-		{Op: dynastore.TxCheck, Key: ownerKey, Cond: dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(bytes.Clone(hg))}},
-		{Op: dynastore.TxCheck, Key: mk, Cond: dynastore.Or{
+	return false, dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(bytes.Clone(hg))}, []dynastore.TxAction{{
+		Op: dynastore.TxCheck, Key: mk, Cond: dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
 			dynastore.NotExists{Attr: attrBigGen},
 			dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpNE, Val: dynastore.B(bytes.Clone(gen))},
-		}},
-	}, nil
+		},
+	}}, nil
 }

@@ -184,22 +184,19 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 		}
 	}
 	alive := pointsTo(key, gen, nowMS)
-	ownerChecks := []dynastore.TxAction{{
-		Op:  dynastore.TxCheck,
-		Key: dynastore.Key{PK: owner, SK: KeyItemSK},
-		Cond: dynastore.Or{
-			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
-			dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
-		},
-	}}
+	var ownerCond dynastore.Cond = dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+		dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
+	}
+	var fieldCheck []dynastore.TxAction
 	if ownerSK, ok := reg.Get(attrOwnerSK).(dynastore.B); ok {
 		// A hash field's big value (bigfields.go).
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
 		var err error
-		if alive, ownerChecks, err = fieldOwnerChecks(ctx, s.Store, key, owner, ownerSK, gen, nowMS); err != nil {
+		if alive, ownerCond, fieldCheck, err = fieldOwnerChecks(ctx, s.Store, key, ownerSK, gen, nowMS); err != nil {
 			return err
 		}
 	}
@@ -241,17 +238,24 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	err = s.Store.Transact(ctx, append([]dynastore.TxAction{{
-		Op:  dynastore.TxUpdate,
-		Key: k,
-		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrDying, Val: NInt(nowMS)},
-		}},
-		Cond: dynastore.And{
-			dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
-			dynastore.NotExists{Attr: attrDying},
+	err = s.Store.Transact(ctx, append([]dynastore.TxAction{
+		{
+			Op:  dynastore.TxUpdate,
+			Key: k,
+			Update: &dynastore.Update{Set: []dynastore.SetAction{
+				{Attr: attrDying, Val: NInt(nowMS)},
+			}},
+			Cond: dynastore.And{
+				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
+				dynastore.NotExists{Attr: attrDying},
+			},
 		},
-	}}, ownerChecks...))
+		{
+			Op:   dynastore.TxCheck,
+			Key:  dynastore.Key{PK: owner, SK: KeyItemSK},
+			Cond: ownerCond,
+		},
+	}, fieldCheck...))
 	if errors.Is(Refused(err, nil), ErrConflict) {
 		return nil // it changed under us; the next pass looks again
 	}
