@@ -129,7 +129,7 @@ func cmdHmget(c *Ctx) {
 }
 
 func cmdHexists(c *Ctx) {
-	_, present, err := model.HashGet(c, c.Args[1], c.Args[2:3])
+	_, present, err := model.HashLens(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
@@ -138,12 +138,12 @@ func cmdHexists(c *Ctx) {
 }
 
 func cmdHstrlen(c *Ctx) {
-	vals, _, err := model.HashGet(c, c.Args[1], c.Args[2:3])
+	lens, _, err := model.HashLens(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Fail(err)
 		return
 	}
-	c.W.Int(int64(len(vals[0])))
+	c.W.Int(lens[0])
 }
 
 func cmdHlen(c *Ctx) { collLenCmd(c, model.TypeHash) }
@@ -163,7 +163,7 @@ func cmdHgetall(c *Ctx) {
 }
 
 func cmdHkeys(c *Ctx) {
-	fields, _, err := model.HashAll(c, c.Args[1])
+	fields, err := model.HashFields(c, c.Args[1])
 	if err != nil {
 		c.Fail(err)
 		return

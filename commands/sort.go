@@ -636,6 +636,9 @@ func (s *sortSnap) prepare(pats []sortPattern, elems [][]byte) error {
 			return model.ErrConflict // changed while rolled forward
 		}
 		vals, present, err := cl.Lookup(want)
+		if err == nil {
+			err = model.LoadValues(s.c, vals)
+		}
 		if err != nil {
 			return err
 		}

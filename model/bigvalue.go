@@ -130,9 +130,14 @@ func bigHeaderOf(it dynastore.Item) (*bigHeader, error) {
 	if v == nil {
 		return nil, nil
 	}
-	b, ok := v.(dynastore.B)
-	g, gok := it.Get(AttrGen).(dynastore.B)
-	if !ok || len(b) != 16 || !gok || len(g) == 0 {
+	b, _ := v.(dynastore.B)
+	g, _ := it.Get(AttrGen).(dynastore.B)
+	return decodeBigHeader(g, b)
+}
+
+// decodeBigHeader is the header of generation g encoded as b.
+func decodeBigHeader(g, b []byte) (*bigHeader, error) {
+	if len(b) != 16 || len(g) == 0 {
 		return nil, fmt.Errorf("model: big value header: %w", dynastore.ErrInvalid)
 	}
 	h := &bigHeader{
@@ -168,27 +173,32 @@ func chunkKeys(gen []byte, lo, hi int64) []dynastore.Key {
 // itself, also inside a unit of work. Chunks never change once written, so
 // a unit's reads need not check them at commit, and a unit's commit could
 // not carry them (DynamoDB's transactions hold 4 MB).
-func baseStore(s Scope) dynastore.Store {
-	if t, ok := s.Data().(*Txn); ok {
-		return t.Base()
-	}
-	return s.Data()
-}
+func baseStore(s Scope) dynastore.Store { return baseOf(s.Data()) }
 
 // stageBig writes val as a new, unpublished generation of chunks owned by
 // key, and returns its header; the caller publishes it (bigStringItem,
 // with genAliveCheck in the same write).
 func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
-	st := baseStore(s)
+	return stageChunks(s, baseStore(s), s.NowMS(), KeyPK(s.DB(), key), nil, val)
+}
+
+// stageChunks is stageBig into st (never a unit's buffer) for any owner: a
+// hash field's value (bigfields.go) names the field's member sort key
+// ownerSK besides its key item's pk.
+func stageChunks(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, ownerSK, val []byte) (*bigHeader, error) {
 	h := &bigHeader{gen: newGenID(), size: int64(len(val)), chunk: bigChunkSize, sum: crc32.Checksum(val, castagnoli)}
 	reg := genRegKey(h.gen)
-	_, err := st.Put(s, dynastore.Item{
+	regItem := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(reg.SK)},
-		{Name: attrOwner, Value: dynastore.B(KeyPK(s.DB(), key))},
-		{Name: attrCreated, Value: NInt(s.NowMS())},
+		{Name: attrOwner, Value: dynastore.B(ownerPK)},
+		{Name: attrCreated, Value: NInt(nowMS)},
 		{Name: attrChunks, Value: NInt(h.chunks())},
-	}, dynastore.WriteOptions{})
+	}
+	if ownerSK != nil {
+		regItem.Set(attrOwnerSK, dynastore.B(ownerSK))
+	}
+	_, err := st.Put(ctx, regItem, dynastore.WriteOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("registering a big value: %w", err)
 	}
@@ -204,7 +214,7 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 				{Name: attrChunk, Value: dynastore.B(val[i*h.chunk : min((i+1)*h.chunk, h.size)])},
 			})
 		}
-		return dynastore.BatchWrite(retry.WithSlack(s, bigSlack), st, puts, nil)
+		return dynastore.BatchWrite(retry.WithSlack(ctx, bigSlack), st, puts, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writing a big value: %w", err)

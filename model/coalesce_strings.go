@@ -364,7 +364,7 @@ func hotField(s Scope, key, f []byte) string {
 
 // hashGot is what HashGet answers.
 type hashGot struct {
-	vals    [][]byte
+	vals    []dynastore.Value
 	present []bool
 }
 

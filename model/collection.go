@@ -262,6 +262,9 @@ type Collection struct {
 	// outside is the positions a spanned commit takes out of the range
 	// (MemberSpan), deleted after it succeeds (dropOutside).
 	outside []int64
+	// checks are actions the commit carries besides its writes (the
+	// checks that big values it publishes were not swept: bigfields.go).
+	checks []dynastore.TxAction
 	// ListKnown is what the item cache keeps with the key item after the
 	// commit (a large list's element values: ListKnown).
 	ListKnown *ListKnown

@@ -67,8 +67,10 @@ func (cl *Collection) baseKeyItem() dynastore.Item {
 		it.Set(AttrExpiry, NInt(cl.KS.Expiry))
 		it.Set(dynastore.AttrTTL, TTLSeconds(cl.KS.Expiry))
 	}
-	if big := cl.KeyAttr(AttrBigEncoding); big != nil && !cl.WrongType {
-		it.Set(AttrBigEncoding, big)
+	for _, name := range []string{AttrBigEncoding, attrBigFields} {
+		if v := cl.KeyAttr(name); v != nil && !cl.WrongType {
+			it.Set(name, v)
+		}
 	}
 	for name, v := range cl.keyAttrs {
 		it.Set(name, v)
@@ -97,6 +99,9 @@ func (cl *Collection) inlineItem(entries map[string]dynastore.Value) dynastore.I
 // ver as read. No actions means nothing to write.
 func (cl *Collection) Plan() ([]dynastore.TxAction, error) {
 	actions, gen, err := cl.planActions()
+	if len(actions) > 0 {
+		actions = append(actions, cl.checks...)
+	}
 	cl.planned, cl.genAfter, cl.after, cl.afterKnown = len(actions) > 0, gen, nil, false
 	k := ItemKey(cl.c.DB(), cl.Key)
 	for _, a := range actions {
@@ -219,7 +224,9 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
 		if st := cl.Known[m]; st.present {
 			cond = dynastore.Exists{Attr: dynastore.AttrPK}
-			if st.v != nil {
+			if h, ok := refOf(st.v); ok {
+				cond = dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpEQ, Val: dynastore.B(h.gen)}
+			} else if st.v != nil {
 				cond = dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
 			}
 		} else {
@@ -229,7 +236,7 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 			cond = nil
 		}
 		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v), Cond: cond})
-		size += len(m) + ValueSize(v) + 64
+		size += len(m) + storedSize(v) + 64
 		members = append(members, cl.reorder([]byte(m), cl.Known[m], v)...)
 	}
 	for m := range cl.dels {

@@ -124,7 +124,11 @@ func dumpMembers(cl *Collection, o DumpOptions) (*rdb.Object, error) {
 			compact = compact && isInt
 			obj.Elems = append(obj.Elems, m)
 		case TypeHash:
-			val := bytes.Clone(ValueBytes(v))
+			vs := []dynastore.Value{v}
+			if err := loadValues(cl.c, vs); err != nil {
+				return err
+			}
+			val := bytes.Clone(ValueBytes(vs[0]))
 			compact = compact && int64(len(m)) <= o.Limits.HashValue && int64(len(val)) <= o.Limits.HashValue
 			obj.Pairs = append(obj.Pairs, m, val)
 		case TypeZSet:
@@ -224,9 +228,20 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 		return restoreString(c, key, o.String, a)
 	}
 	typ, big := restoreShape(o, a)
+	var sv *stagedValues
+	if typ == TypeHash {
+		var fields, vals [][]byte
+		for i := 0; i+1 < len(o.Pairs); i += 2 {
+			fields, vals = append(fields, o.Pairs[i]), append(vals, o.Pairs[i+1])
+		}
+		var err error
+		if sv, err = stageFieldValues(c, key, fields, vals); err != nil {
+			return RestoreOutcome{}, err
+		}
+	}
 	err := RetryConflicts(c, func(int) error {
 		cl := &Collection{c: c, Type: typ, Key: key, Replace: true}
-		if err := fillRestored(cl, o); err != nil {
+		if err := fillRestored(cl, o, sv); err != nil {
 			return err
 		}
 		var cond dynastore.Cond
@@ -274,6 +289,9 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrBusyKey) && sv != nil {
+			sv.discard(c)
+		}
 		return RestoreOutcome{}, err
 	}
 	reportCreated(c, key)
@@ -326,8 +344,9 @@ func restoreShape(o *rdb.Object, a RestoreArgs) (typ string, big bool) {
 	return TypeZSet, big
 }
 
-// fillRestored stages o's entries in cl, a collection replacing the key.
-func fillRestored(cl *Collection, o *rdb.Object) error {
+// fillRestored stages o's entries in cl, a collection replacing the key,
+// with the big hash values sv staged (nil: none).
+func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues) error {
 	switch cl.Type {
 	case TypeList:
 		for i, v := range o.Elems {
@@ -339,8 +358,9 @@ func fillRestored(cl *Collection, o *rdb.Object) error {
 		}
 	case TypeHash:
 		for i := 0; i < len(o.Pairs); i += 2 {
-			cl.Put(o.Pairs[i], HashValue(o.Pairs[i+1]))
+			cl.Put(o.Pairs[i], sv.value(o.Pairs[i], o.Pairs[i+1]))
 		}
+		sv.publish(cl)
 	case TypeZSet:
 		for _, e := range o.ZSet {
 			zput(cl, e.Member, e.Score)

@@ -29,7 +29,7 @@ func Encoding(c Scope, key []byte, typ string, lim EncodingLimits) (string, erro
 		return "stream", nil
 	case TypeHash:
 		return encodingOf(c, key, TypeHash, lim.HashEntries, "listpack", "hashtable", func(f []byte, v dynastore.Value) bool {
-			return int64(len(f)) <= lim.HashValue && int64(len(ValueBytes(v))) <= lim.HashValue
+			return int64(len(f)) <= lim.HashValue && int64(ValueSize(v)) <= lim.HashValue
 		})
 	case TypeSet:
 		// Redis 7.0: an intset while every member is an integer, else a

@@ -529,6 +529,15 @@ const someNewMax = 16
 // a large one the generation cache knows a read of those members and a
 // blind write; anything else reads, computes and commits.
 func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (int64, error) {
+	if vals != nil {
+		sv, err := stageFieldValues(c, key, members, vals)
+		if err != nil {
+			return 0, err
+		}
+		if sv != nil {
+			return addBigFields(c, key, members, vals, sv)
+		}
+	}
 	if memberCoalesced(c, key, typ) {
 		return doMembers(c, key, typ, memberOp{members: members, vals: vals}, func() (int64, error) { return addMembers(c, key, typ, members, vals) })
 	}

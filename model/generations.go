@@ -81,28 +81,36 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 		out.Delete(AttrPending)
 	}
 	typ, _ := src.Get(AttrType).(dynastore.S)
+	checks := []dynastore.TxAction{}
 	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
-		return eachMember(ctx, st, g, yield)
+		return eachMember(ctx, st, g, func(m []byte, v dynastore.Value) error {
+			v, check, err := copyFieldValue(ctx, baseOf(st), nowMS, dstPK, m, v)
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				checks = append(checks, *check)
+			}
+			return yield(m, v)
+		})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	out.Set(AttrGen, dynastore.B(gen))
-	return out, []dynastore.TxAction{genAliveCheck(gen)}, nil
+	return out, append(checks, genAliveCheck(gen)), nil
 }
 
 // stageGen registers a new generation owned by ownerPK and writes the
 // entries entries yields into it. Nothing references it yet: the caller
 // publishes it with a transaction that includes genAliveCheck(gen).
 func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
-	if txn, ok := st.(*Txn); ok {
-		// Inside a transaction (EXEC) the generation is staged in the
-		// store itself: nobody sees it until the transaction's commit
-		// publishes it, and one that is never published is garbage the
-		// sweeper collects. Buffered, a big SADD would make the commit
-		// exceed DynamoDB's transaction limits.
-		st = txn.Base()
-	}
+	// Inside a transaction (EXEC) the generation is staged in the
+	// store itself: nobody sees it until the transaction's commit
+	// publishes it, and one that is never published is garbage the
+	// sweeper collects. Buffered, a big SADD would make the commit
+	// exceed DynamoDB's transaction limits.
+	st = baseOf(st)
 	gen := newGenID()
 	reg := genRegKey(gen)
 	_, err := st.Put(ctx, dynastore.Item{
@@ -134,7 +142,7 @@ func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byt
 		if o := orderItem(typ, gen, m, v); o != nil {
 			items = append(items, o)
 		}
-		sz := len(items) * (len(m) + ValueSize(v) + 64)
+		sz := len(items) * (len(m) + storedSize(v) + 64)
 		if len(batch)+len(items) > dynastore.MaxTxActions || size+sz > maxTxBytes {
 			if err := flush(); err != nil {
 				return err
@@ -246,4 +254,12 @@ func (p *pageAhead) take(cl *Collection) *dynastore.QueryPage {
 		return nil
 	}
 	return &p.page
+}
+
+// baseOf is the store under a unit of work's buffer, or st itself.
+func baseOf(st dynastore.Store) dynastore.Store {
+	if txn, ok := st.(*Txn); ok {
+		return txn.Base()
+	}
+	return st
 }

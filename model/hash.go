@@ -6,6 +6,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -55,6 +56,9 @@ func hashFieldRetry(c Scope, key, f []byte, seed dynastore.Item, seeded bool, ne
 // HashSetNX is HSETNX: it sets field f to v unless f exists, and reports
 // whether it did. On an inline hash with room it is one UpdateItem.
 func HashSetNX(c Scope, key, f, v []byte) (bool, error) {
+	if bigField(f, len(v)) {
+		return hashSetNXBig(c, key, f, v)
+	}
 	var seed dynastore.Item
 	seeded := false
 	if lim := c.Process().inline(TypeHash); lim.Entries >= 1 && len(f) <= lim.Bytes && len(v) <= lim.Bytes {
@@ -189,24 +193,14 @@ func hashIncrOps(c Scope, key, f []byte, ds []int64, creator func(i int)) ([]int
 	return res, errs
 }
 
-// HashGet is HGET, HMGET, HEXISTS and HSTRLEN: the values of fields (nil
-// for a field that is absent, present false).
-// Concurrent HGETs of one field share their read (hashGetBatch).
+// HashGet is HGET and HMGET: the values of fields (nil for a field that
+// is absent, present false).
 func HashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []bool, err error) {
-	if len(fields) == 1 && Coalescable(c) {
-		r, err := c.Process().hotStrings.hget.DoAlone(c, hotField(c, key, fields[0]), memberOf(c), func(m member) (hashGot, error) {
-			vals, present, err := hashGet(m.s, key, fields)
-			return hashGot{vals, present}, err
-		}, func(ops []member) ([]hashGot, []error) { return hashGetBatch(key, fields, ops) })
-		return r.vals, r.present, err
-	}
-	return hashGet(c, key, fields)
-}
-
-// hashGet is HashGet on its own.
-func hashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []bool, err error) {
-	vs, present, err := Lookup(c, key, TypeHash, fields)
+	vs, present, err := hashLookup(c, key, fields)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := loadValues(c, vs); err != nil {
 		return nil, nil, err
 	}
 	vals = make([][]byte, len(vs))
@@ -216,11 +210,56 @@ func hashGet(c Scope, key []byte, fields [][]byte) (vals [][]byte, present []boo
 	return vals, present, nil
 }
 
-// HashAll reads a whole hash as one consistent state (HGETALL, HKEYS,
-// HVALS).
+// HashLens is HEXISTS and HSTRLEN: the lengths of fields' values (0 for
+// a field that is absent, present false), read without a big value's
+// chunks.
+func HashLens(c Scope, key []byte, fields [][]byte) (lens []int64, present []bool, err error) {
+	vs, present, err := hashLookup(c, key, fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	lens = make([]int64, len(vs))
+	for i, v := range vs {
+		lens[i] = int64(ValueSize(v))
+	}
+	return lens, present, nil
+}
+
+// hashLookup is the stored values of fields, a fresh slice of them.
+// Concurrent lookups of one field share their read (hashGetBatch).
+func hashLookup(c Scope, key []byte, fields [][]byte) (vals []dynastore.Value, present []bool, err error) {
+	if len(fields) == 1 && Coalescable(c) {
+		r, err := c.Process().hotStrings.hget.DoAlone(c, hotField(c, key, fields[0]), memberOf(c), func(m member) (hashGot, error) {
+			vals, present, err := hashGet(m.s, key, fields)
+			return hashGot{vals, present}, err
+		}, func(ops []member) ([]hashGot, []error) { return hashGetBatch(key, fields, ops) })
+		return slices.Clone(r.vals), r.present, err
+	}
+	return hashGet(c, key, fields)
+}
+
+// hashGet is hashLookup on its own.
+func hashGet(c Scope, key []byte, fields [][]byte) (vals []dynastore.Value, present []bool, err error) {
+	return Lookup(c, key, TypeHash, fields)
+}
+
+// HashFields is HKEYS: a whole hash's fields as one consistent state,
+// read without big values' chunks.
+func HashFields(c Scope, key []byte) (fields [][]byte, err error) {
+	err = ReadAll(c, key, TypeHash, func(cl *Collection) error {
+		fields, _, err = EntriesOf(cl)
+		return err
+	})
+	return fields, err
+}
+
+// HashAll reads a whole hash as one consistent state (HGETALL, HVALS).
 func HashAll(c Scope, key []byte) (fields, vals [][]byte, err error) {
 	err = ReadAll(c, key, TypeHash, func(cl *Collection) error {
 		ms, vs, err := EntriesOf(cl)
+		if err == nil {
+			err = loadValues(c, vs)
+		}
 		fields, vals = ms, make([][]byte, len(vs))
 		for i, v := range vs {
 			vals[i] = ValueBytes(v)
@@ -228,4 +267,39 @@ func HashAll(c Scope, key []byte) (fields, vals [][]byte, err error) {
 		return err
 	})
 	return fields, vals, err
+}
+
+// hashSetNXBig is HashSetNX of a big value: staged first, published if
+// the field is absent.
+func hashSetNXBig(c Scope, key, f, v []byte) (set bool, err error) {
+	sv, err := stageFieldValues(c, key, [][]byte{f}, [][]byte{v})
+	if err != nil {
+		return false, err
+	}
+	err = SeededRetry(c, key, TypeHash, [][]byte{f}, nil, false, func(cl *Collection, _ []dynastore.Value, present []bool) error {
+		if set = !present[0]; set {
+			cl.Put(f, sv.value(f, v))
+			sv.publish(cl)
+		}
+		return nil
+	})
+	sv.settle(c, set, err)
+	return set, err
+}
+
+// addBigFields is HSET and HMSET of values some of which are big.
+func addBigFields(c Scope, key []byte, fields, vals [][]byte, sv *stagedValues) (added int64, err error) {
+	err = SeededRetry(c, key, TypeHash, fields, nil, false, func(cl *Collection, _ []dynastore.Value, present []bool) error {
+		added = 0
+		for i, f := range fields {
+			if !present[i] {
+				added++
+			}
+			cl.Put(f, sv.value(f, vals[i]))
+		}
+		sv.publish(cl)
+		return nil
+	})
+	sv.settle(c, true, err)
+	return added, err
 }

@@ -465,6 +465,11 @@ func MoveKey(s Scope, src []byte, dstDB int, dst []byte, nx bool) (MoveResult, e
 			{Op: dynastore.TxPut, Item: Retarget(from.Raw, dstDB, dst), Cond: to.Guard()},
 		}
 		acts = append(acts, CollectionRenameActions(from.Raw, dstPK)...)
+		fieldActs, err := bigFieldRenameActions(s, s.Data(), from.Raw, dstPK)
+		if err != nil {
+			return err
+		}
+		acts = append(acts, fieldActs...)
 		res = MoveDone
 		return keyConflict(s.Data().Transact(s, acts))
 	})

@@ -176,6 +176,9 @@ func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 	}
 	if v != nil {
 		it.Set(AttrValue, v)
+		if h, ok := refOf(v); ok {
+			it.Set(attrBigGen, dynastore.B(bytes.Clone(h.gen)))
+		}
 	}
 	return it
 }
@@ -205,7 +208,8 @@ func HashValue(v []byte) dynastore.Value {
 	return dynastore.B(bytes.Clone(v))
 }
 
-// ValueBytes is the Redis string of a stored hash value.
+// ValueBytes is the Redis string of a stored hash value: nil for a big
+// value, whose bytes are in its chunks (loadValues).
 func ValueBytes(v dynastore.Value) []byte {
 	switch v := v.(type) {
 	case dynastore.B:
@@ -216,9 +220,21 @@ func ValueBytes(v dynastore.Value) []byte {
 	return nil
 }
 
-// ValueSize is the byte length of a stored hash value (0 for none).
+// ValueSize is the byte length of a stored hash value (0 for none), a big
+// value's included.
 func ValueSize(v dynastore.Value) int {
+	if h, ok := refOf(v); ok {
+		return int(h.size)
+	}
 	return len(ValueBytes(v))
+}
+
+// storedSize is about what a stored value adds to its item.
+func storedSize(v dynastore.Value) int {
+	if _, ok := refOf(v); ok {
+		return 64
+	}
+	return ValueSize(v)
 }
 
 // ---- small helpers ---------------------------------------------------------------

@@ -359,6 +359,9 @@ func entriesOf(typ string, ms [][]byte, vs []dynastore.Value) []Entry {
 func RandomPick(c Scope, key []byte, typ string, count int64) (es []Entry, err error) {
 	err = Read(c, key, typ, func(cl *Collection) error {
 		ms, vs, err := pickFrom(cl, count)
+		if err == nil {
+			err = loadValues(c, vs)
+		}
 		es = entriesOf(typ, ms, vs)
 		return err
 	})
@@ -401,6 +404,9 @@ func Scan(c Scope, key []byte, typ string, cursor uint64, count int) ([]Entry, u
 		return nil, 0, err
 	}
 	ms, vs, next, err := cl.ScanPage(cursor, count)
+	if err == nil {
+		err = loadValues(c, vs)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -183,7 +183,24 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			return err
 		}
 	}
-	if pointsTo(key, gen, nowMS) {
+	alive := pointsTo(key, gen, nowMS)
+	var ownerCond dynastore.Cond = dynastore.Or{
+		dynastore.NotExists{Attr: dynastore.AttrPK},
+		dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+		dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
+	}
+	var fieldCheck []dynastore.TxAction
+	if ownerSK, ok := reg.Get(attrOwnerSK).(dynastore.B); ok {
+		// A hash field's big value (bigfields.go).
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		var err error
+		if alive, ownerCond, fieldCheck, err = fieldOwnerChecks(ctx, s.Store, key, ownerSK, gen, nowMS); err != nil {
+			return err
+		}
+	}
+	if alive {
 		if reg.Has(attrDeadAt) {
 			// Published after it was first seen: alive after all.
 			if err := s.wait(ctx); err != nil {
@@ -221,7 +238,7 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	err = s.Store.Transact(ctx, []dynastore.TxAction{
+	err = s.Store.Transact(ctx, append([]dynastore.TxAction{
 		{
 			Op:  dynastore.TxUpdate,
 			Key: k,
@@ -234,15 +251,11 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			},
 		},
 		{
-			Op:  dynastore.TxCheck,
-			Key: dynastore.Key{PK: owner, SK: KeyItemSK},
-			Cond: dynastore.Or{
-				dynastore.NotExists{Attr: dynastore.AttrPK},
-				dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
-				dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
-			},
+			Op:   dynastore.TxCheck,
+			Key:  dynastore.Key{PK: owner, SK: KeyItemSK},
+			Cond: ownerCond,
 		},
-	})
+	}, fieldCheck...))
 	if errors.Is(Refused(err, nil), ErrConflict) {
 		return nil // it changed under us; the next pass looks again
 	}
