@@ -78,6 +78,12 @@ func refOf(v dynastore.Value) (h *bigHeader, ok bool) {
 	return h, err == nil
 }
 
+// stored is what a big value's chunks hold, from its header: their sizes
+// are known, none is read.
+func (h *bigHeader) stored() int64 {
+	return h.size + h.chunks()*int64(dynastore.ItemSizeAt(chunkKey(h.gen, 0), dynastore.Item{{Name: attrChunk, Value: dynastore.B(nil)}}))
+}
+
 // stagedValues are the big values one command staged for its fields,
 // published by its commit (publish) or discarded when it writes nothing.
 type stagedValues struct {
