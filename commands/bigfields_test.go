@@ -36,6 +36,7 @@ func TestBigHashFields(t *testing.T) {
 			require.True(t, rdb.HExists(ctx, "h", "f").Val())
 			require.EqualValues(t, 3, rdb.HLen(ctx, "s").Val())
 			require.Equal(t, "hashtable", rdb.ObjectEncoding(ctx, "s").Val())
+			require.Greater(t, rdb.MemoryUsage(ctx, "s").Val(), int64(n))
 			vals := rdb.HMGet(ctx, "s", "x", "f", "nope").Val()
 			require.Equal(t, "1", vals[0])
 			eq(t, b, vals[1].(string))

@@ -34,6 +34,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/crc32"
 
 	"github.com/redamo/redamo/dynastore"
 )
@@ -77,6 +78,12 @@ func refOf(v dynastore.Value) (h *bigHeader, ok bool) {
 	return h, err == nil
 }
 
+// stored is what a big value's chunks hold, from its header: their sizes
+// are known, none is read.
+func (h *bigHeader) stored() int64 {
+	return h.size + h.chunks()*int64(dynastore.ItemSizeAt(chunkKey(h.gen, 0), dynastore.Item{{Name: attrChunk, Value: dynastore.B(nil)}}))
+}
+
 // stagedValues are the big values one command staged for its fields,
 // published by its commit (publish) or discarded when it writes nothing.
 type stagedValues struct {
@@ -96,7 +103,7 @@ func stageFieldValues(c Scope, key []byte, fields, vals [][]byte) (*stagedValues
 		if sv == nil {
 			sv = &stagedValues{refs: map[string]dynastore.Value{}, st: baseStore(c)}
 		}
-		h, err := stageChunks(c, sv.st, c.NowMS(), KeyPK(c.DB(), key), MemberSK(f), vals[i])
+		h, err := stageField(c, sv.st, c.NowMS(), KeyPK(c.DB(), key), f, vals[i])
 		if err != nil {
 			sv.discard(c)
 			return nil, err
@@ -105,6 +112,18 @@ func stageFieldValues(c Scope, key []byte, fields, vals [][]byte) (*stagedValues
 		sv.hs = append(sv.hs, h)
 	}
 	return sv, nil
+}
+
+// stageField stages value v of field f of the hash at key item pk ownerPK.
+// Its reference carries the whole value's checksum and no chunk map, so
+// the checksum is set here whatever else the staging keeps.
+func stageField(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, f, v []byte) (*bigHeader, error) {
+	h, err := stageChunks(ctx, st, nowMS, ownerPK, MemberSK(f), v)
+	if err != nil {
+		return nil, err
+	}
+	h.sum = crc32.Checksum(v, castagnoli)
+	return h, nil
 }
 
 // value is what field f with value v is stored as.
@@ -187,7 +206,7 @@ func copyFieldValue(ctx context.Context, st dynastore.Store, nowMS int64, ownerP
 	if err != nil {
 		return nil, nil, err
 	}
-	nh, err := stageChunks(ctx, st, nowMS, ownerPK, MemberSK(m), b)
+	nh, err := stageField(ctx, st, nowMS, ownerPK, m, b)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -839,7 +839,7 @@ func KeyUsage(s Scope, key []byte, samples int64) (size int64, found bool, err e
 	size = int64(dynastore.ItemSize(ks.Raw))
 	if ks.big != nil {
 		// The chunks, from the header: their sizes are known, none is read.
-		return size + ks.big.size + ks.big.chunks()*int64(dynastore.ItemSizeAt(chunkKey(ks.big.gen, 0), dynastore.Item{{Name: attrChunk, Value: dynastore.B(nil)}})), true, nil
+		return size + ks.big.stored(), true, nil
 	}
 	gen, large := ks.Raw.Get(AttrGen).(dynastore.B)
 	if !large {
@@ -873,6 +873,9 @@ func KeyUsage(s Scope, key []byte, samples int64) (size int64, found bool, err e
 		}
 		for _, it := range page.Items {
 			bytes += int64(dynastore.ItemSize(it))
+			if h, ok := refOf(it.Get(AttrValue)); ok {
+				bytes += h.stored()
+			}
 			read++
 		}
 		if page.Next == nil {
