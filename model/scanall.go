@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,11 @@ import (
 // with ErrScanTooLong rather than holding its client for ever.
 const (
 	scanPageSlack = 10 * time.Second
+	// scanAllSegments is how many segments of the table a whole scan
+	// reads at once, scanReadAhead how many pages a segment reads ahead
+	// of the one fn is given items of.
+	scanAllSegments = 4
+	scanReadAhead   = 4
 	// DefaultScanAllBound is how long a whole-table scan may take in all
 	// (README, "Keys and the keyspace").
 	DefaultScanAllBound = 10 * time.Minute
@@ -47,29 +53,67 @@ func scanPage(ctx context.Context, st dynastore.Store, sc dynastore.Scan) (dynas
 }
 
 // ScanAll runs a table scan with filter to the end, calling fn for every
-// item. Each page is a request of its own (scanPage); the whole scan is
+// item, one call at a time. The table is read as scanAllSegments segments
+// in parallel (DynamoDB's parallel scan: a big table is read several pages
+// at a time), and fn meets the items segment after segment, each in the
+// store's order, so that the order does not depend on which page came
+// first. Each page is a request of its own (scanPage); the whole scan is
 // bounded by the scan bound, past which it fails with ErrScanTooLong.
 func ScanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn func(dynastore.Item) error) error {
 	bound := time.Duration(scanAllBound.Load())
-	sctx, cancel := context.WithTimeoutCause(ctx, bound, ErrScanTooLong)
+	deadline := time.Now().Add(bound)
+	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var after *dynastore.Key
-	for pages := 1; ; pages++ {
-		page, err := scanPage(sctx, st, dynastore.Scan{Filter: filter, After: after})
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(context.Cause(sctx), ErrScanTooLong) {
-				return fmt.Errorf("%w: %d pages read in %v", ErrScanTooLong, pages-1, bound)
-			}
-			return err
-		}
-		for _, it := range page.Items {
-			if err := fn(it); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		after = page.Next
+	type result struct {
+		page dynastore.ScanPage
+		err  error
 	}
+	segs := make([]chan result, scanAllSegments)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range segs {
+		segs[i] = make(chan result, scanReadAhead)
+		wg.Add(1)
+		go func(seg int, out chan<- result) {
+			defer wg.Done()
+			defer close(out)
+			sc := dynastore.Scan{Filter: filter, Segment: seg, Segments: scanAllSegments}
+			for {
+				page, err := scanPage(sctx, st, sc)
+				select {
+				case out <- result{page, err}:
+				case <-sctx.Done():
+					return
+				}
+				if err != nil || page.Next == nil {
+					return
+				}
+				sc.After = page.Next
+			}
+		}(i, segs[i])
+	}
+	// cancel (deferred before wg.Wait runs) stops the segments still
+	// reading when fn or a page fails.
+	defer cancel()
+	pages := 0
+	for _, seg := range segs {
+		for r := range seg {
+			if r.err != nil {
+				// A page's attempt may end at the bound a moment
+				// before the scan's own timer fires: the clock says
+				// whether the bound was reached.
+				if ctx.Err() == nil && !time.Now().Before(deadline) {
+					return fmt.Errorf("%w: %d pages read in %v", ErrScanTooLong, pages, bound)
+				}
+				return r.err
+			}
+			pages++
+			for _, it := range r.page.Items {
+				if err := fn(it); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
