@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redamo/redamo/internal/testproc"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -163,6 +164,7 @@ func runScript(t *testing.T, dir string, argv ...string) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], port)...)
 			cmd.Dir = dir
+			testproc.Prepare(cmd)
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s against %s:\n%s", strings.Join(argv, " "), tg.Name, out)
 			t.Logf("%s: %s", tg.Name, strings.TrimSpace(string(out)))
