@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redamo/redamo/internal/testproc"
 )
 
 // RedisServer is a throwaway real redis-server: no persistence, loopback
@@ -90,6 +92,9 @@ func startRedisOn(bin string, port int, extra []string) (*RedisServer, error) {
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.Dir = os.TempDir()
+	// Its own process group, killed with the process that started it:
+	// a test binary ended by go test's -timeout runs no clean-up.
+	testproc.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("compat: start redis-server: %w", err)
 	}

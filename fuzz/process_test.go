@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redamo/redamo/dynastore/dynamo"
+	"github.com/redamo/redamo/internal/testproc"
 	"github.com/redamo/redamo/internal/testserver"
 )
 
@@ -148,6 +149,8 @@ func (s *server) start() error {
 	if os.Getenv(envRace) == "1" {
 		s.cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	}
+	// Killed with the test binary, should go test's -timeout end it.
+	testproc.Prepare(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}

@@ -69,8 +69,13 @@ func ScanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn 
 		err  error
 	}
 	segs := make([]chan result, scanAllSegments)
+	// stop tells the segments that nobody reads their pages any more.
+	// (Not sctx: a page that failed at the bound must still be handed
+	// over, or its segment would look finished.)
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer close(stop)
 	for i := range segs {
 		segs[i] = make(chan result, scanReadAhead)
 		wg.Add(1)
@@ -82,7 +87,7 @@ func ScanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn 
 				page, err := scanPage(sctx, st, sc)
 				select {
 				case out <- result{page, err}:
-				case <-sctx.Done():
+				case <-stop:
 					return
 				}
 				if err != nil || page.Next == nil {
@@ -92,8 +97,8 @@ func ScanAll(ctx context.Context, st dynastore.Store, filter dynastore.Cond, fn 
 			}
 		}(i, segs[i])
 	}
-	// cancel (deferred before wg.Wait runs) stops the segments still
-	// reading when fn or a page fails.
+	// cancel (run before wg.Wait) ends the pages still being read when
+	// fn or a page fails.
 	defer cancel()
 	pages := 0
 	for _, seg := range segs {

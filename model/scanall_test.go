@@ -93,3 +93,36 @@ func (s countingScans) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.S
 	s.n.Add(1)
 	return s.Store.Scan(ctx, sc)
 }
+
+// A page that fails fails the scan, whichever segment it is of: a segment
+// never looks finished for having failed.
+func TestScanAllPageFailure(t *testing.T) {
+	mem := memory.New(memory.Options{})
+	ctx := context.Background()
+	for i := range 20 {
+		_, err := mem.Put(ctx, model.StringItem(0, []byte(fmt.Sprint("k", i)), []byte("v"), 0, 0), dynastore.WriteOptions{})
+		require.NoError(t, err)
+	}
+	st := policyStore{Store: mem, pageItems: 1}
+	for skip := range 8 {
+		var pages atomic.Int64
+		failing := failingScan{Store: st, n: &pages, at: int64(skip)}
+		n := 0
+		err := model.ScanAll(ctx, failing, model.KeyFilter(0, nil, 0), func(dynastore.Item) error { n++; return nil })
+		require.ErrorIs(t, err, dynastore.ErrUnavailable, "page %d failed", skip)
+	}
+}
+
+// failingScan fails the Scan request numbered at (from 0).
+type failingScan struct {
+	dynastore.Store
+	n  *atomic.Int64
+	at int64
+}
+
+func (s failingScan) Scan(ctx context.Context, sc dynastore.Scan) (dynastore.ScanPage, error) {
+	if s.n.Add(1)-1 == s.at {
+		return dynastore.ScanPage{}, dynastore.ErrUnavailable
+	}
+	return s.Store.Scan(ctx, sc)
+}
