@@ -1333,13 +1333,19 @@ func XAutoClaim(c Scope, key, group, consumer []byte, minIdle int64, start Strea
 			var es []StreamEntry
 			var cs *streamConsumer
 			k := 0
-			for ; tries > 0 && left > 0 && k < len(window) && int64(k) < int64(len(window)); k++ {
+			for ; tries > 0 && left > 0 && k < len(window); k++ {
 				if st.pelChanges() >= pelTxBudget {
 					more = true
 					break
 				}
 				if k == len(es) {
-					batch := window[k:min(len(window), k+dynastore.MaxBatchGet)]
+					// The first read is of as many as it may claim; when
+					// some are not idle enough, of a full batch.
+					size := dynastore.MaxBatchGet
+					if k == 0 {
+						size = int(min(left, int64(size)))
+					}
+					batch := window[k:min(len(window), k+size)]
 					ids := make([]StreamID, len(batch))
 					for j, n := range batch {
 						ids[j] = n.id
