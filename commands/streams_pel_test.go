@@ -105,6 +105,17 @@ func bigPELCase(t *testing.T, c *redis.Client, bigPEL int) {
 	mine := do("xpending", "s", "g", "-", "+", 3, "c2").([]any)
 	require.Len(t, mine, 3)
 	require.Equal(t, id(bigPEL/2+1), mine[0].([]any)[0])
+	// c2's history: the first three, then all of it (in steps).
+	hist := do("xreadgroup", "group", "g", "c2", "count", 3, "streams", "s", "0").(map[any]any)["s"].([]any)
+	require.Len(t, hist, 3)
+	require.Equal(t, id(bigPEL/2+1), hist[0].([]any)[0])
+	hist = do("xreadgroup", "group", "g", "c2", "streams", "s", "0").(map[any]any)["s"].([]any)
+	require.Len(t, hist, 1000)
+	for i, e := range hist {
+		require.Equal(t, id(bigPEL/2+1+i), e.([]any)[0])
+	}
+	counts := do("xpending", "s", "g", "-", "+", 4, "c2").([]any)
+	require.Equal(t, []any{int64(3), int64(3), int64(3), int64(2)}, []any{counts[0].([]any)[3], counts[1].([]any)[3], counts[2].([]any)[3], counts[3].([]any)[3]})
 
 	// The rest acknowledged: nothing pending, the entries back in the
 	// key item.

@@ -7,15 +7,16 @@ package model
 // Layout. A stream's groups and their consumers live in the stream's key
 // item, in one attribute (xg, encoded by encodeGroups), next to the
 // stream's own attributes (stream.go), with each group's and consumer's
-// pending count; the pending entries are items of their own
-// (stream_pel.go). So a group command is the read of the key item (or its
-// cached copy), the reads of the pending entries it needs, and one write
-// of the key item guarded by its ver joined by the writes of those
-// entries: every instance sees the same groups, they survive any crash of
-// an instance, and a DEL or an overwrite of the key drops them with it, as
-// Redis does. The groups and consumers of one stream are bounded by the
-// item: past MaxStreamGroupsBytes a command that would grow them fails
-// with ErrStreamGroupsTooBig instead of being cut short.
+// pending count and, while they are few, the pending entries; more are
+// items of their own (stream_pel.go). So a group command is the read of
+// the key item (or its cached copy), the reads of the pending entries it
+// needs, and one write of the key item guarded by its ver joined by the
+// writes of those entries: every instance sees the same groups, they
+// survive any crash of an instance, and a DEL or an overwrite of the key
+// drops them with it, as Redis does. The groups and consumers of one
+// stream are bounded by the item: past MaxStreamGroupsBytes a command that
+// would grow them fails with ErrStreamGroupsTooBig instead of being cut
+// short.
 
 import (
 	"bytes"

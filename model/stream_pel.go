@@ -1,23 +1,27 @@
 package model
 
-// The pending entries lists of a stream's consumer groups (stream_groups.go)
-// live in items of their own, one per pending entry, in a generation of the
-// stream (its key item's xp attribute names it; the sweeper's registry
-// knows it like a collection's), so a list may grow as long as Redis lets
-// it while DEL, EXPIRE and an overwrite stay O(1). The key item keeps each
-// group's and consumer's pending counts (XPENDING's summary, XINFO) and the
-// greatest id ever made pending (top), above which no entry needs a read
-// to be known absent.
+// The pending entries lists of a stream's consumer groups
+// (stream_groups.go). A few (pelInlineMax in all the stream's groups) stay
+// in the key item with the groups, so a group command on a quiet stream is
+// still one write of it. Past that they are items of their own, one per
+// pending entry, in a generation of the stream (its key item's xp
+// attribute names it; the sweeper's registry knows it like a collection's),
+// so a list may grow as long as Redis lets it while DEL, EXPIRE and an
+// overwrite stay O(1); once none is pending they go back to the key item
+// and the generation to the sweeper. The key item keeps each group's and
+// consumer's pending counts (XPENDING's summary, XINFO) and the greatest
+// id ever made pending (top), above which no entry needs a read to be
+// known absent.
 //
 // Every change of pending entries joins, in one transaction, the write of
 // the key item guarded by its ver as read, so the items change only with
 // the counts and group state that describe them, whatever instance writes.
 // A transaction holds at most pelTxBudget of them, so a command that
-// changes more (XREADGROUP with a large COUNT, XACK of many ids, XAUTOCLAIM,
-// DELCONSUMER) commits in steps, each a consistent state. The generation is
-// made with the first pending entry: until its commit publishes it nobody
-// reads it, so its entries are written ahead of that commit, whatever their
-// number (a RESTORE, a list kept by an older release in the key item).
+// changes more (XREADGROUP with a large COUNT, XACK of many ids, XCLAIM,
+// XAUTOCLAIM, DELCONSUMER) commits in steps, each a consistent state. A
+// new generation is invisible until the commit that publishes it, so the
+// entries moving into it are written ahead of that commit, whatever their
+// number (a RESTORE, a list that outgrows the key item).
 
 import (
 	"context"
