@@ -692,7 +692,7 @@ type XReadGroupState struct {
 // that never reads its reply does); a read of several keys serves at most
 // its share of them from each.
 func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XReadResult, error) {
-	step := int64(pelTxBudget / len(s.Keys))
+	step := max(int64(pelTxBudget/len(s.Keys)), 1)
 	if count > 0 && count < step {
 		step = count
 	}

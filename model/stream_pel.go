@@ -140,14 +140,6 @@ func (st *streamState) pelFetch(c Scope, g *streamGroup, ids []StreamID) error {
 	return nil
 }
 
-// pelFind is the pending entry id (nil: none).
-func (st *streamState) pelFind(c Scope, g *streamGroup, id StreamID) (*streamNACK, error) {
-	if err := st.pelFetch(c, g, []StreamID{id}); err != nil {
-		return nil, err
-	}
-	return g.known[id], nil
-}
-
 func (g *streamGroup) touch(id StreamID) {
 	if g.dirty == nil {
 		g.dirty = map[StreamID]bool{}
