@@ -35,7 +35,7 @@ const (
 	msgXclaimRetry         = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
 	msgXautoclaimMinIdle   = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
 	msgXautoclaimCount     = "ERR COUNT must be > 0"
-	msgStreamGroupsTooBig  = "ERR the consumer groups of this stream outgrow what redamo keeps with a key (acknowledge or claim pending entries, or delete consumers)"
+	msgStreamGroupsTooBig  = "ERR the consumer groups of this stream outgrow what redamo keeps with a key (delete consumers or groups)"
 	xinfoFullDefaultCount  = 10
 	xautoclaimDefaultCount = 100
 )

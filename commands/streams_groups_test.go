@@ -85,9 +85,10 @@ func TestStreamGroupCommands(t *testing.T) {
 }
 
 // TestStreamGroupRequestCounts checks the DynamoDB requests of the group
-// commands: the groups live in the key item, so each command is one
-// guarded write of it when this instance's item cache holds it (plus the
-// reads of the entries it returns from a large stream).
+// commands: the groups live in the key item, and a few pending entries
+// with them, so each command is one guarded write of it when this
+// instance's item cache holds it (plus the reads of the entries it returns
+// from a large stream); more pending entries are items of their own.
 func TestStreamGroupRequestCounts(t *testing.T) {
 	listBackends(t, func(t *testing.T, b testserver.Backend, _ *testserver.Server, c *redis.Client) {
 		count := requestCounter(t, b, c)
@@ -128,6 +129,45 @@ func TestStreamGroupRequestCounts(t *testing.T) {
 		// writes once.
 		require.EqualValues(t, 2, count("xclaim", "big", "g", "bob", 0, "2-0", "3-0"))
 		require.EqualValues(t, 2, count("xclaim", "big", "g", "bob", 0, "4-0", "justid"))
+
+		// Pending entries past what the key item keeps are items: a
+		// delivery adds their puts to its one transaction, an XACK reads
+		// the entry (whose consumer's count it lowers) and writes once, an
+		// XPENDING summary reads the first and the last pending entry.
+		addEntries(t, c, "many", 300)
+		require.EqualValues(t, 1, sub("xgroup", "create", "many", "g", "0"))
+		require.NoError(t, c.Do(context.Background(), "xreadgroup", "group", "g", "alice", "count", 100, "streams", "many", ">").Err())
+		type want struct {
+			args []any
+			ops  map[string]int64
+		}
+		for _, w := range []want{
+			{[]any{"xreadgroup", "group", "g", "alice", "count", 10, "streams", "many", ">"},
+				map[string]int64{dynastore.OpQuery: 1, dynastore.OpTransactWriteItems: 1}},
+			{[]any{"xack", "many", "g", "1-0"},
+				map[string]int64{dynastore.OpGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+			{[]any{"xack", "many", "g", "2-0", "3-0"},
+				map[string]int64{dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+			{[]any{"xpending", "many", "g"},
+				map[string]int64{dynastore.OpGetItem: 1, dynastore.OpQuery: 2}},
+			{[]any{"xpending", "many", "g", "-", "+", 10},
+				map[string]int64{dynastore.OpGetItem: 1, dynastore.OpQuery: 1}},
+			{[]any{"xclaim", "many", "g", "bob", 0, "4-0", "5-0"},
+				map[string]int64{dynastore.OpBatchGetItem: 2, dynastore.OpTransactWriteItems: 1}},
+			// The pending entries it may visit (one Query), the entries of
+			// those it claims, one write.
+			{[]any{"xautoclaim", "many", "g", "carol", 0, "-", "count", 10},
+				map[string]int64{dynastore.OpQuery: 1, dynastore.OpBatchGetItem: 1, dynastore.OpTransactWriteItems: 1}},
+		} {
+			b.Stats.Reset()
+			require.NoError(t, c.Do(context.Background(), w.args...).Err())
+			var total int64
+			for op, n := range w.ops {
+				require.EqualValues(t, n, b.Stats.Requests(fmt.Sprint(w.args[0]), op), "%v %s", w.args, op)
+				total += n
+			}
+			require.EqualValues(t, total, b.Stats.Requests(fmt.Sprint(w.args[0])), "%v", w.args)
+		}
 	})
 }
 
@@ -235,7 +275,7 @@ func TestStreamGroupsBounded(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			require.Equal(t, "1", ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(i)))
 		}
-		require.Equal(t, "ERR: ERR the consumer groups of this stream outgrow what redamo keeps with a key (acknowledge or claim pending entries, or delete consumers)",
+		require.Equal(t, "ERR: ERR the consumer groups of this stream outgrow what redamo keeps with a key (delete consumers or groups)",
 			ldo(ctx, c, "xgroup", "createconsumer", "s", "g", name(3)))
 		require.Equal(t, "3", ldo(ctx, c, "xinfo", "groups", "s")[len("[map[consumers:"):][:1])
 		require.Equal(t, "0", ldo(ctx, c, "xgroup", "delconsumer", "s", "g", name(0)))

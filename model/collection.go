@@ -268,6 +268,9 @@ type Collection struct {
 	// ListKnown is what the item cache keeps with the key item after the
 	// commit (a large list's element values: ListKnown).
 	ListKnown *ListKnown
+	// Extra are actions on items outside the collection that its commit
+	// joins (a stream's pending entries: stream_pel.go).
+	Extra []dynastore.TxAction
 }
 
 // saw notes what a read of member or order items met.

@@ -553,6 +553,9 @@ func Commit(c Scope, writes []*Collection, reads []*Collection) error {
 		}
 		written[string(cl.Key)] = true
 		actions = append(actions, a...)
+		if len(a) > 0 {
+			actions = append(actions, cl.Extra...)
+		}
 	}
 	if len(actions) == 0 {
 		// Nothing to write: the reply still rests on every read agreeing.

@@ -390,7 +390,7 @@ func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues) error {
 		}
 		st.stage(cl)
 		if len(s.Groups) > 0 {
-			return stageRestoredGroups(cl, slices.Clone(s.Groups))
+			return stageRestoredGroups(cl, st, slices.Clone(s.Groups))
 		}
 	}
 	return nil

@@ -27,9 +27,13 @@ func dumpGroups(cl *Collection) ([]rdb.StreamGroup, error) {
 	for _, g := range st.groups {
 		rg := rdb.StreamGroup{Name: []byte(g.name), LastID: rdb.StreamID(g.last), EntriesRead: uint64(g.entriesRead)}
 		owned := map[string][]rdb.StreamID{}
-		for _, n := range g.pel {
+		err := st.pelScan(cl.c, g, StreamID{}, MaxStreamID, false, 0, func(n *streamNACK) bool {
 			rg.PEL = append(rg.PEL, rdb.StreamPending{ID: rdb.StreamID(n.id), DeliveryTime: n.delivered, DeliveryCount: uint64(n.count)})
 			owned[n.consumer] = append(owned[n.consumer], rdb.StreamID(n.id))
+			return true
+		})
+		if err != nil {
+			return nil, err
 		}
 		for _, cs := range g.consumers {
 			rg.Consumers = append(rg.Consumers, rdb.StreamConsumer{Name: []byte(cs.name), SeenTime: cs.seen, PEL: owned[cs.name]})
@@ -39,12 +43,13 @@ func dumpGroups(cl *Collection) ([]rdb.StreamGroup, error) {
 	return out, nil
 }
 
-// stageRestoredGroups stages groups as cl's, in the orders stream_groups.go
-// keeps (groups and consumers by name, pending entries by id).
-func stageRestoredGroups(cl *Collection, groups []rdb.StreamGroup) error {
+// stageRestoredGroups stages groups as st's, in the orders
+// stream_groups.go keeps (groups and consumers by name), their pending
+// entries written into a new generation.
+func stageRestoredGroups(cl *Collection, st *streamState, groups []rdb.StreamGroup) error {
 	out := make([]*streamGroup, 0, len(groups))
 	for _, rg := range groups {
-		g := &streamGroup{name: string(rg.Name), last: StreamID(rg.LastID), entriesRead: int64(rg.EntriesRead)}
+		g := &streamGroup{name: string(rg.Name), last: StreamID(rg.LastID), entriesRead: int64(rg.EntriesRead), gid: newGroupID(), known: map[StreamID]*streamNACK{}}
 		if rg.EntriesRead > math.MaxInt64 {
 			g.entriesRead = InvalidEntriesRead
 		}
@@ -55,15 +60,18 @@ func stageRestoredGroups(cl *Collection, groups []rdb.StreamGroup) error {
 				owner[id] = string(c.Name)
 			}
 		}
-		for _, p := range rg.PEL {
-			g.pel = append(g.pel, &streamNACK{id: StreamID(p.ID), consumer: owner[p.ID], delivered: p.DeliveryTime, count: int64(p.DeliveryCount)})
-		}
 		slices.SortFunc(g.consumers, func(a, b *streamConsumer) int { return strings.Compare(a.name, b.name) })
-		slices.SortFunc(g.pel, func(a, b *streamNACK) int { return a.id.Cmp(b.id) })
+		for _, p := range rg.PEL {
+			g.pelSet(&streamNACK{id: StreamID(p.ID), delivered: p.DeliveryTime, count: int64(p.DeliveryCount)}, owner[p.ID])
+		}
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b *streamGroup) int { return strings.Compare(a.name, b.name) })
-	cl.SetKeyAttr(attrStreamGroups, encodeGroups(out))
+	st.groups, st.groupsLoaded, st.pelGen = out, true, nil
+	if err := st.stagePEL(cl.c, cl); err != nil {
+		return err
+	}
+	st.stageGroups(cl)
 	return nil
 }
 

@@ -45,18 +45,22 @@ func genAliveCheck(gen []byte) dynastore.TxAction {
 // registry entry must name its new owner in the same transaction, or the
 // sweeper would take the generation for dead.
 func CollectionRenameActions(it dynastore.Item, newPK []byte) []dynastore.TxAction {
-	g, ok := it.Get(AttrGen).(dynastore.B)
-	if !ok || len(g) == 0 {
-		return nil
+	var out []dynastore.TxAction
+	g, _ := it.Get(AttrGen).(dynastore.B)
+	for _, g := range [][]byte{g, pelGenOf(it)} {
+		if len(g) == 0 {
+			continue
+		}
+		out = append(out, dynastore.TxAction{
+			Op:  dynastore.TxUpdate,
+			Key: genRegKey(g),
+			Update: &dynastore.Update{Set: []dynastore.SetAction{
+				{Attr: attrOwner, Val: dynastore.B(bytes.Clone(newPK))},
+			}},
+			Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+		})
 	}
-	return []dynastore.TxAction{{
-		Op:  dynastore.TxUpdate,
-		Key: genRegKey(g),
-		Update: &dynastore.Update{Set: []dynastore.SetAction{
-			{Attr: attrOwner, Val: dynastore.B(bytes.Clone(newPK))},
-		}},
-		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
-	}}
+	return out
 }
 
 // CopyCollectionItem returns the key item COPY should write for the
@@ -70,9 +74,18 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 	out.Set(dynastore.AttrSK, dynastore.B(KeyItemSK))
 	out.Set(AttrVer, NewVer())
 	renewStreamWatch(&out)
+	var checks []dynastore.TxAction
+	if pg := pelGenOf(src); pg != nil {
+		gen, err := copyPELGen(ctx, st, pg, dstPK, nowMS)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Set(attrStreamPEL, dynastore.B(gen))
+		checks = append(checks, genAliveCheck(gen))
+	}
 	g, ok := src.Get(AttrGen).(dynastore.B)
 	if !ok {
-		return out, nil, nil
+		return out, checks, nil
 	}
 	if src.Has(AttrPending) {
 		if err := rollForward(ctx, st, src.Key(), src); err != nil {
@@ -81,7 +94,6 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 		out.Delete(AttrPending)
 	}
 	typ, _ := src.Get(AttrType).(dynastore.S)
-	checks := []dynastore.TxAction{}
 	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
 		return eachMember(ctx, st, g, func(m []byte, v dynastore.Value) error {
 			v, check, err := copyFieldValue(ctx, baseOf(st), nowMS, dstPK, m, v)

@@ -358,6 +358,11 @@ type streamState struct {
 	groupsRaw    dynastore.B
 	groups       []*streamGroup
 	groupsLoaded bool
+	// pelGen is the pending entries' generation (stream_pel.go); newGen:
+	// this operation made it; genDropped: it dropped the one read.
+	pelGen     []byte
+	newGen     bool
+	genDropped bool
 }
 
 func idAttr(v dynastore.Value) StreamID {
@@ -373,6 +378,9 @@ func streamStateOf(cl *Collection) (*streamState, error) {
 		floor:  idAttr(cl.KeyAttr(attrStreamFloor)),
 	}
 	st.groupsRaw, _ = cl.KeyAttr(attrStreamGroups).(dynastore.B)
+	if g, ok := cl.KeyAttr(attrStreamPEL).(dynastore.B); ok && len(g) > 0 {
+		st.pelGen = g
+	}
 	st.watch = cl.KeyAttr(AttrStreamWatch)
 	if v := cl.KeyAttr(attrStreamAdded); v != nil {
 		n, err := NumberInt(v)

@@ -4,26 +4,26 @@ package model
 // XAUTOCLAIM, XINFO GROUPS|CONSUMERS|STREAM FULL, XSETID; the commands are
 // in commands/streams_groups.go), as Redis 7.0.15's t_stream.c keeps them.
 //
-// Layout. A stream's groups, their consumers and their pending entries
-// lists live in the stream's key item, in one attribute (xg, encoded by
-// encodeGroups), next to the stream's own attributes (stream.go). So a
-// group command is the read of the key item (or its cached copy) and one
-// write of it guarded by its ver, whatever the layout of the entries: XACK
-// of one id, XREADGROUP > of n entries and XCLAIM of n ids are each one
-// conditional write (plus the reads of the entries they return); every
-// instance sees the same groups; they survive any crash of an instance; a
-// DEL or an overwrite of the key drops them with it, as Redis does. The
-// price is that every write of the stream rewrites its groups (an inline
-// commit writes the key item whole, so stage restages them), and that the
-// groups of one stream are bounded by the item: past MaxStreamGroupsBytes
-// of encoded groups a command that would grow them fails with
-// ErrStreamGroupsTooBig instead of being cut short.
+// Layout. A stream's groups and their consumers live in the stream's key
+// item, in one attribute (xg, encoded by encodeGroups), next to the
+// stream's own attributes (stream.go), with each group's and consumer's
+// pending count and, while they are few, the pending entries; more are
+// items of their own (stream_pel.go). So a group command is the read of
+// the key item (or its cached copy), the reads of the pending entries it
+// needs, and one write of the key item guarded by its ver joined by the
+// writes of those entries: every instance sees the same groups, they
+// survive any crash of an instance, and a DEL or an overwrite of the key
+// drops them with it, as Redis does. The groups and consumers of one
+// stream are bounded by the item: past MaxStreamGroupsBytes a command that
+// would grow them fails with ErrStreamGroupsTooBig instead of being cut
+// short.
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/redamo/redamo/dynastore"
@@ -63,48 +63,68 @@ type streamNACK struct {
 }
 
 type streamConsumer struct {
-	name string
-	seen int64 // Unix ms it was last seen
+	name    string
+	seen    int64 // Unix ms it was last seen
+	pending int64
 }
 
-// streamGroup is a consumer group: its consumers sorted by name and its
-// pending entries sorted by id (Redis's rax order).
+// streamGroup is a consumer group: its consumers sorted by name, how many
+// entries are pending, and what this operation knows of them (read or
+// changed; stream_pel.go).
 type streamGroup struct {
 	name        string
 	last        StreamID
 	entriesRead int64
 	consumers   []*streamConsumer
-	pel         []*streamNACK
+	gid         []byte
+	pending     int64
+	top         StreamID
+	// known holds the pending entries read or changed (nil: known to be
+	// absent); dirty the ids whose items the commit writes.
+	known map[StreamID]*streamNACK
+	dirty map[StreamID]bool
 }
 
 // ---- encoding ---------------------------------------------------------------------------
 
-// encodeGroups encodes groups: a version byte, then per group its name,
-// last id, entries-read+1, its consumers (name, seen) and its pending
-// entries (id, consumer index, delivery time, count); strings as a uvarint
-// length and bytes, numbers as uvarints.
-func encodeGroups(groups []*streamGroup) dynastore.B {
-	out := []byte{1}
-	str := func(s string) {
+// encodeGroups encodes groups: a version byte (2), then per group its name,
+// last id, entries-read+1, its incarnation id, pending count and top id,
+// its consumers (name, seen, pending count), and, when inline, its pending
+// entries (id, consumer index, delivery time, count; none when they are
+// items); strings as a uvarint length and bytes, numbers as uvarints.
+// Version 1 had no incarnation, counts nor top, and always the entries;
+// decodeGroups still reads it.
+func encodeGroups(groups []*streamGroup, inline bool) dynastore.B {
+	out := []byte{2}
+	str := func(s []byte) {
 		out = binary.AppendUvarint(out, uint64(len(s)))
 		out = append(out, s...)
 	}
 	num := func(v uint64) { out = binary.AppendUvarint(out, v) }
 	num(uint64(len(groups)))
 	for _, g := range groups {
-		str(g.name)
+		str([]byte(g.name))
 		num(g.last.Ms)
 		num(g.last.Seq)
 		num(uint64(g.entriesRead + 1))
+		str(g.gid)
+		num(uint64(g.pending))
+		num(g.top.Ms)
+		num(g.top.Seq)
 		num(uint64(len(g.consumers)))
 		idx := make(map[string]uint64, len(g.consumers))
 		for i, cs := range g.consumers {
-			str(cs.name)
+			str([]byte(cs.name))
 			num(uint64(cs.seen))
+			num(uint64(cs.pending))
 			idx[cs.name] = uint64(i)
 		}
-		num(uint64(len(g.pel)))
-		for _, n := range g.pel {
+		var pel []*streamNACK
+		if inline {
+			pel = g.inlineEntries()
+		}
+		num(uint64(len(pel)))
+		for _, n := range pel {
 			num(n.id.Ms)
 			num(n.id.Seq)
 			num(idx[n.consumer])
@@ -115,12 +135,27 @@ func encodeGroups(groups []*streamGroup) dynastore.B {
 	return out
 }
 
+// inlineEntries are the group's pending entries by id, all known when
+// they are inline.
+func (g *streamGroup) inlineEntries() []*streamNACK {
+	var pel []*streamNACK
+	for _, n := range g.known {
+		if n != nil {
+			pel = append(pel, n)
+		}
+	}
+	slices.SortFunc(pel, func(a, b *streamNACK) int { return a.id.Cmp(b.id) })
+	return pel
+}
+
+// decodeGroups decodes encodeGroups.
 func decodeGroups(b []byte) ([]*streamGroup, error) {
 	bad := fmt.Errorf("model: stream groups: %w", dynastore.ErrInvalid)
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if b[0] != 1 {
+	v := b[0]
+	if v != 1 && v != 2 {
 		return nil, bad
 	}
 	b = b[1:]
@@ -147,12 +182,23 @@ func decodeGroups(b []byte) ([]*streamGroup, error) {
 	ng := num()
 	var groups []*streamGroup
 	for i := uint64(0); i < ng && !failed; i++ {
-		g := &streamGroup{name: str()}
+		g := &streamGroup{name: str(), known: map[StreamID]*streamNACK{}}
 		g.last = StreamID{num(), num()}
 		g.entriesRead = int64(num()) - 1
+		if v == 2 {
+			g.gid = []byte(str())
+			g.pending = int64(num())
+			g.top = StreamID{num(), num()}
+		} else {
+			g.gid = newGroupID()
+		}
 		nc := num()
 		for j := uint64(0); j < nc && !failed; j++ {
-			g.consumers = append(g.consumers, &streamConsumer{name: str(), seen: int64(num())})
+			cs := &streamConsumer{name: str(), seen: int64(num())}
+			if v == 2 {
+				cs.pending = int64(num())
+			}
+			g.consumers = append(g.consumers, cs)
 		}
 		np := num()
 		for j := uint64(0); j < np && !failed; j++ {
@@ -163,8 +209,13 @@ func decodeGroups(b []byte) ([]*streamGroup, error) {
 			}
 			n.consumer = g.consumers[ci].name
 			n.delivered, n.count = int64(num()), int64(num())
-			g.pel = append(g.pel, n)
+			if v == 1 {
+				g.pelSet(n, n.consumer) // counts it
+			} else {
+				g.known[n.id] = n
+			}
 		}
+		g.dirty = nil
 		groups = append(groups, g)
 	}
 	if failed {
@@ -192,9 +243,16 @@ func (st *streamState) loadGroups() error {
 func (st *streamState) stageGroups(cl *Collection) {
 	switch {
 	case st.groupsLoaded:
-		cl.SetKeyAttr(attrStreamGroups, encodeGroups(st.groups))
+		cl.SetKeyAttr(attrStreamGroups, st.encodeGroups())
 	case st.groupsRaw != nil:
 		cl.SetKeyAttr(attrStreamGroups, st.groupsRaw)
+	}
+	switch {
+	case st.pelGen != nil:
+		cl.SetKeyAttr(attrStreamPEL, dynastore.B(st.pelGen))
+	case st.genDropped:
+		// Empty: the generation is the sweeper's.
+		cl.SetKeyAttr(attrStreamPEL, dynastore.B{})
 	}
 }
 
@@ -247,49 +305,13 @@ func (g *streamGroup) consumer(name []byte, nowMS int64) (cs *streamConsumer, cr
 	return cs, true
 }
 
-// pelAt is where id is or would be in the group's pending entries.
-func (g *streamGroup) pelAt(id StreamID) (int, bool) {
-	i := sort.Search(len(g.pel), func(i int) bool { return g.pel[i].id.Cmp(id) >= 0 })
-	return i, i < len(g.pel) && g.pel[i].id == id
-}
-
-func (g *streamGroup) pelFind(id StreamID) *streamNACK {
-	if i, ok := g.pelAt(id); ok {
-		return g.pel[i]
-	}
-	return nil
-}
-
-func (g *streamGroup) pelInsert(n *streamNACK) {
-	i, _ := g.pelAt(n.id)
-	g.pel = append(g.pel[:i], append([]*streamNACK{n}, g.pel[i:]...)...)
-}
-
-func (g *streamGroup) pelRemove(id StreamID) bool {
-	i, ok := g.pelAt(id)
-	if ok {
-		g.pel = append(g.pel[:i], g.pel[i+1:]...)
-	}
-	return ok
-}
-
-// pendingOf counts the consumer's pending entries.
-func (g *streamGroup) pendingOf(name string) int64 {
-	var n int64
-	for _, e := range g.pel {
-		if e.consumer == name {
-			n++
-		}
-	}
-	return n
-}
-
 // ---- entries-read and lag (streamEstimateDistanceFromFirstEverEntry) ---------------------------
 
 // streamEdges are a stream's first and last entry ids as an operation
 // needs them, each read once, and only when needed (a large stream's
 // costs a query).
 type streamEdges struct {
+	c                   Scope
 	cl                  *Collection
 	st                  *streamState
 	firstRead, lastRead bool
@@ -424,7 +446,10 @@ func groupWrite(c Scope, key []byte, fn func(cl *Collection, st *streamState) (b
 // commitGroups commits a change of st's groups (and whatever else is
 // staged), refusing groups past MaxStreamGroupsBytes.
 func commitGroups(c Scope, cl *Collection, st *streamState) error {
-	if len(encodeGroups(st.groups)) > MaxStreamGroupsBytes {
+	if err := st.stagePEL(c, cl); err != nil {
+		return err
+	}
+	if len(st.encodeGroups()) > MaxStreamGroupsBytes {
 		return ErrStreamGroupsTooBig
 	}
 	var sc *StreamCleanup
@@ -476,7 +501,8 @@ func XGroupCreate(c Scope, key, group []byte, a XGroupArgs) error {
 		} else {
 			id = st.last
 		}
-		if !st.addGroup(&streamGroup{name: string(group), last: id, entriesRead: a.EntriesRead}) {
+		g := &streamGroup{name: string(group), last: id, entriesRead: a.EntriesRead, gid: newGroupID(), known: map[StreamID]*streamNACK{}}
+		if !st.addGroup(g) {
 			return false, ErrBusyGroup
 		}
 		return true, nil
@@ -517,20 +543,25 @@ func XGroupSetID(c Scope, key, group []byte, a XGroupArgs) error {
 
 // XGroupDestroy is XGROUP DESTROY: whether the group existed.
 func XGroupDestroy(c Scope, key, group []byte) (destroyed bool, err error) {
+	var gone *streamGroup
+	var at *streamState
 	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
-		destroyed = false
+		destroyed, gone, at = false, nil, st
 		if !cl.Exists() {
 			return false, ErrGroupNeedsKey
 		}
 		for i, g := range st.groups {
 			if g.name == string(group) {
 				st.groups = append(st.groups[:i], st.groups[i+1:]...)
-				destroyed = true
+				destroyed, gone = true, g
 				return true, nil
 			}
 		}
 		return false, nil
 	})
+	if err == nil && gone != nil {
+		at.dropGroupEntries(c, gone)
+	}
 	return destroyed, err
 }
 
@@ -553,31 +584,51 @@ func XGroupCreateConsumer(c Scope, key, group, consumer []byte) (created bool, e
 
 // XGroupDelConsumer is XGROUP DELCONSUMER: how many entries the consumer
 // had pending, and whether it existed.
+// Its entries go pelTxBudget per commit, the consumer with the last.
 func XGroupDelConsumer(c Scope, key, group, consumer []byte) (pending int64, deleted bool, err error) {
-	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
-		pending, deleted = 0, false
-		g, err := groupOf(cl, st, group)
-		if err != nil {
-			return false, err
-		}
-		i, ok := g.consumerAt(string(consumer))
-		if !ok {
-			return false, nil
-		}
-		kept := g.pel[:0]
-		for _, n := range g.pel {
-			if n.consumer == string(consumer) {
-				pending++
-			} else {
-				kept = append(kept, n)
+	first := true
+	from := StreamID{}
+	for {
+		done := false
+		err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+			g, err := groupOf(cl, st, group)
+			if err != nil {
+				return false, err
 			}
+			i, ok := g.consumerAt(string(consumer))
+			if !ok {
+				done = true
+				return false, nil
+			}
+			if first {
+				pending = g.consumers[i].pending
+			}
+			var ids []StreamID
+			err = st.pelScan(c, g, from, MaxStreamID, false, 0, func(n *streamNACK) bool {
+				if n.consumer == string(consumer) {
+					ids = append(ids, n.id)
+				}
+				return len(ids) < pelTxBudget
+			})
+			if err != nil {
+				return false, err
+			}
+			for _, id := range ids {
+				g.pelRemove(id)
+			}
+			if len(ids) < pelTxBudget || g.consumers[i].pending == 0 {
+				g.consumers = append(g.consumers[:i], g.consumers[i+1:]...)
+				done, deleted = true, true
+			} else {
+				from, _ = ids[len(ids)-1].Incr()
+			}
+			return true, nil
+		})
+		first = false
+		if err != nil || done {
+			return pending, deleted, err
 		}
-		g.pel = kept
-		g.consumers = append(g.consumers[:i], g.consumers[i+1:]...)
-		deleted = true
-		return true, nil
-	})
-	return pending, deleted, err
+	}
 }
 
 // ---- XSETID ------------------------------------------------------------------------------------
@@ -590,7 +641,7 @@ func XSetID(c Scope, key []byte, id StreamID, entriesAdded int64, maxDel StreamI
 			return false, ErrNoSuchKey
 		}
 		if length := st.length(); length > 0 {
-			last, err := (&streamEdges{cl: cl, st: st}).getLast()
+			last, err := (&streamEdges{c: c, cl: cl, st: st}).getLast()
 			if err != nil {
 				return false, err
 			}
@@ -634,18 +685,58 @@ type XReadGroupState struct {
 // attempt serves the first key whose group has new entries, and fails with
 // ErrGroupKeyGone or ErrGroupGone when its stream or group went away.
 // s.CreatedConsumerAt lists the keys whose group it added the consumer to.
+//
+// One commit changes at most pelTxBudget pending entries, so a read of one
+// key serves a larger count in steps, each committed (an instance that
+// dies between them leaves the entries served so far pending, as a client
+// that never reads its reply does); a read of several keys serves at most
+// its share of them from each.
 func XReadGroup(c Scope, s *XReadGroupState, count int64, blocked bool) ([]XReadResult, error) {
+	step := max(int64(pelTxBudget/len(s.Keys)), 1)
+	if count > 0 && count < step {
+		step = count
+	}
 	var out []XReadResult
-	err := RetryConflicts(c, func(try int) error {
-		fromCache := false
-		err := xreadGroupAttempt(c, s, count, blocked, try, &out, &fromCache)
-		if err != nil && fromCache {
-			// An outcome without a write must not rest on the cache.
-			return ErrConflict
+	var created [][]byte
+	for {
+		var got []XReadResult
+		err := RetryConflicts(c, func(try int) error {
+			fromCache := false
+			err := xreadGroupAttempt(c, s, step, blocked, try, &got, &fromCache)
+			if err != nil && fromCache {
+				// An outcome without a write must not rest on the cache.
+				return ErrConflict
+			}
+			return err
+		})
+		created = append(created, s.CreatedConsumerAt...)
+		s.CreatedConsumerAt = created
+		if err != nil {
+			if out != nil {
+				// Served and committed before: the reply stands.
+				return out, nil
+			}
+			return got, err
 		}
-		return err
-	})
-	return out, err
+		if out == nil {
+			out = got
+		} else if len(got) == 1 {
+			out[0].Entries = append(out[0].Entries, got[0].Entries...)
+		}
+		if len(s.Keys) != 1 || len(got) != 1 || int64(len(got[0].Entries)) < step {
+			return out, nil
+		}
+		served := int64(len(out[0].Entries))
+		if count > 0 && served >= count {
+			return out, nil
+		}
+		if count > 0 {
+			step = min(step, count-served)
+		}
+		if s.history[0] {
+			s.from[0], _ = got[0].Entries[len(got[0].Entries)-1].ID.Incr()
+		}
+	}
 }
 
 // xreadGroupAttempt is one try of XReadGroup; *fromCache tells whether it
@@ -752,7 +843,7 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 		if g == nil {
 			continue
 		}
-		edges := &streamEdges{cl: cl, st: st}
+		edges := &streamEdges{c: c, cl: cl, st: st}
 		var es []StreamEntry
 		served := false
 		switch {
@@ -766,7 +857,7 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 				s.CreatedConsumerAt = append(s.CreatedConsumerAt, s.Keys[i])
 			}
 			var err error
-			if es, err = historyOf(cl, st, g, cs.name, s.from[i], count, now); err != nil {
+			if es, err = historyOf(c, cl, st, g, cs.name, s.from[i], count, now); err != nil {
 				return err
 			}
 		default:
@@ -803,16 +894,26 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 					return err
 				}
 			}
+			if !s.NoAck {
+				ids := make([]StreamID, len(es))
+				for j, e := range es {
+					ids[j] = e.ID
+				}
+				if err := st.pelFetch(c, g, ids); err != nil {
+					return err
+				}
+			}
 			for _, e := range es {
 				st.deliver(first, g, e.ID)
 				if s.NoAck {
 					continue
 				}
-				if n := g.pelFind(e.ID); n != nil {
-					n.consumer, n.delivered, n.count = cs.name, now, 1
-				} else {
-					g.pelInsert(&streamNACK{id: e.ID, consumer: cs.name, delivered: now, count: 1})
+				n := g.known[e.ID]
+				if n == nil {
+					n = &streamNACK{id: e.ID}
 				}
+				n.delivered, n.count = now, 1
+				g.pelSet(n, cs.name)
 			}
 		}
 		if served {
@@ -837,7 +938,10 @@ func xreadGroupAttempt(c Scope, s *XReadGroupState, count int64, blocked bool, t
 			continue
 		}
 		staged[cl] = true
-		if len(encodeGroups(sts[i].groups)) > MaxStreamGroupsBytes {
+		if err := sts[i].stagePEL(c, cl); err != nil {
+			return err
+		}
+		if len(sts[i].encodeGroups()) > MaxStreamGroupsBytes {
 			return ErrStreamGroupsTooBig
 		}
 		sts[i].stage(cl)
@@ -861,12 +965,17 @@ func contains(cls []*Collection, cl *Collection) bool {
 // historyOf is streamReplyWithRangeFromConsumerPEL: the consumer's pending
 // entries from from on, at most count (0: all), each delivered again; one
 // no longer in the stream comes back Gone.
-func historyOf(cl *Collection, st *streamState, g *streamGroup, consumer string, from StreamID, count int64, now int64) ([]StreamEntry, error) {
+func historyOf(c Scope, cl *Collection, st *streamState, g *streamGroup, consumer string, from StreamID, count int64, now int64) ([]StreamEntry, error) {
 	var nacks []*streamNACK
-	i, _ := g.pelAt(from)
-	for ; i < len(g.pel) && (count == 0 || int64(len(nacks)) < count); i++ {
-		if g.pel[i].consumer == consumer {
-			nacks = append(nacks, g.pel[i])
+	if cs := g.consumerNamed(consumer); cs != nil && cs.pending > 0 {
+		err := st.pelScan(c, g, from, MaxStreamID, false, 0, func(n *streamNACK) bool {
+			if n.consumer == consumer {
+				nacks = append(nacks, n)
+			}
+			return count == 0 || int64(len(nacks)) < count
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	ids := make([]StreamID, len(nacks))
@@ -880,6 +989,7 @@ func historyOf(cl *Collection, st *streamState, g *streamGroup, consumer string,
 	for j, n := range nacks {
 		if !es[j].Gone {
 			n.delivered, n.count = now, n.count+1
+			g.touch(n.id)
 		}
 	}
 	return es, nil
@@ -934,28 +1044,45 @@ func (s *XReadGroupState) Ready(key string, it Item, nowMS int64) bool {
 // XAck is XACK: parse (the ids, parsed once the group is found, as Redis
 // does) gives the ids to acknowledge; how many were pending. No key or no
 // group acknowledges none.
+// More ids than one commit takes are acknowledged pelTxBudget at a time.
 func XAck(c Scope, key, group []byte, parse func() ([]StreamID, error)) (acked int64, err error) {
-	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
-		acked = 0
-		if !cl.Exists() {
-			return false, nil
-		}
-		g := st.group(group)
-		if g == nil {
-			return false, nil
-		}
-		ids, err := parse()
-		if err != nil {
-			return false, err
-		}
-		for _, id := range ids {
-			if g.pelRemove(id) {
-				acked++
+	var ids []StreamID
+	parsed := false
+	for {
+		var n int64
+		err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+			n = 0
+			if !cl.Exists() {
+				return false, nil
 			}
+			g := st.group(group)
+			if g == nil {
+				return false, nil
+			}
+			if !parsed {
+				var err error
+				if ids, err = parse(); err != nil {
+					return false, err
+				}
+				parsed = true
+			}
+			chunk := ids[:min(len(ids), pelTxBudget)]
+			if err := st.pelFetch(c, g, chunk); err != nil {
+				return false, err
+			}
+			for _, id := range chunk {
+				if g.pelRemove(id) {
+					n++
+				}
+			}
+			return n > 0, nil
+		})
+		acked += n
+		if err != nil || !parsed || len(ids) <= pelTxBudget {
+			return acked, err
 		}
-		return acked > 0, nil
-	})
-	return acked, err
+		ids = ids[pelTxBudget:]
+	}
 }
 
 // ---- XPENDING ------------------------------------------------------------------------------------
@@ -1002,12 +1129,24 @@ func XPending(c Scope, key, group []byte, r *XPendingRange) (sum *XPendingSummar
 		g := st.group(group)
 		now := c.NowMS()
 		if r == nil {
-			sum = &XPendingSummary{Count: int64(len(g.pel))}
-			if len(g.pel) > 0 {
-				sum.First, sum.Last = g.pel[0].id, g.pel[len(g.pel)-1].id
+			sum = &XPendingSummary{Count: g.pending}
+			if g.pending > 0 {
+				for _, rev := range []bool{false, true} {
+					err := st.pelScan(c, g, StreamID{}, MaxStreamID, rev, 1, func(n *streamNACK) bool {
+						if rev {
+							sum.Last = n.id
+						} else {
+							sum.First = n.id
+						}
+						return false
+					})
+					if err != nil {
+						return err
+					}
+				}
 				for _, cs := range g.consumers {
-					if n := g.pendingOf(cs.name); n > 0 {
-						sum.Consumers = append(sum.Consumers, XPendingConsumer{Name: cs.name, Pending: n})
+					if cs.pending > 0 {
+						sum.Consumers = append(sum.Consumers, XPendingConsumer{Name: cs.name, Pending: cs.pending})
 					}
 				}
 			}
@@ -1017,20 +1156,23 @@ func XPending(c Scope, key, group []byte, r *XPendingRange) (sum *XPendingSummar
 		if r.Consumer != nil && g.lookupConsumer(r.Consumer, false, now) == nil {
 			return nil
 		}
-		count := r.Count
-		i, _ := g.pelAt(r.Start)
-		for ; count > 0 && i < len(g.pel) && g.pel[i].id.Cmp(r.End) <= 0; i++ {
-			n := g.pel[i]
+		if r.Count <= 0 {
+			return nil
+		}
+		page := 0
+		if r.Consumer == nil && r.MinIdle == 0 {
+			page = int(min(r.Count, 1000))
+		}
+		return st.pelScan(c, g, r.Start, r.End, false, page, func(n *streamNACK) bool {
 			if r.Consumer != nil && n.consumer != string(r.Consumer) {
-				continue
+				return true
 			}
 			if r.MinIdle != 0 && now-n.delivered < r.MinIdle {
-				continue
+				return true
 			}
-			count--
 			entries = append(entries, XPendingEntry{ID: n.id, Consumer: n.consumer, Idle: max(now-n.delivered, 0), Delivered: n.delivered, Count: n.count})
-		}
-		return nil
+			return int64(len(entries)) < r.Count
+		})
 	})
 	return sum, entries, err
 }
@@ -1054,79 +1196,103 @@ type XClaimArgs struct {
 
 // XClaim is XCLAIM: the entries claimed (only ids with JustID), whether it
 // created the consumer. ErrNoGroup, or parse's error.
+// More ids than one commit takes are claimed pelTxBudget at a time.
 func XClaim(c Scope, key, group, consumer []byte, parse func() (XClaimArgs, error)) (out []StreamEntry, created bool, err error) {
-	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
-		out, created = nil, false
-		if !cl.Exists() || st.group(group) == nil {
-			return false, ErrNoGroup
-		}
-		g := st.group(group)
-		a, err := parse()
-		if err != nil {
-			return false, err
-		}
-		now := c.NowMS()
-		changed := false
-		if a.LastID.Cmp(g.last) > 0 {
-			g.last, changed = a.LastID, true
-		}
-		delivery := now
-		switch {
-		case a.IdleGiven:
-			delivery = now - a.Idle
-		case a.TimeGiven:
-			delivery = a.Time
-		}
-		if delivery < 0 || delivery > now {
-			delivery = now
-		}
-		es, err := st.entriesOf(cl, a.IDs)
-		if err != nil {
-			return false, err
-		}
-		var cs *streamConsumer
-		for i, id := range a.IDs {
-			n := g.pelFind(id)
-			if es[i].Gone {
-				if n != nil {
-					g.pelRemove(id)
-					changed = true
+	var a XClaimArgs
+	parsed := false
+	ids := []StreamID(nil)
+	for {
+		var part []StreamEntry
+		var made bool
+		err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+			part, made = nil, false
+			if !cl.Exists() || st.group(group) == nil {
+				return false, ErrNoGroup
+			}
+			g := st.group(group)
+			if !parsed {
+				var err error
+				if a, err = parse(); err != nil {
+					return false, err
 				}
-				continue
+				parsed, ids = true, a.IDs
 			}
-			forced := false
-			if a.Force && n == nil {
-				n = &streamNACK{id: id}
-				g.pelInsert(n)
-				forced, changed = true, true
+			chunk := ids[:min(len(ids), pelTxBudget)]
+			now := c.NowMS()
+			changed := false
+			if a.LastID.Cmp(g.last) > 0 {
+				g.last, changed = a.LastID, true
 			}
-			if n == nil {
-				continue
+			delivery := now
+			switch {
+			case a.IdleGiven:
+				delivery = now - a.Idle
+			case a.TimeGiven:
+				delivery = a.Time
 			}
-			if !forced && a.MinIdle != 0 && now-n.delivered < a.MinIdle {
-				continue
+			if delivery < 0 || delivery > now {
+				delivery = now
 			}
-			if cs == nil {
-				var made bool
-				cs, made = g.consumer(consumer, now)
-				created = created || made
+			es, err := st.entriesOf(cl, chunk)
+			if err != nil {
+				return false, err
 			}
-			n.consumer, n.delivered = cs.name, delivery
-			if a.RetryCount >= 0 {
-				n.count = a.RetryCount
-			} else if !a.JustID {
-				n.count++
+			if err := st.pelFetch(c, g, chunk); err != nil {
+				return false, err
 			}
-			changed = true
-			if a.JustID {
-				out = append(out, StreamEntry{ID: id})
-			} else {
-				out = append(out, es[i])
+			var cs *streamConsumer
+			for i, id := range chunk {
+				n := g.known[id]
+				if es[i].Gone {
+					if g.pelRemove(id) {
+						changed = true
+					}
+					continue
+				}
+				forced := false
+				if a.Force && n == nil {
+					n = &streamNACK{id: id}
+					forced = true
+				}
+				if n == nil {
+					continue
+				}
+				if !forced && a.MinIdle != 0 && now-n.delivered < a.MinIdle {
+					continue
+				}
+				if cs == nil {
+					var m bool
+					cs, m = g.consumer(consumer, now)
+					made = made || m
+				}
+				n.delivered = delivery
+				if a.RetryCount >= 0 {
+					n.count = a.RetryCount
+				} else if !a.JustID {
+					n.count++
+				}
+				g.pelSet(n, cs.name)
+				changed = true
+				if a.JustID {
+					part = append(part, StreamEntry{ID: id})
+				} else {
+					part = append(part, es[i])
+				}
 			}
+			return changed, nil
+		})
+		if err != nil {
+			if out != nil {
+				return out, created, nil
+			}
+			return nil, false, err
 		}
-		return changed, nil
-	})
-	return out, created, err
+		out, created = append(out, part...), created || made
+		if len(ids) <= pelTxBudget {
+			return out, created, nil
+		}
+		ids = ids[pelTxBudget:]
+	}
 }
 
 // XAutoClaimResult is what XAUTOCLAIM replies.
@@ -1139,68 +1305,105 @@ type XAutoClaimResult struct {
 
 // XAutoClaim is XAUTOCLAIM from start (inclusive), claiming at most count
 // entries idle at least minIdle ms. ErrNoGroup.
+//
+// It commits pelTxBudget changes of pending entries at a time, going on
+// from where the last commit stopped.
 func XAutoClaim(c Scope, key, group, consumer []byte, minIdle int64, start StreamID, count int64, justID bool) (res XAutoClaimResult, err error) {
-	err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
-		res = XAutoClaimResult{}
-		if !cl.Exists() || st.group(group) == nil {
-			return false, ErrNoGroup
-		}
-		g := st.group(group)
-		now := c.NowMS()
-		attempts := count * 10
-		i, _ := g.pelAt(start)
-		// rest is the pending list from start as it was, for the cursor.
-		// The entries of those it visits are read a batch at a time.
-		rest := append([]*streamNACK(nil), g.pel[i:]...)
-		window := rest[:min(int64(len(rest)), attempts)]
-		var es []StreamEntry
-		var cs *streamConsumer
-		k := 0
-		for ; attempts > 0 && count > 0 && k < len(window); k++ {
-			if k == len(es) {
-				batch := window[k:min(len(window), k+dynastore.MaxBatchGet)]
-				ids := make([]StreamID, len(batch))
-				for j, n := range batch {
-					ids[j] = n.id
+	attempts := count * 10
+	for {
+		var part XAutoClaimResult
+		var more bool
+		var left, tries int64
+		err = groupWrite(c, key, func(cl *Collection, st *streamState) (bool, error) {
+			part, more, left, tries = XAutoClaimResult{}, false, count, attempts
+			if !cl.Exists() || st.group(group) == nil {
+				return false, ErrNoGroup
+			}
+			g := st.group(group)
+			now := c.NowMS()
+			// The window it may visit, and the entry after it for the
+			// cursor.
+			var window []*streamNACK
+			err := st.pelScan(c, g, start, MaxStreamID, false, int(min(tries+1, 1000)), func(n *streamNACK) bool {
+				window = append(window, n)
+				return int64(len(window)) <= tries
+			})
+			if err != nil {
+				return false, err
+			}
+			var es []StreamEntry
+			var cs *streamConsumer
+			k := 0
+			for ; tries > 0 && left > 0 && k < len(window); k++ {
+				if st.pelChanges() >= pelTxBudget {
+					more = true
+					break
 				}
-				more, err := st.entriesOf(cl, ids)
-				if err != nil {
-					return false, err
+				if k == len(es) {
+					// The first read is of as many as it may claim; when
+					// some are not idle enough, of a full batch.
+					size := dynastore.MaxBatchGet
+					if k == 0 {
+						size = int(min(left, int64(size)))
+					}
+					batch := window[k:min(len(window), k+size)]
+					ids := make([]StreamID, len(batch))
+					for j, n := range batch {
+						ids[j] = n.id
+					}
+					got, err := st.entriesOf(cl, ids)
+					if err != nil {
+						return false, err
+					}
+					es = append(es, got...)
 				}
-				es = append(es, more...)
+				tries--
+				n := window[k]
+				if es[k].Gone {
+					g.pelRemove(n.id)
+					part.Deleted = append(part.Deleted, n.id)
+					left--
+					continue
+				}
+				if minIdle != 0 && now-n.delivered < minIdle {
+					continue
+				}
+				if cs == nil {
+					cs, part.Created = g.consumer(consumer, now)
+				}
+				n.delivered = now
+				if !justID {
+					n.count++
+				}
+				g.pelSet(n, cs.name)
+				if justID {
+					part.Claimed = append(part.Claimed, StreamEntry{ID: n.id})
+				} else {
+					part.Claimed = append(part.Claimed, es[k])
+				}
+				left--
 			}
-			attempts--
-			n := window[k]
-			if es[k].Gone {
-				g.pelRemove(n.id)
-				res.Deleted = append(res.Deleted, n.id)
-				count--
-				continue
+			// The cursor: the pending entry after the last one visited.
+			if k < len(window) {
+				part.Next = window[k].id
 			}
-			if minIdle != 0 && now-n.delivered < minIdle {
-				continue
+			return len(part.Claimed) > 0 || len(part.Deleted) > 0, nil
+		})
+		if err != nil {
+			if res.Claimed != nil || res.Deleted != nil {
+				return res, nil
 			}
-			if cs == nil {
-				cs, res.Created = g.consumer(consumer, now)
-			}
-			n.consumer, n.delivered = cs.name, now
-			if !justID {
-				n.count++
-			}
-			if justID {
-				res.Claimed = append(res.Claimed, StreamEntry{ID: n.id})
-			} else {
-				res.Claimed = append(res.Claimed, es[k])
-			}
-			count--
+			return XAutoClaimResult{}, err
 		}
-		// The cursor: the pending entry after the last one visited.
-		if k < len(rest) {
-			res.Next = rest[k].id
+		res.Next = part.Next
+		res.Claimed = append(res.Claimed, part.Claimed...)
+		res.Deleted = append(res.Deleted, part.Deleted...)
+		res.Created = res.Created || part.Created
+		if !more || part.Next == (StreamID{}) {
+			return res, nil
 		}
-		return len(res.Claimed) > 0 || len(res.Deleted) > 0, nil
-	})
-	return res, err
+		start, count, attempts = part.Next, left, tries
+	}
 }
 
 // ---- XINFO ---------------------------------------------------------------------------------------
@@ -1235,7 +1438,7 @@ func XInfoGroups(c Scope, key []byte) (out []XGroupInfo, exists bool, err error)
 		if st == nil {
 			return nil
 		}
-		edges := &streamEdges{cl: cl, st: st}
+		edges := &streamEdges{c: c, cl: cl, st: st}
 		for _, g := range st.groups {
 			gi, err := groupInfo(edges, g, -1)
 			if err != nil {
@@ -1253,7 +1456,7 @@ func XInfoGroups(c Scope, key []byte) (out []XGroupInfo, exists bool, err error)
 func groupInfo(edges *streamEdges, g *streamGroup, full int64) (XGroupInfo, error) {
 	st := edges.st
 	gi := XGroupInfo{
-		Name: g.name, Consumers: int64(len(g.consumers)), Pending: int64(len(g.pel)),
+		Name: g.name, Consumers: int64(len(g.consumers)), Pending: g.pending,
 		LastDeliveredID: g.last, EntriesRead: g.entriesRead,
 	}
 	var first StreamID
@@ -1268,26 +1471,34 @@ func groupInfo(edges *streamEdges, g *streamGroup, full int64) (XGroupInfo, erro
 		return gi, nil
 	}
 	gi.PendingEntries = []XPendingEntry{}
-	for _, n := range g.pel {
-		if full != 0 && int64(len(gi.PendingEntries)) >= full {
-			break
-		}
-		gi.PendingEntries = append(gi.PendingEntries, XPendingEntry{ID: n.id, Consumer: n.consumer, Delivered: n.delivered, Count: n.count})
-	}
 	gi.ConsumersDetails = []XConsumerDetails{}
+	// One pass over the pending entries fills the group's list and each
+	// consumer's, stopping once every list is as full as it can be.
+	owned := map[string]*XConsumerDetails{}
+	missing := int64(0) // consumers' lists not full yet
 	for _, cs := range g.consumers {
-		d := XConsumerDetails{Name: cs.name, SeenTime: cs.seen, Pending: g.pendingOf(cs.name), Entries: []XPendingEntry{}}
-		for _, n := range g.pel {
-			if full != 0 && int64(len(d.Entries)) >= full {
-				break
-			}
-			if n.consumer == cs.name {
-				d.Entries = append(d.Entries, XPendingEntry{ID: n.id, Delivered: n.delivered, Count: n.count})
+		gi.ConsumersDetails = append(gi.ConsumersDetails, XConsumerDetails{Name: cs.name, SeenTime: cs.seen, Pending: cs.pending, Entries: []XPendingEntry{}})
+		if cs.pending > 0 {
+			missing++
+		}
+	}
+	for i := range gi.ConsumersDetails {
+		owned[gi.ConsumersDetails[i].Name] = &gi.ConsumersDetails[i]
+	}
+	full64 := func(n int) bool { return full != 0 && int64(n) >= full }
+	err := st.pelScan(edges.c, g, StreamID{}, MaxStreamID, false, 0, func(n *streamNACK) bool {
+		if !full64(len(gi.PendingEntries)) {
+			gi.PendingEntries = append(gi.PendingEntries, XPendingEntry{ID: n.id, Consumer: n.consumer, Delivered: n.delivered, Count: n.count})
+		}
+		if d := owned[n.consumer]; d != nil && !full64(len(d.Entries)) {
+			d.Entries = append(d.Entries, XPendingEntry{ID: n.id, Delivered: n.delivered, Count: n.count})
+			if full64(len(d.Entries)) || int64(len(d.Entries)) == d.Pending {
+				missing--
 			}
 		}
-		gi.ConsumersDetails = append(gi.ConsumersDetails, d)
-	}
-	return gi, nil
+		return !full64(len(gi.PendingEntries)) || missing > 0
+	})
+	return gi, err
 }
 
 // XInfoConsumers is XINFO CONSUMERS: exists false when the key does not
@@ -1304,7 +1515,7 @@ func XInfoConsumers(c Scope, key, group []byte) (out []XConsumerDetails, exists 
 		}
 		now := c.NowMS()
 		for _, cs := range g.consumers {
-			out = append(out, XConsumerDetails{Name: cs.name, Pending: g.pendingOf(cs.name), Idle: max(now-cs.seen, 0)})
+			out = append(out, XConsumerDetails{Name: cs.name, Pending: cs.pending, Idle: max(now-cs.seen, 0)})
 		}
 		return nil
 	})
@@ -1339,7 +1550,7 @@ func XInfoFull(c Scope, key []byte, count int64) (*StreamFullInfo, error) {
 		if err != nil {
 			return err
 		}
-		edges := &streamEdges{cl: cl, st: st, firstRead: true, first: base.FirstID}
+		edges := &streamEdges{c: c, cl: cl, st: st, firstRead: true, first: base.FirstID}
 		for _, g := range st.groups {
 			gi, err := groupInfo(edges, g, count)
 			if err != nil {

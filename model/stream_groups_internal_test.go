@@ -8,34 +8,58 @@ import (
 
 func TestStreamGroupsEncoding(t *testing.T) {
 	groups := []*streamGroup{
-		{name: "", last: StreamID{}, entriesRead: InvalidEntriesRead},
+		{name: "", last: StreamID{}, entriesRead: InvalidEntriesRead, gid: []byte{1, 2, 3, 4, 5, 6, 7, 8}, known: map[StreamID]*streamNACK{}},
 		{
-			name: "g\x00\xff", last: StreamID{1700000000000, 3}, entriesRead: 42,
-			consumers: []*streamConsumer{{name: "a", seen: 1700000000001}, {name: "b\r\n", seen: 0}},
-			pel: []*streamNACK{
-				{id: StreamID{1, 1}, consumer: "b\r\n", delivered: 5, count: 1},
-				{id: MaxStreamID, consumer: "a", delivered: 1700000000002, count: 1 << 40},
+			name: "g\x00\xff", last: StreamID{1700000000000, 3}, entriesRead: 42, gid: []byte{0, 0, 0, 0, 0, 0, 0, 0},
+			pending: 2, top: MaxStreamID, known: map[StreamID]*streamNACK{
+				{1, 1}:      {id: StreamID{1, 1}, consumer: "b\r\n", delivered: 5, count: 1},
+				MaxStreamID: {id: MaxStreamID, consumer: "a", delivered: 1700000000002, count: 1 << 40},
 			},
+			consumers: []*streamConsumer{{name: "a", seen: 1700000000001, pending: 1}, {name: "b\r\n", seen: 0, pending: 1}},
 		},
 	}
-	got, err := decodeGroups(encodeGroups(groups))
+	got, err := decodeGroups(encodeGroups(groups, true))
 	require.NoError(t, err)
 	require.Equal(t, groups, got)
-	none, err := decodeGroups(encodeGroups(nil))
+	// As items, the key item keeps none of them.
+	got, err = decodeGroups(encodeGroups(groups, false))
+	require.NoError(t, err)
+	require.Empty(t, got[1].known)
+	require.Equal(t, int64(2), got[1].pending)
+	none, err := decodeGroups(encodeGroups(nil, true))
 	require.NoError(t, err)
 	require.Empty(t, none)
-	for _, bad := range [][]byte{{2}, {1, 1}, {1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 9}} {
+	for _, bad := range [][]byte{{3}, {1, 1}, {1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 9}, {2, 1, 0, 0, 0, 0}} {
 		_, err := decodeGroups(bad)
 		require.Error(t, err, "%x", bad)
 	}
 }
 
+// TestStreamGroupsVersion1 reads groups as a release that kept no counts
+// wrote them: every entry is known (inline) and counted.
+func TestStreamGroupsVersion1(t *testing.T) {
+	v1 := []byte{1, 1, 1, 'g', 9, 0, 0, 2, 1, 'a', 7, 1, 'b', 8, 2, 1, 1, 1, 5, 1, 3, 0, 1, 6, 2}
+	got, err := decodeGroups(v1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	g := got[0]
+	require.Equal(t, "g", g.name)
+	require.Equal(t, StreamID{9, 0}, g.last)
+	require.Equal(t, int64(2), g.pending)
+	require.Equal(t, StreamID{3, 0}, g.top)
+	require.Equal(t, []*streamConsumer{{name: "a", seen: 7, pending: 0}, {name: "b", seen: 8, pending: 2}}, g.consumers)
+	require.Equal(t, &streamNACK{id: StreamID{1, 1}, consumer: "b", delivered: 5, count: 1}, g.known[StreamID{1, 1}])
+	require.Equal(t, &streamNACK{id: StreamID{3, 0}, consumer: "b", delivered: 6, count: 2}, g.known[StreamID{3, 0}])
+	require.Empty(t, g.dirty)
+	require.Len(t, g.gid, 8)
+}
+
 func FuzzDecodeGroups(f *testing.F) {
-	f.Add([]byte(encodeGroups([]*streamGroup{{name: "g", consumers: []*streamConsumer{{name: "c"}}, pel: []*streamNACK{{consumer: "c"}}}})))
+	f.Add([]byte(encodeGroups([]*streamGroup{{name: "g", gid: []byte("12345678"), consumers: []*streamConsumer{{name: "c", pending: 1}}}}, true)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		groups, err := decodeGroups(b)
 		if err == nil {
-			again, err := decodeGroups(encodeGroups(groups))
+			again, err := decodeGroups(encodeGroups(groups, true))
 			require.NoError(t, err)
 			require.Equal(t, len(groups), len(again))
 		}

@@ -186,7 +186,10 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	alive := pointsTo(key, gen, nowMS)
 	var ownerCond dynastore.Cond = dynastore.Or{
 		dynastore.NotExists{Attr: dynastore.AttrPK},
-		dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+		dynastore.And{
+			dynastore.Compare{Attr: AttrGen, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+			dynastore.Compare{Attr: attrStreamPEL, Op: dynastore.OpNE, Val: dynastore.B(gen)},
+		},
 		dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
 	}
 	var fieldCheck []dynastore.TxAction
@@ -271,7 +274,7 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 		return false
 	}
 	g, _ := it.Get(AttrGen).(dynastore.B)
-	if !bytes.Equal(g, gen) {
+	if !bytes.Equal(g, gen) && !bytes.Equal(pelGenOf(it), gen) {
 		return false
 	}
 	if x, err := ExpiryMS(it.Get(AttrExpiry)); err == nil && x <= nowMS {
