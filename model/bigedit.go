@@ -93,14 +93,14 @@ func (e *bigEdit) stage(s Scope, key []byte, expiryMS int64) (*keyWrite, error) 
 		}
 	}
 	jk := genRegKey(id)
-	_, err := st.Put(s, dynastore.Item{
+	_, err := putPatiently(s, st, dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(jk.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(jk.SK)},
 		{Name: attrOwner, Value: dynastore.B(KeyPK(s.DB(), key))},
 		{Name: attrCreated, Value: NInt(s.NowMS())},
 		{Name: attrJournalGen, Value: dynastore.B(h.gen)},
 		{Name: attrJournalChunks, Value: dynastore.B(written)},
-	}, dynastore.WriteOptions{})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("registering a big value edit: %w", err)
 	}

@@ -118,16 +118,19 @@ const (
 	// bigItemRoom is what a string key item needs besides its key and
 	// value: attribute names, type, version, encoding, expiry, ttl.
 	bigItemRoom = 256
-	// bigPatience and bigRangeTime bound how long a big value's chunk
-	// requests may keep being throttled: bigPatience, plus bigRangeTime for
-	// each range of bigBatch chunks (what a table taking a few hundred
-	// write units a second needs for it).
-	bigPatience  = 20 * time.Second
-	bigRangeTime = 3 * time.Second
 	// bigBackoff and bigBackoffCap are the waits after a throttled chunk
 	// request: doubled for each throttle in a row, up to the cap.
 	bigBackoff    = 50 * time.Millisecond
 	bigBackoffCap = 2 * time.Second
+)
+
+// bigPatience and bigRangeTime bound how long a big value's chunk requests
+// may keep being throttled: bigPatience, plus bigRangeTime for each range
+// of bigBatch chunks (what a table taking a thousand write units a second
+// needs for it). Variables, so that a test can run out of patience.
+var (
+	bigPatience  = 20 * time.Second
+	bigRangeTime = 3 * time.Second
 )
 
 // ErrBigValueGone is a big value whose chunks were deleted while it was
@@ -300,13 +303,13 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 		h.refs[i].sum = crc32.Checksum(val[int64(i)*h.chunk:min(int64(i+1)*h.chunk, h.size)], castagnoli)
 	}
 	reg := genRegKey(h.gen)
-	_, err := st.Put(s, dynastore.Item{
+	_, err := putPatiently(s, st, dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
 		{Name: dynastore.AttrSK, Value: dynastore.B(reg.SK)},
 		{Name: attrOwner, Value: dynastore.B(KeyPK(s.DB(), key))},
 		{Name: attrCreated, Value: NInt(s.NowMS())},
 		{Name: attrChunks, Value: NInt(h.chunks())},
-	}, dynastore.WriteOptions{})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("registering a big value: %w", err)
 	}
@@ -352,6 +355,25 @@ func discardBig(s Scope, h *bigHeader) {
 // once, and returns the first error; throttled ranges are paced (paced).
 func inParallel(n, step int64, fn func(lo, hi int64) error) error {
 	return paced(context.Background(), n, step, func(_ context.Context, lo, hi int64) error { return fn(lo, hi) })
+}
+
+// putPatiently puts it unconditionally, as a big value's write puts its
+// registry and journal entries: a request the table throttled is sent
+// again, paced as chunks are, since the chunk requests around it are what
+// put the table in debt.
+func putPatiently(s Scope, st dynastore.Store, it dynastore.Item) (dynastore.Item, error) {
+	var old dynastore.Item
+	err := patiently(s, func(ctx context.Context) (err error) {
+		old, err = st.Put(ctx, it, dynastore.WriteOptions{})
+		return err
+	})
+	return old, err
+}
+
+// patiently is fn, sent again as paced sends a range while the table
+// throttles it.
+func patiently(ctx context.Context, fn func(ctx context.Context) error) error {
+	return paced(ctx, 1, 1, func(ctx context.Context, _, _ int64) error { return fn(ctx) })
 }
 
 // paced calls fn for the ranges of step of 0..n-1, up to bigParallel at
@@ -598,7 +620,11 @@ func publishBig(s Scope, w *keyWrite, guard dynastore.Cond) error {
 	if w.gen != nil {
 		acts = append(acts, genAliveCheck(w.gen))
 	}
-	err := s.Data().Transact(s, append(acts, w.also...))
+	acts = append(acts, w.also...)
+	// A transaction the table throttled was not applied (a throttle is
+	// never a lost race): it is sent again rather than losing the chunks
+	// staged for it.
+	err := patiently(s, func(ctx context.Context) error { return s.Data().Transact(ctx, acts) })
 	r, failed := ConditionsFailed(err)
 	if !failed {
 		return err
