@@ -376,11 +376,19 @@ func patiently(ctx context.Context, fn func(ctx context.Context) error) error {
 	return paced(ctx, 1, 1, func(ctx context.Context, _, _ int64) error { return fn(ctx) })
 }
 
+// unappliedThrottle reports whether err is a throttle of a request that
+// was certainly not applied: sending it again cannot apply it twice, so a
+// conditional write (a publication) sent again is not refused by its own
+// first attempt.
+func unappliedThrottle(err error) bool {
+	return errors.Is(err, dynastore.ErrThrottled) && !errors.Is(err, dynastore.ErrOutcomeUnknown)
+}
+
 // paced calls fn for the ranges of step of 0..n-1, up to bigParallel at
 // once, pacing them to what the table takes, as TCP paces itself to a
 // link (additive increase, multiplicative decrease): a range the table
-// throttled (dynastore.ErrThrottled, once the store's own retries are
-// spent) is split in two and sent again after a backoff, and halves how
+// throttled (unappliedThrottle, once the store's own retries are spent)
+// is split in two and sent again after a backoff, and halves how
 // many ranges may be in flight; each success adds back one range per
 // round. Any other error stops it, as does throttling past a time bounded
 // by n (bigPatience, bigRangeTime): it returns the first error, the
@@ -432,7 +440,7 @@ func paced(ctx context.Context, n, step int64, fn func(ctx context.Context, lo, 
 			case r.err == nil:
 				throttles = 0
 				window = min(float64(bigParallel), window+1/window)
-			case errors.Is(r.err, dynastore.ErrThrottled) && ctx.Err() == nil:
+			case unappliedThrottle(r.err) && ctx.Err() == nil:
 				throttled = r.err
 				if mid := (r.lo + r.hi) / 2; mid > r.lo {
 					queue = append(queue, span{lo: r.lo, hi: mid}, span{lo: mid, hi: r.hi})
