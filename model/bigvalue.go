@@ -7,7 +7,7 @@ package model
 // its own under a fresh generation id, and the key item points at them:
 //
 //	key item   t "string", no v; g the generation; bv the value's length,
-//	           chunk size and CRC-32C (bigHeader)
+//	           chunk size and (written before chunk maps) CRC-32C (bigHeader);
 //	           bm the chunk map: per chunk, the edit that wrote it (8
 //	           bytes, 0 for the value's first write) and its CRC-32C (4)
 //	chunk i    pk NsChunks, generation, i (4 bytes big-endian); sk 0x00
@@ -54,8 +54,8 @@ package model
 // its grace (10 minutes by default). That grace is what lets a reader on
 // any instance that read the key item just before an overwrite still read
 // every chunk it points at: a reader never sees a mix of two values, since
-// it only reads the chunks of the generation its key item names, and the
-// checksum of a whole read is verified. A read that outlives the grace
+// it only reads the chunks its key item names, and each chunk's checksum
+// is verified. A read that outlives the grace
 // finds a chunk gone and fails with ErrBigValueGone instead of answering.
 //
 // Each chunk has its own partition key, so the chunks of one value spread
@@ -473,7 +473,8 @@ func paced(ctx context.Context, n, step int64, fn func(ctx context.Context, lo, 
 }
 
 // readBig reads bytes [from, to) of a big value (to <= size), verifying
-// the checksum when that is the whole value.
+// each chunk's checksum (a value written before chunk maps: the whole
+// value's, when that is what is read).
 func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int64) ([]byte, error) {
 	if from >= to {
 		return []byte{}, nil
