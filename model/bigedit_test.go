@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"sync"
 	"testing"
@@ -270,5 +271,47 @@ func TestBigEditReadersAndSweep(t *testing.T) {
 		clock = clock.Add(2 * time.Minute)
 		require.NoError(t, sw.SweepOnce(w))
 		require.Zero(t, countChunks(t, e))
+	})
+}
+
+// raceOnce runs race before its first transaction: another writer's
+// command landing between a command's read and its publication.
+type raceOnce struct {
+	dynastore.Store
+	once sync.Once
+	race func()
+}
+
+func (r *raceOnce) Transact(ctx context.Context, acts []dynastore.TxAction) error {
+	r.once.Do(r.race)
+	return r.Store.Transact(ctx, acts)
+}
+
+func (r *raceOnce) BatchWrite(ctx context.Context, puts []dynastore.Item, dels []dynastore.Key) error {
+	return dynastore.BatchWrite(ctx, r.Store, puts, dels)
+}
+
+// An edit whose publication lost to another writer's deletes the chunks
+// it staged and its journal at once, and runs again on the value the
+// other writer published: both edits land, and no chunk is left that only
+// the sweeper would find.
+func TestBigEditLostRace(t *testing.T) {
+	forStores(t, func(t *testing.T, e *keysEnv) {
+		c := bigChunkBytes
+		key := []byte("k")
+		want := randomBytes(10, 2*c+10)
+		s := e.scope("setup", 0)
+		_, err := model.SetString(s, key, want, model.SetOptions{})
+		require.NoError(t, err)
+		racing := &raceOnce{Store: e.store, race: func() {
+			_, err := model.SetRange(s, key, int64(c+5), []byte("BBB"), math.MaxInt64)
+			require.NoError(t, err)
+		}}
+		_, err = model.SetRange(newScope(racing), key, 5, []byte("AAA"), math.MaxInt64)
+		require.NoError(t, err)
+		copy(want[5:], "AAA")
+		copy(want[c+5:], "BBB")
+		require.True(t, bytes.Equal(want, bigValue(t, s, "k")))
+		require.Equal(t, 3+2, countChunks(t, e), "the value's chunks and the two the edits replaced")
 	})
 }
