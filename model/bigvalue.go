@@ -7,11 +7,19 @@ package model
 // its own under a fresh generation id, and the key item points at them:
 //
 //	key item   t "string", no v; g the generation; bv the value's length,
-//	           chunk size and CRC-32C (bigHeader)
-//	chunk i    pk NsChunks, generation, i (4 bytes big-endian); sk 0x00;
+//	           chunk size and (written before chunk maps) CRC-32C (bigHeader);
+//	           bm the chunk map: per chunk, the edit that wrote it (8
+//	           bytes, 0 for the value's first write) and its CRC-32C (4)
+//	chunk i    pk NsChunks, generation, i (4 bytes big-endian); sk 0x00
+//	           for the first write, the edit id (8 bytes) for an edit's;
 //	           d B the chunk's bytes
 //	registry   the generation's registry entry (generations.go), with bc,
-//	           the chunk count, so the sweeper knows which chunks to delete
+//	           the chunk count, and once edited bm, the chunk map as
+//	           published, so the sweeper knows which chunks to delete
+//	journal    a registry entry per edit (sk its own id): bj the value's
+//	           generation and bk the chunks (index and edit) the sweeper
+//	           deletes after its grace: the edit's own while it is
+//	           unpublished, the chunks it replaced once it is published
 //
 // A write registers the generation, writes the chunks with BatchWriteItem
 // (bigBatch per request, one write unit per KB, no transaction: nothing points
@@ -24,13 +32,30 @@ package model
 // publishes leaves a generation no key item points at: the sweeper
 // deletes it after its grace, as it does a deleted large collection's.
 //
+// An edit (APPEND, SETRANGE, SETBIT, BITFIELD) rewrites only the chunks
+// it changes, plus new ones for growth: chunk boundaries are fixed
+// multiples of the chunk size, so an APPEND rewrites the last chunk and
+// adds chunks after it. The new chunks are written under a fresh edit id,
+// never over a chunk the published value or a reader still uses, after a
+// journal entry that names them; one transaction then publishes the key
+// item with the new map, records the map on the generation's registry
+// entry and turns the journal into the list of the chunks it replaced.
+// A reader holding the old key item still finds every chunk it names for
+// the sweeper's grace, as after an overwrite. A value written before chunk
+// maps existed (no bm) is rewritten whole by its first edit.
+//
+// Chunk requests are paced (paced): a range the table throttled is sent
+// again after a backoff and halves how many are in flight, a success adds
+// one back, so a big write runs as fast as the table takes it; it gives
+// up, publishing nothing, after a time bounded by its size.
+//
 // Overwriting, deleting or expiring a big value only changes the key item;
 // the old chunks stay until the sweeper has seen the generation dead for
 // its grace (10 minutes by default). That grace is what lets a reader on
 // any instance that read the key item just before an overwrite still read
 // every chunk it points at: a reader never sees a mix of two values, since
-// it only reads the chunks of the generation its key item names, and the
-// checksum of a whole read is verified. A read that outlives the grace
+// it only reads the chunks its key item names, and each chunk's checksum
+// is verified. A read that outlives the grace
 // finds a chunk gone and fails with ErrBigValueGone instead of answering.
 //
 // Each chunk has its own partition key, so the chunks of one value spread
@@ -49,9 +74,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
-	"sync"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redamo/redamo/dynastore"
@@ -65,6 +91,13 @@ const (
 	attrChunk = "d"
 	// attrChunks ("bc") is the chunk count on a big value's registry entry.
 	attrChunks = "bc"
+	// attrChunkMap ("bm") is a big value's chunk map (chunkRef, encoded by
+	// encodeRefs), on its key item and, once edited, its registry entry.
+	attrChunkMap = "bm"
+	// attrJournalGen ("bj") is the generation an edit's journal entry is
+	// about; attrJournalChunks ("bk") the chunks it lists (encodeJournal).
+	attrJournalGen    = "bj"
+	attrJournalChunks = "bk"
 )
 
 const (
@@ -85,6 +118,19 @@ const (
 	// bigItemRoom is what a string key item needs besides its key and
 	// value: attribute names, type, version, encoding, expiry, ttl.
 	bigItemRoom = 256
+	// bigBackoff and bigBackoffCap are the waits after a throttled chunk
+	// request: doubled for each throttle in a row, up to the cap.
+	bigBackoff    = 50 * time.Millisecond
+	bigBackoffCap = 2 * time.Second
+)
+
+// bigPatience and bigRangeTime bound how long a big value's chunk requests
+// may keep being throttled: bigPatience, plus bigRangeTime for each range
+// of bigBatch chunks (what a table taking a thousand write units a second
+// needs for it). Variables, so that a test can run out of patience.
+var (
+	bigPatience  = 20 * time.Second
+	bigRangeTime = 3 * time.Second
 )
 
 // ErrBigValueGone is a big value whose chunks were deleted while it was
@@ -108,7 +154,61 @@ type bigHeader struct {
 	gen   []byte
 	size  int64
 	chunk int64
-	sum   uint32
+	// sum is the whole value's CRC-32C, checked when refs is nil (a value
+	// written before chunk maps); refs the chunk map, whose sums are
+	// checked chunk by chunk.
+	sum  uint32
+	refs []chunkRef
+}
+
+// chunkRef is where a chunk is and what it holds: the edit that wrote it
+// (0: the value's first write) and its bytes' CRC-32C.
+type chunkRef struct {
+	edit uint64
+	sum  uint32
+}
+
+// chunkRefSize is an encoded chunkRef's bytes.
+const chunkRefSize = 12
+
+// encodeRefs is a chunk map as stored: each ref's edit (8 bytes) and sum
+// (4), big-endian.
+func encodeRefs(refs []chunkRef) dynastore.B {
+	b := make([]byte, 0, len(refs)*chunkRefSize)
+	for _, r := range refs {
+		b = binary.BigEndian.AppendUint64(b, r.edit)
+		b = binary.BigEndian.AppendUint32(b, r.sum)
+	}
+	return dynastore.B(b)
+}
+
+// decodeRefs reads a chunk map of n chunks.
+func decodeRefs(b []byte, n int64) ([]chunkRef, error) {
+	if int64(len(b)) != n*chunkRefSize {
+		return nil, fmt.Errorf("model: big value chunk map of %d bytes for %d chunks: %w", len(b), n, dynastore.ErrInvalid)
+	}
+	refs := make([]chunkRef, n)
+	for i := range refs {
+		refs[i] = chunkRef{binary.BigEndian.Uint64(b[i*chunkRefSize:]), binary.BigEndian.Uint32(b[i*chunkRefSize+8:])}
+	}
+	return refs, nil
+}
+
+// chunkAt is chunk i's key under h's map.
+func (h *bigHeader) chunkAt(i int64) dynastore.Key {
+	if h.refs == nil {
+		return chunkKey(h.gen, i)
+	}
+	return chunkKeyAt(h.gen, i, h.refs[i].edit)
+}
+
+// keysOf are the keys of h's chunks lo..hi-1.
+func (h *bigHeader) keysOf(lo, hi int64) []dynastore.Key {
+	keys := make([]dynastore.Key, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		keys = append(keys, h.chunkAt(i))
+	}
+	return keys
 }
 
 // chunks is the value's chunk count.
@@ -132,7 +232,18 @@ func bigHeaderOf(it dynastore.Item) (*bigHeader, error) {
 	}
 	b, _ := v.(dynastore.B)
 	g, _ := it.Get(AttrGen).(dynastore.B)
-	return decodeBigHeader(g, b)
+	h, err := decodeBigHeader(g, b)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := it.Get(attrChunkMap).(dynastore.B); ok {
+		refs, err := decodeRefs(m, h.chunks())
+		if err != nil {
+			return nil, err
+		}
+		h.refs = refs
+	}
+	return h, nil
 }
 
 // decodeBigHeader is the header of generation g encoded as b.
@@ -152,12 +263,22 @@ func decodeBigHeader(g, b []byte) (*bigHeader, error) {
 	return h, nil
 }
 
-// chunkKey is the key of chunk i of generation gen.
+// chunkKey is the key of chunk i of generation gen as its first write
+// wrote it.
 func chunkKey(gen []byte, i int64) dynastore.Key {
+	return chunkKeyAt(gen, i, 0)
+}
+
+// chunkKeyAt is the key of chunk i of generation gen as edit wrote it:
+// the versions of one chunk share its partition.
+func chunkKeyAt(gen []byte, i int64, edit uint64) dynastore.Key {
 	pk := make([]byte, 0, 1+len(gen)+4)
 	pk = append(append(pk, NsChunks), gen...)
 	pk = binary.BigEndian.AppendUint32(pk, uint32(i))
-	return dynastore.Key{PK: pk, SK: KeyItemSK}
+	if edit == 0 {
+		return dynastore.Key{PK: pk, SK: KeyItemSK}
+	}
+	return dynastore.Key{PK: pk, SK: binary.BigEndian.AppendUint64(nil, edit)}
 }
 
 // chunkKeys are the keys of chunks lo..hi-1 of gen.
@@ -186,7 +307,11 @@ func stageBig(s Scope, key, val []byte) (*bigHeader, error) {
 // hash field's value (bigfields.go) names the field's member sort key
 // ownerSK besides its key item's pk.
 func stageChunks(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, ownerSK, val []byte) (*bigHeader, error) {
-	h := &bigHeader{gen: newGenID(), size: int64(len(val)), chunk: bigChunkSize, sum: crc32.Checksum(val, castagnoli)}
+	h := &bigHeader{gen: newGenID(), size: int64(len(val)), chunk: bigChunkSize}
+	h.refs = make([]chunkRef, h.chunks())
+	for i := range h.refs {
+		h.refs[i].sum = crc32.Checksum(val[int64(i)*h.chunk:min(int64(i+1)*h.chunk, h.size)], castagnoli)
+	}
 	reg := genRegKey(h.gen)
 	regItem := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(reg.PK)},
@@ -198,28 +323,34 @@ func stageChunks(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, 
 	if ownerSK != nil {
 		regItem.Set(attrOwnerSK, dynastore.B(ownerSK))
 	}
-	_, err := st.Put(ctx, regItem, dynastore.WriteOptions{})
-	if err != nil {
+	if _, err := putPatiently(ctx, st, regItem); err != nil {
 		return nil, fmt.Errorf("registering a big value: %w", err)
 	}
-	n := h.chunks()
-	// One batch per BatchWriteItem, a few in flight at once.
-	err = inParallel(n, bigBatch, func(lo, hi int64) error {
-		puts := make([]dynastore.Item, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			k := chunkKey(h.gen, i)
+	if err := writeChunks(ctx, st, h, 0, val); err != nil {
+		return nil, fmt.Errorf("writing a big value: %w", err)
+	}
+	return h, nil
+}
+
+// writeChunks writes h's chunks from lo on with data, the value's bytes
+// from chunk lo's start to its end, one BatchWriteItem per bigBatch
+// chunks, paced.
+func writeChunks(ctx context.Context, st dynastore.Store, h *bigHeader, lo int64, data []byte) error {
+	base := lo * h.chunk
+	end := base + int64(len(data))
+	n := (end - base + h.chunk - 1) / h.chunk
+	return paced(ctx, n, bigBatch, func(ctx context.Context, a, b int64) error {
+		puts := make([]dynastore.Item, 0, b-a)
+		for i := lo + a; i < lo+b; i++ {
+			k := h.chunkAt(i)
 			puts = append(puts, dynastore.Item{
 				{Name: dynastore.AttrPK, Value: dynastore.B(k.PK)},
-				{Name: dynastore.AttrSK, Value: KeyItemSKValue},
-				{Name: attrChunk, Value: dynastore.B(val[i*h.chunk : min((i+1)*h.chunk, h.size)])},
+				{Name: dynastore.AttrSK, Value: dynastore.B(k.SK)},
+				{Name: attrChunk, Value: dynastore.B(data[i*h.chunk-base : min((i+1)*h.chunk, end)-base])},
 			})
 		}
 		return dynastore.BatchWrite(retry.WithSlack(ctx, bigSlack), st, puts, nil)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("writing a big value: %w", err)
-	}
-	return h, nil
 }
 
 // discardBig deletes a staged generation that was never published (SET NX
@@ -227,50 +358,144 @@ func stageChunks(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, 
 // deletes.
 func discardBig(s Scope, h *bigHeader) {
 	st := baseStore(s)
-	if err := dynastore.BatchWrite(retry.WithSlack(s, bigSlack), st, nil, chunkKeys(h.gen, 0, h.chunks())); err != nil {
+	if err := dynastore.BatchWrite(retry.WithSlack(s, bigSlack), st, nil, h.keysOf(0, h.chunks())); err != nil {
 		return
 	}
 	_, _ = st.Delete(s, genRegKey(h.gen), dynastore.WriteOptions{})
 }
 
 // inParallel calls fn for the ranges of step of 0..n-1, bigParallel at
-// once, and returns the first error.
+// once, and returns the first error; throttled ranges are paced (paced).
 func inParallel(n, step int64, fn func(lo, hi int64) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		slots = make(chan struct{}, bigParallel)
-	)
-	for lo := int64(0); lo < n; lo += step {
-		hi := min(lo+step, n)
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := fn(lo, hi); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
+	return paced(context.Background(), n, step, func(_ context.Context, lo, hi int64) error { return fn(lo, hi) })
+}
+
+// putPatiently puts it unconditionally, as a big value's write puts its
+// registry and journal entries: a request the table throttled is sent
+// again, paced as chunks are, since the chunk requests around it are what
+// put the table in debt.
+func putPatiently(ctx context.Context, st dynastore.Store, it dynastore.Item) (dynastore.Item, error) {
+	var old dynastore.Item
+	err := patiently(ctx, func(ctx context.Context) (err error) {
+		old, err = st.Put(ctx, it, dynastore.WriteOptions{})
+		return err
+	})
+	return old, err
+}
+
+// patiently is fn, sent again as paced sends a range while the table
+// throttles it.
+func patiently(ctx context.Context, fn func(ctx context.Context) error) error {
+	return paced(ctx, 1, 1, func(ctx context.Context, _, _ int64) error { return fn(ctx) })
+}
+
+// unappliedThrottle reports whether err is a throttle of a request that
+// was certainly not applied: sending it again cannot apply it twice, so a
+// conditional write (a publication) sent again is not refused by its own
+// first attempt.
+func unappliedThrottle(err error) bool {
+	return errors.Is(err, dynastore.ErrThrottled) && !errors.Is(err, dynastore.ErrOutcomeUnknown)
+}
+
+// paced calls fn for the ranges of step of 0..n-1, up to bigParallel at
+// once, pacing them to what the table takes, as TCP paces itself to a
+// link (additive increase, multiplicative decrease): a range the table
+// throttled (unappliedThrottle, once the store's own retries are spent)
+// is split in two and sent again after a backoff, and halves how
+// many ranges may be in flight; each success adds back one range per
+// round. Any other error stops it, as does throttling past a time bounded
+// by n (bigPatience, bigRangeTime): it returns the first error, the
+// throttle's then, and fn may have been applied to any of the ranges.
+func paced(ctx context.Context, n, step int64, fn func(ctx context.Context, lo, hi int64) error) error {
+	ctx, cancel := context.WithTimeout(ctx, bigPatience+time.Duration((n+step-1)/step)*bigRangeTime)
+	defer cancel()
+	type span struct {
+		lo, hi int64
+		err    error
 	}
-	wg.Wait()
+	var queue []span
+	for lo := int64(0); lo < n; lo += step {
+		queue = append(queue, span{lo: lo, hi: min(lo+step, n)})
+	}
+	var (
+		done      = make(chan span)
+		window    = float64(bigParallel)
+		inflight  int
+		first     error
+		throttled error
+		throttles int
+		backoff   *time.Timer
+		resume    <-chan time.Time
+	)
+	defer func() {
+		if backoff != nil {
+			backoff.Stop()
+		}
+	}()
+	for (first == nil && len(queue) > 0) || inflight > 0 {
+		for first == nil && resume == nil && len(queue) > 0 && float64(inflight) < window {
+			r := queue[0]
+			queue = queue[1:]
+			inflight++
+			go func() {
+				r.err = fn(ctx, r.lo, r.hi)
+				done <- r
+			}()
+		}
+		var expired <-chan struct{}
+		if first == nil {
+			expired = ctx.Done()
+		}
+		select {
+		case r := <-done:
+			inflight--
+			switch {
+			case r.err == nil:
+				throttles = 0
+				window = min(float64(bigParallel), window+1/window)
+			case unappliedThrottle(r.err) && ctx.Err() == nil:
+				throttled = r.err
+				if mid := (r.lo + r.hi) / 2; mid > r.lo {
+					queue = append(queue, span{lo: r.lo, hi: mid}, span{lo: mid, hi: r.hi})
+				} else {
+					queue = append(queue, span{lo: r.lo, hi: r.hi})
+				}
+				window = max(1, window/2)
+				throttles++
+				if resume == nil {
+					d := min(bigBackoffCap, bigBackoff<<min(throttles-1, 16))
+					backoff = time.NewTimer(d/2 + rand.N(d/2+1))
+					resume = backoff.C
+				}
+			case first == nil:
+				first = r.err
+				if errors.Is(r.err, context.DeadlineExceeded) && throttled != nil {
+					first = throttled
+				}
+			}
+		case <-resume:
+			resume = nil
+		case <-expired:
+			first = ctx.Err()
+			if throttled != nil {
+				first = throttled
+			}
+		}
+	}
 	return first
 }
 
 // readBig reads bytes [from, to) of a big value (to <= size), verifying
-// the checksum when that is the whole value.
+// each chunk's checksum (a value written before chunk maps: the whole
+// value's, when that is what is read).
 func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int64) ([]byte, error) {
 	if from >= to {
 		return []byte{}, nil
 	}
 	lo, hi := from/h.chunk, (to-1)/h.chunk+1
 	out := make([]byte, to-from)
-	err := inParallel(hi-lo, bigBatch, func(a, b int64) error {
-		items, err := st.BatchGet(retry.WithSlack(ctx, bigSlack), chunkKeys(h.gen, lo+a, lo+b))
+	err := paced(ctx, hi-lo, bigBatch, func(ctx context.Context, a, b int64) error {
+		items, err := st.BatchGet(retry.WithSlack(ctx, bigSlack), h.keysOf(lo+a, lo+b))
 		if err != nil {
 			return err
 		}
@@ -284,6 +509,9 @@ func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int
 			if int64(len(d)) != end-start {
 				return fmt.Errorf("model: big value chunk %d of %d bytes: %w", i, len(d), dynastore.ErrInvalid)
 			}
+			if h.refs != nil && crc32.Checksum(d, castagnoli) != h.refs[i].sum {
+				return fmt.Errorf("model: big value chunk %d checksum mismatch: %w", i, dynastore.ErrInvalid)
+			}
 			// The part of the chunk inside [from, to).
 			cs, ce := max(start, from), min(end, to)
 			copy(out[cs-from:ce-from], d[cs-start:ce-start])
@@ -293,7 +521,7 @@ func readBig(ctx context.Context, st dynastore.Store, h *bigHeader, from, to int
 	if err != nil {
 		return nil, err
 	}
-	if from == 0 && to == h.size && crc32.Checksum(out, castagnoli) != h.sum {
+	if h.refs == nil && from == 0 && to == h.size && crc32.Checksum(out, castagnoli) != h.sum {
 		return nil, fmt.Errorf("model: big value checksum mismatch: %w", dynastore.ErrInvalid)
 	}
 	return out, nil
@@ -308,6 +536,9 @@ func bigStringItem(db int, key []byte, h *bigHeader, expiryMS int64) dynastore.I
 		{Name: AttrGen, Value: dynastore.B(bytes.Clone(h.gen))},
 		{Name: AttrBig, Value: h.encode()},
 		{Name: AttrVer, Value: NewVer()},
+	}
+	if h.refs != nil {
+		it = append(it, dynastore.Attr{Name: attrChunkMap, Value: encodeRefs(h.refs)})
 	}
 	if expiryMS != 0 {
 		it = append(it,
@@ -401,15 +632,21 @@ type dbScope struct {
 func (d dbScope) DB() int { return d.db }
 
 // publishBig writes a big value's key item under guard in one transaction
-// with the check that the sweeper has not condemned its generation gen (a
-// staging that took longer than the sweeper's grace). A failed guard is
-// reported as a single write's (CondFailed, with the item found); a
-// condemned generation as errBigCondemned, a lost race.
-func publishBig(s Scope, it dynastore.Item, gen []byte, guard dynastore.Cond) error {
-	err := s.Data().Transact(s, []dynastore.TxAction{
-		{Op: dynastore.TxPut, Item: it, Cond: guard, OldOnFailure: true},
-		genAliveCheck(gen),
-	})
+// with w's other actions: the check that the sweeper has not condemned the
+// generation it publishes (a staging that took longer than the sweeper's
+// grace), or an edit's (bigEdit.stage). A failed guard is reported as a
+// single write's (CondFailed, with the item found); a condemned generation
+// or edit as errBigCondemned, a lost race.
+func publishBig(s Scope, w *keyWrite, guard dynastore.Cond) error {
+	acts := []dynastore.TxAction{{Op: dynastore.TxPut, Item: w.put, Cond: guard, OldOnFailure: true}}
+	if w.gen != nil {
+		acts = append(acts, genAliveCheck(w.gen))
+	}
+	acts = append(acts, w.also...)
+	// A transaction the table throttled was not applied (a throttle is
+	// never a lost race): it is sent again rather than losing the chunks
+	// staged for it.
+	err := patiently(s, func(ctx context.Context) error { return s.Data().Transact(ctx, acts) })
 	r, failed := ConditionsFailed(err)
 	if !failed {
 		return err

@@ -44,6 +44,15 @@ func SetBit(s Scope, key []byte, offset uint64, on bool) (old, changed bool, err
 		return false, false, ErrKeyTooLong
 	}
 	err = mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		if ks.Live && ks.editable() {
+			b := int64(offset >> 3)
+			return editBig(s, key, ks, b, b+1, false, func(buf []byte, off int64) bool {
+				old = GetBit(buf, offset-uint64(off)<<3)
+				changed = old != on || b+1 > ks.big.size
+				setBitIn(buf, offset-uint64(off)<<3, on)
+				return changed
+			})
+		}
 		cur, err := stringOf(ks)
 		if err != nil {
 			return nil, err
@@ -56,15 +65,20 @@ func SetBit(s Scope, key []byte, offset uint64, on bool) (old, changed bool, err
 			return nil, nil
 		}
 		nv := growTo(cur, need)
-		mask := byte(0x80 >> (offset & 7))
-		if on {
-			nv[offset>>3] |= mask
-		} else {
-			nv[offset>>3] &^= mask
-		}
+		setBitIn(nv, offset, on)
 		return stringWrite(s, key, nv, OriginEdited, ks.Expiry)
 	})
 	return old, changed, err
+}
+
+// setBitIn sets or clears the bit at offset of v.
+func setBitIn(v []byte, offset uint64, on bool) {
+	mask := byte(0x80 >> (offset & 7))
+	if on {
+		v[offset>>3] |= mask
+	} else {
+		v[offset>>3] &^= mask
+	}
 }
 
 // BitRange turns BITCOUNT's and BITPOS's start and end (negative from the
@@ -463,6 +477,9 @@ func Bitfield(s Scope, key []byte, ops []BitfieldOp) (res []FieldResult, changed
 		}
 	}
 	err = mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		if ks.Live && ks.editable() {
+			return bitfieldBig(s, key, ks, ops, highest, &res, &changed)
+		}
 		cur, err := stringOf(ks)
 		if err != nil {
 			return nil, err
@@ -485,4 +502,29 @@ func Bitfield(s Scope, key []byte, ops []BitfieldOp) (res []FieldResult, changed
 		return stringWrite(s, key, nv, OriginEdited, ks.Expiry)
 	})
 	return res, changed, err
+}
+
+// bitfieldBig is Bitfield's write on a big value (editable): only the
+// chunks from its lowest to its highest bit are read and rewritten.
+func bitfieldBig(s Scope, key []byte, ks KeyState, ops []BitfieldOp, highest uint64, res *[]FieldResult, changed *bool) (*keyWrite, error) {
+	lowest, reach := uint64(math.MaxUint64), highest
+	for _, op := range ops {
+		lowest = min(lowest, op.Offset)
+		reach = max(reach, op.Offset+uint64(op.Bits)-1)
+	}
+	need := int64(highest>>3) + 1
+	// A GET past the writes reads old bytes, without growing the value.
+	to := max(need, min(int64(reach>>3)+1, ks.big.size))
+	grew := ks.big.size < need
+	return editBig(s, key, ks, int64(lowest>>3), to, false, func(buf []byte, off int64) bool {
+		*changed = false
+		*res = make([]FieldResult, len(ops))
+		for i, op := range ops {
+			op.Offset -= uint64(off) << 3
+			var ch bool
+			(*res)[i], ch = applyField(buf, op)
+			*changed = *changed || ch || (grew && op.Kind != FieldGet && !(*res)[i].Nil)
+		}
+		return *changed
+	})
 }

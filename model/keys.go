@@ -162,6 +162,11 @@ type keyWrite struct {
 	// gen is the staged generation put publishes (a big value's): the put
 	// then goes with the check that the sweeper has not condemned it.
 	gen []byte
+	// also are actions published with put in one transaction (a big value
+	// edit's: bigEdit.stage); lost, when set, is called when the guard
+	// refused put, to discard what was staged for it.
+	also []dynastore.TxAction
+	lost func()
 }
 
 // mutateKey runs a read-modify-write on one key item without ever writing
@@ -202,12 +207,15 @@ func mutateKey(s Scope, key []byte, start *KeyState, decide func(KeyState) (*key
 		switch {
 		case w.delete:
 			_, err = s.Data().Delete(s, k, wo)
-		case w.gen != nil:
-			err = publishBig(s, w.put, w.gen, ks.Guard())
+		case w.gen != nil || w.also != nil:
+			err = publishBig(s, w, ks.Guard())
 		default:
 			_, err = s.Data().Put(s, w.put, wo)
 		}
 		if cur, lost = CondFailed(err); lost {
+			if w.lost != nil {
+				w.lost()
+			}
 			return ErrConflict
 		}
 		if err == nil && !w.delete && !ks.Live {

@@ -427,6 +427,13 @@ func Append(s Scope, key, val []byte, maxLen int64) (int64, error) {
 		if !fitsLen(oldLen, int64(len(val)), maxLen) {
 			return nil, ErrStringTooLong
 		}
+		if ks.editable() {
+			newLen = oldLen + int64(len(val))
+			return editBig(s, key, ks, oldLen, newLen, true, func(buf []byte, off int64) bool {
+				copy(buf[oldLen-off:], val)
+				return true
+			})
+		}
 		if isBig(key, oldLen+int64(len(val))) {
 			old, err := ks.StringValue()
 			if err != nil {
@@ -474,6 +481,21 @@ func SetRange(s Scope, key []byte, offset int64, val []byte, maxLen int64) (int6
 	}
 	var reply int64
 	err := mutateKey(s, key, nil, func(ks KeyState) (*keyWrite, error) {
+		if ks.Live && ks.editable() {
+			reply = ks.big.size
+			if len(val) == 0 {
+				return nil, nil
+			}
+			if !fitsLen(offset, int64(len(val)), maxLen) {
+				return nil, ErrStringTooLong
+			}
+			end := offset + int64(len(val))
+			reply = max(reply, end)
+			return editBig(s, key, ks, offset, end, true, func(buf []byte, off int64) bool {
+				copy(buf[offset-off:], val)
+				return true
+			})
+		}
 		old, err := stringOf(ks)
 		if err != nil {
 			return nil, err

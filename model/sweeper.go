@@ -16,6 +16,10 @@ package model
 //     that the owner key item still does not point to it. Publishing a
 //     generation checks that d is absent, so a condemned generation can
 //     never come back.
+//   - A big value edit's journal entry (bigedit.go) is a registry entry no
+//     key item points to: it is dead from the start, and condemning it
+//     also checks that it is still as seen dead (dd), since publishing the
+//     edit resets dd and changes the chunks it lists.
 //   - A condemned generation's members are deleted 100 per transaction, then
 //     its registry entry. Deleting twice is harmless, so several sweepers
 //     racing on one generation only waste a little work.
@@ -248,8 +252,11 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 			Update: &dynastore.Update{Set: []dynastore.SetAction{
 				{Attr: attrDying, Val: NInt(nowMS)},
 			}},
+			// Still as seen dead: a big value edit's journal that was
+			// published meanwhile lost its dd, and now lists other chunks.
 			Cond: dynastore.And{
 				dynastore.Compare{Attr: attrOwner, Op: dynastore.OpEQ, Val: owner},
+				dynastore.Compare{Attr: attrDeadAt, Op: dynastore.OpEQ, Val: NInt(deadAt)},
 				dynastore.NotExists{Attr: attrDying},
 			},
 		},
@@ -288,18 +295,21 @@ func pointsTo(it dynastore.Item, gen []byte, nowMS int64) bool {
 func (s *Sweeper) purge(ctx context.Context, regItem dynastore.Item) error {
 	reg := regItem.Key()
 	gen := reg.SK
-	if n, err := NumberInt(regItem.Get(attrChunks)); err == nil {
-		// A big value's chunks, BatchWriteItem's worth at a time.
-		for lo := int64(0); lo < n; lo += dynastore.MaxBatchWrite {
-			if err := s.wait(ctx); err != nil {
-				return err
-			}
-			hi := min(lo+dynastore.MaxBatchWrite, n)
-			if err := dynastore.BatchWrite(ctx, s.Store, nil, chunkKeys(gen, lo, hi)); err != nil {
-				return fmt.Errorf("deleting chunks: %w", err)
-			}
-			s.Members += hi - lo
+	// A big value's chunks, or those an edit's journal lists,
+	// BatchWriteItem's worth at a time.
+	keys, err := registryChunkKeys(regItem)
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < len(keys); lo += dynastore.MaxBatchWrite {
+		if err := s.wait(ctx); err != nil {
+			return err
 		}
+		hi := min(lo+dynastore.MaxBatchWrite, len(keys))
+		if err := dynastore.BatchWrite(ctx, s.Store, nil, keys[lo:hi]); err != nil {
+			return fmt.Errorf("deleting chunks: %w", err)
+		}
+		s.Members += int64(hi - lo)
 	}
 	for {
 		if err := s.wait(ctx); err != nil {
