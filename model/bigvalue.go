@@ -364,12 +364,6 @@ func discardBig(s Scope, h *bigHeader) {
 	_, _ = st.Delete(s, genRegKey(h.gen), dynastore.WriteOptions{})
 }
 
-// inParallel calls fn for the ranges of step of 0..n-1, bigParallel at
-// once, and returns the first error; throttled ranges are paced (paced).
-func inParallel(n, step int64, fn func(lo, hi int64) error) error {
-	return paced(context.Background(), n, step, func(_ context.Context, lo, hi int64) error { return fn(lo, hi) })
-}
-
 // putPatiently puts it unconditionally, as a big value's write puts its
 // registry and journal entries: a request the table throttled is sent
 // again, paced as chunks are, since the chunk requests around it are what
