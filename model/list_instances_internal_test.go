@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -116,11 +117,20 @@ func TestListPushPopNoLoss(t *testing.T) {
 					}
 				}
 				require.Empty(t, dup, "popped more than once")
+				// A push whose outcome is unknown (a busy machine can time an
+				// applied request out) may or may not have been applied; any
+				// other refusal must have written nothing.
+				unknown := 0
 				for v, err := range refused {
 					require.Error(t, err)
+					if errors.Is(err, dynastore.ErrOutcomeUnknown) {
+						unknown++
+						continue
+					}
 					require.Zero(t, popped[v], "push of %s was refused yet popped", v)
 				}
-				require.Len(t, popped, acked, "elements delivered")
+				require.GreaterOrEqual(t, len(popped), acked, "elements delivered")
+				require.LessOrEqual(t, len(popped), acked+unknown, "elements delivered")
 				require.Equal(t, instances*clients*perClient, acked+len(refused))
 				t.Logf("pushed %d, refused %d, delivered %d, pops refused %d", acked+len(refused), len(refused), len(popped), popRefused)
 			})

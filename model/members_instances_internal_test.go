@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -47,9 +48,9 @@ func TestMembersRaceNoLoss(t *testing.T) {
 						}
 						return nil
 					}
-					phase := func(rem bool) (total, refused int64) {
+					phase := func(rem bool) (total, refused, unknown int64) {
 						var wg sync.WaitGroup
-						var sum, bad atomic.Int64
+						var sum, bad, unsure atomic.Int64
 						for w := range instances * clients {
 							s := ps[w%instances]
 							wg.Add(1)
@@ -66,6 +67,9 @@ func TestMembersRaceNoLoss(t *testing.T) {
 									}
 									if err != nil {
 										bad.Add(1)
+										if errors.Is(err, dynastore.ErrOutcomeUnknown) {
+											unsure.Add(1)
+										}
 										continue
 									}
 									sum.Add(n)
@@ -73,7 +77,7 @@ func TestMembersRaceNoLoss(t *testing.T) {
 							}()
 						}
 						wg.Wait()
-						return sum.Load(), bad.Load()
+						return sum.Load(), bad.Load(), unsure.Load()
 					}
 					// A command that gave up under conflicts is its client's
 					// error and changed nothing: one client then finishes
@@ -95,10 +99,17 @@ func TestMembersRaceNoLoss(t *testing.T) {
 						}
 						return n
 					}
-					added, refusedAdd := phase(false)
-					require.EqualValues(t, members, added+finish(false), "members reported added")
-					removed, refusedRem := phase(true)
-					require.EqualValues(t, members, removed+finish(true), "members reported removed")
+					// A command whose outcome is unknown (a busy machine
+					// can time an applied request out) may have done its
+					// part unreported.
+					added, refusedAdd, unknown := phase(false)
+					added += finish(false)
+					require.LessOrEqual(t, added, int64(members), "members reported added")
+					require.GreaterOrEqual(t, added, members-unknown, "members reported added")
+					removed, refusedRem, unknown := phase(true)
+					removed += finish(true)
+					require.LessOrEqual(t, removed, int64(members), "members reported removed")
+					require.GreaterOrEqual(t, removed, members-unknown, "members reported removed")
 					t.Logf("added %d, removed %d, refused %d+%d", added, removed, refusedAdd, refusedRem)
 				})
 			}
