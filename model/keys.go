@@ -704,8 +704,12 @@ func FlushDB(s Scope, db int) error { return flushPrefix(s, DBPrefix(db)) }
 // FlushAll deletes every item of every database.
 func FlushAll(s Scope) error { return flushPrefix(s, []byte{NsKey}) }
 
-// flushWorkers is how many deletes a flush keeps in flight.
-const flushWorkers = 8
+// flushWorkers is how many deletes a flush keeps in flight: each is one
+// small conditional DeleteItem of a round trip's few milliseconds, so the
+// flush of a big database is bound by how many go at once, and DynamoDB
+// spreads them over the table's partitions (a throttled one is retried by
+// the policy like any write).
+const flushWorkers = 32
 
 // flushPrefix deletes every item whose pk starts with prefix. A table flush
 // cannot be one atomic request; each delete is conditioned on the version
