@@ -116,9 +116,9 @@ const (
 // Queues is one process's queue state: the configurations it read lately
 // and its counters. Nothing correctness depends on lives here.
 type Queues struct {
-	mu        sync.Mutex
-	configs   map[string]cachedConfig
-	claiming  claimSet
+	mu       sync.Mutex
+	configs  map[string]cachedConfig
+	claiming claimSet
 	// rr spreads this process's pushes over a queue's shards in turn;
 	// lastID is the time part of the last message id given.
 	rr, lastID atomic.Uint64
