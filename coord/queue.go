@@ -14,14 +14,29 @@ package coord
 //	    n deliveries; r the nonce of the last delivery
 //
 // A shard's live messages are thus in the order a queue serves them:
-// priority, then the time they became visible, then push order, and the
-// ready ones (v <= now) of a priority before its invisible ones, so a pop
-// finds the next message in the first page of one Query. Popping moves
-// the message (one transaction: delete it, put it back visible at now +
-// VT with a fresh nonce), so a redelivery after the timeout sorts by the
-// time it became visible again. A receipt names the delivered item and
-// its nonce: acknowledging is one conditional delete, and a receipt goes
-// stale when its message is delivered again (moved, with another nonce).
+// priority, then the time they were pushed to become visible, then push
+// order, and a pushed message with a delay after the ready ones of its
+// priority, so a pop finds the next message in the first page of one
+// Query.
+//
+// Popping claims a message in place: one conditional UpdateItem sets it
+// visible again at now + VT with a fresh nonce, on the condition that it
+// is still as the pop read it (the same nonce, or none) and visible. Its
+// sort key stays, so a receipt (the item and the nonce) names it for good:
+// acknowledging is one conditional delete, NACK and EXTEND one conditional
+// update, and a receipt goes stale when its message is delivered again or
+// handed back (another nonce, or none). A message thus costs a write unit
+// to push, one to pop and one to acknowledge, DynamoDB's floor, where
+// moving it to a new place on each delivery took a transaction of two
+// items (four units). The price is in reads: a delivered message keeps its
+// place among the ready ones, and a pop's Query reads past the messages in
+// flight ahead of the first ready one (Query bills what it reads, the
+// filtered-out items included: about 25 small messages per read unit), and
+// a message whose visibility timeout lapses, or that was handed back, is
+// served again from its first place, before younger ones. A pop reads as
+// many messages more as this process's other pops are claiming on the
+// shard, and skips theirs, so that its concurrent workers do not all race
+// for the head (a failed conditional write bills a unit too).
 // Priority order holds per shard: a pop serves the best message of the
 // first shard it finds one in.
 //
@@ -101,9 +116,9 @@ const (
 // Queues is one process's queue state: the configurations it read lately
 // and its counters. Nothing correctness depends on lives here.
 type Queues struct {
-	mu        sync.Mutex
-	configs   map[string]cachedConfig
-	delivered deliveredCache
+	mu       sync.Mutex
+	configs  map[string]cachedConfig
+	claiming claimSet
 	// rr spreads this process's pushes over a queue's shards in turn;
 	// lastID is the time part of the last message id given.
 	rr, lastID atomic.Uint64
@@ -116,39 +131,59 @@ type Queues struct {
 	tallies map[string]*tally
 }
 
-// deliveredCache remembers the messages this process delivered lately, by
-// receipt, so that a NACK through the same instance can move its message
-// without reading it first. An entry is a hint: the move is conditioned on
-// the delivery's nonce, and a message's payload never changes.
-type deliveredCache struct {
-	mu   sync.Mutex
-	m    map[string]Message
-	ring []string
-	next int
+// claimSet is the messages this process's pops are claiming right now,
+// by shard partition and sort key, so that concurrent pops of one queue
+// through this process each claim another message instead of racing for
+// the first ready one.
+type claimSet struct {
+	mu sync.Mutex
+	// m holds the claimed messages' keys; n counts them per shard
+	// partition.
+	m map[string]bool
+	n map[string]int
 }
 
-const deliveredCacheSize = 4096
+func claimKey(pk, sk []byte) string { return string(pk) + "\x00" + string(sk) }
 
-func (c *deliveredCache) put(m Message) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]Message{}
-		c.ring = make([]string, deliveredCacheSize)
+// busy is how many messages of shard partition pk are being claimed.
+func (s *claimSet) busy(pk []byte) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[string(pk)]
+}
+
+// reserve returns up to n of msgs (shard partition pk's) that no other pop
+// of this process is claiming, marked as this one's.
+func (s *claimSet) reserve(pk []byte, msgs []Message, n int) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m, s.n = map[string]bool{}, map[string]int{}
 	}
-	delete(c.m, c.ring[c.next])
-	c.ring[c.next] = m.Receipt
-	c.next = (c.next + 1) % len(c.ring)
-	m.item = nil
-	c.m[m.Receipt] = m
+	var out []Message
+	for _, m := range msgs {
+		if len(out) == n {
+			break
+		}
+		if k := claimKey(pk, m.sk); !s.m[k] {
+			s.m[k] = true
+			out = append(out, m)
+		}
+	}
+	s.n[string(pk)] += len(out)
+	return out
 }
 
-func (c *deliveredCache) take(receipt string) (Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok := c.m[receipt]
-	delete(c.m, receipt)
-	return m, ok
+// release ends the claims of msgs (shard partition pk's).
+func (s *claimSet) release(pk []byte, msgs []Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		delete(s.m, claimKey(pk, m.sk))
+	}
+	if s.n[string(pk)] -= len(msgs); s.n[string(pk)] <= 0 {
+		delete(s.n, string(pk))
+	}
 }
 
 func shardPK(name []byte, shard int) []byte {
@@ -410,25 +445,34 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 	}
 	var out []Message
 	shards := shardOrder(cfg.maxShards)
-	// A take that lost a race to another worker runs again on the same
-	// shard, after the retry policy's wait; what was taken stays taken.
+	// A pop that lost every message it tried to another worker reads
+	// again on the same shard, after the retry policy's wait; what was
+	// taken stays taken.
 	err = model.RetryConflicts(c, func(int) error {
 		for ; len(shards) > 0; shards = shards[1:] {
+			pk := shardPK(name, shards[0])
 			for len(out) < count {
 				t := now()
-				msgs, err := readyPage(c, name, shards[0], count-len(out), t.UnixMilli())
+				need := count - len(out)
+				msgs, err := readyPage(c, name, shards[0], need+q.claiming.busy(pk), t.UnixMilli())
 				if err != nil {
 					return err
 				}
 				if len(msgs) == 0 {
 					break
 				}
-				got, lost, err := q.take(c, name, cfg, dlqShards, msgs, vt, t)
+				mine := q.claiming.reserve(pk, msgs, need)
+				var got []Message
+				progress := false
+				if len(mine) > 0 {
+					got, progress, err = q.take(c, name, cfg, dlqShards, mine, vt, t)
+					q.claiming.release(pk, mine)
+				}
 				out = append(out, got...)
 				if err != nil {
 					return err
 				}
-				if lost {
+				if !progress {
 					return model.ErrConflict
 				}
 			}
@@ -438,90 +482,149 @@ func (q *Queues) Pop(c model.Scope, name []byte, count int, vt time.Duration, no
 		}
 		return nil
 	})
+	if len(out) > 0 {
+		// Messages taken before a failure are delivered: not returning
+		// them would only hide them for their visibility timeout.
+		return out, nil
+	}
 	return out, err
 }
 
-// take delivers msgs in one transaction: each moved to visible at now +
-// vt with a fresh nonce (deleted when vt is 0), or dead-lettered. It
-// reports lost when another worker changed one first (nothing taken).
-func (q *Queues) take(c model.Scope, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, vt time.Duration, now time.Time) ([]Message, bool, error) {
+// unchanged is the condition that a message item is still as msg was
+// read, and visible at nowMS: not taken by another worker since.
+func unchanged(m Message, nowMS int64) dynastore.Cond {
+	cond := dynastore.Cond(dynastore.NotExists{Attr: attrNonce})
+	if nonce := m.item.Get(attrNonce); nonce != nil {
+		cond = dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}
+	}
+	return dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, cond, ready(nowMS)}
+}
+
+// take delivers msgs (read from one shard at now): each claimed in place,
+// visible again at now + vt with a fresh nonce, or deleted when vt is 0,
+// with one single-item write each, all at once; those received MaxReceives
+// times are dead-lettered in one transaction. It returns what it took, in
+// msgs' order: a message another worker took first is left out, and so is
+// one whose write's outcome is unknown (if it was taken, it is visible
+// again after vt, as an undelivered message is). The error is the first
+// failure other than a lost race.
+func (q *Queues) take(c model.Scope, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, vt time.Duration, now time.Time) (out []Message, progress bool, err error) {
 	st := c.Data()
 	nowMS := now.UnixMilli()
-	var dpk []byte // the DLQ shard this take's dead letters go to
-	if cfg.DLQ != nil {
-		dpk = shardPK(cfg.DLQ, mrand.IntN(dlqShards))
-	}
-	var acts []dynastore.TxAction
-	var out []Message
-	dead := int64(0)
+	var dead, live []Message
 	for _, m := range msgs {
-		pk := shardPK(name, m.shard)
-		cond := dynastore.Cond(dynastore.NotExists{Attr: attrNonce})
-		if nonce := m.item.Get(attrNonce); nonce != nil {
-			cond = dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}
+		if cfg.MaxReceives > 0 && m.Deliveries >= cfg.MaxReceives {
+			dead = append(dead, m)
+		} else {
+			live = append(live, m)
 		}
-		cond = dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, cond}
-		acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: dynastore.Key{PK: pk, SK: m.sk}, Cond: cond})
-		prio, id, pushed := skPriority(m.sk), skID(m.sk), m.PushedMS
-		switch {
-		case cfg.MaxReceives > 0 && m.Deliveries >= cfg.MaxReceives:
-			dead++
-			if dpk != nil {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut,
-					Item: messageItem(dpk, messageSK(stateLive, prio, nowMS, id), m.Payload, nowMS, 0, nil, pushed)})
-			} else {
-				acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut,
-					Item: messageItem(pk, messageSK(stateDead, prio, nowMS, id), m.Payload, nowMS, m.Deliveries, nil, pushed)})
-			}
-		case vt == 0:
-			m.Deliveries++
-			out = append(out, m)
-		default:
+	}
+	taken := make([]bool, len(live))
+	errs := make([]error, len(live)+1)
+	claim := func(i int) {
+		m := &live[i]
+		k := dynastore.Key{PK: shardPK(name, m.shard), SK: m.sk}
+		o := dynastore.WriteOptions{Cond: unchanged(*m, nowMS)}
+		var err error
+		if vt == 0 {
+			_, err = st.Delete(c, k, o)
+		} else {
 			nonce := model.NewVer()
-			visible := nowMS + vt.Milliseconds()
-			sk := messageSK(stateLive, prio, visible, id)
-			acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut,
-				Item: messageItem(pk, sk, m.Payload, visible, m.Deliveries+1, nonce, pushed)})
-			m.Deliveries++
-			m.Receipt = encodeReceipt(m.shard, sk, nonce)
-			out = append(out, m)
+			_, err = st.Update(c, k, dynastore.Update{
+				Set: []dynastore.SetAction{{Attr: attrVisible, Val: model.NInt(nowMS + vt.Milliseconds())}, {Attr: attrNonce, Val: nonce}},
+				Add: []dynastore.AttrValue{{Attr: attrDeliveries, Val: model.NInt(1)}},
+			}, o)
+			m.Receipt = encodeReceipt(m.shard, m.sk, nonce)
 		}
-	}
-	counted := []func(){}
-	if dead > 0 {
-		var done func()
-		acts, done = q.count(st, acts, name, shardPK(name, msgs[0].shard), "deadlettered", dead)
-		counted = append(counted, done)
-		if dpk != nil {
-			acts, done = q.count(st, acts, cfg.DLQ, dpk, "pushed", dead)
-			counted = append(counted, done)
-		}
-	}
-	err := model.WriteActions(c, acts)
-	if err != nil {
-		// Another worker took or moved one of them first. A throttled
-		// or unavailable store is no lost race: running again at once
-		// would only add load, so the error goes to the client.
+		m.Deliveries++
 		if errors.Is(model.Refused(err, nil), model.ErrConflict) {
-			return nil, true, nil
+			return // another worker took it first
 		}
-		return nil, false, err
+		taken[i], errs[i] = err == nil, err
 	}
-	for _, done := range counted {
-		done()
+	if len(live) == 1 || inTxn(st) {
+		// One request needs no goroutine; a transaction buffer records
+		// its writes in order.
+		for i := range live {
+			claim(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := range live {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				claim(i)
+			}()
+		}
+		wg.Wait()
+	}
+	if len(dead) > 0 {
+		progress, errs[len(live)] = q.deadLetter(c, name, cfg, dlqShards, dead, nowMS)
 	}
 	counts := q.statsOf(name)
-	counts.DeadLettered.Add(dead)
-	for _, m := range out {
-		if m.Receipt != "" {
-			q.delivered.put(m)
+	for i, m := range live {
+		if !taken[i] {
+			continue
 		}
+		out = append(out, m)
 		counts.Delivered.Add(1)
 		if m.Deliveries > 1 {
 			counts.Redelivered.Add(1)
 		}
 	}
-	return out, len(out) == 0 && dead == 0, nil
+	progress = progress || len(out) > 0
+	for _, err := range errs {
+		if err != nil {
+			return out, progress, err
+		}
+	}
+	return out, progress, nil
+}
+
+// deadLetter moves msgs, received MaxReceives times, to the queue's
+// dead-letter queue (or holds them as dead), in one transaction, and
+// reports whether it did: a message another worker took first leaves them
+// all where they are.
+func (q *Queues) deadLetter(c model.Scope, name []byte, cfg QueueConfig, dlqShards int, msgs []Message, nowMS int64) (bool, error) {
+	st := c.Data()
+	var dpk []byte // the DLQ shard these dead letters go to
+	if cfg.DLQ != nil {
+		dpk = shardPK(cfg.DLQ, mrand.IntN(dlqShards))
+	}
+	var acts []dynastore.TxAction
+	for _, m := range msgs {
+		pk := shardPK(name, m.shard)
+		acts = append(acts, dynastore.TxAction{Op: dynastore.TxDelete, Key: dynastore.Key{PK: pk, SK: m.sk}, Cond: unchanged(m, nowMS)})
+		prio, id := skPriority(m.sk), skID(m.sk)
+		it := messageItem(pk, messageSK(stateDead, prio, nowMS, id), m.Payload, nowMS, m.Deliveries, nil, m.PushedMS)
+		if dpk != nil {
+			it = messageItem(dpk, messageSK(stateLive, prio, nowMS, id), m.Payload, nowMS, 0, nil, m.PushedMS)
+		}
+		acts = append(acts, dynastore.TxAction{Op: dynastore.TxPut, Item: it})
+	}
+	n := int64(len(msgs))
+	acts, counted := q.count(st, acts, name, shardPK(name, msgs[0].shard), "deadlettered", n)
+	done := []func(){counted}
+	if dpk != nil {
+		acts, counted = q.count(st, acts, cfg.DLQ, dpk, "pushed", n)
+		done = append(done, counted)
+	}
+	err := model.WriteActions(c, acts)
+	if errors.Is(model.Refused(err, nil), model.ErrConflict) {
+		// Another worker took or moved one of them first. A throttled
+		// or unavailable store is no lost race: that error goes to the
+		// client.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, f := range done {
+		f()
+	}
+	q.statsOf(name).DeadLettered.Add(n)
+	return true, nil
 }
 
 // Ack deletes the messages of the receipts that are still valid and
@@ -595,30 +698,21 @@ func (q *Queues) Ack(c model.Scope, name []byte, receipts [][]byte) (int64, erro
 }
 
 // Nack makes the message of receipt visible again after delay: 1, or 0
-// for a stale receipt. The message moves to its new place in the order,
-// so its receipt is stale from then on.
+// for a stale receipt. The message keeps its place in the order, and
+// loses its nonce, so its receipt is stale from then on and QUEUE.STATS
+// counts it as waiting, not in flight.
 func (q *Queues) Nack(c model.Scope, name, receipt []byte, delay time.Duration, now time.Time) (bool, error) {
 	st := c.Data()
 	k, nonce, err := decodeReceipt(name, receipt)
 	if err != nil {
 		return false, err
 	}
-	m, ok := q.delivered.take(string(receipt))
-	if !ok {
-		it, err := st.Get(c, k)
-		if err != nil || it == nil || !nonceIs(it, nonce) {
-			return false, err
-		}
-		if m, err = decodeMessage(0, it); err != nil {
-			return false, err
-		}
-	}
-	visible := now.UnixMilli() + delay.Milliseconds()
-	// Without a nonce: waiting again, not in flight (QUEUE.STATS).
-	moved := messageItem(k.PK, messageSK(stateLive, skPriority(k.SK), visible, skID(k.SK)), m.Payload, visible, m.Deliveries, nil, m.PushedMS)
-	acts, counted := q.count(st, []dynastore.TxAction{
-		{Op: dynastore.TxDelete, Key: k, Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}},
-		{Op: dynastore.TxPut, Item: moved},
+	acts, counted := q.count(st, []dynastore.TxAction{{Op: dynastore.TxUpdate, Key: k,
+		Update: &dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrVisible, Val: model.NInt(now.UnixMilli() + delay.Milliseconds())}},
+			Remove: []string{attrNonce},
+		},
+		Cond: dynastore.Compare{Attr: attrNonce, Op: dynastore.OpEQ, Val: nonce}},
 	}, name, k.PK, "nacked", 1)
 	err = model.WriteActions(c, acts)
 	if _, stale := model.ConditionsFailed(err); stale {
