@@ -20,10 +20,7 @@ func TestBigListElements(t *testing.T) {
 	const n = 1<<20 + 4321
 	a, b := bigValue(21, n), bigValue(22, n)
 	A, B := string(a), string(b)
-	eq := func(t *testing.T, want []byte, got string) {
-		t.Helper()
-		require.True(t, bytes.Equal(want, []byte(got)), "a value of %d bytes where %d were written", len(got), len(want))
-	}
+	eq := sameBytes
 	for _, be := range testserver.Stores(t) {
 		t.Run(be.Name, func(t *testing.T) {
 			rdb := be.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = time.Minute })
@@ -108,4 +105,10 @@ func TestBigListElements(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameBytes requires a reply of a big value to be want, byte for byte.
+func sameBytes(t *testing.T, want []byte, got string) {
+	t.Helper()
+	require.True(t, bytes.Equal(want, []byte(got)), "a value of %d bytes where %d were written", len(got), len(want))
 }
