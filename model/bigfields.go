@@ -29,6 +29,10 @@ package model
 //
 // Commands that need a value's length (HSTRLEN, HEXISTS, OBJECT ENCODING)
 // read only the reference.
+//
+// List elements are kept the same way (see bigElems below); for them the
+// chunks also die once their position leaves the list's range (a pop or
+// LTRIM whose member deletes have not landed yet).
 
 import (
 	"bytes"
@@ -420,6 +424,9 @@ func publishRefAt(gen, ownerPK, ownerSK []byte) dynastore.TxAction {
 // elemBytes is a list element's bytes from its stored value v, a big
 // one's read from its chunks.
 func elemBytes(c Scope, v dynastore.Value) ([]byte, error) {
+	if b, ok := v.(dynastore.B); ok {
+		return b, nil
+	}
 	vs := []dynastore.Value{v}
 	if err := loadValues(c, vs); err != nil {
 		return nil, err

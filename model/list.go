@@ -17,6 +17,9 @@ package model
 //     them inwards and delete the popped members, all in one transaction
 //     with the key item's update. LINDEX is one GetItem of a member,
 //     LRANGE one Query over a position range, LLEN the key item alone.
+//     An element a member item cannot hold is kept in chunks, as a big
+//     hash field value is, and its member item refers to them
+//     (bigfields.go); such an element never fits inline.
 //
 // This is the list layout of the collection engine (collection.go):
 // the inline codec above, and a MemberSpan (lh, lt) for the large
