@@ -210,8 +210,9 @@ func TestBigListSweep(t *testing.T) {
 // A big element's push and reads, and the requests each makes: the
 // registry entry and BatchWriteItems of 8 chunks, then the list's own
 // requests; LINDEX the key item, the member item and BatchGetItems of 8
-// chunks; LLEN the key item alone. The units per MB are logged beside a
-// big hash field's.
+// chunks; LLEN the key item alone; LMOVE into a new list reads the
+// chunks and writes none. The units per MB are logged beside a big hash
+// field's.
 func TestBigListRequests(t *testing.T) {
 	forStores(t, func(t *testing.T, e *keysEnv) {
 		// A 10 MB element: 27 chunks, four BatchWriteItems and BatchGetItems.
@@ -230,10 +231,17 @@ func TestBigListRequests(t *testing.T) {
 				vs, _, err := model.ListPop(s, []byte("l"), true, 1)
 				return string(vs[0]), err
 			}, want: string(a), ops: map[string]int64{dynastore.OpQuery: 1, batch: 4, del: 1}},
+			{name: "rpush big again", run: func(s model.Scope) (any, error) {
+				return model.ListPush(s, []byte("l"), [][]byte{[]byte("x"), a}, false, false)
+			}, want: int64(2)},
+			{name: "lmove big", run: func(s model.Scope) (any, error) {
+				v, err := model.ListMove(s, []byte("l"), []byte("d"), false, true, false)
+				return string(v), err
+			}, want: string(a), ops: map[string]int64{get: 1, putOp: 1, dynastore.OpQuery: 1, batch: 4, tx: 2}},
 			{name: "hset big", run: hsetS("h", "f", a), want: int64(1)},
 			{name: "hget big", run: hgetS("h", "f"), want: string(a)},
 		})
-		for _, name := range []string{"rpush big", "lindex big", "lpop big", "hset big", "hget big"} {
+		for _, name := range []string{"rpush big", "lindex big", "lpop big", "lmove big", "hset big", "hget big"} {
 			var reqs int64
 			var r, w float64
 			for k, v := range e.stats.Snapshot() {
