@@ -9,6 +9,7 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/faithful"
+	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/rdb"
 	"github.com/redamo/redamo/model"
 )
@@ -196,7 +197,10 @@ func TestBigListSweep(t *testing.T) {
 
 		// A list deleted, another expired: their members go, then the
 		// chunks they held.
-		ok(model.ListPush(s, []byte("e"), [][]byte{a, []byte("z")}, true, false))
+		// An element pushed twice is two elements, each with its chunks.
+		ok(model.ListPush(s, []byte("e"), [][]byte{a, a, []byte("z")}, true, false))
+		require.Equal(t, 12, countChunks(t, e))
+		list("e", []byte("z"), a, a)
 		ok(model.Expire(s, []byte("e"), s.NowMS()+1000, 0))
 		ok(model.DeleteKey(s, []byte("m2")))
 		ok(model.DeleteKey(s, []byte("l")))
@@ -327,4 +331,25 @@ func pastGrace(t *testing.T, e *keysEnv, s model.Scope) (sweep func(), sw *model
 		}
 		require.NoError(t, sw.SweepOnce(s))
 	}, sw
+}
+
+// A push whose chunks could not all be written fails and leaves the list
+// as it was; the sweeper deletes the chunks it wrote.
+func TestBigListPushFails(t *testing.T) {
+	st := dynastore.NewStats()
+	mem := memory.New(memory.Options{Observer: st})
+	e := &keysEnv{store: mem, stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()}
+	s := e.scope("test", 0)
+	_, err := model.ListPush(s, []byte("l"), [][]byte{[]byte("x")}, false, false)
+	require.NoError(t, err)
+	dying := &scope{Context: s.Context, st: &putsFailing{Store: mem, ok: 2}, db: s.db, now: s.now, proc: s.proc}
+	_, err = model.ListPush(dying, []byte("l"), [][]byte{randomBytes(51, 3*bigChunkBytes)}, true, false)
+	require.ErrorIs(t, err, dynastore.ErrUnavailable)
+	vs, err := model.ListRange(s, []byte("l"), 0, -1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"x"}, strs(vs))
+	require.Positive(t, countChunks(t, e))
+	sweep, _ := pastGrace(t, e, s)
+	sweep()
+	require.Zero(t, countChunks(t, e))
 }
