@@ -448,9 +448,9 @@ func sameElem(c Scope, v dynastore.Value, elem []byte) (bool, error) {
 }
 
 // outsideSpan tells whether the member sort key ownerSK of the key item
-// key of a list (a spanned type) is a position outside its range, and then the condition that
-// keeps it so: an element popped or trimmed away, whose member item may
-// linger.
+// key of a list (a spanned type) is a position outside its range, and
+// then the condition that keeps it so: an element popped or trimmed away,
+// whose member item may linger.
 func outsideSpan(key dynastore.Item, ownerSK []byte) (bool, dynastore.Cond) {
 	t, _ := key.Get(AttrType).(dynastore.S)
 	sp, spanned := MemberSpans[string(t)]
