@@ -1,7 +1,6 @@
 package commands_test
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -19,10 +18,7 @@ func TestBigHashFields(t *testing.T) {
 	ctx := context.Background()
 	const n = 1<<20 + 4321
 	a, b := bigValue(11, n), bigValue(12, n)
-	eq := func(t *testing.T, want []byte, got string) {
-		t.Helper()
-		require.True(t, bytes.Equal(want, []byte(got)), "a value of %d bytes where %d were written", len(got), len(want))
-	}
+	eq := sameBytes
 	for _, be := range testserver.Stores(t) {
 		t.Run(be.Name, func(t *testing.T) {
 			rdb := be.Start(t).Client(t, func(o *redis.Options) { o.ReadTimeout = time.Minute })

@@ -64,6 +64,51 @@ func TestBigHashFieldAcrossInstances(t *testing.T) {
 	})
 }
 
+// TestBigListElementAcrossInstances is TestBigValuesAcrossInstances for
+// a list's 10 MB element beside a small one, the list replaced whole in
+// MULTI/EXEC.
+func TestBigListElementAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		bigAcrossInstances(t, b, 10<<20, bigShape{
+			set: func(ctx context.Context, c *redis.Client, v []byte) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "bigl")
+					p.RPush(ctx, "bigl", "s", v)
+					return nil
+				})
+				return err
+			},
+			get: func(ctx context.Context, c *redis.Client) ([]byte, error) { return c.LIndex(ctx, "bigl", 1).Bytes() },
+		})
+	})
+}
+
+// A 10 MB list element pushed through one instance is read, moved and
+// popped through another, whole.
+func TestBigListPushPopAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		v := bigBytes(4, 10<<20)
+		ca, cb := b.node(t).start(), b.node(t).start()
+		eq := func(got []byte, err error) {
+			t.Helper()
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(v, got), "%d bytes where %d were pushed", len(got), len(v))
+		}
+		require.EqualValues(t, 2, ca.RPush(ctx, "l", "s", v).Val())
+		eq(cb.LIndex(ctx, "l", -1).Bytes())
+		require.EqualValues(t, 1, cb.LPos(ctx, "l", string(v), redis.LPosArgs{}).Val())
+		eq(cb.LMove(ctx, "l", "d", "RIGHT", "LEFT").Bytes())
+		eq(ca.LIndex(ctx, "d", 0).Bytes())
+		got, err := ca.BLPop(ctx, 5*time.Second, "d").Result()
+		require.NoError(t, err)
+		eq([]byte(got[1]), nil)
+		require.EqualValues(t, 1, cb.RPush(ctx, "l", v).Val()-1)
+		eq(ca.RPop(ctx, "l").Bytes())
+		require.Equal(t, []string{"s"}, cb.LRange(ctx, "l", 0, -1).Val())
+	})
+}
+
 // bigShape is how a big value is written and read: a string, a field.
 type bigShape struct {
 	set func(ctx context.Context, c *redis.Client, v []byte) error

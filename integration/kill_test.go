@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/internal/testproc"
+	"github.com/redamo/redamo/internal/testserver"
 )
 
 // instance is one redamo process that can be killed and restarted on the
@@ -34,7 +35,10 @@ func (in *instance) start() *redis.Client {
 	cmd := exec.Command(binary, append(in.args, "--addr", in.addr)...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=redamotest", "AWS_SECRET_ACCESS_KEY=redamotest")
 	in.proc = testproc.Start(in.t, cmd)
-	c := redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, PoolSize: 8})
+	// A big value's write on a busy DynamoDB Local takes seconds: the
+	// test server's clients' read timeout (a killed instance closes its
+	// connections at once, it needs none).
+	c := redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, PoolSize: 8, ReadTimeout: testserver.ClientReadTimeout})
 	in.t.Cleanup(func() { _ = c.Close() })
 	require.Eventually(in.t, func() bool {
 		return c.Ping(context.Background()).Err() == nil

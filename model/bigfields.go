@@ -29,6 +29,10 @@ package model
 //
 // Commands that need a value's length (HSTRLEN, HEXISTS, OBJECT ENCODING)
 // read only the reference.
+//
+// List elements are kept the same way (see bigElems below); for them the
+// chunks also die once their position leaves the list's range (a pop or
+// LTRIM whose member deletes have not landed yet).
 
 import (
 	"bytes"
@@ -241,7 +245,8 @@ func bigFieldRenameActions(ctx context.Context, st dynastore.Store, it dynastore
 }
 
 // fieldOwnerChecks tells whether the chunk generation gen owned by the
-// field whose member sort key is ownerSK in the hash at key item key
+// field (or list element) whose member sort key is ownerSK in the hash (or
+// list) at key item key
 // (nil: absent) is alive, and when it is not, what the sweeper's
 // condemning transaction checks to know it still is not: a condition on
 // the key item, and a check of the member item.
@@ -259,6 +264,9 @@ func fieldOwnerChecks(ctx context.Context, st dynastore.Store, key dynastore.Ite
 			dynastore.Compare{Attr: AttrExpiry, Op: dynastore.OpLE, Val: NInt(nowMS)},
 		}, nil, nil
 	}
+	if out, cond := outsideSpan(key, ownerSK); out {
+		return false, dynastore.And{dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(bytes.Clone(hg))}, cond}, nil, nil
+	}
 	mk := dynastore.Key{PK: MembersPK(hg), SK: ownerSK}
 	m, err := st.Get(ctx, mk)
 	if err != nil {
@@ -274,4 +282,189 @@ func fieldOwnerChecks(ctx context.Context, st dynastore.Store, key dynastore.Ite
 			dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpNE, Val: dynastore.B(bytes.Clone(gen))},
 		},
 	}}, nil
+}
+
+// Big list elements (list.go) are referred to the same way, from the
+// member item of their position. A position is only known in the attempt
+// that commits it, so a command stages each big element once, with no
+// member on the registry entry (dead to the sweeper until published), and
+// the commit that puts the reference names the member (publishRefAt).
+// An element a command takes out of its list (a pop, LMOVE, a list
+// rewritten by LINSERT or LREM) and puts back in one keeps its chunks:
+// that commit names the new member instead.
+
+// bigElems are the big values one command writes as list elements,
+// staged once for all its attempts, and those the current attempt took
+// out of their elements, which it may put elsewhere without copying.
+type bigElems struct {
+	st   dynastore.Store
+	pool []*bigElem
+	// at is the entry the current attempt put at each member of a key.
+	at map[[2]string]*bigElem
+}
+
+// bigElem is one big value of a bigElems.
+type bigElem struct {
+	v []byte
+	h *bigHeader
+	// staged: staged by the command (else taken from an element); used:
+	// put by the current attempt.
+	staged, used bool
+}
+
+// newBigElems is a command's bigElems.
+func newBigElems(c Scope) *bigElems { return &bigElems{st: baseStore(c)} }
+
+// attempt starts an attempt of the command: nothing is taken or put yet.
+func (b *bigElems) attempt() {
+	if b == nil {
+		return
+	}
+	kept := b.pool[:0]
+	for _, e := range b.pool {
+		if e.staged {
+			e.used = false
+			kept = append(kept, e)
+		}
+	}
+	clear(b.pool[len(kept):])
+	b.pool, b.at = kept, nil
+}
+
+// took records that v, read from the stored value ref, leaves its element
+// in the current attempt's commit: it may be put elsewhere by reference.
+func (b *bigElems) took(ref dynastore.Value, v []byte) {
+	h, ok := refOf(ref)
+	if b == nil || !ok {
+		return
+	}
+	for _, e := range b.pool {
+		if bytes.Equal(e.h.gen, h.gen) {
+			return
+		}
+	}
+	b.pool = append(b.pool, &bigElem{v: v, h: h})
+}
+
+// value is what v is stored as at member m of cl: its bytes, or when it is
+// big, a reference to chunks (staged now, or taken, or staged by an
+// earlier attempt) that cl's commit publishes. Each chunk generation is put
+// at one member only, so that its registry entry names its one owner.
+func (b *bigElems) value(cl *Collection, m, v []byte) (dynastore.Value, error) {
+	if !bigField(m, len(v)) {
+		return dynastore.B(bytes.Clone(v)), nil
+	}
+	at := [2]string{string(cl.Key), string(m)}
+	if e := b.at[at]; e != nil && bytes.Equal(e.v, v) {
+		return bigRef(e.h), nil // the same put planned again
+	}
+	var e *bigElem
+	for _, x := range b.pool {
+		if !x.used && bytes.Equal(x.v, v) {
+			e = x
+			break
+		}
+	}
+	ownerPK := KeyPK(cl.c.DB(), cl.Key)
+	if e == nil {
+		h, err := stageField(cl.c, b.st, cl.c.NowMS(), ownerPK, nil, v)
+		if err != nil {
+			return nil, err
+		}
+		e = &bigElem{v: v, h: h, staged: true}
+		b.pool = append(b.pool, e)
+	}
+	e.used = true
+	if b.at == nil {
+		b.at = map[[2]string]*bigElem{}
+	}
+	b.at[at] = e
+	cl.checks = append(cl.checks, publishRefAt(e.h.gen, ownerPK, MemberSK(m)))
+	cl.SetKeyAttr(attrBigFields, NInt(1))
+	return bigRef(e.h), nil
+}
+
+// settle ends the command: the values it staged and certainly did not
+// publish are deleted (best effort): after a success those it did not
+// put, after a refusal (a busy key) all. After any other failure the
+// commit may have been applied: what it did not publish the sweeper
+// deletes.
+func (b *bigElems) settle(c Scope, err error) {
+	refused := errors.Is(err, ErrBusyKey)
+	if b == nil || (err != nil && !refused) {
+		return
+	}
+	for _, e := range b.pool {
+		if e.staged && (refused || !e.used) {
+			discardBig(c, e.h)
+		}
+	}
+}
+
+// publishRefAt is the action that publishes a reference to chunk
+// generation gen from member sort key ownerSK of the key item pk ownerPK:
+// its registry entry names them, if the sweeper has not condemned it, and
+// forgets when the sweeper saw it dead, so that a condemnation planned on
+// an older owner fails.
+func publishRefAt(gen, ownerPK, ownerSK []byte) dynastore.TxAction {
+	return dynastore.TxAction{
+		Op:  dynastore.TxUpdate,
+		Key: genRegKey(gen),
+		Update: &dynastore.Update{
+			Set: []dynastore.SetAction{
+				{Attr: attrOwner, Val: dynastore.B(bytes.Clone(ownerPK))},
+				{Attr: attrOwnerSK, Val: dynastore.B(bytes.Clone(ownerSK))},
+			},
+			Remove: []string{attrDeadAt},
+		},
+		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+	}
+}
+
+// elemBytes is a list element's bytes from its stored value v, a big
+// one's read from its chunks.
+func elemBytes(c Scope, v dynastore.Value) ([]byte, error) {
+	if b, ok := v.(dynastore.B); ok {
+		return b, nil
+	}
+	vs := []dynastore.Value{v}
+	if err := loadValues(c, vs); err != nil {
+		return nil, err
+	}
+	b, _ := vs[0].(dynastore.B)
+	return b, nil
+}
+
+// sameElem reports whether the stored value v holds elem: a big value is
+// only read when its length and checksum match.
+func sameElem(c Scope, v dynastore.Value, elem []byte) (bool, error) {
+	if h, ok := refOf(v); ok {
+		if h.size != int64(len(elem)) || h.sum != crc32.Checksum(elem, castagnoli) {
+			return false, nil
+		}
+	}
+	b, err := elemBytes(c, v)
+	return bytes.Equal(b, elem), err
+}
+
+// outsideSpan tells whether the member sort key ownerSK of the key item
+// key of a list (a spanned type) is a position outside its range, and
+// then the condition that keeps it so: an element popped or trimmed away,
+// whose member item may linger.
+func outsideSpan(key dynastore.Item, ownerSK []byte) (bool, dynastore.Cond) {
+	t, _ := key.Get(AttrType).(dynastore.S)
+	sp, spanned := MemberSpans[string(t)]
+	if !spanned || len(ownerSK) == 0 || ownerSK[0] != skMember {
+		return false, nil
+	}
+	p, ok := MemberPos(ownerSK[1:])
+	lo, errLo := NumberInt(key.Get(sp.Lo))
+	hi, errHi := NumberInt(key.Get(sp.Hi))
+	if !ok || errLo != nil || errHi != nil || (p >= lo && p < hi) {
+		return false, nil
+	}
+	return true, dynastore.Or{
+		dynastore.Compare{Attr: sp.Lo, Op: dynastore.OpGT, Val: NInt(p)},
+		dynastore.Compare{Attr: sp.Hi, Op: dynastore.OpLE, Val: NInt(p)},
+	}
 }

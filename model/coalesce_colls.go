@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 
 	"github.com/redamo/redamo/dynastore"
@@ -97,7 +98,9 @@ func doList(c Scope, key []byte, op listOp) (listRes, error) {
 		n, err := listPush(c, key, op.vals, op.left, op.mustExist)
 		return listRes{n: n}, err
 	}
-	if !Coalescable(c) || !KeyFits(key) {
+	if !Coalescable(c) || !KeyFits(key) || slices.ContainsFunc(op.vals, isBigElem) {
+		// A big element's push stages its chunks first, and retries
+		// without staging them again: on its own.
 		return alone()
 	}
 	op.s = c

@@ -239,9 +239,14 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 			return RestoreOutcome{}, err
 		}
 	}
+	var elems *bigElems
+	if typ == TypeList {
+		elems = newBigElems(c)
+	}
 	err := RetryConflicts(c, func(int) error {
+		elems.attempt()
 		cl := &Collection{c: c, Type: typ, Key: key, Replace: true}
-		if err := fillRestored(cl, o, sv); err != nil {
+		if err := fillRestored(cl, o, sv, elems); err != nil {
 			return err
 		}
 		var cond dynastore.Cond
@@ -288,6 +293,7 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 		cl.NoteCommitted()
 		return nil
 	})
+	elems.settle(c, err)
 	if err != nil {
 		if errors.Is(err, ErrBusyKey) && sv != nil {
 			sv.discard(c)
@@ -345,12 +351,18 @@ func restoreShape(o *rdb.Object, a RestoreArgs) (typ string, big bool) {
 }
 
 // fillRestored stages o's entries in cl, a collection replacing the key,
-// with the big hash values sv staged (nil: none).
-func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues) error {
+// with the big hash values sv staged (nil: none), and a list's big
+// elements staged by big.
+func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues, big *bigElems) error {
 	switch cl.Type {
 	case TypeList:
 		for i, v := range o.Elems {
-			cl.Put(PosMember(int64(i)), dynastore.B(v))
+			m := PosMember(int64(i))
+			sv, err := big.value(cl, m, v)
+			if err != nil {
+				return err
+			}
+			cl.Put(m, sv)
 		}
 	case TypeSet:
 		for _, m := range o.Elems {

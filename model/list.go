@@ -17,6 +17,9 @@ package model
 //     them inwards and delete the popped members, all in one transaction
 //     with the key item's update. LINDEX is one GetItem of a member,
 //     LRANGE one Query over a position range, LLEN the key item alone.
+//     An element a member item cannot hold is kept in chunks, as a big
+//     hash field value is, and its member item refers to them
+//     (bigfields.go); such an element never fits inline.
 //
 // This is the list layout of the collection engine (collection.go):
 // the inline codec above, and a MemberSpan (lh, lt) for the large
@@ -98,6 +101,9 @@ type ListView struct {
 	elemSize     int
 
 	changed bool
+	// big stages the big elements the view puts (bigfields.go): the
+	// command's, shared by its attempts, or the view's own.
+	big *bigElems
 	// cached: the key item came from the item cache (openListForWrite),
 	// which only seeds guarded writes (see settle).
 	cached bool
@@ -366,7 +372,7 @@ func (l *ListView) readEnd(from, to int64, left bool) ([][]byte, error) {
 	} else {
 		rf = max(l.nh, from-more)
 	}
-	all, err := l.readPositions(rf, rt)
+	all, err := l.readValues(rf, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -381,12 +387,23 @@ func (l *ListView) readEnd(from, to int64, left bool) ([][]byte, error) {
 	for i, v := range all {
 		p := rf + int64(i)
 		if _, staged := l.staged[p]; !staged {
-			l.values[p] = v
+			if b, ok := v.(dynastore.B); ok {
+				l.values[p] = b // a big element is read only when popped
+			}
 		}
-		size += len(v)
+		size += ValueSize(v)
 	}
 	l.elemSize = max(size/len(all), 1)
-	return all[from-rf : to-rf], nil
+	out = make([][]byte, 0, to-from)
+	for _, v := range all[from-rf : to-rf] {
+		b, err := elemBytes(l.c, v)
+		if err != nil {
+			return nil, err
+		}
+		l.big.took(v, b)
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // knownAfter is what of known and the staged puts stays valid, within
@@ -430,11 +447,11 @@ func (l *ListView) index(i int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := it.Get(AttrValue).(dynastore.B)
-	if !ok {
+	v := it.Get(AttrValue)
+	if v == nil {
 		return nil, fmt.Errorf("model: list member %d of [%d,%d) missing: %w", p, l.h, l.t, ErrConflict)
 	}
-	return v, nil
+	return elemBytes(l.c, v)
 }
 
 // set replaces the element at list index i (normalized).
@@ -458,9 +475,31 @@ func (l *ListView) readPositions(from, to int64) ([][]byte, error) {
 	return out, err
 }
 
+// readValues is readPositions of the stored values: a big element's
+// reference, not its bytes.
+func (l *ListView) readValues(from, to int64) ([]dynastore.Value, error) {
+	out := make([]dynastore.Value, 0, to-from)
+	err := l.scanValues(from, to, func(_ int64, v dynastore.Value) error {
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
 // scanPositions calls fn for the elements at positions [from, to) in order
 // (staged puts included), reading committed ones page by page.
 func (l *ListView) scanPositions(from, to int64, fn func(p int64, v []byte) error) error {
+	return l.scanValues(from, to, func(p int64, v dynastore.Value) error {
+		b, err := elemBytes(l.c, v)
+		if err != nil {
+			return err
+		}
+		return fn(p, b)
+	})
+}
+
+// scanValues is scanPositions of the stored values.
+func (l *ListView) scanValues(from, to int64, fn func(p int64, v dynastore.Value) error) error {
 	p := from
 	emitStaged := func(upto int64) error {
 		for ; p < upto; p++ {
@@ -468,7 +507,7 @@ func (l *ListView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 			if !ok {
 				return fmt.Errorf("model: list position %d not read: %w", p, ErrConflict)
 			}
-			if err := fn(p, v); err != nil {
+			if err := fn(p, dynastore.B(v)); err != nil {
 				return err
 			}
 		}
@@ -485,11 +524,10 @@ func (l *ListView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 				// A hole: the list changed since its key item was read.
 				return false, ErrConflict
 			}
-			b, _ := v.(dynastore.B)
 			if sv, ok := l.staged[p]; ok {
-				b = sv
+				v = dynastore.B(sv)
 			}
-			if err := fn(p, b); err != nil {
+			if err := fn(p, v); err != nil {
 				return false, err
 			}
 			p++
@@ -507,23 +545,47 @@ func (l *ListView) scanPositions(from, to int64, fn func(p int64, v []byte) erro
 
 // all calls fn for every element in order, staged changes included.
 func (l *ListView) all(fn func(i int64, v []byte) error) error {
+	return l.allValues(func(i int64, v dynastore.Value) error {
+		b, err := elemBytes(l.c, v)
+		if err != nil {
+			return err
+		}
+		return fn(i, b)
+	})
+}
+
+// allValues is all of the stored values (a big element's reference).
+func (l *ListView) allValues(fn func(i int64, v dynastore.Value) error) error {
 	if !l.Large() {
 		for i, v := range l.elems {
-			if err := fn(int64(i), v); err != nil {
+			if err := fn(int64(i), dynastore.B(v)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return l.scanPositions(l.nh, l.nt, func(p int64, v []byte) error { return fn(p-l.nh, v) })
+	return l.scanValues(l.nh, l.nt, func(p int64, v dynastore.Value) error { return fn(p-l.nh, v) })
 }
 
-// allReverse calls fn for every element from the tail, staged changes
-// included; a large list is read in pages from its end.
-func (l *ListView) allReverse(fn func(i int64, v []byte) error) error {
+// takeAll is all for a rewrite, which takes every element out of its
+// place: a big one may be put back by reference (bigElems.took).
+func (l *ListView) takeAll(fn func(i int64, v []byte) error) error {
+	return l.allValues(func(i int64, v dynastore.Value) error {
+		b, err := elemBytes(l.c, v)
+		if err != nil {
+			return err
+		}
+		l.big.took(v, b)
+		return fn(i, b)
+	})
+}
+
+// allValuesReverse calls fn for every stored value from the tail, staged
+// changes included; a large list is read in pages from its end.
+func (l *ListView) allValuesReverse(fn func(i int64, v dynastore.Value) error) error {
 	if !l.Large() {
 		for i := len(l.elems) - 1; i >= 0; i-- {
-			if err := fn(int64(i), l.elems[i]); err != nil {
+			if err := fn(int64(i), dynastore.B(l.elems[i])); err != nil {
 				return err
 			}
 		}
@@ -533,7 +595,7 @@ func (l *ListView) allReverse(fn func(i int64, v []byte) error) error {
 	for to := l.nt; to > l.nh; to -= chunk {
 		from := max(l.nh, to-chunk)
 		l.PagesRead = l.PagesRead || to != l.nt // not one snapshot any more
-		vals, err := l.readPositions(from, to)
+		vals, err := l.readValues(from, to)
 		if err != nil {
 			return err
 		}
@@ -556,9 +618,12 @@ func (l *ListView) setRewrite(n int64, gen func(yield func([]byte) error) error)
 // commit: an inline list, or a rewritten one, is rebuilt whole (one Put
 // while it fits inline, else a new generation with positions from 0 on);
 // a large one changes in place, its moved range staged as key attributes.
-func (l *ListView) stage() {
+func (l *ListView) stage() error {
 	if !l.changed {
-		return
+		return nil
+	}
+	if l.big == nil {
+		l.big = newBigElems(l.c)
 	}
 	elems := func(yield func([]byte) error) error {
 		for _, e := range l.elems {
@@ -575,7 +640,11 @@ func (l *ListView) stage() {
 	case l.Large():
 		for p, v := range l.staged {
 			if p >= l.nh && p < l.nt {
-				l.Put(PosMember(p), dynastore.B(bytes.Clone(v)))
+				sv, err := l.big.value(l.Collection, PosMember(p), v)
+				if err != nil {
+					return err
+				}
+				l.Put(PosMember(p), sv)
 			}
 		}
 		for p := l.h; p < min(l.t, l.nh); p++ {
@@ -587,17 +656,39 @@ func (l *ListView) stage() {
 		l.SetKeyAttr(AttrListHead, NInt(l.nh))
 		l.SetKeyAttr(AttrListTail, NInt(l.nt))
 		l.ListKnown = l.knownAfter()
-		return
+		return nil
 	}
 	l.Rebuild(n, func(yield func([]byte, dynastore.Value) error) error {
 		var p int64
 		return elems(func(e []byte) error {
-			err := yield(PosMember(p), dynastore.B(bytes.Clone(e)))
+			v, err := l.big.value(l.Collection, PosMember(p), e)
+			if err != nil {
+				return err
+			}
+			err = yield(PosMember(p), v)
 			p++
 			return err
 		})
 	})
+	return nil
 }
+
+// retryLists is RetryConflicts for a command that may put big elements:
+// its views share big (set as their big), so that the elements are staged
+// once for all attempts.
+func retryLists(c Scope, fn func(try int, big *bigElems) error) error {
+	big := newBigElems(c)
+	err := RetryConflicts(c, func(try int) error {
+		big.attempt()
+		return fn(try, big)
+	})
+	big.settle(c, err)
+	return err
+}
+
+// isBigElem reports whether a list element of n bytes is kept in chunks
+// (bigfields.go).
+func isBigElem(v []byte) bool { return bigField(PosMember(0), len(v)) }
 
 // commitLists commits the changes of several views in one request or
 // transaction (reads are views only read: their key items are checked).
@@ -605,7 +696,9 @@ func (l *ListView) stage() {
 func commitLists(c Scope, writes []*ListView, reads []*ListView) error {
 	ws := make([]*Collection, len(writes))
 	for i, l := range writes {
-		l.stage()
+		if err := l.stage(); err != nil {
+			return err
+		}
 		ws[i] = l.Collection
 	}
 	rs := make([]*Collection, len(reads))
@@ -675,7 +768,7 @@ func listPush(c Scope, key []byte, vals [][]byte, left, mustExist bool) (int64, 
 		seed, seeded = cur, true
 	}
 	var n int64
-	err := RetryConflicts(c, func(try int) error {
+	err := retryLists(c, func(try int, big *bigElems) error {
 		var l *ListView
 		var err error
 		if seeded && try == 0 {
@@ -686,6 +779,7 @@ func listPush(c Scope, key []byte, vals [][]byte, left, mustExist bool) (int64, 
 		if err != nil {
 			return err
 		}
+		l.big = big
 		if err := l.Check(); err != nil {
 			return err
 		}
@@ -885,12 +979,16 @@ func ListPos(c Scope, key []byte, o ListPosQuery) (found []int64, exists bool, e
 			skip = -skip
 		}
 		var seen, matches int64
-		visit := func(i int64, v []byte) error {
+		visit := func(i int64, v dynastore.Value) error {
 			if o.MaxLen > 0 && seen >= o.MaxLen {
 				return errStop
 			}
 			seen++
-			if bytes.Equal(v, o.Elem) {
+			same, err := sameElem(c, v, o.Elem)
+			if err != nil {
+				return err
+			}
+			if same {
 				matches++
 				if matches >= skip {
 					found = append(found, i)
@@ -902,9 +1000,9 @@ func ListPos(c Scope, key []byte, o ListPosQuery) (found []int64, exists bool, e
 			return nil
 		}
 		if o.Rank > 0 {
-			err = l.all(visit)
+			err = l.allValues(visit)
 		} else {
-			err = l.allReverse(visit)
+			err = l.allValuesReverse(visit)
 		}
 		if err != nil && !errors.Is(err, errStop) {
 			return err
@@ -919,11 +1017,12 @@ func ListPos(c Scope, key []byte, o ListPosQuery) (found []int64, exists bool, e
 // ListSet is LSET: ErrNoSuchKey, ErrIndexNotInt (idxOK false) or
 // ErrIndexOutOfRange when there is nothing to set, checked in that order.
 func ListSet(c Scope, key []byte, idx int64, idxOK bool, v []byte) error {
-	return RetryConflicts(c, func(try int) error {
+	return retryLists(c, func(try int, big *bigElems) error {
 		l, err := openListForWrite(c, key, try)
 		if err != nil {
 			return err
 		}
+		l.big = big
 		if err := l.Check(); err != nil {
 			return err
 		}
@@ -950,23 +1049,25 @@ func ListSet(c Scope, key []byte, idx int64, idxOK bool, v []byte) error {
 // key does not exist.
 func ListInsert(c Scope, key []byte, after bool, pivot, elem []byte) (int64, error) {
 	var reply int64
-	err := RetryConflicts(c, func(try int) error {
+	err := retryLists(c, func(_ int, big *bigElems) error {
 		l, err := readList(c, key)
 		if err != nil {
 			return err
 		}
+		l.big = big
 		reply = 0
 		if !l.KS.Live {
 			return nil
 		}
 		// Find the pivot first: a miss writes nothing.
 		at := int64(-1)
-		err = l.all(func(i int64, v []byte) error {
-			if bytes.Equal(v, pivot) {
+		err = l.allValues(func(i int64, v dynastore.Value) error {
+			same, err := sameElem(c, v, pivot)
+			if same {
 				at = i
 				return errStop
 			}
-			return nil
+			return err
 		})
 		if err != nil && !errors.Is(err, errStop) {
 			return err
@@ -988,7 +1089,7 @@ func ListInsert(c Scope, key []byte, after bool, pivot, elem []byte) (int64, err
 		} else {
 			src := *l
 			l.setRewrite(n, func(yield func([]byte) error) error {
-				return src.all(func(i int64, v []byte) error {
+				return src.takeAll(func(i int64, v []byte) error {
 					if i == at {
 						if err := yield(elem); err != nil {
 							return err
@@ -1017,11 +1118,12 @@ func ListInsert(c Scope, key []byte, after bool, pivot, elem []byte) (int64, err
 // -count when negative, all when 0) and returns how many went.
 func ListRem(c Scope, key []byte, count int64, elem []byte) (int64, error) {
 	var removed int64
-	err := RetryConflicts(c, func(try int) error {
+	err := retryLists(c, func(_ int, big *bigElems) error {
 		l, err := readList(c, key)
 		if err != nil {
 			return err
 		}
+		l.big = big
 		removed = 0
 		if !l.KS.Live {
 			return nil
@@ -1033,19 +1135,20 @@ func ListRem(c Scope, key []byte, count int64, elem []byte) (int64, error) {
 		if limit < 0 {
 			limit = -limit
 		}
-		visit := func(i int64, v []byte) error {
-			if bytes.Equal(v, elem) {
+		visit := func(i int64, v dynastore.Value) error {
+			same, err := sameElem(c, v, elem)
+			if same {
 				drop[i] = true
 				if limit > 0 && int64(len(drop)) >= limit {
 					return errStop
 				}
 			}
-			return nil
+			return err
 		}
 		if count >= 0 {
-			err = l.all(visit)
+			err = l.allValues(visit)
 		} else {
-			err = l.allReverse(visit)
+			err = l.allValuesReverse(visit)
 		}
 		if err != nil && !errors.Is(err, errStop) {
 			return err
@@ -1066,7 +1169,7 @@ func ListRem(c Scope, key []byte, count int64, elem []byte) (int64, error) {
 		} else {
 			src := *l
 			l.setRewrite(l.length()-removed, func(yield func([]byte) error) error {
-				return src.all(func(i int64, v []byte) error {
+				return src.takeAll(func(i int64, v []byte) error {
 					if drop[i] {
 						return nil
 					}
@@ -1122,12 +1225,13 @@ func ListTrim(c Scope, key []byte, start, stop int64) (existed bool, err error) 
 func ListMove(c Scope, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, error) {
 	var moved []byte
 	same := bytes.Equal(src, dst)
-	err := RetryConflicts(c, func(try int) error {
+	err := retryLists(c, func(try int, big *bigElems) error {
 		moved = nil
 		s, err := openListForWrite(c, src, try)
 		if err != nil {
 			return err
 		}
+		s.big = big
 		if s.WrongType && quiet {
 			return nil
 		}
@@ -1142,6 +1246,7 @@ func ListMove(c Scope, src, dst []byte, fromLeft, toLeft, quiet bool) ([]byte, e
 			if d, err = openListForWrite(c, dst, try); err != nil {
 				return err
 			}
+			d.big = big
 			if err := d.Check(); err != nil {
 				return err
 			}

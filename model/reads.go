@@ -102,7 +102,7 @@ func (r *Reads) Validate(s Scope) error {
 // StoreList replaces dst (read by Load) with the list vals (deletes it
 // when vals is empty) in one request or transaction that also checks that
 // every other key read is still as read.
-func (r *Reads) StoreList(s Scope, dst []byte, vals [][]byte) error {
+func (r *Reads) StoreList(s Scope, dst []byte, vals [][]byte) (err error) {
 	// The result replaces the key whole: whatever it held, and no expiry
 	// survives (setKey).
 	cl, err := FromItem(s, dst, TypeList, r.states[string(dst)].Raw)
@@ -110,8 +110,15 @@ func (r *Reads) StoreList(s Scope, dst []byte, vals [][]byte) error {
 		return err
 	}
 	cl.Replace = true
+	big := newBigElems(s)
+	defer func() { big.settle(s, err) }()
 	for i, v := range vals {
-		cl.Put(PosMember(int64(i)), dynastore.B(bytes.Clone(v)))
+		m := PosMember(int64(i))
+		sv, err := big.value(cl, m, v)
+		if err != nil {
+			return err
+		}
+		cl.Put(m, sv)
 	}
 	actions, err := cl.Plan()
 	if err != nil {
