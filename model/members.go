@@ -122,8 +122,9 @@ func MemberPos(m []byte) (int64, bool) {
 
 // orderItem is the order item of member m with value v of a generation of
 // type typ (nil when the type keeps no second order). A member too long to
-// be spelt out in the sort key is kept in the item (attrMember).
-func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
+// be spelt out in the sort key is kept in the item (attrMember), or its
+// reference ref when it is big (bigmembers.go).
+func orderItem(typ string, gen, m []byte, v, ref dynastore.Value) dynastore.Item {
 	o, ok := MemberOrders[typ]
 	if !ok {
 		return nil
@@ -132,9 +133,7 @@ func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
 		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
 		{Name: dynastore.AttrSK, Value: dynastore.B(o.SK(m, v))},
 	}
-	if len(m) > MaxPlainSK {
-		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
-	}
+	setMember(&it, m, ref)
 	if v != nil {
 		it.Set(AttrValue, v)
 	}
@@ -165,14 +164,16 @@ func MemberKey(gen, m []byte) dynastore.Key {
 	return dynastore.Key{PK: MembersPK(gen), SK: MemberSK(m)}
 }
 
-// memberItem builds a member item; v is nil for sets.
-func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
+// memberItem builds a member item; v is nil for sets, ref the reference
+// of a big member (nil for any other).
+func memberItem(gen, m []byte, v, ref dynastore.Value) dynastore.Item {
 	it := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
 		{Name: dynastore.AttrSK, Value: dynastore.B(MemberSK(m))},
 	}
-	if len(m) > MaxPlainSK {
-		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
+	setMember(&it, m, ref)
+	if h, ok := refOf(ref); ok {
+		it.Set(attrBigMember, dynastore.B(bytes.Clone(h.gen)))
 	}
 	if v != nil {
 		it.Set(AttrValue, v)
@@ -181,6 +182,17 @@ func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 		}
 	}
 	return it
+}
+
+// setMember keeps member m in its item when its sort key does not spell
+// it out: its bytes, or ref when it is big.
+func setMember(it *dynastore.Item, m []byte, ref dynastore.Value) {
+	switch {
+	case ref != nil:
+		it.Set(attrMember, ref)
+	case len(m) > MaxPlainSK:
+		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
+	}
 }
 
 // decodeMember returns a member item's member and value (nil for sets).
