@@ -707,6 +707,26 @@ func (cl *Collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 	if cl.Known == nil {
 		cl.Known = map[string]MemberState{}
 	}
+	order := MemberOrders[cl.Type]
+	lo, hi = order.widen(lo, hi)
+	// Neighbours whose sort keys do not order them wait in ties until the
+	// last of them is read, and go to fn in member order.
+	type tie struct {
+		m []byte
+		v dynastore.Value
+	}
+	var ties []tie
+	var tieKey []byte
+	flush := func() error {
+		sort.Slice(ties, func(i, j int) bool { return (bytes.Compare(ties[i].m, ties[j].m) < 0) != reverse })
+		for _, t := range ties {
+			if err := fn(t.m, t.v); err != nil {
+				return err
+			}
+		}
+		ties, tieKey = ties[:0], nil
+		return nil
+	}
 	// BETWEEN is inclusive: an item whose key is hi itself is skipped.
 	q := dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: MemberPageItems}
 	if hint > 0 && hint < MemberPageItems {
@@ -730,12 +750,21 @@ func (cl *Collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 				cl.noteRef(MemberSK(m), it)
 			}
 			cl.Known[string(m)] = MemberState{present: true, v: v}
-			if err := fn(m, v); err != nil {
+			sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
+			if t := order.tieKey(sk); t == nil || !bytes.Equal(t, tieKey) {
+				if err := flush(); err != nil {
+					return err
+				}
+				tieKey = t
+			}
+			if tieKey != nil {
+				ties = append(ties, tie{m, v})
+			} else if err := fn(m, v); err != nil {
 				return err
 			}
 		}
 		if page.Next == nil {
-			return nil
+			return flush()
 		}
 		cl.PagesRead = true
 		q.After, q.Limit = page.Next, MemberPageItems

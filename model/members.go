@@ -55,6 +55,37 @@ type MemberOrder struct {
 	Prefix int
 }
 
+// tieLen is how long an order sort key's common part is: the prefix and
+// the first bytes of a member too long to be spelt out, before its digest.
+// Members sharing it with a long one are not in order by their sort keys
+// (the digest decides between them): they are neighbours, and a read puts
+// them in member order itself (eachOrderedIn).
+func (o MemberOrder) tieLen() int { return o.Prefix + MaxPlainSK - sha256.Size }
+
+// tieKey is the common part sk shares with its neighbours whose order its
+// sort key does not say, nil when it has none.
+func (o MemberOrder) tieKey(sk []byte) []byte {
+	if len(sk) < o.tieLen() {
+		return nil
+	}
+	return sk[:o.tieLen()]
+}
+
+// widen moves the bounds [lo, hi) of a range of order sort keys out to the
+// edges of the neighbours they fall among (tieKey), so that the range
+// holds every member between them whatever their digests; the caller
+// compares members with its bounds itself. Bounds longer than any sort
+// key become valid ones.
+func (o MemberOrder) widen(lo, hi []byte) ([]byte, []byte) {
+	if t := o.tieKey(lo); t != nil {
+		lo = t
+	}
+	if t := o.tieKey(hi); t != nil {
+		hi = append(bytes.Clone(t), bytes.Repeat([]byte{0xff}, sha256.Size+1)...)
+	}
+	return lo, hi
+}
+
 // MemberOrders holds the types that keep a MemberOrder.
 var MemberOrders = map[string]MemberOrder{
 	TypeZSet: {SK: zorderSK, Prefix: zorderPrefixSize},
