@@ -3,6 +3,7 @@ package model_test
 import (
 	"bytes"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,5 +178,196 @@ func TestBigMemberSets(t *testing.T) {
 		sweep()
 		sweep()
 		require.Zero(t, countChunks(t, e))
+	})
+}
+
+// Big hash field names, with small and big values, and big sorted-set
+// members in Redis's byte order where their sort keys cannot say it:
+// members sharing a long prefix, big or not, by rank, in reverse and by
+// lexicographic range. A new score keeps a member's chunks.
+func TestBigMemberHashesAndZSets(t *testing.T) {
+	forBigStores(t, func(t *testing.T, e *keysEnv) {
+		s := e.scope("test", 0)
+		sweep := sweeper(t, e, s)
+		f, v := randomBytes(21, 2*bigChunkBytes+10), randomBytes(22, 2*bigChunkBytes)
+		_, err := model.AddMembers(s, []byte("h"), model.TypeHash, [][]byte{f, []byte("g")}, [][]byte{[]byte("small"), []byte("1")})
+		require.NoError(t, err)
+		vals, present, err := model.HashGet(s, []byte("h"), [][]byte{f, append(bytes.Clone(f), 0)})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, false}, present)
+		require.Equal(t, "small", string(vals[0]))
+		_, err = model.AddMembers(s, []byte("h"), model.TypeHash, [][]byte{f}, [][]byte{v})
+		require.NoError(t, err)
+		fields, vs, err := model.HashAll(s, []byte("h"))
+		require.NoError(t, err)
+		require.Len(t, fields, 2)
+		for i, x := range fields {
+			if bytes.Equal(x, f) {
+				require.True(t, bytes.Equal(v, vs[i]), "the big field's big value")
+			} else {
+				require.Equal(t, "g", string(x))
+			}
+		}
+		sweep()
+		require.Equal(t, 3+2, countChunks(t, e), "the field name's and its value's")
+		_, err = model.RemoveMembers(s, []byte("h"), model.TypeHash, [][]byte{f})
+		require.NoError(t, err)
+		sweep()
+		require.Zero(t, countChunks(t, e))
+
+		base := randomBytes(23, 2*bigChunkBytes+30)
+		next := bytes.Clone(base)
+		next[1200]++
+		ms := [][]byte{base, append(bytes.Clone(base), 0), base[:1500], base[:990], base[:500], next, []byte("a"), {0xff}}
+		scores := make([]float64, len(ms))
+		for i := range scores {
+			scores[i] = 1
+		}
+		_, err = model.ZAdd(s, []byte("z"), model.ZAddFlags{}, ms, scores, 128, 64)
+		require.NoError(t, err)
+		want := inOrder(ms)
+		members := func(q model.ZRangeQuery) [][]byte {
+			t.Helper()
+			es, err := model.ZRange(s, []byte("z"), q)
+			require.NoError(t, err)
+			out := make([][]byte, len(es))
+			for i, e := range es {
+				out[i] = e.Member
+			}
+			return out
+		}
+		require.Equal(t, want, members(model.ZRangeQuery{By: model.ZRangeRank, Start: 0, End: -1}))
+		rev := slices.Clone(want)
+		slices.Reverse(rev)
+		require.Equal(t, rev, members(model.ZRangeQuery{By: model.ZRangeRank, Start: 0, End: -1, Rev: true}))
+		for i, m := range want {
+			r, found, err := model.ZRank(s, []byte("z"), m, false)
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, int64(i), r)
+			r, _, err = model.ZRank(s, []byte("z"), m, true)
+			require.NoError(t, err)
+			require.Equal(t, int64(len(want)-1-i), r)
+		}
+		lex := model.ZRangeQuery{By: model.ZRangeLex, Limit: -1, Lex: model.LexRange{Min: model.LexBound{V: base[:1500]}, Max: model.LexBound{V: base}}}
+		require.Equal(t, [][]byte{base[:1500], base}, members(lex))
+		lex.Lex.Min.Ex, lex.Lex.Max = true, model.LexBound{V: next, Ex: true}
+		require.Equal(t, [][]byte{base, append(bytes.Clone(base), 0)}, members(lex))
+
+		chunks := countChunks(t, e)
+		require.Equal(t, 3*3, chunks, "three big members'")
+		_, err = model.ZAdd(s, []byte("z"), model.ZAddFlags{Incr: true}, [][]byte{base}, []float64{-1}, 128, 64)
+		require.NoError(t, err)
+		require.Equal(t, base, members(model.ZRangeQuery{By: model.ZRangeRank, Start: 0, End: 0})[0])
+		sweep()
+		require.Equal(t, chunks, countChunks(t, e), "a new score keeps the chunks")
+	})
+}
+
+// A big member written inside a transaction (MULTI/EXEC, a script) is
+// invisible until its commit, and one whose transaction is dropped, or
+// whose writer failed, is never visible: its chunks are swept.
+func TestBigMemberUnpublished(t *testing.T) {
+	forBigStores(t, func(t *testing.T, e *keysEnv) {
+		s := e.scope("test", 0)
+		sweep := sweeper(t, e, s)
+		a, b := randomBytes(31, 2*bigChunkBytes+1), randomBytes(32, 2*bigChunkBytes+2)
+		isMember := func(m []byte) bool {
+			t.Helper()
+			ok, err := model.SetIsMember(s, []byte("s"), [][]byte{m})
+			require.NoError(t, err)
+			return ok[0]
+		}
+		inTxn := func(txn *model.Txn) *scope {
+			ts := e.scope("txn", 0)
+			ts.st = txn
+			return ts
+		}
+		_, err := model.AddMembers(s, []byte("s"), model.TypeSet, [][]byte{[]byte("x")}, nil)
+		require.NoError(t, err)
+
+		txn := model.NewTxn(e.store, nil)
+		n, err := model.AddMembers(inTxn(txn), []byte("s"), model.TypeSet, [][]byte{a}, nil)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		require.False(t, isMember(a), "not before EXEC")
+		require.NoError(t, txn.Commit(s))
+		require.True(t, isMember(a))
+		ms, err := model.SetMembers(s, []byte("s"))
+		require.NoError(t, err)
+		require.Equal(t, inOrder([][]byte{a, []byte("x")}), inOrder(ms))
+
+		dropped := model.NewTxn(e.store, nil)
+		_, err = model.AddMembers(inTxn(dropped), []byte("s"), model.TypeSet, [][]byte{b}, nil)
+		require.NoError(t, err)
+		for ok := 0; ok < 3; ok++ {
+			// The writer dies after its registry entry, or its chunks.
+			died := newScope(&putsFailing{Store: e.store, ok: ok})
+			_, err = model.AddMembers(died, []byte("s"), model.TypeSet, [][]byte{b}, nil)
+			require.ErrorIs(t, err, dynastore.ErrUnavailable)
+		}
+		require.False(t, isMember(b))
+		sweep()
+		require.Equal(t, 3, countChunks(t, e), "only the published member's")
+		require.True(t, isMember(a))
+	})
+}
+
+// Readers on other instances see a big member whole or not at all while a
+// writer adds and removes it and its neighbours.
+func TestBigMemberReaders(t *testing.T) {
+	forBigStores(t, func(t *testing.T, e *keysEnv) {
+		w := e.scope("writer", 0)
+		ms := [][]byte{randomBytes(41, 2*bigChunkBytes+7), randomBytes(42, bigChunkBytes*3/2), []byte("small")}
+		known := map[string]bool{}
+		for _, m := range ms {
+			known[string(m)] = true
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		var mu sync.Mutex
+		reads := 0
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs := &keysEnv{store: e.store, stats: e.stats, proc: model.NewProcess(nil), now: e.now}
+				s := rs.scope("reader", 0)
+				for read := false; ; read = true {
+					select {
+					case <-stop:
+						if read {
+							return
+						}
+					default:
+					}
+					got, err := model.SetMembers(s, []byte("s"))
+					if err != nil {
+						continue
+					}
+					for _, m := range got {
+						if !known[string(m)] {
+							t.Errorf("a member of %d bytes that was never written", len(m))
+						}
+					}
+					mu.Lock()
+					reads++
+					mu.Unlock()
+				}
+			}()
+		}
+		for i := range 8 {
+			m := ms[i%len(ms)]
+			if i%2 == 0 {
+				_, err := model.AddMembers(w, []byte("s"), model.TypeSet, [][]byte{m, ms[(i+1)%len(ms)]}, nil)
+				require.NoError(t, err)
+			} else {
+				_, err := model.RemoveMembers(w, []byte("s"), model.TypeSet, [][]byte{m})
+				require.NoError(t, err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		require.Positive(t, reads)
 	})
 }
