@@ -206,12 +206,19 @@ func copyFieldValue(ctx context.Context, st dynastore.Store, nowMS int64, ownerP
 	if err != nil {
 		return nil, nil, err
 	}
-	nh, err := stageField(ctx, st, nowMS, ownerPK, m, b)
+	return stageFieldRef(ctx, st, nowMS, ownerPK, m, b)
+}
+
+// stageFieldRef stages bytes b for member m of the key item pk ownerPK and
+// returns their reference, with the check the commit publishing it must
+// carry.
+func stageFieldRef(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, m, b []byte) (dynastore.Value, *dynastore.TxAction, error) {
+	h, err := stageField(ctx, st, nowMS, ownerPK, m, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	check := genAliveCheck(nh.gen)
-	return bigRef(nh), &check, nil
+	check := genAliveCheck(h.gen)
+	return bigRef(h), &check, nil
 }
 
 // bigFieldRenameActions are the actions RENAME and MOVE add when they move

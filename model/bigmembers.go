@@ -40,10 +40,11 @@ import (
 // generation.
 const attrBigMember = "bm"
 
-// maxItemMember is the longest member kept in its items: with its value
-// (a big one is a reference) and the rest of the item, it stays under
+// maxItemMember is the longest member kept in its items: with the rest of
+// the item (a sorted set's order item has a sort key of up to 1 KB, a
+// hash's value is a reference when it would not fit) it stays under
 // DynamoDB's item limit.
-const maxItemMember = dynastore.MaxItemSize - 4*bigItemRoom
+const maxItemMember = dynastore.MaxItemSize - 8*bigItemRoom
 
 // bigMember reports whether member m is kept in chunks.
 func bigMember(m []byte) bool { return len(m) > maxItemMember }
@@ -153,10 +154,5 @@ func copyMemberRef(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK
 	if !bigMember(m) {
 		return nil, nil, nil
 	}
-	h, err := stageField(ctx, st, nowMS, ownerPK, m, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	check := genAliveCheck(h.gen)
-	return bigRef(h), &check, nil
+	return stageFieldRef(ctx, st, nowMS, ownerPK, m, m)
 }
