@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -60,6 +61,30 @@ func TestBigHashFieldAcrossInstances(t *testing.T) {
 				return c.HSet(ctx, "bigh", "small", "s", "f", v).Err()
 			},
 			get: func(ctx context.Context, c *redis.Client) ([]byte, error) { return c.HGet(ctx, "bigh", "f").Bytes() },
+		})
+	})
+}
+
+// TestBigSetMemberAcrossInstances is TestBigValuesAcrossInstances for a
+// set whose one member is 4 MB, replaced in MULTI/EXEC.
+func TestBigSetMemberAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		bigAcrossInstances(t, b, 4<<20, bigShape{
+			set: func(ctx context.Context, c *redis.Client, v []byte) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "bigs")
+					p.SAdd(ctx, "bigs", v)
+					return nil
+				})
+				return err
+			},
+			get: func(ctx context.Context, c *redis.Client) ([]byte, error) {
+				ms, err := c.SMembers(ctx, "bigs").Result()
+				if err != nil || len(ms) != 1 {
+					return nil, fmt.Errorf("%d members: %w", len(ms), err)
+				}
+				return []byte(ms[0]), nil
+			},
 		})
 	})
 }
