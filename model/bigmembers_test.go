@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -369,5 +370,52 @@ func TestBigMemberReaders(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		require.Positive(t, reads)
+	})
+}
+
+// One command writing 50 big values or members into a large collection:
+// with their checks they do not fit the members' transaction, so they wait
+// in pending items and the checks go with the commit that publishes them.
+// RENAME hands all of them over.
+func TestBigMemberMany(t *testing.T) {
+	forBigStores(t, func(t *testing.T, e *keysEnv) {
+		s := e.scope("test", 0)
+		for _, typ := range []string{model.TypeHash, model.TypeSet} {
+			key := []byte(typ)
+			var small, vals [][]byte
+			for i := range 200 {
+				small = append(small, fmt.Append(nil, "s", i))
+				vals = append(vals, []byte("v"))
+			}
+			if typ == model.TypeSet {
+				vals = nil
+			}
+			_, err := model.AddMembers(s, key, typ, small, vals)
+			require.NoError(t, err)
+			var ms [][]byte
+			vals = nil
+			for i := range 50 {
+				b := randomBytes(uint64(100+i), bigChunkBytes+20<<10)
+				if typ == model.TypeHash {
+					ms, vals = append(ms, fmt.Append(nil, "f", i)), append(vals, b)
+				} else {
+					ms = append(ms, b)
+				}
+			}
+			n, err := model.AddMembers(s, key, typ, ms, vals)
+			require.NoError(t, err, typ)
+			require.Equal(t, int64(50), n, typ)
+			_, err = model.MoveKey(s, key, 0, append(key, '2'), false)
+			require.NoError(t, err, typ)
+		}
+		sweeper(t, e, s)()
+		require.Equal(t, 2*50*2, countChunks(t, e))
+		vals, present, err := model.HashGet(s, []byte("hash2"), [][]byte{[]byte("f7")})
+		require.NoError(t, err)
+		require.True(t, present[0])
+		require.True(t, bytes.Equal(randomBytes(107, bigChunkBytes+20<<10), vals[0]))
+		ok, err := model.SetIsMember(s, []byte("set2"), [][]byte{randomBytes(149, bigChunkBytes+20<<10)})
+		require.NoError(t, err)
+		require.True(t, ok[0])
 	})
 }

@@ -158,7 +158,10 @@ func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	if len(members) == 0 && len(cl.keyAttrs) == 0 {
 		return nil, nil, nil
 	}
-	if len(members) <= MaxTxMembers && size <= maxTxBytes {
+	// The checks of the big values and members it publishes (bigfields.go,
+	// bigmembers.go) go with the member writes, or else with the commit
+	// of the pending ones.
+	if len(members)+len(cl.checks) <= MaxTxMembers && size <= maxTxBytes {
 		keyUpdate := cl.keyUpdate(key, guard, n)
 		if !cl.exact && !spanned {
 			// Commutative form: concurrent writers of different members
