@@ -130,7 +130,7 @@ func (cl *Collection) memberRef(m []byte) (dynastore.Value, error) {
 // members, before a commit that puts one is planned.
 func (cl *Collection) markBigMembers() {
 	for m := range cl.puts {
-		if bigMember([]byte(m)) {
+		if len(m) > maxItemMember {
 			cl.SetKeyAttr(attrBigFields, NInt(1))
 			return
 		}
