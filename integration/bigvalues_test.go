@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -247,4 +248,28 @@ func bigAcrossInstances(t *testing.T, b backend, size int, shape bigShape) {
 	const chunkSize = 384 << 10
 	require.Equal(t, (size+chunkSize-1)/chunkSize, chunks, "chunks left besides the published value's")
 	require.True(t, bytes.Equal(va, settled(cb)), "the sweep left the published value whole")
+}
+
+// TestBigSetMemberAcrossInstances is TestBigValuesAcrossInstances for a
+// set whose one member is 4 MB, replaced in MULTI/EXEC.
+func TestBigSetMemberAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		bigAcrossInstances(t, b, 4<<20, bigShape{
+			set: func(ctx context.Context, c *redis.Client, v []byte) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "bigs")
+					p.SAdd(ctx, "bigs", v)
+					return nil
+				})
+				return err
+			},
+			get: func(ctx context.Context, c *redis.Client) ([]byte, error) {
+				ms, err := c.SMembers(ctx, "bigs").Result()
+				if err != nil || len(ms) != 1 {
+					return nil, fmt.Errorf("%d members: %w", len(ms), err)
+				}
+				return []byte(ms[0]), nil
+			},
+		})
+	})
 }

@@ -62,7 +62,7 @@ const (
 // member item, which may hold the field twice (sort key and m), would not
 // fit one item.
 func bigField(f []byte, n int) bool {
-	return int64(n) > dynastore.MaxItemSize-int64(2*len(f))-bigItemRoom
+	return int64(n) > dynastore.MaxItemSize-int64(2*memberCost(f))-bigItemRoom
 }
 
 // bigRef is the stored value referring to a big value's chunks.
@@ -210,12 +210,19 @@ func copyFieldValue(ctx context.Context, st dynastore.Store, nowMS int64, ownerP
 	if err != nil {
 		return nil, nil, err
 	}
-	nh, err := stageField(ctx, st, nowMS, ownerPK, m, b)
+	return stageFieldRef(ctx, st, nowMS, ownerPK, m, b)
+}
+
+// stageFieldRef stages bytes b for member m of the key item pk ownerPK and
+// returns their reference, with the check the commit publishing it must
+// carry.
+func stageFieldRef(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, m, b []byte) (dynastore.Value, *dynastore.TxAction, error) {
+	h, err := stageField(ctx, st, nowMS, ownerPK, m, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	check := genAliveCheck(nh.gen)
-	return bigRef(nh), &check, nil
+	check := genAliveCheck(h.gen)
+	return bigRef(h), &check, nil
 }
 
 // bigFieldRenameActions are the actions RENAME and MOVE add when they move
@@ -228,19 +235,22 @@ func bigFieldRenameActions(ctx context.Context, st dynastore.Store, it dynastore
 		return nil, nil
 	}
 	var acts []dynastore.TxAction
-	err := eachMember(ctx, st, g, func(_ []byte, v dynastore.Value) error {
-		if h, ok := refOf(v); ok {
-			acts = append(acts, dynastore.TxAction{
-				Op:  dynastore.TxUpdate,
-				Key: genRegKey(h.gen),
-				Update: &dynastore.Update{Set: []dynastore.SetAction{
-					{Attr: attrOwner, Val: dynastore.B(bytes.Clone(newPK))},
-				}},
-				Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
-			})
+	err := eachMemberItem(ctx, st, g, nil, func(it dynastore.Item) error {
+		// A big value's chunks, and a big member's (bigmembers.go).
+		for _, v := range []dynastore.Value{it.Get(AttrValue), it.Get(attrMember)} {
+			if h, ok := refOf(v); ok {
+				acts = append(acts, dynastore.TxAction{
+					Op:  dynastore.TxUpdate,
+					Key: genRegKey(h.gen),
+					Update: &dynastore.Update{Set: []dynastore.SetAction{
+						{Attr: attrOwner, Val: dynastore.B(bytes.Clone(newPK))},
+					}},
+					Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+				})
+			}
 		}
 		return nil
-	})
+	}, nil)
 	return acts, err
 }
 
@@ -272,14 +282,18 @@ func fieldOwnerChecks(ctx context.Context, st dynastore.Store, key dynastore.Ite
 	if err != nil {
 		return false, nil, nil, err
 	}
-	if bg, _ := m.Get(attrBigGen).(dynastore.B); bytes.Equal(bg, gen) {
+	// The field's value, or the member itself (bigmembers.go).
+	bg, _ := m.Get(attrBigGen).(dynastore.B)
+	if bm, _ := m.Get(attrBigMember).(dynastore.B); bytes.Equal(bg, gen) || bytes.Equal(bm, gen) {
 		return true, nil, nil, nil
 	}
 	return false, dynastore.Compare{Attr: AttrGen, Op: dynastore.OpEQ, Val: dynastore.B(bytes.Clone(hg))}, []dynastore.TxAction{{
 		Op: dynastore.TxCheck, Key: mk, Cond: dynastore.Or{
 			dynastore.NotExists{Attr: dynastore.AttrPK},
-			dynastore.NotExists{Attr: attrBigGen},
-			dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpNE, Val: dynastore.B(bytes.Clone(gen))},
+			dynastore.And{
+				dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpNE, Val: dynastore.B(bytes.Clone(gen))},
+				dynastore.Compare{Attr: attrBigMember, Op: dynastore.OpNE, Val: dynastore.B(bytes.Clone(gen))},
+			},
 		},
 	}}, nil
 }

@@ -271,10 +271,19 @@ type Collection struct {
 	// Extra are actions on items outside the collection that its commit
 	// joins (a stream's pending entries: stream_pel.go).
 	Extra []dynastore.TxAction
+	// memberRefs are the references of big members (bigmembers.go) read
+	// or staged, by member sort key; staged the chunks this attempt
+	// staged, and checked the members whose check joined cl.checks.
+	memberRefs map[string]dynastore.Value
+	staged     []*bigHeader
+	checked    map[string]bool
 }
 
 // saw notes what a read of member or order items met.
 func (cl *Collection) saw(it dynastore.Item) {
+	if sk, _ := it.Get(dynastore.AttrSK).(dynastore.B); len(sk) > 0 && sk[0] == skDigest {
+		cl.noteRef(sk, it)
+	}
 	if v := it.Get(attrRolling); v != nil {
 		if n, err := NumberInt(v); err != nil || n > cl.changes {
 			cl.SawRolling = true
@@ -592,7 +601,7 @@ func (cl *Collection) Fetch(members [][]byte) error {
 	for i, it := range items {
 		cl.saw(it)
 		st := MemberState{}
-		if it != nil && bytes.Equal(decodeMember(it), want[i]) {
+		if isMember(it, want[i]) {
 			st = MemberState{present: true, v: it.Get(AttrValue)}
 		}
 		cl.Known[string(want[i])] = st
@@ -698,6 +707,26 @@ func (cl *Collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 	if cl.Known == nil {
 		cl.Known = map[string]MemberState{}
 	}
+	order := MemberOrders[cl.Type]
+	lo, hi = order.widen(lo, hi)
+	// Neighbours whose sort keys do not order them wait in ties until the
+	// last of them is read, and go to fn in member order.
+	type tie struct {
+		m []byte
+		v dynastore.Value
+	}
+	var ties []tie
+	var tieKey []byte
+	flush := func() error {
+		sort.Slice(ties, func(i, j int) bool { return (bytes.Compare(ties[i].m, ties[j].m) < 0) != reverse })
+		for _, t := range ties {
+			if err := fn(t.m, t.v); err != nil {
+				return err
+			}
+		}
+		ties, tieKey = ties[:0], nil
+		return nil
+	}
 	// BETWEEN is inclusive: an item whose key is hi itself is skipped.
 	q := dynastore.Query{PK: MembersPK(cl.Gen), Op: dynastore.SKBetween, A: lo, B: hi, Reverse: reverse, Limit: MemberPageItems}
 	if hint > 0 && hint < MemberPageItems {
@@ -714,13 +743,28 @@ func (cl *Collection) eachOrderedIn(lo, hi []byte, reverse bool, hint int, fn fu
 			}
 			cl.saw(it)
 			m, v := decodeOrderItem(cl.Type, it)
+			if m, err = loadMember(cl.c, cl.c.Data(), it, m); err != nil {
+				return err
+			}
+			if bigMember(m) {
+				cl.noteRef(MemberSK(m), it)
+			}
 			cl.Known[string(m)] = MemberState{present: true, v: v}
-			if err := fn(m, v); err != nil {
+			sk, _ := it.Get(dynastore.AttrSK).(dynastore.B)
+			if t := order.tieKey(sk); t == nil || !bytes.Equal(t, tieKey) {
+				if err := flush(); err != nil {
+					return err
+				}
+				tieKey = t
+			}
+			if tieKey != nil {
+				ties = append(ties, tie{m, v})
+			} else if err := fn(m, v); err != nil {
 				return err
 			}
 		}
 		if page.Next == nil {
-			return nil
+			return flush()
 		}
 		cl.PagesRead = true
 		q.After, q.Limit = page.Next, MemberPageItems
@@ -875,7 +919,10 @@ func (cl *Collection) RandomMembers(count int) ([][]byte, []dynastore.Value, err
 		}
 		for _, it := range page.Items {
 			cl.saw(it)
-			m := decodeMember(it)
+			m, err := loadMember(cl.c, cl.c.Data(), it, decodeMember(it))
+			if err != nil {
+				return nil, nil, err
+			}
 			if wrapped && bytes.Compare(MemberSK(m), start) >= 0 {
 				return ms, vs, nil
 			}
@@ -1059,7 +1106,10 @@ func (cl *Collection) ScanPage(cursor uint64, count int) ([][]byte, []dynastore.
 	ms := make([][]byte, len(page.Items))
 	vs := make([]dynastore.Value, len(page.Items))
 	for i, it := range page.Items {
-		ms[i], vs[i] = decodeMember(it), it.Get(AttrValue)
+		if ms[i], err = loadMember(cl.c, cl.c.Data(), it, decodeMember(it)); err != nil {
+			return nil, nil, 0, err
+		}
+		vs[i] = it.Get(AttrValue)
 	}
 	if page.Next == nil {
 		return ms, vs, 0, nil

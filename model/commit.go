@@ -98,6 +98,7 @@ func (cl *Collection) inlineItem(entries map[string]dynastore.Value) dynastore.I
 // actions that commit this view's changes, each guarded by the key item's
 // ver as read. No actions means nothing to write.
 func (cl *Collection) Plan() ([]dynastore.TxAction, error) {
+	cl.markBigMembers()
 	actions, gen, err := cl.planActions()
 	if len(actions) > 0 {
 		actions = append(actions, cl.checks...)
@@ -157,7 +158,10 @@ func (cl *Collection) planActions() ([]dynastore.TxAction, []byte, error) {
 	if len(members) == 0 && len(cl.keyAttrs) == 0 {
 		return nil, nil, nil
 	}
-	if len(members) <= MaxTxMembers && size <= maxTxBytes {
+	// The checks of the big values and members it publishes (bigfields.go,
+	// bigmembers.go) go with the member writes, or else with the commit
+	// of the pending ones.
+	if len(members)+len(cl.checks) <= MaxTxMembers && size <= maxTxBytes {
 		keyUpdate := cl.keyUpdate(key, guard, n)
 		if !cl.exact && !spanned {
 			// Commutative form: concurrent writers of different members
@@ -235,9 +239,13 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 		if spanned {
 			cond = nil
 		}
-		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v), Cond: cond})
-		size += len(m) + storedSize(v) + 64
-		members = append(members, cl.reorder([]byte(m), cl.Known[m], v)...)
+		ref, err := cl.memberRef([]byte(m))
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		members = append(members, dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, []byte(m), v, ref), Cond: cond})
+		size += memberCost([]byte(m)) + storedSize(v) + 64
+		members = append(members, cl.reorder([]byte(m), cl.Known[m], v, ref)...)
 	}
 	for m := range cl.dels {
 		if st := cl.Known[m]; st.present {
@@ -247,7 +255,7 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 				cond = nil
 			}
 			members = append(members, dynastore.TxAction{Op: dynastore.TxDelete, Key: MemberKey(cl.Gen, []byte(m)), Cond: cond})
-			members = append(members, cl.reorder([]byte(m), st, nil)...)
+			members = append(members, cl.reorder([]byte(m), st, nil, nil)...)
 		}
 	}
 	return members, n, size, nil
@@ -258,8 +266,8 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 // to roll forward: a new generation with the result, published by the
 // commit. A spanned type's leftovers are left behind.
 func (cl *Collection) planRestage(key dynastore.Key, guard dynastore.Cond, spanned bool, lo, hi int64) ([]dynastore.TxAction, []byte, error) {
-	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
-		err := eachMember(cl.c, cl.c.Data(), cl.Gen, func(m []byte, v dynastore.Value) error {
+	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), cl.memberRef, func(yield func([]byte, dynastore.Value) error) error {
+		err := eachMemberPaged(cl.c, cl.c.Data(), cl.Gen, nil, func(m []byte, v dynastore.Value) error {
 			if _, ok := cl.puts[string(m)]; ok || cl.dels[string(m)] {
 				return nil
 			}
@@ -267,7 +275,7 @@ func (cl *Collection) planRestage(key dynastore.Key, guard dynastore.Cond, spann
 				return nil // a leftover (MemberSpan)
 			}
 			return yield(m, v)
-		})
+		}, nil, cl.saw)
 		if err != nil {
 			return err
 		}
@@ -345,7 +353,7 @@ func (cl *Collection) planWhole(key dynastore.Key, guard dynastore.Cond) ([]dyna
 	}
 	sp, spanned := MemberSpans[cl.Type]
 	var lo, hi int64 // a spanned type's range: the positions written
-	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), func(yield func([]byte, dynastore.Value) error) error {
+	gen, n, err := stageGen(cl.c, cl.c.Data(), cl.Type, key.PK, cl.c.NowMS(), cl.memberRef, func(yield func([]byte, dynastore.Value) error) error {
 		first := true
 		return entries(func(m []byte, v dynastore.Value) error {
 			if p, ok := MemberPos(m); ok && spanned {
@@ -503,13 +511,13 @@ func checkFailed(err error) bool {
 // (MemberOrder) in step with member m going from was to v (nil: removed):
 // none when the type keeps no order or the order item stays the same. They
 // need no condition of their own: the member item's action carries it.
-func (cl *Collection) reorder(m []byte, was MemberState, v dynastore.Value) []dynastore.TxAction {
+func (cl *Collection) reorder(m []byte, was MemberState, v, ref dynastore.Value) []dynastore.TxAction {
 	var old, nw dynastore.Item
 	if was.present {
-		old = orderItem(cl.Type, cl.Gen, m, was.v)
+		old = orderItem(cl.Type, cl.Gen, m, was.v, nil)
 	}
 	if v != nil {
-		nw = orderItem(cl.Type, cl.Gen, m, v)
+		nw = orderItem(cl.Type, cl.Gen, m, v, ref)
 	}
 	if old != nil && nw != nil && bytes.Equal(old.Key().SK, nw.Key().SK) {
 		return nil

@@ -264,7 +264,7 @@ type blindWrite func(cl *Collection) (n int64, done bool, res blindResult, err e
 // blindAdd adds one member (v nil for sets) to the large collection cl.
 func blindAdd(c Scope, cl *Collection, m []byte, v dynastore.Value) (int64, bool, blindResult, error) {
 	res, err := blindMember(c, cl, dynastore.TxAction{
-		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
+		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v, nil), Cond: dynastore.NotExists{Attr: dynastore.AttrPK},
 	}, 1)
 	switch {
 	case err != nil || res.out == blindUnknown:
@@ -276,7 +276,7 @@ func blindAdd(c Scope, cl *Collection, m []byte, v dynastore.Value) (int64, bool
 	}
 	// A hash field that exists: overwrite it, n unchanged.
 	res, err = blindMember(c, cl, dynastore.TxAction{
-		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
+		Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v, nil), Cond: dynastore.Exists{Attr: dynastore.AttrPK},
 	}, 0)
 	return 0, err == nil && res.out == blindApplied, res, err
 }
@@ -342,7 +342,7 @@ func blindRead(c Scope, cl *Collection, members [][]byte) (present []bool, n int
 	}
 	present = make([]bool, len(members))
 	for i, it := range items[1:] {
-		present[i] = it != nil && bytes.Equal(decodeMember(it), members[i])
+		present[i] = isMember(it, members[i])
 	}
 	return present, cur.n, seed, true, nil
 }
@@ -371,9 +371,9 @@ func blindAddMany(c Scope, cl *Collection, members, vals [][]byte) (int64, bool,
 		switch {
 		case !present[i]:
 			added++
-			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v, nil), Cond: dynastore.NotExists{Attr: dynastore.AttrPK}}
 		case v != nil:
-			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
+			actions[i] = dynastore.TxAction{Op: dynastore.TxPut, Item: memberItem(cl.Gen, m, v, nil), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		default:
 			actions[i] = dynastore.TxAction{Op: dynastore.TxCheck, Key: MemberKey(cl.Gen, m), Cond: dynastore.Exists{Attr: dynastore.AttrPK}}
 		}
@@ -547,6 +547,8 @@ func AddMembers(c Scope, key []byte, typ string, members, vals [][]byte) (int64,
 func addMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added int64, err error) {
 	var cached, seeded blindWrite
 	switch {
+	case !AllSmall(members, maxItemMember):
+		// A big member's chunks are staged by the commit's plan.
 	case len(members) == 1:
 		var v dynastore.Value
 		if vals != nil {

@@ -94,7 +94,14 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 		out.Delete(AttrPending)
 	}
 	typ, _ := src.Get(AttrType).(dynastore.S)
-	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, func(yield func(m []byte, v dynastore.Value) error) error {
+	copyRef := func(m []byte) (dynastore.Value, error) {
+		ref, check, err := copyMemberRef(ctx, baseOf(st), nowMS, dstPK, m)
+		if check != nil {
+			checks = append(checks, *check)
+		}
+		return ref, err
+	}
+	gen, _, err := stageGen(ctx, st, string(typ), dstPK, nowMS, copyRef, func(yield func(m []byte, v dynastore.Value) error) error {
 		return eachMember(ctx, st, g, func(m []byte, v dynastore.Value) error {
 			v, check, err := copyFieldValue(ctx, baseOf(st), nowMS, dstPK, m, v)
 			if err != nil {
@@ -114,9 +121,10 @@ func CopyCollectionItem(ctx context.Context, st dynastore.Store, src dynastore.I
 }
 
 // stageGen registers a new generation owned by ownerPK and writes the
-// entries entries yields into it. Nothing references it yet: the caller
+// entries entries yields into it, big members with the reference refs
+// gives them (nil: none is big). Nothing references it yet: the caller
 // publishes it with a transaction that includes genAliveCheck(gen).
-func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byte, nowMS int64, entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
+func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byte, nowMS int64, refs func(m []byte) (dynastore.Value, error), entries func(yield func(m []byte, v dynastore.Value) error) error) ([]byte, int64, error) {
 	// Inside a transaction (EXEC) the generation is staged in the
 	// store itself: nobody sees it until the transaction's commit
 	// publishes it, and one that is never published is garbage the
@@ -150,11 +158,18 @@ func stageGen(ctx context.Context, st dynastore.Store, typ string, ownerPK []byt
 		return nil
 	}
 	err = entries(func(m []byte, v dynastore.Value) error {
-		items := []dynastore.Item{memberItem(gen, m, v)}
-		if o := orderItem(typ, gen, m, v); o != nil {
+		var ref dynastore.Value
+		if refs != nil {
+			var err error
+			if ref, err = refs(m); err != nil {
+				return err
+			}
+		}
+		items := []dynastore.Item{memberItem(gen, m, v, ref)}
+		if o := orderItem(typ, gen, m, v, ref); o != nil {
 			items = append(items, o)
 		}
-		sz := len(items) * (len(m) + storedSize(v) + 64)
+		sz := len(items) * (memberCost(m) + storedSize(v) + 64)
 		if len(batch)+len(items) > dynastore.MaxTxActions || size+sz > maxTxBytes {
 			if err := flush(); err != nil {
 				return err
@@ -185,6 +200,21 @@ func eachMember(ctx context.Context, st dynastore.Store, gen []byte, fn func(m [
 // it was already read (nil: read it), that also calls nextPage (when not
 // nil) before it reads any page after the first.
 func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(m []byte, v dynastore.Value) error, nextPage func(), saw func(dynastore.Item)) error {
+	return eachMemberItem(ctx, st, gen, first, func(it dynastore.Item) error {
+		if saw != nil {
+			saw(it)
+		}
+		m, err := loadMember(ctx, st, it, decodeMember(it))
+		if err != nil {
+			return err
+		}
+		return fn(m, it.Get(AttrValue))
+	}, nextPage)
+}
+
+// eachMemberItem pages through a generation's member items, as
+// eachMemberPaged, without decoding them.
+func eachMemberItem(ctx context.Context, st dynastore.Store, gen []byte, first *dynastore.QueryPage, fn func(it dynastore.Item) error, nextPage func()) error {
 	var after []byte
 	for {
 		var page dynastore.QueryPage
@@ -198,10 +228,7 @@ func eachMemberPaged(ctx context.Context, st dynastore.Store, gen []byte, first 
 			return err
 		}
 		for _, it := range page.Items {
-			if saw != nil {
-				saw(it)
-			}
-			if err := fn(decodeMember(it), it.Get(AttrValue)); err != nil {
+			if err := fn(it); err != nil {
 				return err
 			}
 		}

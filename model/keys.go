@@ -888,6 +888,9 @@ func KeyUsage(s Scope, key []byte, samples int64) (size int64, found bool, err e
 			if h, ok := refOf(it.Get(AttrValue)); ok {
 				bytes += h.stored()
 			}
+			if h, ok := refOf(it.Get(attrMember)); ok && it.Has(attrBigMember) {
+				bytes += h.stored() // a big member's chunks, counted at its member item
+			}
 			read++
 		}
 		if page.Next == nil {

@@ -55,6 +55,37 @@ type MemberOrder struct {
 	Prefix int
 }
 
+// tieLen is how long an order sort key's common part is: the prefix and
+// the first bytes of a member too long to be spelt out, before its digest.
+// Members sharing it with a long one are not in order by their sort keys
+// (the digest decides between them): they are neighbours, and a read puts
+// them in member order itself (eachOrderedIn).
+func (o MemberOrder) tieLen() int { return o.Prefix + MaxPlainSK - sha256.Size }
+
+// tieKey is the common part sk shares with its neighbours whose order its
+// sort key does not say, nil when it has none.
+func (o MemberOrder) tieKey(sk []byte) []byte {
+	if len(sk) < o.tieLen() {
+		return nil
+	}
+	return sk[:o.tieLen()]
+}
+
+// widen moves the bounds [lo, hi) of a range of order sort keys out to the
+// edges of the neighbours they fall among (tieKey), so that the range
+// holds every member between them whatever their digests; the caller
+// compares members with its bounds itself. Bounds longer than any sort
+// key become valid ones.
+func (o MemberOrder) widen(lo, hi []byte) ([]byte, []byte) {
+	if t := o.tieKey(lo); t != nil {
+		lo = t
+	}
+	if t := o.tieKey(hi); t != nil {
+		hi = append(bytes.Clone(t), bytes.Repeat([]byte{0xff}, sha256.Size+1)...)
+	}
+	return lo, hi
+}
+
 // MemberOrders holds the types that keep a MemberOrder.
 var MemberOrders = map[string]MemberOrder{
 	TypeZSet: {SK: zorderSK, Prefix: zorderPrefixSize},
@@ -122,8 +153,9 @@ func MemberPos(m []byte) (int64, bool) {
 
 // orderItem is the order item of member m with value v of a generation of
 // type typ (nil when the type keeps no second order). A member too long to
-// be spelt out in the sort key is kept in the item (attrMember).
-func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
+// be spelt out in the sort key is kept in the item (attrMember), or its
+// reference ref when it is big (bigmembers.go).
+func orderItem(typ string, gen, m []byte, v, ref dynastore.Value) dynastore.Item {
 	o, ok := MemberOrders[typ]
 	if !ok {
 		return nil
@@ -132,9 +164,7 @@ func orderItem(typ string, gen, m []byte, v dynastore.Value) dynastore.Item {
 		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
 		{Name: dynastore.AttrSK, Value: dynastore.B(o.SK(m, v))},
 	}
-	if len(m) > MaxPlainSK {
-		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
-	}
+	setMember(&it, m, ref)
 	if v != nil {
 		it.Set(AttrValue, v)
 	}
@@ -165,14 +195,16 @@ func MemberKey(gen, m []byte) dynastore.Key {
 	return dynastore.Key{PK: MembersPK(gen), SK: MemberSK(m)}
 }
 
-// memberItem builds a member item; v is nil for sets.
-func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
+// memberItem builds a member item; v is nil for sets, ref the reference
+// of a big member (nil for any other).
+func memberItem(gen, m []byte, v, ref dynastore.Value) dynastore.Item {
 	it := dynastore.Item{
 		{Name: dynastore.AttrPK, Value: dynastore.B(MembersPK(gen))},
 		{Name: dynastore.AttrSK, Value: dynastore.B(MemberSK(m))},
 	}
-	if len(m) > MaxPlainSK {
-		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
+	setMember(&it, m, ref)
+	if h, ok := refOf(ref); ok {
+		it.Set(attrBigMember, dynastore.B(bytes.Clone(h.gen)))
 	}
 	if v != nil {
 		it.Set(AttrValue, v)
@@ -181,6 +213,17 @@ func memberItem(gen, m []byte, v dynastore.Value) dynastore.Item {
 		}
 	}
 	return it
+}
+
+// setMember keeps member m in its item when its sort key does not spell
+// it out: its bytes, or ref when it is big.
+func setMember(it *dynastore.Item, m []byte, ref dynastore.Value) {
+	switch {
+	case ref != nil:
+		it.Set(attrMember, ref)
+	case len(m) > MaxPlainSK:
+		it.Set(attrMember, dynastore.B(bytes.Clone(m)))
+	}
 }
 
 // decodeMember returns a member item's member and value (nil for sets).

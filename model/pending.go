@@ -78,6 +78,7 @@ func (cl *Collection) planPending(key dynastore.Key, guard dynastore.Cond, membe
 // behind. Items a crashed writer leaves stay until the generation is swept.
 func dropUnpublished(c Scope, writes []*Collection) {
 	for _, cl := range writes {
+		cl.discardStaged()
 		tx := cl.pendingTx
 		if tx == nil {
 			continue

@@ -323,7 +323,7 @@ func (st *streamState) encodeGroups() dynastore.B {
 // makePELGen gives the stream a new generation for its pending entries,
 // published by the commit that follows.
 func (st *streamState) makePELGen(c Scope, cl *Collection) error {
-	gen, _, err := stageGen(c, c.Data(), TypeStream, ItemKey(c.DB(), cl.Key).PK, c.NowMS(), func(func([]byte, dynastore.Value) error) error { return nil })
+	gen, _, err := stageGen(c, c.Data(), TypeStream, ItemKey(c.DB(), cl.Key).PK, c.NowMS(), nil, func(func([]byte, dynastore.Value) error) error { return nil })
 	if err != nil {
 		return err
 	}
@@ -370,7 +370,7 @@ func pelGenOf(it dynastore.Item) []byte {
 // copyPELGen copies the pending entries of generation src into a new one
 // owned by ownerPK (COPY), not yet published.
 func copyPELGen(ctx context.Context, st dynastore.Store, src, ownerPK []byte, nowMS int64) ([]byte, error) {
-	gen, _, err := stageGen(ctx, st, TypeStream, ownerPK, nowMS, func(func([]byte, dynastore.Value) error) error { return nil })
+	gen, _, err := stageGen(ctx, st, TypeStream, ownerPK, nowMS, nil, func(func([]byte, dynastore.Value) error) error { return nil })
 	if err != nil {
 		return nil, err
 	}

@@ -198,7 +198,8 @@ func (s *Sweeper) visit(ctx context.Context, reg dynastore.Item) error {
 	}
 	var fieldCheck []dynastore.TxAction
 	if ownerSK, ok := reg.Get(attrOwnerSK).(dynastore.B); ok {
-		// A hash field's big value (bigfields.go).
+		// A hash field's big value (bigfields.go), or a big member
+		// (bigmembers.go).
 		if err := s.wait(ctx); err != nil {
 			return err
 		}

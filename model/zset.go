@@ -93,14 +93,25 @@ func ZRankOf(cl *Collection, m []byte, rev bool) (int64, bool, error) {
 	if err != nil || !present[0] {
 		return 0, false, err
 	}
+	// The walk goes up to m (from m, when rev) in member order, over
+	// neighbours its sort key does not order it among (MemberOrder.tieKey).
 	sk := zorderSK(m, vals[0])
 	var rank int64
-	lo, hi := []byte(nil), sk
+	lo, hi := []byte(nil), append(bytes.Clone(sk), 0)
 	if rev {
-		lo, hi = append(sk, 0), nil
+		lo, hi = sk, nil
 	}
-	err = cl.EachOrdered(lo, hi, false, 0, func([]byte, dynastore.Value) error {
-		rank++
+	seen := false
+	err = cl.EachOrdered(lo, hi, false, 0, func(x []byte, _ dynastore.Value) error {
+		switch {
+		case bytes.Equal(x, m):
+			seen = true
+			if !rev {
+				return ErrEnough
+			}
+		case seen == rev:
+			rank++
+		}
 		return nil
 	})
 	return rank, true, err
