@@ -86,7 +86,7 @@ HOT_WARMUP="${REDAMO_BENCH_HOT_WARMUP:-500ms}"
 HOT_CLIENTS="${REDAMO_BENCH_HOT_CLIENTS:-1,16,64,256}"
 HOT_INSTANCES="${REDAMO_BENCH_HOT_INSTANCES:-1,3}"
 HOT_STORES="${REDAMO_BENCH_HOT_STORES:-limited,faithful}"
-HOT_WORKLOADS="${REDAMO_BENCH_HOT_WORKLOADS:-incr,get,set,lpush+rpop,sadd,queue,throttle}"
+HOT_WORKLOADS="${REDAMO_BENCH_HOT_WORKLOADS:-incr,get,set,lpush+rpop,sadd,zadd,zincrby,zadd-large,queue,throttle}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 # shellcheck source=scripts/lib.sh
