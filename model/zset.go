@@ -221,7 +221,7 @@ type ZAddResult struct {
 func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, bigEntries, bigValue int64) (ZAddResult, error) {
 	lim := zsetLimits{entries: bigEntries, value: bigValue}
 	r, err := doZSet(c, key, zsetOp{f: f, members: members, scores: scores, lim: lim}, func() (zsetRes, error) {
-		res, err := zadd(c, key, f, members, scores, lim)
+		res, err := zaddAlone(c, key, f, members, scores, lim)
 		return zsetRes{add: res}, err
 	})
 	return r.add, err
@@ -231,8 +231,8 @@ func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, 
 // sorted set as a skiplist (zset-max-listpack-entries and -value).
 type zsetLimits struct{ entries, value int64 }
 
-// zadd is one ZAdd on its own.
-func zadd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, lim zsetLimits) (ZAddResult, error) {
+// zaddAlone is one ZAdd on its own.
+func zaddAlone(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, lim zsetLimits) (ZAddResult, error) {
 	var st MemberStart
 	if !f.NX && !f.XX && !f.GT && !f.LT && !f.Incr {
 		var n int64
