@@ -325,13 +325,7 @@ var setFamily = hotFamily{
 	draw: func(rng *rand.Rand, client, _ int) hotOp {
 		m := "m" + strconv.Itoa(rng.IntN(hotMembers))
 		if !hotWriter(client) {
-			switch rng.IntN(3) {
-			case 0:
-				return hotOp{cmd: "scard"}
-			case 1:
-				return hotOp{cmd: "sismember", arg: m}
-			}
-			return hotOp{cmd: "snap"}
+			return drawRead(rng, "scard", "sismember", m)
 		}
 		if rng.IntN(2) == 0 {
 			return hotOp{cmd: "sadd", arg: m}
@@ -455,13 +449,7 @@ var zsetFamily = hotFamily{
 	draw: func(rng *rand.Rand, client, _ int) hotOp {
 		m := "m" + strconv.Itoa(rng.IntN(zsetMembers))
 		if !hotWriter(client) {
-			switch rng.IntN(3) {
-			case 0:
-				return hotOp{cmd: "zcard"}
-			case 1:
-				return hotOp{cmd: "zscore", arg: m}
-			}
-			return hotOp{cmd: "snap"}
+			return drawRead(rng, "zcard", "zscore", m)
 		}
 		cmds := []string{"zadd", "zadd xx ch", "zadd gt ch", "zadd nx incr", "zadd incr", "zincrby", "zrem"}
 		cmd := cmds[rng.IntN(len(cmds))]
@@ -592,6 +580,18 @@ var zsetFamily = hotFamily{
 		}
 		return s
 	},
+}
+
+// drawRead is a reader's command on a collection: its count (cmd
+// count), member m's (cmd member) or the whole of it.
+func drawRead(rng *rand.Rand, count, member, m string) hotOp {
+	switch rng.IntN(3) {
+	case 0:
+		return hotOp{cmd: count}
+	case 1:
+		return hotOp{cmd: member, arg: m}
+	}
+	return hotOp{cmd: "snap"}
 }
 
 var hotFamilies = []hotFamily{counterFamily, registerFamily, listFamily, setFamily, zsetFamily}
