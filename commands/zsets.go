@@ -237,12 +237,12 @@ func zadd(c *Ctx, f model.ZAddFlags) {
 	zaddApply(c, key, f, members, scores)
 }
 
-// zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies.
+// zaddApply adds the parsed pairs (ZADD, ZINCRBY, GEOADD) and replies. It
+// takes its key's lock in the model, only while its batch runs
+// (model.KeyLocker), as list pushes do.
 func zaddApply(c *Ctx, key []byte, f model.ZAddFlags, members [][]byte, scores []float64) {
 	params := c.Srv.encoding().params
-	unlock := c.lockKeys(key)
 	res, err := model.ZAdd(c, key, f, members, scores, params.zsetEntries, params.zsetValue)
-	unlock()
 	if err != nil {
 		c.Fail(collErr(err))
 		return

@@ -98,7 +98,7 @@ func describeHotOp(input, output any) string {
 	if op.arg != "" {
 		s += " " + op.arg
 	}
-	if op.cmd == "incrby" || op.cmd == "decrby" || op.cmd == "set" && op.arg == "" {
+	if op.cmd == "incrby" || op.cmd == "decrby" || op.cmd == "set" && op.arg == "" || strings.HasPrefix(op.cmd, "zadd") || op.cmd == "zincrby" {
 		s += " " + strconv.FormatInt(op.n, 10)
 	}
 	switch {
@@ -325,13 +325,7 @@ var setFamily = hotFamily{
 	draw: func(rng *rand.Rand, client, _ int) hotOp {
 		m := "m" + strconv.Itoa(rng.IntN(hotMembers))
 		if !hotWriter(client) {
-			switch rng.IntN(3) {
-			case 0:
-				return hotOp{cmd: "scard"}
-			case 1:
-				return hotOp{cmd: "sismember", arg: m}
-			}
-			return hotOp{cmd: "snap"}
+			return drawRead(rng, "scard", "sismember", m)
 		}
 		if rng.IntN(2) == 0 {
 			return hotOp{cmd: "sadd", arg: m}
@@ -434,7 +428,194 @@ func registerWriter(client int) bool {
 	return client%hotInstances == 0 && client/hotInstances < hotWriters
 }
 
-var hotFamilies = []hotFamily{counterFamily, registerFamily, listFamily, setFamily}
+// zsetMembers is the sorted-set family's members m0..m3, whose scores are
+// small integers; the state is each member's presence and score.
+const zsetMembers = 4
+
+type zentry struct {
+	in    bool
+	score int64
+}
+
+type zstate [zsetMembers]zentry
+
+// zsetFamilyOf is a sorted set's family: ZADD with and without NX XX GT
+// CH INCR, ZINCRBY, ZREM, ZSCORE, ZCARD, and ZRANGE 0 -1 WITHSCORES as the
+// snapshot. A writer's command is "zadd" and its flags, or "zincrby" or
+// "zrem". Member i is "m" and i followed by pad: a long pad makes the set
+// large (an item per member). snaps: readers send the snapshot too, not
+// only ZCARD and ZSCORE.
+func zsetFamilyOf(name, pad string, snaps bool) hotFamily {
+	return hotFamily{
+		name:    name,
+		clients: 4,
+		init:    zstate{},
+		draw: func(rng *rand.Rand, client, _ int) hotOp {
+			m := "m" + strconv.Itoa(rng.IntN(zsetMembers)) + pad
+			if !hotWriter(client) {
+				r := drawRead(rng, "zcard", "zscore", m)
+				if r.cmd == "snap" && !snaps {
+					r = hotOp{cmd: "zcard"}
+				}
+				return r
+			}
+			cmds := []string{"zadd", "zadd xx ch", "zadd gt ch", "zadd nx incr", "zadd incr", "zincrby", "zrem"}
+			cmd := cmds[rng.IntN(len(cmds))]
+			n := rng.Int64N(10)
+			if strings.Contains(cmd, "incr") {
+				n = rng.Int64N(6) - 2
+			}
+			return hotOp{cmd: cmd, arg: m, n: n}
+		},
+		args: func(key string, op hotOp) []any {
+			f := strings.Fields(op.cmd)
+			switch f[0] {
+			case "zcard":
+				return []any{"zcard", key}
+			case "snap":
+				return []any{"zrange", key, 0, -1, "withscores"}
+			case "zscore", "zrem":
+				return []any{f[0], key, op.arg}
+			}
+			args := []any{f[0], key}
+			for _, fl := range f[1:] {
+				args = append(args, fl)
+			}
+			return append(args, op.n, op.arg)
+		},
+		read: func(op hotOp, v any) (hotOut, error) {
+			switch {
+			case op.cmd == "snap":
+				l, ok := v.([]any)
+				if !ok || len(l)%2 != 0 {
+					return hotOut{}, fmt.Errorf("ZRANGE answered %v", v)
+				}
+				var es []string
+				for i := 0; i < len(l); i += 2 {
+					es = append(es, fmt.Sprintf("%v=%v", l[i], l[i+1]))
+				}
+				return hotOut{s: strings.Join(es, ",")}, nil
+			case v == nil:
+				return hotOut{null: true}, nil
+			}
+			if n, ok := v.(int64); ok {
+				return hotOut{n: n}, nil
+			}
+			// A score, an integer here.
+			n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+			return hotOut{n: n}, err
+		},
+		apply: func(state any, op hotOp) (any, hotOut) {
+			s := state.(zstate)
+			i := 0
+			if op.arg != "" {
+				i = zmember(op.arg)
+			}
+			e := s[i]
+			f := strings.Fields(op.cmd)
+			has := func(fl string) bool { return slices.Contains(f[1:], fl) }
+			incr := has("incr") || f[0] == "zincrby"
+			refused := hotOut{}
+			if incr {
+				refused = hotOut{null: true}
+			}
+			switch f[0] {
+			case "zcard":
+				n := int64(0)
+				for _, e := range s {
+					if e.in {
+						n++
+					}
+				}
+				return s, hotOut{n: n}
+			case "zscore":
+				return s, hotOut{null: !e.in, n: e.score}
+			case "zrem":
+				s[i] = zentry{}
+				if e.in {
+					return s, hotOut{n: 1}
+				}
+				return s, hotOut{}
+			case "snap":
+				var es []string
+				order := make([]int, 0, zsetMembers)
+				for j, e := range s {
+					if e.in {
+						order = append(order, j)
+					}
+				}
+				sort.SliceStable(order, func(a, b int) bool { return s[order[a]].score < s[order[b]].score })
+				for _, j := range order {
+					es = append(es, fmt.Sprintf("m%d%s=%d", j, pad, s[j].score))
+				}
+				return s, hotOut{s: strings.Join(es, ",")}
+			}
+			switch {
+			case !e.in && has("xx"), e.in && has("nx"):
+				return s, refused
+			case !e.in:
+				s[i] = zentry{true, op.n}
+				if incr {
+					return s, hotOut{n: op.n}
+				}
+				return s, hotOut{n: 1}
+			}
+			score := op.n
+			if incr {
+				score += e.score
+			}
+			if has("gt") && score <= e.score {
+				return s, refused
+			}
+			s[i].score = score
+			switch {
+			case incr:
+				return s, hotOut{n: score}
+			case has("ch") && score != e.score:
+				return s, hotOut{n: 1}
+			}
+			return s, hotOut{}
+		},
+		stateOf: func(out hotOut) any {
+			var s zstate
+			if out.s != "" {
+				for _, e := range strings.Split(out.s, ",") {
+					m, score, _ := strings.Cut(e, "=")
+					n, _ := strconv.ParseInt(score, 10, 64)
+					s[zmember(m)] = zentry{true, n}
+				}
+			}
+			return s
+		},
+	}
+}
+
+// drawRead is a reader's command on a collection: its count (cmd
+// count), member m's (cmd member) or the whole of it.
+func drawRead(rng *rand.Rand, count, member, m string) hotOp {
+	switch rng.IntN(3) {
+	case 0:
+		return hotOp{cmd: count}
+	case 1:
+		return hotOp{cmd: member, arg: m}
+	}
+	return hotOp{cmd: "snap"}
+}
+
+// zmember is the index of a sorted-set family's member.
+func zmember(m string) int { return int(m[1] - '0') }
+
+// The sorted-set families: a small set (inline) and a large one, whose
+// readers send no ZRANGE while it changes: a query of its order items is
+// not isolated from a transaction that moves a member from one order item
+// to another, and may see neither (a one-page read is not validated
+// against the key item), which is no matter of coalescing.
+var (
+	zsetFamily      = zsetFamilyOf("zset", "", true)
+	largeZSetFamily = zsetFamilyOf("zset-large", strings.Repeat("l", 64), false)
+)
+
+var hotFamilies = []hotFamily{counterFamily, registerFamily, listFamily, setFamily, zsetFamily, largeZSetFamily}
 
 // Sizes of a hot-key history: instances, rounds, and commands per client
 // and round. A round ends when every command of it has been answered,
@@ -674,6 +855,19 @@ func TestHotKeyModelsRejectAnomalies(t *testing.T) {
 			{7, 8, hotOp{cmd: "llen"}, hotOut{n: 1}}}, false},
 		{"a member added twice", setFamily, []call{
 			{0, 5, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}, {1, 6, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}}, false},
+		{"two ZINCRBYs answered alike", zsetFamily, []call{
+			{0, 5, hotOp{cmd: "zincrby", arg: "m1", n: 2}, hotOut{n: 2}}, {1, 6, hotOp{cmd: "zincrby", arg: "m1", n: 2}, hotOut{n: 2}}}, false},
+		{"concurrent ZINCRBYs in either order", zsetFamily, []call{
+			{0, 5, hotOp{cmd: "zincrby", arg: "m1", n: 2}, hotOut{n: 5}}, {1, 6, hotOp{cmd: "zadd incr", arg: "m1", n: 3}, hotOut{n: 3}},
+			{7, 8, hotOp{cmd: "snap"}, hotOut{s: "m1=5"}}}, true},
+		{"a ZADD NX INCR refused on an absent member", zsetFamily, []call{
+			{0, 1, hotOp{cmd: "zadd nx incr", arg: "m0", n: 1}, hotOut{null: true}}}, false},
+		{"a ZADD GT CH that lowered a score", zsetFamily, []call{
+			{0, 1, hotOp{cmd: "zadd", arg: "m2", n: 5}, hotOut{n: 1}}, {2, 3, hotOp{cmd: "zadd gt ch", arg: "m2", n: 3}, hotOut{n: 0}},
+			{4, 5, hotOp{cmd: "zscore", arg: "m2"}, hotOut{n: 3}}}, false},
+		{"a ZREM of a member ZADD XX CH kept", zsetFamily, []call{
+			{0, 1, hotOp{cmd: "zadd", arg: "m3", n: 1}, hotOut{n: 1}}, {2, 5, hotOp{cmd: "zrem", arg: "m3"}, hotOut{n: 1}},
+			{3, 6, hotOp{cmd: "zadd xx ch", arg: "m3", n: 4}, hotOut{n: 1}}, {7, 8, hotOp{cmd: "zcard"}, hotOut{n: 0}}}, true},
 		{"a member added, removed, counted", setFamily, []call{
 			{0, 5, hotOp{cmd: "sadd", arg: "m1"}, hotOut{n: 1}}, {1, 6, hotOp{cmd: "srem", arg: "m1"}, hotOut{n: 0}},
 			{7, 8, hotOp{cmd: "scard"}, hotOut{n: 1}}, {9, 10, hotOp{cmd: "snap"}, hotOut{s: "m1"}}}, true},

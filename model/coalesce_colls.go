@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"strconv"
-
-	"github.com/redamo/redamo/dynastore"
 )
 
 // Coalescing of the collection writes on a hot key (see Coalescer). A
@@ -16,17 +14,20 @@ import (
 // push onto an absent list, the "del" of the pop that emptied it). A batch
 // of one is the command's own path, unchanged.
 //
-// The view is the item cache's when it holds the key live, as the lone
-// commands' is (every commit is guarded by the key item's ver, so a stale
-// entry costs a retry); a batch that would write nothing from a cached
-// view reads the key again first, since no guarded write checks it.
+// The view is the item cache's when it holds the key, as the lone
+// commands' is (every commit is guarded by the key item's ver, or by the
+// members it writes, so a stale entry costs a retry); a batch that would
+// write nothing from a cached view reads the key again first, since no
+// guarded write checks it.
 
 // hotColls are the Coalescers of the collection commands: the pushes and
 // pops of a list share one lane (a work queue's LPUSH and RPOP batch
-// together), SADD/SREM and HSET/HDEL one lane per type.
+// together), SADD/SREM and HSET/HDEL one lane per type, and ZADD, ZINCRBY
+// and ZREM another (coalesce_zset.go).
 type hotColls struct {
 	lists   Coalescer[listOp, listRes]
 	members Coalescer[memberOp, int64]
+	zsets   Coalescer[zsetOp, zsetRes]
 }
 
 // collBatchMax caps a collection batch: its commit is one transaction
@@ -38,6 +39,32 @@ const collBatchMax = MaxTxMembers
 func laneKey(db int, typ string, key []byte) string {
 	return typ + ":" + strconv.Itoa(db) + ":" + string(key)
 }
+
+// doColl runs op on key's collection of type typ through the process's
+// lane co, or on its own (alone) where nothing may be coalesced. A batch
+// of more than one runs through batch, detached from the client of the
+// command that sends it. locked: the run holds key's lock (KeyLocker)
+// while it runs, as the type's other writers do.
+func doColl[Op, Res any](c Scope, co *Coalescer[Op, Res], typ string, key []byte, op Op, locked bool,
+	alone func() (Res, error), batch func(c Scope, ops []Op) ([]Res, []error)) (Res, error) {
+	if !Coalescable(c) || !KeyFits(key) {
+		return alone()
+	}
+	return co.Do(c, laneKey(c.DB(), typ, key), op, func(ops []Op) ([]Res, []error) {
+		if kl, ok := c.(KeyLocker); ok && locked {
+			defer kl.LockKeys(key)()
+		}
+		if len(ops) == 1 {
+			r, err := alone()
+			return []Res{r}, []error{err}
+		}
+		return batch(Detached(c), ops)
+	})
+}
+
+// inBatch is a command of a batch: its own scope, which is told what the
+// command did to its key's existence.
+type inBatch interface{ scope() Scope }
 
 // lifecycle is what one command of a batch did to its key's existence.
 type lifecycle struct{ created, emptied bool }
@@ -63,8 +90,9 @@ func lifecycleOf(before, after int64) lifecycle {
 // ---- lists -------------------------------------------------------------------------
 
 // KeyLocker is a Scope whose process serializes its own writers of a list
-// key (the commands' key locks): a batch holds the lock while it runs, its
-// waiting members do not (they would keep the batch from forming).
+// or sorted set key (the commands' key locks): a batch holds the lock while
+// it runs, its waiting members do not (they would keep the batch from
+// forming).
 type KeyLocker interface {
 	LockKeys(keys ...[]byte) func()
 }
@@ -76,8 +104,9 @@ type listOp struct {
 	vals      [][]byte // a push's elements
 	mustExist bool     // LPUSHX/RPUSHX
 	count     int64    // a pop's count
-	lc        lifecycle
 }
+
+func (op listOp) scope() Scope { return op.s }
 
 // listRes is a list command's answer: a push's length, a pop's elements
 // and whether it found the key.
@@ -98,22 +127,14 @@ func doList(c Scope, key []byte, op listOp) (listRes, error) {
 		n, err := listPush(c, key, op.vals, op.left, op.mustExist)
 		return listRes{n: n}, err
 	}
-	if !Coalescable(c) || !KeyFits(key) || slices.ContainsFunc(op.vals, isBigElem) {
+	if slices.ContainsFunc(op.vals, isBigElem) {
 		// A big element's push stages its chunks first, and retries
 		// without staging them again: on its own.
 		return alone()
 	}
 	op.s = c
-	hc := &c.Process().hotColls
-	return hc.lists.Do(c, laneKey(c.DB(), TypeList, key), op, func(ops []listOp) ([]listRes, []error) {
-		if kl, ok := c.(KeyLocker); ok {
-			defer kl.LockKeys(key)()
-		}
-		if len(ops) == 1 {
-			r, err := alone()
-			return []listRes{r}, []error{err}
-		}
-		return runListBatch(Detached(c), key, ops)
+	return doColl(c, &c.Process().hotColls.lists, TypeList, key, op, true, alone, func(c Scope, ops []listOp) ([]listRes, []error) {
+		return runListBatch(c, key, ops)
 	})
 }
 
@@ -121,6 +142,7 @@ func doList(c Scope, key []byte, op listOp) (listRes, error) {
 // of the list and commits them as one write.
 func runListBatch(c Scope, key []byte, ops []listOp) ([]listRes, []error) {
 	res := make([]listRes, len(ops))
+	lcs := make([]lifecycle, len(ops))
 	err := RetryConflicts(c, func(try int) error {
 		l, err := openListForWrite(c, key, try)
 		if err != nil {
@@ -149,14 +171,14 @@ func runListBatch(c Scope, key []byte, ops []listOp) ([]listRes, []error) {
 				l.pushRight(cloneAll(op.vals))
 				res[i].n = l.length()
 			}
-			op.lc = lifecycleOf(before, l.length())
+			lcs[i] = lifecycleOf(before, l.length())
 		}
 		if !l.changed {
 			return l.settle(nil)
 		}
 		return commitLists(c, []*ListView{l}, nil)
 	})
-	return batchAnswers(key, ops, res, err, func(op listOp) (Scope, lifecycle) { return op.s, op.lc })
+	return batchAnswers(key, ops, res, nil, lcs, err)
 }
 
 // cloneAll copies a push's elements: a later pop of the batch answers
@@ -171,16 +193,19 @@ func cloneAll(vals [][]byte) [][]byte {
 
 // batchAnswers is a batch's answers: err for every command if the batch
 // failed (a WRONGTYPE concerns them all; an unknown outcome is each one's),
-// else each command's result, its lifecycle reported to its own scope.
-func batchAnswers[Op, Res any](key []byte, ops []Op, res []Res, err error, lc func(Op) (Scope, lifecycle)) ([]Res, []error) {
+// else each command's result, or its own error (own, when not nil), its
+// lifecycle (lcs) reported to its own scope.
+func batchAnswers[Op inBatch, Res any](key []byte, ops []Op, res []Res, own []error, lcs []lifecycle, err error) ([]Res, []error) {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
-		if err != nil {
+		switch {
+		case err != nil:
 			errs[i] = err
-			continue
+		case own != nil && own[i] != nil:
+			errs[i] = own[i]
+		default:
+			lcs[i].report(op.scope(), key)
 		}
-		s, l := lc(op)
-		l.report(s, key)
 	}
 	if err != nil {
 		var zero Res
@@ -191,6 +216,101 @@ func batchAnswers[Op, Res any](key []byte, ops []Op, res []Res, err error, lc fu
 	return res, errs
 }
 
+// collRun is a collection as the commands of a batch, or one command,
+// leave it one after another: its entry count, and whether Redis would
+// hold it in its big encoding (AttrBigEncoding). A command that empties it
+// deletes the key, so that what follows makes a new one.
+type collRun struct {
+	*Collection
+	n       int64
+	big     bool
+	emptied bool
+}
+
+// startRun is the run of commands on cl as read.
+func startRun(cl *Collection) *collRun {
+	r := &collRun{Collection: cl, big: cl.KeyAttr(AttrBigEncoding) != nil}
+	if cl.Exists() {
+		r.n = cl.Len()
+	}
+	return r
+}
+
+// step ends a command that found before entries and returns its
+// lifecycle.
+func (r *collRun) step(before int64) lifecycle {
+	if before > 0 && r.n == 0 {
+		r.emptied, r.big = true, false
+	}
+	return lifecycleOf(before, r.n)
+}
+
+// finish stages what the commands did besides their entries: a key they
+// emptied and filled again is a new key (no expiry, no attribute of the
+// old one; every entry it holds is a staged put), and one they made big
+// is marked so.
+func (r *collRun) finish() {
+	if r.emptied && r.n > 0 {
+		r.Replace = true
+	}
+	if r.big && r.KeyAttr(AttrBigEncoding) == nil {
+		r.SetKeyAttr(AttrBigEncoding, NInt(1))
+	}
+}
+
+// named is a inBatch command with the members it names.
+type named interface {
+	inBatch
+	names() [][]byte
+}
+
+// runCollBatch runs the commands ops on key's collection of type typ in
+// order, on one view of it, and commits them as one write (collWrite).
+// Every member they name is fetched first, so apply, which runs one
+// command on the view, makes no request: an error it returns is that
+// command's own answer (a ZINCRBY's NaN), which left the view as it was.
+func runCollBatch[Op named, Res any](c Scope, key []byte, typ string, ops []Op, apply func(r *collRun, op Op) (Res, error)) ([]Res, []error) {
+	var members [][]byte
+	seen := map[string]bool{}
+	for _, op := range ops {
+		for _, m := range op.names() {
+			if !seen[string(m)] {
+				seen[string(m)] = true
+				members = append(members, m)
+			}
+		}
+	}
+	res := make([]Res, len(ops))
+	own := make([]error, len(ops))
+	lcs := make([]lifecycle, len(ops))
+	err := collWrite(c, key, typ, MemberStart{}, func(cl *Collection) error {
+		if err := cl.Fetch(members); err != nil {
+			return err
+		}
+		r := startRun(cl)
+		for i, op := range ops {
+			before := r.n
+			res[i], own[i] = apply(r, op)
+			lcs[i] = r.step(before)
+		}
+		r.finish()
+		return nil
+	})
+	return batchAnswers(key, ops, res, own, lcs, err)
+}
+
+// removeFrom removes members from r and returns how many were there.
+func removeFrom(r *collRun, members [][]byte) (removed int64) {
+	for _, m := range members {
+		if _, ok := r.current(m); ok {
+			r.Del(m)
+			r.n--
+			removed++
+		}
+	}
+	return removed
+}
+
 // ---- sets and hashes ---------------------------------------------------------------
 
 // memberOp is one SADD/SREM or HSET/HDEL of a batch: members to add (with
@@ -199,8 +319,10 @@ type memberOp struct {
 	s             Scope
 	rem           bool
 	members, vals [][]byte
-	lc            lifecycle
 }
+
+func (op memberOp) scope() Scope    { return op.s }
+func (op memberOp) names() [][]byte { return op.members }
 
 // memberCoalesced reports whether a member write of typ on key may share
 // requests with others.
@@ -212,100 +334,31 @@ func memberCoalesced(c Scope, key []byte, typ string) bool {
 // lane for it; alone is the command's own path.
 func doMembers(c Scope, key []byte, typ string, op memberOp, alone func() (int64, error)) (int64, error) {
 	op.s = c
-	hc := &c.Process().hotColls
-	return hc.members.Do(c, laneKey(c.DB(), typ, key), op, func(ops []memberOp) ([]int64, []error) {
-		if len(ops) == 1 {
-			n, err := alone()
-			return []int64{n}, []error{err}
-		}
-		return runMemberBatch(Detached(c), key, typ, ops)
+	return doColl(c, &c.Process().hotColls.members, typ, key, op, false, alone, func(c Scope, ops []memberOp) ([]int64, []error) {
+		return runCollBatch(c, key, typ, ops, func(r *collRun, op memberOp) (int64, error) {
+			if op.rem {
+				return removeFrom(r, op.members), nil
+			}
+			return addTo(r, op.members, op.vals), nil
+		})
 	})
 }
 
-// runMemberBatch runs the adds and removes of ops on key in order, from
-// one lookup of every member they name, and commits the outcome as one
-// write.
-func runMemberBatch(c Scope, key []byte, typ string, ops []memberOp) ([]int64, []error) {
-	var members [][]byte
-	seen := map[string]bool{}
-	for _, op := range ops {
-		for _, m := range op.members {
-			if !seen[string(m)] {
-				seen[string(m)] = true
-				members = append(members, m)
-			}
+// addTo puts members into r, with vals for a hash (nil for a set, whose
+// present members are left alone), and returns how many were new.
+func addTo(r *collRun, members, vals [][]byte) (added int64) {
+	for j, m := range members {
+		_, present := r.current(m)
+		switch {
+		case vals != nil:
+			r.Put(m, HashValue(vals[j]))
+		case !present:
+			r.Put(m, nil)
+		}
+		if !present {
+			r.n++
+			added++
 		}
 	}
-	res := make([]int64, len(ops))
-	err := RetryConflicts(c, func(try int) error {
-		var seed dynastore.Item
-		cached := false
-		if try == 0 {
-			if e, ok := Items(c).Get(c.DB(), key); ok {
-				if ks, err := DecodeKey(e.Item, c.NowMS()); err == nil && ks.Live && ks.Type == typ {
-					seed, cached = e.Item, true
-				}
-			}
-		}
-		cl, err := OpenSeeded(c, key, typ, seed, cached)
-		if err != nil {
-			return err
-		}
-		_, present, err := cl.Lookup(members)
-		if err != nil {
-			return err
-		}
-		had := make(map[string]bool, len(members))
-		in := make(map[string]bool, len(members))
-		for i, m := range members {
-			had[string(m)], in[string(m)] = present[i], present[i]
-		}
-		vals := map[string][]byte{}
-		n := cl.Len()
-		for i := range ops {
-			op := &ops[i]
-			before := n
-			res[i] = 0
-			for j, m := range op.members {
-				switch {
-				case op.rem && in[string(m)]:
-					in[string(m)] = false
-					res[i]++
-					n--
-				case !op.rem && !in[string(m)]:
-					in[string(m)] = true
-					res[i]++
-					n++
-				}
-				if !op.rem && op.vals != nil {
-					vals[string(m)] = op.vals[j]
-				}
-				if op.rem {
-					delete(vals, string(m))
-				}
-			}
-			op.lc = lifecycleOf(before, n)
-		}
-		changed := false
-		for _, m := range members {
-			v, set := vals[string(m)]
-			switch {
-			case in[string(m)] && set:
-				cl.Put(m, HashValue(v))
-				changed = true
-			case in[string(m)] && !had[string(m)]:
-				cl.Put(m, nil)
-				changed = true
-			case !in[string(m)] && had[string(m)]:
-				cl.Del(m)
-				changed = true
-			}
-		}
-		if !changed && cached {
-			// Nothing to write: the answers must rest on a fresh read.
-			return ErrConflict
-		}
-		return cl.Commit()
-	})
-	return batchAnswers(key, ops, res, err, func(op memberOp) (Scope, lifecycle) { return op.s, op.lc })
+	return added
 }

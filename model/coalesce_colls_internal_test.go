@@ -3,7 +3,9 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,10 +138,51 @@ func hset(key string, fv ...string) collCmd {
 	}
 }
 
+// zadd is ZADD (ZINCRBY with f.Incr) of score-member pairs, answered as
+// the command replies.
+func zadd(key string, f ZAddFlags, pairs ...any) collCmd {
+	return func(s Scope) string {
+		var ms [][]byte
+		var scores []float64
+		for i := 0; i < len(pairs); i += 2 {
+			scores, ms = append(scores, pairs[i].(float64)), append(ms, []byte(pairs[i+1].(string)))
+		}
+		res, err := ZAdd(s, []byte(key), f, ms, scores, 128, 64)
+		switch {
+		case err != nil || res.Fast:
+			return answer(res.Added, err)
+		case f.Incr && res.Processed > 0:
+			return answer(res.Score, nil)
+		case f.Incr:
+			return "nil"
+		case f.CH:
+			return answer(res.Added+res.Updated, nil)
+		}
+		return answer(res.Added, nil)
+	}
+}
+
+func zincrby(key string, by float64, m string) collCmd {
+	return zadd(key, ZAddFlags{Incr: true}, by, m)
+}
+
+func expire(key string) collCmd {
+	return func(s Scope) string { return answer(Expire(s, []byte(key), s.NowMS()+3600_000, 0)) }
+}
+
 func bs(ss []string) [][]byte {
 	out := make([][]byte, len(ss))
 	for i, s := range ss {
 		out[i] = []byte(s)
+	}
+	return out
+}
+
+// zpairs is n score-member pairs, member mi scoring i.
+func zpairs(n int) []any {
+	out := make([]any, 0, 2*n)
+	for i, m := range many("m", n) {
+		out = append(out, float64(i), m)
 	}
 	return out
 }
@@ -162,9 +205,22 @@ func contents(t *testing.T, s Scope, key string) string {
 	if err == nil {
 		return answer(ms, nil)
 	}
+	es, err := ZRange(s, []byte(key), ZRangeQuery{By: ZRangeRank, Start: 0, End: -1})
+	if err == nil {
+		enc, err := Encoding(s, []byte(key), TypeZSet, EncodingLimits{})
+		require.NoError(t, err)
+		return answer([]any{es, enc, hasExpiry(t, s, key)}, nil)
+	}
 	fs, vs, err := HashAll(s, []byte(key))
 	require.NoError(t, err)
-	return answer([]any{fs, vs}, nil)
+	return answer([]any{fs, vs, hasExpiry(t, s, key)}, nil)
+}
+
+// hasExpiry reports whether key is live with an expiry.
+func hasExpiry(t *testing.T, s Scope, key string) bool {
+	cl, err := Open(s, []byte(key), TypeZSet)
+	require.NoError(t, err)
+	return cl.KS.Live && cl.KS.HasExpiry
 }
 
 // TestCollBatches runs a lone command held in flight, then a batch of
@@ -208,6 +264,34 @@ func TestCollBatches(t *testing.T) {
 		{"hash", "h", []collCmd{hset("h", "f", "1")}, hset("h", "g", "0"), []collCmd{
 			hset("h", "f", "2", "g", "3"), srem("h", TypeHash, "f"), hset("h", "f", "4"), srem("h", TypeHash, "f", "g"), hset("h", "k", "5"),
 		}, 1},
+		{"hash emptied and filled", "h", []collCmd{hset("h", "f", "1"), expire("h")}, hset("h", "g", "0"), []collCmd{
+			srem("h", TypeHash, "f", "g"), hset("h", "k", "5"),
+		}, 2},
+		{"zset", "z", []collCmd{zadd("z", ZAddFlags{}, 1.0, "a", 2.0, "b")}, zadd("z", ZAddFlags{}, 3.0, "c"), []collCmd{
+			zadd("z", ZAddFlags{NX: true}, 5.0, "a", 4.0, "d"), zadd("z", ZAddFlags{XX: true}, 1.0, "e", 6.0, "d"),
+			zadd("z", ZAddFlags{CH: true}, 7.0, "a", 2.0, "b", 0.0, "f"), zincrby("z", 1, "a"), zincrby("z", 2, "g"),
+			zadd("z", ZAddFlags{Incr: true, NX: true}, 1.0, "a"), zadd("z", ZAddFlags{Incr: true, XX: true}, 1.0, "h"),
+			zadd("z", ZAddFlags{Incr: true, GT: true}, -1.0, "a"), zadd("z", ZAddFlags{Incr: true, LT: true}, -1.0, "a"),
+			zadd("z", ZAddFlags{GT: true, CH: true}, 1.0, "a", 9.0, "b"), zadd("z", ZAddFlags{LT: true}, 0.5, "c", 1.0, "i"),
+			srem("z", TypeZSet, "a", "zz"), zincrby("z", 1, "a"), zincrby("z", math.Inf(1), "n"), zincrby("z", math.Inf(-1), "n"),
+			zadd("z", ZAddFlags{Incr: true}, math.Inf(-1), "n"), zincrby("z", -1, "n"), srem("z", TypeZSet, "n"),
+		}, 1},
+		{"zset absent", "z", nil, srem("z", TypeZSet, "a"), []collCmd{
+			zadd("z", ZAddFlags{XX: true}, 1.0, "a"), zadd("z", ZAddFlags{Incr: true, XX: true}, 1.0, "a"), zincrby("z", 2, "a"),
+			srem("z", TypeZSet, "a"), zadd("z", ZAddFlags{GT: true}, 3.0, "b"), zadd("z", ZAddFlags{}, 1.0, "c"),
+		}, 2},
+		{"zset emptied and filled", "z", []collCmd{zadd("z", ZAddFlags{}, 1.0, "a"), expire("z"), zadd("z", ZAddFlags{}, 2.0, strings.Repeat("l", 65))},
+			zincrby("z", 1, "a"), []collCmd{srem("z", TypeZSet, "a", strings.Repeat("l", 65)), zadd("z", ZAddFlags{}, 1.0, "b"), zincrby("z", 1, "c")}, 3},
+		{"zset big", "z", []collCmd{zadd("z", ZAddFlags{}, 1.0, "a")}, zadd("z", ZAddFlags{}, 2.0, "b"), []collCmd{
+			zadd("z", ZAddFlags{}, 3.0, strings.Repeat("l", 65)), srem("z", TypeZSet, strings.Repeat("l", 65)), zadd("z", ZAddFlags{}, 4.0, "c"),
+		}, 1},
+		{"zset large", "Z", []collCmd{zadd("Z", ZAddFlags{}, zpairs(300)...)}, zadd("Z", ZAddFlags{}, 1.0, "n0"), []collCmd{
+			zadd("Z", ZAddFlags{CH: true}, 5.0, "m1", 1.0, "n1"), srem("Z", TypeZSet, "m2", "n1"), zincrby("Z", 2, "m3"),
+			zadd("Z", ZAddFlags{Incr: true, GT: true}, -1.0, "m4"), zincrby("Z", 1, "n1"), zadd("Z", ZAddFlags{XX: true}, 9.0, "n2"),
+		}, 3},
+		{"zset wrongtype", "l", []collCmd{lpush("l", true, "a")}, zadd("l", ZAddFlags{}, 1.0, "a"), []collCmd{
+			zincrby("l", 1, "b"), srem("l", TypeZSet, "a"),
+		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The reference: every command on its own, in order.
@@ -244,7 +328,8 @@ func TestCollBatches(t *testing.T) {
 			<-st.held
 			hc := &s.p.hotColls
 			waiting := func() int {
-				return hc.lists.waitingOps("") + hc.lists.waitingOps(laneKey(0, TypeList, []byte(tc.key))) + hc.members.waitingOps(laneKey(0, TypeSet, []byte(tc.key))) + hc.members.waitingOps(laneKey(0, TypeHash, []byte(tc.key)))
+				return hc.lists.waitingOps(laneKey(0, TypeList, []byte(tc.key))) + hc.members.waitingOps(laneKey(0, TypeSet, []byte(tc.key))) +
+					hc.members.waitingOps(laneKey(0, TypeHash, []byte(tc.key))) + hc.zsets.waitingOps(laneKey(0, TypeZSet, []byte(tc.key)))
 			}
 			for i, cmd := range tc.batch {
 				run(i+1, cmd)

@@ -227,12 +227,7 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 		// guarded by the key item's ver instead (they set its range).
 		var cond dynastore.Cond = dynastore.NotExists{Attr: dynastore.AttrPK}
 		if st := cl.Known[m]; st.present {
-			cond = dynastore.Exists{Attr: dynastore.AttrPK}
-			if h, ok := refOf(st.v); ok {
-				cond = dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpEQ, Val: dynastore.B(h.gen)}
-			} else if st.v != nil {
-				cond = dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
-			}
+			cond = asRead(st)
 		} else {
 			n++
 		}
@@ -250,7 +245,9 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 	for m := range cl.dels {
 		if st := cl.Known[m]; st.present {
 			n--
-			var cond dynastore.Cond = dynastore.Exists{Attr: dynastore.AttrPK}
+			// As read, value included: the order item a sorted set's
+			// delete removes is the one of the score it read.
+			cond := asRead(st)
 			if spanned {
 				cond = nil
 			}
@@ -259,6 +256,18 @@ func (cl *Collection) memberActions(spanned bool, lo, hi int64) (members []dynas
 		}
 	}
 	return members, n, size, nil
+}
+
+// asRead is the condition that a present member's item is as read: its
+// value (or its big value's generation), else its existence.
+func asRead(st MemberState) dynastore.Cond {
+	if h, ok := refOf(st.v); ok {
+		return dynastore.Compare{Attr: attrBigGen, Op: dynastore.OpEQ, Val: dynastore.B(h.gen)}
+	}
+	if st.v != nil {
+		return dynastore.Compare{Attr: AttrValue, Op: dynastore.OpEQ, Val: st.v}
+	}
+	return dynastore.Exists{Attr: dynastore.AttrPK}
 }
 
 // planRestage is the commit of a large collection's change too big for

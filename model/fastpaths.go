@@ -620,6 +620,9 @@ func addMembers(c Scope, key []byte, typ string, members, vals [][]byte) (added 
 // blind delete, and several members of a large one the generation cache
 // knows a read of those members and a blind write.
 func RemoveMembers(c Scope, key []byte, typ string, members [][]byte) (int64, error) {
+	if typ == TypeZSet {
+		return zsetRemove(c, key, members)
+	}
 	if memberCoalesced(c, key, typ) {
 		return doMembers(c, key, typ, memberOp{rem: true, members: members}, func() (int64, error) { return removeMembers(c, key, typ, members) })
 	}

@@ -75,7 +75,7 @@ func (p *Process) streamNodes() (maxBytes, maxEntries int64) {
 func NewProcess(limits func(typ string) InlineLimits) *Process {
 	p := &Process{limits: limits}
 	// A batch of collection commands is one transaction at most.
-	p.hotColls.lists.Max, p.hotColls.members.Max = collBatchMax, collBatchMax
+	p.hotColls.lists.Max, p.hotColls.members.Max, p.hotColls.zsets.Max = collBatchMax, collBatchMax, zsetBatchMax
 	return p
 }
 

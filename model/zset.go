@@ -170,13 +170,18 @@ func asScores(vals []dynastore.Value, present []bool, err error) ([]float64, []b
 	return scores, present, nil
 }
 
-// ZSetWrite runs change on key's sorted set and commits, re-running on
-// conflict. The first try starts from the key item st holds (a failed
-// single-request attempt's), else from the one the item cache holds, if
-// any (outside a transaction): no read, as the commit is guarded by that
-// item's ver and a stale one fails it; but an outcome that writes nothing,
-// or an error (WRONGTYPE), is only trusted from a fresh read.
+// ZSetWrite is collWrite of key's sorted set.
 func ZSetWrite(c Scope, key []byte, st MemberStart, change func(cl *Collection) error) error {
+	return collWrite(c, key, TypeZSet, st, change)
+}
+
+// collWrite runs change on key's collection of type typ and commits,
+// re-running on conflict. The first try starts from the key item st holds
+// (a failed single-request attempt's), else from the one the item cache
+// holds, if any (outside a transaction): no read, as the commit is guarded
+// by that item's ver and a stale one fails it; but an outcome that writes
+// nothing, or an error (WRONGTYPE), is only trusted from a fresh read.
+func collWrite(c Scope, key []byte, typ string, st MemberStart, change func(cl *Collection) error) error {
 	_, inTx := c.Data().(*Txn)
 	return RetryConflicts(c, func(try int) error {
 		seed, seeded, cached := st.Seed, st.Seeded && try == 0, false
@@ -184,7 +189,7 @@ func ZSetWrite(c Scope, key []byte, st MemberStart, change func(cl *Collection) 
 			seed, cached = Items(c).Guardable(c.DB(), key, c.NowMS())
 			seeded = cached
 		}
-		cl, err := OpenSeeded(c, key, TypeZSet, seed, seeded)
+		cl, err := OpenSeeded(c, key, typ, seed, seeded)
 		if err == nil {
 			err = change(cl)
 		}
@@ -223,7 +228,22 @@ type ZAddResult struct {
 // ZAdd is ZADD, ZINCRBY and GEOADD: it applies the score-member pairs. A
 // set that grows past bigEntries members, or takes a member longer than
 // bigValue, is marked as Redis's skiplist from then on (AttrBigEncoding).
+// Concurrent ones on a key share requests (coalesce_zset.go).
 func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, bigEntries, bigValue int64) (ZAddResult, error) {
+	lim := zsetLimits{entries: bigEntries, value: bigValue}
+	r, err := doZSet(c, key, zsetOp{f: f, members: members, scores: scores, lim: lim}, func() (zsetRes, error) {
+		res, err := zaddAlone(c, key, f, members, scores, lim)
+		return zsetRes{add: res}, err
+	})
+	return r.add, err
+}
+
+// zsetLimits are the entries and member length past which Redis holds a
+// sorted set as a skiplist (zset-max-listpack-entries and -value).
+type zsetLimits struct{ entries, value int64 }
+
+// zaddAlone is one ZAdd on its own.
+func zaddAlone(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, lim zsetLimits) (ZAddResult, error) {
 	var st MemberStart
 	if !f.NX && !f.XX && !f.GT && !f.LT && !f.Incr {
 		var n int64
@@ -236,41 +256,41 @@ func ZAdd(c Scope, key []byte, f ZAddFlags, members [][]byte, scores []float64, 
 		}
 	}
 	var res ZAddResult
-	change := func(cl *Collection) error {
-		res = ZAddResult{}
-		if !cl.Exists() && f.XX {
-			return nil
-		}
-		size := cl.Len()
-		if !cl.Exists() {
-			size = 0
-		}
+	err := ZSetWrite(c, key, st, func(cl *Collection) error {
 		// One read of every member a large set has not shown yet (zaddOne
 		// then finds them known).
 		if err := cl.Fetch(members); err != nil {
 			return err
 		}
-		for j, m := range members {
-			a, u, p, s, err := zaddOne(cl, f, m, scores[j])
-			if err != nil {
-				return err
-			}
-			if a {
-				if cl.KeyAttr(AttrBigEncoding) == nil && (size+1 > bigEntries || int64(len(m)) > bigValue) {
-					cl.SetKeyAttr(AttrBigEncoding, NInt(1))
-				}
-				size++
-			}
-			res.Added += boolInt(a)
-			res.Updated += boolInt(u)
-			res.Processed += boolInt(p)
-			res.Score = s
-		}
-		return nil
-	}
-	err := ZSetWrite(c, key, st, change)
-	res.Changed = res.Added+res.Updated > 0
+		r := startRun(cl)
+		var err error
+		res, err = zaddPairs(r, f, members, scores, lim)
+		r.finish()
+		return err
+	})
 	return res, err
+}
+
+// zaddPairs applies ZADD's score-member pairs to r in turn, its members
+// fetched.
+func zaddPairs(r *collRun, f ZAddFlags, members [][]byte, scores []float64, lim zsetLimits) (ZAddResult, error) {
+	var res ZAddResult
+	for j, m := range members {
+		a, u, p, s, err := zaddOne(r.Collection, f, m, scores[j])
+		if err != nil {
+			return ZAddResult{}, err
+		}
+		if a {
+			r.n++
+			r.big = r.big || r.n > lim.entries || int64(len(m)) > lim.value
+		}
+		res.Added += boolInt(a)
+		res.Updated += boolInt(u)
+		res.Processed += boolInt(p)
+		res.Score = s
+	}
+	res.Changed = res.Added+res.Updated > 0
+	return res, nil
 }
 
 func boolInt(b bool) int64 {

@@ -26,7 +26,8 @@
 #      64 and 256 clients through one and three instances served in one
 #      process, on the embedded store limited per partition as DynamoDB is
 #      (1,000 write / 3,000 read units per second) and on its AWS-faithful
-#      mode, for INCR, GET, SET, LPUSH+RPOP, SADD, QUEUE.PUSH+POP+ACK and
+#      mode, for INCR, GET, SET, LPUSH+RPOP, SADD, ZADD and ZINCRBY (a small
+#      sorted set), ZADD (a large one), QUEUE.PUSH+POP+ACK and
 #      CL.THROTTLE: throughput, p50/p99, the store's requests and read and
 #      write units per command (and per message or element for the
 #      workloads of several commands), error replies.
@@ -63,7 +64,8 @@
 #                         spends the burst its partition saved meanwhile
 #   REDAMO_BENCH_HOT_CLIENTS, REDAMO_BENCH_HOT_INSTANCES, REDAMO_BENCH_HOT_STORES,
 #   REDAMO_BENCH_HOT_WORKLOADS  the hot-key part's cells [1,16,64,256], [1,3],
-#                         [limited,faithful], [incr,get,set,lpush+rpop,sadd,queue,throttle]
+#                         [limited,faithful], [incr,get,set,lpush+rpop,sadd,zadd,zincrby,
+#                         zadd-large,queue,throttle]
 #   REDAMO_BENCH_SKIP     space-separated parts to skip: go tcp compare large queue faithful hotkey rss cli
 set -euo pipefail
 
@@ -86,7 +88,7 @@ HOT_WARMUP="${REDAMO_BENCH_HOT_WARMUP:-500ms}"
 HOT_CLIENTS="${REDAMO_BENCH_HOT_CLIENTS:-1,16,64,256}"
 HOT_INSTANCES="${REDAMO_BENCH_HOT_INSTANCES:-1,3}"
 HOT_STORES="${REDAMO_BENCH_HOT_STORES:-limited,faithful}"
-HOT_WORKLOADS="${REDAMO_BENCH_HOT_WORKLOADS:-incr,get,set,lpush+rpop,sadd,queue,throttle}"
+HOT_WORKLOADS="${REDAMO_BENCH_HOT_WORKLOADS:-incr,get,set,lpush+rpop,sadd,zadd,zincrby,zadd-large,queue,throttle}"
 SKIP=" ${REDAMO_BENCH_SKIP:-} "
 
 # shellcheck source=scripts/lib.sh

@@ -250,8 +250,14 @@ type hotWorkload struct {
 }
 
 // hotSetMembers bounds the hot set's members, so that it stays the size
-// of a set of, say, feature flags rather than growing for the whole run.
-const hotSetMembers = 100
+// of a set of, say, feature flags rather than growing for the whole run;
+// hotZSetMembers a small leaderboard's, which stays inline, and
+// hotLargeZSetMembers a large one's.
+const (
+	hotSetMembers       = 100
+	hotZSetMembers      = 50
+	hotLargeZSetMembers = 1000
+)
 
 var hotWorkloads = []hotWorkload{
 	{name: "incr", step: func(ctx context.Context, c *redis.Client, key string, _ *rand.Rand, r *familyRun) (bool, error) {
@@ -277,6 +283,30 @@ var hotWorkloads = []hotWorkload{
 	}},
 	{name: "sadd", step: func(ctx context.Context, c *redis.Client, key string, rng *rand.Rand, r *familyRun) (bool, error) {
 		_, err := r.do(ctx, c, "sadd", "SADD", key, "m"+strconv.Itoa(rng.IntN(hotSetMembers)))
+		return err == nil, nil
+	}},
+	{name: "zadd", step: func(ctx context.Context, c *redis.Client, key string, rng *rand.Rand, r *familyRun) (bool, error) {
+		// A leaderboard: a member's score set anew.
+		_, err := r.do(ctx, c, "zadd", "ZADD", key, rng.IntN(1000000), "m"+strconv.Itoa(rng.IntN(hotZSetMembers)))
+		return err == nil, nil
+	}},
+	{name: "zincrby", step: func(ctx context.Context, c *redis.Client, key string, rng *rand.Rand, r *familyRun) (bool, error) {
+		_, err := r.do(ctx, c, "zincrby", "ZINCRBY", key, 1, "m"+strconv.Itoa(rng.IntN(hotZSetMembers)))
+		return err == nil, nil
+	}},
+	{name: "zadd-large", setup: func(ctx context.Context, c *redis.Client, key string) error {
+		// Too many members to be inline: one item per member. Each cell
+		// runs the setup; the set is made once.
+		if n, err := c.ZCard(ctx, key).Result(); err != nil || n > 0 {
+			return err
+		}
+		zs := make([]redis.Z, hotLargeZSetMembers)
+		for i := range zs {
+			zs[i] = redis.Z{Score: float64(i), Member: "m" + strconv.Itoa(i)}
+		}
+		return c.ZAdd(ctx, key, zs...).Err()
+	}, step: func(ctx context.Context, c *redis.Client, key string, rng *rand.Rand, r *familyRun) (bool, error) {
+		_, err := r.do(ctx, c, "zadd(large)", "ZADD", key, rng.IntN(1000000), "m"+strconv.Itoa(rng.IntN(hotLargeZSetMembers)))
 		return err == nil, nil
 	}},
 	{name: "queue", multi: true, step: func(ctx context.Context, c *redis.Client, key string, _ *rand.Rand, r *familyRun) (bool, error) {
