@@ -321,8 +321,8 @@ type streamEdges struct {
 // edge reads the first (or last) entry's id.
 func (e *streamEdges) edge(rev bool) (StreamID, error) {
 	var id StreamID
-	err := e.st.rangeRead(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamEntry) bool {
-		id = x.ID
+	err := e.st.rangeIDs(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamID) bool {
+		id = x
 		return false
 	})
 	return id, err
@@ -1013,7 +1013,7 @@ func (st *streamState) entriesOf(cl *Collection, ids []StreamID) ([]StreamEntry,
 			out[i].Gone = true
 			continue
 		}
-		if out[i].Fields, err = decodeFields(vals[i]); err != nil {
+		if out[i].Fields, err = entryFields(cl.c, vals[i]); err != nil {
 			return nil, err
 		}
 	}
