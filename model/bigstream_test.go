@@ -11,8 +11,8 @@ import (
 
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/faithful"
-	"github.com/redamo/redamo/model"
 	"github.com/redamo/redamo/internal/rdb"
+	"github.com/redamo/redamo/model"
 )
 
 // forAllStores is forStores and the faithful store (AWS's latencies and
