@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -60,6 +61,36 @@ func TestBigHashFieldAcrossInstances(t *testing.T) {
 				return c.HSet(ctx, "bigh", "small", "s", "f", v).Err()
 			},
 			get: func(ctx context.Context, c *redis.Client) ([]byte, error) { return c.HGet(ctx, "bigh", "f").Bytes() },
+		})
+	})
+}
+
+// TestBigStreamEntryAcrossInstances is TestBigValuesAcrossInstances for
+// a stream entry with a 10 MB field beside a small one: each write
+// replaces the stream (DEL and XADD in MULTI), each read is its last
+// entry.
+func TestBigStreamEntryAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		bigAcrossInstances(t, b, 10<<20, bigShape{
+			set: func(ctx context.Context, c *redis.Client, v []byte) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "bigs")
+					p.XAdd(ctx, &redis.XAddArgs{Stream: "bigs", Values: []any{"small", "s", "f", v}})
+					return nil
+				})
+				return err
+			},
+			get: func(ctx context.Context, c *redis.Client) ([]byte, error) {
+				es, err := c.XRevRangeN(ctx, "bigs", "+", "-", 1).Result()
+				if err != nil {
+					return nil, err
+				}
+				if len(es) != 1 {
+					return nil, fmt.Errorf("%d entries", len(es))
+				}
+				v, _ := es[0].Values["f"].(string)
+				return []byte(v), nil
+			},
 		})
 	})
 }
