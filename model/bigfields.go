@@ -29,6 +29,10 @@ package model
 //
 // Commands that need a value's length (HSTRLEN, HEXISTS, OBJECT ENCODING)
 // read only the reference.
+//
+// A stream entry too big for its member item is such a value too, its
+// encoded fields in the chunks (stream.go). XADD stages them before it
+// knows the entry's id, and its commit names the member (publishAs).
 
 import (
 	"bytes"

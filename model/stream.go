@@ -11,7 +11,9 @@ package model
 // is the entry's field/value pairs (encodeFields). A small stream keeps
 // its entries inline in the key item (v as an L of B: id, fields, id,
 // fields, ...), a large one as member items of its generation, like sets
-// and hashes. The key item also holds, as key attributes (SetKeyAttr,
+// and hashes. An entry too big for its member item is kept in chunks, as a
+// big hash field value is (bigfields.go): only commands that return
+// entries read them (rangeRead, entriesOf). The key item also holds, as key attributes (SetKeyAttr,
 // staged by every write of a stream):
 //
 //	xl  B  the last generated id
