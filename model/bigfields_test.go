@@ -3,7 +3,6 @@ package model_test
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -77,16 +76,7 @@ func TestBigFieldSweep(t *testing.T) {
 			require.True(t, present[0])
 			return vals[0]
 		}
-		clock := time.Now()
-		sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
-		sweep := func() {
-			t.Helper()
-			for range 2 {
-				require.NoError(t, sw.SweepOnce(s))
-				clock = clock.Add(2 * time.Minute)
-			}
-			require.NoError(t, sw.SweepOnce(s))
-		}
+		sweep, sw := pastGrace(t, e.store, s)
 		hset("h", "f", a)
 		hset("h", "f", b)
 		hset("h", "g", a)

@@ -192,16 +192,7 @@ func TestBigStreamEntries(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, append(want[:3:3], fourth), entries("m"))
 
-		clock := time.Now()
-		sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
-		sweep := func() {
-			t.Helper()
-			for range 2 {
-				require.NoError(t, sw.SweepOnce(s))
-				clock = clock.Add(2 * time.Minute)
-			}
-			require.NoError(t, sw.SweepOnce(s))
-		}
+		sweep, _ := pastGrace(t, e.store, s)
 		sweep()
 		require.Equal(t, 3*perStream+chunksOf(withVal), countChunks(t, e), "the sweeper keeps every published entry's chunks")
 		require.Equal(t, append(want[:3:3], fourth), entries("m"))
@@ -237,6 +228,22 @@ func TestBigStreamEntries(t *testing.T) {
 	})
 }
 
+// pastGrace is a sweeper of st on a clock of its own, and a sweep in s
+// that runs it until what was dead at its start is deleted, its clock
+// moved past the grace.
+func pastGrace(t *testing.T, st dynastore.Store, s model.Scope) (sweep func(), sw *model.Sweeper) {
+	clock := time.Now()
+	sw = &model.Sweeper{Store: st, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
+	return func() {
+		t.Helper()
+		for range 2 {
+			require.NoError(t, sw.SweepOnce(s))
+			clock = clock.Add(2 * time.Minute)
+		}
+		require.NoError(t, sw.SweepOnce(s))
+	}, sw
+}
+
 // gatedTransact holds a store's first transaction until open is closed,
 // and says on held that it is held.
 type gatedTransact struct {
@@ -255,18 +262,6 @@ func (g *gatedTransact) Transact(ctx context.Context, acts []dynastore.TxAction)
 
 func (g *gatedTransact) BatchWrite(ctx context.Context, puts []dynastore.Item, dels []dynastore.Key) error {
 	return dynastore.BatchWrite(ctx, g.Store, puts, dels)
-}
-
-// beforeTransact runs before once before its store's first transaction.
-type beforeTransact struct {
-	dynastore.Store
-	once   sync.Once
-	before func()
-}
-
-func (b *beforeTransact) Transact(ctx context.Context, acts []dynastore.TxAction) error {
-	b.once.Do(b.before)
-	return b.Store.Transact(ctx, acts)
 }
 
 // An entry whose chunks were staged so long before XADD published them
@@ -290,7 +285,7 @@ func TestBigStreamEntryPublishedWhileCondemned(t *testing.T) {
 		s := e.scope("sweeper", 0)
 		// The sweeper's condemning transaction lets the publication
 		// through first.
-		sweepStore := &beforeTransact{Store: e.store, before: func() {
+		sweepStore := &raceOnce{Store: e.store, race: func() {
 			close(gate.open)
 			require.NoError(t, <-added)
 		}}
