@@ -80,9 +80,14 @@ type streamGroup struct {
 	pending     int64
 	top         StreamID
 	// known holds the pending entries read or changed (nil: known to be
-	// absent); dirty the ids whose items the commit writes.
+	// absent); dirty the ids whose pages the commit writes.
 	known map[StreamID]*streamNACK
 	dirty map[StreamID]bool
+	// pages are the stored pages read (stream_pel.go), by the id their
+	// key holds: the ids each held as read; pageOf the page each id
+	// located so far belongs to.
+	pages  map[StreamID][]StreamID
+	pageOf map[StreamID]StreamID
 }
 
 // ---- encoding ---------------------------------------------------------------------------
