@@ -85,9 +85,11 @@ type streamGroup struct {
 	dirty map[StreamID]bool
 	// pages are the stored pages read (stream_pel.go), by the id their
 	// key holds: the ids each held as read; pageOf the page each id
-	// located so far belongs to.
+	// located so far belongs to; below the page just below a page, where
+	// a read showed it.
 	pages  map[StreamID][]StreamID
 	pageOf map[StreamID]StreamID
+	below  map[StreamID]StreamID
 }
 
 // ---- encoding ---------------------------------------------------------------------------

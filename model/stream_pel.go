@@ -159,7 +159,7 @@ func (g *streamGroup) notePage(lo StreamID, ns []*streamNACK) {
 		return
 	}
 	if g.pages == nil {
-		g.pages, g.pageOf = map[StreamID][]StreamID{}, map[StreamID]StreamID{}
+		g.pages, g.pageOf, g.below = map[StreamID][]StreamID{}, map[StreamID]StreamID{}, map[StreamID]StreamID{}
 	}
 	if ns == nil {
 		g.pages[lo] = nil // no such page
@@ -176,10 +176,32 @@ func (g *streamGroup) notePage(lo StreamID, ns []*streamNACK) {
 	g.pages[lo] = ids
 }
 
+// notePages records pages read, in the order of the query that read them
+// (rev: descending), and which page is just below which; their bounds.
+func (g *streamGroup) notePages(items []dynastore.Item, rev bool) ([]StreamID, [][]*streamNACK, error) {
+	los := make([]StreamID, len(items))
+	nss := make([][]*streamNACK, len(items))
+	for i, it := range items {
+		lo, ns, err := decodePage(it, len(g.gid))
+		if err != nil {
+			return nil, nil, err
+		}
+		g.notePage(lo, ns)
+		los[i], nss[i] = lo, ns
+		if i > 0 && rev {
+			g.below[los[i-1]] = lo
+		} else if i > 0 {
+			g.below[lo] = los[i-1]
+		}
+	}
+	return los, nss, nil
+}
+
 // pelLocate finds the pages of ids not located yet, reading each: one
 // reverse query per page, from the greatest id left, whose answer holds
-// every id down to its bound. Ids below every page go to a new first
-// page (bound 0-0).
+// every id down to its bound (and the page below it, which a page that
+// shrinks may merge into). Ids below every page go to a new first page
+// (bound 0-0).
 func (st *streamState) pelLocate(c Scope, g *streamGroup, ids []StreamID) error {
 	var left []StreamID
 	for _, id := range ids {
@@ -189,18 +211,20 @@ func (st *streamState) pelLocate(c Scope, g *streamGroup, ids []StreamID) error 
 	}
 	slices.SortFunc(left, func(a, b StreamID) int { return b.Cmp(a) })
 	for len(left) > 0 {
-		p, err := c.Data().Query(c, dynastore.Query{PK: MembersPK(st.pelGen), Op: dynastore.SKBetween, A: pelSK(g.gid, StreamID{}), B: pelSK(g.gid, left[0]), Reverse: true, Limit: 1})
+		p, err := c.Data().Query(c, dynastore.Query{PK: MembersPK(st.pelGen), Op: dynastore.SKBetween, A: pelSK(g.gid, StreamID{}), B: pelSK(g.gid, left[0]), Reverse: true, Limit: 2})
 		if err != nil {
 			return err
 		}
 		var lo StreamID
-		var ns []*streamNACK
-		if len(p.Items) > 0 {
-			if lo, ns, err = decodePage(p.Items[0], len(g.gid)); err != nil {
+		if len(p.Items) == 0 {
+			g.notePage(lo, nil)
+		} else {
+			los, _, err := g.notePages(p.Items, true)
+			if err != nil {
 				return err
 			}
+			lo = los[0]
 		}
-		g.notePage(lo, ns)
 		for len(left) > 0 && left[0].Cmp(lo) >= 0 {
 			g.pageOf[left[0]] = lo
 			left = left[1:]
@@ -338,12 +362,12 @@ func (st *streamState) pelScan(c Scope, g *streamGroup, from, to StreamID, rev b
 		if err != nil {
 			return err
 		}
-		for _, it := range p.Items {
-			lo, ns, err := decodePage(it, len(g.gid))
-			if err != nil {
-				return err
-			}
-			g.notePage(lo, ns)
+		los, nss, err := g.notePages(p.Items, rev)
+		if err != nil {
+			return err
+		}
+		for i, lo := range los {
+			ns := nss[i]
 			if rev {
 				slices.Reverse(ns)
 			}
@@ -446,7 +470,8 @@ func (st *streamState) stagePEL(c Scope, cl *Collection) error {
 // pageWrites are the writes of the pages of g's changed entries: every
 // entry into new pages when this operation made the generation; else each
 // page that holds a changed entry rewritten, split when it grew past
-// pelPageMax, deleted when emptied.
+// pelPageMax, merged into the page below when it shrank, deleted when
+// emptied.
 func (st *streamState) pageWrites(c Scope, g *streamGroup) (puts []dynastore.Item, dels []dynastore.Key, err error) {
 	if len(g.dirty) == 0 {
 		return nil, nil, nil
@@ -466,23 +491,56 @@ func (st *streamState) pageWrites(c Scope, g *streamGroup) (puts []dynastore.Ite
 		lo := g.pageOf[id]
 		changed[lo] = append(changed[lo], id)
 	}
+	pages := map[StreamID][]*streamNACK{}
+	var los []StreamID
 	for lo, added := range changed {
-		var ns []*streamNACK
-		for _, id := range append(slices.Clone(g.pages[lo]), added...) {
-			if n := g.known[id]; n != nil && !slices.ContainsFunc(ns, func(x *streamNACK) bool { return x.id == id }) {
-				ns = append(ns, n)
-			}
+		pages[lo] = g.pageEntries(lo, added)
+		los = append(los, lo)
+	}
+	// A page that shrank below a quarter merges into the page just below
+	// it when both fit one; downwards, so that merges chain.
+	slices.SortFunc(los, func(a, b StreamID) int { return b.Cmp(a) })
+	for _, lo := range los {
+		ns := pages[lo]
+		l, ok := g.below[lo]
+		if len(ns) == 0 || len(ns) >= pelPageSize/4 || !ok {
+			continue
 		}
+		lns, ok := pages[l]
+		if !ok {
+			lns = g.pageEntries(l, nil)
+		}
+		if len(lns) == 0 || len(lns)+len(ns) > pelPageSize {
+			continue
+		}
+		pages[l], pages[lo] = append(slices.Clone(lns), ns...), nil
+	}
+	for lo, ns := range pages {
 		if len(ns) == 0 {
 			if g.pages[lo] != nil {
 				dels = append(dels, st.pelKey(g, lo))
 			}
 			continue
 		}
-		slices.SortFunc(ns, func(a, b *streamNACK) int { return a.id.Cmp(b.id) })
 		puts = append(puts, st.paged(g, lo, ns)...)
 	}
 	return puts, dels, nil
+}
+
+// pageEntries are the entries of the page bounded by lo after this
+// operation: those it held as read and the ids added to it that are
+// pending, sorted.
+func (g *streamGroup) pageEntries(lo StreamID, added []StreamID) []*streamNACK {
+	var ns []*streamNACK
+	seen := map[StreamID]bool{}
+	for _, id := range append(slices.Clone(g.pages[lo]), added...) {
+		if n := g.known[id]; n != nil && !seen[id] {
+			seen[id] = true
+			ns = append(ns, n)
+		}
+	}
+	slices.SortFunc(ns, func(a, b *streamNACK) int { return a.id.Cmp(b.id) })
+	return ns
 }
 
 // paged are the pages of entries ns (sorted), the first bounded by lo:
