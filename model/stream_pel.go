@@ -71,11 +71,16 @@ const pelEntries = "e"
 
 // pelPageSize is how many entries a page holds after a split, and
 // pelPageMax how many it may hold before one: a page's write stays a
-// few kilobytes.
+// few kilobytes with the usual consumer names.
 const (
 	pelPageSize = 32
 	pelPageMax  = 2 * pelPageSize
 )
+
+// pelPageBytes bounds the consumer names a page holds, so that a page of
+// long names stays far under an item (a name may be up to what the key
+// item's groups hold).
+const pelPageBytes = 64 << 10
 
 // newGroupID is a group incarnation's prefix of its entries' sort keys, so
 // a group destroyed and made again does not inherit what is left of the
@@ -544,18 +549,29 @@ func (g *streamGroup) pageEntries(lo StreamID, added []StreamID) []*streamNACK {
 }
 
 // paged are the pages of entries ns (sorted), the first bounded by lo:
-// one, or pages of pelPageSize past pelPageMax.
+// one, or, past pelPageMax entries or pelPageBytes of consumer names,
+// pages of pelPageSize entries or half those bytes (long names).
 func (st *streamState) paged(g *streamGroup, lo StreamID, ns []*streamNACK) []dynastore.Item {
-	if len(ns) <= pelPageMax {
+	names := 0
+	for _, n := range ns {
+		names += len(n.consumer)
+	}
+	if len(ns) <= pelPageMax && names <= pelPageBytes {
 		return []dynastore.Item{st.pageItem(g, lo, ns)}
 	}
 	var out []dynastore.Item
-	for i := 0; i < len(ns); i += pelPageSize {
+	for i := 0; i < len(ns); {
+		j, size := i+1, len(ns[i].consumer)
+		for j < len(ns) && j-i < pelPageSize && size+len(ns[j].consumer) <= pelPageBytes/2 {
+			size += len(ns[j].consumer)
+			j++
+		}
 		bound := ns[i].id
 		if i == 0 {
 			bound = lo
 		}
-		out = append(out, st.pageItem(g, bound, ns[i:min(i+pelPageSize, len(ns))]))
+		out = append(out, st.pageItem(g, bound, ns[i:j]))
+		i = j
 	}
 	return out
 }

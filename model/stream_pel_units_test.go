@@ -147,3 +147,28 @@ func TestStreamPELPagesRandom(t *testing.T) {
 		})
 	}
 }
+
+// A consumer with a long name (20 KB): its pending entries' pages stay
+// under an item, however many of them there are.
+func TestStreamPELLongConsumerNames(t *testing.T) {
+	forBackends(t, func(t *testing.T, c *scope) {
+		key := []byte("s")
+		const n = 150
+		for i := 1; i <= n; i++ {
+			_, err := xaddS("s", uint64(i), []byte("f"), []byte("v"))(c)
+			require.NoError(t, err)
+		}
+		require.NoError(t, model.XGroupCreate(c, key, []byte("g"), model.XGroupArgs{ID: []byte("0")}))
+		name := string(randomBytes(15, 20<<10))
+		gs := &model.XReadGroupState{Keys: [][]byte{key}, IDs: [][]byte{[]byte(">")}, Group: []byte("g"), Consumer: []byte(name)}
+		got, err := model.XReadGroup(c, gs, n, false)
+		require.NoError(t, err)
+		require.Len(t, got[0].Entries, n)
+		_, entries, err := model.XPending(c, key, []byte("g"), &model.XPendingRange{Start: model.StreamID{}, End: model.MaxStreamID, Count: n})
+		require.NoError(t, err)
+		require.Len(t, entries, n)
+		for _, e := range entries {
+			require.Equal(t, name, e.Consumer)
+		}
+	})
+}
