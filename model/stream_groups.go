@@ -90,6 +90,9 @@ type streamGroup struct {
 	pages  map[StreamID][]StreamID
 	pageOf map[StreamID]StreamID
 	below  map[StreamID]StreamID
+	// fresh are ids found absent because they pass every id ever
+	// pending: above every page.
+	fresh []StreamID
 }
 
 // ---- encoding ---------------------------------------------------------------------------

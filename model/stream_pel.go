@@ -15,8 +15,11 @@ package model
 // an entry is in the page with the greatest low bound not above its id,
 // which one reverse query from the id finds, and which holds every id from
 // that bound up to the id (pelLocate). A group's first page has the
-// bound 0-0; a page that grows past pelPageMax is split into pages of
-// pelPageSize, each bounded by its first id; an emptied page is deleted.
+// bound 0-0; entries past every id ever pending, enough of them, make a
+// page of their own bounded by the first; a page that grows past
+// pelPageMax is split into pages of pelPageSize, each bounded by its first
+// id; one that shrinks merges into the page below; an emptied page is
+// deleted.
 // An item of one entry (c, t, n attributes), as entries were once kept,
 // reads as a page of that entry bounded by its id. The key item keeps each group's and
 // consumer's pending counts (XPENDING's summary, XINFO) and the greatest
@@ -260,6 +263,7 @@ func (st *streamState) pelFetch(c Scope, g *streamGroup, ids []StreamID) error {
 		}
 		if !st.stored() || id.Cmp(g.top) > 0 {
 			g.known[id] = nil
+			g.fresh = append(g.fresh, id)
 			continue
 		}
 		want = append(want, id)
@@ -487,6 +491,21 @@ func (st *streamState) pageWrites(c Scope, g *streamGroup) (puts []dynastore.Ite
 	ids := make([]StreamID, 0, len(g.dirty))
 	for id := range g.dirty {
 		ids = append(ids, id)
+	}
+	// Enough entries past every page (a delivery's) make a page of their
+	// own, bounded by the first: the last page need not be read.
+	var fresh []StreamID
+	for _, id := range g.fresh {
+		if g.dirty[id] && g.known[id] != nil && !slices.Contains(fresh, id) {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) >= pelPageSize/4 {
+		slices.SortFunc(fresh, StreamID.Cmp)
+		g.notePage(fresh[0], nil)
+		for _, id := range fresh {
+			g.pageOf[id] = fresh[0]
+		}
 	}
 	if err := st.pelLocate(c, g, ids); err != nil {
 		return nil, nil, err

@@ -69,8 +69,8 @@ func TestStreamPELLifecycle(t *testing.T) {
 	forBackends(t, func(t *testing.T, c *scope) {
 		const n = 150
 		// The entries are in pages of at most 64: 98 delivered at
-		// once make 4 (32, 32, 32, 2), the last page takes the 52 more.
-		const pages = 4
+		// once make 4 (32, 32, 32, 2), the 52 more a page of their own.
+		const pages = 5
 		for _, k := range []string{"dead", "renamed", "live", "drained"} {
 			deliverAll(t, c, k, n)
 			gen := pelKeyGen(t, c, k)
