@@ -137,29 +137,6 @@ func TestBigStrings(t *testing.T) {
 	}
 }
 
-// Collection elements other than hash field values and names
-// (TestBigHashFields, compat bigmembers), set and sorted-set members
-// (compat bigmembers) and list elements (TestBigListElements) stay within
-// one item: a bigger stream field is refused
-// with a clear error and writes nothing.
-func TestBigCollectionElementsRefused(t *testing.T) {
-	ctx := context.Background()
-	big := string(bigValue(3, 500<<10))
-	for _, be := range testserver.Stores(t) {
-		t.Run(be.Name, func(t *testing.T) {
-			rdb := be.Start(t).Client(t)
-			require.NoError(t, rdb.HSet(ctx, "h", "small", "v").Err())
-			for _, args := range [][]any{
-				{"XADD", "x", "*", "f", big},
-			} {
-				require.EqualError(t, rdb.Do(ctx, args...).Err(), "ERR value exceeds the DynamoDB item size limit (400 KB)", "%s", args[0])
-			}
-			require.EqualValues(t, 0, rdb.Exists(ctx, "x").Val())
-			require.Equal(t, map[string]string{"small": "v"}, rdb.HGetAll(ctx, "h").Val())
-		})
-	}
-}
-
 // A big value's writes raise the keyspace events a small value's do.
 func TestBigStringEvents(t *testing.T) {
 	ctx := context.Background()

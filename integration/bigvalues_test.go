@@ -273,3 +273,33 @@ func TestBigSetMemberAcrossInstances(t *testing.T) {
 		})
 	})
 }
+
+// TestBigStreamEntryAcrossInstances is TestBigValuesAcrossInstances for
+// a stream entry with a 10 MB field beside a small one: each write
+// replaces the stream (DEL and XADD in MULTI), each read is its last
+// entry.
+func TestBigStreamEntryAcrossInstances(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		bigAcrossInstances(t, b, 10<<20, bigShape{
+			set: func(ctx context.Context, c *redis.Client, v []byte) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "bigx")
+					p.XAdd(ctx, &redis.XAddArgs{Stream: "bigx", Values: []any{"small", "s", "f", v}})
+					return nil
+				})
+				return err
+			},
+			get: func(ctx context.Context, c *redis.Client) ([]byte, error) {
+				es, err := c.XRevRangeN(ctx, "bigx", "+", "-", 1).Result()
+				if err != nil {
+					return nil, err
+				}
+				if len(es) != 1 {
+					return nil, fmt.Errorf("%d entries", len(es))
+				}
+				v, _ := es[0].Values["f"].(string)
+				return []byte(v), nil
+			},
+		})
+	})
+}

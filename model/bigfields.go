@@ -33,6 +33,10 @@ package model
 // List elements are kept the same way (see bigElems below); for them the
 // chunks also die once their position leaves the list's range (a pop or
 // LTRIM whose member deletes have not landed yet).
+//
+// A stream entry too big for its member item is such a value too, its
+// encoded fields in the chunks (stream.go). XADD stages them before it
+// knows the entry's id, and its commit names the member (publishAs).
 
 import (
 	"bytes"
@@ -122,7 +126,13 @@ func stageFieldValues(c Scope, key []byte, fields, vals [][]byte) (*stagedValues
 // Its reference carries the whole value's checksum and no chunk map, so
 // the checksum is set here whatever else the staging keeps.
 func stageField(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, f, v []byte) (*bigHeader, error) {
-	h, err := stageChunks(ctx, st, nowMS, ownerPK, MemberSK(f), v)
+	return stageRef(ctx, st, nowMS, ownerPK, MemberSK(f), v)
+}
+
+// stageRef is stageField for the member whose sort key is ownerSK (nil:
+// not known yet, stageUnnamed).
+func stageRef(ctx context.Context, st dynastore.Store, nowMS int64, ownerPK, ownerSK, v []byte) (*bigHeader, error) {
+	h, err := stageChunks(ctx, st, nowMS, ownerPK, ownerSK, v)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +159,43 @@ func (sv *stagedValues) publish(cl *Collection) {
 	for _, h := range sv.hs {
 		cl.checks = append(cl.checks, genAliveCheck(h.gen))
 	}
+	cl.SetKeyAttr(attrBigFields, NInt(1))
+}
+
+// refOr is what member m is stored as: its staged big value's reference,
+// or v.
+func (sv *stagedValues) refOr(m []byte, v dynastore.Value) dynastore.Value {
+	if sv == nil {
+		return v
+	}
+	if r, ok := sv.refs[string(m)]; ok {
+		return r
+	}
+	return v
+}
+
+// stageUnnamed stages v, the big value of a member of the collection at
+// key whose member is not known yet: a stream entry's id, which XADD finds
+// on each try. Its registry entry names no member until publishAs.
+func stageUnnamed(c Scope, key, v []byte) (*bigHeader, error) {
+	return stageRef(c, baseStore(c), c.NowMS(), KeyPK(c.DB(), key), nil, v)
+}
+
+// publishAs makes cl's commit publish the big value h, staged by
+// stageUnnamed, as member m's: its registry entry names m from then on, so
+// the sweeper checks m's member item (fieldOwnerChecks). The same write
+// clears a death the sweeper may have recorded while no member was named,
+// so that its condemning transaction, conditioned on that record, fails.
+func publishAs(cl *Collection, h *bigHeader, m []byte) {
+	cl.checks = append(cl.checks, dynastore.TxAction{
+		Op:  dynastore.TxUpdate,
+		Key: genRegKey(h.gen),
+		Update: &dynastore.Update{
+			Set:    []dynastore.SetAction{{Attr: attrOwnerSK, Val: dynastore.B(MemberSK(m))}},
+			Remove: []string{attrDeadAt},
+		},
+		Cond: dynastore.And{dynastore.Exists{Attr: dynastore.AttrPK}, dynastore.NotExists{Attr: attrDying}},
+	})
 	cl.SetKeyAttr(attrBigFields, NInt(1))
 }
 

@@ -76,7 +76,7 @@ func TestBigFieldSweep(t *testing.T) {
 			require.True(t, present[0])
 			return vals[0]
 		}
-		sweep, sw := pastGrace(t, e, s)
+		sweep, sw := pastGrace(t, e.store, s)
 		hset("h", "f", a)
 		hset("h", "f", b)
 		hset("h", "g", a)

@@ -155,7 +155,7 @@ func TestBigListSweep(t *testing.T) {
 		n := 3*bigChunkBytes + 1
 		a, b, c, d := randomBytes(21, n), randomBytes(22, n), randomBytes(23, n), randomBytes(24, n)
 		s := e.scope("test", 0)
-		sweep, _ := pastGrace(t, e, s)
+		sweep, _ := pastGrace(t, e.store, s)
 		list := func(key string, want ...[]byte) {
 			t.Helper()
 			vs, err := model.ListRange(s, []byte(key), 0, -1)
@@ -308,29 +308,13 @@ func TestBigListUnit(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"x", string(a)}, strs(vs))
 
-		sweep, _ := pastGrace(t, e, s)
+		sweep, _ := pastGrace(t, e.store, s)
 		sweep()
 		require.Equal(t, 3, countChunks(t, e), "only the published element's chunks")
 		vs, err = model.ListRange(s, []byte("dst"), 0, -1)
 		require.NoError(t, err)
 		require.Equal(t, []string{"x", string(a)}, strs(vs))
 	})
-}
-
-// pastGrace is a sweep of e's store: passes of the sweeper sw whose clock
-// moves past its grace between them, so that what was dead at the first
-// is gone.
-func pastGrace(t *testing.T, e *keysEnv, s model.Scope) (sweep func(), sw *model.Sweeper) {
-	clock := time.Now()
-	sw = &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
-	return func() {
-		t.Helper()
-		for range 2 {
-			require.NoError(t, sw.SweepOnce(s))
-			clock = clock.Add(2 * time.Minute)
-		}
-		require.NoError(t, sw.SweepOnce(s))
-	}, sw
 }
 
 // A push whose chunks could not all be written fails and leaves the list
@@ -349,7 +333,7 @@ func TestBigListPushFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"x"}, strs(vs))
 	require.Positive(t, countChunks(t, e))
-	sweep, _ := pastGrace(t, e, s)
+	sweep, _ := pastGrace(t, e.store, s)
 	sweep()
 	require.Zero(t, countChunks(t, e))
 }

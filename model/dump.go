@@ -229,13 +229,20 @@ func Restore(c Scope, key []byte, a RestoreArgs) (RestoreOutcome, error) {
 	}
 	typ, big := restoreShape(o, a)
 	var sv *stagedValues
-	if typ == TypeHash {
-		var fields, vals [][]byte
+	var members, vals [][]byte
+	switch typ {
+	case TypeHash:
 		for i := 0; i+1 < len(o.Pairs); i += 2 {
-			fields, vals = append(fields, o.Pairs[i]), append(vals, o.Pairs[i+1])
+			members, vals = append(members, o.Pairs[i]), append(vals, o.Pairs[i+1])
 		}
+	case TypeStream:
+		for _, e := range o.Stream.Entries {
+			members, vals = append(members, StreamID(e.ID).member()), append(vals, encodeFields(e.Fields))
+		}
+	}
+	if members != nil {
 		var err error
-		if sv, err = stageFieldValues(c, key, fields, vals); err != nil {
+		if sv, err = stageFieldValues(c, key, members, vals); err != nil {
 			return RestoreOutcome{}, err
 		}
 	}
@@ -351,8 +358,8 @@ func restoreShape(o *rdb.Object, a RestoreArgs) (typ string, big bool) {
 }
 
 // fillRestored stages o's entries in cl, a collection replacing the key,
-// with the big hash values sv staged (nil: none), and a list's big
-// elements staged by big.
+// with the big hash values and stream entries sv staged (nil: none), and
+// a list's big elements staged by big.
 func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues, big *bigElems) error {
 	switch cl.Type {
 	case TypeList:
@@ -398,8 +405,10 @@ func fillRestored(cl *Collection, o *rdb.Object, sv *stagedValues, big *bigElems
 			st.nodes = append(st.nodes, n)
 		}
 		for _, e := range s.Entries {
-			cl.Put(StreamID(e.ID).member(), encodeFields(e.Fields))
+			m := StreamID(e.ID).member()
+			cl.Put(m, sv.refOr(m, encodeFields(e.Fields)))
 		}
+		sv.publish(cl)
 		st.stage(cl)
 		if len(s.Groups) > 0 {
 			return stageRestoredGroups(cl, st, slices.Clone(s.Groups))

@@ -11,7 +11,9 @@ package model
 // is the entry's field/value pairs (encodeFields). A small stream keeps
 // its entries inline in the key item (v as an L of B: id, fields, id,
 // fields, ...), a large one as member items of its generation, like sets
-// and hashes. The key item also holds, as key attributes (SetKeyAttr,
+// and hashes. An entry too big for its member item is kept in chunks, as a
+// big hash field value is (bigfields.go): only commands that return
+// entries read them (rangeRead, entriesOf). The key item also holds, as key attributes (SetKeyAttr,
 // staged by every write of a stream):
 //
 //	xl  B  the last generated id
@@ -303,6 +305,16 @@ func encodeFields(fv [][]byte) dynastore.B {
 	return out
 }
 
+// entryFields is a stored entry's fields, a big entry's read from its
+// chunks.
+func entryFields(c Scope, v dynastore.Value) ([][]byte, error) {
+	vs := []dynastore.Value{v}
+	if err := loadValues(c, vs); err != nil {
+		return nil, err
+	}
+	return decodeFields(vs[0])
+}
+
 func decodeFields(v dynastore.Value) ([][]byte, error) {
 	b, _ := v.(dynastore.B)
 	var out [][]byte
@@ -506,23 +518,37 @@ func (st *streamState) nodeOf(id StreamID) int {
 // live reports whether an entry with this id is above the floor.
 func (st *streamState) live(id StreamID) bool { return id.Cmp(st.floor) >= 0 }
 
-// rangeRead calls fn for the live committed entries from..to (inclusive),
-// in id order or reversed, until fn returns false; hint is how many the
-// caller expects to need (0: unknown).
+// rangeIDs calls fn for the ids of the live committed entries from..to
+// (inclusive), in id order or reversed, until fn returns false; hint is
+// how many the caller expects to need (0: unknown). It reads no big
+// entry's chunks.
+func (st *streamState) rangeIDs(cl *Collection, from, to StreamID, rev bool, hint int, fn func(id StreamID) bool) error {
+	return st.rangeValues(cl, from, to, rev, hint, func(m []byte, _ dynastore.Value) (bool, error) {
+		return fn(idOfMember(m)), nil
+	})
+}
+
+// rangeRead is rangeIDs of whole entries: a big entry's fields are read
+// from its chunks.
 func (st *streamState) rangeRead(cl *Collection, from, to StreamID, rev bool, hint int, fn func(e StreamEntry) bool) error {
+	return st.rangeValues(cl, from, to, rev, hint, func(m []byte, v dynastore.Value) (bool, error) {
+		fields, err := entryFields(cl.c, v)
+		if err != nil {
+			return false, err
+		}
+		return fn(StreamEntry{ID: idOfMember(m), Fields: fields}), nil
+	})
+}
+
+// rangeValues is rangeIDs of the stored members and values.
+func (st *streamState) rangeValues(cl *Collection, from, to StreamID, rev bool, hint int, fn func(m []byte, v dynastore.Value) (bool, error)) error {
 	if from.Cmp(st.floor) < 0 {
 		from = st.floor
 	}
 	if from.Cmp(to) > 0 {
 		return nil
 	}
-	return cl.EachRange(from.member(), to.member(), rev, hint, func(m []byte, v dynastore.Value) (bool, error) {
-		fields, err := decodeFields(v)
-		if err != nil {
-			return false, err
-		}
-		return fn(StreamEntry{ID: idOfMember(m), Fields: fields}), nil
-	})
+	return cl.EachRange(from.member(), to.member(), rev, hint, fn)
 }
 
 // cutThrough removes every entry with an id up to through (inclusive):
@@ -532,8 +558,8 @@ func (st *streamState) rangeRead(cl *Collection, from, to StreamID, rev bool, hi
 func (st *streamState) cutThrough(cl *Collection, through StreamID) error {
 	if !cl.Large() {
 		var ids [][]byte
-		err := st.rangeRead(cl, StreamID{}, through, false, 0, func(e StreamEntry) bool {
-			ids = append(ids, e.ID.member())
+		err := st.rangeIDs(cl, StreamID{}, through, false, 0, func(id StreamID) bool {
+			ids = append(ids, id.member())
 			return true
 		})
 		if err != nil {
@@ -618,8 +644,8 @@ func (st *streamState) trim(cl *Collection, t StreamTrim) (int64, error) {
 			k = length - t.MaxLen
 			var last StreamID
 			seen := int64(0)
-			err := st.rangeRead(cl, nd.master, nd.last, false, int(k), func(e StreamEntry) bool {
-				last, seen = e.ID, seen+1
+			err := st.rangeIDs(cl, nd.master, nd.last, false, int(k), func(id StreamID) bool {
+				last, seen = id, seen+1
 				return seen < k
 			})
 			if err != nil {
@@ -634,7 +660,7 @@ func (st *streamState) trim(cl *Collection, t StreamTrim) (int64, error) {
 		} else {
 			if end, ok := t.MinID.Decr(); ok {
 				through = end
-				err := st.rangeRead(cl, nd.master, end, false, 0, func(StreamEntry) bool {
+				err := st.rangeIDs(cl, nd.master, end, false, 0, func(StreamID) bool {
 					k++
 					return true
 				})
@@ -885,6 +911,17 @@ type XAddArgs struct {
 // a missing key), how many entries its trim removed, and the cleanup its
 // trim leaves (nil: none).
 func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bool, sc *StreamCleanup, err error) {
+	val := dynastore.Value(encodeFields(a.Fields))
+	// An entry too big for a member item is staged in chunks first
+	// (bigfields.go); its id is known only on each try, whose commit names
+	// it (publishAs).
+	var big *bigHeader
+	if enc := val.(dynastore.B); bigField(MaxStreamID.member(), len(enc)) {
+		if big, err = stageUnnamed(c, key, enc); err != nil {
+			return StreamID{}, 0, false, nil, err
+		}
+		val = bigRef(big)
+	}
 	err = RetryConflicts(c, func(try int) error {
 		added, trimmed, ok = StreamID{}, 0, false
 		cl, st, fromCache, err := openStream(c, key, try, true)
@@ -925,7 +962,10 @@ func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bo
 		if id.Cmp(st.last) <= 0 {
 			return noWrite(ErrStreamIDTooSmall)
 		}
-		cl.Put(id.member(), encodeFields(a.Fields))
+		cl.Put(id.member(), val)
+		if big != nil {
+			publishAs(cl, big, id.member())
+		}
 		if cl.Large() {
 			// No member above the last id was ever written to this
 			// generation: the commit need not read it (the put's own
@@ -944,6 +984,10 @@ func XAdd(c Scope, key []byte, a XAddArgs) (added StreamID, trimmed int64, ok bo
 		st.modified = true
 		return commitStream(c, cl, st, &sc)
 	})
+	if big != nil && !ok && (err == nil || errors.Is(err, ErrWrongType) || errors.Is(err, ErrStreamIDTooSmall) || errors.Is(err, ErrStreamExhausted)) {
+		// Refused before any write: nothing will ever name the chunks.
+		discardBig(c, big)
+	}
 	return added, trimmed, ok, sc, err
 }
 

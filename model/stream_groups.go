@@ -80,9 +80,19 @@ type streamGroup struct {
 	pending     int64
 	top         StreamID
 	// known holds the pending entries read or changed (nil: known to be
-	// absent); dirty the ids whose items the commit writes.
+	// absent); dirty the ids whose pages the commit writes.
 	known map[StreamID]*streamNACK
 	dirty map[StreamID]bool
+	// pages are the stored pages read (stream_pel.go), by the id their
+	// key holds: the ids each held as read; pageOf the page each id
+	// located so far belongs to; below the page just below a page, where
+	// a read showed it.
+	pages  map[StreamID][]StreamID
+	pageOf map[StreamID]StreamID
+	below  map[StreamID]StreamID
+	// fresh are ids found absent because they pass every id ever
+	// pending: above every page.
+	fresh []StreamID
 }
 
 // ---- encoding ---------------------------------------------------------------------------
@@ -321,8 +331,8 @@ type streamEdges struct {
 // edge reads the first (or last) entry's id.
 func (e *streamEdges) edge(rev bool) (StreamID, error) {
 	var id StreamID
-	err := e.st.rangeRead(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamEntry) bool {
-		id = x.ID
+	err := e.st.rangeIDs(e.cl, StreamID{}, MaxStreamID, rev, 1, func(x StreamID) bool {
+		id = x
 		return false
 	})
 	return id, err
@@ -1013,7 +1023,7 @@ func (st *streamState) entriesOf(cl *Collection, ids []StreamID) ([]StreamEntry,
 			out[i].Gone = true
 			continue
 		}
-		if out[i].Fields, err = decodeFields(vals[i]); err != nil {
+		if out[i].Fields, err = entryFields(cl.c, vals[i]); err != nil {
 			return nil, err
 		}
 	}
