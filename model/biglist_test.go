@@ -8,21 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/internal/rdb"
 	"github.com/redamo/redamo/model"
 )
-
-// forBigListStores is forStores and the AWS-faithful store (latencies,
-// throttling, transaction conflicts).
-func forBigListStores(t *testing.T, body func(t *testing.T, e *keysEnv)) {
-	forStores(t, body)
-	t.Run("faithful", func(t *testing.T) {
-		st := dynastore.NewStats()
-		body(t, &keysEnv{store: faithful.New(faithful.Options{Seed: 1, Scale: 0.05, Observer: st}), stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()})
-	})
-}
 
 // rangeS is LRANGE key 0 -1, each element as a string.
 func rangeS(key string) func(s model.Scope) (any, error) {
@@ -36,7 +25,7 @@ func rangeS(key string) func(s model.Scope) (any, error) {
 // compared by content, counted, and survives RENAME, COPY and
 // DUMP/RESTORE; the list stays a quicklist.
 func TestBigListElements(t *testing.T) {
-	forBigListStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		n := 2*bigChunkBytes + 5
 		a, b, c, d := randomBytes(11, n), randomBytes(12, n), randomBytes(13, n+1), randomBytes(14, n)
 		push := func(key string, left, x bool, vals ...[]byte) func(s model.Scope) (any, error) {
@@ -151,7 +140,7 @@ func TestBigListElements(t *testing.T) {
 // (LMOVE, RPOPLPUSH, a list LREM rewrote) or a list renamed keeps its
 // chunks, which are not copied.
 func TestBigListSweep(t *testing.T) {
-	forBigListStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		n := 3*bigChunkBytes + 1
 		a, b, c, d := randomBytes(21, n), randomBytes(22, n), randomBytes(23, n), randomBytes(24, n)
 		s := e.scope("test", 0)
@@ -264,7 +253,7 @@ func TestBigListRequests(t *testing.T) {
 // moved and read inside it, published by its commit; a unit that fails
 // leaves nothing visible, and its staged chunks are swept.
 func TestBigListUnit(t *testing.T) {
-	forBigListStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		a, b := randomBytes(41, 2*bigChunkBytes+3), randomBytes(42, 2*bigChunkBytes+3)
 		s := e.scope("test", 0)
 		in := func(txn *model.Txn) *scope {

@@ -6,12 +6,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/internal/rdb"
 	"github.com/redamo/redamo/model"
 )
@@ -72,30 +70,6 @@ func TestBigMemberRequests(t *testing.T) {
 	})
 }
 
-// forBigStores is forStores with the faithful store too.
-func forBigStores(t *testing.T, body func(t *testing.T, e *keysEnv)) {
-	forStores(t, body)
-	t.Run("faithful", func(t *testing.T) {
-		st := dynastore.NewStats()
-		store := faithful.New(faithful.Options{Seed: 1, Scale: 0.01, Observer: st})
-		body(t, &keysEnv{store: store, stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()})
-	})
-}
-
-// sweeper returns a sweep that passes the grace on a sweeper of e.
-func sweeper(t *testing.T, e *keysEnv, s model.Scope) func() {
-	clock := time.Now()
-	sw := &model.Sweeper{Store: e.store, Clock: func() time.Time { return clock }, Grace: time.Minute, Rate: 100000}
-	return func() {
-		t.Helper()
-		for range 2 {
-			require.NoError(t, sw.SweepOnce(s))
-			clock = clock.Add(2 * time.Minute)
-		}
-		require.NoError(t, sw.SweepOnce(s))
-	}
-}
-
 // inOrder is a copy of ms in byte order.
 func inOrder(ms [][]byte) [][]byte {
 	out := slices.Clone(ms)
@@ -108,9 +82,9 @@ func inOrder(ms [][]byte) [][]byte {
 // member the set holds never, whether the set was renamed, copied, dumped
 // and restored or written to by SINTERSTORE and SMOVE.
 func TestBigMemberSets(t *testing.T) {
-	forBigStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		s := e.scope("test", 0)
-		sweep := sweeper(t, e, s)
+		sweep, _ := pastGrace(t, e.store, s)
 		a, b := randomBytes(11, 3*bigChunkBytes+5), randomBytes(12, 2*bigChunkBytes)
 		members := func(key string) [][]byte {
 			t.Helper()
@@ -187,9 +161,9 @@ func TestBigMemberSets(t *testing.T) {
 // members sharing a long prefix, big or not, by rank, in reverse and by
 // lexicographic range. A new score keeps a member's chunks.
 func TestBigMemberHashesAndZSets(t *testing.T) {
-	forBigStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		s := e.scope("test", 0)
-		sweep := sweeper(t, e, s)
+		sweep, _ := pastGrace(t, e.store, s)
 		f, v := randomBytes(21, 2*bigChunkBytes+10), randomBytes(22, 2*bigChunkBytes)
 		_, err := model.AddMembers(s, []byte("h"), model.TypeHash, [][]byte{f, []byte("g")}, [][]byte{[]byte("small"), []byte("1")})
 		require.NoError(t, err)
@@ -269,9 +243,9 @@ func TestBigMemberHashesAndZSets(t *testing.T) {
 // invisible until its commit, and one whose transaction is dropped, or
 // whose writer failed, is never visible: its chunks are swept.
 func TestBigMemberUnpublished(t *testing.T) {
-	forBigStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		s := e.scope("test", 0)
-		sweep := sweeper(t, e, s)
+		sweep, _ := pastGrace(t, e.store, s)
 		a, b := randomBytes(31, 2*bigChunkBytes+1), randomBytes(32, 2*bigChunkBytes+2)
 		isMember := func(m []byte) bool {
 			t.Helper()
@@ -317,7 +291,7 @@ func TestBigMemberUnpublished(t *testing.T) {
 // Readers on other instances see a big member whole or not at all while a
 // writer adds and removes it and its neighbours.
 func TestBigMemberReaders(t *testing.T) {
-	forBigStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		w := e.scope("writer", 0)
 		ms := [][]byte{randomBytes(41, 2*bigChunkBytes+7), randomBytes(42, bigChunkBytes*3/2), []byte("small")}
 		known := map[string]bool{}
@@ -378,7 +352,7 @@ func TestBigMemberReaders(t *testing.T) {
 // in pending items and the checks go with the commit that publishes them.
 // RENAME hands all of them over.
 func TestBigMemberMany(t *testing.T) {
-	forBigStores(t, func(t *testing.T, e *keysEnv) {
+	forAllStores(t, func(t *testing.T, e *keysEnv) {
 		s := e.scope("test", 0)
 		for _, typ := range []string{model.TypeHash, model.TypeSet} {
 			key := []byte(typ)
@@ -408,7 +382,8 @@ func TestBigMemberMany(t *testing.T) {
 			_, err = model.MoveKey(s, key, 0, append(key, '2'), false)
 			require.NoError(t, err, typ)
 		}
-		sweeper(t, e, s)()
+		sweep, _ := pastGrace(t, e.store, s)
+		sweep()
 		require.Equal(t, 2*50*2, countChunks(t, e))
 		vals, present, err := model.HashGet(s, []byte("hash2"), [][]byte{[]byte("f7")})
 		require.NoError(t, err)

@@ -10,20 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redamo/redamo/dynastore"
-	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/internal/rdb"
 	"github.com/redamo/redamo/model"
 )
-
-// forAllStores is forStores and the faithful store (AWS's latencies and
-// limits, its time compressed).
-func forAllStores(t *testing.T, body func(t *testing.T, e *keysEnv)) {
-	forStores(t, body)
-	t.Run("faithful", func(t *testing.T) {
-		st := dynastore.NewStats()
-		body(t, &keysEnv{store: faithful.New(faithful.Options{Seed: 1, Scale: 0.05, Observer: st}), stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()})
-	})
-}
 
 // xaddS is XADD of fields to key with id ms-1 (0: an id the stream
 // makes).

@@ -12,6 +12,7 @@ import (
 	"github.com/redamo/redamo/dynastore"
 	"github.com/redamo/redamo/dynastore/dynamo"
 	"github.com/redamo/redamo/dynastore/dynamo/dynamotest"
+	"github.com/redamo/redamo/dynastore/faithful"
 	"github.com/redamo/redamo/dynastore/memory"
 	"github.com/redamo/redamo/model"
 )
@@ -57,6 +58,16 @@ func forStores(t *testing.T, body func(t *testing.T, e *keysEnv)) {
 			body(t, &keysEnv{store: dynamotest.NewStore(t, dynamo.Config{Observer: st}), stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()})
 		})
 	}
+}
+
+// forAllStores is forStores and the faithful store (AWS's latencies and
+// limits, its time compressed).
+func forAllStores(t *testing.T, body func(t *testing.T, e *keysEnv)) {
+	forStores(t, body)
+	t.Run("faithful", func(t *testing.T) {
+		st := dynastore.NewStats()
+		body(t, &keysEnv{store: faithful.New(faithful.Options{Seed: 1, Scale: 0.05, Observer: st}), stats: st, proc: model.NewProcess(nil), now: time.Now().UnixMilli()})
+	})
 }
 
 // step is one call into the model: its result (compared with want unless
