@@ -15,14 +15,16 @@ import (
 // These tests serve a store behind the fault injector and check what a
 // client reads: the reply texts are the contract.
 
-// A throttled table is no lost race: with the request that deletes or
-// moves a message throttled (a transaction's ThrottlingError reasons, or a
-// single DeleteItem's ThrottlingException), QUEUE.ACK, QUEUE.NACK and QUEUE.POP
-// each make one logical request (its retries) and answer the throttling
-// error, instead of reading the cancellation as stale receipts or a race
-// lost to another worker and sending transactions until the client gives
-// up. NACK never answers 0 for a valid receipt, and nothing they tried is
-// applied: once the throttling ends the receipt is still valid.
+// A throttled table is no lost race: with the request that claims, hands
+// back or deletes a message throttled (a single write's
+// ThrottlingException), or a deduplicated push's transaction
+// (ThrottlingError reasons), QUEUE.ACK, QUEUE.NACK, QUEUE.POP and
+// QUEUE.PUSH each make one logical request (its retries) and answer the
+// throttling error, instead of reading the refusal as a stale receipt, a
+// duplicate or a race lost to another worker and trying again until the
+// client gives up. NACK never answers 0 for a valid receipt, and nothing
+// they tried is applied: once the throttling ends the receipt is still
+// valid.
 func TestQueueThrottledTransactions(t *testing.T) {
 	for _, f := range []struct {
 		name string
@@ -43,17 +45,19 @@ func TestQueueThrottledTransactions(t *testing.T) {
 			require.NotNil(t, receipt)
 
 			// ACK of one receipt and POP with VT 0 (delivered is deleted)
-			// are a single DeleteItem, throttled as such; NACK and POP
-			// with a visibility timeout move a message with a transaction.
+			// are a single DeleteItem, NACK and POP with a visibility
+			// timeout a single UpdateItem, each throttled as such; a push
+			// with DEDUP writes its message and record in a transaction.
 			for _, step := range []struct {
 				op    string
 				fault faultKind
 				cmd   []any
 			}{
 				{dynastore.OpDeleteItem, throttle, []any{"QUEUE.ACK", "q", receipt}},
-				{dynastore.OpTransactWriteItems, f.kind, []any{"QUEUE.NACK", "q", receipt}},
-				{dynastore.OpTransactWriteItems, f.kind, []any{"QUEUE.POP", "q", "VT", 600000}},
+				{dynastore.OpUpdateItem, throttle, []any{"QUEUE.NACK", "q", receipt}},
+				{dynastore.OpUpdateItem, throttle, []any{"QUEUE.POP", "q", "VT", 600000}},
 				{dynastore.OpDeleteItem, throttle, []any{"QUEUE.POP", "q", "VT", 0}},
+				{dynastore.OpTransactWriteItems, f.kind, []any{"QUEUE.PUSH", "q", "three", "DEDUP", "d1"}},
 			} {
 				inj.forever(step.op, step.fault)
 				before := inj.count(step.op)
