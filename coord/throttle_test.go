@@ -23,7 +23,10 @@ import (
 // one) is read first and the write goes with the commit.
 func TestThrottle(t *testing.T) {
 	q := coord.NewGCRAQuota(1, 1, 60, 1)
-	now := time.Unix(1_700_000_000, 123_456_789)
+	// An hour ahead, not a fixed past instant: DynamoDB Local deletes
+	// items whose TTL attribute has passed, and could take the bucket
+	// away between two calls.
+	now := time.Unix(time.Now().Unix()+3600, 123_456_789)
 	clk := coord.ThrottleClock{Now: func() time.Time { return now }, Again: func() {}}
 	calls := []struct {
 		name   string
